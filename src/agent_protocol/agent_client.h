@@ -1,0 +1,18 @@
+/* agent_client: spaced's side of the conversation with a sandbox's space-agent, over the
+ * unix socket in the sandbox's run directory. Blocking; one connection per request. */
+#pragma once
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct exec_request;
+struct exec_result;
+
+/* HELLO round trip; fills *ret_pid with the agent's pid (1 inside its namespace).
+ * Returns 0 or -errno (-ECONNREFUSED / -ENOENT when no agent listens). */
+int agent_client_hello(const char *socket_path, int timeout_ms, uint32_t *ret_pid);
+
+/* Runs one command to completion. Returns 0, -errno for transport failures, or -EPROTO. On
+ * an agent-side error (AGENT_MSG_ERROR) returns -that errno and copies the message. */
+int agent_client_exec(const char *socket_path, const struct exec_request *req, struct exec_result *ret,
+                      char *ret_message, size_t message_size);

@@ -1,0 +1,120 @@
+/* agent_frame: the framed protocol between spaced and space-agent.
+ *
+ * Wire format (all integers little-endian):
+ *   frame  = u32 payload_len | u8 type | u8 version (AGENT_PROTOCOL_VERSION) | u16 reserved (0)
+ *            | payload (payload_len bytes)
+ *   payload = field*
+ *   field  = u16 tag | u32 len | len bytes
+ * A field may repeat (ARGV, ENV). Unknown tags are skipped by readers so either side can
+ * grow new fields. A frame (header + payload) larger than AGENT_FRAME_MAX is a protocol error.
+ *
+ * This file is compiled into both spaced (glibc) and the static space-agent (musl or glibc):
+ * it uses only libc and returns -errno on failure.
+ */
+#pragma once
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#define AGENT_PROTOCOL_VERSION 1
+#define AGENT_FRAME_HEADER_SIZE 8
+#define AGENT_FRAME_MAX (64u * 1024u * 1024u)
+
+enum agent_msg_type {
+        AGENT_MSG_HELLO = 1,       /* spaced -> agent: no fields */
+        AGENT_MSG_HELLO_REPLY = 2, /* agent -> spaced: VERSION, AGENT_PID, BOOT_ID */
+        AGENT_MSG_EXEC = 3,        /* spaced -> agent: ARGV+, ENV*, CWD?, STDIN?, TIMEOUT_MS?, OUTPUT_CAP? */
+        AGENT_MSG_EXEC_RESULT = 4, /* agent -> spaced: see tags below */
+        AGENT_MSG_ERROR = 5,       /* agent -> spaced: ERRNO, MESSAGE */
+};
+
+enum agent_field_tag {
+        AGENT_F_VERSION = 1,      /* string */
+        AGENT_F_AGENT_PID = 2,    /* u32 */
+        AGENT_F_BOOT_ID = 3,      /* string: 32 hex digits, random per agent start */
+        AGENT_F_ARGV = 10,        /* string, repeated, in order */
+        AGENT_F_ENV = 11,         /* "KEY=VALUE", repeated; replaces the agent's default env */
+        AGENT_F_CWD = 12,         /* string, default "/" */
+        AGENT_F_STDIN = 13,       /* bytes fed to the command's stdin, then closed */
+        AGENT_F_TIMEOUT_MS = 14,  /* u32, 0 = none; on expiry the process group gets SIGKILL */
+        AGENT_F_OUTPUT_CAP = 15,  /* u32 bytes kept per stream; the rest is counted, not kept */
+        AGENT_F_EXIT_CODE = 20,   /* i32, 128+N when killed by signal N; 127 when exec failed */
+        AGENT_F_TERM_SIGNAL = 21, /* i32, 0 when exited normally */
+        AGENT_F_STDOUT = 22,      /* bytes */
+        AGENT_F_STDERR = 23,      /* bytes */
+        AGENT_F_TRUNCATED = 24,   /* u8: bit0 stdout, bit1 stderr */
+        AGENT_F_TIMED_OUT = 25,   /* u8 */
+        AGENT_F_DURATION_US = 26, /* u64 */
+        AGENT_F_ERRNO = 30,       /* i32, positive errno (e.g. ENOENT when exec failed) */
+        AGENT_F_MESSAGE = 31,     /* string */
+};
+
+/* A growable buffer that builds one outgoing frame. */
+struct agent_frame_writer {
+        uint8_t *data;
+        size_t len;
+        size_t cap;
+        int failed; /* sticky -ENOMEM / -E2BIG */
+};
+
+void agent_frame_writer_begin(struct agent_frame_writer *w, enum agent_msg_type type);
+void agent_frame_writer_put(struct agent_frame_writer *w, uint16_t tag, const void *data, size_t len);
+void agent_frame_writer_put_str(struct agent_frame_writer *w, uint16_t tag, const char *s);
+void agent_frame_writer_put_u8(struct agent_frame_writer *w, uint16_t tag, uint8_t v);
+void agent_frame_writer_put_u32(struct agent_frame_writer *w, uint16_t tag, uint32_t v);
+void agent_frame_writer_put_i32(struct agent_frame_writer *w, uint16_t tag, int32_t v);
+void agent_frame_writer_put_u64(struct agent_frame_writer *w, uint16_t tag, uint64_t v);
+/* Patches the header's length; returns 0 or the sticky error. data/len then hold the frame. */
+int agent_frame_writer_finish(struct agent_frame_writer *w);
+void agent_frame_writer_release(struct agent_frame_writer *w);
+
+/* A parsed frame (points into caller-owned memory). */
+struct agent_frame {
+        uint8_t type;
+        const uint8_t *payload;
+        uint32_t payload_len;
+};
+
+/* Decodes the 8-byte header. Returns payload length (>= 0) or -EPROTO/-E2BIG. */
+int64_t agent_frame_header_decode(const uint8_t header[AGENT_FRAME_HEADER_SIZE], uint8_t *ret_type);
+
+/* Iterates fields: set *cursor = 0 first; returns 1 with tag/data/len filled, 0 at end,
+ * -EPROTO on a truncated field. */
+int agent_frame_next_field(const struct agent_frame *f, size_t *cursor, uint16_t *ret_tag,
+                           const uint8_t **ret_data, uint32_t *ret_len);
+
+/* Finds the first field with tag; returns 1 found, 0 absent, -EPROTO on a truncated field. */
+int agent_frame_find(const struct agent_frame *f, uint16_t tag, const uint8_t **ret_data, uint32_t *ret_len);
+/* Typed getters: 1 found, 0 absent, -EPROTO when the field has the wrong size. */
+int agent_frame_get_u8(const struct agent_frame *f, uint16_t tag, uint8_t *ret);
+int agent_frame_get_u32(const struct agent_frame *f, uint16_t tag, uint32_t *ret);
+int agent_frame_get_i32(const struct agent_frame *f, uint16_t tag, int32_t *ret);
+int agent_frame_get_u64(const struct agent_frame *f, uint16_t tag, uint64_t *ret);
+
+/* Blocking helpers on a stream socket (retry on EINTR, handle short reads/writes).
+ * agent_frame_read allocates *ret_buf (payload only); caller frees. Returns 0, -errno,
+ * or -ECONNRESET on clean EOF before a header. */
+int agent_frame_send(int fd, const struct agent_frame_writer *w);
+int agent_frame_read(int fd, struct agent_frame *ret_frame, uint8_t **ret_buf);
+
+/* Incremental reader for non-blocking fds (event loops). Zero-initialise it (or call
+ * agent_frame_reader_release) before use. It never reads past the end of the frame it
+ * is assembling, so no bytes of the next frame are held back. */
+struct agent_frame_reader {
+        uint8_t header[AGENT_FRAME_HEADER_SIZE];
+        uint32_t header_got;
+        uint8_t type;
+        uint8_t *buf;
+        uint32_t len;
+        uint32_t got;
+};
+
+/* Reads what is available. Returns 1 when a whole frame is buffered (then call
+ * agent_frame_reader_take), 0 on EAGAIN, -ECONNRESET on EOF between frames, -EPROTO on
+ * EOF inside a frame or a bad header, -E2BIG, -ENOMEM, or another -errno. */
+int agent_frame_reader_fill(struct agent_frame_reader *r, int fd);
+/* Hands over the buffered frame: *ret_buf owns the payload (caller frees) and the
+ * reader is reset for the next frame. Only valid after fill returned 1. */
+void agent_frame_reader_take(struct agent_frame_reader *r, struct agent_frame *ret_frame, uint8_t **ret_buf);
+void agent_frame_reader_release(struct agent_frame_reader *r);

@@ -1,0 +1,38 @@
+/* The one mapping from space_error codes to HTTP statuses and the error body shape
+ * {"error": {"code": "...", "message": "..."}}. */
+#include "api/api_request.h"
+
+unsigned api_error_http_status(enum space_error_code code)
+{
+        switch (code) {
+        case SPACE_OK: return 200;
+        case SPACE_E_INVALID_JSON:
+        case SPACE_E_INVALID_REQUEST: return 400;
+        case SPACE_E_UNAUTHORIZED: return 401;
+        case SPACE_E_NOT_FOUND: return 404;
+        case SPACE_E_METHOD_NOT_ALLOWED: return 405;
+        case SPACE_E_INVALID_STATE:
+        case SPACE_E_TEMPLATE_NOT_READY:
+        case SPACE_E_ALREADY_EXISTS: return 409;
+        case SPACE_E_PAYLOAD_TOO_LARGE: return 413;
+        case SPACE_E_UNSUPPORTED_MEDIA_TYPE: return 415;
+        case SPACE_E_UNAVAILABLE: return 503;
+        case SPACE_E_TIMEOUT: return 504;
+        case SPACE_E_INTERNAL: return 500;
+        }
+        return 500;
+}
+
+void api_response_json(struct api_response *resp, unsigned status, json_t *body)
+{
+        json_decref(resp->body);
+        resp->status = status;
+        resp->body = body;
+}
+
+void api_response_error(struct api_response *resp, const struct space_error *err)
+{
+        api_response_json(resp, api_error_http_status(err->code),
+                          json_pack("{s:{s:s, s:s}}", "error", "code", space_error_code_name(err->code), "message",
+                                    err->message[0] ? err->message : space_error_code_name(err->code)));
+}

@@ -1,0 +1,48 @@
+#include "api/api_render.h"
+
+#include "spaced/wallclock.h"
+
+json_t *api_render_time(int64_t ms)
+{
+        if (ms <= 0)
+                return json_null();
+        char buf[32];
+        wallclock_format(ms, buf, sizeof(buf));
+        return json_string(buf);
+}
+
+json_t *api_render_sandbox(const struct sandbox *sb)
+{
+        return json_pack("{s:s, s:s, s:s?, s:s, s:O, s:{s:f, s:I, s:I, s:I}, s:O, s:O, s:I, s:s, s:o, s:o, s:o}", "id", sb->id,
+                         "state", sandbox_state_name(sb->state), "state_reason", sb->state_reason[0] ? sb->state_reason : NULL,
+                         "template", sb->template_name, "environment", sb->environment, "resources", "cpus", sb->resources.cpus,
+                         "memory_mb", (json_int_t)sb->resources.memory_mb, "pids", (json_int_t)sb->resources.pids, "disk_mb",
+                         (json_int_t)sb->resources.disk_mb, "env", sb->env, "metadata", sb->metadata, "timeout_s",
+                         (json_int_t)sb->timeout_s, "on_timeout", sb->on_timeout, "expires_at", api_render_time(sb->expires_at_ms),
+                         "created_at", api_render_time(sb->created_at_ms), "updated_at", api_render_time(sb->updated_at_ms));
+}
+
+json_t *api_render_operation(const struct operation *op)
+{
+        json_t *j = json_pack("{s:s, s:s, s:s, s:s, s:o, s:o, s:o}", "id", op->id, "kind", op->kind, "target", op->target, "state",
+                              operation_state_name(op->state), "created_at", api_render_time(op->created_at_ms), "started_at",
+                              api_render_time(op->started_at_ms), "finished_at", api_render_time(op->finished_at_ms));
+        if (j && op->state == OPERATION_FAILED)
+                json_object_set_new(j, "error", json_pack("{s:s, s:s}", "code", op->error_code, "message", op->error_message));
+        else if (j)
+                json_object_set_new(j, "error", json_null());
+        return j;
+}
+
+json_t *api_render_template(const struct template_record *t)
+{
+        return json_pack("{s:s, s:s, s:s?, s:O, s:o}", "name", t->name, "state", t->state, "state_reason",
+                         t->state_reason[0] ? t->state_reason : NULL, "environment", t->environment, "updated_at",
+                         api_render_time(t->updated_at_ms));
+}
+
+json_t *api_render_key(const struct api_key *k)
+{
+        return json_pack("{s:s, s:s, s:o, s:o}", "id", k->id, "name", k->name, "created_at", api_render_time(k->created_at_ms),
+                         "last_used_at", api_render_time(k->last_used_at_ms));
+}

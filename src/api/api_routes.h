@@ -1,0 +1,35 @@
+/* The route handlers, grouped by resource. Each fills resp (status + JSON). */
+#pragma once
+
+#include "api/api_request.h"
+#include "state_store/state_store.h"
+
+typedef void (*api_handler)(struct api_request *req, struct api_response *resp);
+
+/* Looks up the route; sets *ret_needs_auth. NULL with err (404/405) when none matches. */
+api_handler api_router_match(struct api_request *req, bool *ret_needs_auth, struct space_error *err);
+
+/* Answers 202 {"operation", key: extra}, or, with ?wait=true, waits for it to finish. */
+void api_respond_operation(struct api_request *req, struct api_response *resp, const struct operation *op, const char *key,
+                           json_t *extra);
+
+/* Validates the sandbox id in segment 2 and loads its row (404 when unknown). */
+int api_load_sandbox(struct api_request *req, struct sandbox *ret, struct space_error *err);
+
+void route_health(struct api_request *req, struct api_response *resp);
+void route_version(struct api_request *req, struct api_response *resp);
+void route_sandbox_create(struct api_request *req, struct api_response *resp);
+void route_sandbox_list(struct api_request *req, struct api_response *resp);
+void route_sandbox_get(struct api_request *req, struct api_response *resp);
+void route_sandbox_action(struct api_request *req, struct api_response *resp);
+void route_sandbox_delete(struct api_request *req, struct api_response *resp);
+void route_sandbox_exec(struct api_request *req, struct api_response *resp);
+void route_template_list(struct api_request *req, struct api_response *resp);
+void route_template_get(struct api_request *req, struct api_response *resp);
+void route_template_build(struct api_request *req, struct api_response *resp);
+void route_template_delete(struct api_request *req, struct api_response *resp);
+void route_operation_list(struct api_request *req, struct api_response *resp);
+void route_operation_get(struct api_request *req, struct api_response *resp);
+void route_key_create(struct api_request *req, struct api_response *resp);
+void route_key_list(struct api_request *req, struct api_response *resp);
+void route_key_delete(struct api_request *req, struct api_response *resp);

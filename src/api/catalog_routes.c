@@ -1,0 +1,182 @@
+/* /v1/templates, /v1/operations, /v1/keys, /v1/health, /v1/version. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "api/api_auth.h"
+#include "api/api_json.h"
+#include "api/api_render.h"
+#include "api/api_routes.h"
+#include "runtime/cgroup/cgroup_manager.h"
+#include "runtime/runtime_driver.h"
+#include "spaced/spaced_context.h"
+#include "templates/template_catalog.h"
+
+static bool name_segment_ok(struct api_request *req, const char *what, struct api_response *resp)
+{
+        if (api_json_name_ok(req->segments[2]))
+                return true;
+        struct space_error err;
+        space_error_set(&err, SPACE_E_NOT_FOUND, "%s %.64s not found", what, req->segments[2]);
+        api_response_error(resp, &err);
+        return false;
+}
+
+static void store_failure(struct api_response *resp, int r, const char *what, const char *name)
+{
+        struct space_error err;
+        if (r == -ENOENT)
+                space_error_set(&err, SPACE_E_NOT_FOUND, "%s %s not found", what, name);
+        else
+                space_error_errno(&err, r, "read %s %s", what, name);
+        api_response_error(resp, &err);
+}
+
+void route_health(struct api_request *req, struct api_response *resp)
+{
+        api_response_json(resp, 200, json_pack("{s:s}", "status", "ok"));
+}
+
+void route_version(struct api_request *req, struct api_response *resp)
+{
+        api_response_json(resp, 200,
+                          json_pack("{s:s, s:s, s:s, s:s, s:{s:b, s:b}}", "version", SPACE_VERSION, "api", "v1", "runtime",
+                                    req->ctx->driver->name, "cgroup", req->ctx->cgroups->name, "capabilities", "pause",
+                                    req->ctx->driver->caps.pause, "memory_snapshot", req->ctx->driver->caps.memory_snapshot));
+}
+
+void route_template_list(struct api_request *req, struct api_response *resp)
+{
+        struct template_record *all = NULL;
+        size_t n = 0;
+        int r = STORE(req->ctx, template_list, &all, &n);
+        if (r < 0)
+                return store_failure(resp, r, "templates", "");
+        json_t *arr = json_array();
+        for (size_t i = 0; i < n; i++) {
+                json_array_append_new(arr, api_render_template(&all[i]));
+                template_record_release(&all[i]);
+        }
+        free(all);
+        api_response_json(resp, 200, json_pack("{s:o}", "templates", arr));
+}
+
+void route_template_get(struct api_request *req, struct api_response *resp)
+{
+        struct template_record t;
+        if (!name_segment_ok(req, "template", resp))
+                return;
+        int r = STORE(req->ctx, template_get, req->segments[2], &t);
+        if (r < 0)
+                return store_failure(resp, r, "template", req->segments[2]);
+        api_response_json(resp, 200, api_render_template(&t));
+        template_record_release(&t);
+}
+
+void route_template_build(struct api_request *req, struct api_response *resp)
+{
+        struct space_error err = { 0 };
+        struct operation op;
+        if (!name_segment_ok(req, "template", resp))
+                return;
+        if (template_catalog_submit_build(req->ctx, req->segments[2], &op, &err) < 0)
+                api_response_error(resp, &err);
+        else
+                api_respond_operation(req, resp, &op, "template", json_object());
+}
+
+void route_template_delete(struct api_request *req, struct api_response *resp)
+{
+        struct space_error err = { 0 };
+        if (!name_segment_ok(req, "template", resp))
+                return;
+        if (template_catalog_delete(req->ctx, req->segments[2], &err) < 0)
+                api_response_error(resp, &err);
+        else
+                api_response_json(resp, 204, NULL);
+}
+
+void route_operation_list(struct api_request *req, struct api_response *resp)
+{
+        struct space_error err = { 0 };
+        const char *target = api_request_query(req, "target"), *state = api_request_query(req, "state");
+        enum operation_state filter;
+        if (state && operation_state_from_name(state, &filter) < 0) {
+                space_error_set(&err, SPACE_E_INVALID_REQUEST, "unknown operation state \"%.32s\"", state);
+                return api_response_error(resp, &err);
+        }
+        struct operation *ops = NULL;
+        size_t n = 0;
+        int r = STORE(req->ctx, operation_list, target, state ? (int)filter : -1, false, &ops, &n);
+        if (r < 0)
+                return store_failure(resp, r, "operations", "");
+        json_t *arr = json_array();
+        for (size_t i = 0; i < n; i++)
+                json_array_append_new(arr, api_render_operation(&ops[i]));
+        free(ops);
+        api_response_json(resp, 200, json_pack("{s:o}", "operations", arr));
+}
+
+void route_operation_get(struct api_request *req, struct api_response *resp)
+{
+        struct operation op;
+        if (!name_segment_ok(req, "operation", resp))
+                return;
+        int r = STORE(req->ctx, operation_get, req->segments[2], &op);
+        if (r < 0)
+                return store_failure(resp, r, "operation", req->segments[2]);
+        api_response_json(resp, 200, api_render_operation(&op));
+}
+
+void route_key_create(struct api_request *req, struct api_response *resp)
+{
+        static const char *const fields[] = { "name", NULL };
+        struct space_error err = { 0 };
+        json_t *body = NULL;
+        const char *name = NULL;
+        struct api_key k;
+        char secret[64];
+        if (api_request_json(req, &body, &err) < 0 || api_json_only(body, fields, "", &err) < 0 ||
+            api_json_string(body, "name", 63, &name, &err) < 0)
+                goto fail;
+        if (!name || !api_json_metadata_key_ok(name)) {
+                space_error_set(&err, SPACE_E_INVALID_REQUEST, "name is required: 1-63 of [A-Za-z0-9._-]");
+                goto fail;
+        }
+        if (api_auth_create_key(req->ctx, name, &k, secret, sizeof(secret), &err) < 0)
+                goto fail;
+        json_t *j = api_render_key(&k);
+        json_object_set_new(j, "secret", json_string(secret));
+        explicit_bzero(secret, sizeof(secret));
+        api_response_json(resp, 201, j);
+        json_decref(body);
+        return;
+fail:
+        api_response_error(resp, &err);
+        json_decref(body);
+}
+
+void route_key_list(struct api_request *req, struct api_response *resp)
+{
+        struct api_key *keys = NULL;
+        size_t n = 0;
+        int r = STORE(req->ctx, key_list, &keys, &n);
+        if (r < 0)
+                return store_failure(resp, r, "keys", "");
+        json_t *arr = json_array();
+        for (size_t i = 0; i < n; i++)
+                json_array_append_new(arr, api_render_key(&keys[i]));
+        free(keys);
+        api_response_json(resp, 200, json_pack("{s:o}", "keys", arr));
+}
+
+void route_key_delete(struct api_request *req, struct api_response *resp)
+{
+        if (!name_segment_ok(req, "key", resp))
+                return;
+        int r = STORE(req->ctx, key_delete, req->segments[2]);
+        if (r < 0)
+                return store_failure(resp, r, "key", req->segments[2]);
+        api_response_json(resp, 204, NULL);
+}

@@ -1,0 +1,147 @@
+/* POST /v1/sandboxes/{id}/exec: run one command to completion and return its output. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "api/api_json.h"
+#include "api/api_routes.h"
+#include "api/output_encoding.h"
+#include "runtime/runtime_driver.h"
+#include "spaced/spaced_context.h"
+
+static const char *const exec_fields[] = { "cmd", "shell", "env", "cwd", "stdin", "timeout_s", "encoding", NULL };
+
+/* PATH and HOME, then the sandbox's env, then the request's (later wins). */
+static char **build_envp(const json_t *sandbox_env, const json_t *request_env)
+{
+        json_t *merged = json_pack("{s:s, s:s}", "PATH", "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "HOME",
+                                   "/root");
+        if (!merged)
+                return NULL;
+        if (sandbox_env)
+                json_object_update(merged, (json_t *)sandbox_env);
+        if (request_env)
+                json_object_update(merged, (json_t *)request_env);
+        size_t n = json_object_size(merged), i = 0;
+        char **envp = calloc(n + 1, sizeof(char *));
+        const char *k;
+        json_t *v;
+        json_object_foreach(merged, k, v) {
+                if (!envp)
+                        break;
+                if (asprintf(&envp[i], "%s=%s", k, json_string_value(v)) < 0) {
+                        envp[i] = NULL;
+                        break;
+                }
+                i++;
+        }
+        json_decref(merged);
+        return envp;
+}
+
+static void free_strv(char **v)
+{
+        for (char **p = v; p && *p; p++)
+                free(*p);
+        free(v);
+}
+
+static char **build_argv(const json_t *cmd, const char *shell)
+{
+        size_t n = cmd ? json_array_size(cmd) : 3;
+        char **argv = calloc(n + 1, sizeof(char *));
+        if (!argv)
+                return NULL;
+        if (!cmd) {
+                argv[0] = strdup("/bin/sh");
+                argv[1] = strdup("-c");
+                argv[2] = strdup(shell);
+        } else {
+                for (size_t i = 0; i < n; i++)
+                        argv[i] = strdup(json_string_value(json_array_get(cmd, i)));
+        }
+        for (size_t i = 0; i < n; i++)
+                if (!argv[i]) {
+                        free_strv(argv);
+                        return NULL;
+                }
+        return argv;
+}
+
+void route_sandbox_exec(struct api_request *req, struct api_response *resp)
+{
+        struct space_error err = { 0 };
+        json_t *body = NULL, *cmd = NULL, *env = NULL;
+        const char *shell = NULL, *cwd = "/", *stdin_text = NULL, *encoding = "utf8";
+        long long timeout_s = 60;
+        struct sandbox sb = { 0 };
+        struct exec_result result = { 0 };
+        char **argv = NULL, **envp = NULL;
+        bool loaded = false;
+
+        if (api_request_json(req, &body, &err) < 0 || api_json_only(body, exec_fields, "", &err) < 0 ||
+            api_json_string_array(body, "cmd", 4096, &cmd, &err) < 0 || api_json_string(body, "shell", 262144, &shell, &err) < 0 ||
+            api_json_string_map(body, "env", api_json_env_name_ok, 256, 32768, &env, &err) < 0 ||
+            api_json_string(body, "cwd", 4095, &cwd, &err) < 0 || api_json_string(body, "stdin", 64u << 20, &stdin_text, &err) < 0 ||
+            api_json_int(body, "timeout_s", 1, 3600, &timeout_s, &err) < 0 ||
+            api_json_string(body, "encoding", 16, &encoding, &err) < 0)
+                goto fail;
+        if (!cmd == !shell) {
+                space_error_set(&err, SPACE_E_INVALID_REQUEST, "give exactly one of cmd (array) or shell (string)");
+                goto fail;
+        }
+        if (strcmp(encoding, "utf8") && strcmp(encoding, "base64")) {
+                space_error_set(&err, SPACE_E_INVALID_REQUEST, "encoding must be utf8 or base64");
+                goto fail;
+        }
+        if (cwd[0] != '/') {
+                space_error_set(&err, SPACE_E_INVALID_REQUEST, "cwd must be an absolute path");
+                goto fail;
+        }
+        if (api_load_sandbox(req, &sb, &err) < 0)
+                goto fail;
+        loaded = true;
+        if (sb.state != SANDBOX_RUNNING) {
+                space_error_set(&err, SPACE_E_INVALID_STATE, "sandbox %s is %s; exec needs it running", sb.id,
+                                sandbox_state_name(sb.state));
+                goto fail;
+        }
+        argv = build_argv(cmd, shell);
+        envp = build_envp(sb.env, env);
+        if (!argv || !envp) {
+                space_error_set(&err, SPACE_E_INTERNAL, "out of memory");
+                goto fail;
+        }
+        struct exec_request er = {
+                .argv = argv,
+                .envp = envp,
+                .cwd = cwd,
+                .stdin_data = (const uint8_t *)stdin_text,
+                .stdin_len = stdin_text ? strlen(stdin_text) : 0,
+                .has_stdin = stdin_text != NULL,
+                .timeout_ms = (uint32_t)timeout_s * 1000,
+                .output_cap = req->ctx->cfg.exec_output_cap,
+        };
+        if (req->ctx->driver->exec(&sb, &er, &result, &err) < 0)
+                goto fail;
+
+        bool b64 = strcmp(encoding, "base64") == 0;
+        json_t *out = b64 ? output_encoding_base64(result.out, result.out_len) : output_encoding_utf8(result.out, result.out_len);
+        json_t *errj = b64 ? output_encoding_base64(result.err, result.err_len) : output_encoding_utf8(result.err, result.err_len);
+        api_response_json(resp, 200,
+                          json_pack("{s:i, s:o, s:o, s:o, s:f, s:b, s:b, s:b, s:b, s:s}", "exit_code", result.exit_code, "signal",
+                                    result.term_signal ? json_integer(result.term_signal) : json_null(), "stdout", out, "stderr",
+                                    errj, "duration_ms", (double)result.duration_us / 1000.0, "truncated", result.truncated,
+                                    "timed_out", result.timed_out, "oom_killed", result.oom_killed, "pids_limit_hit",
+                                    result.pids_limit_hit, "encoding", encoding));
+        goto out;
+fail:
+        api_response_error(resp, &err);
+out:
+        exec_result_release(&result);
+        free_strv(argv);
+        free_strv(envp);
+        if (loaded)
+                sandbox_release(&sb);
+        json_decref(body);
+}

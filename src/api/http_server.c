@@ -1,0 +1,277 @@
+#include "api/http_server.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <microhttpd.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "api/api_auth.h"
+#include "api/api_request.h"
+#include "api/api_routes.h"
+#include "spaced/log.h"
+#include "spaced/spaced_context.h"
+#include "spaced/wallclock.h"
+
+struct http_server {
+        struct spaced_context *ctx;
+        struct MHD_Daemon *tcp;
+        struct MHD_Daemon *local;
+        int local_fd;
+};
+
+struct upload {
+        char *data;
+        size_t len, cap;
+        bool too_large;
+        int64_t started_us;
+};
+
+static enum MHD_Result send_response(struct MHD_Connection *conn, const struct api_response *resp)
+{
+        char *text = NULL;
+        size_t len = 0;
+        if (resp->body) {
+                text = json_dumps(resp->body, JSON_COMPACT | JSON_ENCODE_ANY | JSON_REAL_PRECISION(12));
+                if (text) {
+                        len = strlen(text);
+                        char *grown = realloc(text, len + 2);
+                        if (grown) {
+                                text = grown;
+                                text[len++] = '\n';
+                                text[len] = '\0';
+                        }
+                }
+        }
+        struct MHD_Response *r = MHD_create_response_from_buffer(len, text ? text : (void *)"", text ? MHD_RESPMEM_MUST_FREE
+                                                                                                 : MHD_RESPMEM_PERSISTENT);
+        if (!r) {
+                free(text);
+                return MHD_NO;
+        }
+        if (text)
+                MHD_add_response_header(r, "Content-Type", "application/json");
+        MHD_add_response_header(r, "Cache-Control", "no-store");
+        enum MHD_Result ret = MHD_queue_response(conn, resp->status, r);
+        MHD_destroy_response(r);
+        return ret;
+}
+
+static int split_path(struct api_request *req, char *copy)
+{
+        req->nsegments = 0;
+        for (char *save = NULL, *seg = strtok_r(copy, "/", &save); seg; seg = strtok_r(NULL, "/", &save)) {
+                if (req->nsegments == (int)(sizeof(req->segments) / sizeof(req->segments[0])))
+                        return -1;
+                req->segments[req->nsegments++] = seg;
+        }
+        return 0;
+}
+
+static void handle(struct spaced_context *ctx, struct MHD_Connection *conn, const char *url, const char *method,
+                   struct upload *up, struct api_response *resp)
+{
+        struct space_error err = { 0 };
+        struct api_request req = { .ctx = ctx, .conn = conn, .method = method, .path = url, .body = up->data, .body_len = up->len };
+        char path_copy[1024];
+        if (up->too_large) {
+                space_error_set(&err, SPACE_E_PAYLOAD_TOO_LARGE, "request body is larger than %llu bytes",
+                                (unsigned long long)ctx->cfg.max_body_bytes);
+                return api_response_error(resp, &err);
+        }
+        if (strlen(url) >= sizeof(path_copy) || (snprintf(path_copy, sizeof(path_copy), "%s", url), split_path(&req, path_copy) < 0)) {
+                space_error_set(&err, SPACE_E_NOT_FOUND, "no route for %s", method);
+                return api_response_error(resp, &err);
+        }
+        bool needs_auth = true;
+        api_handler h = api_router_match(&req, &needs_auth, &err);
+        if (!h)
+                return api_response_error(resp, &err);
+        if (needs_auth) {
+                const char *auth = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION);
+                if (api_auth_check(ctx, auth, req.key_id, sizeof(req.key_id), &err) < 0)
+                        return api_response_error(resp, &err);
+        }
+        const char *ctype = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_TYPE);
+        if (up->len > 0 && ctype && strncasecmp(ctype, "application/json", 16) != 0) {
+                space_error_set(&err, SPACE_E_UNSUPPORTED_MEDIA_TYPE, "send the body as application/json, not %.64s", ctype);
+                return api_response_error(resp, &err);
+        }
+        if (atomic_load(&ctx->shutting_down) && strcmp(method, "GET") != 0) {
+                space_error_set(&err, SPACE_E_UNAVAILABLE, "spaced is shutting down");
+                return api_response_error(resp, &err);
+        }
+        h(&req, resp);
+        if (!resp->status) {
+                space_error_set(&err, SPACE_E_INTERNAL, "handler gave no answer");
+                api_response_error(resp, &err);
+        }
+}
+
+static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url, const char *method,
+                                  const char *version, const char *upload_data, size_t *upload_data_size, void **con_cls)
+{
+        struct http_server *s = cls;
+        struct upload *up = *con_cls;
+        if (!up) {
+                up = calloc(1, sizeof(*up));
+                if (!up)
+                        return MHD_NO;
+                up->started_us = monotonic_now_us();
+                *con_cls = up;
+                return MHD_YES;
+        }
+        if (*upload_data_size) {
+                size_t n = *upload_data_size;
+                *upload_data_size = 0;
+                if (up->too_large || up->len + n > s->ctx->cfg.max_body_bytes) {
+                        up->too_large = true;
+                        return MHD_YES;
+                }
+                if (up->len + n + 1 > up->cap) {
+                        size_t cap = up->cap ? up->cap : 4096;
+                        while (cap < up->len + n + 1)
+                                cap *= 2;
+                        char *grown = realloc(up->data, cap);
+                        if (!grown)
+                                return MHD_NO;
+                        up->data = grown;
+                        up->cap = cap;
+                }
+                memcpy(up->data + up->len, upload_data, n);
+                up->len += n;
+                up->data[up->len] = '\0';
+                return MHD_YES;
+        }
+        struct api_response resp = { 0 };
+        handle(s->ctx, conn, url, method, up, &resp);
+        enum MHD_Result r = send_response(conn, &resp);
+        log_debug("http.request", "method=%s path=%s status=%u duration_us=%lld", method, url, resp.status,
+                  (long long)(monotonic_now_us() - up->started_us));
+        json_decref(resp.body);
+        return r;
+}
+
+static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls, enum MHD_RequestTerminationCode toe)
+{
+        struct upload *up = *con_cls;
+        if (up) {
+                free(up->data);
+                free(up);
+                *con_cls = NULL;
+        }
+}
+
+static void on_connect(void *cls, struct MHD_Connection *conn, void **socket_context, enum MHD_ConnectionNotificationCode code)
+{
+        if (code != MHD_CONNECTION_NOTIFY_STARTED)
+                return;
+        const union MHD_ConnectionInfo *info = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+        int one = 1;
+        if (info)
+                setsockopt(info->connect_fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+}
+
+static struct MHD_Daemon *start_daemon(struct http_server *s, int listen_fd, const struct sockaddr_in *addr)
+{
+        unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION | MHD_USE_POLL | MHD_ALLOW_SUSPEND_RESUME;
+        if (listen_fd >= 0)
+                return MHD_start_daemon(flags, 0, NULL, NULL, on_request, s, MHD_OPTION_LISTEN_SOCKET, listen_fd,
+                                        MHD_OPTION_NOTIFY_COMPLETED, on_completed, s, MHD_OPTION_CONNECTION_TIMEOUT, 3700u,
+                                        MHD_OPTION_END);
+        return MHD_start_daemon(flags, ntohs(addr->sin_port), NULL, NULL, on_request, s, MHD_OPTION_SOCK_ADDR, addr,
+                                MHD_OPTION_NOTIFY_COMPLETED, on_completed, s, MHD_OPTION_NOTIFY_CONNECTION, on_connect, s,
+                                MHD_OPTION_CONNECTION_TIMEOUT, 3700u, MHD_OPTION_LISTENING_ADDRESS_REUSE, 1u,
+                                MHD_OPTION_CONNECTION_LIMIT, 4096u, MHD_OPTION_END);
+}
+
+static int listen_unix(const char *path)
+{
+        struct sockaddr_un sa = { .sun_family = AF_UNIX };
+        if (strlen(path) >= sizeof(sa.sun_path))
+                return -ENAMETOOLONG;
+        strcpy(sa.sun_path, path);
+        int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        if (fd < 0)
+                return -errno;
+        unlink(path);
+        if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 || chmod(path, 0600) < 0 || listen(fd, 512) < 0) {
+                int r = -errno;
+                close(fd);
+                return r;
+        }
+        return fd;
+}
+
+int http_server_start(struct spaced_context *ctx, struct http_server **ret, char *reason, size_t reason_size)
+{
+        struct http_server *s = calloc(1, sizeof(*s));
+        if (!s)
+                return -ENOMEM;
+        s->ctx = ctx;
+        s->local_fd = -1;
+        struct sockaddr_in addr = { .sin_family = AF_INET, .sin_port = htons(ctx->cfg.listen_port) };
+        if (inet_pton(AF_INET, ctx->cfg.listen_addr, &addr.sin_addr) != 1) {
+                snprintf(reason, reason_size, "invalid listen address %s (want an IPv4 address)", ctx->cfg.listen_addr);
+                free(s);
+                return -EINVAL;
+        }
+        s->tcp = start_daemon(s, -1, &addr);
+        if (!s->tcp) {
+                snprintf(reason, reason_size, "cannot listen on %s:%u (in use?)", ctx->cfg.listen_addr, ctx->cfg.listen_port);
+                free(s);
+                return -EADDRINUSE;
+        }
+        if (ctx->cfg.unix_socket[0]) {
+                s->local_fd = listen_unix(ctx->cfg.unix_socket);
+                if (s->local_fd < 0 || !(s->local = start_daemon(s, s->local_fd, NULL))) {
+                        snprintf(reason, reason_size, "cannot listen on unix socket %s", ctx->cfg.unix_socket);
+                        http_server_free(s);
+                        return -EADDRINUSE;
+                }
+        }
+        *ret = s;
+        return 0;
+}
+
+void http_server_quiesce(struct http_server *s)
+{
+        if (s->tcp)
+                MHD_quiesce_daemon(s->tcp);
+        if (s->local)
+                MHD_quiesce_daemon(s->local);
+}
+
+unsigned http_server_connections(struct http_server *s)
+{
+        unsigned n = 0;
+        struct MHD_Daemon *d[2] = { s->tcp, s->local };
+        for (int i = 0; i < 2; i++) {
+                const union MHD_DaemonInfo *info = d[i] ? MHD_get_daemon_info(d[i], MHD_DAEMON_INFO_CURRENT_CONNECTIONS) : NULL;
+                if (info)
+                        n += info->num_connections;
+        }
+        return n;
+}
+
+void http_server_free(struct http_server *s)
+{
+        if (!s)
+                return;
+        if (s->tcp)
+                MHD_stop_daemon(s->tcp);
+        if (s->local)
+                MHD_stop_daemon(s->local);
+        if (s->local_fd >= 0)
+                close(s->local_fd);
+        if (s->ctx->cfg.unix_socket[0])
+                unlink(s->ctx->cfg.unix_socket);
+        free(s);
+}

@@ -1,0 +1,227 @@
+/* /v1/sandboxes: create, list, get, lifecycle actions, delete. */
+#include <errno.h>
+#include <microhttpd.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "api/api_json.h"
+#include "api/api_render.h"
+#include "api/api_routes.h"
+#include "operations/operation_queue.h"
+#include "operations/sandbox_lifecycle.h"
+#include "spaced/spaced_context.h"
+
+void api_respond_operation(struct api_request *req, struct api_response *resp, const struct operation *op, const char *key,
+                           json_t *extra)
+{
+        struct space_error err = { 0 };
+        bool wait = false;
+        long long timeout_s = 60;
+        if (api_request_query_bool(req, "wait", &wait, &err) < 0 ||
+            api_request_query_int(req, "timeout_s", 1, 600, &timeout_s, &err) < 0) {
+                /* The operation is already queued: report it, and the bad parameter. */
+                json_decref(extra);
+                api_response_error(resp, &err);
+                json_object_set_new(resp->body, "operation", api_render_operation(op));
+                return;
+        }
+        struct operation latest = *op;
+        unsigned status = 202;
+        if (wait) {
+                int r = operation_queue_wait(req->ctx->queue, op->id, (int)timeout_s * 1000, &latest);
+                if (r == 0)
+                        status = 200;
+        }
+        json_t *body = json_pack("{s:o}", "operation", api_render_operation(&latest));
+        if (key && extra) {
+                /* Show the target as it is now, after waiting. */
+                if (strcmp(key, "sandbox") == 0) {
+                        struct sandbox sb;
+                        if (STORE(req->ctx, sandbox_get, latest.target, &sb) == 0) {
+                                json_decref(extra);
+                                extra = api_render_sandbox(&sb);
+                                sandbox_release(&sb);
+                        }
+                } else if (strcmp(key, "template") == 0) {
+                        struct template_record t;
+                        if (STORE(req->ctx, template_get, latest.target, &t) == 0) {
+                                json_decref(extra);
+                                extra = api_render_template(&t);
+                                template_record_release(&t);
+                        }
+                }
+                json_object_set_new(body, key, extra);
+        } else {
+                json_decref(extra);
+        }
+        if (status == 200 && latest.state == OPERATION_FAILED) {
+                struct space_error failed = { .code = space_error_code_from_name(latest.error_code) };
+                snprintf(failed.message, sizeof(failed.message), "%s", latest.error_message);
+                api_response_error(resp, &failed);
+                json_object_update(resp->body, body);
+                json_decref(body);
+                return;
+        }
+        api_response_json(resp, status, body);
+}
+
+static const char *const create_fields[] = { "template", "resources", "env", "metadata", "timeout_s", "on_timeout", NULL };
+static const char *const resource_fields[] = { "cpus", "memory_mb", "pids", "disk_mb", NULL };
+
+static int parse_create(const json_t *body, struct sandbox *sb, struct space_error *err)
+{
+        const char *template_name = "busybox", *on_timeout = "stop";
+        long long timeout_s = 0, memory = 512, pids = 256, disk = 0;
+        double cpus = 1.0;
+        json_t *env = NULL, *metadata = NULL, *res = json_object_get(body, "resources");
+        if (api_json_only(body, create_fields, "", err) < 0 || api_json_string(body, "template", 63, &template_name, err) < 0 ||
+            api_json_string(body, "on_timeout", 16, &on_timeout, err) < 0 ||
+            api_json_int(body, "timeout_s", 0, 30LL * 24 * 3600, &timeout_s, err) < 0 ||
+            api_json_string_map(body, "env", api_json_env_name_ok, 256, 32768, &env, err) < 0 ||
+            api_json_string_map(body, "metadata", api_json_metadata_key_ok, 64, 256, &metadata, err) < 0)
+                return -1;
+        if (res && !json_is_null(res)) {
+                if (!json_is_object(res))
+                        return space_error_set(err, SPACE_E_INVALID_REQUEST, "field resources must be an object");
+                if (api_json_only(res, resource_fields, "resources", err) < 0 ||
+                    api_json_number(res, "cpus", 0.01, 64, &cpus, err) < 0 ||
+                    api_json_int(res, "memory_mb", 16, 65536, &memory, err) < 0 ||
+                    api_json_int(res, "pids", 16, 65536, &pids, err) < 0 ||
+                    api_json_int(res, "disk_mb", 0, 16LL * 1024 * 1024, &disk, err) < 0)
+                        return -1;
+        }
+        if (!api_json_name_ok(template_name))
+                return space_error_set(err, SPACE_E_INVALID_REQUEST, "template name \"%s\" is not valid", template_name);
+        if (strcmp(on_timeout, "pause") && strcmp(on_timeout, "stop") && strcmp(on_timeout, "destroy"))
+                return space_error_set(err, SPACE_E_INVALID_REQUEST, "on_timeout must be pause, stop or destroy");
+        memset(sb, 0, sizeof(*sb));
+        snprintf(sb->template_name, sizeof(sb->template_name), "%s", template_name);
+        snprintf(sb->on_timeout, sizeof(sb->on_timeout), "%s", on_timeout);
+        sb->timeout_s = timeout_s;
+        sb->resources = (struct sandbox_resources){ .cpus = cpus, .memory_mb = memory, .pids = pids, .disk_mb = disk };
+        sb->env = env ? json_deep_copy(env) : json_object();
+        sb->metadata = metadata ? json_deep_copy(metadata) : json_object();
+        sb->environment = json_object();
+        return 0;
+}
+
+void route_sandbox_create(struct api_request *req, struct api_response *resp)
+{
+        struct space_error err = { 0 };
+        json_t *body = NULL;
+        struct sandbox sb = { 0 };
+        struct operation op;
+        if (api_request_json(req, &body, &err) < 0 || parse_create(body, &sb, &err) < 0 ||
+            sandbox_lifecycle_create(req->ctx, &sb, &op, &err) < 0)
+                api_response_error(resp, &err);
+        else
+                api_respond_operation(req, resp, &op, "sandbox", api_render_sandbox(&sb));
+        json_decref(body);
+        sandbox_release(&sb);
+}
+
+struct metadata_filter {
+        const struct sandbox *sb;
+        bool ok;
+};
+
+static enum MHD_Result check_metadata(void *cls, enum MHD_ValueKind kind, const char *key, const char *value)
+{
+        struct metadata_filter *f = cls;
+        if (strncmp(key, "metadata.", 9) != 0)
+                return MHD_YES;
+        json_t *v = json_object_get(f->sb->metadata, key + 9);
+        if (!v || !json_is_string(v) || strcmp(json_string_value(v), value ? value : "") != 0)
+                f->ok = false;
+        return MHD_YES;
+}
+
+static bool metadata_matches(struct api_request *req, const struct sandbox *sb)
+{
+        struct metadata_filter f = { .sb = sb, .ok = true };
+        MHD_get_connection_values(req->conn, MHD_GET_ARGUMENT_KIND, check_metadata, &f);
+        return f.ok;
+}
+
+void route_sandbox_list(struct api_request *req, struct api_response *resp)
+{
+        struct space_error err = { 0 };
+        const char *state = api_request_query(req, "state");
+        enum sandbox_state filter;
+        if (state && sandbox_state_from_name(state, &filter) < 0) {
+                space_error_set(&err, SPACE_E_INVALID_REQUEST, "unknown state \"%.32s\"", state);
+                api_response_error(resp, &err);
+                return;
+        }
+        struct sandbox *all = NULL;
+        size_t n = 0;
+        int r = STORE(req->ctx, sandbox_list, state ? (int)filter : -1, &all, &n);
+        if (r < 0) {
+                space_error_errno(&err, r, "list sandboxes");
+                api_response_error(resp, &err);
+                return;
+        }
+        json_t *arr = json_array();
+        for (size_t i = 0; i < n; i++)
+                if (metadata_matches(req, &all[i]))
+                        json_array_append_new(arr, api_render_sandbox(&all[i]));
+        sandbox_array_free(all, n);
+        api_response_json(resp, 200, json_pack("{s:o}", "sandboxes", arr));
+}
+
+int api_load_sandbox(struct api_request *req, struct sandbox *ret, struct space_error *err)
+{
+        const char *id = req->segments[2];
+        if (!api_json_name_ok(id))
+                return space_error_set(err, SPACE_E_NOT_FOUND, "sandbox %.64s not found", id);
+        int r = STORE(req->ctx, sandbox_get, id, ret);
+        if (r == -ENOENT)
+                return space_error_set(err, SPACE_E_NOT_FOUND, "sandbox %s not found", id);
+        if (r < 0)
+                return space_error_errno(err, r, "load sandbox %s", id);
+        return 0;
+}
+
+void route_sandbox_get(struct api_request *req, struct api_response *resp)
+{
+        struct space_error err = { 0 };
+        struct sandbox sb;
+        if (api_load_sandbox(req, &sb, &err) < 0) {
+                api_response_error(resp, &err);
+                return;
+        }
+        api_response_json(resp, 200, api_render_sandbox(&sb));
+        sandbox_release(&sb);
+}
+
+static void submit_action(struct api_request *req, struct api_response *resp, enum sandbox_action action)
+{
+        struct space_error err = { 0 };
+        struct operation op;
+        json_t *body = NULL;
+        /* Actions take no body fields; an empty object (or nothing) is fine. */
+        static const char *const none[] = { NULL };
+        if (!api_json_name_ok(req->segments[2])) {
+                space_error_set(&err, SPACE_E_NOT_FOUND, "sandbox %.64s not found", req->segments[2]);
+                api_response_error(resp, &err);
+                return;
+        }
+        if (api_request_json(req, &body, &err) < 0 || api_json_only(body, none, "", &err) < 0 ||
+            sandbox_lifecycle_submit(req->ctx, req->segments[2], action, &op, &err) < 0)
+                api_response_error(resp, &err);
+        else
+                api_respond_operation(req, resp, &op, "sandbox", json_object());
+        json_decref(body);
+}
+
+void route_sandbox_action(struct api_request *req, struct api_response *resp)
+{
+        enum sandbox_action action;
+        sandbox_action_from_name(req->segments[3], &action);
+        submit_action(req, resp, action);
+}
+
+void route_sandbox_delete(struct api_request *req, struct api_response *resp)
+{
+        submit_action(req, resp, SANDBOX_ACTION_DESTROY);
+}

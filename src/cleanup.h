@@ -1,0 +1,55 @@
+/* Scoped cleanup helpers: attach a destructor to a variable so every return path frees it.
+ * Hand ownership on with TAKE_PTR / TAKE_FD. */
+#pragma once
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static inline void cleanup_freep(void *p) { free(*(void **)p); }
+static inline void cleanup_closep(int *fd)
+{
+        if (*fd >= 0) {
+                int saved = errno;
+                close(*fd);
+                errno = saved;
+        }
+}
+static inline void cleanup_fclosep(FILE **f)
+{
+        if (*f)
+                fclose(*f);
+}
+
+#define _cleanup_(f) __attribute__((cleanup(f)))
+#define _cleanup_free_ _cleanup_(cleanup_freep)
+#define _cleanup_close_ _cleanup_(cleanup_closep)
+#define _cleanup_fclose_ _cleanup_(cleanup_fclosep)
+
+#define TAKE_PTR(p)                                \
+        ({                                         \
+                __typeof__(p) _taken_ = (p);       \
+                (p) = NULL;                        \
+                _taken_;                           \
+        })
+#define TAKE_FD(fd)                                \
+        ({                                         \
+                int _taken_fd_ = (fd);             \
+                (fd) = -1;                         \
+                _taken_fd_;                        \
+        })
+
+#define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
+
+/* Wipe a secret, then free it. */
+static inline void erase_and_free(char *s)
+{
+        if (!s)
+                return;
+        explicit_bzero(s, strlen(s));
+        free(s);
+}
+static inline void cleanup_erase_and_freep(char **s) { erase_and_free(*s); }
+#define _cleanup_erase_ _cleanup_(cleanup_erase_and_freep)

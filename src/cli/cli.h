@@ -1,0 +1,43 @@
+/* cli: one invocation of the space command — the global settings every verb shares, and
+ * the entry point of each top-level command.
+ *
+ * Verb functions take (cli, argc, argv) with argv[0] naming the verb and return the process
+ * exit status: CLI_EXIT_OK, CLI_EXIT_FAILURE (the API or the transport failed; the reason is
+ * already on stderr), CLI_EXIT_USAGE, or — for exec — the remote command's exit code.
+ * Argument parsers return CLI_CONTINUE when the verb should go on. */
+#pragma once
+
+#include <jansson.h>
+#include <stdbool.h>
+
+#include "cleanup.h"
+
+enum {
+        CLI_CONTINUE = -1,
+        CLI_EXIT_OK = 0,
+        CLI_EXIT_FAILURE = 1,
+        CLI_EXIT_USAGE = 2,
+};
+
+struct http_client;
+
+struct cli {
+        char *url;                /* base URL of spaced, without a trailing '/' */
+        char *key_flag;           /* --key value; a secret, wiped on exit */
+        bool json;                /* --json: print the API's answer as JSON */
+        bool have_key;            /* an API key was found (for the 401 hint) */
+        struct http_client *http; /* made on the first request */
+};
+
+static inline void cli_json_decrefp(json_t **j) { json_decref(*j); }
+#define _cleanup_json_ _cleanup_(cli_json_decrefp)
+
+static inline bool cli_streq(const char *a, const char *b) { return strcmp(a, b) == 0; }
+
+int cli_server_health(struct cli *cli, int argc, char **argv);
+int cli_server_version(struct cli *cli, int argc, char **argv);
+int cli_template_main(struct cli *cli, int argc, char **argv);
+int cli_sandbox_main(struct cli *cli, int argc, char **argv);
+int cli_exec_main(struct cli *cli, int argc, char **argv);
+int cli_operation_main(struct cli *cli, int argc, char **argv);
+int cli_key_main(struct cli *cli, int argc, char **argv);

@@ -1,0 +1,88 @@
+/* cli_args: option value parsing. */
+#include "cli/cli_args.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/cli.h"
+#include "cli/cli_usage.h"
+
+int cli_args_integer(const char *s, long long min, long long max, long long *ret_value)
+{
+        char *end;
+
+        if (!*s || !(*s == '-' || (*s >= '0' && *s <= '9')))
+                return -EINVAL;
+        errno = 0;
+        long long v = strtoll(s, &end, 10);
+        if (errno != 0 || *end != '\0' || v < min || v > max)
+                return -EINVAL;
+        *ret_value = v;
+        return 0;
+}
+
+int cli_args_positive(const char *s, double *ret_value)
+{
+        char *end;
+
+        if (!*s || !((*s >= '0' && *s <= '9') || *s == '.'))
+                return -EINVAL;
+        errno = 0;
+        double v = strtod(s, &end);
+        if (errno != 0 || *end != '\0' || !isfinite(v) || v <= 0)
+                return -EINVAL;
+        *ret_value = v;
+        return 0;
+}
+
+int cli_args_pair(json_t *object, const char *arg)
+{
+        const char *eq = strchr(arg, '=');
+
+        if (!eq || eq == arg)
+                return -EINVAL;
+        json_t *value = json_string(eq + 1);
+        if (!value)
+                return -EINVAL; /* not UTF-8 */
+        if (json_object_setn_new(object, arg, (size_t) (eq - arg), value) < 0)
+                return -EINVAL;
+        return 0;
+}
+
+int cli_args_simple(int argc, char **argv, const char *usage, int n_positional, bool *no_wait)
+{
+        enum { OPT_NO_WAIT = 256 };
+        static const struct option options[] = {
+                { "help", no_argument, NULL, 'h' },
+                { "no-wait", no_argument, NULL, OPT_NO_WAIT },
+                {},
+        };
+        int c;
+
+        optind = 0;
+        opterr = 0;
+        while ((c = getopt_long(argc, argv, ":h", options, NULL)) != -1) {
+                switch (c) {
+                case 'h':
+                        return cli_usage_print(usage);
+                case OPT_NO_WAIT:
+                        if (no_wait) {
+                                *no_wait = true;
+                                break;
+                        }
+                        return cli_usage_error(usage, "unknown option --no-wait");
+                default:
+                        return cli_usage_option_error(usage, c, argv);
+                }
+        }
+
+        int have = argc - optind;
+        if (have < n_positional)
+                return cli_usage_error(usage, "missing argument");
+        if (have > n_positional)
+                return cli_usage_error(usage, "unexpected argument '%s'", argv[optind + n_positional]);
+        return CLI_CONTINUE;
+}

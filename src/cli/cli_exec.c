@@ -1,0 +1,215 @@
+/* cli_exec: `space exec` — run a command in a sandbox and behave like it: its stdout on
+ * stdout, its stderr on stderr (exact bytes: the API is asked for base64), its exit code. */
+#include <getopt.h>
+#include <limits.h>
+#include <stdio.h>
+
+#include "cli/base64.h"
+#include "cli/cli.h"
+#include "cli/cli_args.h"
+#include "cli/cli_output.h"
+#include "cli/cli_request.h"
+#include "cli/cli_usage.h"
+
+/* The API's request limit is 1 MiB; stdin cannot be larger than that. */
+#define CLI_EXEC_STDIN_MAX (1u << 20)
+#define CLI_EXEC_TIMEOUT_MAX_S 3600LL
+#define CLI_EXEC_DEFAULT_TIMEOUT_S 60LL
+
+static const char exec_usage[] =
+        "usage: space exec [--env K=V]... [--cwd DIR] [--timeout S] [--stdin] ID -- CMD [ARGS...]\n"
+        "\n"
+        "Runs CMD in the running sandbox ID and waits for it. Its output is written here byte for\n"
+        "byte and space exits with its exit code (128+N if it died of signal N).\n"
+        "\n"
+        "  --env K=V     environment variable (repeatable)\n"
+        "  --cwd DIR     working directory\n"
+        "  --timeout S   kill the command after S seconds (spaced's default: 60, max 3600)\n"
+        "  --stdin       send what this process reads on stdin (UTF-8 text, up to 1 MiB)\n";
+
+/* Reads all of stdin into body.stdin. -EFBIG: too large; -EILSEQ: not UTF-8; -EINVAL: NUL. */
+static int cli_exec_read_stdin(json_t *body)
+{
+        _cleanup_free_ char *buf = malloc(CLI_EXEC_STDIN_MAX + 1);
+        size_t len = 0;
+
+        if (!buf)
+                return -ENOMEM;
+        for (;;) {
+                ssize_t n = read(STDIN_FILENO, buf + len, CLI_EXEC_STDIN_MAX + 1 - len);
+                if (n < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        return -errno;
+                }
+                if (n == 0)
+                        break;
+                len += (size_t) n;
+                if (len > CLI_EXEC_STDIN_MAX)
+                        return -EFBIG;
+        }
+
+        /* "stdin" is a JSON string: it must be UTF-8, and a NUL ("\u0000") is refused by most
+         * JSON parsers, spaced's included. */
+        if (memchr(buf, '\0', len))
+                return -EINVAL;
+        json_t *text = json_stringn(buf, len);
+        if (!text)
+                return -EILSEQ;
+        return json_object_set_new(body, "stdin", text) < 0 ? -ENOMEM : 0;
+}
+
+static int cli_exec_write(const json_t *answer, const char *member, FILE *f)
+{
+        _cleanup_free_ unsigned char *data = NULL;
+        size_t len = 0;
+        json_t *encoded = json_object_get(answer, member);
+
+        if (json_is_null(encoded) || !encoded)
+                return 0;
+        if (!json_is_string(encoded))
+                return -EBADMSG;
+        int r = base64_decode(json_string_value(encoded), json_string_length(encoded), &data, &len);
+        if (r < 0)
+                return r == -EINVAL ? -EBADMSG : r;
+        if (len > 0 && fwrite(data, 1, len, f) != len)
+                return -EIO;
+        return fflush(f) == 0 ? 0 : -EIO;
+}
+
+static void cli_exec_notes(const json_t *answer)
+{
+        static const struct {
+                const char *member;
+                const char *note;
+        } notes[] = {
+                { "timed_out", "the command timed out and was killed" },
+                { "oom_killed", "the command ran out of memory and was killed" },
+                { "pids_limit_hit", "the command hit the sandbox's process limit" },
+                { "truncated", "output was truncated (spaced keeps at most 1 MiB per stream)" },
+        };
+
+        for (size_t i = 0; i < ARRAY_SIZE(notes); i++)
+                if (json_is_true(json_object_get(answer, notes[i].member)))
+                        fprintf(stderr, "space: %s\n", notes[i].note);
+}
+
+static int cli_exec_exit_status(const json_t *answer)
+{
+        json_t *code = json_object_get(answer, "exit_code");
+
+        if (!json_is_integer(code)) {
+                fputs("space: spaced reported no exit code\n", stderr);
+                return CLI_EXIT_FAILURE;
+        }
+        json_int_t v = json_integer_value(code);
+        return v < 0 || v > 255 ? 255 : (int) v;
+}
+
+/* Parses the flags into body; leaves ID and CMD at argv[optind]. */
+static int cli_exec_parse(int argc, char **argv, json_t *body, long long *ret_timeout)
+{
+        enum { OPT_ENV = 256, OPT_CWD, OPT_TIMEOUT, OPT_STDIN };
+        static const struct option options[] = {
+                { "help", no_argument, NULL, 'h' },
+                { "env", required_argument, NULL, OPT_ENV },
+                { "cwd", required_argument, NULL, OPT_CWD },
+                { "timeout", required_argument, NULL, OPT_TIMEOUT },
+                { "stdin", no_argument, NULL, OPT_STDIN },
+                {},
+        };
+        bool read_stdin = false;
+        long long timeout = CLI_EXEC_DEFAULT_TIMEOUT_S;
+        int c, r;
+
+        optind = 0;
+        opterr = 0;
+        while ((c = getopt_long(argc, argv, ":h", options, NULL)) != -1) {
+                switch (c) {
+                case 'h':
+                        return cli_usage_print(exec_usage);
+                case OPT_ENV:
+                        if (cli_args_pair(json_object_get(body, "env"), optarg) < 0)
+                                return cli_usage_error(exec_usage, "--env needs KEY=VALUE in UTF-8, not '%s'", optarg);
+                        break;
+                case OPT_CWD:
+                        if (json_object_set_new(body, "cwd", json_string(optarg)) < 0)
+                                return cli_usage_error(exec_usage, "--cwd must be UTF-8");
+                        break;
+                case OPT_TIMEOUT:
+                        if (cli_args_integer(optarg, 1, CLI_EXEC_TIMEOUT_MAX_S, &timeout) < 0)
+                                return cli_usage_error(exec_usage, "--timeout needs whole seconds from 1 to %lld",
+                                                       CLI_EXEC_TIMEOUT_MAX_S);
+                        if (json_object_set_new(body, "timeout_s", json_integer(timeout)) < 0)
+                                return cli_output_exit(-ENOMEM);
+                        break;
+                case OPT_STDIN:
+                        read_stdin = true;
+                        break;
+                default:
+                        r = cli_usage_option_error(exec_usage, c, argv);
+                        fputs("space: put -- between the sandbox id and the command\n", stderr);
+                        return r;
+                }
+        }
+        if (argc - optind < 2)
+                return cli_usage_error(exec_usage, argc == optind ? "missing sandbox id" : "missing command");
+
+        json_t *cmd = json_object_get(body, "cmd");
+        for (int i = optind + 1; i < argc; i++)
+                if (json_array_append_new(cmd, json_string(argv[i])) < 0)
+                        return cli_usage_error(exec_usage, "command arguments must be UTF-8");
+        if (json_object_size(json_object_get(body, "env")) == 0)
+                json_object_del(body, "env");
+
+        if (read_stdin) {
+                r = cli_exec_read_stdin(body);
+                if (r == -EFBIG)
+                        fprintf(stderr, "space: stdin is larger than %u KiB, the API's limit\n", CLI_EXEC_STDIN_MAX >> 10);
+                else if (r == -EILSEQ)
+                        fputs("space: stdin is not UTF-8 text (the API takes stdin as a JSON string)\n", stderr);
+                else if (r == -EINVAL)
+                        fputs("space: stdin contains a NUL byte (the API takes stdin as a JSON string)\n", stderr);
+                else if (r < 0)
+                        fprintf(stderr, "space: cannot read stdin: %s\n", strerror(-r));
+                if (r < 0)
+                        return CLI_EXIT_FAILURE;
+        }
+
+        *ret_timeout = timeout;
+        return CLI_CONTINUE;
+}
+
+int cli_exec_main(struct cli *cli, int argc, char **argv)
+{
+        _cleanup_http_path_ struct http_path path = {};
+        _cleanup_json_ json_t *answer = NULL;
+        _cleanup_json_ json_t *body = json_pack("{s:[], s:s, s:{}}", "cmd", "encoding", "base64", "env");
+        long long timeout = 0;
+
+        if (!body)
+                return cli_output_exit(-ENOMEM);
+        int r = cli_exec_parse(argc, argv, body, &timeout);
+        if (r != CLI_CONTINUE)
+                return r;
+
+        http_path_init(&path, "/v1/sandboxes");
+        http_path_segment(&path, argv[optind]);
+        http_path_segment(&path, "exec");
+        /* The command may run for its whole timeout; give spaced time to answer after that. */
+        if (cli_request(cli, "POST", &path, body, (long) timeout + CLI_REQUEST_TIMEOUT_S, NULL, &answer) < 0)
+                return CLI_EXIT_FAILURE;
+
+        if (cli->json) {
+                if (cli_output_json(answer) < 0)
+                        return cli_output_exit(-EIO);
+        } else {
+                r = cli_exec_write(answer, "stdout", stdout);
+                if (r >= 0)
+                        r = cli_exec_write(answer, "stderr", stderr);
+                if (r < 0)
+                        return cli_output_exit(r);
+                cli_exec_notes(answer);
+        }
+        return cli_exec_exit_status(answer);
+}

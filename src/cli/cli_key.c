@@ -1,0 +1,125 @@
+/* cli_key: `space key create|ls|rm` — API keys. A new key's secret is shown once, here. */
+#include <getopt.h>
+#include <stdio.h>
+
+#include "cli/cli.h"
+#include "cli/cli_args.h"
+#include "cli/cli_output.h"
+#include "cli/cli_request.h"
+#include "cli/cli_verb.h"
+
+static const char key_usage[] =
+        "usage: space key COMMAND [ARGS...]\n"
+        "\n"
+        "Commands:\n"
+        "  create NAME  make an API key and print its secret (shown only this once)\n"
+        "  ls           list API keys (never their secrets)\n"
+        "  rm ID        revoke an API key\n";
+
+static const char key_create_usage[] = "usage: space key create NAME\n";
+static const char key_ls_usage[] = "usage: space key ls\n";
+static const char key_rm_usage[] = "usage: space key rm ID\n";
+
+static const struct cli_output_column key_columns[] = {
+        { "ID", "id" },
+        { "NAME", "name" },
+        { "CREATED", "created_at" },
+        { "LAST USED", "last_used_at" },
+};
+
+/* The answer to create holds the new secret: wipe it before it is freed. */
+static void cli_key_answer_freep(json_t **answer)
+{
+        json_t *secret = json_object_get(*answer, "secret");
+
+        if (json_is_string(secret))
+                explicit_bzero((char *) json_string_value(secret), json_string_length(secret));
+        json_decref(*answer);
+}
+
+static int cli_key_print_created(const json_t *answer)
+{
+        static const char *const fields[][2] = {
+                { "id", "id:" }, { "name", "name:" }, { "secret", "secret:" }, { "created_at", "created_at:" },
+        };
+
+        if (!json_is_string(json_object_get(answer, "secret")))
+                return -EBADMSG;
+        for (size_t i = 0; i < ARRAY_SIZE(fields); i++) {
+                const char *value = cli_output_string(answer, fields[i][0]);
+                printf("%-13s%s\n", fields[i][1], value ? value : "-");
+        }
+        return 0;
+}
+
+static int cli_key_create(struct cli *cli, int argc, char **argv)
+{
+        _cleanup_http_path_ struct http_path path = {};
+        _cleanup_json_ json_t *body = NULL;
+        _cleanup_(cli_key_answer_freep) json_t *answer = NULL;
+
+        int r = cli_args_simple(argc, argv, key_create_usage, 1, NULL);
+        if (r != CLI_CONTINUE)
+                return r;
+        body = json_pack("{s:s}", "name", argv[optind]);
+        if (!body) {
+                fputs("space: the key name is not valid UTF-8\n", stderr);
+                return CLI_EXIT_FAILURE;
+        }
+
+        http_path_init(&path, "/v1/keys");
+        if (cli_request(cli, "POST", &path, body, CLI_REQUEST_TIMEOUT_S, NULL, &answer) < 0)
+                return CLI_EXIT_FAILURE;
+        if (cli->json)
+                return cli_output_exit(cli_output_json(answer));
+
+        r = cli_key_print_created(answer);
+        if (r >= 0)
+                fputs("space: store the secret now; it cannot be shown again\n", stderr);
+        return cli_output_exit(r);
+}
+
+static int cli_key_ls(struct cli *cli, int argc, char **argv)
+{
+        _cleanup_http_path_ struct http_path path = {};
+        _cleanup_json_ json_t *answer = NULL;
+
+        int r = cli_args_simple(argc, argv, key_ls_usage, 0, NULL);
+        if (r != CLI_CONTINUE)
+                return r;
+        http_path_init(&path, "/v1/keys");
+        if (cli_request(cli, "GET", &path, NULL, CLI_REQUEST_TIMEOUT_S, NULL, &answer) < 0)
+                return CLI_EXIT_FAILURE;
+        if (cli->json)
+                return cli_output_exit(cli_output_json(answer));
+        return cli_output_exit(
+                cli_output_list(json_object_get(answer, "keys"), key_columns, ARRAY_SIZE(key_columns)));
+}
+
+static int cli_key_rm(struct cli *cli, int argc, char **argv)
+{
+        _cleanup_http_path_ struct http_path path = {};
+        _cleanup_json_ json_t *answer = NULL;
+
+        int r = cli_args_simple(argc, argv, key_rm_usage, 1, NULL);
+        if (r != CLI_CONTINUE)
+                return r;
+        http_path_init(&path, "/v1/keys");
+        http_path_segment(&path, argv[optind]);
+        if (cli_request(cli, "DELETE", &path, NULL, CLI_REQUEST_TIMEOUT_S, NULL, &answer) < 0)
+                return CLI_EXIT_FAILURE;
+        if (cli->json)
+                return cli_output_exit(cli_output_json(answer));
+        printf("%s\n", argv[optind]);
+        return CLI_EXIT_OK;
+}
+
+int cli_key_main(struct cli *cli, int argc, char **argv)
+{
+        static const struct cli_verb verbs[] = {
+                { "create", cli_key_create },
+                { "ls", cli_key_ls },
+                { "rm", cli_key_rm },
+        };
+        return cli_verb_dispatch(cli, verbs, ARRAY_SIZE(verbs), argc, argv, key_usage);
+}

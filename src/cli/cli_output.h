@@ -1,0 +1,34 @@
+/* cli_output: how an answer is shown — pretty JSON (--json) or text for people: "key: value"
+ * lines for one object, aligned tables for lists. Everything goes to stdout. */
+#pragma once
+
+#include <jansson.h>
+#include <stddef.h>
+
+struct cli_output_column {
+        const char *header;
+        const char *path; /* dotted member path, e.g. "environment.base" */
+};
+
+/* Pretty JSON and a newline; nothing for NULL (an empty answer). */
+int cli_output_json(const json_t *answer);
+
+/* One "key: value" line per member, nested objects flattened to "parent.child". */
+int cli_output_object(const json_t *object);
+
+/* A table with one row per element of list. */
+int cli_output_list(const json_t *list, const struct cli_output_column *columns, size_t n_columns);
+
+/* The member at a dotted path, or NULL. */
+json_t *cli_output_lookup(const json_t *object, const char *path);
+
+/* The string at a dotted path, or NULL if missing or not a string. */
+const char *cli_output_string(const json_t *object, const char *path);
+
+/* A value as text: strings as is, "-" for null or missing, arrays joined with ',', objects
+ * as compact JSON. */
+int cli_output_format(const json_t *value, char **ret_text);
+
+/* Turns the result of printing into an exit status, saying on stderr what went wrong
+ * (-EBADMSG: the answer does not have the expected shape). */
+int cli_output_exit(int r);

@@ -1,0 +1,129 @@
+/* cli_request: API calls and their error messages. The HTTP client is made on first use so
+ * that --help and usage errors never touch the key. */
+#include "cli/cli_request.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+
+#include "cli/cli_config.h"
+#include "cli/cli_text.h"
+#include "cli/http_client.h"
+
+static void cli_request_say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void cli_request_say(const char *fmt, ...)
+{
+        _cleanup_free_ char *raw = NULL;
+        _cleanup_free_ char *clean = NULL;
+        va_list ap;
+
+        va_start(ap, fmt);
+        int n = vasprintf(&raw, fmt, ap);
+        va_end(ap);
+        if (n < 0 || cli_text_sanitize(raw, &clean) < 0) {
+                fputs("space: out of memory\n", stderr);
+                return;
+        }
+        fprintf(stderr, "space: %s\n", clean);
+}
+
+static int cli_request_connect(struct cli *cli)
+{
+        _cleanup_erase_ char *key = NULL;
+        _cleanup_free_ char *path = NULL;
+
+        if (cli->http)
+                return 0;
+
+        int r = cli_config_key(cli->key_flag, &key);
+        if (r == -EINVAL) {
+                cli_request_say("the API key contains whitespace or control characters");
+                return r;
+        }
+        if (r < 0) {
+                (void) cli_config_key_path(&path);
+                cli_request_say("cannot read the API key from %s: %s", path ? path : "?", strerror(-r));
+                return r;
+        }
+        cli->have_key = key != NULL;
+
+        r = http_client_new(cli->url, key, &cli->http);
+        if (r < 0)
+                cli_request_say("cannot set up the HTTP client: %s", strerror(-r));
+        return r;
+}
+
+static void cli_request_transport_error(const struct cli *cli, int r)
+{
+        const char *why = http_client_error(cli->http);
+
+        switch (r) {
+        case -EHOSTUNREACH:
+                cli_request_say("cannot reach spaced at %s: %s", cli->url, why);
+                break;
+        case -ETIMEDOUT:
+                cli_request_say("spaced at %s did not answer in time: %s", cli->url, why);
+                break;
+        case -EBADMSG:
+        case -EFBIG:
+                cli_request_say("bad answer from spaced at %s: %s", cli->url, why);
+                break;
+        case -ENOMEM:
+                cli_request_say("out of memory");
+                break;
+        default:
+                cli_request_say("request to spaced at %s failed: %s", cli->url, *why ? why : strerror(-r));
+                break;
+        }
+}
+
+void cli_request_report(const struct cli *cli, long status, const json_t *answer)
+{
+        const char *code = json_string_value(json_object_get(json_object_get(answer, "error"), "code"));
+        const char *message = json_string_value(json_object_get(json_object_get(answer, "error"), "message"));
+
+        if (message && code)
+                cli_request_say("%s (%s)", message, code);
+        else if (message || code)
+                cli_request_say("%s", message ? message : code);
+        else
+                cli_request_say("spaced answered HTTP %ld", status);
+
+        if (status == 401 && !cli->have_key) {
+                _cleanup_free_ char *path = NULL;
+                (void) cli_config_key_path(&path);
+                cli_request_say("no API key: use --key or SPACE_API_KEY, or run as a user who can read %s",
+                                path ? path : CLI_CONFIG_DEFAULT_STATE_DIR "/" CLI_CONFIG_KEY_FILE);
+        }
+}
+
+int cli_request(struct cli *cli, const char *method, const struct http_path *path, const json_t *body,
+                long timeout_s, long *ret_status, json_t **ret_body)
+{
+        _cleanup_json_ json_t *answer = NULL;
+        long status = 0;
+
+        int r = http_path_error(path);
+        if (r < 0) {
+                cli_request_say(r == -EINVAL ? "a name or id is empty" : "out of memory");
+                return r;
+        }
+
+        r = cli_request_connect(cli);
+        if (r < 0)
+                return r;
+
+        r = http_client_request(cli->http, method, http_path_string(path), body, timeout_s, &status, &answer);
+        if (r < 0) {
+                cli_request_transport_error(cli, r);
+                return r;
+        }
+        if (status < 200 || status > 299) {
+                cli_request_report(cli, status, answer);
+                return -EPROTO;
+        }
+
+        if (ret_status)
+                *ret_status = status;
+        *ret_body = TAKE_PTR(answer);
+        return 0;
+}

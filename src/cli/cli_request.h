@@ -1,0 +1,21 @@
+/* cli_request: one API call with the error reporting all verbs share.
+ *
+ * On a 2xx answer returns 0 with the status and the parsed answer (NULL when empty).
+ * Otherwise it prints why on stderr — "space: <message> (<code>)" for API errors,
+ * "space: cannot reach spaced at URL: ..." for connection failures — and returns -errno
+ * (-EPROTO for an API error). Callers then just return CLI_EXIT_FAILURE. */
+#pragma once
+
+#include <jansson.h>
+
+#include "cli/cli.h"
+#include "cli/http_path.h"
+
+#define CLI_REQUEST_TIMEOUT_S 60L
+
+/* ret_status may be NULL. */
+int cli_request(struct cli *cli, const char *method, const struct http_path *path, const json_t *body,
+                long timeout_s, long *ret_status, json_t **ret_body);
+
+/* Prints the error carried by an answer with a non-2xx status. */
+void cli_request_report(const struct cli *cli, long status, const json_t *answer);

@@ -1,0 +1,117 @@
+/* cli_template: `space template ls|get|build|rm`. */
+#include <getopt.h>
+#include <stdio.h>
+
+#include "cli/cli.h"
+#include "cli/cli_args.h"
+#include "cli/cli_operation.h"
+#include "cli/cli_output.h"
+#include "cli/cli_request.h"
+#include "cli/cli_verb.h"
+
+static const char template_usage[] =
+        "usage: space template COMMAND [ARGS...]\n"
+        "\n"
+        "Commands:\n"
+        "  ls                      list templates\n"
+        "  get NAME                show one template\n"
+        "  build NAME [--no-wait]  build a builtin template (busybox, debian)\n"
+        "  rm NAME                 delete a template (its sandboxes keep working)\n";
+
+static const char template_ls_usage[] = "usage: space template ls\n";
+static const char template_get_usage[] = "usage: space template get NAME\n";
+static const char template_build_usage[] =
+        "usage: space template build NAME [--no-wait]\n"
+        "\n"
+        "Waits for the build (up to 600 s) and prints the template's state; with --no-wait prints\n"
+        "the operation id at once.\n";
+static const char template_rm_usage[] = "usage: space template rm NAME\n";
+
+static const struct cli_output_column template_columns[] = {
+        { "NAME", "name" },
+        { "STATE", "state" },
+        { "BASE", "environment.base" },
+        { "CREATED", "environment.created_at" },
+};
+
+static void cli_template_path(struct http_path *path, const char *name)
+{
+        http_path_init(path, "/v1/templates");
+        if (name)
+                http_path_segment(path, name);
+}
+
+static int cli_template_ls(struct cli *cli, int argc, char **argv)
+{
+        _cleanup_http_path_ struct http_path path = {};
+        _cleanup_json_ json_t *answer = NULL;
+
+        int r = cli_args_simple(argc, argv, template_ls_usage, 0, NULL);
+        if (r != CLI_CONTINUE)
+                return r;
+        cli_template_path(&path, NULL);
+        if (cli_request(cli, "GET", &path, NULL, CLI_REQUEST_TIMEOUT_S, NULL, &answer) < 0)
+                return CLI_EXIT_FAILURE;
+        if (cli->json)
+                return cli_output_exit(cli_output_json(answer));
+        return cli_output_exit(cli_output_list(json_object_get(answer, "templates"), template_columns,
+                                               ARRAY_SIZE(template_columns)));
+}
+
+static int cli_template_get(struct cli *cli, int argc, char **argv)
+{
+        _cleanup_http_path_ struct http_path path = {};
+        _cleanup_json_ json_t *answer = NULL;
+
+        int r = cli_args_simple(argc, argv, template_get_usage, 1, NULL);
+        if (r != CLI_CONTINUE)
+                return r;
+        cli_template_path(&path, argv[optind]);
+        if (cli_request(cli, "GET", &path, NULL, CLI_REQUEST_TIMEOUT_S, NULL, &answer) < 0)
+                return CLI_EXIT_FAILURE;
+        return cli_output_exit(cli->json ? cli_output_json(answer) : cli_output_object(answer));
+}
+
+static int cli_template_build(struct cli *cli, int argc, char **argv)
+{
+        _cleanup_http_path_ struct http_path path = {};
+        _cleanup_json_ json_t *answer = NULL;
+        bool no_wait = false;
+
+        int r = cli_args_simple(argc, argv, template_build_usage, 1, &no_wait);
+        if (r != CLI_CONTINUE)
+                return r;
+        cli_template_path(&path, argv[optind]);
+        http_path_segment(&path, "build");
+        if (cli_operation_submit(cli, "POST", &path, NULL, !no_wait, &answer) < 0)
+                return CLI_EXIT_FAILURE;
+        return cli_output_exit(cli_operation_print(cli, answer, !no_wait, "template"));
+}
+
+static int cli_template_rm(struct cli *cli, int argc, char **argv)
+{
+        _cleanup_http_path_ struct http_path path = {};
+        _cleanup_json_ json_t *answer = NULL;
+
+        int r = cli_args_simple(argc, argv, template_rm_usage, 1, NULL);
+        if (r != CLI_CONTINUE)
+                return r;
+        cli_template_path(&path, argv[optind]);
+        if (cli_request(cli, "DELETE", &path, NULL, CLI_REQUEST_TIMEOUT_S, NULL, &answer) < 0)
+                return CLI_EXIT_FAILURE;
+        if (cli->json)
+                return cli_output_exit(cli_output_json(answer));
+        printf("%s\n", argv[optind]);
+        return CLI_EXIT_OK;
+}
+
+int cli_template_main(struct cli *cli, int argc, char **argv)
+{
+        static const struct cli_verb verbs[] = {
+                { "ls", cli_template_ls },
+                { "get", cli_template_get },
+                { "build", cli_template_build },
+                { "rm", cli_template_rm },
+        };
+        return cli_verb_dispatch(cli, verbs, ARRAY_SIZE(verbs), argc, argv, template_usage);
+}

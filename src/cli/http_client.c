@@ -1,0 +1,232 @@
+/* http_client: the libcurl wrapper. One easy handle per client, so consecutive requests reuse
+ * the connection. The Authorization header lives in the header list and is wiped on free. */
+#include "cli/http_client.h"
+
+#include <curl/curl.h>
+#include <stdbool.h>
+#include <stdio.h>
+
+#include "cleanup.h"
+
+#define HTTP_CLIENT_CONNECT_TIMEOUT_S 10L
+
+struct http_client {
+        CURL *curl;
+        char *base_url;
+        struct curl_slist *headers;
+        char curl_error[CURL_ERROR_SIZE];
+        char error[CURL_ERROR_SIZE + 256];
+};
+
+struct http_client_answer {
+        char *data;
+        size_t len;
+        size_t cap;
+        bool too_large;
+};
+
+/* Answers may carry secrets (a new API key): wipe them. */
+static void http_client_answer_release(struct http_client_answer *a)
+{
+        if (a->data)
+                explicit_bzero(a->data, a->len);
+        free(a->data);
+}
+
+static size_t http_client_write(char *ptr, size_t size, size_t nmemb, void *userdata)
+{
+        struct http_client_answer *a = userdata;
+        size_t n = size * nmemb;
+
+        if (n > HTTP_CLIENT_MAX_BODY - a->len) {
+                a->too_large = true;
+                return 0;
+        }
+        if (a->len + n + 1 > a->cap) {
+                size_t cap = a->cap ? a->cap : 16384;
+                while (cap < a->len + n + 1)
+                        cap *= 2;
+                char *data = realloc(a->data, cap);
+                if (!data)
+                        return 0;
+                a->data = data;
+                a->cap = cap;
+        }
+        memcpy(a->data + a->len, ptr, n);
+        a->len += n;
+        a->data[a->len] = '\0';
+        return n;
+}
+
+static int http_client_add_header(struct http_client *c, const char *header)
+{
+        struct curl_slist *l = curl_slist_append(c->headers, header);
+        if (!l)
+                return -ENOMEM;
+        c->headers = l;
+        return 0;
+}
+
+static int http_client_add_auth(struct http_client *c, const char *key)
+{
+        _cleanup_erase_ char *header = NULL;
+
+        if (asprintf(&header, "Authorization: Bearer %s", key) < 0)
+                return -ENOMEM;
+        return http_client_add_header(c, header);
+}
+
+int http_client_new(const char *base_url, const char *key, struct http_client **ret_client)
+{
+        struct http_client *c = calloc(1, sizeof(*c));
+        if (!c)
+                return -ENOMEM;
+
+        int r = -ENOMEM;
+        c->base_url = strdup(base_url);
+        c->curl = curl_easy_init();
+        if (!c->base_url || !c->curl)
+                goto fail;
+
+        if ((r = http_client_add_header(c, "Accept: application/json")) < 0 ||
+            (r = http_client_add_header(c, "Content-Type: application/json")) < 0 ||
+            (r = http_client_add_header(c, "Expect:")) < 0)
+                goto fail;
+        if (key && (r = http_client_add_auth(c, key)) < 0)
+                goto fail;
+
+        CURL *h = c->curl;
+        if (curl_easy_setopt(h, CURLOPT_HTTPHEADER, c->headers) != CURLE_OK ||
+            curl_easy_setopt(h, CURLOPT_ERRORBUFFER, c->curl_error) != CURLE_OK ||
+            curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https") != CURLE_OK ||
+            curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L) != CURLE_OK ||
+            curl_easy_setopt(h, CURLOPT_PATH_AS_IS, 1L) != CURLE_OK ||
+            curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT, HTTP_CLIENT_CONNECT_TIMEOUT_S) != CURLE_OK ||
+            curl_easy_setopt(h, CURLOPT_USERAGENT, "space/" SPACE_VERSION) != CURLE_OK ||
+            curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, http_client_write) != CURLE_OK) {
+                r = -EINVAL;
+                goto fail;
+        }
+
+        *ret_client = c;
+        return 0;
+fail:
+        http_client_free(c);
+        return r;
+}
+
+struct http_client *http_client_free(struct http_client *c)
+{
+        if (!c)
+                return NULL;
+        if (c->curl)
+                curl_easy_cleanup(c->curl);
+        for (struct curl_slist *l = c->headers; l; l = l->next)
+                explicit_bzero(l->data, strlen(l->data));
+        curl_slist_free_all(c->headers);
+        free(c->base_url);
+        free(c);
+        return NULL;
+}
+
+const char *http_client_error(const struct http_client *c) { return c->error; }
+
+static int http_client_transport_error(struct http_client *c, CURLcode code, const struct http_client_answer *a)
+{
+        const char *why = c->curl_error[0] ? c->curl_error : curl_easy_strerror(code);
+        curl_off_t connect_us = 0;
+
+        snprintf(c->error, sizeof(c->error), "%s", why);
+        switch (code) {
+        case CURLE_COULDNT_RESOLVE_PROXY:
+        case CURLE_COULDNT_RESOLVE_HOST:
+        case CURLE_COULDNT_CONNECT:
+        case CURLE_SSL_CONNECT_ERROR:
+        case CURLE_PEER_FAILED_VERIFICATION:
+                return -EHOSTUNREACH;
+        case CURLE_OPERATION_TIMEDOUT:
+                curl_easy_getinfo(c->curl, CURLINFO_CONNECT_TIME_T, &connect_us);
+                return connect_us > 0 ? -ETIMEDOUT : -EHOSTUNREACH;
+        case CURLE_WRITE_ERROR:
+                if (a->too_large) {
+                        snprintf(c->error, sizeof(c->error), "answer larger than %u MiB",
+                                 HTTP_CLIENT_MAX_BODY >> 20);
+                        return -EFBIG;
+                }
+                return -ENOMEM;
+        case CURLE_OUT_OF_MEMORY:
+                return -ENOMEM;
+        default:
+                return -EIO;
+        }
+}
+
+static int http_client_set_method(struct http_client *c, const char *method, const char *payload)
+{
+        CURL *h = c->curl;
+        bool get = strcmp(method, "GET") == 0;
+        bool post = strcmp(method, "POST") == 0;
+
+        if (payload || post) {
+                const char *data = payload ? payload : "";
+                if (curl_easy_setopt(h, CURLOPT_POSTFIELDS, data) != CURLE_OK ||
+                    curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t) strlen(data)) != CURLE_OK)
+                        return -EINVAL;
+        } else if (curl_easy_setopt(h, CURLOPT_HTTPGET, 1L) != CURLE_OK)
+                return -EINVAL;
+
+        if (curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, get || post ? NULL : method) != CURLE_OK)
+                return -EINVAL;
+        return 0;
+}
+
+int http_client_request(struct http_client *c, const char *method, const char *path, const json_t *body,
+                        long timeout_s, long *ret_status, json_t **ret_body)
+{
+        _cleanup_free_ char *url = NULL;
+        _cleanup_free_ char *payload = NULL;
+        _cleanup_(http_client_answer_release) struct http_client_answer answer = {};
+        long status = 0;
+        int r;
+
+        c->error[0] = '\0';
+        c->curl_error[0] = '\0';
+
+        if (asprintf(&url, "%s%s", c->base_url, path) < 0)
+                return -ENOMEM;
+        if (body) {
+                payload = json_dumps(body, JSON_COMPACT);
+                if (!payload)
+                        return -ENOMEM;
+        }
+
+        if ((r = http_client_set_method(c, method, payload)) < 0)
+                return r;
+        if (curl_easy_setopt(c->curl, CURLOPT_URL, url) != CURLE_OK ||
+            curl_easy_setopt(c->curl, CURLOPT_TIMEOUT, timeout_s) != CURLE_OK ||
+            curl_easy_setopt(c->curl, CURLOPT_WRITEDATA, &answer) != CURLE_OK)
+                return -EINVAL;
+
+        CURLcode code = curl_easy_perform(c->curl);
+        /* The handle must not keep pointers to our buffers past this call. */
+        curl_easy_setopt(c->curl, CURLOPT_POSTFIELDS, NULL);
+        curl_easy_setopt(c->curl, CURLOPT_WRITEDATA, NULL);
+        if (code != CURLE_OK)
+                return http_client_transport_error(c, code, &answer);
+
+        curl_easy_getinfo(c->curl, CURLINFO_RESPONSE_CODE, &status);
+
+        json_t *parsed = NULL;
+        if (answer.len > 0) {
+                json_error_t jerr;
+                parsed = json_loadb(answer.data, answer.len, JSON_ALLOW_NUL, &jerr);
+                if (!parsed) {
+                        snprintf(c->error, sizeof(c->error), "HTTP %ld answer is not JSON (%s)", status, jerr.text);
+                        return -EBADMSG;
+                }
+        }
+
+        *ret_status = status;
+        *ret_body = parsed;
+        return 0;
+}

@@ -1,0 +1,264 @@
+#include "controller/reconciler.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "operations/operation_queue.h"
+#include "operations/sandbox_lifecycle.h"
+#include "runtime/runtime_driver.h"
+#include "spaced/log.h"
+#include "spaced/spaced_context.h"
+#include "spaced/wallclock.h"
+
+#define M(s) (1u << (s))
+
+struct reconciler {
+        struct spaced_context *ctx;
+        pthread_t thread;
+        pthread_mutex_t lock;
+        pthread_cond_t wake;
+        bool stopping;
+};
+
+static void sweep_staging(struct spaced_context *ctx)
+{
+        char dir[PATH_MAX];
+        snprintf(dir, sizeof(dir), "%s/staging", ctx->pool.root);
+        DIR *d = opendir(dir);
+        if (!d)
+                return;
+        struct dirent *de;
+        while ((de = readdir(d))) {
+                if (de->d_name[0] == '.')
+                        continue;
+                char path[PATH_MAX];
+                snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
+                int r = btrfs_pool_subvolume_delete(path);
+                log_info("reconcile.staging_removed", "path=%s result=%d", path, r);
+        }
+        closedir(d);
+}
+
+static bool has_op(const struct operation *ops, size_t n, const char *target)
+{
+        for (size_t i = 0; i < n; i++)
+                if (strcmp(ops[i].target, target) == 0)
+                        return true;
+        return false;
+}
+
+static void settle(struct spaced_context *ctx, struct sandbox *sb, unsigned from, enum sandbox_state to, const char *reason,
+                   bool remove_rootfs)
+{
+        struct space_error err = { 0 };
+        if (ctx->driver->stop(sb, &err) < 0 ||
+            (remove_rootfs && ctx->driver->destroy_rootfs(sb, &err) < 0)) {
+                log_error("reconcile.cleanup_failed", "sandbox=%s message=\"%s\"", sb->id, err.message);
+                return;
+        }
+        STORE(ctx, sandbox_set_runtime, sb->id, 0, 0);
+        STORE(ctx, sandbox_transition, sb->id, from, to, reason, NULL, NULL);
+        log_info("reconcile.settled", "sandbox=%s state=%s reason=\"%s\"", sb->id, sandbox_state_name(to), reason);
+}
+
+static void reconcile_sandbox(struct spaced_context *ctx, struct sandbox *sb)
+{
+        switch (sb->state) {
+        case SANDBOX_RUNNING:
+        case SANDBOX_PAUSED:
+                if (ctx->driver->probe(sb, true) == 1) {
+                        log_info("reconcile.reattached", "sandbox=%s state=%s pid=%d", sb->id, sandbox_state_name(sb->state), sb->pid);
+                        return;
+                }
+                settle(ctx, sb, M(sb->state), SANDBOX_STOPPED, "its processes exited while spaced was not watching", false);
+                return;
+        case SANDBOX_CREATING:
+                settle(ctx, sb, M(SANDBOX_CREATING), SANDBOX_FAILED, "creation was interrupted", true);
+                return;
+        case SANDBOX_STARTING:
+        case SANDBOX_STOPPING:
+                settle(ctx, sb, M(sb->state), SANDBOX_STOPPED, "", false);
+                return;
+        case SANDBOX_DESTROYING:
+                settle(ctx, sb, M(SANDBOX_DESTROYING), SANDBOX_DESTROYED, "", true);
+                return;
+        case SANDBOX_STOPPED:
+        case SANDBOX_FAILED: {
+                /* Nothing may run for these: make sure of it (cheap when there is nothing). */
+                struct space_error err;
+                ctx->driver->stop(sb, &err);
+                return;
+        }
+        default:
+                return;
+        }
+}
+
+static void remove_orphans(struct spaced_context *ctx)
+{
+        char **ids = NULL;
+        size_t n = 0;
+        if (ctx->driver->list_resources(&ids, &n) < 0)
+                log_warn("reconcile.list_failed", "what=host resources");
+        for (size_t i = 0; i < n; i++) {
+                struct sandbox sb;
+                int r = STORE(ctx, sandbox_get, ids[i], &sb);
+                bool orphan = r == -ENOENT || (r == 0 && sb.state == SANDBOX_DESTROYED);
+                if (r == 0)
+                        sandbox_release(&sb);
+                if (orphan) {
+                        struct sandbox ghost = { 0 };
+                        struct space_error err = { 0 };
+                        snprintf(ghost.id, sizeof(ghost.id), "%s", ids[i]);
+                        if (ctx->driver->stop(&ghost, &err) < 0 || ctx->driver->destroy_rootfs(&ghost, &err) < 0)
+                                log_error("reconcile.orphan_failed", "id=%s message=\"%s\"", ids[i], err.message);
+                        else
+                                log_info("reconcile.orphan_removed", "id=%s", ids[i]);
+                }
+                free(ids[i]);
+        }
+        free(ids);
+}
+
+int reconciler_startup(struct spaced_context *ctx)
+{
+        struct operation *ops = NULL;
+        size_t nops = 0;
+        int r = STORE(ctx, operation_list, NULL, -1, true, &ops, &nops);
+        if (r < 0)
+                return r;
+        sweep_staging(ctx);
+
+        struct template_record *templates = NULL;
+        size_t nt = 0;
+        if (STORE(ctx, template_list, &templates, &nt) == 0) {
+                for (size_t i = 0; i < nt; i++) {
+                        if (strcmp(templates[i].state, "building") == 0 && !has_op(ops, nops, templates[i].name)) {
+                                snprintf(templates[i].state, sizeof(templates[i].state), "not_built");
+                                STORE(ctx, template_upsert, &templates[i]);
+                        }
+                        template_record_release(&templates[i]);
+                }
+                free(templates);
+        }
+
+        struct sandbox *all = NULL;
+        size_t n = 0;
+        r = STORE(ctx, sandbox_list, -1, &all, &n);
+        if (r < 0) {
+                free(ops);
+                return r;
+        }
+        for (size_t i = 0; i < n; i++)
+                if (!has_op(ops, nops, all[i].id))
+                        reconcile_sandbox(ctx, &all[i]);
+        sandbox_array_free(all, n);
+        remove_orphans(ctx);
+
+        /* Every handler is idempotent: run what was in flight again, oldest first. */
+        for (size_t i = 0; i < nops; i++) {
+                log_info("reconcile.operation_resumed", "op=%s kind=%s target=%s", ops[i].id, ops[i].kind, ops[i].target);
+                operation_queue_push(ctx->queue, ops[i].id);
+        }
+        free(ops);
+        return 0;
+}
+
+static void expire(struct spaced_context *ctx, const struct sandbox *sb)
+{
+        enum sandbox_action action = SANDBOX_ACTION_STOP;
+        sandbox_action_from_name(strcmp(sb->on_timeout, "pause") == 0     ? "pause"
+                                 : strcmp(sb->on_timeout, "destroy") == 0 ? "destroy"
+                                                                          : "stop",
+                                 &action);
+        struct operation op;
+        struct space_error err = { 0 };
+        STORE(ctx, sandbox_set_expiry, sb->id, 0);
+        if (sandbox_lifecycle_submit(ctx, sb->id, action, &op, &err) < 0)
+                log_warn("controller.timeout_failed", "sandbox=%s message=\"%s\"", sb->id, err.message);
+        else
+                log_info("controller.timeout", "sandbox=%s action=%s op=%s", sb->id, sb->on_timeout, op.id);
+}
+
+void reconciler_tick(struct spaced_context *ctx, bool probe)
+{
+        struct sandbox *all = NULL;
+        size_t n = 0;
+        if (STORE(ctx, sandbox_list, -1, &all, &n) < 0)
+                return;
+        int64_t now = wallclock_now_ms();
+        for (size_t i = 0; i < n; i++) {
+                struct sandbox *sb = &all[i];
+                bool live = sb->state == SANDBOX_RUNNING || sb->state == SANDBOX_PAUSED;
+                if (live && sb->expires_at_ms > 0 && sb->expires_at_ms <= now) {
+                        expire(ctx, sb);
+                        continue;
+                }
+                if (probe && live && ctx->driver->probe(sb, false) == 0) {
+                        /* Re-read: an operation may have moved it while we looked. */
+                        struct sandbox fresh;
+                        if (STORE(ctx, sandbox_get, sb->id, &fresh) == 0) {
+                                if ((fresh.state == SANDBOX_RUNNING || fresh.state == SANDBOX_PAUSED) && fresh.pid == sb->pid &&
+                                    ctx->driver->probe(&fresh, false) == 0)
+                                        settle(ctx, &fresh, M(fresh.state), SANDBOX_STOPPED, "its init process exited", false);
+                                sandbox_release(&fresh);
+                        }
+                }
+        }
+        sandbox_array_free(all, n);
+}
+
+static void *controller_main(void *arg)
+{
+        struct reconciler *rc = arg;
+        unsigned ticks = 0;
+        pthread_mutex_lock(&rc->lock);
+        while (!rc->stopping) {
+                struct timespec ts;
+                clock_gettime(CLOCK_REALTIME, &ts);
+                ts.tv_sec += 1;
+                pthread_cond_timedwait(&rc->wake, &rc->lock, &ts);
+                if (rc->stopping)
+                        break;
+                pthread_mutex_unlock(&rc->lock);
+                reconciler_tick(rc->ctx, ++ticks % 10 == 0);
+                pthread_mutex_lock(&rc->lock);
+        }
+        pthread_mutex_unlock(&rc->lock);
+        return NULL;
+}
+
+int reconciler_start(struct spaced_context *ctx, struct reconciler **ret)
+{
+        struct reconciler *rc = calloc(1, sizeof(*rc));
+        if (!rc)
+                return -ENOMEM;
+        rc->ctx = ctx;
+        pthread_mutex_init(&rc->lock, NULL);
+        pthread_cond_init(&rc->wake, NULL);
+        int r = pthread_create(&rc->thread, NULL, controller_main, rc);
+        if (r != 0) {
+                free(rc);
+                return -r;
+        }
+        *ret = rc;
+        return 0;
+}
+
+void reconciler_free(struct reconciler *rc)
+{
+        if (!rc)
+                return;
+        pthread_mutex_lock(&rc->lock);
+        rc->stopping = true;
+        pthread_cond_signal(&rc->wake);
+        pthread_mutex_unlock(&rc->lock);
+        pthread_join(rc->thread, NULL);
+        free(rc);
+}

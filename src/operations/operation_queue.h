@@ -1,0 +1,31 @@
+/* operation_queue: runs lifecycle operations on worker threads. An operation row is
+ * written (with the state change it implies) before it is queued; workers move it to
+ * running, call its handler, and record success or failure. Operations on the same target
+ * run one at a time. Unfinished operations found at start are queued again, so every
+ * handler must be safe to run twice. */
+#pragma once
+
+#include <stdbool.h>
+
+#include "spaced/space_error.h"
+#include "state_store/state_store.h"
+
+struct spaced_context;
+
+typedef int (*operation_handler)(struct spaced_context *ctx, const struct operation *op, struct space_error *err);
+
+struct operation_queue;
+
+int operation_queue_new(struct spaced_context *ctx, int workers, struct operation_queue **ret);
+/* Stops taking work, lets running handlers finish, joins the workers. Pending operations
+ * stay pending in the store and are picked up at the next start. */
+void operation_queue_free(struct operation_queue *q);
+
+/* Fills a fresh operation (id, kind, target, pending, created_at) for the caller to store. */
+void operation_init(struct operation *op, const char *kind, const char *target);
+int operation_queue_push(struct operation_queue *q, const char *op_id);
+/* Waits until the operation has finished or timeout_ms passed; *ret holds its latest row.
+ * Returns 0 finished, -ETIMEDOUT, or -errno. */
+int operation_queue_wait(struct operation_queue *q, const char *op_id, int timeout_ms, struct operation *ret);
+/* The handler for a kind ("sandbox.create", …), or NULL. */
+operation_handler operation_handler_for(const char *kind);

@@ -1,0 +1,312 @@
+#include "operations/sandbox_lifecycle.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "operations/operation_queue.h"
+#include "runtime/runtime_driver.h"
+#include "spaced/log.h"
+#include "spaced/spaced_context.h"
+#include "spaced/wallclock.h"
+#include "templates/template_catalog.h"
+
+#define M(s) (1u << (s))
+#define UID_BASE_FIRST 1000000u
+#define UID_SLOTS 16000u
+
+static const struct {
+        const char *name;
+        const char *kind;
+        unsigned from;
+        enum sandbox_state to; /* the state the sandbox shows while the operation runs */
+} actions[] = {
+        [SANDBOX_ACTION_STOP] = { "stop", "sandbox.stop", M(SANDBOX_RUNNING) | M(SANDBOX_PAUSED), SANDBOX_STOPPING },
+        [SANDBOX_ACTION_START] = { "start", "sandbox.start", M(SANDBOX_STOPPED), SANDBOX_STARTING },
+        [SANDBOX_ACTION_PAUSE] = { "pause", "sandbox.pause", M(SANDBOX_RUNNING), SANDBOX_RUNNING },
+        [SANDBOX_ACTION_RESUME] = { "resume", "sandbox.resume", M(SANDBOX_PAUSED), SANDBOX_PAUSED },
+        [SANDBOX_ACTION_DESTROY] = { "destroy", "sandbox.destroy",
+                                     M(SANDBOX_CREATING) | M(SANDBOX_RUNNING) | M(SANDBOX_PAUSED) | M(SANDBOX_STOPPING) |
+                                             M(SANDBOX_STOPPED) | M(SANDBOX_STARTING) | M(SANDBOX_FAILED),
+                                     SANDBOX_DESTROYING },
+};
+
+int sandbox_action_from_name(const char *name, enum sandbox_action *ret)
+{
+        for (size_t i = 0; i < sizeof(actions) / sizeof(actions[0]); i++)
+                if (strcmp(actions[i].name, name) == 0) {
+                        *ret = (enum sandbox_action)i;
+                        return 0;
+                }
+        return -EINVAL;
+}
+
+static pthread_mutex_t uid_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* Each live sandbox gets its own 65536 host uids so sandboxes cannot touch each other's files
+ * or processes even if one escaped its namespaces' view. */
+static int allocate_uid_base(struct spaced_context *ctx, uint32_t *ret)
+{
+        struct sandbox *all = NULL;
+        size_t n = 0;
+        int r = STORE(ctx, sandbox_list, -1, &all, &n);
+        if (r < 0)
+                return r;
+        uint8_t *used = calloc(UID_SLOTS, 1);
+        if (!used) {
+                sandbox_array_free(all, n);
+                return -ENOMEM;
+        }
+        for (size_t i = 0; i < n; i++)
+                if (all[i].uid_base >= UID_BASE_FIRST && (all[i].uid_base - UID_BASE_FIRST) / 65536u < UID_SLOTS)
+                        used[(all[i].uid_base - UID_BASE_FIRST) / 65536u] = 1;
+        sandbox_array_free(all, n);
+        r = -ENOSPC;
+        for (uint32_t slot = 0; slot < UID_SLOTS; slot++)
+                if (!used[slot]) {
+                        *ret = UID_BASE_FIRST + slot * 65536u;
+                        r = 0;
+                        break;
+                }
+        free(used);
+        return r;
+}
+
+int sandbox_lifecycle_create(struct spaced_context *ctx, struct sandbox *sb, struct operation *ret_op, struct space_error *err)
+{
+        struct template_record t;
+        int r = STORE(ctx, template_get, sb->template_name, &t);
+        if (r == -ENOENT)
+                return space_error_set(err, SPACE_E_NOT_FOUND, "template %s not found", sb->template_name);
+        if (r < 0)
+                return space_error_errno(err, r, "read template %s", sb->template_name);
+        if (strcmp(t.state, "ready") != 0) {
+                template_record_release(&t);
+                return space_error_set(err, SPACE_E_TEMPLATE_NOT_READY, "template %s is %s; build it first (POST /v1/templates/%s/build)",
+                                       sb->template_name, t.state, sb->template_name);
+        }
+        /* The environment binding is copied from the template row in this same step. */
+        json_decref(sb->environment);
+        sb->environment = json_incref(t.environment);
+        template_record_release(&t);
+
+        random_id("sb-", 8, sb->id, sizeof(sb->id));
+        sb->state = SANDBOX_CREATING;
+        sb->created_at_ms = sb->updated_at_ms = wallclock_now_ms();
+        operation_init(ret_op, "sandbox.create", sb->id);
+
+        pthread_mutex_lock(&uid_lock);
+        r = allocate_uid_base(ctx, &sb->uid_base);
+        if (r == 0)
+                r = STORE(ctx, sandbox_insert, sb, ret_op);
+        pthread_mutex_unlock(&uid_lock);
+        if (r == -ENOSPC)
+                return space_error_set(err, SPACE_E_UNAVAILABLE, "no free uid range for another sandbox");
+        if (r < 0)
+                return space_error_errno(err, r, "store sandbox");
+        r = operation_queue_push(ctx->queue, ret_op->id);
+        if (r < 0)
+                return space_error_set(err, SPACE_E_UNAVAILABLE, "spaced is shutting down");
+        return 0;
+}
+
+int sandbox_lifecycle_submit(struct spaced_context *ctx, const char *id, enum sandbox_action action, struct operation *ret_op,
+                             struct space_error *err)
+{
+        enum sandbox_state current;
+        operation_init(ret_op, actions[action].kind, id);
+        int r = STORE(ctx, sandbox_transition, id, actions[action].from, actions[action].to, "", ret_op, &current);
+        if (r == -ENOENT)
+                return space_error_set(err, SPACE_E_NOT_FOUND, "sandbox %s not found", id);
+        if (r == -ESTALE)
+                return space_error_set(err, SPACE_E_INVALID_STATE, "cannot %s sandbox %s while it is %s", actions[action].name, id,
+                                       sandbox_state_name(current));
+        if (r < 0)
+                return space_error_errno(err, r, "store transition");
+        if (operation_queue_push(ctx->queue, ret_op->id) < 0)
+                return space_error_set(err, SPACE_E_UNAVAILABLE, "spaced is shutting down");
+        return 0;
+}
+
+static int load(struct spaced_context *ctx, const struct operation *op, struct sandbox *sb, struct space_error *err)
+{
+        int r = STORE(ctx, sandbox_get, op->target, sb);
+        if (r < 0)
+                return space_error_errno(err, r, "load sandbox %s", op->target);
+        return 0;
+}
+
+static int move(struct spaced_context *ctx, const char *id, unsigned from, enum sandbox_state to, const char *reason,
+                struct space_error *err)
+{
+        enum sandbox_state current;
+        int r = STORE(ctx, sandbox_transition, id, from, to, reason, NULL, &current);
+        if (r == -ESTALE)
+                return space_error_set(err, SPACE_E_INVALID_STATE, "sandbox %s became %s meanwhile", id, sandbox_state_name(current));
+        return r < 0 ? space_error_errno(err, r, "store state of %s", id) : 0;
+}
+
+static void arm_expiry(struct spaced_context *ctx, const struct sandbox *sb)
+{
+        int64_t at = sb->timeout_s > 0 ? wallclock_now_ms() + sb->timeout_s * 1000 : 0;
+        STORE(ctx, sandbox_set_expiry, sb->id, at);
+}
+
+/* Launches processes and records the runtime handle; on failure leaves nothing running. */
+static int launch(struct spaced_context *ctx, struct sandbox *sb, struct space_error *err)
+{
+        if (ctx->driver->start(sb, err) < 0)
+                return -1;
+        int r = STORE(ctx, sandbox_set_runtime, sb->id, sb->pid, sb->pid_start);
+        if (r < 0) {
+                struct space_error ignored;
+                ctx->driver->stop(sb, &ignored);
+                return space_error_errno(err, r, "store runtime of %s", sb->id);
+        }
+        return 0;
+}
+
+int sandbox_op_create(struct spaced_context *ctx, const struct operation *op, struct space_error *err)
+{
+        struct sandbox sb;
+        char tpath[PATH_MAX];
+        if (load(ctx, op, &sb, err) < 0)
+                return -1;
+        int r = -1;
+        if (sb.state != SANDBOX_CREATING) {
+                space_error_set(err, SPACE_E_INVALID_STATE, "sandbox %s is %s, not creating", sb.id, sandbox_state_name(sb.state));
+                goto out;
+        }
+        if (btrfs_pool_template_path(&ctx->pool, sb.template_name, tpath, sizeof(tpath)) < 0) {
+                space_error_set(err, SPACE_E_INTERNAL, "bad template name %s", sb.template_name);
+                goto fail;
+        }
+        if (ctx->driver->create_rootfs(&sb, tpath, err) < 0 || launch(ctx, &sb, err) < 0)
+                goto fail;
+        if (move(ctx, sb.id, M(SANDBOX_CREATING), SANDBOX_RUNNING, "", err) < 0) {
+                /* Destroyed while being created: the destroy operation cleans up after us. */
+                goto out;
+        }
+        arm_expiry(ctx, &sb);
+        r = 0;
+        goto out;
+fail: {
+        struct space_error ignored;
+        ctx->driver->stop(&sb, &ignored);
+        ctx->driver->destroy_rootfs(&sb, &ignored);
+        move(ctx, sb.id, M(SANDBOX_CREATING), SANDBOX_FAILED, err->message, &ignored);
+}
+out:
+        sandbox_release(&sb);
+        return r;
+}
+
+int sandbox_op_start(struct spaced_context *ctx, const struct operation *op, struct space_error *err)
+{
+        struct sandbox sb;
+        if (load(ctx, op, &sb, err) < 0)
+                return -1;
+        int r = -1;
+        if (sb.state != SANDBOX_STARTING) {
+                space_error_set(err, SPACE_E_INVALID_STATE, "sandbox %s is %s, not starting", sb.id, sandbox_state_name(sb.state));
+        } else if (launch(ctx, &sb, err) < 0) {
+                struct space_error ignored;
+                char reason[300];
+                snprintf(reason, sizeof(reason), "start failed: %s", err->message);
+                move(ctx, sb.id, M(SANDBOX_STARTING), SANDBOX_STOPPED, reason, &ignored);
+        } else if (move(ctx, sb.id, M(SANDBOX_STARTING), SANDBOX_RUNNING, "", err) == 0) {
+                arm_expiry(ctx, &sb);
+                r = 0;
+        }
+        sandbox_release(&sb);
+        return r;
+}
+
+int sandbox_op_stop(struct spaced_context *ctx, const struct operation *op, struct space_error *err)
+{
+        struct sandbox sb;
+        if (load(ctx, op, &sb, err) < 0)
+                return -1;
+        int r = -1;
+        if (sb.state != SANDBOX_STOPPING)
+                space_error_set(err, SPACE_E_INVALID_STATE, "sandbox %s is %s, not stopping", sb.id, sandbox_state_name(sb.state));
+        else if (ctx->driver->stop(&sb, err) == 0 && move(ctx, sb.id, M(SANDBOX_STOPPING), SANDBOX_STOPPED, "", err) == 0) {
+                STORE(ctx, sandbox_set_runtime, sb.id, 0, 0);
+                STORE(ctx, sandbox_set_expiry, sb.id, 0);
+                r = 0;
+        }
+        sandbox_release(&sb);
+        return r;
+}
+
+static int freeze_op(struct spaced_context *ctx, const struct operation *op, bool pause, struct space_error *err)
+{
+        struct sandbox sb;
+        if (load(ctx, op, &sb, err) < 0)
+                return -1;
+        enum sandbox_state from = pause ? SANDBOX_RUNNING : SANDBOX_PAUSED;
+        enum sandbox_state to = pause ? SANDBOX_PAUSED : SANDBOX_RUNNING;
+        int r = -1;
+        if (sb.state == to)
+                r = 0; /* redone after a restart: already there */
+        else if (sb.state != from)
+                space_error_set(err, SPACE_E_INVALID_STATE, "sandbox %s is %s", sb.id, sandbox_state_name(sb.state));
+        else if ((pause ? ctx->driver->pause(&sb, err) : ctx->driver->resume(&sb, err)) == 0 &&
+                 move(ctx, sb.id, M(from), to, "", err) == 0) {
+                if (!pause)
+                        arm_expiry(ctx, &sb);
+                r = 0;
+        }
+        sandbox_release(&sb);
+        return r;
+}
+
+int sandbox_op_pause(struct spaced_context *ctx, const struct operation *op, struct space_error *err)
+{
+        return freeze_op(ctx, op, true, err);
+}
+
+int sandbox_op_resume(struct spaced_context *ctx, const struct operation *op, struct space_error *err)
+{
+        return freeze_op(ctx, op, false, err);
+}
+
+int sandbox_op_destroy(struct spaced_context *ctx, const struct operation *op, struct space_error *err)
+{
+        struct sandbox sb;
+        if (load(ctx, op, &sb, err) < 0)
+                return -1;
+        int r = -1;
+        if (sb.state == SANDBOX_DESTROYED)
+                r = 0;
+        else if (sb.state != SANDBOX_DESTROYING)
+                space_error_set(err, SPACE_E_INVALID_STATE, "sandbox %s is %s, not destroying", sb.id, sandbox_state_name(sb.state));
+        else if (ctx->driver->stop(&sb, err) == 0 && ctx->driver->destroy_rootfs(&sb, err) == 0 &&
+                 move(ctx, sb.id, M(SANDBOX_DESTROYING), SANDBOX_DESTROYED, "", err) == 0) {
+                STORE(ctx, sandbox_set_runtime, sb.id, 0, 0);
+                STORE(ctx, sandbox_set_expiry, sb.id, 0);
+                r = 0;
+        }
+        sandbox_release(&sb);
+        return r;
+}
+
+operation_handler operation_handler_for(const char *kind)
+{
+        static const struct {
+                const char *kind;
+                operation_handler h;
+        } table[] = {
+                { "sandbox.create", sandbox_op_create }, { "sandbox.start", sandbox_op_start },
+                { "sandbox.stop", sandbox_op_stop },     { "sandbox.pause", sandbox_op_pause },
+                { "sandbox.resume", sandbox_op_resume }, { "sandbox.destroy", sandbox_op_destroy },
+                { "template.build", template_op_build },
+        };
+        for (size_t i = 0; i < sizeof(table) / sizeof(table[0]); i++)
+                if (strcmp(table[i].kind, kind) == 0)
+                        return table[i].h;
+        return NULL;
+}

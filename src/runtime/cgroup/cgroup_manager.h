@@ -1,0 +1,56 @@
+/* cgroup_manager: resource limits, freezing and killing of one sandbox's processes.
+ * Two backends behind one table: cgroup v2 (production hosts) and cgroup v1 (hosts whose
+ * controllers live in v1 hierarchies, like these development machines). Every sandbox gets
+ * <hierarchy>/space/<id>; cgroups outside space/ are never touched. Returns 0 or -errno. */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+struct sandbox_resources;
+
+struct cgroup_events {
+        uint64_t oom_kills;      /* processes killed by the OOM killer */
+        uint64_t pids_max_hits;  /* fork/clone refused by pids.max */
+        uint64_t cpu_usage_us;   /* total CPU time */
+        uint64_t memory_bytes;   /* current usage */
+};
+
+struct cgroup_manager {
+        const char *name; /* "v1" | "v2" */
+        int (*create)(const char *id, const struct sandbox_resources *res);
+        int (*attach)(const char *id, pid_t pid);
+        /* Freezes or thaws and waits until the kernel reports it done. */
+        int (*freeze)(const char *id, bool frozen);
+        /* SIGKILLs every process inside and waits until none is left (bounded). */
+        int (*kill_all)(const char *id);
+        /* Removes the (empty) cgroup; 0 if it does not exist. */
+        int (*destroy)(const char *id);
+        int (*read_events)(const char *id, struct cgroup_events *ret);
+        /* Number of processes inside; -ENOENT if the cgroup does not exist. */
+        int (*count_procs)(const char *id);
+        /* Ids of every sandbox cgroup present (for the orphan sweep). Caller frees each and the array. */
+        int (*list)(char ***ret_ids, size_t *ret_n);
+};
+
+/* Picks v2 when the unified hierarchy has the memory and pids controllers, else v1.
+ * -ENOTSUP with a reason when neither works. */
+int cgroup_manager_detect(const struct cgroup_manager **ret, char *reason, size_t reason_size);
+
+/* Shared helpers for the two backends (cgroup_files.c). */
+int cgroup_write_file(const char *dir, const char *file, const char *value);
+int cgroup_read_file(const char *dir, const char *file, char *buf, size_t size);
+/* Reads "key value" lines and returns the value of key (0 if absent). */
+uint64_t cgroup_read_keyed(const char *dir, const char *file, const char *key);
+int cgroup_count_procs_in(const char *dir);
+int cgroup_kill_procs_in(const char *dir);
+int cgroup_list_children(const char *dir, char ***ret_ids, size_t *ret_n);
+/* Finds the mount point of a cgroup v1 controller (or of cgroup2 when controller is NULL). */
+int cgroup_find_mount(const char *controller, char *buf, size_t size);
+
+extern const struct cgroup_manager cgroup_manager_v1;
+extern const struct cgroup_manager cgroup_manager_v2;
+int cgroup_v1_init(char *reason, size_t reason_size);
+int cgroup_v2_init(char *reason, size_t reason_size);

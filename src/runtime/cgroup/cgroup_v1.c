@@ -1,0 +1,187 @@
+/* cgroup v1 backend: one directory per sandbox in each of the memory, pids, cpu and freezer
+ * hierarchies (and cpuacct for usage when mounted separately). */
+#include "runtime/cgroup/cgroup_manager.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "state_store/state_store.h"
+
+enum { V1_MEMORY, V1_PIDS, V1_CPU, V1_FREEZER, V1_CPUACCT, _V1_MAX };
+static const char *const v1_names[_V1_MAX] = { "memory", "pids", "cpu", "freezer", "cpuacct" };
+static char v1_base[_V1_MAX][PATH_MAX]; /* <mount>/space, "" when absent (cpuacct only) */
+
+int cgroup_v1_init(char *reason, size_t reason_size)
+{
+        for (int i = 0; i < _V1_MAX; i++) {
+                char mnt[PATH_MAX];
+                if (cgroup_find_mount(v1_names[i], mnt, sizeof(mnt)) < 0) {
+                        if (i == V1_CPUACCT) {
+                                v1_base[i][0] = '\0';
+                                continue;
+                        }
+                        snprintf(reason, reason_size, "controller %s is not mounted", v1_names[i]);
+                        return -ENOENT;
+                }
+                snprintf(v1_base[i], sizeof(v1_base[i]), "%s/space", mnt);
+                if (mkdir(v1_base[i], 0755) < 0 && errno != EEXIST) {
+                        snprintf(reason, reason_size, "cannot create %s: %m", v1_base[i]);
+                        return -errno;
+                }
+        }
+        /* If cpu and cpuacct share a hierarchy, one directory serves both. */
+        return 0;
+}
+
+static void dir_of(int ctrl, const char *id, char *buf, size_t size) { snprintf(buf, size, "%s/%s", v1_base[ctrl], id); }
+
+static int v1_create(const char *id, const struct sandbox_resources *res)
+{
+        char dir[PATH_MAX], val[64];
+        for (int i = 0; i < _V1_MAX; i++) {
+                if (!v1_base[i][0])
+                        continue;
+                dir_of(i, id, dir, sizeof(dir));
+                if (mkdir(dir, 0755) < 0 && errno != EEXIST)
+                        return -errno;
+        }
+        int r;
+        dir_of(V1_MEMORY, id, dir, sizeof(dir));
+        snprintf(val, sizeof(val), "%lld", (long long)res->memory_mb * 1024 * 1024);
+        if ((r = cgroup_write_file(dir, "memory.limit_in_bytes", val)) < 0)
+                return r;
+        /* Swap counts against the same limit where swap accounting exists. */
+        cgroup_write_file(dir, "memory.memsw.limit_in_bytes", val);
+        dir_of(V1_PIDS, id, dir, sizeof(dir));
+        snprintf(val, sizeof(val), "%lld", (long long)res->pids);
+        if ((r = cgroup_write_file(dir, "pids.max", val)) < 0)
+                return r;
+        dir_of(V1_CPU, id, dir, sizeof(dir));
+        if ((r = cgroup_write_file(dir, "cpu.cfs_period_us", "100000")) < 0)
+                return r;
+        snprintf(val, sizeof(val), "%lld", (long long)(res->cpus * 100000.0));
+        return cgroup_write_file(dir, "cpu.cfs_quota_us", val);
+}
+
+static int v1_attach(const char *id, pid_t pid)
+{
+        char dir[PATH_MAX], val[32];
+        snprintf(val, sizeof(val), "%d", (int)pid);
+        for (int i = 0; i < _V1_MAX; i++) {
+                if (!v1_base[i][0])
+                        continue;
+                dir_of(i, id, dir, sizeof(dir));
+                int r = cgroup_write_file(dir, "cgroup.procs", val);
+                if (r < 0)
+                        return r;
+        }
+        return 0;
+}
+
+static void sleep_ms(long ms)
+{
+        struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
+        nanosleep(&ts, NULL);
+}
+
+static int v1_freeze(const char *id, bool frozen)
+{
+        char dir[PATH_MAX], state[32];
+        dir_of(V1_FREEZER, id, dir, sizeof(dir));
+        const char *want = frozen ? "FROZEN" : "THAWED";
+        int r = cgroup_write_file(dir, "freezer.state", want);
+        if (r < 0)
+                return r;
+        for (int i = 0; i < 5000; i++) {
+                if (cgroup_read_file(dir, "freezer.state", state, sizeof(state)) < 0)
+                        return -EIO;
+                if (strncmp(state, want, strlen(want)) == 0)
+                        return 0;
+                if (i % 100 == 99)
+                        cgroup_write_file(dir, "freezer.state", want);
+                sleep_ms(1);
+        }
+        return -ETIMEDOUT;
+}
+
+static int v1_kill_all(const char *id)
+{
+        char dir[PATH_MAX];
+        dir_of(V1_FREEZER, id, dir, sizeof(dir));
+        if (access(dir, F_OK) < 0)
+                return 0;
+        for (int i = 0; i < 1000; i++) {
+                int left = cgroup_count_procs_in(dir);
+                if (left <= 0)
+                        return left < 0 && left != -ENOENT ? left : 0;
+                cgroup_kill_procs_in(dir);
+                /* Frozen tasks only die once thawed. */
+                cgroup_write_file(dir, "freezer.state", "THAWED");
+                sleep_ms(5);
+        }
+        return -ETIMEDOUT;
+}
+
+static int v1_destroy(const char *id)
+{
+        char dir[PATH_MAX];
+        int ret = 0;
+        for (int i = 0; i < _V1_MAX; i++) {
+                if (!v1_base[i][0])
+                        continue;
+                dir_of(i, id, dir, sizeof(dir));
+                for (int tries = 0; rmdir(dir) < 0; tries++) {
+                        if (errno == ENOENT)
+                                break;
+                        if (errno != EBUSY || tries > 200) {
+                                ret = -errno;
+                                break;
+                        }
+                        sleep_ms(5);
+                }
+        }
+        return ret;
+}
+
+static int v1_read_events(const char *id, struct cgroup_events *ret)
+{
+        char dir[PATH_MAX], buf[64];
+        memset(ret, 0, sizeof(*ret));
+        dir_of(V1_MEMORY, id, dir, sizeof(dir));
+        ret->oom_kills = cgroup_read_keyed(dir, "memory.oom_control", "oom_kill");
+        if (cgroup_read_file(dir, "memory.usage_in_bytes", buf, sizeof(buf)) > 0)
+                ret->memory_bytes = strtoull(buf, NULL, 10);
+        dir_of(V1_PIDS, id, dir, sizeof(dir));
+        ret->pids_max_hits = cgroup_read_keyed(dir, "pids.events", "max");
+        dir_of(v1_base[V1_CPUACCT][0] ? V1_CPUACCT : V1_CPU, id, dir, sizeof(dir));
+        if (cgroup_read_file(dir, "cpuacct.usage", buf, sizeof(buf)) > 0)
+                ret->cpu_usage_us = strtoull(buf, NULL, 10) / 1000;
+        return 0;
+}
+
+static int v1_count_procs(const char *id)
+{
+        char dir[PATH_MAX];
+        dir_of(V1_FREEZER, id, dir, sizeof(dir));
+        return cgroup_count_procs_in(dir);
+}
+
+static int v1_list(char ***ret_ids, size_t *ret_n) { return cgroup_list_children(v1_base[V1_FREEZER], ret_ids, ret_n); }
+
+const struct cgroup_manager cgroup_manager_v1 = {
+        .name = "v1",
+        .create = v1_create,
+        .attach = v1_attach,
+        .freeze = v1_freeze,
+        .kill_all = v1_kill_all,
+        .destroy = v1_destroy,
+        .read_events = v1_read_events,
+        .count_procs = v1_count_procs,
+        .list = v1_list,
+};

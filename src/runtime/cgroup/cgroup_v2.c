@@ -1,0 +1,159 @@
+/* cgroup v2 backend: <unified mount>/space/<id> with the memory, pids and cpu controllers
+ * enabled for space/'s children. */
+#include "runtime/cgroup/cgroup_manager.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "state_store/state_store.h"
+
+static char v2_mount[PATH_MAX];
+static char v2_base[PATH_MAX];
+
+int cgroup_v2_init(char *reason, size_t reason_size)
+{
+        char controllers[512];
+        if (cgroup_find_mount(NULL, v2_mount, sizeof(v2_mount)) < 0) {
+                snprintf(reason, reason_size, "no cgroup2 mount");
+                return -ENOENT;
+        }
+        if (cgroup_read_file(v2_mount, "cgroup.controllers", controllers, sizeof(controllers)) < 0 ||
+            !strstr(controllers, "memory") || !strstr(controllers, "pids") || !strstr(controllers, "cpu")) {
+                snprintf(reason, reason_size, "%s lacks the memory, pids or cpu controller", v2_mount);
+                return -ENOTSUP;
+        }
+        snprintf(v2_base, sizeof(v2_base), "%s/space", v2_mount);
+        if (mkdir(v2_base, 0755) < 0 && errno != EEXIST) {
+                snprintf(reason, reason_size, "cannot create %s: %m", v2_base);
+                return -errno;
+        }
+        int r = cgroup_write_file(v2_mount, "cgroup.subtree_control", "+memory +pids +cpu");
+        if (r == 0)
+                r = cgroup_write_file(v2_base, "cgroup.subtree_control", "+memory +pids +cpu");
+        if (r < 0) {
+                snprintf(reason, reason_size, "cannot enable controllers under %s: %s", v2_base, strerror(-r));
+                return r;
+        }
+        return 0;
+}
+
+static void dir_of(const char *id, char *buf, size_t size) { snprintf(buf, size, "%s/%s", v2_base, id); }
+
+static int v2_create(const char *id, const struct sandbox_resources *res)
+{
+        char dir[PATH_MAX], val[64];
+        dir_of(id, dir, sizeof(dir));
+        if (mkdir(dir, 0755) < 0 && errno != EEXIST)
+                return -errno;
+        int r;
+        snprintf(val, sizeof(val), "%lld", (long long)res->memory_mb * 1024 * 1024);
+        if ((r = cgroup_write_file(dir, "memory.max", val)) < 0)
+                return r;
+        cgroup_write_file(dir, "memory.swap.max", "0");
+        snprintf(val, sizeof(val), "%lld", (long long)res->pids);
+        if ((r = cgroup_write_file(dir, "pids.max", val)) < 0)
+                return r;
+        snprintf(val, sizeof(val), "%lld 100000", (long long)(res->cpus * 100000.0));
+        return cgroup_write_file(dir, "cpu.max", val);
+}
+
+static int v2_attach(const char *id, pid_t pid)
+{
+        char dir[PATH_MAX], val[32];
+        dir_of(id, dir, sizeof(dir));
+        snprintf(val, sizeof(val), "%d", (int)pid);
+        return cgroup_write_file(dir, "cgroup.procs", val);
+}
+
+static void sleep_ms(long ms)
+{
+        struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
+        nanosleep(&ts, NULL);
+}
+
+static int v2_freeze(const char *id, bool frozen)
+{
+        char dir[PATH_MAX];
+        dir_of(id, dir, sizeof(dir));
+        int r = cgroup_write_file(dir, "cgroup.freeze", frozen ? "1" : "0");
+        if (r < 0)
+                return r;
+        for (int i = 0; i < 5000; i++) {
+                if (cgroup_read_keyed(dir, "cgroup.events", "frozen") == (frozen ? 1u : 0u))
+                        return 0;
+                sleep_ms(1);
+        }
+        return -ETIMEDOUT;
+}
+
+static int v2_kill_all(const char *id)
+{
+        char dir[PATH_MAX];
+        dir_of(id, dir, sizeof(dir));
+        if (access(dir, F_OK) < 0)
+                return 0;
+        bool have_kill = cgroup_write_file(dir, "cgroup.kill", "1") == 0;
+        for (int i = 0; i < 1000; i++) {
+                int left = cgroup_count_procs_in(dir);
+                if (left <= 0)
+                        return left < 0 && left != -ENOENT ? left : 0;
+                if (!have_kill)
+                        cgroup_kill_procs_in(dir);
+                sleep_ms(5);
+        }
+        return -ETIMEDOUT;
+}
+
+static int v2_destroy(const char *id)
+{
+        char dir[PATH_MAX];
+        dir_of(id, dir, sizeof(dir));
+        for (int tries = 0; rmdir(dir) < 0; tries++) {
+                if (errno == ENOENT)
+                        return 0;
+                if (errno != EBUSY || tries > 200)
+                        return -errno;
+                sleep_ms(5);
+        }
+        return 0;
+}
+
+static int v2_read_events(const char *id, struct cgroup_events *ret)
+{
+        char dir[PATH_MAX], buf[64];
+        memset(ret, 0, sizeof(*ret));
+        dir_of(id, dir, sizeof(dir));
+        ret->oom_kills = cgroup_read_keyed(dir, "memory.events", "oom_kill");
+        ret->pids_max_hits = cgroup_read_keyed(dir, "pids.events", "max");
+        ret->cpu_usage_us = cgroup_read_keyed(dir, "cpu.stat", "usage_usec");
+        if (cgroup_read_file(dir, "memory.current", buf, sizeof(buf)) > 0)
+                ret->memory_bytes = strtoull(buf, NULL, 10);
+        return 0;
+}
+
+static int v2_count_procs(const char *id)
+{
+        char dir[PATH_MAX];
+        dir_of(id, dir, sizeof(dir));
+        return cgroup_count_procs_in(dir);
+}
+
+static int v2_list(char ***ret_ids, size_t *ret_n) { return cgroup_list_children(v2_base, ret_ids, ret_n); }
+
+const struct cgroup_manager cgroup_manager_v2 = {
+        .name = "v2",
+        .create = v2_create,
+        .attach = v2_attach,
+        .freeze = v2_freeze,
+        .kill_all = v2_kill_all,
+        .destroy = v2_destroy,
+        .read_events = v2_read_events,
+        .count_procs = v2_count_procs,
+        .list = v2_list,
+};

@@ -1,0 +1,218 @@
+#include "runtime/namespaces/ns_child.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <linux/capability.h>
+#include <net/if.h>
+#include <sys/ioctl.h>
+#include <linux/securebits.h>
+#include <linux/seccomp.h>
+#include <sched.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+/* Reports a failed step to the parent without formatting functions. */
+static _Noreturn void fail(const struct ns_child_config *c, const char *step)
+{
+        int e = errno;
+        char buf[160];
+        size_t n = 0;
+        for (const char *p = step; *p && n < 100; p++)
+                buf[n++] = *p;
+        buf[n++] = ':';
+        buf[n++] = ' ';
+        char digits[12];
+        int d = 0;
+        do {
+                digits[d++] = (char)('0' + e % 10);
+                e /= 10;
+        } while (e && d < 11);
+        while (d)
+                buf[n++] = digits[--d];
+        (void)!write(c->sync_fd, buf, n);
+        _exit(1);
+}
+
+static int recv_fd(int sock)
+{
+        char byte;
+        char cbuf[CMSG_SPACE(sizeof(int))];
+        struct iovec iov = { .iov_base = &byte, .iov_len = 1 };
+        struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf, .msg_controllen = sizeof(cbuf) };
+        ssize_t n;
+        do
+                n = recvmsg(sock, &msg, MSG_CMSG_CLOEXEC);
+        while (n < 0 && errno == EINTR);
+        if (n <= 0) {
+                if (n == 0)
+                        errno = EPIPE;
+                return -1;
+        }
+        struct cmsghdr *cm = CMSG_FIRSTHDR(&msg);
+        if (!cm || cm->cmsg_type != SCM_RIGHTS) {
+                errno = EPROTO;
+                return -1;
+        }
+        int fd;
+        memcpy(&fd, CMSG_DATA(cm), sizeof(fd));
+        return fd;
+}
+
+/* An empty file to bind a host device node onto (mknod is refused in a user namespace). */
+static int bind_device(const char *host, const char *target)
+{
+        int fd = open(target, O_CREAT | O_WRONLY | O_CLOEXEC | O_NOFOLLOW, 0666);
+        if (fd < 0)
+                return -1;
+        close(fd);
+        return mount(host, target, NULL, MS_BIND, NULL);
+}
+
+static void setup_dev(const struct ns_child_config *c)
+{
+        static const char *const devices[] = { "null", "zero", "full", "random", "urandom", "tty" };
+        if (mount("tmpfs", "dev", "tmpfs", MS_NOSUID | MS_NOEXEC, "mode=0755,size=65536") < 0)
+                fail(c, "mount /dev");
+        for (size_t i = 0; i < sizeof(devices) / sizeof(devices[0]); i++) {
+                char host[32] = "/dev/", target[32] = "dev/";
+                strcat(host, devices[i]);
+                strcat(target, devices[i]);
+                if (bind_device(host, target) < 0)
+                        fail(c, "bind device");
+        }
+        if (mkdir("dev/pts", 0755) < 0 || mkdir("dev/shm", 01777) < 0)
+                fail(c, "mkdir /dev/pts");
+        if (mount("devpts", "dev/pts", "devpts", MS_NOSUID | MS_NOEXEC, "newinstance,ptmxmode=0666,mode=0620") < 0)
+                fail(c, "mount /dev/pts");
+        if (mount("tmpfs", "dev/shm", "tmpfs", MS_NOSUID | MS_NODEV, "mode=1777") < 0)
+                fail(c, "mount /dev/shm");
+        if (symlink("pts/ptmx", "dev/ptmx") < 0 || symlink("/proc/self/fd", "dev/fd") < 0 ||
+            symlink("/proc/self/fd/0", "dev/stdin") < 0 || symlink("/proc/self/fd/1", "dev/stdout") < 0 ||
+            symlink("/proc/self/fd/2", "dev/stderr") < 0)
+                fail(c, "symlink /dev");
+}
+
+static void ensure_dir(const struct ns_child_config *c, const char *path, mode_t mode)
+{
+        if (mkdir(path, mode) < 0 && errno != EEXIST)
+                fail(c, "mkdir");
+}
+
+/* The network namespace starts with lo down; bring it up so localhost works inside. */
+static void loopback_up(const struct ns_child_config *c)
+{
+        int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+        if (fd < 0)
+                fail(c, "socket for lo");
+        struct ifreq ifr;
+        memset(&ifr, 0, sizeof(ifr));
+        memcpy(ifr.ifr_name, "lo", 3);
+        if (ioctl(fd, SIOCGIFFLAGS, &ifr) < 0)
+                fail(c, "read lo flags");
+        ifr.ifr_flags |= IFF_UP;
+        if (ioctl(fd, SIOCSIFFLAGS, &ifr) < 0)
+                fail(c, "bring lo up");
+        close(fd);
+}
+
+static void drop_privileges(const struct ns_child_config *c)
+{
+        if (prctl(PR_SET_SECUREBITS, SECBIT_NOROOT | SECBIT_NOROOT_LOCKED | SECBIT_NO_SETUID_FIXUP |
+                                             SECBIT_NO_SETUID_FIXUP_LOCKED | SECBIT_KEEP_CAPS_LOCKED |
+                                             SECBIT_NO_CAP_AMBIENT_RAISE | SECBIT_NO_CAP_AMBIENT_RAISE_LOCKED) < 0)
+                fail(c, "securebits");
+        for (int cap = 0; cap <= 63; cap++)
+                if (prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) < 0 && errno != EINVAL)
+                        fail(c, "drop bounding set");
+        if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) < 0)
+                fail(c, "clear ambient caps");
+        struct __user_cap_header_struct hdr = { .version = _LINUX_CAPABILITY_VERSION_3, .pid = 0 };
+        struct __user_cap_data_struct data[2];
+        memset(data, 0, sizeof(data));
+        if (syscall(SYS_capset, &hdr, data) < 0)
+                fail(c, "capset");
+        if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
+                fail(c, "no_new_privs");
+}
+
+int ns_child_main(void *arg)
+{
+        const struct ns_child_config *c = arg;
+        char go;
+
+        /* 1. Wait until the parent has written the id maps and placed us in our cgroups. */
+        if (read(c->sync_fd, &go, 1) != 1)
+                fail(c, "wait for parent");
+        /* Now in the sandbox cgroup: make it the root of our cgroup namespace. */
+        if (unshare(CLONE_NEWCGROUP) < 0)
+                fail(c, "unshare cgroup namespace");
+        if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
+                fail(c, "make mounts private");
+
+        /* 2. The idmapped rootfs, prepared by the parent, arrives as a detached mount. It is
+         *    attached while we still hold host uid 0, which owns the (0700) run directory. */
+        int rootfd = recv_fd(c->sync_fd);
+        if (rootfd < 0)
+                fail(c, "receive rootfs");
+        if (move_mount(rootfd, "", AT_FDCWD, c->root_dir, MOVE_MOUNT_F_EMPTY_PATH) < 0)
+                fail(c, "attach rootfs");
+        close(rootfd);
+        if (chdir(c->root_dir) < 0)
+                fail(c, "chdir rootfs");
+        if (setresgid(0, 0, 0) < 0 || setgroups(0, NULL) < 0 || setresuid(0, 0, 0) < 0)
+                fail(c, "become root in the user namespace");
+
+        /* 3. The kernel file systems and a minimal /dev. */
+        ensure_dir(c, "proc", 0555);
+        ensure_dir(c, "dev", 0755);
+        ensure_dir(c, "tmp", 01777);
+        if (mount("proc", "proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0)
+                fail(c, "mount /proc");
+        setup_dev(c);
+        if (mount("tmpfs", "tmp", "tmpfs", MS_NOSUID | MS_NODEV, "mode=1777") < 0)
+                fail(c, "mount /tmp");
+
+        /* 4. Switch root and forget the host's tree. */
+        if (syscall(SYS_pivot_root, ".", ".") < 0)
+                fail(c, "pivot_root");
+        if (umount2(".", MNT_DETACH) < 0)
+                fail(c, "detach old root");
+        if (chdir("/") < 0)
+                fail(c, "chdir /");
+        if (sethostname(c->hostname, strlen(c->hostname)) < 0)
+                fail(c, "sethostname");
+        loopback_up(c);
+
+        /* 5. File descriptors: 0-2 /dev/null, 3 the listening socket, 4 the agent binary,
+         *    5 the sync socket (close-on-exec: its EOF tells the parent exec succeeded). */
+        int devnull = open("/dev/null", O_RDWR | O_CLOEXEC);
+        int lfd = fcntl(c->listen_fd, F_DUPFD_CLOEXEC, 100);
+        int afd = fcntl(c->agent_fd, F_DUPFD_CLOEXEC, 100);
+        int sfd = fcntl(c->sync_fd, F_DUPFD_CLOEXEC, 100);
+        if (devnull < 0 || lfd < 0 || afd < 0 || sfd < 0)
+                fail(c, "dup descriptors");
+        if (dup2(devnull, 0) < 0 || dup2(devnull, 1) < 0 || dup2(devnull, 2) < 0 || dup2(lfd, 3) < 0 ||
+            dup3(afd, 4, O_CLOEXEC) < 0 || dup3(sfd, 5, O_CLOEXEC) < 0)
+                fail(c, "place descriptors");
+        struct ns_child_config moved = *c;
+        moved.sync_fd = 5;
+        c = &moved;
+        if (syscall(SYS_close_range, 6, ~0U, 0) < 0)
+                fail(c, "close descriptors");
+
+        /* 6. No way back: no capabilities, no new privileges, a seccomp filter. */
+        drop_privileges(c);
+        if (syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &c->seccomp) < 0)
+                fail(c, "load seccomp filter");
+
+        char *const argv[] = { "space-agent", "--listen-fd", "3", NULL };
+        char *const envp[] = { "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", NULL };
+        syscall(SYS_execveat, 4, "", argv, envp, AT_EMPTY_PATH);
+        fail(c, "exec space-agent");
+}

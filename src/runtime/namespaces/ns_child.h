@@ -1,0 +1,20 @@
+/* ns_child: the child side of launching a namespace sandbox. Runs in the clone()d child of
+ * a multi-threaded spaced, so it only makes system calls (no malloc, no stdio, no locks):
+ * everything it needs is prepared by the parent in struct ns_child_config. */
+#pragma once
+
+#include <limits.h>
+#include <linux/filter.h>
+
+struct ns_child_config {
+        int sync_fd;   /* child end of a socketpair: "go" + the rootfs mount fd arrive here */
+        int listen_fd; /* the agent's listening socket, becomes fd 3 */
+        int agent_fd;  /* the space-agent executable, opened O_RDONLY */
+        char root_dir[PATH_MAX];
+        char hostname[64];
+        struct sock_fprog seccomp;
+};
+
+/* clone() entry point; arg is a struct ns_child_config. Never returns on success (execs the
+ * agent). On failure writes "step: errno" to sync_fd and exits 1. */
+int ns_child_main(void *arg);

@@ -1,0 +1,30 @@
+/* ns_launch: the parent side of starting a namespace sandbox — clone the child, write its
+ * uid/gid maps, put it in its cgroups, hand it an idmapped rootfs, wait for it to exec the
+ * agent. The flat list of steps mirrors ns_child.c. */
+#pragma once
+
+#include <linux/filter.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "spaced/space_error.h"
+
+struct cgroup_manager;
+
+struct ns_launch_params {
+        const char *id;
+        const char *rootfs;      /* the sandbox's subvolume */
+        const char *run_dir;     /* <state>/run/<id>, created by the caller */
+        const char *socket_path; /* <run_dir>/agent.sock */
+        uint32_t uid_base;       /* host uid/gid that is root inside; 65536 ids are mapped */
+        int agent_fd;
+        const struct sock_fprog *seccomp;
+        const struct cgroup_manager *cgroups;
+};
+
+/* Launches the sandbox; returns its host pid (>0) or -1 with err filled. The child's exit
+ * signal is 0 so only a __WCLONE waiter (the driver's reaper) collects it. */
+pid_t ns_launch(const struct ns_launch_params *p, struct space_error *err);
+
+/* /proc/PID/stat field 22 (start time in clock ticks), 0 if the process is gone. */
+uint64_t ns_process_start_time(pid_t pid);

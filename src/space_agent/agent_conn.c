@@ -1,0 +1,231 @@
+/* agent_conn: per-connection request/reply state machine. */
+#include "space_agent/agent_conn.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "space_agent/agent_cleanup.h"
+#include "space_agent/agent_command.h"
+
+#ifndef SPACE_VERSION
+#define SPACE_VERSION "0.1.0"
+#endif
+
+/* Frames handled per wake-up before yielding to other fds. */
+#define REQUESTS_PER_WAKEUP 16
+
+static void conn_update_events(struct agent_conn *c) {
+        uint32_t events;
+
+        if (c->dead)
+                return;
+        if (c->reply.data)
+                events = EPOLLOUT;
+        else if (c->command)
+                events = 0; /* EPOLLHUP/EPOLLERR are always reported */
+        else
+                events = EPOLLIN;
+        if (agent_server_watch_set(c->server, &c->watch, events) < 0)
+                agent_conn_close(c);
+}
+
+static void conn_flush(struct agent_conn *c) {
+        while (c->reply_off < c->reply.len) {
+                ssize_t n = send(c->watch.fd, c->reply.data + c->reply_off, c->reply.len - c->reply_off,
+                                 MSG_NOSIGNAL | MSG_DONTWAIT);
+                if (n < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        if (errno == EAGAIN || errno == EWOULDBLOCK)
+                                break;
+                        agent_conn_close(c);
+                        return;
+                }
+                c->reply_off += (size_t) n;
+        }
+        if (c->reply_off == c->reply.len) {
+                agent_frame_writer_release(&c->reply);
+                c->reply_off = 0;
+        }
+        conn_update_events(c);
+}
+
+static void conn_reply_error(struct agent_conn *c, int error, const char *message) {
+        struct agent_frame_writer w;
+
+        agent_frame_writer_begin(&w, AGENT_MSG_ERROR);
+        agent_frame_writer_put_i32(&w, AGENT_F_ERRNO, error);
+        agent_frame_writer_put_str(&w, AGENT_F_MESSAGE, message ? message : strerror(error));
+        if (agent_frame_writer_finish(&w) < 0) {
+                agent_frame_writer_release(&w);
+                agent_conn_close(c);
+                return;
+        }
+        c->reply = w;
+        c->reply_off = 0;
+        conn_flush(c);
+}
+
+/* Sends w (taken), or an ERROR frame when w could not be built. */
+static void conn_reply(struct agent_conn *c, struct agent_frame_writer *w) {
+        int r = agent_frame_writer_finish(w);
+
+        if (r < 0) {
+                agent_frame_writer_release(w);
+                conn_reply_error(c, -r, r == -E2BIG ? "reply too large" : "cannot build reply");
+                return;
+        }
+        c->reply = *w;
+        c->reply_off = 0;
+        *w = (struct agent_frame_writer) {};
+        conn_flush(c);
+}
+
+static void conn_on_hello(struct agent_conn *c) {
+        struct agent_frame_writer w;
+
+        agent_frame_writer_begin(&w, AGENT_MSG_HELLO_REPLY);
+        agent_frame_writer_put_str(&w, AGENT_F_VERSION, SPACE_VERSION);
+        agent_frame_writer_put_u32(&w, AGENT_F_AGENT_PID, (uint32_t) getpid());
+        agent_frame_writer_put_str(&w, AGENT_F_BOOT_ID, c->server->boot_id);
+        conn_reply(c, &w);
+}
+
+static void conn_on_exec(struct agent_conn *c, const struct agent_frame *f, uint8_t **payload) {
+        const char *reason = NULL;
+        struct agent_command *cmd;
+        int r;
+
+        r = agent_command_start(c->server, c, f, payload, &cmd, &reason);
+        if (r < 0) {
+                conn_reply_error(c, -r, reason);
+                return;
+        }
+        c->command = cmd;
+        conn_update_events(c);
+}
+
+/* Handles one frame; may take *payload. */
+static void conn_dispatch(struct agent_conn *c, const struct agent_frame *f, uint8_t **payload) {
+        size_t cursor = 0;
+        uint16_t tag;
+        const uint8_t *data;
+        uint32_t len;
+        int r;
+
+        /* A frame whose fields do not add up is malformed: drop the connection. */
+        while ((r = agent_frame_next_field(f, &cursor, &tag, &data, &len)) > 0)
+                ;
+        if (r < 0) {
+                agent_conn_close(c);
+                return;
+        }
+
+        switch (f->type) {
+        case AGENT_MSG_HELLO:
+                conn_on_hello(c);
+                break;
+        case AGENT_MSG_EXEC:
+                conn_on_exec(c, f, payload);
+                break;
+        default: {
+                char msg[64];
+                snprintf(msg, sizeof msg, "unsupported message type %u", f->type);
+                conn_reply_error(c, EOPNOTSUPP, msg);
+        }
+        }
+}
+
+static void conn_read_requests(struct agent_conn *c) {
+        for (int i = 0; i < REQUESTS_PER_WAKEUP; i++) {
+                if (c->dead || c->command || c->reply.data)
+                        return;
+
+                int r = agent_frame_reader_fill(&c->reader, c->watch.fd);
+                if (r == 0)
+                        return;
+                if (r < 0) {
+                        agent_conn_close(c);
+                        return;
+                }
+
+                struct agent_frame f;
+                _cleanup_free_ uint8_t *payload = NULL;
+                agent_frame_reader_take(&c->reader, &f, &payload);
+                conn_dispatch(c, &f, &payload);
+        }
+}
+
+static void conn_on_event(struct agent_watch *w, uint32_t events) {
+        struct agent_conn *c = agent_container_of(w, struct agent_conn, watch);
+
+        if (events & EPOLLERR) {
+                agent_conn_close(c);
+                return;
+        }
+        if (c->reply.data) {
+                conn_flush(c);
+                return;
+        }
+        if (c->command) {
+                if (events & (EPOLLHUP | EPOLLRDHUP))
+                        agent_conn_close(c);
+                return;
+        }
+        conn_read_requests(c);
+}
+
+int agent_conn_new(struct agent_server *s, int fd) {
+        struct agent_conn *c = calloc(1, sizeof *c);
+        int r;
+
+        if (!c) {
+                close(fd);
+                return -ENOMEM;
+        }
+        c->server = s;
+        agent_watch_init(&c->watch);
+        r = agent_server_watch_add(s, &c->watch, fd, EPOLLIN, conn_on_event);
+        if (r < 0) {
+                free(c);
+                return r;
+        }
+        c->next = s->conns;
+        s->conns = c;
+        s->n_conns++;
+        return 0;
+}
+
+void agent_conn_command_done(struct agent_conn *c, struct agent_frame_writer *reply) {
+        c->command = NULL;
+        if (c->dead) {
+                agent_frame_writer_release(reply);
+                return;
+        }
+        /* Requests the client pipelined behind this one wait in the socket buffer;
+         * epoll reports them once the reply is out and EPOLLIN is back. */
+        conn_reply(c, reply);
+}
+
+void agent_conn_close(struct agent_conn *c) {
+        if (c->dead)
+                return;
+        c->dead = true;
+        if (c->command) {
+                agent_command_abort(c->command);
+                c->command = NULL;
+        }
+        agent_server_watch_close(c->server, &c->watch);
+        agent_frame_reader_release(&c->reader);
+        agent_frame_writer_release(&c->reply);
+        c->server->n_conns--;
+}
+
+void agent_conn_free(struct agent_conn *c) {
+        free(c);
+}

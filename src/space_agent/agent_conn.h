@@ -1,0 +1,29 @@
+/* agent_conn: one client connection. Serves its requests one at a time: read a frame,
+ * answer it (HELLO at once, EXEC when the command is done), then read the next one.
+ * While a command runs the socket is watched only for hang-up; a hang-up kills it. */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "agent_protocol/agent_frame.h"
+#include "space_agent/agent_server.h"
+
+struct agent_conn {
+        struct agent_server *server;
+        struct agent_conn *next;
+        struct agent_watch watch;
+        struct agent_frame_reader reader;
+        struct agent_frame_writer reply; /* reply.data != NULL while a reply is being sent */
+        size_t reply_off;
+        struct agent_command *command;   /* the EXEC being served */
+        bool dead;
+};
+
+/* Takes fd (an accepted, non-blocking socket) in every case. */
+int agent_conn_new(struct agent_server *s, int fd);
+/* The command finished: send *reply (taken) and resume reading. */
+void agent_conn_command_done(struct agent_conn *c, struct agent_frame_writer *reply);
+/* Drops the connection (killing its command); the server frees it later. */
+void agent_conn_close(struct agent_conn *c);
+void agent_conn_free(struct agent_conn *c);

@@ -1,0 +1,42 @@
+#include "spaced/log.h"
+#include "spaced/wallclock.h"
+
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+static enum log_level min_level = LOG_INFO;
+static pthread_mutex_t log_lock = PTHREAD_MUTEX_INITIALIZER;
+static const char *const level_names[] = { "debug", "info", "warn", "error" };
+
+void log_set_level(enum log_level level) { min_level = level; }
+
+int log_parse_level(const char *s, enum log_level *ret)
+{
+        for (int i = 0; i < 4; i++)
+                if (strcmp(s, level_names[i]) == 0) {
+                        *ret = (enum log_level)i;
+                        return 0;
+                }
+        return -1;
+}
+
+void log_event(enum log_level level, const char *event, const char *fmt, ...)
+{
+        if (level < min_level)
+                return;
+        char ts[40], body[2048];
+        wallclock_format(wallclock_now_ms(), ts, sizeof(ts));
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(body, sizeof(body), fmt, ap);
+        va_end(ap);
+        /* Keep one event on one line whatever the values hold. */
+        for (char *p = body; *p; p++)
+                if (*p == '\n' || *p == '\r')
+                        *p = ' ';
+        pthread_mutex_lock(&log_lock);
+        fprintf(stderr, "ts=%s level=%s event=%s%s%s\n", ts, level_names[level], event, body[0] ? " " : "", body);
+        pthread_mutex_unlock(&log_lock);
+}

@@ -1,0 +1,231 @@
+#include "spaced/spaced_config.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <libgen.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "spaced/log.h"
+
+static const char usage[] =
+        "Usage: spaced [OPTIONS]\n"
+        "The space daemon: sandboxes for agents over HTTP.\n\n"
+        "  --state-dir DIR        state directory (database, btrfs pool, run dirs, logs)\n"
+        "                         [/var/lib/space; env SPACE_STATE_DIR]\n"
+        "  --listen ADDR:PORT     HTTP listen address [127.0.0.1:7070; env SPACE_LISTEN]\n"
+        "  --unix-socket PATH     also serve the API on a unix socket [off]\n"
+        "  --config FILE          read `key = value` lines (keys as these flags, no dashes)\n"
+        "  --log-level LEVEL      debug|info|warn|error [info; env SPACE_LOG_LEVEL]\n"
+        "  --pool-size SIZE       size of the btrfs pool image when the state dir is not btrfs\n"
+        "                         [20G; suffixes K M G T]\n"
+        "  --agent PATH           the static space-agent binary [next to spaced]\n"
+        "  --debian-mirror URL    mirror for the debian template [http://deb.debian.org/debian]\n"
+        "  --workers N            operation worker threads [4]\n"
+        "  --max-body BYTES       largest request body accepted [1M]\n"
+        "  --exec-output-cap SIZE bytes of stdout/stderr kept per exec stream [1M]\n"
+        "  -h, --help             show this help\n"
+        "  --version              print the version\n";
+
+static int parse_size(const char *s, uint64_t *ret)
+{
+        char *end;
+        errno = 0;
+        unsigned long long v = strtoull(s, &end, 10);
+        if (errno || end == s)
+                return -1;
+        uint64_t mult = 1;
+        switch (*end) {
+        case 'K': case 'k': mult = 1ULL << 10; end++; break;
+        case 'M': case 'm': mult = 1ULL << 20; end++; break;
+        case 'G': case 'g': mult = 1ULL << 30; end++; break;
+        case 'T': case 't': mult = 1ULL << 40; end++; break;
+        default: break;
+        }
+        if (*end == 'B' || *end == 'b' || *end == 'i')
+                end++;
+        if (*end)
+                return -1;
+        *ret = v * mult;
+        return 0;
+}
+
+static int parse_listen(struct spaced_config *cfg, const char *v)
+{
+        const char *colon = strrchr(v, ':');
+        if (!colon || colon == v || (size_t)(colon - v) >= sizeof(cfg->listen_addr))
+                return -1;
+        char *end;
+        long port = strtol(colon + 1, &end, 10);
+        if (*end || port < 0 || port > 65535)
+                return -1;
+        snprintf(cfg->listen_addr, sizeof(cfg->listen_addr), "%.*s", (int)(colon - v), v);
+        cfg->listen_port = (uint16_t)port;
+        return 0;
+}
+
+/* Applies one setting by name; returns -1 with a message on stderr if the value is bad. */
+static int apply(struct spaced_config *cfg, const char *key, const char *v)
+{
+        uint64_t n;
+        enum log_level lvl;
+        if (strcmp(key, "state-dir") == 0)
+                snprintf(cfg->state_dir, sizeof(cfg->state_dir), "%s", v);
+        else if (strcmp(key, "listen") == 0) {
+                if (parse_listen(cfg, v) < 0)
+                        goto bad;
+        } else if (strcmp(key, "unix-socket") == 0)
+                snprintf(cfg->unix_socket, sizeof(cfg->unix_socket), "%s", v);
+        else if (strcmp(key, "log-level") == 0) {
+                if (log_parse_level(v, &lvl) < 0)
+                        goto bad;
+                cfg->log_level = (int)lvl;
+        } else if (strcmp(key, "pool-size") == 0) {
+                if (parse_size(v, &n) < 0 || n < (256ULL << 20))
+                        goto bad;
+                cfg->pool_bytes = n;
+        } else if (strcmp(key, "agent") == 0)
+                snprintf(cfg->agent_path, sizeof(cfg->agent_path), "%s", v);
+        else if (strcmp(key, "debian-mirror") == 0)
+                snprintf(cfg->debian_mirror, sizeof(cfg->debian_mirror), "%s", v);
+        else if (strcmp(key, "workers") == 0) {
+                if (parse_size(v, &n) < 0 || n < 1 || n > 64)
+                        goto bad;
+                cfg->workers = (int)n;
+        } else if (strcmp(key, "max-body") == 0) {
+                if (parse_size(v, &n) < 0 || n < 1024 || n > (1ULL << 30))
+                        goto bad;
+                cfg->max_body_bytes = n;
+        } else if (strcmp(key, "exec-output-cap") == 0) {
+                if (parse_size(v, &n) < 0 || n < 1024 || n > (64ULL << 20))
+                        goto bad;
+                cfg->exec_output_cap = (uint32_t)n;
+        } else {
+                fprintf(stderr, "spaced: unknown setting \"%s\"\n", key);
+                return -1;
+        }
+        return 0;
+bad:
+        fprintf(stderr, "spaced: invalid value for %s: \"%s\"\n", key, v);
+        return -1;
+}
+
+static char *trim(char *s)
+{
+        while (*s == ' ' || *s == '\t')
+                s++;
+        char *e = s + strlen(s);
+        while (e > s && (e[-1] == ' ' || e[-1] == '\t' || e[-1] == '\n' || e[-1] == '\r'))
+                *--e = '\0';
+        return s;
+}
+
+static int load_file(struct spaced_config *cfg, const char *path)
+{
+        FILE *f = fopen(path, "re");
+        if (!f) {
+                fprintf(stderr, "spaced: cannot read config %s: %s\n", path, strerror(errno));
+                return -1;
+        }
+        char line[1024];
+        int lineno = 0, r = 0;
+        while (r == 0 && fgets(line, sizeof(line), f)) {
+                lineno++;
+                char *s = trim(line);
+                if (!*s || *s == '#')
+                        continue;
+                char *eq = strchr(s, '=');
+                if (!eq) {
+                        fprintf(stderr, "spaced: %s:%d: expected key = value\n", path, lineno);
+                        r = -1;
+                        break;
+                }
+                *eq = '\0';
+                r = apply(cfg, trim(s), trim(eq + 1));
+        }
+        fclose(f);
+        return r;
+}
+
+static void default_agent_path(struct spaced_config *cfg)
+{
+        char self[PATH_MAX];
+        ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+        if (n <= 0)
+                return;
+        self[n] = '\0';
+        char *dir = dirname(self);
+        const char *candidates[] = { "space-agent", "../space_agent/space-agent", "../libexec/space/space-agent" };
+        for (size_t i = 0; i < sizeof(candidates) / sizeof(candidates[0]); i++) {
+                char path[PATH_MAX];
+                snprintf(path, sizeof(path), "%s/%s", dir, candidates[i]);
+                if (access(path, X_OK) == 0) {
+                        if (!realpath(path, cfg->agent_path))
+                                snprintf(cfg->agent_path, sizeof(cfg->agent_path), "%s", path);
+                        return;
+                }
+        }
+}
+
+int spaced_config_load(struct spaced_config *cfg, int argc, char **argv)
+{
+        memset(cfg, 0, sizeof(*cfg));
+        snprintf(cfg->state_dir, sizeof(cfg->state_dir), "/var/lib/space");
+        snprintf(cfg->listen_addr, sizeof(cfg->listen_addr), "127.0.0.1");
+        cfg->listen_port = 7070;
+        snprintf(cfg->debian_mirror, sizeof(cfg->debian_mirror), "http://deb.debian.org/debian");
+        cfg->pool_bytes = 20ULL << 30;
+        cfg->max_body_bytes = 1ULL << 20;
+        cfg->exec_output_cap = 1u << 20;
+        cfg->workers = 4;
+        cfg->log_level = LOG_INFO;
+        default_agent_path(cfg);
+
+        static const struct option opts[] = {
+                { "state-dir", required_argument, NULL, 0 }, { "listen", required_argument, NULL, 0 },
+                { "unix-socket", required_argument, NULL, 0 }, { "config", required_argument, NULL, 0 },
+                { "log-level", required_argument, NULL, 0 }, { "pool-size", required_argument, NULL, 0 },
+                { "agent", required_argument, NULL, 0 }, { "debian-mirror", required_argument, NULL, 0 },
+                { "workers", required_argument, NULL, 0 }, { "max-body", required_argument, NULL, 0 },
+                { "exec-output-cap", required_argument, NULL, 0 }, { "help", no_argument, NULL, 'h' },
+                { "version", no_argument, NULL, 'V' }, { 0 },
+        };
+        /* First pass: only --config, --help and --version, so the file sits below env and flags. */
+        int idx, c;
+        opterr = 0;
+        while ((c = getopt_long(argc, argv, "h", opts, &idx)) != -1) {
+                if (c == 'h') {
+                        fputs(usage, stdout);
+                        return 1;
+                }
+                if (c == 'V') {
+                        printf("spaced %s\n", SPACE_VERSION);
+                        return 1;
+                }
+                if (c == '?') {
+                        fprintf(stderr, "spaced: unknown or incomplete option %s\n%s", argv[optind - 1], usage);
+                        return -1;
+                }
+                if (c == 0 && strcmp(opts[idx].name, "config") == 0 && load_file(cfg, optarg) < 0)
+                        return -1;
+        }
+        if (optind < argc) {
+                fprintf(stderr, "spaced: unexpected argument %s\n", argv[optind]);
+                return -1;
+        }
+        static const struct {
+                const char *env, *key;
+        } envs[] = { { "SPACE_STATE_DIR", "state-dir" }, { "SPACE_LISTEN", "listen" }, { "SPACE_LOG_LEVEL", "log-level" } };
+        for (size_t i = 0; i < sizeof(envs) / sizeof(envs[0]); i++) {
+                const char *v = getenv(envs[i].env);
+                if (v && *v && apply(cfg, envs[i].key, v) < 0)
+                        return -1;
+        }
+        optind = 1;
+        while ((c = getopt_long(argc, argv, "h", opts, &idx)) != -1)
+                if (c == 0 && strcmp(opts[idx].name, "config") != 0 && apply(cfg, opts[idx].name, optarg) < 0)
+                        return -1;
+        return 0;
+}

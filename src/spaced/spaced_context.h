@@ -1,0 +1,42 @@
+/* spaced_context: what every layer of the daemon is handed — config, the state store, the
+ * runtime driver, the btrfs pool, the operation queue. One per process. */
+#pragma once
+
+#include <limits.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "state_store/state_store.h"
+#include "storage/btrfs_pool.h"
+
+struct runtime_driver;
+struct cgroup_manager;
+struct operation_queue;
+
+struct spaced_config {
+        char state_dir[PATH_MAX];
+        char listen_addr[64];
+        uint16_t listen_port;
+        char unix_socket[PATH_MAX];
+        char agent_path[PATH_MAX];
+        char debian_mirror[256];
+        uint64_t pool_bytes;
+        uint64_t max_body_bytes;
+        uint32_t exec_output_cap;
+        int workers;
+        int log_level;
+};
+
+struct spaced_context {
+        struct spaced_config cfg;
+        struct state_handle store;
+        const struct runtime_driver *driver;
+        const struct cgroup_manager *cgroups;
+        struct btrfs_pool pool;
+        struct operation_queue *queue;
+        atomic_bool shutting_down;
+};
+
+/* Shorthand for calling the store backend. */
+#define STORE(ctx, fn, ...) ((ctx)->store.ops->fn((ctx)->store.st, __VA_ARGS__))

@@ -1,0 +1,155 @@
+/* spaced: the space daemon. Start-up is a flat list of steps; the first failure is logged
+ * once, with its reason, and the daemon exits. */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "api/api_auth.h"
+#include "api/http_server.h"
+#include "cleanup.h"
+#include "controller/reconciler.h"
+#include "operations/operation_queue.h"
+#include "runtime/cgroup/cgroup_manager.h"
+#include "runtime/runtime_driver.h"
+#include "spaced/log.h"
+#include "spaced/spaced_config.h"
+#include "spaced/spaced_context.h"
+#include "templates/template_catalog.h"
+
+static int fail(const char *event, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static int fail(const char *event, const char *fmt, ...)
+{
+        char msg[1024];
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(msg, sizeof(msg), fmt, ap);
+        va_end(ap);
+        log_error(event, "message=\"%s\"", msg);
+        fprintf(stderr, "spaced: %s\n", msg);
+        return EXIT_FAILURE;
+}
+
+static int make_dir(const char *base, const char *leaf)
+{
+        char path[PATH_MAX];
+        snprintf(path, sizeof(path), "%s%s%s", base, leaf ? "/" : "", leaf ? leaf : "");
+        if (mkdir(path, 0700) < 0 && errno != EEXIST)
+                return -errno;
+        return 0;
+}
+
+static int check_kernel(char *reason, size_t size)
+{
+        static const char *const needed[] = { "/proc/self/ns/user", "/proc/self/ns/pid", "/proc/self/ns/net",
+                                              "/proc/self/ns/cgroup", "/proc/self/ns/ipc", "/proc/self/ns/uts" };
+        for (size_t i = 0; i < ARRAY_SIZE(needed); i++)
+                if (access(needed[i], F_OK) < 0) {
+                        snprintf(reason, size, "the kernel lacks %s (namespaces are required)", needed[i]);
+                        return -ENOTSUP;
+                }
+        return 0;
+}
+
+int main(int argc, char **argv)
+{
+        static struct spaced_context ctx;
+        char reason[1024] = "";
+        struct space_error err = { 0 };
+        int r = spaced_config_load(&ctx.cfg, argc, argv);
+        if (r != 0)
+                return r > 0 ? EXIT_SUCCESS : 2;
+        log_set_level((enum log_level)ctx.cfg.log_level);
+
+        /* Signals are taken synchronously by main; every thread inherits the mask. */
+        sigset_t sigs;
+        sigemptyset(&sigs);
+        sigaddset(&sigs, SIGTERM);
+        sigaddset(&sigs, SIGINT);
+        sigaddset(&sigs, SIGHUP);
+        pthread_sigmask(SIG_BLOCK, &sigs, NULL);
+        signal(SIGPIPE, SIG_IGN);
+
+        if (geteuid() != 0)
+                return fail("spaced.not_root", "spaced must run as root: it creates namespaces, cgroups and btrfs subvolumes");
+        if (check_kernel(reason, sizeof(reason)) < 0)
+                return fail("spaced.kernel", "%s", reason);
+        if (!ctx.cfg.agent_path[0] || access(ctx.cfg.agent_path, X_OK) < 0)
+                return fail("spaced.agent", "space-agent not found (%s); pass --agent PATH",
+                            ctx.cfg.agent_path[0] ? ctx.cfg.agent_path : "not next to spaced");
+        if ((r = make_dir(ctx.cfg.state_dir, NULL)) < 0 || (r = make_dir(ctx.cfg.state_dir, "logs")) < 0 ||
+            (r = make_dir(ctx.cfg.state_dir, "run")) < 0)
+                return fail("spaced.state_dir", "cannot create state directory %s: %s", ctx.cfg.state_dir, strerror(-r));
+
+        char path[PATH_MAX];
+        snprintf(path, sizeof(path), "%s/spaced.lock", ctx.cfg.state_dir);
+        int lock_fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+        if (lock_fd < 0 || flock(lock_fd, LOCK_EX | LOCK_NB) < 0)
+                return fail("spaced.locked", "another spaced is using %s", ctx.cfg.state_dir);
+
+        snprintf(path, sizeof(path), "%s/state.db", ctx.cfg.state_dir);
+        ctx.store.ops = &state_store_sqlite;
+        if ((r = ctx.store.ops->open(path, &ctx.store.st)) < 0)
+                return fail("spaced.store", "cannot open %s: %s", path, strerror(-r));
+        if ((r = btrfs_pool_open(ctx.cfg.state_dir, ctx.cfg.pool_bytes, &ctx.pool, reason, sizeof(reason))) < 0)
+                return fail("spaced.pool", "btrfs pool: %s", reason);
+        if (cgroup_manager_detect(&ctx.cgroups, reason, sizeof(reason)) < 0)
+                return fail("spaced.cgroups", "%s", reason);
+
+        struct runtime_config rc = { .pool = &ctx.pool, .cgroups = ctx.cgroups };
+        snprintf(rc.run_dir, sizeof(rc.run_dir), "%s/run", ctx.cfg.state_dir);
+        snprintf(rc.agent_path, sizeof(rc.agent_path), "%s", ctx.cfg.agent_path);
+        ctx.driver = &runtime_driver_namespaces;
+        if (ctx.driver->init(&rc, &err) < 0)
+                return fail("spaced.runtime", "runtime %s: %s", ctx.driver->name, err.message);
+        if ((r = operation_queue_new(&ctx, ctx.cfg.workers, &ctx.queue)) < 0)
+                return fail("spaced.workers", "cannot start workers: %s", strerror(-r));
+        if (template_catalog_init(&ctx, &err) < 0)
+                return fail("spaced.templates", "%s", err.message);
+        if (api_auth_bootstrap(&ctx, &err) < 0)
+                return fail("spaced.auth", "%s", err.message);
+        if ((r = reconciler_startup(&ctx)) < 0)
+                return fail("spaced.reconcile", "reconciliation failed: %s", strerror(-r));
+
+        struct http_server *http = NULL;
+        if (http_server_start(&ctx, &http, reason, sizeof(reason)) < 0)
+                return fail("spaced.listen", "%s", reason);
+        struct reconciler *controller = NULL;
+        if ((r = reconciler_start(&ctx, &controller)) < 0)
+                return fail("spaced.controller", "cannot start controller: %s", strerror(-r));
+
+        log_info("spaced.ready", "url=http://%s:%u admin_key=%s/admin.key state_dir=%s runtime=%s cgroup=%s pool=%s",
+                 ctx.cfg.listen_addr, ctx.cfg.listen_port, ctx.cfg.state_dir, ctx.cfg.state_dir, ctx.driver->name,
+                 ctx.cgroups->name, ctx.pool.root);
+        printf("spaced %s listening on http://%s:%u\nadmin key: %s/admin.key\n", SPACE_VERSION, ctx.cfg.listen_addr,
+               ctx.cfg.listen_port, ctx.cfg.state_dir);
+        fflush(stdout);
+
+        int sig = 0;
+        while (sigwait(&sigs, &sig) == 0 && sig == SIGHUP)
+                log_info("spaced.sighup", "note=\"configuration reload is not supported; restart spaced\"");
+
+        /* Graceful stop: no new work, let running operations finish, leave sandboxes running. */
+        log_info("spaced.stopping", "signal=%d", sig);
+        atomic_store(&ctx.shutting_down, true);
+        http_server_quiesce(http);
+        reconciler_free(controller);
+        operation_queue_free(ctx.queue);
+        for (int i = 0; i < 100 && http_server_connections(http) > 0; i++)
+                usleep(50 * 1000);
+        bool drained = http_server_connections(http) == 0;
+        if (drained)
+                http_server_free(http);
+        ctx.store.ops->close(ctx.store.st);
+        log_info("spaced.stopped", "drained=%s", drained ? "true" : "false");
+        /* Long execs may still hold connections: exit without waiting for them. */
+        _exit(EXIT_SUCCESS);
+}

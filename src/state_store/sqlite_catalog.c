@@ -1,0 +1,220 @@
+/* The SQLite backend's templates and API keys tables. */
+#include "state_store/sqlite_statement.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+int sqlite_template_upsert(struct state_store *st, const struct template_record *t)
+{
+        sqlite3_stmt *s;
+        pthread_mutex_lock(&st->lock);
+        int r = sq_prepare(st, "INSERT INTO templates(name, state, environment, state_reason, updated_at) VALUES (?,?,?,?,?)"
+                               " ON CONFLICT(name) DO UPDATE SET state=excluded.state, environment=excluded.environment,"
+                               " state_reason=excluded.state_reason, updated_at=excluded.updated_at",
+                           &s);
+        if (r == 0) {
+                sq_bind_text(s, 1, t->name);
+                sq_bind_text(s, 2, t->state);
+                sq_bind_json(s, 3, t->environment);
+                sq_bind_text(s, 4, t->state_reason);
+                sqlite3_bind_int64(s, 5, t->updated_at_ms ? t->updated_at_ms : sq_now_ms());
+                r = sq_exec_done(s);
+        }
+        pthread_mutex_unlock(&st->lock);
+        return r;
+}
+
+static void template_from_row(sqlite3_stmt *s, struct template_record *t)
+{
+        memset(t, 0, sizeof(*t));
+        sq_copy_col(s, 0, t->name, sizeof(t->name));
+        sq_copy_col(s, 1, t->state, sizeof(t->state));
+        t->environment = sq_json_col(s, 2);
+        sq_copy_col(s, 3, t->state_reason, sizeof(t->state_reason));
+        t->updated_at_ms = sqlite3_column_int64(s, 4);
+}
+
+int sqlite_template_get(struct state_store *st, const char *name, struct template_record *ret)
+{
+        sqlite3_stmt *s;
+        pthread_mutex_lock(&st->lock);
+        int r = sq_prepare(st, "SELECT name, state, environment, state_reason, updated_at FROM templates WHERE name=?", &s);
+        if (r == 0) {
+                sq_bind_text(s, 1, name);
+                int rc = sqlite3_step(s);
+                if (rc == SQLITE_ROW)
+                        template_from_row(s, ret);
+                r = rc == SQLITE_ROW ? 0 : rc == SQLITE_DONE ? -ENOENT : sq_error(rc);
+                sqlite3_finalize(s);
+        }
+        pthread_mutex_unlock(&st->lock);
+        return r;
+}
+
+int sqlite_template_list(struct state_store *st, struct template_record **ret, size_t *ret_n)
+{
+        sqlite3_stmt *s;
+        struct template_record *arr = NULL;
+        size_t n = 0, cap = 0;
+        pthread_mutex_lock(&st->lock);
+        int r = sq_prepare(st, "SELECT name, state, environment, state_reason, updated_at FROM templates ORDER BY name", &s);
+        if (r == 0) {
+                int rc;
+                while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+                        if (n == cap) {
+                                cap = cap ? cap * 2 : 8;
+                                struct template_record *grown = realloc(arr, cap * sizeof(*arr));
+                                if (!grown) {
+                                        rc = SQLITE_NOMEM;
+                                        break;
+                                }
+                                arr = grown;
+                        }
+                        template_from_row(s, &arr[n++]);
+                }
+                sqlite3_finalize(s);
+                if (rc != SQLITE_DONE) {
+                        for (size_t i = 0; i < n; i++)
+                                template_record_release(&arr[i]);
+                        free(arr);
+                        arr = NULL;
+                        n = 0;
+                        r = sq_error(rc);
+                }
+        }
+        pthread_mutex_unlock(&st->lock);
+        if (r == 0) {
+                *ret = arr;
+                *ret_n = n;
+        }
+        return r;
+}
+
+static int delete_by_text(struct state_store *st, const char *sql, const char *key)
+{
+        sqlite3_stmt *s;
+        pthread_mutex_lock(&st->lock);
+        int r = sq_prepare(st, sql, &s);
+        if (r == 0) {
+                sq_bind_text(s, 1, key);
+                r = sq_exec_done(s);
+                if (r == 0 && sqlite3_changes(st->db) == 0)
+                        r = -ENOENT;
+        }
+        pthread_mutex_unlock(&st->lock);
+        return r;
+}
+
+int sqlite_template_delete(struct state_store *st, const char *name)
+{
+        return delete_by_text(st, "DELETE FROM templates WHERE name=?", name);
+}
+
+int sqlite_key_insert(struct state_store *st, const struct api_key *k)
+{
+        sqlite3_stmt *s;
+        pthread_mutex_lock(&st->lock);
+        int r = sq_prepare(st, "INSERT INTO api_keys(id, name, hash, created_at, last_used_at) VALUES (?,?,?,?,0)", &s);
+        if (r == 0) {
+                sq_bind_text(s, 1, k->id);
+                sq_bind_text(s, 2, k->name);
+                sq_bind_text(s, 3, k->hash);
+                sqlite3_bind_int64(s, 4, k->created_at_ms);
+                r = sq_exec_done(s);
+        }
+        pthread_mutex_unlock(&st->lock);
+        return r;
+}
+
+static void key_from_row(sqlite3_stmt *s, struct api_key *k)
+{
+        memset(k, 0, sizeof(*k));
+        sq_copy_col(s, 0, k->id, sizeof(k->id));
+        sq_copy_col(s, 1, k->name, sizeof(k->name));
+        sq_copy_col(s, 2, k->hash, sizeof(k->hash));
+        k->created_at_ms = sqlite3_column_int64(s, 3);
+        k->last_used_at_ms = sqlite3_column_int64(s, 4);
+}
+
+int sqlite_key_list(struct state_store *st, struct api_key **ret, size_t *ret_n)
+{
+        sqlite3_stmt *s;
+        struct api_key *arr = NULL;
+        size_t n = 0, cap = 0;
+        pthread_mutex_lock(&st->lock);
+        int r = sq_prepare(st, "SELECT id, name, hash, created_at, last_used_at FROM api_keys ORDER BY created_at", &s);
+        if (r == 0) {
+                int rc;
+                while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+                        if (n == cap) {
+                                cap = cap ? cap * 2 : 8;
+                                struct api_key *grown = realloc(arr, cap * sizeof(*arr));
+                                if (!grown) {
+                                        rc = SQLITE_NOMEM;
+                                        break;
+                                }
+                                arr = grown;
+                        }
+                        key_from_row(s, &arr[n++]);
+                }
+                sqlite3_finalize(s);
+                if (rc != SQLITE_DONE) {
+                        free(arr);
+                        arr = NULL;
+                        n = 0;
+                        r = sq_error(rc);
+                }
+        }
+        pthread_mutex_unlock(&st->lock);
+        if (r == 0) {
+                *ret = arr;
+                *ret_n = n;
+        }
+        return r;
+}
+
+int sqlite_key_delete(struct state_store *st, const char *id)
+{
+        return delete_by_text(st, "DELETE FROM api_keys WHERE id=?", id);
+}
+
+int sqlite_key_authenticate(struct state_store *st, const char *hash, struct api_key *ret)
+{
+        sqlite3_stmt *s;
+        pthread_mutex_lock(&st->lock);
+        int r = sq_prepare(st, "SELECT id, name, hash, created_at, last_used_at FROM api_keys WHERE hash=?", &s);
+        if (r == 0) {
+                sq_bind_text(s, 1, hash);
+                int rc = sqlite3_step(s);
+                if (rc == SQLITE_ROW)
+                        key_from_row(s, ret);
+                r = rc == SQLITE_ROW ? 0 : rc == SQLITE_DONE ? -ENOENT : sq_error(rc);
+                sqlite3_finalize(s);
+        }
+        /* Record use at most once a minute so authentication stays a read on the hot path. */
+        if (r == 0 && sq_now_ms() - ret->last_used_at_ms > 60000 &&
+            sq_prepare(st, "UPDATE api_keys SET last_used_at=? WHERE id=?", &s) == 0) {
+                sqlite3_bind_int64(s, 1, sq_now_ms());
+                sq_bind_text(s, 2, ret->id);
+                sq_exec_done(s);
+        }
+        pthread_mutex_unlock(&st->lock);
+        return r;
+}
+
+int sqlite_key_count(struct state_store *st, int64_t *ret)
+{
+        sqlite3_stmt *s;
+        pthread_mutex_lock(&st->lock);
+        int r = sq_prepare(st, "SELECT count(*) FROM api_keys", &s);
+        if (r == 0) {
+                int rc = sqlite3_step(s);
+                if (rc == SQLITE_ROW)
+                        *ret = sqlite3_column_int64(s, 0);
+                r = rc == SQLITE_ROW ? 0 : sq_error(rc);
+                sqlite3_finalize(s);
+        }
+        pthread_mutex_unlock(&st->lock);
+        return r;
+}

@@ -1,0 +1,61 @@
+/* Versioned schema for the SQLite backend. Each entry moves the schema from version i to
+ * i+1; applied in one transaction each, at open. Never edit a released entry: append. */
+#include "state_store/sqlite_migrations.h"
+
+#include <errno.h>
+#include <stdio.h>
+
+static const char *const migrations[] = {
+        /* 1: first schema */
+        "CREATE TABLE sandboxes ("
+        "  id TEXT PRIMARY KEY, state TEXT NOT NULL, state_reason TEXT NOT NULL DEFAULT '',"
+        "  template TEXT NOT NULL, environment TEXT NOT NULL, cpus REAL NOT NULL, memory_mb INTEGER NOT NULL,"
+        "  pids INTEGER NOT NULL, disk_mb INTEGER NOT NULL, env TEXT NOT NULL, metadata TEXT NOT NULL,"
+        "  timeout_s INTEGER NOT NULL, on_timeout TEXT NOT NULL, expires_at INTEGER NOT NULL DEFAULT 0,"
+        "  created_at INTEGER NOT NULL, updated_at INTEGER NOT NULL,"
+        "  pid INTEGER NOT NULL DEFAULT 0, pid_start INTEGER NOT NULL DEFAULT 0, uid_base INTEGER NOT NULL);"
+        "CREATE INDEX sandboxes_state ON sandboxes(state);"
+        "CREATE TABLE operations ("
+        "  id TEXT PRIMARY KEY, kind TEXT NOT NULL, target TEXT NOT NULL, state TEXT NOT NULL,"
+        "  error_code TEXT NOT NULL DEFAULT '', error_message TEXT NOT NULL DEFAULT '',"
+        "  created_at INTEGER NOT NULL, started_at INTEGER NOT NULL DEFAULT 0, finished_at INTEGER NOT NULL DEFAULT 0);"
+        "CREATE INDEX operations_target ON operations(target, created_at);"
+        "CREATE INDEX operations_state ON operations(state);"
+        "CREATE TABLE templates ("
+        "  name TEXT PRIMARY KEY, state TEXT NOT NULL, environment TEXT NOT NULL,"
+        "  state_reason TEXT NOT NULL DEFAULT '', updated_at INTEGER NOT NULL);"
+        "CREATE TABLE api_keys ("
+        "  id TEXT PRIMARY KEY, name TEXT NOT NULL, hash TEXT NOT NULL UNIQUE,"
+        "  created_at INTEGER NOT NULL, last_used_at INTEGER NOT NULL DEFAULT 0);",
+};
+
+int sqlite_migrations_apply(sqlite3 *db, int *ret_version)
+{
+        sqlite3_stmt *stmt = NULL;
+        int version = 0;
+        if (sqlite3_prepare_v2(db, "PRAGMA user_version", -1, &stmt, NULL) != SQLITE_OK)
+                return -EIO;
+        if (sqlite3_step(stmt) == SQLITE_ROW)
+                version = sqlite3_column_int(stmt, 0);
+        sqlite3_finalize(stmt);
+
+        int latest = (int)(sizeof(migrations) / sizeof(migrations[0]));
+        if (version > latest)
+                return -EPROTO; /* written by a newer spaced */
+        for (int v = version; v < latest; v++) {
+                char pragma[64];
+                snprintf(pragma, sizeof(pragma), "PRAGMA user_version = %d;", v + 1);
+                if (sqlite3_exec(db, "BEGIN IMMEDIATE;", NULL, NULL, NULL) != SQLITE_OK)
+                        return -EIO;
+                if (sqlite3_exec(db, migrations[v], NULL, NULL, NULL) != SQLITE_OK ||
+                    sqlite3_exec(db, pragma, NULL, NULL, NULL) != SQLITE_OK) {
+                        sqlite3_exec(db, "ROLLBACK;", NULL, NULL, NULL);
+                        return -EIO;
+                }
+                if (sqlite3_exec(db, "COMMIT;", NULL, NULL, NULL) != SQLITE_OK)
+                        return -EIO;
+        }
+        if (ret_version)
+                *ret_version = latest;
+        return 0;
+}

@@ -1,0 +1,69 @@
+/* Statement helpers shared by the SQLite backend's files. */
+#include "state_store/sqlite_statement.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+
+int64_t sq_now_ms(void)
+{
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+int sq_error(int rc)
+{
+        switch (rc) {
+        case SQLITE_CONSTRAINT: return -EEXIST;
+        case SQLITE_BUSY:
+        case SQLITE_LOCKED: return -EBUSY;
+        case SQLITE_NOMEM: return -ENOMEM;
+        case SQLITE_FULL: return -ENOSPC;
+        default: return -EIO;
+        }
+}
+
+int sq_prepare(struct state_store *st, const char *sql, sqlite3_stmt **ret)
+{
+        int rc = sqlite3_prepare_v3(st->db, sql, -1, SQLITE_PREPARE_PERSISTENT, ret, NULL);
+        return rc == SQLITE_OK ? 0 : sq_error(rc);
+}
+
+void sq_bind_text(sqlite3_stmt *s, int i, const char *v) { sqlite3_bind_text(s, i, v ? v : "", -1, SQLITE_TRANSIENT); }
+
+void sq_bind_json(sqlite3_stmt *s, int i, const json_t *v)
+{
+        char *text = v ? json_dumps(v, JSON_COMPACT) : NULL;
+        sqlite3_bind_text(s, i, text ? text : "{}", -1, SQLITE_TRANSIENT);
+        free(text);
+}
+
+void sq_copy_col(sqlite3_stmt *s, int i, char *dst, size_t size)
+{
+        const unsigned char *v = sqlite3_column_text(s, i);
+        snprintf(dst, size, "%s", v ? (const char *)v : "");
+}
+
+json_t *sq_json_col(sqlite3_stmt *s, int i)
+{
+        const unsigned char *v = sqlite3_column_text(s, i);
+        json_t *j = v ? json_loads((const char *)v, 0, NULL) : NULL;
+        return j ? j : json_object();
+}
+
+/* Runs a statement that returns no rows. */
+int sq_exec_done(sqlite3_stmt *s)
+{
+        int rc = sqlite3_step(s);
+        sqlite3_finalize(s);
+        return rc == SQLITE_DONE ? 0 : sq_error(rc);
+}
+
+int sq_begin(struct state_store *st) { return sqlite3_exec(st->db, "BEGIN IMMEDIATE", NULL, NULL, NULL) == SQLITE_OK ? 0 : -EIO; }
+int sq_commit(struct state_store *st) { return sqlite3_exec(st->db, "COMMIT", NULL, NULL, NULL) == SQLITE_OK ? 0 : -EIO; }
+void sq_rollback(struct state_store *st) { sqlite3_exec(st->db, "ROLLBACK", NULL, NULL, NULL); }
+

@@ -1,0 +1,38 @@
+/* Internals of the SQLite backend of state_store, shared by sqlite_store.c and
+ * sqlite_catalog.c. Not for use outside src/state_store. */
+#pragma once
+
+#include <jansson.h>
+#include <pthread.h>
+#include <sqlite3.h>
+#include <stdint.h>
+
+#include "state_store/state_store.h"
+
+struct state_store {
+        sqlite3 *db;
+        pthread_mutex_t lock;
+};
+
+int64_t sq_now_ms(void);
+int sq_error(int rc);
+int sq_prepare(struct state_store *st, const char *sql, sqlite3_stmt **ret);
+void sq_bind_text(sqlite3_stmt *s, int i, const char *v);
+void sq_bind_json(sqlite3_stmt *s, int i, const json_t *v);
+void sq_copy_col(sqlite3_stmt *s, int i, char *dst, size_t size);
+json_t *sq_json_col(sqlite3_stmt *s, int i);
+int sq_exec_done(sqlite3_stmt *s);
+int sq_begin(struct state_store *st);
+int sq_commit(struct state_store *st);
+void sq_rollback(struct state_store *st);
+
+/* sqlite_catalog.c: templates and API keys */
+int sqlite_template_upsert(struct state_store *st, const struct template_record *t);
+int sqlite_template_get(struct state_store *st, const char *name, struct template_record *ret);
+int sqlite_template_list(struct state_store *st, struct template_record **ret, size_t *ret_n);
+int sqlite_template_delete(struct state_store *st, const char *name);
+int sqlite_key_insert(struct state_store *st, const struct api_key *k);
+int sqlite_key_list(struct state_store *st, struct api_key **ret, size_t *ret_n);
+int sqlite_key_delete(struct state_store *st, const char *id);
+int sqlite_key_authenticate(struct state_store *st, const char *hash, struct api_key *ret);
+int sqlite_key_count(struct state_store *st, int64_t *ret);

@@ -1,0 +1,405 @@
+/* The SQLite backend of state_store: one connection, WAL, serialised by a mutex.
+ * synchronous=NORMAL in WAL mode survives a crash of spaced (kill -9) without loss; only an
+ * OS crash can lose the last transactions. */
+#include "state_store/state_store.h"
+#include "state_store/sqlite_migrations.h"
+#include "state_store/sqlite_statement.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cleanup.h"
+
+static int sqlite_open(const char *location, struct state_store **ret)
+{
+        struct state_store *st = calloc(1, sizeof(*st));
+        if (!st)
+                return -ENOMEM;
+        pthread_mutex_init(&st->lock, NULL);
+        int rc = sqlite3_open_v2(location, &st->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX, NULL);
+        if (rc != SQLITE_OK) {
+                int r = st->db ? sq_error(sqlite3_errcode(st->db)) : -ENOMEM;
+                sqlite3_close(st->db);
+                free(st);
+                return r;
+        }
+        sqlite3_busy_timeout(st->db, 5000);
+        sqlite3_exec(st->db, "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA foreign_keys=ON;", NULL, NULL, NULL);
+        int r = sqlite_migrations_apply(st->db, NULL);
+        if (r < 0) {
+                sqlite3_close(st->db);
+                free(st);
+                return r;
+        }
+        *ret = st;
+        return 0;
+}
+
+static void sqlite_close(struct state_store *st)
+{
+        if (!st)
+                return;
+        sqlite3_close(st->db);
+        pthread_mutex_destroy(&st->lock);
+        free(st);
+}
+
+/* ---- operations ---- */
+
+static int op_insert_locked(struct state_store *st, const struct operation *op)
+{
+        sqlite3_stmt *s;
+        int r = sq_prepare(st, "INSERT INTO operations(id, kind, target, state, error_code, error_message, created_at, started_at, finished_at)"
+                            " VALUES (?,?,?,?,?,?,?,?,?)", &s);
+        if (r < 0)
+                return r;
+        sq_bind_text(s, 1, op->id);
+        sq_bind_text(s, 2, op->kind);
+        sq_bind_text(s, 3, op->target);
+        sq_bind_text(s, 4, operation_state_name(op->state));
+        sq_bind_text(s, 5, op->error_code);
+        sq_bind_text(s, 6, op->error_message);
+        sqlite3_bind_int64(s, 7, op->created_at_ms);
+        sqlite3_bind_int64(s, 8, op->started_at_ms);
+        sqlite3_bind_int64(s, 9, op->finished_at_ms);
+        return sq_exec_done(s);
+}
+
+#define OP_COLUMNS "id, kind, target, state, error_code, error_message, created_at, started_at, finished_at"
+
+static void op_from_row(sqlite3_stmt *s, struct operation *op)
+{
+        memset(op, 0, sizeof(*op));
+        sq_copy_col(s, 0, op->id, sizeof(op->id));
+        sq_copy_col(s, 1, op->kind, sizeof(op->kind));
+        sq_copy_col(s, 2, op->target, sizeof(op->target));
+        operation_state_from_name((const char *)sqlite3_column_text(s, 3), &op->state);
+        sq_copy_col(s, 4, op->error_code, sizeof(op->error_code));
+        sq_copy_col(s, 5, op->error_message, sizeof(op->error_message));
+        op->created_at_ms = sqlite3_column_int64(s, 6);
+        op->started_at_ms = sqlite3_column_int64(s, 7);
+        op->finished_at_ms = sqlite3_column_int64(s, 8);
+}
+
+static int sqlite_operation_insert(struct state_store *st, const struct operation *op)
+{
+        pthread_mutex_lock(&st->lock);
+        int r = op_insert_locked(st, op);
+        pthread_mutex_unlock(&st->lock);
+        return r;
+}
+
+static int sqlite_operation_update(struct state_store *st, const struct operation *op)
+{
+        sqlite3_stmt *s;
+        pthread_mutex_lock(&st->lock);
+        int r = sq_prepare(st, "UPDATE operations SET state=?, error_code=?, error_message=?, started_at=?, finished_at=? WHERE id=?", &s);
+        if (r == 0) {
+                sq_bind_text(s, 1, operation_state_name(op->state));
+                sq_bind_text(s, 2, op->error_code);
+                sq_bind_text(s, 3, op->error_message);
+                sqlite3_bind_int64(s, 4, op->started_at_ms);
+                sqlite3_bind_int64(s, 5, op->finished_at_ms);
+                sq_bind_text(s, 6, op->id);
+                r = sq_exec_done(s);
+                if (r == 0 && sqlite3_changes(st->db) == 0)
+                        r = -ENOENT;
+        }
+        pthread_mutex_unlock(&st->lock);
+        return r;
+}
+
+static int sqlite_operation_get(struct state_store *st, const char *id, struct operation *ret)
+{
+        sqlite3_stmt *s;
+        pthread_mutex_lock(&st->lock);
+        int r = sq_prepare(st, "SELECT " OP_COLUMNS " FROM operations WHERE id=?", &s);
+        if (r == 0) {
+                sq_bind_text(s, 1, id);
+                int rc = sqlite3_step(s);
+                if (rc == SQLITE_ROW)
+                        op_from_row(s, ret);
+                r = rc == SQLITE_ROW ? 0 : rc == SQLITE_DONE ? -ENOENT : sq_error(rc);
+                sqlite3_finalize(s);
+        }
+        pthread_mutex_unlock(&st->lock);
+        return r;
+}
+
+static int sqlite_operation_list(struct state_store *st, const char *target, int state, bool unfinished_only,
+                                 struct operation **ret, size_t *ret_n)
+{
+        sqlite3_stmt *s;
+        const char *sql = unfinished_only
+                                  ? "SELECT " OP_COLUMNS " FROM operations WHERE state IN ('pending','running') ORDER BY created_at ASC"
+                                  : "SELECT " OP_COLUMNS " FROM operations WHERE (?1 = '' OR target = ?1) AND (?2 = '' OR state = ?2)"
+                                    " ORDER BY created_at DESC LIMIT 500";
+        pthread_mutex_lock(&st->lock);
+        int r = sq_prepare(st, sql, &s);
+        if (r < 0)
+                goto out;
+        if (!unfinished_only) {
+                sq_bind_text(s, 1, target ? target : "");
+                sq_bind_text(s, 2, state >= 0 ? operation_state_name((enum operation_state)state) : "");
+        }
+        struct operation *arr = NULL;
+        size_t n = 0, cap = 0;
+        int rc;
+        while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+                if (n == cap) {
+                        cap = cap ? cap * 2 : 16;
+                        struct operation *grown = realloc(arr, cap * sizeof(*arr));
+                        if (!grown) {
+                                free(arr);
+                                sqlite3_finalize(s);
+                                r = -ENOMEM;
+                                goto out;
+                        }
+                        arr = grown;
+                }
+                op_from_row(s, &arr[n++]);
+        }
+        sqlite3_finalize(s);
+        if (rc != SQLITE_DONE) {
+                free(arr);
+                r = sq_error(rc);
+                goto out;
+        }
+        *ret = arr;
+        *ret_n = n;
+out:
+        pthread_mutex_unlock(&st->lock);
+        return r;
+}
+
+/* ---- sandboxes ---- */
+
+#define SB_COLUMNS "id, state, state_reason, template, environment, cpus, memory_mb, pids, disk_mb, env, metadata," \
+                   " timeout_s, on_timeout, expires_at, created_at, updated_at, pid, pid_start, uid_base"
+
+static void sb_from_row(sqlite3_stmt *s, struct sandbox *sb)
+{
+        memset(sb, 0, sizeof(*sb));
+        sq_copy_col(s, 0, sb->id, sizeof(sb->id));
+        sandbox_state_from_name((const char *)sqlite3_column_text(s, 1), &sb->state);
+        sq_copy_col(s, 2, sb->state_reason, sizeof(sb->state_reason));
+        sq_copy_col(s, 3, sb->template_name, sizeof(sb->template_name));
+        sb->environment = sq_json_col(s, 4);
+        sb->resources.cpus = sqlite3_column_double(s, 5);
+        sb->resources.memory_mb = sqlite3_column_int64(s, 6);
+        sb->resources.pids = sqlite3_column_int64(s, 7);
+        sb->resources.disk_mb = sqlite3_column_int64(s, 8);
+        sb->env = sq_json_col(s, 9);
+        sb->metadata = sq_json_col(s, 10);
+        sb->timeout_s = sqlite3_column_int64(s, 11);
+        sq_copy_col(s, 12, sb->on_timeout, sizeof(sb->on_timeout));
+        sb->expires_at_ms = sqlite3_column_int64(s, 13);
+        sb->created_at_ms = sqlite3_column_int64(s, 14);
+        sb->updated_at_ms = sqlite3_column_int64(s, 15);
+        sb->pid = (int32_t)sqlite3_column_int64(s, 16);
+        sb->pid_start = (uint64_t)sqlite3_column_int64(s, 17);
+        sb->uid_base = (uint32_t)sqlite3_column_int64(s, 18);
+}
+
+static int sqlite_sandbox_insert(struct state_store *st, const struct sandbox *sb, const struct operation *op)
+{
+        sqlite3_stmt *s;
+        pthread_mutex_lock(&st->lock);
+        int r = sq_begin(st);
+        if (r < 0)
+                goto out;
+        r = sq_prepare(st, "INSERT INTO sandboxes(" SB_COLUMNS ") VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)", &s);
+        if (r == 0) {
+                sq_bind_text(s, 1, sb->id);
+                sq_bind_text(s, 2, sandbox_state_name(sb->state));
+                sq_bind_text(s, 3, sb->state_reason);
+                sq_bind_text(s, 4, sb->template_name);
+                sq_bind_json(s, 5, sb->environment);
+                sqlite3_bind_double(s, 6, sb->resources.cpus);
+                sqlite3_bind_int64(s, 7, sb->resources.memory_mb);
+                sqlite3_bind_int64(s, 8, sb->resources.pids);
+                sqlite3_bind_int64(s, 9, sb->resources.disk_mb);
+                sq_bind_json(s, 10, sb->env);
+                sq_bind_json(s, 11, sb->metadata);
+                sqlite3_bind_int64(s, 12, sb->timeout_s);
+                sq_bind_text(s, 13, sb->on_timeout);
+                sqlite3_bind_int64(s, 14, sb->expires_at_ms);
+                sqlite3_bind_int64(s, 15, sb->created_at_ms);
+                sqlite3_bind_int64(s, 16, sb->updated_at_ms);
+                sqlite3_bind_int64(s, 17, sb->pid);
+                sqlite3_bind_int64(s, 18, (sqlite3_int64)sb->pid_start);
+                sqlite3_bind_int64(s, 19, sb->uid_base);
+                r = sq_exec_done(s);
+        }
+        if (r == 0 && op)
+                r = op_insert_locked(st, op);
+        if (r == 0)
+                r = sq_commit(st);
+        if (r < 0)
+                sq_rollback(st);
+out:
+        pthread_mutex_unlock(&st->lock);
+        return r;
+}
+
+static int sb_get_locked(struct state_store *st, const char *id, struct sandbox *ret)
+{
+        sqlite3_stmt *s;
+        int r = sq_prepare(st, "SELECT " SB_COLUMNS " FROM sandboxes WHERE id=?", &s);
+        if (r < 0)
+                return r;
+        sq_bind_text(s, 1, id);
+        int rc = sqlite3_step(s);
+        if (rc == SQLITE_ROW)
+                sb_from_row(s, ret);
+        sqlite3_finalize(s);
+        return rc == SQLITE_ROW ? 0 : rc == SQLITE_DONE ? -ENOENT : sq_error(rc);
+}
+
+static int sqlite_sandbox_get(struct state_store *st, const char *id, struct sandbox *ret)
+{
+        pthread_mutex_lock(&st->lock);
+        int r = sb_get_locked(st, id, ret);
+        pthread_mutex_unlock(&st->lock);
+        return r;
+}
+
+static int sqlite_sandbox_list(struct state_store *st, int state_filter, struct sandbox **ret, size_t *ret_n)
+{
+        sqlite3_stmt *s;
+        pthread_mutex_lock(&st->lock);
+        int r = sq_prepare(st, state_filter < 0 ? "SELECT " SB_COLUMNS " FROM sandboxes WHERE state != 'destroyed' ORDER BY created_at"
+                                             : "SELECT " SB_COLUMNS " FROM sandboxes WHERE state = ? ORDER BY created_at",
+                        &s);
+        if (r < 0)
+                goto out;
+        if (state_filter >= 0)
+                sq_bind_text(s, 1, sandbox_state_name((enum sandbox_state)state_filter));
+        struct sandbox *arr = NULL;
+        size_t n = 0, cap = 0;
+        int rc;
+        while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+                if (n == cap) {
+                        cap = cap ? cap * 2 : 16;
+                        struct sandbox *grown = realloc(arr, cap * sizeof(*arr));
+                        if (!grown) {
+                                sandbox_array_free(arr, n);
+                                sqlite3_finalize(s);
+                                r = -ENOMEM;
+                                goto out;
+                        }
+                        arr = grown;
+                }
+                sb_from_row(s, &arr[n++]);
+        }
+        sqlite3_finalize(s);
+        if (rc != SQLITE_DONE) {
+                sandbox_array_free(arr, n);
+                r = sq_error(rc);
+                goto out;
+        }
+        *ret = arr;
+        *ret_n = n;
+out:
+        pthread_mutex_unlock(&st->lock);
+        return r;
+}
+
+static int sqlite_sandbox_transition(struct state_store *st, const char *id, unsigned from_mask, enum sandbox_state to,
+                                     const char *reason, const struct operation *op, enum sandbox_state *ret_current)
+{
+        struct sandbox cur;
+        sqlite3_stmt *s;
+        pthread_mutex_lock(&st->lock);
+        int r = sq_begin(st);
+        if (r < 0)
+                goto out;
+        r = sb_get_locked(st, id, &cur);
+        if (r < 0)
+                goto fail;
+        sandbox_release(&cur);
+        if (!(from_mask & (1u << cur.state))) {
+                if (ret_current)
+                        *ret_current = cur.state;
+                r = -ESTALE;
+                goto fail;
+        }
+        r = sq_prepare(st, "UPDATE sandboxes SET state=?, state_reason=?, updated_at=? WHERE id=?", &s);
+        if (r < 0)
+                goto fail;
+        sq_bind_text(s, 1, sandbox_state_name(to));
+        sq_bind_text(s, 2, reason ? reason : "");
+        sqlite3_bind_int64(s, 3, sq_now_ms());
+        sq_bind_text(s, 4, id);
+        r = sq_exec_done(s);
+        if (r == 0 && op)
+                r = op_insert_locked(st, op);
+        if (r == 0)
+                r = sq_commit(st);
+        if (r == 0) {
+                if (ret_current)
+                        *ret_current = to;
+                goto out;
+        }
+fail:
+        sq_rollback(st);
+out:
+        pthread_mutex_unlock(&st->lock);
+        return r;
+}
+
+static int update_sandbox_ints(struct state_store *st, const char *sql, const char *id, int64_t a, int64_t b)
+{
+        sqlite3_stmt *s;
+        pthread_mutex_lock(&st->lock);
+        int r = sq_prepare(st, sql, &s);
+        if (r == 0) {
+                sqlite3_bind_int64(s, 1, a);
+                sqlite3_bind_int64(s, 2, b);
+                sq_bind_text(s, 3, id);
+                r = sq_exec_done(s);
+                if (r == 0 && sqlite3_changes(st->db) == 0)
+                        r = -ENOENT;
+        }
+        pthread_mutex_unlock(&st->lock);
+        return r;
+}
+
+static int sqlite_sandbox_set_runtime(struct state_store *st, const char *id, int32_t pid, uint64_t pid_start)
+{
+        return update_sandbox_ints(st, "UPDATE sandboxes SET pid=?, pid_start=? WHERE id=?", id, pid, (int64_t)pid_start);
+}
+
+static int sqlite_sandbox_set_expiry(struct state_store *st, const char *id, int64_t expires_at_ms)
+{
+        return update_sandbox_ints(st, "UPDATE sandboxes SET expires_at=?, updated_at=? WHERE id=?", id, expires_at_ms, sq_now_ms());
+}
+
+const struct state_store_ops state_store_sqlite = {
+        .name = "sqlite",
+        .open = sqlite_open,
+        .close = sqlite_close,
+        .sandbox_insert = sqlite_sandbox_insert,
+        .sandbox_get = sqlite_sandbox_get,
+        .sandbox_list = sqlite_sandbox_list,
+        .sandbox_transition = sqlite_sandbox_transition,
+        .sandbox_set_runtime = sqlite_sandbox_set_runtime,
+        .sandbox_set_expiry = sqlite_sandbox_set_expiry,
+        .operation_insert = sqlite_operation_insert,
+        .operation_update = sqlite_operation_update,
+        .operation_get = sqlite_operation_get,
+        .operation_list = sqlite_operation_list,
+        .template_upsert = sqlite_template_upsert,
+        .template_get = sqlite_template_get,
+        .template_list = sqlite_template_list,
+        .template_delete = sqlite_template_delete,
+        .key_insert = sqlite_key_insert,
+        .key_list = sqlite_key_list,
+        .key_delete = sqlite_key_delete,
+        .key_authenticate = sqlite_key_authenticate,
+        .key_count = sqlite_key_count,
+};

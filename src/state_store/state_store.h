@@ -1,0 +1,132 @@
+/* state_store: durable records of sandboxes, operations, templates and API keys.
+ * A const table of functions per backend (sqlite now, postgres later). Functions return 0
+ * or -errno: -ENOENT unknown id, -EEXIST duplicate, -ESTALE when a compare-and-set
+ * transition finds another state (the current state is then returned). */
+#pragma once
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+enum sandbox_state {
+        SANDBOX_CREATING = 0,
+        SANDBOX_RUNNING,
+        SANDBOX_PAUSED,
+        SANDBOX_STOPPING,
+        SANDBOX_STOPPED,
+        SANDBOX_STARTING,
+        SANDBOX_DESTROYING,
+        SANDBOX_DESTROYED,
+        SANDBOX_FAILED,
+        _SANDBOX_STATE_MAX,
+};
+const char *sandbox_state_name(enum sandbox_state s);
+int sandbox_state_from_name(const char *name, enum sandbox_state *ret);
+
+enum operation_state { OPERATION_PENDING = 0, OPERATION_RUNNING, OPERATION_SUCCEEDED, OPERATION_FAILED };
+const char *operation_state_name(enum operation_state s);
+int operation_state_from_name(const char *name, enum operation_state *ret);
+
+struct sandbox_resources {
+        double cpus;
+        int64_t memory_mb;
+        int64_t pids;
+        int64_t disk_mb;
+};
+
+struct sandbox {
+        char id[32];
+        enum sandbox_state state;
+        char state_reason[256];
+        char template_name[64];
+        json_t *environment; /* template binding, copied at create */
+        struct sandbox_resources resources;
+        json_t *env;      /* object of strings */
+        json_t *metadata; /* object of strings */
+        int64_t timeout_s;
+        char on_timeout[12];
+        int64_t expires_at_ms; /* 0 = never */
+        int64_t created_at_ms;
+        int64_t updated_at_ms;
+        /* runtime handle */
+        int32_t pid;
+        uint64_t pid_start; /* /proc/PID/stat starttime, to reject a recycled pid */
+        uint32_t uid_base;
+};
+void sandbox_release(struct sandbox *s);
+void sandbox_array_free(struct sandbox *arr, size_t n);
+
+struct operation {
+        char id[32];
+        char kind[32];   /* sandbox.create, sandbox.stop, … template.build */
+        char target[64]; /* sandbox id or template name */
+        enum operation_state state;
+        char error_code[32];
+        char error_message[512];
+        int64_t created_at_ms, started_at_ms, finished_at_ms;
+};
+
+struct template_record {
+        char name[64];
+        char state[16]; /* ready | building | not_built | failed */
+        json_t *environment;
+        char state_reason[256];
+        int64_t updated_at_ms;
+};
+void template_record_release(struct template_record *t);
+
+struct api_key {
+        char id[32];
+        char name[64];
+        char hash[65]; /* hex sha256 of the secret */
+        int64_t created_at_ms;
+        int64_t last_used_at_ms;
+};
+
+struct state_store;
+
+struct state_store_ops {
+        const char *name;
+        int (*open)(const char *location, struct state_store **ret);
+        void (*close)(struct state_store *st);
+
+        /* Inserts the sandbox and its create operation atomically. */
+        int (*sandbox_insert)(struct state_store *st, const struct sandbox *sb, const struct operation *op);
+        int (*sandbox_get)(struct state_store *st, const char *id, struct sandbox *ret);
+        /* state_filter < 0: all but destroyed. */
+        int (*sandbox_list)(struct state_store *st, int state_filter, struct sandbox **ret, size_t *ret_n);
+        /* If the sandbox is in one of `from` (mask of 1<<state), moves it to `to` with reason and,
+         * if op != NULL, inserts op, all in one transaction. Otherwise -ESTALE and *ret_current. */
+        int (*sandbox_transition)(struct state_store *st, const char *id, unsigned from_mask, enum sandbox_state to,
+                                  const char *reason, const struct operation *op, enum sandbox_state *ret_current);
+        int (*sandbox_set_runtime)(struct state_store *st, const char *id, int32_t pid, uint64_t pid_start);
+        int (*sandbox_set_expiry)(struct state_store *st, const char *id, int64_t expires_at_ms);
+
+        int (*operation_insert)(struct state_store *st, const struct operation *op);
+        int (*operation_update)(struct state_store *st, const struct operation *op);
+        int (*operation_get)(struct state_store *st, const char *id, struct operation *ret);
+        /* target/state may be NULL / < 0 for any; unfinished_only returns pending+running oldest first. */
+        int (*operation_list)(struct state_store *st, const char *target, int state, bool unfinished_only,
+                              struct operation **ret, size_t *ret_n);
+
+        int (*template_upsert)(struct state_store *st, const struct template_record *t);
+        int (*template_get)(struct state_store *st, const char *name, struct template_record *ret);
+        int (*template_list)(struct state_store *st, struct template_record **ret, size_t *ret_n);
+        int (*template_delete)(struct state_store *st, const char *name);
+
+        int (*key_insert)(struct state_store *st, const struct api_key *k);
+        int (*key_list)(struct state_store *st, struct api_key **ret, size_t *ret_n);
+        int (*key_delete)(struct state_store *st, const char *id);
+        /* Finds by hash and records last use. */
+        int (*key_authenticate)(struct state_store *st, const char *hash, struct api_key *ret);
+        int (*key_count)(struct state_store *st, int64_t *ret);
+};
+
+extern const struct state_store_ops state_store_sqlite;
+
+/* The store in use, chosen at start. */
+struct state_handle {
+        const struct state_store_ops *ops;
+        struct state_store *st;
+};

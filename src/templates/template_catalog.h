@@ -1,0 +1,28 @@
+/* template_catalog: the built-in templates and their builds. A template is a read-only
+ * subvolume templates/<name> plus a row holding its environment binding (driver and version,
+ * base, digest, creation time). Builds happen in staging/ and are renamed into place, so a
+ * crash never leaves a half-built template visible. */
+#pragma once
+
+#include <stdbool.h>
+
+#include "spaced/space_error.h"
+#include "state_store/state_store.h"
+
+struct spaced_context;
+
+/* Makes sure every built-in template has a row; builds busybox now if it is missing. */
+int template_catalog_init(struct spaced_context *ctx, struct space_error *err);
+bool template_catalog_is_builtin(const char *name);
+/* Marks the template building and queues its build. */
+int template_catalog_submit_build(struct spaced_context *ctx, const char *name, struct operation *ret_op, struct space_error *err);
+int template_catalog_delete(struct spaced_context *ctx, const char *name, struct space_error *err);
+int template_op_build(struct spaced_context *ctx, const struct operation *op, struct space_error *err);
+
+/* sha256 over the tree's paths, types, modes, owners, link targets and file contents, in
+ * name order: "sha256:<hex>". */
+int template_digest(const char *root, char *buf, size_t size);
+
+/* Builders: fill an empty directory with a root filesystem. */
+int busybox_rootfs_build(const char *root, struct space_error *err);
+int debian_rootfs_build(const char *root, const char *mirror, const char *log_path, struct space_error *err);
