@@ -90,6 +90,8 @@ static int parse_create(const json_t *body, struct sandbox *sb, struct space_err
                     api_json_int(res, "disk_mb", 0, 16LL * 1024 * 1024, &disk, err) < 0)
                         return -1;
         }
+        if (disk > 0)
+                return space_error_set(err, SPACE_E_UNSUPPORTED, "resources.disk_mb: disk quotas are not supported yet; use 0");
         if (!api_json_name_ok(template_name))
                 return space_error_set(err, SPACE_E_INVALID_REQUEST, "template name \"%s\" is not valid", template_name);
         if (strcmp(on_timeout, "pause") && strcmp(on_timeout, "stop") && strcmp(on_timeout, "destroy"))

@@ -15,6 +15,7 @@ static const char *const code_names[] = {
         [SPACE_E_ALREADY_EXISTS] = "already_exists",
         [SPACE_E_PAYLOAD_TOO_LARGE] = "payload_too_large",
         [SPACE_E_UNSUPPORTED_MEDIA_TYPE] = "unsupported_media_type",
+        [SPACE_E_UNSUPPORTED] = "unsupported",
         [SPACE_E_UNAVAILABLE] = "unavailable",
         [SPACE_E_TIMEOUT] = "timeout",
         [SPACE_E_INTERNAL] = "internal",

@@ -166,12 +166,10 @@ pid_t ns_launch(const struct ns_launch_params *p, struct space_error *err)
                 space_error_errno(err, r, "join cgroup");
                 goto fail;
         }
-        /* The agent must outlive whatever exhausts the sandbox's memory: if it were
-         * OOM-killed the whole sandbox would die. Children reset this (see space-agent). */
-        if ((r = write_proc(pid, "oom_score_adj", "-1000\n")) < 0) {
-                space_error_errno(err, r, "protect agent from the OOM killer");
-                goto fail;
-        }
+        /* The agent should outlive whatever exhausts the sandbox's memory: if it were
+         * OOM-killed the whole sandbox would die. Commands reset this (see space-agent).
+         * Best effort: a host that withholds CAP_SYS_RESOURCE from spaced refuses it. */
+        write_proc(pid, "oom_score_adj", "-1000\n");
         tree = idmapped_rootfs(p->rootfs, pid);
         if (tree < 0) {
                 space_error_errno(err, tree, "idmapped mount of %s", p->rootfs);
