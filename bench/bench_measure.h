@@ -1,0 +1,72 @@
+/* bench_measure: the measures space-bench makes on a running spaced. Each one leaves the
+ * sandboxes it made in the set; bench_measure_destroy_all() removes them (timed). */
+#pragma once
+
+#include <signal.h>
+#include <stddef.h>
+#include <sys/types.h>
+
+#include "bench_proc.h"
+#include "bench_sandbox.h"
+#include "bench_stats.h"
+
+enum bench_measure_kind {
+        BENCH_SEQUENTIAL = 1u << 0,
+        BENCH_CONCURRENT = 1u << 1,
+        BENCH_EXEC = 1u << 2,
+        BENCH_DENSITY = 1u << 3,
+};
+
+struct bench_config {
+        const char *url;
+        const char *key;
+        const char *template_name;
+        size_t n;           /* creates per create measure */
+        size_t concurrency; /* threads of the concurrent measures */
+        size_t exec_n;      /* exec round trips */
+        size_t density;     /* sandboxes kept at once */
+        unsigned measures;  /* enum bench_measure_kind bits */
+        pid_t spaced_pid;   /* 0 when unknown: no memory figures */
+};
+
+enum bench_stat {
+        BENCH_STAT_SEQ_TOTAL,
+        BENCH_STAT_SEQ_CREATE,
+        BENCH_STAT_SEQ_EXEC,
+        BENCH_STAT_CONC_TOTAL,
+        BENCH_STAT_CONC_CREATE,
+        BENCH_STAT_CONC_EXEC,
+        BENCH_STAT_EXEC,
+        BENCH_STAT_DENSITY_CREATE,
+        BENCH_STAT_DENSITY_EXEC,
+        BENCH_STAT_DESTROY,
+        _BENCH_STAT_MAX,
+};
+
+struct bench_density {
+        size_t wanted, running, create_errors, exec_errors;
+        long spaced_rss_kb_before, spaced_rss_kb, spaced_hwm_kb;
+        struct bench_rss agents;
+};
+
+struct bench_results {
+        struct bench_stats stats[_BENCH_STAT_MAX];
+        struct bench_density density;
+        long spaced_rss_kb_end;
+        size_t leftovers; /* sandboxes it could not destroy */
+};
+
+/* Set by the signal handler: measures stop early, clean-up still runs. */
+extern volatile sig_atomic_t bench_stopping;
+
+void bench_results_init(struct bench_results *res, size_t concurrency);
+void bench_results_release(struct bench_results *res);
+
+/* Each returns 0, or -errno when it could not run at all (errors of single requests are
+ * counted in the stats instead). */
+int bench_measure_sequential(const struct bench_config *cfg, struct bench_sandboxes *set, struct bench_results *res);
+int bench_measure_concurrent(const struct bench_config *cfg, struct bench_sandboxes *set, struct bench_results *res);
+int bench_measure_exec(const struct bench_config *cfg, struct bench_sandboxes *set, struct bench_results *res);
+int bench_measure_density(const struct bench_config *cfg, struct bench_sandboxes *set, struct bench_results *res);
+/* Destroys every sandbox in the set, `concurrency` at a time, timing each destroy. */
+int bench_measure_destroy_all(const struct bench_config *cfg, struct bench_sandboxes *set, struct bench_results *res);

@@ -1,0 +1,330 @@
+/* space-bench: measures a running spaced through its HTTP API — create→first exec latency
+ * (sequential and concurrent), exec round trip, and many idle sandboxes at once (errors and
+ * memory) — then destroys every sandbox it made. See docs/benchmarks.md. */
+#include <curl/curl.h>
+#include <errno.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/utsname.h>
+#include <unistd.h>
+
+#include "bench_measure.h"
+#include "cleanup.h"
+
+static const char usage[] =
+        "usage: space-bench [options]\n"
+        "  --url URL          spaced's API [http://127.0.0.1:7070; env SPACE_URL]\n"
+        "  --key KEY          API key [env SPACE_KEY]\n"
+        "  --key-file FILE    read the API key from FILE (e.g. <state-dir>/admin.key)\n"
+        "  -n N               creates per create measure [100]\n"
+        "  -c C               threads of the concurrent measures [10]\n"
+        "  --exec-n N         exec round trips [1000]\n"
+        "  --density M        sandboxes kept running at once [200]\n"
+        "  --template NAME    template to create sandboxes from [busybox]\n"
+        "  --only LIST        comma-separated subset of seq,conc,exec,density [all]\n"
+        "  --spaced-pid PID   spaced's pid for memory figures [the spaced on the URL's port]\n"
+        "  --json             print the results as one JSON object\n"
+        "  --json-file FILE   print the table and also write the JSON object to FILE\n"
+        "  -h, --help         show this help\n";
+
+static const char *json_file; /* --json-file */
+
+static void on_signal(int sig)
+{
+        bench_stopping = 1;
+}
+
+static int parse_size(const char *s, size_t *ret)
+{
+        char *end;
+        errno = 0;
+        unsigned long long v = strtoull(s, &end, 10);
+        if (errno || end == s || *end || v == 0 || v > 1000000)
+                return -EINVAL;
+        *ret = (size_t)v;
+        return 0;
+}
+
+static int parse_measures(const char *list, unsigned *ret)
+{
+        static const struct {
+                const char *name;
+                unsigned bit;
+        } names[] = { { "seq", BENCH_SEQUENTIAL }, { "conc", BENCH_CONCURRENT }, { "exec", BENCH_EXEC }, { "density", BENCH_DENSITY } };
+        _cleanup_free_ char *copy = strdup(list);
+        unsigned bits = 0;
+        if (!copy)
+                return -ENOMEM;
+        for (char *save = NULL, *w = strtok_r(copy, ",", &save); w; w = strtok_r(NULL, ",", &save)) {
+                size_t i = 0;
+                while (i < ARRAY_SIZE(names) && strcmp(names[i].name, w) != 0)
+                        i++;
+                if (i == ARRAY_SIZE(names))
+                        return -EINVAL;
+                bits |= names[i].bit;
+        }
+        if (!bits)
+                return -EINVAL;
+        *ret = bits;
+        return 0;
+}
+
+static char *read_key_file(const char *path)
+{
+        _cleanup_fclose_ FILE *f = fopen(path, "re");
+        char buf[256];
+        if (!f || !fgets(buf, sizeof(buf), f))
+                return NULL;
+        buf[strcspn(buf, "\r\n")] = '\0';
+        char *key = strdup(buf);
+        explicit_bzero(buf, sizeof(buf));
+        return key;
+}
+
+/* The port of an http://host:port URL; 80 when absent, 0 when unreadable. */
+static unsigned url_port(const char *url)
+{
+        const char *host = strstr(url, "://");
+        host = host ? host + 3 : url;
+        size_t hostlen = strcspn(host, "/");
+        const char *colon = memrchr(host, ':', hostlen);
+        if (!colon)
+                return 80;
+        return (unsigned)strtoul(colon + 1, NULL, 10);
+}
+
+static bool name_ok(const char *s)
+{
+        return *s && strspn(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-") == strlen(s);
+}
+
+/* spaced answers and the template is ready. */
+static int preflight(const struct bench_config *cfg)
+{
+        struct bench_client *c = NULL;
+        char path[128];
+        long status;
+        json_t *answer = NULL;
+        int r = bench_client_new(cfg->url, cfg->key, &c);
+        if (r < 0)
+                return r;
+        snprintf(path, sizeof(path), "/v1/templates/%s", cfg->template_name);
+        r = bench_client_call(c, "GET", path, NULL, &status, &answer);
+        if (r < 0) {
+                fprintf(stderr, "space-bench: cannot reach spaced: %s\n", bench_client_error(c));
+        } else if (status != 200 || strcmp(json_string_value(json_object_get(answer, "state")) ?: "", "ready") != 0) {
+                bench_client_set_error(c, status, answer);
+                fprintf(stderr, "space-bench: template %s is not ready: %s\n", cfg->template_name,
+                        status == 200 ? json_string_value(json_object_get(answer, "state")) : bench_client_error(c));
+                r = -EPROTO;
+        }
+        json_decref(answer);
+        bench_client_free(c);
+        return r;
+}
+
+static int parse_args(int argc, char **argv, struct bench_config *cfg, char **ret_key)
+{
+        static const struct option opts[] = {
+                { "url", required_argument, NULL, 'u' },      { "key", required_argument, NULL, 'k' },
+                { "key-file", required_argument, NULL, 'K' }, { "exec-n", required_argument, NULL, 'e' },
+                { "density", required_argument, NULL, 'd' },  { "template", required_argument, NULL, 't' },
+                { "only", required_argument, NULL, 'o' },     { "spaced-pid", required_argument, NULL, 'p' },
+                { "json", no_argument, NULL, 'j' },           { "json-file", required_argument, NULL, 'J' },
+                { "help", no_argument, NULL, 'h' },
+                { NULL, 0, NULL, 0 },
+        };
+        _cleanup_erase_ char *key = getenv("SPACE_KEY") ? strdup(getenv("SPACE_KEY")) : NULL;
+        int c, json = 0;
+        while ((c = getopt_long(argc, argv, "n:c:h", opts, NULL)) != -1) {
+                int r = 0;
+                switch (c) {
+                case 'u': cfg->url = optarg; break;
+                case 'k':
+                        erase_and_free(key);
+                        key = strdup(optarg);
+                        break;
+                case 'K':
+                        erase_and_free(key);
+                        key = read_key_file(optarg);
+                        if (!key) {
+                                fprintf(stderr, "space-bench: cannot read a key from %s: %m\n", optarg);
+                                return -EINVAL;
+                        }
+                        break;
+                case 'n': r = parse_size(optarg, &cfg->n); break;
+                case 'c': r = parse_size(optarg, &cfg->concurrency); break;
+                case 'e': r = parse_size(optarg, &cfg->exec_n); break;
+                case 'd': r = parse_size(optarg, &cfg->density); break;
+                case 't': cfg->template_name = optarg; break;
+                case 'o': r = parse_measures(optarg, &cfg->measures); break;
+                case 'p': cfg->spaced_pid = (pid_t)atoi(optarg); break;
+                case 'j': json = 1; break;
+                case 'J': json_file = optarg; break;
+                case 'h': fputs(usage, stdout); exit(0);
+                default: fputs(usage, stderr); return -EINVAL;
+                }
+                if (r < 0) {
+                        fprintf(stderr, "space-bench: bad value for -%c: %s\n", c < 128 && c > ' ' ? c : '-', optarg);
+                        return r;
+                }
+        }
+        if (optind < argc || !key || !name_ok(cfg->template_name)) {
+                fprintf(stderr, "space-bench: %s\n%s", !key ? "no API key (--key, --key-file or SPACE_KEY)" : "bad arguments", usage);
+                return -EINVAL;
+        }
+        *ret_key = TAKE_PTR(key);
+        return json;
+}
+
+static void print_text(const struct bench_config *cfg, struct bench_results *res, const struct utsname *u)
+{
+        printf("space-bench: %s template=%s n=%zu c=%zu exec-n=%zu density=%zu\n", cfg->url, cfg->template_name, cfg->n,
+               cfg->concurrency, cfg->exec_n, cfg->density);
+        printf("machine: %ld cpus, %s %s %s, spaced pid %d\n\n", sysconf(_SC_NPROCESSORS_ONLN), u->sysname, u->release,
+               u->machine, (int)cfg->spaced_pid);
+        bench_stats_print_header();
+        for (size_t i = 0; i < _BENCH_STAT_MAX; i++)
+                if (res->stats[i].n || res->stats[i].errors)
+                        bench_stats_print(&res->stats[i]);
+        if (cfg->measures & BENCH_DENSITY) {
+                const struct bench_density *d = &res->density;
+                printf("\ndensity: %zu wanted, %zu answered an exec with all up; %zu create errors, %zu exec errors\n", d->wanted,
+                       d->running, d->create_errors, d->exec_errors);
+                printf("spaced VmRSS: %.1f MiB before, %.1f MiB with them up (VmHWM %.1f MiB), %.1f MiB after destroy\n",
+                       d->spaced_rss_kb_before / 1024.0, d->spaced_rss_kb / 1024.0, d->spaced_hwm_kb / 1024.0,
+                       res->spaced_rss_kb_end / 1024.0);
+                printf("space-agent VmRSS: %zu processes, sum %.1f MiB, avg %.0f KiB, min %ld KiB, max %ld KiB\n",
+                       d->agents.count, d->agents.sum_kb / 1024.0,
+                       d->agents.count ? (double)d->agents.sum_kb / (double)d->agents.count : 0.0, d->agents.min_kb,
+                       d->agents.max_kb);
+        }
+        if (res->leftovers)
+                printf("\nWARNING: %zu sandboxes could not be destroyed\n", res->leftovers);
+}
+
+static int print_json(const struct bench_config *cfg, struct bench_results *res, const struct utsname *u, FILE *f)
+{
+        json_t *measures = json_array();
+        for (size_t i = 0; i < _BENCH_STAT_MAX; i++)
+                if (res->stats[i].n || res->stats[i].errors)
+                        json_array_append_new(measures, bench_stats_json(&res->stats[i]));
+        const struct bench_density *d = &res->density;
+        json_t *out = json_pack(
+                "{s:{s:I, s:s, s:s}, s:{s:s, s:s, s:I, s:I, s:I, s:I, s:I}, s:o, "
+                "s:{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:{s:I, s:I, s:I, s:I}}, s:I}",
+                "machine", "nproc", (json_int_t)sysconf(_SC_NPROCESSORS_ONLN), "kernel", u->release, "arch", u->machine,
+                "config", "url", cfg->url, "template", cfg->template_name, "n", (json_int_t)cfg->n, "concurrency",
+                (json_int_t)cfg->concurrency, "exec_n", (json_int_t)cfg->exec_n, "density", (json_int_t)cfg->density,
+                "spaced_pid", (json_int_t)cfg->spaced_pid, "measures", measures, "density", "wanted", (json_int_t)d->wanted,
+                "running", (json_int_t)d->running, "create_errors", (json_int_t)d->create_errors, "exec_errors",
+                (json_int_t)d->exec_errors, "spaced_rss_kb_before", (json_int_t)d->spaced_rss_kb_before, "spaced_rss_kb",
+                (json_int_t)d->spaced_rss_kb, "spaced_hwm_kb", (json_int_t)d->spaced_hwm_kb, "spaced_rss_kb_end",
+                (json_int_t)res->spaced_rss_kb_end, "agents", "count", (json_int_t)d->agents.count, "sum_kb",
+                (json_int_t)d->agents.sum_kb, "min_kb", (json_int_t)d->agents.min_kb, "max_kb", (json_int_t)d->agents.max_kb,
+                "leftovers", (json_int_t)res->leftovers);
+        if (!out) {
+                fprintf(stderr, "space-bench: cannot format the JSON report\n");
+                return -ENOMEM;
+        }
+        int r = json_dumpf(out, f, JSON_INDENT(2) | JSON_REAL_PRECISION(6));
+        fputc('\n', f);
+        json_decref(out);
+        return r < 0 ? -EIO : 0;
+}
+
+static int run_measures(const struct bench_config *cfg, struct bench_sandboxes *set, struct bench_results *res)
+{
+        static const struct {
+                unsigned bit;
+                const char *what;
+                int (*fn)(const struct bench_config *, struct bench_sandboxes *, struct bench_results *);
+        } steps[] = {
+                { BENCH_SEQUENTIAL, "sequential creates", bench_measure_sequential },
+                { BENCH_CONCURRENT, "concurrent creates", bench_measure_concurrent },
+                { BENCH_EXEC, "exec round trips", bench_measure_exec },
+                { BENCH_DENSITY, "idle density", bench_measure_density },
+        };
+        int failed = 0;
+        for (size_t i = 0; i < ARRAY_SIZE(steps) && !bench_stopping; i++) {
+                if (!(cfg->measures & steps[i].bit))
+                        continue;
+                fprintf(stderr, "space-bench: %s...\n", steps[i].what);
+                int r = steps[i].fn(cfg, set, res);
+                if (r < 0) {
+                        fprintf(stderr, "space-bench: %s failed: %s\n", steps[i].what, strerror(-r));
+                        failed = 1;
+                }
+                /* Each measure starts from no sandboxes of ours. */
+                r = bench_measure_destroy_all(cfg, set, res);
+                if (r < 0)
+                        fprintf(stderr, "space-bench: destroying: %s\n", strerror(-r));
+        }
+        return failed;
+}
+
+int main(int argc, char **argv)
+{
+        struct bench_config cfg = {
+                .url = getenv("SPACE_URL") ?: "http://127.0.0.1:7070",
+                .template_name = "busybox",
+                .n = 100,
+                .concurrency = 10,
+                .exec_n = 1000,
+                .density = 200,
+                .measures = BENCH_SEQUENTIAL | BENCH_CONCURRENT | BENCH_EXEC | BENCH_DENSITY,
+        };
+        _cleanup_erase_ char *key = NULL;
+        int json = parse_args(argc, argv, &cfg, &key);
+        if (json < 0)
+                return 2;
+        cfg.key = key;
+        if (curl_global_init(CURL_GLOBAL_DEFAULT) != 0 || preflight(&cfg) < 0)
+                return 2;
+        if (cfg.spaced_pid <= 0) {
+                int r = bench_proc_find_spaced(url_port(cfg.url), &cfg.spaced_pid);
+                if (r < 0) {
+                        fprintf(stderr, "space-bench: no spaced pid (%s): no memory figure for spaced; use --spaced-pid\n",
+                                strerror(-r));
+                        cfg.spaced_pid = 0;
+                }
+        }
+        struct sigaction sa = { .sa_handler = on_signal };
+        sigaction(SIGINT, &sa, NULL);
+        sigaction(SIGTERM, &sa, NULL);
+
+        struct bench_sandboxes set;
+        struct bench_results res;
+        struct utsname u;
+        long hwm;
+        uname(&u);
+        bench_sandboxes_init(&set);
+        bench_results_init(&res, cfg.concurrency);
+        int failed = run_measures(&cfg, &set, &res);
+        if (cfg.spaced_pid > 0)
+                bench_proc_rss(cfg.spaced_pid, &res.spaced_rss_kb_end, &hwm);
+        if (json) {
+                print_json(&cfg, &res, &u, stdout);
+        } else {
+                print_text(&cfg, &res, &u);
+                if (json_file) {
+                        _cleanup_fclose_ FILE *f = fopen(json_file, "we");
+                        if (!f || print_json(&cfg, &res, &u, f) < 0) {
+                                fprintf(stderr, "space-bench: cannot write %s: %m\n", json_file);
+                                failed = 1;
+                        }
+                }
+        }
+        for (size_t i = 0; i < _BENCH_STAT_MAX; i++)
+                if (res.stats[i].errors)
+                        failed = 1;
+        if (res.leftovers)
+                failed = 1;
+        bench_results_release(&res);
+        bench_sandboxes_release(&set);
+        curl_global_cleanup();
+        return bench_stopping ? 130 : failed;
+}

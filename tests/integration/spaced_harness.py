@@ -1,0 +1,543 @@
+"""Shared harness for the black-box integration tests of space.
+
+Starts the real spaced binary on a fresh temporary state directory and a free
+127.0.0.1 port, talks to it over HTTP and through the real `space` CLI, and
+cleans up everything it created: sandboxes, their processes and cgroups, the
+loop-mounted btrfs pool and the temporary directory.
+
+Binaries come from the environment (SPACED, SPACE_CLI, SPACE_AGENT, set by
+meson) or default to the build/ directory of the repository.
+
+Standard library only.
+"""
+
+import glob
+import http.client
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import unittest
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+SPACED = os.environ.get("SPACED", os.path.join(REPO, "build/src/spaced/spaced"))
+SPACE_CLI = os.environ.get("SPACE_CLI", os.path.join(REPO, "build/src/cli/space"))
+SPACE_AGENT = os.environ.get("SPACE_AGENT", os.path.join(REPO, "build/src/space_agent/space-agent"))
+
+CGROUP_ROOT = "/sys/fs/cgroup"
+
+
+def log(*args):
+    print(*args, file=sys.stderr, flush=True)
+
+
+# --------------------------------------------------------------------------- helpers
+
+def free_port():
+    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
+def wait_for(predicate, timeout=20.0, interval=0.1, what="condition"):
+    """Polls predicate() until it returns a truthy value; returns that value.
+    Raises AssertionError naming `what` after `timeout` seconds."""
+    deadline = time.monotonic() + timeout
+    last = None
+    while True:
+        try:
+            last = predicate()
+        except Exception as e:  # noqa: BLE001 - keep polling through transient errors
+            last = e
+            if time.monotonic() >= deadline:
+                raise AssertionError("timed out after %.0fs waiting for %s (last error: %r)" % (timeout, what, e))
+        else:
+            if last:
+                return last
+        if time.monotonic() >= deadline:
+            raise AssertionError("timed out after %.0fs waiting for %s (last value: %r)" % (timeout, what, last))
+        time.sleep(interval)
+
+
+def cgroup_dirs(sandbox_id):
+    """Every cgroup directory of a sandbox on the host (v1 hierarchies and v2)."""
+    dirs = set()
+    for d in glob.glob(os.path.join(CGROUP_ROOT, "*", "space", sandbox_id)):
+        dirs.add(os.path.realpath(d))
+    d = os.path.join(CGROUP_ROOT, "unified", "space", sandbox_id)
+    if os.path.isdir(d):
+        dirs.add(os.path.realpath(d))
+    d = os.path.join(CGROUP_ROOT, "space", sandbox_id)  # pure cgroup v2 hosts
+    if os.path.exists(os.path.join(CGROUP_ROOT, "cgroup.controllers")) and os.path.isdir(d):
+        dirs.add(os.path.realpath(d))
+    return sorted(dirs)
+
+
+def cgroup_pids(sandbox_id):
+    """Pids of every process in any cgroup of the sandbox."""
+    pids = set()
+    for d in cgroup_dirs(sandbox_id):
+        for root, _subdirs, files in os.walk(d):
+            if "cgroup.procs" in files:
+                try:
+                    with open(os.path.join(root, "cgroup.procs")) as f:
+                        for line in f:
+                            line = line.strip()
+                            if line:
+                                pids.add(int(line))
+                except OSError:
+                    pass
+    return sorted(pids)
+
+
+def pids_mentioning_cgroup(sandbox_id):
+    """Pids whose /proc/<pid>/cgroup names the sandbox (survives a removed cgroup dir)."""
+    found = []
+    for p in os.listdir("/proc"):
+        if not p.isdigit():
+            continue
+        try:
+            with open("/proc/%s/cgroup" % p) as f:
+                if ("/space/%s" % sandbox_id) in f.read():
+                    found.append(int(p))
+        except OSError:
+            pass
+    return found
+
+
+def proc_status(pid):
+    fields = {}
+    with open("/proc/%d/status" % pid) as f:
+        for line in f:
+            k, _, v = line.partition(":")
+            fields[k] = v.strip()
+    return fields
+
+
+def cpu_usage_ns(sandbox_id):
+    """CPU time used by the sandbox's cgroup so far, in nanoseconds (v1 cpuacct or v2 cpu.stat)."""
+    for d in glob.glob(os.path.join(CGROUP_ROOT, "*cpuacct*", "space", sandbox_id, "cpuacct.usage")):
+        with open(d) as f:
+            return int(f.read().strip())
+    for base in (os.path.join(CGROUP_ROOT, "unified", "space", sandbox_id), os.path.join(CGROUP_ROOT, "space", sandbox_id)):
+        p = os.path.join(base, "cpu.stat")
+        if os.path.exists(p):
+            with open(p) as f:
+                for line in f:
+                    k, _, v = line.partition(" ")
+                    if k == "usage_usec":
+                        return int(v) * 1000
+    raise AssertionError("no CPU accounting file found for %s" % sandbox_id)
+
+
+def kill_cgroup_processes(sandbox_id):
+    """SIGKILLs every process of a sandbox from the host (thawing frozen cgroups first)."""
+    for d in cgroup_dirs(sandbox_id):
+        for fname, value in (("freezer.state", "THAWED"), ("cgroup.freeze", "0")):
+            p = os.path.join(d, fname)
+            if os.path.exists(p):
+                try:
+                    with open(p, "w") as f:
+                        f.write(value)
+                except OSError:
+                    pass
+    for _ in range(50):
+        pids = set(cgroup_pids(sandbox_id)) | set(pids_mentioning_cgroup(sandbox_id))
+        if not pids:
+            return
+        for pid in pids:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except OSError:
+                pass
+        time.sleep(0.1)
+
+
+def remove_cgroup_dirs(sandbox_id):
+    for d in cgroup_dirs(sandbox_id):
+        # children first
+        for root, subdirs, _files in sorted(os.walk(d), key=lambda t: -len(t[0])):
+            try:
+                os.rmdir(root)
+            except OSError:
+                pass
+
+
+def mountinfo_lines(word):
+    with open("/proc/self/mountinfo") as f:
+        return [line for line in f if word in line]
+
+
+# --------------------------------------------------------------------------- spaced
+
+class Spaced:
+    """One spaced process on its own temporary state directory.
+
+    The state directory survives stop()/kill9()/start() so restarts see the same state;
+    cleanup() removes everything."""
+
+    def __init__(self, max_body=None, workers=None, extra_args=()):
+        self.tmp = tempfile.mkdtemp(prefix="spit-", dir="/tmp")
+        self.state_dir = os.path.join(self.tmp, "s")
+        self.port = free_port()
+        self.url = "http://127.0.0.1:%d" % self.port
+        self.max_body = max_body
+        self.workers = workers
+        self.extra_args = list(extra_args)
+        self.proc = None
+        self.key = None
+        self.runs = 0
+        self.known_ids = set()
+        self.saved_logs = None
+
+    # ---- process control
+
+    def args(self):
+        a = [SPACED, "--state-dir", self.state_dir, "--listen", "127.0.0.1:%d" % self.port,
+             "--pool-size", "2G", "--log-level", "debug", "--agent", SPACE_AGENT]
+        if self.max_body is not None:
+            a += ["--max-body", str(self.max_body)]
+        if self.workers is not None:
+            a += ["--workers", str(self.workers)]
+        return a + self.extra_args
+
+    def start(self, timeout=60):
+        assert self.proc is None or self.proc.poll() is not None, "spaced already running"
+        self.runs += 1
+        out_path = os.path.join(self.tmp, "spaced-%d.out" % self.runs)
+        err_path = os.path.join(self.tmp, "spaced-%d.err" % self.runs)
+        self.out_path, self.err_path = out_path, err_path
+        with open(out_path, "wb") as out, open(err_path, "wb") as err:
+            self.proc = subprocess.Popen(self.args(), stdout=out, stderr=err, stdin=subprocess.DEVNULL,
+                                         start_new_session=True, close_fds=True)
+
+        def ready():
+            if self.proc.poll() is not None:
+                raise RuntimeError("spaced exited with %s during start-up:\n%s" % (self.proc.returncode, self.logs()))
+            with open(out_path) as f:
+                return "listening on" in f.read()
+
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                if ready():
+                    break
+            except RuntimeError:
+                raise
+            if time.monotonic() > deadline:
+                self.kill9()
+                raise RuntimeError("spaced did not start within %ds:\n%s" % (timeout, self.logs()))
+            time.sleep(0.05)
+        status, body = self.request("GET", "/v1/health", key=None)
+        if status != 200:
+            raise RuntimeError("health after start: %s %r" % (status, body))
+        with open(os.path.join(self.state_dir, "admin.key")) as f:
+            self.key = f.readline().strip()
+        return self
+
+    def stop(self, timeout=30):
+        """SIGTERM and wait for exit; returns the exit code."""
+        if self.proc is None or self.proc.poll() is not None:
+            return self.proc.returncode if self.proc else None
+        self.proc.send_signal(signal.SIGTERM)
+        try:
+            return self.proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+            raise AssertionError("spaced did not exit within %ds of SIGTERM" % timeout)
+
+    def kill9(self):
+        if self.proc is None or self.proc.poll() is not None:
+            return
+        self.proc.kill()
+        self.proc.wait()
+
+    def restart(self, hard=False):
+        if hard:
+            self.kill9()
+        else:
+            self.stop()
+        return self.start()
+
+    def alive(self):
+        return self.proc is not None and self.proc.poll() is None
+
+    def logs(self, tail=60):
+        text = []
+        for p in sorted(glob.glob(os.path.join(self.tmp, "spaced-*.*"))):
+            try:
+                with open(p, errors="replace") as f:
+                    lines = f.read().splitlines()
+                text.append("== %s\n%s" % (p, "\n".join(lines[-tail:])))
+            except OSError:
+                pass
+        return "\n".join(text)
+
+    # ---- HTTP
+
+    def request(self, method, path, body=None, key="admin", headers=None, raw=None, timeout=120):
+        """One HTTP request. body: JSON-encoded unless raw (bytes) is given.
+        key: "admin" for the admin key, None for no Authorization header, or a key string.
+        Returns (status, parsed JSON or None, [raw bytes if JSON parse fails])."""
+        h = {}
+        if key == "admin":
+            key = self.key
+        if key is not None:
+            h["Authorization"] = "Bearer " + key
+        data = None
+        if raw is not None:
+            data = raw
+        elif body is not None:
+            data = json.dumps(body).encode()
+            h["Content-Type"] = "application/json"
+        if headers:
+            h.update(headers)
+        conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=timeout)
+        try:
+            conn.request(method, path, body=data, headers=h)
+            resp = conn.getresponse()
+            payload = resp.read()
+            self.last_headers = dict(resp.getheaders())
+            status = resp.status
+        finally:
+            conn.close()
+        if not payload:
+            return status, None
+        try:
+            return status, json.loads(payload)
+        except ValueError:
+            return status, payload
+
+    def api(self, method, path, body=None, expect=None, **kw):
+        status, data = self.request(method, path, body, **kw)
+        if expect is not None:
+            exp = expect if isinstance(expect, (tuple, list, set)) else (expect,)
+            if status not in exp:
+                raise AssertionError("%s %s -> %s (expected %s): %r" % (method, path, status, expect, data))
+        return status, data
+
+    # ---- sandboxes
+
+    def create(self, expect_state="running", **body):
+        status, data = self.api("POST", "/v1/sandboxes?wait=true&timeout_s=120", body, expect=200)
+        sb = data["sandbox"]
+        self.known_ids.add(sb["id"])
+        if expect_state:
+            assert sb["state"] == expect_state, "created sandbox is %s: %r" % (sb["state"], data)
+        return sb["id"]
+
+    def get(self, sandbox_id):
+        status, data = self.api("GET", "/v1/sandboxes/" + sandbox_id, expect=200)
+        return data
+
+    def state(self, sandbox_id):
+        return self.get(sandbox_id)["state"]
+
+    def action(self, sandbox_id, verb, expect=200):
+        if verb == "destroy":
+            return self.api("DELETE", "/v1/sandboxes/%s?wait=true&timeout_s=120" % sandbox_id, expect=expect)
+        return self.api("POST", "/v1/sandboxes/%s/%s?wait=true&timeout_s=120" % (sandbox_id, verb), expect=expect)
+
+    def destroy(self, sandbox_id):
+        return self.action(sandbox_id, "destroy")
+
+    def exec(self, sandbox_id, expect=200, **body):
+        status, data = self.api("POST", "/v1/sandboxes/%s/exec" % sandbox_id, body, expect=expect)
+        return data
+
+    def sh(self, sandbox_id, script, **body):
+        """Runs a shell script, returns the exec result (asserts HTTP 200)."""
+        return self.exec(sandbox_id, shell=script, **body)
+
+    def wait_state(self, sandbox_id, states, timeout=20):
+        if isinstance(states, str):
+            states = (states,)
+        return wait_for(lambda: self.state(sandbox_id) in states and self.state(sandbox_id),
+                        timeout=timeout, what="sandbox %s to be %s" % (sandbox_id, "/".join(states)))
+
+    def list_ids(self, state=None):
+        path = "/v1/sandboxes" + ("?state=" + state if state else "")
+        _, data = self.api("GET", path, expect=200)
+        return {s["id"]: s["state"] for s in data["sandboxes"]}
+
+    # ---- paths
+
+    def subvolume(self, sandbox_id):
+        return os.path.join(self.state_dir, "pool", "sandboxes", sandbox_id)
+
+    def run_dir(self, sandbox_id):
+        return os.path.join(self.state_dir, "run", sandbox_id)
+
+    def leaks(self, sandbox_id):
+        """What is left on the host of a sandbox; empty when nothing leaked."""
+        found = []
+        if os.path.lexists(self.subvolume(sandbox_id)):
+            found.append("subvolume " + self.subvolume(sandbox_id))
+        if os.path.lexists(self.run_dir(sandbox_id)):
+            found.append("run dir " + self.run_dir(sandbox_id))
+        for d in cgroup_dirs(sandbox_id):
+            found.append("cgroup " + d)
+        pids = set(cgroup_pids(sandbox_id)) | set(pids_mentioning_cgroup(sandbox_id))
+        for p in sorted(pids):
+            found.append("process %d" % p)
+        for line in mountinfo_lines(sandbox_id):
+            found.append("mount " + line.strip())
+        return found
+
+    # ---- CLI
+
+    def cli(self, *args, input=None, env=None, key="admin", url=True, timeout=180):
+        """Runs the real `space` CLI against this spaced. Returns CompletedProcess (bytes)."""
+        e = dict(os.environ)
+        e.pop("SPACE_API_KEY", None)
+        e.pop("SPACE_URL", None)
+        e["SPACE_STATE_DIR"] = os.path.join(self.tmp, "nonexistent")  # never read a real key file
+        if url:
+            e["SPACE_URL"] = self.url
+        if key == "admin":
+            key = self.key
+        if key is not None:
+            e["SPACE_API_KEY"] = key
+        if env:
+            e.update(env)
+        if isinstance(input, str):
+            input = input.encode()
+        return subprocess.run([SPACE_CLI] + list(args), input=input, capture_output=True, env=e, timeout=timeout)
+
+    # ---- cleanup
+
+    def all_ids_on_disk(self):
+        ids = set(self.known_ids)
+        for d in (os.path.join(self.state_dir, "pool", "sandboxes"), os.path.join(self.state_dir, "run")):
+            try:
+                ids.update(x for x in os.listdir(d) if x.startswith("sb-"))
+            except OSError:
+                pass
+        return ids
+
+    def cleanup(self):
+        """Destroys what the tests created and removes the state directory. Best effort, never raises."""
+        try:
+            if self.alive():
+                try:
+                    status, data = self.request("GET", "/v1/sandboxes", timeout=10)
+                    if status == 200:
+                        for sb in data["sandboxes"]:
+                            self.known_ids.add(sb["id"])
+                            try:
+                                self.request("DELETE", "/v1/sandboxes/%s?wait=true&timeout_s=30" % sb["id"], timeout=40)
+                            except Exception:  # noqa: BLE001
+                                pass
+                except Exception:  # noqa: BLE001
+                    pass
+            try:
+                self.stop(timeout=20)
+            except Exception:  # noqa: BLE001
+                self.kill9()
+            for sid in self.all_ids_on_disk():
+                kill_cgroup_processes(sid)
+                remove_cgroup_dirs(sid)
+            pool = os.path.join(self.state_dir, "pool")
+            image = os.path.join(self.state_dir, "pool.img")
+            # Mounts below the pool first (none expected), then the pool itself.
+            for line in reversed(mountinfo_lines(self.tmp)):
+                mnt = line.split()[4]
+                subprocess.run(["umount", "-l", mnt], capture_output=True)
+            if os.path.ismount(pool):
+                subprocess.run(["umount", "-l", pool], capture_output=True)
+            if os.path.exists(image):
+                r = subprocess.run(["losetup", "-j", image], capture_output=True, text=True)
+                for line in r.stdout.splitlines():
+                    dev = line.split(":", 1)[0]
+                    if dev:
+                        subprocess.run(["losetup", "-d", dev], capture_output=True)
+        finally:
+            self.saved_logs = self.logs(tail=40)
+            shutil.rmtree(self.tmp, ignore_errors=True)
+
+
+# --------------------------------------------------------------------------- test bases
+
+def require_root():
+    if os.geteuid() != 0:
+        raise unittest.SkipTest("integration tests need root (namespaces, cgroups, btrfs)")
+    for p in (SPACED, SPACE_CLI, SPACE_AGENT):
+        if not os.access(p, os.X_OK):
+            raise unittest.SkipTest("binary missing: %s (build first)" % p)
+
+
+class SpacedTestCase(unittest.TestCase):
+    """One spaced for the whole class (setUpClass), cleaned up in tearDownClass."""
+
+    spaced_kwargs = {}
+
+    @classmethod
+    def setUpClass(cls):
+        require_root()
+        cls.spaced = Spaced(**cls.spaced_kwargs)
+        try:
+            cls.spaced.start()
+        except Exception:
+            cls.spaced.cleanup()
+            raise
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.spaced.cleanup()
+
+    def new_sandbox(self, **body):
+        sid = self.spaced.create(**body)
+        self.addCleanup(self._destroy_quietly, sid)
+        return sid
+
+    def _destroy_quietly(self, sid):
+        try:
+            if self.spaced.alive():
+                self.spaced.request("DELETE", "/v1/sandboxes/%s?wait=true&timeout_s=60" % sid, timeout=70)
+        except Exception:  # noqa: BLE001
+            pass
+
+    def assertError(self, resp, status, code=None):
+        got_status, body = resp
+        self.assertEqual(got_status, status, "expected %s %s, got %s: %r" % (status, code, got_status, body))
+        self.assertIsInstance(body, dict, "error body is not JSON: %r" % (body,))
+        self.assertIn("error", body)
+        self.assertIsInstance(body["error"].get("message"), str)
+        if code:
+            self.assertEqual(body["error"].get("code"), code, repr(body))
+
+    def run(self, result=None):
+        # Show the daemon's log tail when a test fails (helps diagnosis).
+        before = len(result.failures) + len(result.errors) if result is not None else 0
+        r = super().run(result)
+        if result is not None and len(result.failures) + len(result.errors) > before:
+            sp = getattr(type(self), "spaced", None) or getattr(self, "spaced", None)
+            if sp is not None:
+                text = getattr(sp, "saved_logs", None) or sp.logs(tail=40)
+                log("---- spaced logs for %s ----\n%s" % (self.id(), text))
+        return r
+
+
+class FreshSpacedTestCase(SpacedTestCase):
+    """A fresh spaced for every test (for restart / kill -9 tests)."""
+
+    @classmethod
+    def setUpClass(cls):
+        require_root()
+
+    @classmethod
+    def tearDownClass(cls):
+        pass
+
+    def setUp(self):
+        self.spaced = Spaced(**self.spaced_kwargs)
+        self.addCleanup(self.spaced.cleanup)
+        self.spaced.start()

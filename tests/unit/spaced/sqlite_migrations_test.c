@@ -1,0 +1,159 @@
+/* Unit tests of the SQLite schema migrations and of reopening a database file. */
+#include <errno.h>
+#include <setjmp.h>
+#include <sqlite3.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "state_store/sqlite_migrations.h"
+#include "state_store/state_store.h"
+#include "store_fixture.h"
+
+static const struct state_store_ops *ops = &state_store_sqlite;
+
+struct files {
+        char dir[4096];
+        char db[4200];
+};
+
+static int make_dir(void **state)
+{
+        struct files *f = calloc(1, sizeof(*f));
+        if (!f)
+                return -1;
+        store_fixture_tmpdir(f->dir, sizeof(f->dir));
+        snprintf(f->db, sizeof(f->db), "%s/state.db", f->dir);
+        *state = f;
+        return 0;
+}
+
+static int remove_dir(void **state)
+{
+        struct files *f = *state;
+        store_fixture_rmdir(f->dir);
+        free(f);
+        return 0;
+}
+
+static int user_version(const char *path)
+{
+        sqlite3 *db = NULL;
+        sqlite3_stmt *s = NULL;
+        int v = -1;
+        assert_int_equal(sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
+        assert_int_equal(sqlite3_prepare_v2(db, "PRAGMA user_version", -1, &s, NULL), SQLITE_OK);
+        if (sqlite3_step(s) == SQLITE_ROW)
+                v = sqlite3_column_int(s, 0);
+        sqlite3_finalize(s);
+        sqlite3_close(db);
+        return v;
+}
+
+static void test_apply_is_idempotent(void **state)
+{
+        sqlite3 *db = NULL;
+        assert_int_equal(sqlite3_open(":memory:", &db), SQLITE_OK);
+        int v1 = -1, v2 = -1;
+        assert_int_equal(sqlite_migrations_apply(db, &v1), 0);
+        assert_true(v1 >= 1);
+        assert_int_equal(sqlite_migrations_apply(db, &v2), 0);
+        assert_int_equal(v2, v1);
+        assert_int_equal(sqlite_migrations_apply(db, NULL), 0);
+        /* Every table the backend uses exists exactly once. */
+        static const char *const tables[] = { "sandboxes", "operations", "templates", "api_keys" };
+        for (size_t i = 0; i < sizeof(tables) / sizeof(tables[0]); i++) {
+                sqlite3_stmt *s = NULL;
+                assert_int_equal(sqlite3_prepare_v2(db, "SELECT count(*) FROM sqlite_master WHERE type='table' AND name=?", -1, &s,
+                                                    NULL),
+                                 SQLITE_OK);
+                sqlite3_bind_text(s, 1, tables[i], -1, SQLITE_STATIC);
+                assert_int_equal(sqlite3_step(s), SQLITE_ROW);
+                assert_int_equal(sqlite3_column_int(s, 0), 1);
+                sqlite3_finalize(s);
+        }
+        sqlite3_close(db);
+}
+
+static void test_reopen_keeps_data(void **state)
+{
+        struct files *f = *state;
+        struct state_store *st = NULL;
+        assert_int_equal(ops->open(f->db, &st), 0);
+        struct sandbox sb = store_fixture_sandbox("sb-persist", SANDBOX_RUNNING, 77);
+        struct operation op = store_fixture_operation("op-persist", "sandbox.create", "sb-persist", OPERATION_SUCCEEDED, 77);
+        assert_int_equal(ops->sandbox_insert(st, &sb, &op), 0);
+        struct api_key k = { .created_at_ms = 5 };
+        snprintf(k.id, sizeof(k.id), "key-persist");
+        snprintf(k.name, sizeof(k.name), "admin");
+        memset(k.hash, 'c', 64);
+        assert_int_equal(ops->key_insert(st, &k), 0);
+        ops->close(st);
+        int version = user_version(f->db);
+        assert_true(version >= 1);
+
+        /* Reopening runs the migrations again: they must find nothing to do. */
+        for (int round = 0; round < 2; round++) {
+                st = NULL;
+                assert_int_equal(ops->open(f->db, &st), 0);
+                struct sandbox got;
+                assert_int_equal(ops->sandbox_get(st, "sb-persist", &got), 0);
+                assert_int_equal(got.state, SANDBOX_RUNNING);
+                assert_true(json_equal(got.env, sb.env));
+                assert_int_equal(got.created_at_ms, 77);
+                sandbox_release(&got);
+                struct operation gop;
+                assert_int_equal(ops->operation_get(st, "op-persist", &gop), 0);
+                assert_int_equal(gop.state, OPERATION_SUCCEEDED);
+                int64_t count = 0;
+                assert_int_equal(ops->key_count(st, &count), 0);
+                assert_int_equal(count, 1);
+                ops->close(st);
+                assert_int_equal(user_version(f->db), version);
+        }
+        sandbox_release(&sb);
+}
+
+static void test_newer_schema_is_refused(void **state)
+{
+        struct files *f = *state;
+        sqlite3 *db = NULL;
+        assert_int_equal(sqlite3_open(f->db, &db), SQLITE_OK);
+        assert_int_equal(sqlite3_exec(db, "PRAGMA user_version = 999;", NULL, NULL, NULL), SQLITE_OK);
+        sqlite3_close(db);
+        struct state_store *st = (struct state_store *)0x1;
+        assert_int_equal(ops->open(f->db, &st), -EPROTO);
+        assert_ptr_equal(st, (struct state_store *)0x1); /* untouched on failure */
+        assert_int_equal(user_version(f->db), 999);
+}
+
+static void test_open_failure(void **state)
+{
+        struct files *f = *state;
+        char path[4300];
+        snprintf(path, sizeof(path), "%s/no/such/dir/state.db", f->dir);
+        struct state_store *st = NULL;
+        assert_true(ops->open(path, &st) < 0);
+        assert_null(st);
+}
+
+static void test_close_null(void **state)
+{
+        ops->close(NULL);
+}
+
+int main(void)
+{
+        const struct CMUnitTest tests[] = {
+                cmocka_unit_test(test_apply_is_idempotent),
+                cmocka_unit_test_setup_teardown(test_reopen_keeps_data, make_dir, remove_dir),
+                cmocka_unit_test_setup_teardown(test_newer_schema_is_refused, make_dir, remove_dir),
+                cmocka_unit_test_setup_teardown(test_open_failure, make_dir, remove_dir),
+                cmocka_unit_test(test_close_null),
+        };
+        return cmocka_run_group_tests(tests, NULL, NULL);
+}

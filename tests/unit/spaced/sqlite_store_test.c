@@ -1,0 +1,412 @@
+/* Unit tests of the SQLite state_store backend: sandboxes and operations (sqlite_store.c). */
+#include <errno.h>
+#include <pthread.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "spaced/wallclock.h"
+#include "state_store/state_store.h"
+#include "store_fixture.h"
+
+static const struct state_store_ops *ops = &state_store_sqlite;
+
+static int open_store(void **state)
+{
+        struct state_store *st = NULL;
+        if (ops->open(":memory:", &st) < 0)
+                return -1;
+        *state = st;
+        return 0;
+}
+
+static int close_store(void **state)
+{
+        ops->close(*state);
+        return 0;
+}
+
+static void insert(struct state_store *st, const char *id, enum sandbox_state state, int64_t created, const char *op_id)
+{
+        struct sandbox sb = store_fixture_sandbox(id, state, created);
+        struct operation op = store_fixture_operation(op_id, "sandbox.create", id, OPERATION_PENDING, created);
+        assert_int_equal(ops->sandbox_insert(st, &sb, op_id ? &op : NULL), 0);
+        sandbox_release(&sb);
+}
+
+static enum sandbox_state state_of(struct state_store *st, const char *id)
+{
+        struct sandbox sb;
+        assert_int_equal(ops->sandbox_get(st, id, &sb), 0);
+        sandbox_release(&sb);
+        return sb.state;
+}
+
+static void test_insert_get_round_trip(void **state)
+{
+        struct state_store *st = *state;
+        struct sandbox in = store_fixture_sandbox("sb-0000000000000001", SANDBOX_CREATING, 1000);
+        snprintf(in.state_reason, sizeof(in.state_reason), "why not");
+        in.expires_at_ms = 5000;
+        in.pid = 4242;
+        in.pid_start = 1ULL << 40;
+        struct operation op = store_fixture_operation("op-1", "sandbox.create", in.id, OPERATION_PENDING, 1000);
+        assert_int_equal(ops->sandbox_insert(st, &in, &op), 0);
+
+        struct sandbox out;
+        assert_int_equal(ops->sandbox_get(st, in.id, &out), 0);
+        assert_string_equal(out.id, in.id);
+        assert_int_equal(out.state, SANDBOX_CREATING);
+        assert_string_equal(out.state_reason, "why not");
+        assert_string_equal(out.template_name, "busybox");
+        assert_true(json_equal(out.environment, in.environment));
+        assert_true(json_equal(out.env, in.env));
+        assert_true(json_equal(out.metadata, in.metadata));
+        assert_float_equal(out.resources.cpus, 0.5, 1e-9);
+        assert_int_equal(out.resources.memory_mb, 512);
+        assert_int_equal(out.resources.pids, 256);
+        assert_int_equal(out.resources.disk_mb, 7);
+        assert_int_equal(out.timeout_s, 3600);
+        assert_string_equal(out.on_timeout, "destroy");
+        assert_int_equal(out.expires_at_ms, 5000);
+        assert_int_equal(out.created_at_ms, 1000);
+        assert_int_equal(out.updated_at_ms, 1000);
+        assert_int_equal(out.pid, 4242);
+        assert_int_equal(out.pid_start, 1ULL << 40);
+        assert_int_equal(out.uid_base, 100000 + 65536);
+        sandbox_release(&out);
+        sandbox_release(&in);
+
+        struct operation got;
+        assert_int_equal(ops->operation_get(st, "op-1", &got), 0);
+        assert_string_equal(got.kind, "sandbox.create");
+        assert_string_equal(got.target, "sb-0000000000000001");
+        assert_int_equal(got.state, OPERATION_PENDING);
+        assert_int_equal(got.created_at_ms, 1000);
+        assert_int_equal(got.started_at_ms, 0);
+        assert_string_equal(got.error_code, "");
+}
+
+static void test_insert_duplicate_sandbox(void **state)
+{
+        struct state_store *st = *state;
+        insert(st, "sb-dup", SANDBOX_RUNNING, 1, "op-a");
+        struct sandbox again = store_fixture_sandbox("sb-dup", SANDBOX_STOPPED, 2);
+        struct operation op = store_fixture_operation("op-b", "sandbox.create", "sb-dup", OPERATION_PENDING, 2);
+        assert_int_equal(ops->sandbox_insert(st, &again, &op), -EEXIST);
+        sandbox_release(&again);
+        /* Nothing of the failed insert is left: not its operation, not its state. */
+        struct operation got;
+        assert_int_equal(ops->operation_get(st, "op-b", &got), -ENOENT);
+        assert_int_equal(state_of(st, "sb-dup"), SANDBOX_RUNNING);
+}
+
+static void test_insert_is_atomic(void **state)
+{
+        struct state_store *st = *state;
+        insert(st, "sb-one", SANDBOX_RUNNING, 1, "op-taken");
+        /* The sandbox row is fine but its operation collides: both must be rolled back. */
+        struct sandbox sb = store_fixture_sandbox("sb-two", SANDBOX_CREATING, 2);
+        struct operation op = store_fixture_operation("op-taken", "sandbox.create", "sb-two", OPERATION_PENDING, 2);
+        assert_int_equal(ops->sandbox_insert(st, &sb, &op), -EEXIST);
+        sandbox_release(&sb);
+        struct sandbox got;
+        assert_int_equal(ops->sandbox_get(st, "sb-two", &got), -ENOENT);
+        /* And the store still works after the rollback. */
+        insert(st, "sb-three", SANDBOX_CREATING, 3, NULL);
+        assert_int_equal(state_of(st, "sb-three"), SANDBOX_CREATING);
+}
+
+static void test_unknown_ids(void **state)
+{
+        struct state_store *st = *state;
+        struct sandbox sb;
+        memset(&sb, 0x5a, sizeof(sb));
+        assert_int_equal(ops->sandbox_get(st, "sb-nope", &sb), -ENOENT);
+        assert_int_equal((unsigned char)sb.id[0], 0x5a); /* untouched on failure */
+        enum sandbox_state cur = SANDBOX_FAILED;
+        assert_int_equal(ops->sandbox_transition(st, "sb-nope", ~0u, SANDBOX_STOPPING, "", NULL, &cur), -ENOENT);
+        assert_int_equal(cur, SANDBOX_FAILED);
+        assert_int_equal(ops->sandbox_set_runtime(st, "sb-nope", 1, 2), -ENOENT);
+        assert_int_equal(ops->sandbox_set_expiry(st, "sb-nope", 3), -ENOENT);
+        struct operation op = store_fixture_operation("op-nope", "sandbox.stop", "sb-nope", OPERATION_RUNNING, 1);
+        assert_int_equal(ops->operation_update(st, &op), -ENOENT);
+        assert_int_equal(ops->operation_get(st, "op-nope", &op), -ENOENT);
+}
+
+static void test_list_and_filter(void **state)
+{
+        struct state_store *st = *state;
+        insert(st, "sb-c", SANDBOX_FAILED, 30, "op-c");
+        insert(st, "sb-a", SANDBOX_RUNNING, 10, "op-a");
+        insert(st, "sb-b", SANDBOX_DESTROYED, 20, "op-b");
+        insert(st, "sb-d", SANDBOX_RUNNING, 40, "op-d");
+
+        struct sandbox *all = NULL;
+        size_t n = 0;
+        assert_int_equal(ops->sandbox_list(st, -1, &all, &n), 0);
+        assert_int_equal(n, 3); /* destroyed left out, oldest first */
+        assert_string_equal(all[0].id, "sb-a");
+        assert_string_equal(all[1].id, "sb-c");
+        assert_string_equal(all[2].id, "sb-d");
+        assert_string_equal(json_string_value(json_object_get(all[2].metadata, "owner")), "me");
+        sandbox_array_free(all, n);
+
+        assert_int_equal(ops->sandbox_list(st, SANDBOX_DESTROYED, &all, &n), 0);
+        assert_int_equal(n, 1);
+        assert_string_equal(all[0].id, "sb-b");
+        sandbox_array_free(all, n);
+
+        assert_int_equal(ops->sandbox_list(st, SANDBOX_RUNNING, &all, &n), 0);
+        assert_int_equal(n, 2);
+        sandbox_array_free(all, n);
+
+        assert_int_equal(ops->sandbox_list(st, SANDBOX_PAUSED, &all, &n), 0);
+        assert_int_equal(n, 0);
+        sandbox_array_free(all, n);
+}
+
+static void test_transition_allowed(void **state)
+{
+        struct state_store *st = *state;
+        insert(st, "sb-t", SANDBOX_PAUSED, 1, "op-create");
+        int64_t before = wallclock_now_ms();
+        struct operation op = store_fixture_operation("op-stop", "sandbox.stop", "sb-t", OPERATION_PENDING, 2);
+        enum sandbox_state cur = SANDBOX_FAILED;
+        assert_int_equal(ops->sandbox_transition(st, "sb-t", STATE_MASK(SANDBOX_RUNNING) | STATE_MASK(SANDBOX_PAUSED),
+                                                 SANDBOX_STOPPING, "asked to", &op, &cur),
+                         0);
+        assert_int_equal(cur, SANDBOX_STOPPING);
+        struct sandbox sb;
+        assert_int_equal(ops->sandbox_get(st, "sb-t", &sb), 0);
+        assert_int_equal(sb.state, SANDBOX_STOPPING);
+        assert_string_equal(sb.state_reason, "asked to");
+        assert_true(sb.updated_at_ms >= before);
+        assert_int_equal(sb.created_at_ms, 1);
+        sandbox_release(&sb);
+        struct operation got;
+        assert_int_equal(ops->operation_get(st, "op-stop", &got), 0);
+        assert_string_equal(got.kind, "sandbox.stop");
+
+        /* No operation and a NULL reason are fine too; the reason is then cleared. */
+        assert_int_equal(ops->sandbox_transition(st, "sb-t", STATE_MASK(SANDBOX_STOPPING), SANDBOX_STOPPED, NULL, NULL, NULL), 0);
+        assert_int_equal(ops->sandbox_get(st, "sb-t", &sb), 0);
+        assert_int_equal(sb.state, SANDBOX_STOPPED);
+        assert_string_equal(sb.state_reason, "");
+        sandbox_release(&sb);
+}
+
+static void test_transition_stale(void **state)
+{
+        struct state_store *st = *state;
+        insert(st, "sb-s", SANDBOX_STOPPED, 1, "op-create");
+        struct operation op = store_fixture_operation("op-pause", "sandbox.pause", "sb-s", OPERATION_PENDING, 2);
+        enum sandbox_state cur = SANDBOX_CREATING;
+        assert_int_equal(ops->sandbox_transition(st, "sb-s", STATE_MASK(SANDBOX_RUNNING), SANDBOX_RUNNING, "x", &op, &cur),
+                         -ESTALE);
+        assert_int_equal(cur, SANDBOX_STOPPED);
+        struct operation got;
+        assert_int_equal(ops->operation_get(st, "op-pause", &got), -ENOENT);
+        struct sandbox sb;
+        assert_int_equal(ops->sandbox_get(st, "sb-s", &sb), 0);
+        assert_int_equal(sb.state, SANDBOX_STOPPED);
+        assert_string_equal(sb.state_reason, "");
+        assert_int_equal(sb.updated_at_ms, 1);
+        sandbox_release(&sb);
+        /* An empty mask allows nothing. */
+        assert_int_equal(ops->sandbox_transition(st, "sb-s", 0, SANDBOX_FAILED, "", NULL, &cur), -ESTALE);
+}
+
+static void test_transition_rolls_back_on_duplicate_operation(void **state)
+{
+        struct state_store *st = *state;
+        insert(st, "sb-r", SANDBOX_RUNNING, 1, "op-create");
+        struct operation op = store_fixture_operation("op-create", "sandbox.stop", "sb-r", OPERATION_PENDING, 2);
+        assert_int_equal(ops->sandbox_transition(st, "sb-r", STATE_MASK(SANDBOX_RUNNING), SANDBOX_STOPPING, "", &op, NULL),
+                         -EEXIST);
+        assert_int_equal(state_of(st, "sb-r"), SANDBOX_RUNNING);
+}
+
+struct race {
+        struct state_store *st;
+        int result;
+        int index;
+};
+
+static void *race_stop(void *arg)
+{
+        struct race *r = arg;
+        struct operation op;
+        char id[32];
+        snprintf(id, sizeof(id), "op-race-%d", r->index);
+        op = store_fixture_operation(id, "sandbox.stop", "sb-race", OPERATION_PENDING, 2);
+        r->result = ops->sandbox_transition(r->st, "sb-race", STATE_MASK(SANDBOX_RUNNING), SANDBOX_STOPPING, "", &op, NULL);
+        return NULL;
+}
+
+static void test_transition_is_compare_and_set_under_threads(void **state)
+{
+        struct state_store *st = *state;
+        insert(st, "sb-race", SANDBOX_RUNNING, 1, NULL);
+        enum { N = 8 };
+        pthread_t threads[N];
+        struct race races[N];
+        for (int i = 0; i < N; i++) {
+                races[i] = (struct race){ .st = st, .index = i };
+                assert_int_equal(pthread_create(&threads[i], NULL, race_stop, &races[i]), 0);
+        }
+        int won = 0, stale = 0;
+        for (int i = 0; i < N; i++) {
+                pthread_join(threads[i], NULL);
+                won += races[i].result == 0;
+                stale += races[i].result == -ESTALE;
+        }
+        assert_int_equal(won, 1);
+        assert_int_equal(stale, N - 1);
+        struct operation *list = NULL;
+        size_t n = 0;
+        assert_int_equal(ops->operation_list(st, "sb-race", -1, false, &list, &n), 0);
+        assert_int_equal(n, 1);
+        free(list);
+}
+
+static void test_set_runtime_and_expiry(void **state)
+{
+        struct state_store *st = *state;
+        insert(st, "sb-x", SANDBOX_RUNNING, 1, NULL);
+        assert_int_equal(ops->sandbox_set_runtime(st, "sb-x", 31337, UINT64_C(0x7fffffffffff)), 0);
+        int64_t before = wallclock_now_ms();
+        assert_int_equal(ops->sandbox_set_expiry(st, "sb-x", before + 60000), 0);
+        struct sandbox sb;
+        assert_int_equal(ops->sandbox_get(st, "sb-x", &sb), 0);
+        assert_int_equal(sb.pid, 31337);
+        assert_int_equal(sb.pid_start, UINT64_C(0x7fffffffffff));
+        assert_int_equal(sb.expires_at_ms, before + 60000);
+        assert_true(sb.updated_at_ms >= before);
+        assert_int_equal(sb.state, SANDBOX_RUNNING);
+        sandbox_release(&sb);
+        assert_int_equal(ops->sandbox_set_expiry(st, "sb-x", 0), 0);
+        assert_int_equal(ops->sandbox_get(st, "sb-x", &sb), 0);
+        assert_int_equal(sb.expires_at_ms, 0);
+        sandbox_release(&sb);
+}
+
+static void test_operation_update_and_duplicate(void **state)
+{
+        struct state_store *st = *state;
+        struct operation op = store_fixture_operation("op-u", "template.build", "debian", OPERATION_PENDING, 5);
+        assert_int_equal(ops->operation_insert(st, &op), 0);
+        assert_int_equal(ops->operation_insert(st, &op), -EEXIST);
+        op.state = OPERATION_FAILED;
+        op.started_at_ms = 6;
+        op.finished_at_ms = 7;
+        snprintf(op.error_code, sizeof(op.error_code), "internal");
+        snprintf(op.error_message, sizeof(op.error_message), "debootstrap exited with 1");
+        assert_int_equal(ops->operation_update(st, &op), 0);
+        struct operation got;
+        assert_int_equal(ops->operation_get(st, "op-u", &got), 0);
+        assert_int_equal(got.state, OPERATION_FAILED);
+        assert_int_equal(got.started_at_ms, 6);
+        assert_int_equal(got.finished_at_ms, 7);
+        assert_string_equal(got.error_code, "internal");
+        assert_string_equal(got.error_message, "debootstrap exited with 1");
+        assert_string_equal(got.kind, "template.build");
+        assert_int_equal(got.created_at_ms, 5);
+}
+
+static void test_operation_list_filters(void **state)
+{
+        struct state_store *st = *state;
+        static const struct {
+                const char *id, *target;
+                enum operation_state state;
+                int64_t at;
+        } rows[] = {
+                { "op-1", "sb-a", OPERATION_SUCCEEDED, 10 }, { "op-2", "sb-b", OPERATION_RUNNING, 20 },
+                { "op-3", "sb-a", OPERATION_PENDING, 30 },   { "op-4", "sb-a", OPERATION_FAILED, 40 },
+                { "op-5", "sb-b", OPERATION_PENDING, 50 },
+        };
+        for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+                struct operation op = store_fixture_operation(rows[i].id, "sandbox.stop", rows[i].target, rows[i].state, rows[i].at);
+                assert_int_equal(ops->operation_insert(st, &op), 0);
+        }
+        struct operation *l = NULL;
+        size_t n = 0;
+        assert_int_equal(ops->operation_list(st, NULL, -1, false, &l, &n), 0);
+        assert_int_equal(n, 5);
+        assert_string_equal(l[0].id, "op-5"); /* newest first */
+        assert_string_equal(l[4].id, "op-1");
+        free(l);
+
+        assert_int_equal(ops->operation_list(st, "sb-a", -1, false, &l, &n), 0);
+        assert_int_equal(n, 3);
+        assert_string_equal(l[0].id, "op-4");
+        assert_string_equal(l[2].id, "op-1");
+        free(l);
+
+        assert_int_equal(ops->operation_list(st, NULL, OPERATION_PENDING, false, &l, &n), 0);
+        assert_int_equal(n, 2);
+        assert_string_equal(l[0].id, "op-5");
+        assert_string_equal(l[1].id, "op-3");
+        free(l);
+
+        assert_int_equal(ops->operation_list(st, "sb-b", OPERATION_RUNNING, false, &l, &n), 0);
+        assert_int_equal(n, 1);
+        assert_string_equal(l[0].id, "op-2");
+        free(l);
+
+        assert_int_equal(ops->operation_list(st, "sb-none", -1, false, &l, &n), 0);
+        assert_int_equal(n, 0);
+        free(l);
+
+        /* Unfinished: pending and running, oldest first (what a restart must resume). */
+        assert_int_equal(ops->operation_list(st, NULL, -1, true, &l, &n), 0);
+        assert_int_equal(n, 3);
+        assert_string_equal(l[0].id, "op-2");
+        assert_string_equal(l[1].id, "op-3");
+        assert_string_equal(l[2].id, "op-5");
+        free(l);
+}
+
+static void test_operation_list_is_capped(void **state)
+{
+        struct state_store *st = *state;
+        for (int i = 0; i < 503; i++) {
+                char id[32];
+                snprintf(id, sizeof(id), "op-%04d", i);
+                struct operation op = store_fixture_operation(id, "sandbox.stop", "sb-many", OPERATION_SUCCEEDED, 1000 + i);
+                assert_int_equal(ops->operation_insert(st, &op), 0);
+        }
+        struct operation *l = NULL;
+        size_t n = 0;
+        assert_int_equal(ops->operation_list(st, "sb-many", -1, false, &l, &n), 0);
+        assert_int_equal(n, 500);
+        assert_string_equal(l[0].id, "op-0502");
+        assert_string_equal(l[499].id, "op-0003");
+        free(l);
+}
+
+int main(void)
+{
+        const struct CMUnitTest tests[] = {
+                cmocka_unit_test_setup_teardown(test_insert_get_round_trip, open_store, close_store),
+                cmocka_unit_test_setup_teardown(test_insert_duplicate_sandbox, open_store, close_store),
+                cmocka_unit_test_setup_teardown(test_insert_is_atomic, open_store, close_store),
+                cmocka_unit_test_setup_teardown(test_unknown_ids, open_store, close_store),
+                cmocka_unit_test_setup_teardown(test_list_and_filter, open_store, close_store),
+                cmocka_unit_test_setup_teardown(test_transition_allowed, open_store, close_store),
+                cmocka_unit_test_setup_teardown(test_transition_stale, open_store, close_store),
+                cmocka_unit_test_setup_teardown(test_transition_rolls_back_on_duplicate_operation, open_store, close_store),
+                cmocka_unit_test_setup_teardown(test_transition_is_compare_and_set_under_threads, open_store, close_store),
+                cmocka_unit_test_setup_teardown(test_set_runtime_and_expiry, open_store, close_store),
+                cmocka_unit_test_setup_teardown(test_operation_update_and_duplicate, open_store, close_store),
+                cmocka_unit_test_setup_teardown(test_operation_list_filters, open_store, close_store),
+                cmocka_unit_test_setup_teardown(test_operation_list_is_capped, open_store, close_store),
+        };
+        return cmocka_run_group_tests(tests, NULL, NULL);
+}
