@@ -184,7 +184,9 @@ int sandbox_op_create(struct spaced_context *ctx, const struct operation *op, st
                 space_error_set(err, SPACE_E_INTERNAL, "bad template name %s", sb.template_name);
                 goto fail;
         }
-        if (ctx->driver->create_rootfs(&sb, tpath, err) < 0 || launch(ctx, &sb, err) < 0)
+        /* A create redone after a crash may find processes of the first attempt using the
+         * rootfs: clear them before the rootfs is made again. */
+        if (ctx->driver->stop(&sb, err) < 0 || ctx->driver->create_rootfs(&sb, tpath, err) < 0 || launch(ctx, &sb, err) < 0)
                 goto fail;
         if (move(ctx, sb.id, M(SANDBOX_CREATING), SANDBOX_RUNNING, "", err) < 0) {
                 /* Destroyed while being created: the destroy operation cleans up after us. */
