@@ -14,6 +14,8 @@
 #define FIRST_EXEC_DEADLINE_MS 10000.0
 #define ERRORS_SHOWN 5
 
+_Static_assert(BENCH_ID_MAX == 64, "bench_proc_cgroup_memory() takes 64-byte ids");
+
 volatile sig_atomic_t bench_stopping;
 
 static char stat_names[_BENCH_STAT_MAX][64];
@@ -177,13 +179,18 @@ int bench_measure_exec(const struct bench_config *cfg, struct bench_sandboxes *s
                 goto out;
         }
         for (int i = 0; i < 10 && !bench_stopping; i++) /* warm up: first exec, connection, caches */
-                bench_sandbox_exec_true(c, id);
+                if (bench_sandbox_exec_true(c, id) < 0 && i == 0)
+                        fprintf(stderr, "space-bench: first exec in %s: %s\n", id, bench_client_error(c));
         double start = bench_now_ms();
         for (size_t i = 0; i < cfg->exec_n && !bench_stopping; i++) {
                 double t0 = bench_now_ms();
                 if (bench_sandbox_exec_true(c, id) < 0) {
-                        if (s->errors == 0)
-                                fprintf(stderr, "space-bench: exec: %s\n", bench_client_error(c));
+                        if (s->errors == 0) {
+                                char what[256] = "";
+                                fprintf(stderr, "space-bench: exec #%zu in %s: %s\n", i, id, bench_client_error(c));
+                                if (bench_sandbox_describe(c, id, what, sizeof(what)) == 0)
+                                        fprintf(stderr, "space-bench: %s is now: %s\n", id, what);
+                        }
                         bench_stats_error(s);
                         continue;
                 }
@@ -257,6 +264,7 @@ int bench_measure_density(const struct bench_config *cfg, struct bench_sandboxes
         nanosleep(&settle, NULL);
         if (cfg->spaced_pid > 0)
                 bench_proc_rss(cfg->spaced_pid, &d->spaced_rss_kb, &d->spaced_hwm_kb);
+        bench_proc_cgroup_memory(all, nmine, &d->charged);
         return bench_proc_agents_rss(bench_sandboxes_contains, set, &d->agents);
 }
 

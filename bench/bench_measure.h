@@ -47,6 +47,7 @@ struct bench_density {
         size_t wanted, running, create_errors, exec_errors;
         long spaced_rss_kb_before, spaced_rss_kb, spaced_hwm_kb;
         struct bench_rss agents;
+        struct bench_rss charged; /* memory charged to each sandbox's cgroup */
 };
 
 struct bench_results {

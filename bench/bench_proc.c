@@ -4,6 +4,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -187,4 +188,33 @@ int bench_proc_agents_rss(bool (*mine)(const char *id, void *userdata), void *us
         }
         *ret = sum;
         return 0;
+}
+
+void bench_proc_cgroup_memory(char (*ids)[64], size_t n, struct bench_rss *ret)
+{
+        static const char *const formats[] = {
+                "/sys/fs/cgroup/memory/space/%s/memory.usage_in_bytes",
+                "/sys/fs/cgroup/space/%s/memory.current",
+                "/sys/fs/cgroup/unified/space/%s/memory.current",
+        };
+        struct bench_rss sum = { 0 };
+        for (size_t i = 0; i < n; i++)
+                for (size_t f = 0; f < ARRAY_SIZE(formats); f++) {
+                        char path[PATH_MAX], value[64];
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wformat-nonliteral"
+                        snprintf(path, sizeof(path), formats[f], ids[i]);
+#pragma GCC diagnostic pop
+                        if (read_small(path, value, sizeof(value)) <= 0)
+                                continue;
+                        long kb = (long)(strtoull(value, NULL, 10) / 1024);
+                        if (sum.count == 0 || kb < sum.min_kb)
+                                sum.min_kb = kb;
+                        if (kb > sum.max_kb)
+                                sum.max_kb = kb;
+                        sum.sum_kb += kb;
+                        sum.count++;
+                        break;
+                }
+        *ret = sum;
 }

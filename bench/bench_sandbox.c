@@ -156,3 +156,18 @@ int bench_sandbox_destroy(struct bench_client *c, struct bench_sandboxes *set, c
         bench_sandboxes_remove(set, id);
         return 0;
 }
+
+int bench_sandbox_describe(struct bench_client *c, const char *id, char *buf, size_t size)
+{
+        char path[128];
+        long status;
+        _cleanup_json_ json_t *answer = NULL;
+        snprintf(path, sizeof(path), "/v1/sandboxes/%s", id);
+        int r = bench_client_call(c, "GET", path, NULL, &status, &answer);
+        if (r < 0)
+                return r;
+        const char *state = json_string_value(json_object_get(answer, "state"));
+        const char *reason = json_string_value(json_object_get(answer, "state_reason"));
+        snprintf(buf, size, "HTTP %ld state=%s reason=%s", status, state ? state : "?", reason ? reason : "-");
+        return 0;
+}

@@ -38,3 +38,7 @@ int bench_sandbox_exec_true(struct bench_client *c, const char *id);
 /* DELETE /v1/sandboxes/{id}?wait=true; a sandbox already gone counts as destroyed.
  * Returns 0, -EPROTO or -EIO; on 0 the id leaves `set`. */
 int bench_sandbox_destroy(struct bench_client *c, struct bench_sandboxes *set, const char *id);
+
+/* One line on the sandbox as GET /v1/sandboxes/{id} shows it (state, state_reason), for
+ * error messages. Returns 0 or -EIO. */
+int bench_sandbox_describe(struct bench_client *c, const char *id, char *buf, size_t size);

@@ -201,6 +201,10 @@ static void print_text(const struct bench_config *cfg, struct bench_results *res
                        d->agents.count, d->agents.sum_kb / 1024.0,
                        d->agents.count ? (double)d->agents.sum_kb / (double)d->agents.count : 0.0, d->agents.min_kb,
                        d->agents.max_kb);
+                printf("memory charged to the sandboxes' cgroups (page cache included): %zu cgroups, sum %.1f MiB, "
+                       "avg %.0f KiB, max %ld KiB\n",
+                       d->charged.count, d->charged.sum_kb / 1024.0,
+                       d->charged.count ? (double)d->charged.sum_kb / (double)d->charged.count : 0.0, d->charged.max_kb);
         }
         if (res->leftovers)
                 printf("\nWARNING: %zu sandboxes could not be destroyed\n", res->leftovers);
@@ -215,7 +219,7 @@ static int print_json(const struct bench_config *cfg, struct bench_results *res,
         const struct bench_density *d = &res->density;
         json_t *out = json_pack(
                 "{s:{s:I, s:s, s:s}, s:{s:s, s:s, s:I, s:I, s:I, s:I, s:I}, s:o, "
-                "s:{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:{s:I, s:I, s:I, s:I}}, s:I}",
+                "s:{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:{s:I, s:I, s:I, s:I}, s:{s:I, s:I, s:I, s:I}}, s:I}",
                 "machine", "nproc", (json_int_t)sysconf(_SC_NPROCESSORS_ONLN), "kernel", u->release, "arch", u->machine,
                 "config", "url", cfg->url, "template", cfg->template_name, "n", (json_int_t)cfg->n, "concurrency",
                 (json_int_t)cfg->concurrency, "exec_n", (json_int_t)cfg->exec_n, "density", (json_int_t)cfg->density,
@@ -225,7 +229,8 @@ static int print_json(const struct bench_config *cfg, struct bench_results *res,
                 (json_int_t)d->spaced_rss_kb, "spaced_hwm_kb", (json_int_t)d->spaced_hwm_kb, "spaced_rss_kb_end",
                 (json_int_t)res->spaced_rss_kb_end, "agents", "count", (json_int_t)d->agents.count, "sum_kb",
                 (json_int_t)d->agents.sum_kb, "min_kb", (json_int_t)d->agents.min_kb, "max_kb", (json_int_t)d->agents.max_kb,
-                "leftovers", (json_int_t)res->leftovers);
+                "charged", "count", (json_int_t)d->charged.count, "sum_kb", (json_int_t)d->charged.sum_kb, "min_kb",
+                (json_int_t)d->charged.min_kb, "max_kb", (json_int_t)d->charged.max_kb, "leftovers", (json_int_t)res->leftovers);
         if (!out) {
                 fprintf(stderr, "space-bench: cannot format the JSON report\n");
                 return -ENOMEM;

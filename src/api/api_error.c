@@ -2,6 +2,10 @@
  * {"error": {"code": "...", "message": "..."}}. */
 #include "api/api_request.h"
 
+#include <string.h>
+
+#include "api/output_encoding.h"
+
 unsigned api_error_http_status(enum space_error_code code)
 {
         switch (code) {
@@ -33,7 +37,9 @@ void api_response_json(struct api_response *resp, unsigned status, json_t *body)
 
 void api_response_error(struct api_response *resp, const struct space_error *err)
 {
+        /* Messages may quote request input: keep the body valid UTF-8 whatever it holds. */
+        const char *msg = err->message[0] ? err->message : space_error_code_name(err->code);
         api_response_json(resp, api_error_http_status(err->code),
-                          json_pack("{s:{s:s, s:s}}", "error", "code", space_error_code_name(err->code), "message",
-                                    err->message[0] ? err->message : space_error_code_name(err->code)));
+                          json_pack("{s:{s:s, s:o}}", "error", "code", space_error_code_name(err->code), "message",
+                                    output_encoding_utf8((const uint8_t *)msg, strlen(msg))));
 }

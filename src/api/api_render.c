@@ -1,5 +1,8 @@
 #include "api/api_render.h"
 
+#include <string.h>
+
+#include "api/output_encoding.h"
 #include "spaced/wallclock.h"
 
 json_t *api_render_time(int64_t ms)
@@ -28,7 +31,9 @@ json_t *api_render_operation(const struct operation *op)
                               operation_state_name(op->state), "created_at", api_render_time(op->created_at_ms), "started_at",
                               api_render_time(op->started_at_ms), "finished_at", api_render_time(op->finished_at_ms));
         if (j && op->state == OPERATION_FAILED)
-                json_object_set_new(j, "error", json_pack("{s:s, s:s}", "code", op->error_code, "message", op->error_message));
+                json_object_set_new(j, "error", json_pack("{s:s, s:o}", "code", op->error_code, "message",
+                                                     output_encoding_utf8((const uint8_t *)op->error_message,
+                                                                          strlen(op->error_message))));
         else if (j)
                 json_object_set_new(j, "error", json_null());
         return j;

@@ -32,23 +32,27 @@ static const char usage[] =
 static int parse_size(const char *s, uint64_t *ret)
 {
         char *end;
+        if (!s || *s < '0' || *s > '9')
+                return -1; /* no sign, no blanks */
         errno = 0;
         unsigned long long v = strtoull(s, &end, 10);
         if (errno || end == s)
                 return -1;
-        uint64_t mult = 1;
+        unsigned shift = 0;
         switch (*end) {
-        case 'K': case 'k': mult = 1ULL << 10; end++; break;
-        case 'M': case 'm': mult = 1ULL << 20; end++; break;
-        case 'G': case 'g': mult = 1ULL << 30; end++; break;
-        case 'T': case 't': mult = 1ULL << 40; end++; break;
+        case 'K': case 'k': shift = 10; end++; break;
+        case 'M': case 'm': shift = 20; end++; break;
+        case 'G': case 'g': shift = 30; end++; break;
+        case 'T': case 't': shift = 40; end++; break;
         default: break;
         }
-        if (*end == 'B' || *end == 'b' || *end == 'i')
+        if (shift && *end == 'i')
                 end++;
-        if (*end)
+        if (*end == 'B' || *end == 'b')
+                end++;
+        if (*end || (shift && v > (UINT64_MAX >> shift)))
                 return -1;
-        *ret = v * mult;
+        *ret = (uint64_t)v << shift;
         return 0;
 }
 
@@ -58,6 +62,8 @@ static int parse_listen(struct spaced_config *cfg, const char *v)
         if (!colon || colon == v || (size_t)(colon - v) >= sizeof(cfg->listen_addr))
                 return -1;
         char *end;
+        if (colon[1] < '0' || colon[1] > '9')
+                return -1;
         long port = strtol(colon + 1, &end, 10);
         if (*end || port < 0 || port > 65535)
                 return -1;
@@ -83,7 +89,7 @@ static int apply(struct spaced_config *cfg, const char *key, const char *v)
                         goto bad;
                 cfg->log_level = (int)lvl;
         } else if (strcmp(key, "pool-size") == 0) {
-                if (parse_size(v, &n) < 0 || n < (256ULL << 20))
+                if (parse_size(v, &n) < 0 || n < (256ULL << 20) || n > (1ULL << 50))
                         goto bad;
                 cfg->pool_bytes = n;
         } else if (strcmp(key, "agent") == 0)
@@ -195,6 +201,7 @@ int spaced_config_load(struct spaced_config *cfg, int argc, char **argv)
         /* First pass: only --config, --help and --version, so the file sits below env and flags. */
         int idx, c;
         opterr = 0;
+        optind = 0; /* full re-initialisation, so loading twice in one process works */
         while ((c = getopt_long(argc, argv, "h", opts, &idx)) != -1) {
                 if (c == 'h') {
                         fputs(usage, stdout);
@@ -223,7 +230,7 @@ int spaced_config_load(struct spaced_config *cfg, int argc, char **argv)
                 if (v && *v && apply(cfg, envs[i].key, v) < 0)
                         return -1;
         }
-        optind = 1;
+        optind = 0;
         while ((c = getopt_long(argc, argv, "h", opts, &idx)) != -1)
                 if (c == 0 && strcmp(opts[idx].name, "config") != 0 && apply(cfg, opts[idx].name, optarg) < 0)
                         return -1;

@@ -56,61 +56,116 @@ uint64_t cgroup_read_keyed(const char *dir, const char *file, const char *key)
         return 0;
 }
 
+/* Reads a whole cgroup.procs (it may hold thousands of pids) into a malloc'd buffer. */
+static int read_procs(const char *dir, char **ret, size_t *ret_len)
+{
+        char path[PATH_MAX];
+        snprintf(path, sizeof(path), "%s/cgroup.procs", dir);
+        _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
+        if (fd < 0)
+                return -errno;
+        size_t len = 0, cap = 4096;
+        char *buf = malloc(cap);
+        if (!buf)
+                return -ENOMEM;
+        for (;;) {
+                if (len + 1 == cap) {
+                        char *grown = realloc(buf, cap * 2);
+                        if (!grown) {
+                                free(buf);
+                                return -ENOMEM;
+                        }
+                        buf = grown;
+                        cap *= 2;
+                }
+                ssize_t n = read(fd, buf + len, cap - len - 1);
+                if (n < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        int r = -errno;
+                        free(buf);
+                        return r;
+                }
+                if (n == 0)
+                        break;
+                len += (size_t)n;
+        }
+        buf[len] = '\0';
+        *ret = buf;
+        *ret_len = len;
+        return 0;
+}
+
 int cgroup_count_procs_in(const char *dir)
 {
-        char buf[65536];
-        int n = cgroup_read_file(dir, "cgroup.procs", buf, sizeof(buf));
-        if (n < 0)
-                return n;
+        char *buf;
+        size_t len;
+        int r = read_procs(dir, &buf, &len);
+        if (r < 0)
+                return r;
         int count = 0;
-        for (char *p = buf; *p; p++)
-                if (*p == '\n')
+        for (size_t i = 0; i < len; i++)
+                if (buf[i] == '\n')
                         count++;
+        free(buf);
         return count;
 }
 
-/* One pass of SIGKILL over cgroup.procs; returns how many were signalled. */
+/* One pass of SIGKILL over cgroup.procs; returns how many were signalled. Only whole,
+ * newline-terminated lines are pids. */
 int cgroup_kill_procs_in(const char *dir)
 {
-        char buf[65536];
-        int n = cgroup_read_file(dir, "cgroup.procs", buf, sizeof(buf));
-        if (n < 0)
-                return n;
+        char *buf;
+        size_t len;
+        int r = read_procs(dir, &buf, &len);
+        if (r < 0)
+                return r;
         int count = 0;
-        for (char *line = buf; *line;) {
+        for (char *line = buf, *nl; (nl = strchr(line, '\n')); line = nl + 1) {
                 char *end;
+                *nl = '\0';
                 long pid = strtol(line, &end, 10);
-                if (end == line)
-                        break;
-                if (pid > 0 && kill((pid_t)pid, SIGKILL) == 0)
+                if (end != line && *end == '\0' && pid > 0 && kill((pid_t)pid, SIGKILL) == 0)
                         count++;
-                line = *end ? end + 1 : end;
         }
+        free(buf);
         return count;
 }
 
 int cgroup_list_children(const char *dir, char ***ret_ids, size_t *ret_n)
 {
         DIR *d = opendir(dir);
-        *ret_ids = NULL;
-        *ret_n = 0;
-        if (!d)
-                return errno == ENOENT ? 0 : -errno;
+        if (!d) {
+                if (errno != ENOENT)
+                        return -errno;
+                *ret_ids = NULL;
+                *ret_n = 0;
+                return 0;
+        }
         char **ids = NULL;
         size_t n = 0;
         struct dirent *de;
-        while ((de = readdir(d))) {
+        int r = 0;
+        while (r == 0 && (de = readdir(d))) {
                 if (de->d_type != DT_DIR || de->d_name[0] == '.')
                         continue;
                 char **grown = realloc(ids, (n + 1) * sizeof(*ids));
-                if (!grown)
+                if (!grown || !(grown[n] = strdup(de->d_name))) {
+                        if (grown)
+                                ids = grown;
+                        r = -ENOMEM;
                         break;
+                }
                 ids = grown;
-                ids[n] = strdup(de->d_name);
-                if (ids[n])
-                        n++;
+                n++;
         }
         closedir(d);
+        if (r < 0) {
+                for (size_t i = 0; i < n; i++)
+                        free(ids[i]);
+                free(ids);
+                return r;
+        }
         *ret_ids = ids;
         *ret_n = n;
         return 0;

@@ -1,0 +1,164 @@
+/* Unit tests of api_auth: key hashing, creation, the Bearer check and the first-start
+ * admin key, on an in-memory SQLite store. */
+#include <errno.h>
+#include <fcntl.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "api/api_auth.h"
+#include "spaced/spaced_context.h"
+#include "store_fixture.h"
+
+static int setup(void **state)
+{
+        struct spaced_context *ctx = calloc(1, sizeof(*ctx));
+        if (!ctx)
+                return -1;
+        ctx->store.ops = &state_store_sqlite;
+        if (ctx->store.ops->open(":memory:", &ctx->store.st) < 0)
+                return -1;
+        store_fixture_tmpdir(ctx->cfg.state_dir, sizeof(ctx->cfg.state_dir));
+        *state = ctx;
+        return 0;
+}
+
+static int teardown(void **state)
+{
+        struct spaced_context *ctx = *state;
+        char path[PATH_MAX + 16];
+        snprintf(path, sizeof(path), "%s/admin.key", ctx->cfg.state_dir);
+        unlink(path);
+        store_fixture_rmdir(ctx->cfg.state_dir);
+        ctx->store.ops->close(ctx->store.st);
+        free(ctx);
+        return 0;
+}
+
+static void test_hash(void **state)
+{
+        char buf[65];
+        assert_int_equal(api_auth_hash("abc", buf, sizeof(buf)), 0);
+        assert_string_equal(buf, "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+        assert_int_equal(api_auth_hash("", buf, sizeof(buf)), 0);
+        assert_string_equal(buf, "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
+        char small[64];
+        assert_int_equal(api_auth_hash("abc", small, sizeof(small)), -EINVAL);
+}
+
+static void test_create_and_check(void **state)
+{
+        struct spaced_context *ctx = *state;
+        struct space_error err = { 0 };
+        struct api_key k;
+        char secret[64], header[128], id[32];
+        assert_int_equal(api_auth_create_key(ctx, "ci", &k, secret, sizeof(secret), &err), 0);
+        assert_int_equal(strlen(secret), 46);
+        assert_memory_equal(secret, "space_", 6);
+        assert_int_equal(strspn(secret + 6, "0123456789abcdef"), 40);
+        assert_memory_equal(k.id, "key-", 4);
+        assert_int_equal(strlen(k.id), 20);
+        assert_string_equal(k.name, "ci");
+        char hash[65];
+        api_auth_hash(secret, hash, sizeof(hash));
+        assert_string_equal(k.hash, hash); /* only the hash is kept */
+        assert_null(strstr(k.hash, secret + 6));
+
+        static const char *const schemes[] = { "Bearer ", "bearer ", "BEARER   " };
+        for (size_t i = 0; i < sizeof(schemes) / sizeof(schemes[0]); i++) {
+                snprintf(header, sizeof(header), "%s%s", schemes[i], secret);
+                memset(id, 0, sizeof(id));
+                assert_int_equal(api_auth_check(ctx, header, id, sizeof(id), &err), 0);
+                assert_string_equal(id, k.id);
+        }
+}
+
+static void test_check_refuses(void **state)
+{
+        struct spaced_context *ctx = *state;
+        struct space_error err = { 0 };
+        struct api_key k;
+        char secret[64], header[300], id[32] = "untouched";
+        assert_int_equal(api_auth_create_key(ctx, "ci", &k, secret, sizeof(secret), &err), 0);
+        char wrong[64];
+        snprintf(wrong, sizeof(wrong), "%s", secret);
+        wrong[10] = wrong[10] == 'a' ? 'b' : 'a';
+        char huge[200];
+        memset(huge, 'a', sizeof(huge) - 1);
+        huge[sizeof(huge) - 1] = '\0';
+        char with_space[80], basic[80], no_space[80], wrong_header[80], long_header[260];
+        snprintf(with_space, sizeof(with_space), "Bearer %s ", secret);
+        snprintf(basic, sizeof(basic), "Basic %s", secret);
+        snprintf(no_space, sizeof(no_space), "Bearer%s", secret);
+        snprintf(wrong_header, sizeof(wrong_header), "Bearer %s", wrong);
+        snprintf(long_header, sizeof(long_header), "Bearer %s", huge);
+        const char *headers[] = { NULL, "", "Bearer", "Bearer ", "Bearer    ", secret, basic, no_space, wrong_header,
+                                  with_space, long_header, "Bearer space_" };
+        for (size_t i = 0; i < sizeof(headers) / sizeof(headers[0]); i++) {
+                memset(&err, 0, sizeof(err));
+                if (api_auth_check(ctx, headers[i], id, sizeof(id), &err) != -1)
+                        fail_msg("header %zu was accepted", i);
+                assert_int_equal(err.code, SPACE_E_UNAUTHORIZED);
+                assert_null(strstr(err.message, secret)); /* never echo a secret */
+        }
+        assert_string_equal(id, "untouched");
+        /* A deleted key stops working at once. */
+        snprintf(header, sizeof(header), "Bearer %s", secret);
+        assert_int_equal(api_auth_check(ctx, header, id, sizeof(id), &err), 0);
+        assert_int_equal(ctx->store.ops->key_delete(ctx->store.st, k.id), 0);
+        assert_int_equal(api_auth_check(ctx, header, id, sizeof(id), &err), -1);
+        assert_int_equal(err.code, SPACE_E_UNAUTHORIZED);
+}
+
+static void test_bootstrap(void **state)
+{
+        struct spaced_context *ctx = *state;
+        struct space_error err = { 0 };
+        char path[PATH_MAX + 16], secret[80] = "", header[128], id[32];
+        snprintf(path, sizeof(path), "%s/admin.key", ctx->cfg.state_dir);
+        assert_int_equal(api_auth_bootstrap(ctx, &err), 0);
+
+        struct stat st;
+        assert_int_equal(stat(path, &st), 0);
+        assert_int_equal(st.st_mode & 0777, 0600);
+        FILE *f = fopen(path, "re");
+        assert_non_null(f);
+        assert_non_null(fgets(secret, sizeof(secret), f));
+        fclose(f);
+        assert_int_equal(strlen(secret), 47);
+        assert_int_equal(secret[46], '\n');
+        secret[46] = '\0';
+        snprintf(header, sizeof(header), "Bearer %s", secret);
+        assert_int_equal(api_auth_check(ctx, header, id, sizeof(id), &err), 0);
+
+        /* Second start: nothing new. */
+        assert_int_equal(api_auth_bootstrap(ctx, &err), 0);
+        int64_t count = 0;
+        assert_int_equal(ctx->store.ops->key_count(ctx->store.st, &count), 0);
+        assert_int_equal(count, 1);
+        /* The file gone but keys present: no new admin key behind the operator's back. */
+        unlink(path);
+        assert_int_equal(api_auth_bootstrap(ctx, &err), 0);
+        assert_int_equal(ctx->store.ops->key_count(ctx->store.st, &count), 0);
+        assert_int_equal(count, 1);
+        assert_int_equal(access(path, F_OK), -1);
+}
+
+int main(void)
+{
+        const struct CMUnitTest tests[] = {
+                cmocka_unit_test(test_hash),
+                cmocka_unit_test_setup_teardown(test_create_and_check, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_check_refuses, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_bootstrap, setup, teardown),
+        };
+        return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,118 @@
+/* Unit tests of the route table: every documented route resolves, authentication is
+ * required everywhere but /v1/health, and 404 vs 405 is decided by the path alone. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "api/api_routes.h"
+
+struct match {
+        api_handler handler;
+        bool needs_auth;
+        struct space_error err;
+};
+
+/* Splits path on '/' like the HTTP server does, then asks the router. */
+static struct match route(const char *method, const char *path)
+{
+        static char copy[256];
+        struct api_request req = { .method = method, .path = path };
+        struct match m = { .needs_auth = true };
+        snprintf(copy, sizeof(copy), "%s", path);
+        for (char *save = NULL, *seg = strtok_r(copy, "/", &save); seg; seg = strtok_r(NULL, "/", &save)) {
+                assert_true(req.nsegments < 8);
+                req.segments[req.nsegments++] = seg;
+        }
+        m.handler = api_router_match(&req, &m.needs_auth, &m.err);
+        return m;
+}
+
+static void test_documented_routes(void **state)
+{
+        static const struct {
+                const char *method, *path;
+                api_handler handler;
+        } routes[] = {
+                { "GET", "/v1/version", route_version },
+                { "GET", "/v1/sandboxes", route_sandbox_list },
+                { "POST", "/v1/sandboxes", route_sandbox_create },
+                { "GET", "/v1/sandboxes/sb-0123456789abcdef", route_sandbox_get },
+                { "DELETE", "/v1/sandboxes/sb-0123456789abcdef", route_sandbox_delete },
+                { "POST", "/v1/sandboxes/sb-1/exec", route_sandbox_exec },
+                { "POST", "/v1/sandboxes/sb-1/stop", route_sandbox_action },
+                { "POST", "/v1/sandboxes/sb-1/start", route_sandbox_action },
+                { "POST", "/v1/sandboxes/sb-1/pause", route_sandbox_action },
+                { "POST", "/v1/sandboxes/sb-1/resume", route_sandbox_action },
+                { "GET", "/v1/templates", route_template_list },
+                { "GET", "/v1/templates/busybox", route_template_get },
+                { "DELETE", "/v1/templates/busybox", route_template_delete },
+                { "POST", "/v1/templates/debian/build", route_template_build },
+                { "GET", "/v1/operations", route_operation_list },
+                { "GET", "/v1/operations/op-1", route_operation_get },
+                { "GET", "/v1/keys", route_key_list },
+                { "POST", "/v1/keys", route_key_create },
+                { "DELETE", "/v1/keys/key-1", route_key_delete },
+        };
+        for (size_t i = 0; i < sizeof(routes) / sizeof(routes[0]); i++) {
+                struct match m = route(routes[i].method, routes[i].path);
+                if (m.handler != routes[i].handler)
+                        fail_msg("%s %s went to the wrong handler", routes[i].method, routes[i].path);
+                if (!m.needs_auth)
+                        fail_msg("%s %s does not need authentication", routes[i].method, routes[i].path);
+        }
+}
+
+static void test_health_is_open(void **state)
+{
+        struct match m = route("GET", "/v1/health");
+        assert_ptr_equal(m.handler, route_health);
+        assert_false(m.needs_auth);
+        /* Trailing and doubled slashes do not matter. */
+        m = route("GET", "//v1//health/");
+        assert_ptr_equal(m.handler, route_health);
+}
+
+static void test_wrong_method_is_405(void **state)
+{
+        static const char *const cases[][2] = {
+                { "PUT", "/v1/sandboxes" },         { "DELETE", "/v1/sandboxes" },     { "GET", "/v1/sandboxes/x/exec" },
+                { "POST", "/v1/health" },           { "PATCH", "/v1/sandboxes/x" },    { "GET", "/v1/templates/x/build" },
+                { "POST", "/v1/operations/op-1" },  { "get", "/v1/version" },          { "DELETE", "/v1/operations/op-1" },
+        };
+        for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+                struct match m = route(cases[i][0], cases[i][1]);
+                assert_null(m.handler);
+                if (m.err.code != SPACE_E_METHOD_NOT_ALLOWED)
+                        fail_msg("%s %s gave %s", cases[i][0], cases[i][1], space_error_code_name(m.err.code));
+        }
+}
+
+static void test_unknown_path_is_404(void **state)
+{
+        static const char *const paths[] = {
+                "/", "/v1", "/v2/health", "/v1/sandboxes/x/exec/more", "/v1/sandboxes/x/reboot", "/v1/Health",
+                "/v1/templates/x/y/build", "/v1/keys/x/rotate", "/health", "/v1/health/extra",
+        };
+        for (size_t i = 0; i < sizeof(paths) / sizeof(paths[0]); i++) {
+                struct match m = route("GET", paths[i]);
+                assert_null(m.handler);
+                if (m.err.code != SPACE_E_NOT_FOUND)
+                        fail_msg("GET %s gave %s", paths[i], space_error_code_name(m.err.code));
+        }
+}
+
+int main(void)
+{
+        const struct CMUnitTest tests[] = {
+                cmocka_unit_test(test_documented_routes),
+                cmocka_unit_test(test_health_is_open),
+                cmocka_unit_test(test_wrong_method_is_405),
+                cmocka_unit_test(test_unknown_path_is_404),
+        };
+        return cmocka_run_group_tests(tests, NULL, NULL);
+}
