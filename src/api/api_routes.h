@@ -9,9 +9,16 @@ typedef void (*api_handler)(struct api_request *req, struct api_response *resp);
 /* Looks up the route; sets *ret_needs_auth. NULL with err (404/405) when none matches. */
 api_handler api_router_match(struct api_request *req, bool *ret_needs_auth, struct space_error *err);
 
-/* Answers 202 {"operation", key: extra}, or, with ?wait=true, waits for it to finish. */
-void api_respond_operation(struct api_request *req, struct api_response *resp, const struct operation *op, const char *key,
-                           json_t *extra);
+/* ?wait=true&timeout_s=N, read before anything is submitted so a bad value changes nothing. */
+struct api_wait {
+        bool wait;
+        long long timeout_s;
+};
+int api_wait_parse(const struct api_request *req, struct api_wait *ret, struct space_error *err);
+
+/* Answers 202 {"operation", key: <target now>}, or, when asked to wait, waits for it to end. */
+void api_respond_operation(struct api_request *req, struct api_response *resp, const struct operation *op,
+                           const struct api_wait *w, const char *key);
 
 /* Validates the sandbox id in segment 2 and loads its row (404 when unknown). */
 int api_load_sandbox(struct api_request *req, struct sandbox *ret, struct space_error *err);

@@ -78,12 +78,13 @@ void route_template_build(struct api_request *req, struct api_response *resp)
 {
         struct space_error err = { 0 };
         struct operation op;
+        struct api_wait w;
         if (!name_segment_ok(req, "template", resp))
                 return;
-        if (template_catalog_submit_build(req->ctx, req->segments[2], &op, &err) < 0)
+        if (api_wait_parse(req, &w, &err) < 0 || template_catalog_submit_build(req->ctx, req->segments[2], &op, &err) < 0)
                 api_response_error(resp, &err);
         else
-                api_respond_operation(req, resp, &op, "template", json_object());
+                api_respond_operation(req, resp, &op, &w, "template");
 }
 
 void route_template_delete(struct api_request *req, struct api_response *resp)

@@ -11,49 +11,44 @@
 #include "operations/sandbox_lifecycle.h"
 #include "spaced/spaced_context.h"
 
-void api_respond_operation(struct api_request *req, struct api_response *resp, const struct operation *op, const char *key,
-                           json_t *extra)
+int api_wait_parse(const struct api_request *req, struct api_wait *ret, struct space_error *err)
 {
-        struct space_error err = { 0 };
-        bool wait = false;
-        long long timeout_s = 60;
-        if (api_request_query_bool(req, "wait", &wait, &err) < 0 ||
-            api_request_query_int(req, "timeout_s", 1, 600, &timeout_s, &err) < 0) {
-                /* The operation is already queued: report it, and the bad parameter. */
-                json_decref(extra);
-                api_response_error(resp, &err);
-                json_object_set_new(resp->body, "operation", api_render_operation(op));
-                return;
+        struct api_wait w = { .wait = false, .timeout_s = 60 };
+        if (api_request_query_bool(req, "wait", &w.wait, err) < 0 ||
+            api_request_query_int(req, "timeout_s", 1, 600, &w.timeout_s, err) < 0)
+                return -1;
+        *ret = w;
+        return 0;
+}
+
+/* The operation's target as it is now. */
+static json_t *render_target(struct spaced_context *ctx, const struct operation *op, const char *key)
+{
+        json_t *j = NULL;
+        if (strcmp(key, "sandbox") == 0) {
+                struct sandbox sb;
+                if (STORE(ctx, sandbox_get, op->target, &sb) == 0) {
+                        j = api_render_sandbox(&sb);
+                        sandbox_release(&sb);
+                }
+        } else if (strcmp(key, "template") == 0) {
+                struct template_record t;
+                if (STORE(ctx, template_get, op->target, &t) == 0) {
+                        j = api_render_template(&t);
+                        template_record_release(&t);
+                }
         }
+        return j ? j : json_null();
+}
+
+void api_respond_operation(struct api_request *req, struct api_response *resp, const struct operation *op,
+                           const struct api_wait *w, const char *key)
+{
         struct operation latest = *op;
         unsigned status = 202;
-        if (wait) {
-                int r = operation_queue_wait(req->ctx->queue, op->id, (int)timeout_s * 1000, &latest);
-                if (r == 0)
-                        status = 200;
-        }
-        json_t *body = json_pack("{s:o}", "operation", api_render_operation(&latest));
-        if (key && extra) {
-                /* Show the target as it is now, after waiting. */
-                if (strcmp(key, "sandbox") == 0) {
-                        struct sandbox sb;
-                        if (STORE(req->ctx, sandbox_get, latest.target, &sb) == 0) {
-                                json_decref(extra);
-                                extra = api_render_sandbox(&sb);
-                                sandbox_release(&sb);
-                        }
-                } else if (strcmp(key, "template") == 0) {
-                        struct template_record t;
-                        if (STORE(req->ctx, template_get, latest.target, &t) == 0) {
-                                json_decref(extra);
-                                extra = api_render_template(&t);
-                                template_record_release(&t);
-                        }
-                }
-                json_object_set_new(body, key, extra);
-        } else {
-                json_decref(extra);
-        }
+        if (w->wait && operation_queue_wait(req->ctx->queue, op->id, (int)w->timeout_s * 1000, &latest) == 0)
+                status = 200;
+        json_t *body = json_pack("{s:o, s:o}", "operation", api_render_operation(&latest), key, render_target(req->ctx, &latest, key));
         if (status == 200 && latest.state == OPERATION_FAILED) {
                 struct space_error failed = { .code = space_error_code_from_name(latest.error_code) };
                 snprintf(failed.message, sizeof(failed.message), "%s", latest.error_message);
@@ -113,11 +108,12 @@ void route_sandbox_create(struct api_request *req, struct api_response *resp)
         json_t *body = NULL;
         struct sandbox sb = { 0 };
         struct operation op;
-        if (api_request_json(req, &body, &err) < 0 || parse_create(body, &sb, &err) < 0 ||
+        struct api_wait w;
+        if (api_wait_parse(req, &w, &err) < 0 || api_request_json(req, &body, &err) < 0 || parse_create(body, &sb, &err) < 0 ||
             sandbox_lifecycle_create(req->ctx, &sb, &op, &err) < 0)
                 api_response_error(resp, &err);
         else
-                api_respond_operation(req, resp, &op, "sandbox", api_render_sandbox(&sb));
+                api_respond_operation(req, resp, &op, &w, "sandbox");
         json_decref(body);
         sandbox_release(&sb);
 }
@@ -200,6 +196,7 @@ static void submit_action(struct api_request *req, struct api_response *resp, en
 {
         struct space_error err = { 0 };
         struct operation op;
+        struct api_wait w;
         json_t *body = NULL;
         /* Actions take no body fields; an empty object (or nothing) is fine. */
         static const char *const none[] = { NULL };
@@ -208,11 +205,11 @@ static void submit_action(struct api_request *req, struct api_response *resp, en
                 api_response_error(resp, &err);
                 return;
         }
-        if (api_request_json(req, &body, &err) < 0 || api_json_only(body, none, "", &err) < 0 ||
-            sandbox_lifecycle_submit(req->ctx, req->segments[2], action, &op, &err) < 0)
+        if (api_wait_parse(req, &w, &err) < 0 || api_request_json(req, &body, &err) < 0 ||
+            api_json_only(body, none, "", &err) < 0 || sandbox_lifecycle_submit(req->ctx, req->segments[2], action, &op, &err) < 0)
                 api_response_error(resp, &err);
         else
-                api_respond_operation(req, resp, &op, "sandbox", json_object());
+                api_respond_operation(req, resp, &op, &w, "sandbox");
         json_decref(body);
 }
 
