@@ -147,13 +147,14 @@ int bench_proc_rss(pid_t pid, long *ret_rss_kb, long *ret_hwm_kb)
         return 0;
 }
 
-/* The sandbox id of a /proc/<pid>/cgroup text: the leaf after "/space/" in any hierarchy. */
+/* The sandbox id of a /proc/<pid>/cgroup text: the leaf after "/space/" in any hierarchy
+ * (the path may start with more levels when spaced itself runs in a sub-cgroup). */
 static bool cgroup_sandbox_id(const char *cgroups, char *id, size_t size)
 {
-        const char *p = strstr(cgroups, ":/space/");
+        const char *p = strstr(cgroups, "/space/");
         if (!p)
                 return false;
-        p += strlen(":/space/");
+        p += strlen("/space/");
         size_t len = strcspn(p, "/\n");
         if (len == 0 || len >= size)
                 return false;

@@ -123,7 +123,7 @@ fi
 while [ $# -gt 0 ]; do
   case $1 in
     -n) N=$2; shift 2 ;;
-    -h|--help) sed -n '2,10p' "$0"; exit 0 ;;
+    -h|--help) awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; exit 0 ;;
     *) echo "peer_bench: unknown argument $1" >&2; exit 2 ;;
   esac
 done

@@ -17,7 +17,7 @@
 static const char usage[] =
         "usage: space-bench [options]\n"
         "  --url URL          spaced's API [http://127.0.0.1:7070; env SPACE_URL]\n"
-        "  --key KEY          API key [env SPACE_KEY]\n"
+        "  --key KEY          API key [env SPACE_API_KEY]\n"
         "  --key-file FILE    read the API key from FILE (e.g. <state-dir>/admin.key)\n"
         "  -n N               creates per create measure [100]\n"
         "  -c C               threads of the concurrent measures [10]\n"
@@ -137,7 +137,7 @@ static int parse_args(int argc, char **argv, struct bench_config *cfg, char **re
                 { "help", no_argument, NULL, 'h' },
                 { NULL, 0, NULL, 0 },
         };
-        _cleanup_erase_ char *key = getenv("SPACE_KEY") ? strdup(getenv("SPACE_KEY")) : NULL;
+        _cleanup_erase_ char *key = getenv("SPACE_API_KEY") ? strdup(getenv("SPACE_API_KEY")) : NULL;
         int c, json = 0;
         while ((c = getopt_long(argc, argv, "n:c:h", opts, NULL)) != -1) {
                 int r = 0;
@@ -146,6 +146,7 @@ static int parse_args(int argc, char **argv, struct bench_config *cfg, char **re
                 case 'k':
                         erase_and_free(key);
                         key = strdup(optarg);
+                        explicit_bzero(optarg, strlen(optarg)); /* out of `ps` as soon as we can */
                         break;
                 case 'K':
                         erase_and_free(key);
@@ -173,7 +174,7 @@ static int parse_args(int argc, char **argv, struct bench_config *cfg, char **re
                 }
         }
         if (optind < argc || !key || !name_ok(cfg->template_name)) {
-                fprintf(stderr, "space-bench: %s\n%s", !key ? "no API key (--key, --key-file or SPACE_KEY)" : "bad arguments", usage);
+                fprintf(stderr, "space-bench: %s\n%s", !key ? "no API key (--key, --key-file or SPACE_API_KEY)" : "bad arguments", usage);
                 return -EINVAL;
         }
         *ret_key = TAKE_PTR(key);
@@ -206,6 +207,8 @@ static void print_text(const struct bench_config *cfg, struct bench_results *res
                        d->charged.count, d->charged.sum_kb / 1024.0,
                        d->charged.count ? (double)d->charged.sum_kb / (double)d->charged.count : 0.0, d->charged.max_kb);
         }
+        if (bench_stopping)
+                printf("\ninterrupted: the figures above are partial\n");
         if (res->leftovers)
                 printf("\nWARNING: %zu sandboxes could not be destroyed\n", res->leftovers);
 }

@@ -44,35 +44,51 @@ int sandbox_action_from_name(const char *name, enum sandbox_action *ret)
         return -EINVAL;
 }
 
-static pthread_mutex_t uid_lock = PTHREAD_MUTEX_INITIALIZER;
-
 /* Each live sandbox gets its own 65536 host uids so sandboxes cannot touch each other's files
- * or processes even if one escaped its namespaces' view. */
+ * or processes even if one escaped its namespaces' view. Slots in use are kept in memory,
+ * loaded from the store once; a slot is free again when its sandbox is destroyed. */
+static pthread_mutex_t uid_lock = PTHREAD_MUTEX_INITIALIZER;
+static uint8_t uid_used[UID_SLOTS];
+static bool uid_loaded;
+
+static int uid_slot(uint32_t base)
+{
+        if (base < UID_BASE_FIRST || (base - UID_BASE_FIRST) % 65536u || (base - UID_BASE_FIRST) / 65536u >= UID_SLOTS)
+                return -1;
+        return (int)((base - UID_BASE_FIRST) / 65536u);
+}
+
+/* Called with uid_lock held. */
 static int allocate_uid_base(struct spaced_context *ctx, uint32_t *ret)
 {
-        struct sandbox *all = NULL;
-        size_t n = 0;
-        int r = STORE(ctx, sandbox_list, -1, &all, &n);
-        if (r < 0)
-                return r;
-        uint8_t *used = calloc(UID_SLOTS, 1);
-        if (!used) {
+        if (!uid_loaded) {
+                struct sandbox *all = NULL;
+                size_t n = 0;
+                int r = STORE(ctx, sandbox_list, -1, &all, &n);
+                if (r < 0)
+                        return r;
+                for (size_t i = 0; i < n; i++)
+                        if (uid_slot(all[i].uid_base) >= 0)
+                                uid_used[uid_slot(all[i].uid_base)] = 1;
                 sandbox_array_free(all, n);
-                return -ENOMEM;
+                uid_loaded = true;
         }
-        for (size_t i = 0; i < n; i++)
-                if (all[i].uid_base >= UID_BASE_FIRST && (all[i].uid_base - UID_BASE_FIRST) / 65536u < UID_SLOTS)
-                        used[(all[i].uid_base - UID_BASE_FIRST) / 65536u] = 1;
-        sandbox_array_free(all, n);
-        r = -ENOSPC;
         for (uint32_t slot = 0; slot < UID_SLOTS; slot++)
-                if (!used[slot]) {
+                if (!uid_used[slot]) {
+                        uid_used[slot] = 1;
                         *ret = UID_BASE_FIRST + slot * 65536u;
-                        r = 0;
-                        break;
+                        return 0;
                 }
-        free(used);
-        return r;
+        return -ENOSPC;
+}
+
+static void release_uid_base(uint32_t base)
+{
+        int slot = uid_slot(base);
+        pthread_mutex_lock(&uid_lock);
+        if (slot >= 0 && uid_loaded)
+                uid_used[slot] = 0;
+        pthread_mutex_unlock(&uid_lock);
 }
 
 int sandbox_lifecycle_create(struct spaced_context *ctx, struct sandbox *sb, struct operation *ret_op, struct space_error *err)
@@ -100,8 +116,11 @@ int sandbox_lifecycle_create(struct spaced_context *ctx, struct sandbox *sb, str
 
         pthread_mutex_lock(&uid_lock);
         r = allocate_uid_base(ctx, &sb->uid_base);
-        if (r == 0)
+        if (r == 0) {
                 r = STORE(ctx, sandbox_insert, sb, ret_op);
+                if (r < 0)
+                        uid_used[uid_slot(sb->uid_base)] = 0;
+        }
         pthread_mutex_unlock(&uid_lock);
         if (r == -ENOSPC)
                 return space_error_set(err, SPACE_E_UNAVAILABLE, "no free uid range for another sandbox");
@@ -290,6 +309,7 @@ int sandbox_op_destroy(struct spaced_context *ctx, const struct operation *op, s
                  move(ctx, sb.id, M(SANDBOX_DESTROYING), SANDBOX_DESTROYED, "", err) == 0) {
                 STORE(ctx, sandbox_set_runtime, sb.id, 0, 0);
                 STORE(ctx, sandbox_set_expiry, sb.id, 0);
+                release_uid_base(sb.uid_base);
                 r = 0;
         }
         sandbox_release(&sb);

@@ -20,6 +20,7 @@
 #include "operations/operation_queue.h"
 #include "runtime/cgroup/cgroup_manager.h"
 #include "runtime/runtime_driver.h"
+#include "spaced/instance_id.h"
 #include "spaced/log.h"
 #include "spaced/spaced_config.h"
 #include "spaced/spaced_context.h"
@@ -101,7 +102,10 @@ int main(int argc, char **argv)
                 return fail("spaced.store", "cannot open %s: %s", path, strerror(-r));
         if ((r = btrfs_pool_open(ctx.cfg.state_dir, ctx.cfg.pool_bytes, &ctx.pool, reason, sizeof(reason))) < 0)
                 return fail("spaced.pool", "btrfs pool: %s", reason);
-        if (cgroup_manager_detect(&ctx.cgroups, reason, sizeof(reason)) < 0)
+        char instance[32];
+        if ((r = instance_id_load(ctx.cfg.state_dir, instance, sizeof(instance))) < 0)
+                return fail("spaced.instance", "cannot read or create %s/instance: %s", ctx.cfg.state_dir, strerror(-r));
+        if (cgroup_manager_detect(instance, &ctx.cgroups, reason, sizeof(reason)) < 0)
                 return fail("spaced.cgroups", "%s", reason);
 
         struct runtime_config rc = { .pool = &ctx.pool, .cgroups = ctx.cgroups };
@@ -126,8 +130,8 @@ int main(int argc, char **argv)
         if ((r = reconciler_start(&ctx, &controller)) < 0)
                 return fail("spaced.controller", "cannot start controller: %s", strerror(-r));
 
-        log_info("spaced.ready", "url=http://%s:%u admin_key=%s/admin.key state_dir=%s runtime=%s cgroup=%s pool=%s",
-                 ctx.cfg.listen_addr, ctx.cfg.listen_port, ctx.cfg.state_dir, ctx.cfg.state_dir, ctx.driver->name,
+        log_info("spaced.ready", "url=http://%s:%u admin_key=%s/admin.key state_dir=%s instance=%s runtime=%s cgroup=%s pool=%s",
+                 ctx.cfg.listen_addr, ctx.cfg.listen_port, ctx.cfg.state_dir, ctx.cfg.state_dir, instance, ctx.driver->name,
                  ctx.cgroups->name, ctx.pool.root);
         printf("spaced %s listening on http://%s:%u\nadmin key: %s/admin.key\n", SPACE_VERSION, ctx.cfg.listen_addr,
                ctx.cfg.listen_port, ctx.cfg.state_dir);

@@ -202,14 +202,14 @@ int cgroup_find_mount(const char *controller, char *buf, size_t size)
         return -ENOENT;
 }
 
-int cgroup_manager_detect(const struct cgroup_manager **ret, char *reason, size_t reason_size)
+int cgroup_manager_detect(const char *instance, const struct cgroup_manager **ret, char *reason, size_t reason_size)
 {
         char v2_reason[256] = "", v1_reason[256] = "";
-        if (cgroup_v2_init(v2_reason, sizeof(v2_reason)) == 0) {
+        if (cgroup_v2_init(instance, v2_reason, sizeof(v2_reason)) == 0) {
                 *ret = &cgroup_manager_v2;
                 return 0;
         }
-        if (cgroup_v1_init(v1_reason, sizeof(v1_reason)) == 0) {
+        if (cgroup_v1_init(instance, v1_reason, sizeof(v1_reason)) == 0) {
                 *ret = &cgroup_manager_v1;
                 return 0;
         }

@@ -1,7 +1,9 @@
 /* cgroup_manager: resource limits, freezing and killing of one sandbox's processes.
  * Two backends behind one table: cgroup v2 (production hosts) and cgroup v1 (hosts whose
  * controllers live in v1 hierarchies, like these development machines). Every sandbox gets
- * <hierarchy>/space/<id>; cgroups outside space/ are never touched. Returns 0 or -errno. */
+ * <hierarchy>/space/<instance>/<id>, where <instance> names one spaced state directory, so
+ * two daemons on one host never mistake each other's sandboxes for orphans. Cgroups outside
+ * space/<instance>/ are never touched. Returns 0 or -errno. */
 #pragma once
 
 #include <stdbool.h>
@@ -37,7 +39,7 @@ struct cgroup_manager {
 
 /* Picks v2 when the unified hierarchy has the memory and pids controllers, else v1.
  * -ENOTSUP with a reason when neither works. */
-int cgroup_manager_detect(const struct cgroup_manager **ret, char *reason, size_t reason_size);
+int cgroup_manager_detect(const char *instance, const struct cgroup_manager **ret, char *reason, size_t reason_size);
 
 /* Shared helpers for the two backends (cgroup_files.c). */
 int cgroup_write_file(const char *dir, const char *file, const char *value);
@@ -52,5 +54,5 @@ int cgroup_find_mount(const char *controller, char *buf, size_t size);
 
 extern const struct cgroup_manager cgroup_manager_v1;
 extern const struct cgroup_manager cgroup_manager_v2;
-int cgroup_v1_init(char *reason, size_t reason_size);
-int cgroup_v2_init(char *reason, size_t reason_size);
+int cgroup_v1_init(const char *instance, char *reason, size_t reason_size);
+int cgroup_v2_init(const char *instance, char *reason, size_t reason_size);

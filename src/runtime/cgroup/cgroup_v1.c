@@ -17,7 +17,7 @@ enum { V1_MEMORY, V1_PIDS, V1_CPU, V1_FREEZER, V1_CPUACCT, _V1_MAX };
 static const char *const v1_names[_V1_MAX] = { "memory", "pids", "cpu", "freezer", "cpuacct" };
 static char v1_base[_V1_MAX][PATH_MAX]; /* <mount>/space, "" when absent (cpuacct only) */
 
-int cgroup_v1_init(char *reason, size_t reason_size)
+int cgroup_v1_init(const char *instance, char *reason, size_t reason_size)
 {
         for (int i = 0; i < _V1_MAX; i++) {
                 char mnt[PATH_MAX];
@@ -30,6 +30,11 @@ int cgroup_v1_init(char *reason, size_t reason_size)
                         return -ENOENT;
                 }
                 snprintf(v1_base[i], sizeof(v1_base[i]), "%s/space", mnt);
+                if (mkdir(v1_base[i], 0755) < 0 && errno != EEXIST) {
+                        snprintf(reason, reason_size, "cannot create %s: %m", v1_base[i]);
+                        return -errno;
+                }
+                snprintf(v1_base[i], sizeof(v1_base[i]), "%s/space/%s", mnt, instance);
                 if (mkdir(v1_base[i], 0755) < 0 && errno != EEXIST) {
                         snprintf(reason, reason_size, "cannot create %s: %m", v1_base[i]);
                         return -errno;

@@ -16,7 +16,7 @@
 static char v2_mount[PATH_MAX];
 static char v2_base[PATH_MAX];
 
-int cgroup_v2_init(char *reason, size_t reason_size)
+int cgroup_v2_init(const char *instance, char *reason, size_t reason_size)
 {
         char controllers[512];
         if (cgroup_find_mount(NULL, v2_mount, sizeof(v2_mount)) < 0) {
@@ -33,7 +33,17 @@ int cgroup_v2_init(char *reason, size_t reason_size)
                 snprintf(reason, reason_size, "cannot create %s: %m", v2_base);
                 return -errno;
         }
+        char space_dir[PATH_MAX];
+        snprintf(space_dir, sizeof(space_dir), "%s", v2_base);
+        snprintf(v2_base, sizeof(v2_base), "%s/%s", space_dir, instance);
+        if (mkdir(v2_base, 0755) < 0 && errno != EEXIST) {
+                snprintf(reason, reason_size, "cannot create %s: %m", v2_base);
+                return -errno;
+        }
+        /* Each level must hand the controllers down to the next. */
         int r = cgroup_write_file(v2_mount, "cgroup.subtree_control", "+memory +pids +cpu");
+        if (r == 0)
+                r = cgroup_write_file(space_dir, "cgroup.subtree_control", "+memory +pids +cpu");
         if (r == 0)
                 r = cgroup_write_file(v2_base, "cgroup.subtree_control", "+memory +pids +cpu");
         if (r < 0) {
@@ -105,7 +115,7 @@ static int v2_kill_all(const char *id)
                         return left < 0 && left != -ENOENT ? left : 0;
                 if (!have_kill)
                         cgroup_kill_procs_in(dir);
-                sleep_ms(5);
+                sleep_ms(i < 20 ? 1 : 5);
         }
         return -ETIMEDOUT;
 }

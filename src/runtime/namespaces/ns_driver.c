@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -25,29 +26,33 @@
 static struct runtime_config config;
 static struct sock_fprog seccomp_program;
 static int agent_fd = -1;
-static pthread_mutex_t reaper_lock = PTHREAD_MUTEX_INITIALIZER;
-static pthread_cond_t reaper_wake = PTHREAD_COND_INITIALIZER;
+static int reaper_epoll = -1;
 
-/* Sandboxes are clone children with exit signal 0: collect them here so they never linger
- * as zombies, without racing with waitpid() on ordinary helper processes. */
+/* Sandbox inits launched by this spaced are its children: each is watched through a pidfd
+ * and reaped the moment it exits, without a waitpid(-1) that could steal the exit status of
+ * a helper program. Inits launched by an earlier spaced belong to the host's init. */
 static void *reaper_main(void *arg)
 {
+        struct epoll_event events[16];
         for (;;) {
-                siginfo_t info;
-                memset(&info, 0, sizeof(info));
-                if (waitid(P_ALL, 0, &info, WEXITED | __WCLONE) == 0)
-                        continue;
-                if (errno == EINTR)
-                        continue;
-                /* No sandbox children right now: sleep until one is launched. */
-                pthread_mutex_lock(&reaper_lock);
-                struct timespec ts;
-                clock_gettime(CLOCK_REALTIME, &ts);
-                ts.tv_sec += 1;
-                pthread_cond_timedwait(&reaper_wake, &reaper_lock, &ts);
-                pthread_mutex_unlock(&reaper_lock);
+                int n = epoll_wait(reaper_epoll, events, 16, -1);
+                for (int i = 0; i < n; i++) {
+                        int pidfd = events[i].data.fd;
+                        siginfo_t info;
+                        memset(&info, 0, sizeof(info));
+                        if (waitid(P_PIDFD, (id_t)pidfd, &info, WEXITED | WNOHANG) == 0 && info.si_pid == 0)
+                                continue; /* spurious */
+                        close(pidfd);
+                }
         }
         return NULL;
+}
+
+static void reaper_watch(int pidfd)
+{
+        struct epoll_event ev = { .events = EPOLLIN, .data.fd = pidfd };
+        if (epoll_ctl(reaper_epoll, EPOLL_CTL_ADD, pidfd, &ev) < 0)
+                close(pidfd);
 }
 
 static int ns_init(const struct runtime_config *cfg, struct space_error *err)
@@ -61,6 +66,9 @@ static int ns_init(const struct runtime_config *cfg, struct space_error *err)
                 return space_error_errno(err, r, "build seccomp filter");
         if (mkdir(cfg->run_dir, 0700) < 0 && errno != EEXIST)
                 return space_error_errno(err, errno, "mkdir %s", cfg->run_dir);
+        reaper_epoll = epoll_create1(EPOLL_CLOEXEC);
+        if (reaper_epoll < 0)
+                return space_error_errno(err, errno, "epoll_create1");
         pthread_t t;
         r = pthread_create(&t, NULL, reaper_main, NULL);
         if (r != 0)
@@ -152,13 +160,14 @@ static int ns_start(struct sandbox *sb, struct space_error *err)
                 .seccomp = &seccomp_program,
                 .cgroups = config.cgroups,
         };
-        pid_t pid = ns_launch(&p, err);
-        pthread_cond_signal(&reaper_wake);
+        int pidfd = -1;
+        pid_t pid = ns_launch(&p, &pidfd, err);
         if (pid < 0) {
                 struct space_error ignored;
                 ns_stop(sb, &ignored);
                 return -1;
         }
+        reaper_watch(pidfd);
         sb->pid = pid;
         sb->pid_start = ns_process_start_time(pid);
         r = agent_client_hello(sock, 5000, NULL);

@@ -12,6 +12,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "cleanup.h"
@@ -36,6 +37,8 @@ uint64_t ns_process_start_time(pid_t pid)
         if (!p)
                 return 0;
         p += 2; /* now at field 3 (state) */
+        if (*p == 'Z' || *p == 'X')
+                return 0; /* dead, not yet reaped */
         for (int field = 3; field < 22 && p; field++) {
                 p = strchr(p, ' ');
                 if (p)
@@ -116,7 +119,7 @@ static int send_go(int sock, int fd)
         return sendmsg(sock, &msg, MSG_NOSIGNAL) == 1 ? 0 : -errno;
 }
 
-pid_t ns_launch(const struct ns_launch_params *p, struct space_error *err)
+pid_t ns_launch(const struct ns_launch_params *p, int *ret_pidfd, struct space_error *err)
 {
         struct ns_child_config *cfg = NULL;
         void *stack = MAP_FAILED;
@@ -124,6 +127,7 @@ pid_t ns_launch(const struct ns_launch_params *p, struct space_error *err)
         _cleanup_close_ int lfd = -1;
         _cleanup_close_ int tree = -1;
         pid_t pid = -1;
+        int pidfd = -1;
         int r;
 
         lfd = listen_socket(p->socket_path);
@@ -150,7 +154,8 @@ pid_t ns_launch(const struct ns_launch_params *p, struct space_error *err)
         }
 
         pid = clone(ns_child_main, (char *)stack + CHILD_STACK_SIZE,
-                    CLONE_NEWUSER | CLONE_NEWPID | CLONE_NEWNS | CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS, cfg);
+                    CLONE_NEWUSER | CLONE_NEWPID | CLONE_NEWNS | CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS | CLONE_PIDFD | SIGCHLD,
+                    cfg, &pidfd);
         if (pid < 0) {
                 space_error_errno(err, errno, "clone");
                 goto out;
@@ -190,9 +195,15 @@ pid_t ns_launch(const struct ns_launch_params *p, struct space_error *err)
                 space_error_set(err, SPACE_E_INTERNAL, "sandbox setup failed at %s", n > 0 ? msg : "unknown step");
                 goto fail;
         }
+        *ret_pidfd = pidfd;
         goto out;
 fail:
         kill(pid, SIGKILL);
+        if (pidfd >= 0) {
+                siginfo_t info;
+                waitid(P_PIDFD, (id_t)pidfd, &info, WEXITED);
+                close(pidfd);
+        }
         pid = -1;
 out:
         if (pair[0] >= 0)

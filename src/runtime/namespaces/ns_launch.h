@@ -22,9 +22,10 @@ struct ns_launch_params {
         const struct cgroup_manager *cgroups;
 };
 
-/* Launches the sandbox; returns its host pid (>0) or -1 with err filled. The child's exit
- * signal is 0 so only a __WCLONE waiter (the driver's reaper) collects it. */
-pid_t ns_launch(const struct ns_launch_params *p, struct space_error *err);
+/* Launches the sandbox; returns its host pid (>0) and a pidfd for it in *ret_pidfd, or -1
+ * with err filled. Whoever holds the pidfd reaps the child with waitid(P_PIDFD), so no
+ * waitpid(-1) is needed anywhere in spaced. */
+pid_t ns_launch(const struct ns_launch_params *p, int *ret_pidfd, struct space_error *err);
 
-/* /proc/PID/stat field 22 (start time in clock ticks), 0 if the process is gone. */
+/* /proc/PID/stat field 22 (start time in clock ticks), 0 if the process is gone or a zombie. */
 uint64_t ns_process_start_time(pid_t pid);
