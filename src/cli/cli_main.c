@@ -93,6 +93,21 @@ static int cli_parse_globals(struct cli *cli, int argc, char **argv, const char 
         return CLI_CONTINUE;
 }
 
+/* `--json` is also accepted after the command (`space sandbox ls --json`, as kubectl users
+ * type it): take it out of the command's arguments, up to a `--`. */
+static void cli_take_trailing_json(struct cli *cli, int first, int *argc, char **argv)
+{
+        for (int i = first; i < *argc && strcmp(argv[i], "--") != 0;) {
+                if (strcmp(argv[i], "--json") != 0) {
+                        i++;
+                        continue;
+                }
+                cli->json = true;
+                memmove(&argv[i], &argv[i + 1], (size_t)(*argc - i) * sizeof(char *));
+                (*argc)--;
+        }
+}
+
 int main(int argc, char **argv)
 {
         static const struct cli_verb verbs[] = {
@@ -111,6 +126,7 @@ int main(int argc, char **argv)
         int r = cli_parse_globals(&cli, argc, argv, &url);
         if (r != CLI_CONTINUE)
                 return r;
+        cli_take_trailing_json(&cli, optind, &argc, argv);
 
         r = cli_config_url(url, &cli.url);
         if (r == -EINVAL)

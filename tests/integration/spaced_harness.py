@@ -67,16 +67,28 @@ def wait_for(predicate, timeout=20.0, interval=0.1, what="condition"):
 
 
 def cgroup_dirs(sandbox_id):
-    """Every cgroup directory of a sandbox on the host (v1 hierarchies and v2)."""
+    """Every cgroup directory of a sandbox on the host: v1 hierarchies and v2, both the
+    per-instance layout (<mount>/space/<instance>/<id>) and the flat one (<mount>/space/<id>)."""
     dirs = set()
-    for d in glob.glob(os.path.join(CGROUP_ROOT, "*", "space", sandbox_id)):
-        dirs.add(os.path.realpath(d))
-    d = os.path.join(CGROUP_ROOT, "unified", "space", sandbox_id)
-    if os.path.isdir(d):
-        dirs.add(os.path.realpath(d))
-    d = os.path.join(CGROUP_ROOT, "space", sandbox_id)  # pure cgroup v2 hosts
-    if os.path.exists(os.path.join(CGROUP_ROOT, "cgroup.controllers")) and os.path.isdir(d):
-        dirs.add(os.path.realpath(d))
+    patterns = (
+        os.path.join(CGROUP_ROOT, "*", "space", sandbox_id),
+        os.path.join(CGROUP_ROOT, "*", "space", "*", sandbox_id),
+        os.path.join(CGROUP_ROOT, "space", sandbox_id),  # pure cgroup v2 hosts
+        os.path.join(CGROUP_ROOT, "space", "*", sandbox_id),
+    )
+    for pattern in patterns:
+        for d in glob.glob(pattern):
+            if os.path.isdir(d):
+                dirs.add(os.path.realpath(d))
+    return sorted(dirs)
+
+
+def cgroup_space_dirs():
+    """<mount>/space for every hierarchy (v1 controllers, unified, pure v2)."""
+    dirs = set()
+    for d in glob.glob(os.path.join(CGROUP_ROOT, "*", "space")) + [os.path.join(CGROUP_ROOT, "space")]:
+        if os.path.isdir(d):
+            dirs.add(os.path.realpath(d))
     return sorted(dirs)
 
 
@@ -112,6 +124,14 @@ def pids_mentioning_cgroup(sandbox_id):
     return found
 
 
+def read_cmdline(pid):
+    try:
+        with open("/proc/%d/cmdline" % pid, "rb") as f:
+            return f.read().replace(b"\0", b" ").decode(errors="replace").strip()
+    except OSError:
+        return ""
+
+
 def proc_status(pid):
     fields = {}
     with open("/proc/%d/status" % pid) as f:
@@ -123,11 +143,13 @@ def proc_status(pid):
 
 def cpu_usage_ns(sandbox_id):
     """CPU time used by the sandbox's cgroup so far, in nanoseconds (v1 cpuacct or v2 cpu.stat)."""
-    for d in glob.glob(os.path.join(CGROUP_ROOT, "*cpuacct*", "space", sandbox_id, "cpuacct.usage")):
-        with open(d) as f:
-            return int(f.read().strip())
-    for base in (os.path.join(CGROUP_ROOT, "unified", "space", sandbox_id), os.path.join(CGROUP_ROOT, "space", sandbox_id)):
-        p = os.path.join(base, "cpu.stat")
+    for d in cgroup_dirs(sandbox_id):
+        p = os.path.join(d, "cpuacct.usage")
+        if os.path.exists(p):
+            with open(p) as f:
+                return int(f.read().strip())
+    for d in cgroup_dirs(sandbox_id):
+        p = os.path.join(d, "cpu.stat")
         if os.path.exists(p):
             with open(p) as f:
                 for line in f:
@@ -370,6 +392,20 @@ class Spaced:
 
     # ---- paths
 
+    def instance(self):
+        """The name spaced keeps in <state>/instance (its cgroups live under space/<instance>)."""
+        try:
+            with open(os.path.join(self.state_dir, "instance")) as f:
+                return f.readline().strip() or None
+        except OSError:
+            return None
+
+    def instance_cgroup_dirs(self):
+        inst = self.instance()
+        if not inst:
+            return []
+        return [os.path.join(d, inst) for d in cgroup_space_dirs() if os.path.isdir(os.path.join(d, inst))]
+
     def subvolume(self, sandbox_id):
         return os.path.join(self.state_dir, "pool", "sandboxes", sandbox_id)
 
@@ -423,6 +459,78 @@ class Spaced:
                 pass
         return ids
 
+    def zombie_children(self):
+        """Pids of zombie children of the running spaced (dead sandboxes nobody reaped)."""
+        if not self.alive():
+            return []
+        found = []
+        for p in os.listdir("/proc"):
+            if not p.isdigit():
+                continue
+            try:
+                st = proc_status(int(p))
+            except OSError:
+                continue
+            if st.get("PPid") == str(self.proc.pid) and st.get("State", "").startswith("Z"):
+                found.append(int(p))
+        return found
+
+    def stray_processes(self, by_mounts=False):
+        """Processes other than the current spaced whose command line names this state dir
+        (e.g. a sandbox child of a killed spaced stuck before it exec'd the agent); with
+        by_mounts, also any process whose mount table shows this test's temporary dir."""
+        found = []
+        me = self.proc.pid if self.alive() else None
+        own_mnt_ns = os.readlink("/proc/self/ns/mnt")
+        for p in os.listdir("/proc"):
+            if not p.isdigit() or int(p) == me:
+                continue
+            try:
+                with open("/proc/%s/cmdline" % p, "rb") as f:
+                    cmd = f.read()
+            except OSError:
+                continue
+            if self.state_dir.encode() + b"\0" in cmd:
+                found.append(int(p))
+                continue
+            if not by_mounts:
+                continue
+            # A sandbox process of ours: in a mount namespace of its own (never the one this
+            # test runs in: every process there sees the pool mount), whose mount table still
+            # shows this test's temporary dir.
+            try:
+                if os.readlink("/proc/%s/ns/mnt" % p) == own_mnt_ns:
+                    continue
+                with open("/proc/%s/mountinfo" % p, "rb") as f:
+                    if (self.tmp + "/").encode() in f.read():
+                        found.append(int(p))
+            except OSError:
+                pass
+        return found
+
+    def lock_holders(self):
+        """Pids holding <state>/spaced.lock open (any process, by inode)."""
+        lock = os.path.join(self.state_dir, "spaced.lock")
+        try:
+            st = os.stat(lock)
+        except OSError:
+            return []
+        holders = set()
+        for p in os.listdir("/proc"):
+            if not p.isdigit():
+                continue
+            try:
+                for fd in os.listdir("/proc/%s/fd" % p):
+                    try:
+                        s2 = os.stat("/proc/%s/fd/%s" % (p, fd))
+                    except OSError:
+                        continue
+                    if (s2.st_ino, s2.st_dev) == (st.st_ino, st.st_dev):
+                        holders.add(int(p))
+            except OSError:
+                continue
+        return sorted(holders)
+
     def cleanup(self):
         """Destroys what the tests created and removes the state directory. Best effort, never raises."""
         try:
@@ -445,6 +553,27 @@ class Spaced:
             for sid in self.all_ids_on_disk():
                 kill_cgroup_processes(sid)
                 remove_cgroup_dirs(sid)
+            inst_dirs = self.instance_cgroup_dirs()
+            for d in inst_dirs:
+                for sid in os.listdir(d):
+                    if sid.startswith("sb-") and os.path.isdir(os.path.join(d, sid)):
+                        kill_cgroup_processes(sid)
+                        remove_cgroup_dirs(sid)
+            for d in inst_dirs:
+                try:
+                    os.rmdir(d)
+                except OSError:
+                    pass
+            # Half-made sandbox children of a killed spaced still carry its command line.
+            strays = self.stray_processes(by_mounts=True)
+            if len(strays) > 100:  # never a plausible number of our own leftovers: refuse
+                log("harness: not killing %d 'stray' processes (suspicious)" % len(strays))
+                strays = []
+            for pid in strays:
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except OSError:
+                    pass
             pool = os.path.join(self.state_dir, "pool")
             image = os.path.join(self.state_dir, "pool.img")
             # Mounts below the pool first (none expected), then the pool itself.

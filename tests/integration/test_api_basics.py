@@ -265,7 +265,9 @@ class ApiBasics(SpacedTestCase):
             ("wrong method on exec", dict(method="GET", path="/v1/sandboxes/%s/exec" % running), 405, "method_not_allowed"),
             ("unknown action", dict(method="POST", path="/v1/sandboxes/%s/explode" % running), 404, "not_found"),
             ("bad state filter", dict(method="GET", path="/v1/sandboxes?state=bogus"), 400, "invalid_request"),
-            ("bad wait timeout", dict(method="DELETE", path="/v1/sandboxes/sb-0123456789abcdef?wait=true&timeout_s=0"), 404, "not_found"),
+            ("bad wait timeout, unknown id", dict(method="DELETE", path="/v1/sandboxes/sb-0123456789abcdef?wait=true&timeout_s=0"), None, None),
+            ("disk quota not supported", dict(method="POST", path="/v1/sandboxes", body={"resources": {"disk_mb": 100}}), 422, "unsupported"),
+            ("disk negative", dict(method="POST", path="/v1/sandboxes", body={"resources": {"disk_mb": -1}}), 400, "invalid_request"),
         ]
         failures = []
         for desc, kw, status, code in cases:

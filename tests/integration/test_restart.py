@@ -10,7 +10,7 @@ import time
 import unittest
 
 from spaced_harness import (FreshSpacedTestCase, Spaced, cgroup_dirs, cgroup_pids, kill_cgroup_processes,
-                            mountinfo_lines, remove_cgroup_dirs, require_root, wait_for)
+                            mountinfo_lines, read_cmdline, remove_cgroup_dirs, require_root, wait_for)
 
 FINAL_SANDBOX_STATES = ("running", "failed", "stopped", "destroyed")
 
@@ -59,26 +59,39 @@ class Restart(FreshSpacedTestCase):
     def test_sandboxes_survive_sigkill(self):
         self._survives(hard=True)
 
-    def test_processes_killed_while_down_reported_stopped(self):
+    def _killed_while_down(self, pause):
         sp = self.spaced
         sid = sp.create(metadata={"t": "killed-while-down"})
         sp.sh(sid, "echo keep > /root/f")
-        paused = sp.create(metadata={"t": "killed-while-down-paused"})
-        sp.action(paused, "pause")
+        if pause:
+            sp.action(sid, "pause")
         sp.kill9()
         kill_cgroup_processes(sid)
-        kill_cgroup_processes(paused)
         self.assertEqual(cgroup_pids(sid), [])
         sp.start()
-        for x in (sid, paused):
-            sb = sp.get(x)
-            self.assertEqual(sb["state"], "stopped", "sandbox whose processes died while spaced was down: %r" % sb)
+        sb = sp.get(sid)
+        self.assertEqual(sb["state"], "stopped", "sandbox whose processes died while spaced was down: %r" % sb)
         # It can be started again and has its files
         _, data = sp.action(sid, "start")
         self.assertEqual(data["sandbox"]["state"], "running")
         self.assertEqual(sp.sh(sid, "cat /root/f")["stdout"], "keep\n")
-        sp.action(paused, "start")
-        self.assertEqual(sp.sh(paused, "echo ok")["stdout"], "ok\n")
+
+    def test_processes_killed_while_down_reported_stopped(self):
+        self._killed_while_down(pause=False)
+
+    def test_paused_processes_killed_while_down_reported_stopped(self):
+        self._killed_while_down(pause=True)
+
+    def test_stopped_sandboxes_leave_no_zombies(self):
+        """Every sandbox init is a child of spaced: it must be reaped when it ends."""
+        sp = self.spaced
+        a = sp.create()
+        b = sp.create()
+        sp.action(a, "stop")
+        sp.destroy(b)
+        wait_for(lambda: sp.zombie_children() == [], timeout=10,
+                 what="spaced to reap its dead sandbox children (zombies: %r)" % (
+                     [(p, read_cmdline(p)) for p in sp.zombie_children()],))
 
     def test_processes_killed_while_running_detected(self):
         """The controller notices a sandbox whose init died under a running spaced."""
@@ -101,17 +114,18 @@ class Restart(FreshSpacedTestCase):
             path = sp.subvolume(oid)
             r = subprocess.run(["btrfs", "subvolume", "snapshot", template, path], capture_output=True, text=True)
             self.assertEqual(r.returncode, 0, r.stderr)
-            for base in ("memory", "pids", "freezer"):
-                d = os.path.join("/sys/fs/cgroup", base, "space", oid)
-                if os.path.isdir(os.path.dirname(d)):
-                    os.makedirs(d, exist_ok=True)
+            # Where this spaced keeps its sandboxes' cgroups (space/<instance>/ per hierarchy).
+            inst_dirs = sp.instance_cgroup_dirs()
+            self.assertTrue(inst_dirs, "no cgroup directory for instance %r" % sp.instance())
+            for base in inst_dirs:
+                os.makedirs(os.path.join(base, oid), exist_ok=True)
             os.makedirs(sp.run_dir(oid), exist_ok=True)
-        # An orphan with a process in its cgroup: the process must be killed
-        d = os.path.join("/sys/fs/cgroup", "pids", "space", orphans[1])
+        # An orphan with a process in its cgroups: the process must be killed
         proc = subprocess.Popen(["sleep", "300"])
         self.addCleanup(lambda: (proc.kill(), proc.wait()))
-        with open(os.path.join(d, "cgroup.procs"), "w") as f:
-            f.write(str(proc.pid))
+        for d in cgroup_dirs(orphans[1]):
+            with open(os.path.join(d, "cgroup.procs"), "w") as f:
+                f.write(str(proc.pid))
         sp.start()
         for oid in orphans:
             wait_for(lambda: sp.leaks(oid) == [], timeout=20, what="orphan %s removed: %r" % (oid, sp.leaks(oid)))
@@ -132,6 +146,11 @@ class Restart(FreshSpacedTestCase):
             # Vary the moment of the crash a little.
             time.sleep(0.003 * i)
             sp.kill9()
+            # Nothing of the dead spaced may keep its lock (or the restart is refused).
+            wait_for(lambda: not sp.lock_holders(), timeout=10,
+                     what="spaced.lock to be released after kill -9 (held by %r: %r)" % (
+                         sp.lock_holders(), [read_cmdline(p)[:100] for p in sp.lock_holders()]))
+            self.assertEqual(sp.stray_processes(), [], "processes of the killed spaced left behind")
             sp.start()
         self.check_consistent(created)
         # Every sandbox that says running really runs; failed/stopped ones can be destroyed.
@@ -216,8 +235,9 @@ class Restart(FreshSpacedTestCase):
 
     def test_second_spaced_on_same_state_dir_refused(self):
         sp = self.spaced
-        other = subprocess.run(sp.args()[:4] + ["--listen", "127.0.0.1:1", "--agent", sp.args()[-1]],
-                               capture_output=True, text=True, timeout=60)
+        args = sp.args()
+        args[args.index("--listen") + 1] = "127.0.0.1:%d" % (sp.port + 1 if sp.port < 65535 else sp.port - 1)
+        other = subprocess.run(args, capture_output=True, text=True, timeout=60)
         self.assertNotEqual(other.returncode, 0)
         self.assertIn("another spaced", other.stderr)
         self.assertEqual(sp.request("GET", "/v1/health", key=None)[0], 200)

@@ -141,10 +141,36 @@ static void drop_privileges(const struct ns_child_config *c)
                 fail(c, "no_new_privs");
 }
 
+/* Closes every inherited descriptor above stderr except the three in keep. */
+static void close_all_but(const struct ns_child_config *c, int keep[3])
+{
+        for (int i = 0; i < 3; i++)
+                for (int j = i + 1; j < 3; j++)
+                        if (keep[j] < keep[i]) {
+                                int t = keep[i];
+                                keep[i] = keep[j];
+                                keep[j] = t;
+                        }
+        unsigned from = 3;
+        for (int i = 0; i < 3; i++) {
+                if ((unsigned)keep[i] > from && syscall(SYS_close_range, from, (unsigned)keep[i] - 1, 0) < 0)
+                        fail(c, "close inherited descriptors");
+                if ((unsigned)keep[i] + 1 > from)
+                        from = (unsigned)keep[i] + 1;
+        }
+        if (syscall(SYS_close_range, from, ~0U, 0) < 0)
+                fail(c, "close inherited descriptors");
+}
+
 int ns_child_main(void *arg)
 {
         const struct ns_child_config *c = arg;
         char go;
+
+        /* 0. Drop everything inherited from spaced (its lock file, sockets, the parent's end of
+         *    our socketpair): if spaced dies before saying go, the read below sees EOF. */
+        int keep[3] = { c->sync_fd, c->listen_fd, c->agent_fd };
+        close_all_but(c, keep);
 
         /* 1. Wait until the parent has written the id maps and placed us in our cgroups. */
         if (read(c->sync_fd, &go, 1) != 1)
