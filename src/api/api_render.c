@@ -14,15 +14,23 @@ json_t *api_render_time(int64_t ms)
         return json_string(buf);
 }
 
+static json_t *id_or_null(const char *id) { return id[0] ? json_string(id) : json_null(); }
+
 json_t *api_render_sandbox(const struct sandbox *sb)
 {
-        return json_pack("{s:s, s:s, s:s?, s:s, s:O, s:{s:f, s:I, s:I, s:I}, s:O, s:O, s:I, s:s, s:o, s:o, s:o}", "id", sb->id,
+        json_t *j = json_pack("{s:s, s:s, s:s?, s:s, s:O, s:{s:f, s:I, s:I, s:I}, s:O, s:O, s:I, s:s, s:o, s:o, s:o}", "id", sb->id,
                          "state", sandbox_state_name(sb->state), "state_reason", sb->state_reason[0] ? sb->state_reason : NULL,
                          "template", sb->template_name, "environment", sb->environment, "resources", "cpus", sb->resources.cpus,
                          "memory_mb", (json_int_t)sb->resources.memory_mb, "pids", (json_int_t)sb->resources.pids, "disk_mb",
                          (json_int_t)sb->resources.disk_mb, "env", sb->env, "metadata", sb->metadata, "timeout_s",
                          (json_int_t)sb->timeout_s, "on_timeout", sb->on_timeout, "expires_at", api_render_time(sb->expires_at_ms),
                          "created_at", api_render_time(sb->created_at_ms), "updated_at", api_render_time(sb->updated_at_ms));
+        if (j)
+                json_object_set_new(j, "lineage",
+                                    json_pack("{s:o, s:o, s:o}", "parent_sandbox_id", id_or_null(sb->parent_sandbox_id),
+                                              "parent_snapshot_id", id_or_null(sb->parent_snapshot_id), "head_snapshot_id",
+                                              id_or_null(sb->head_snapshot_id)));
+        return j;
 }
 
 json_t *api_render_operation(const struct operation *op)
@@ -36,6 +44,9 @@ json_t *api_render_operation(const struct operation *op)
                                                                           strlen(op->error_message))));
         else if (j)
                 json_object_set_new(j, "error", json_null());
+        json_t *result = op->result[0] ? json_loads(op->result, 0, NULL) : NULL;
+        if (j)
+                json_object_set_new(j, "result", result ? result : json_null());
         return j;
 }
 
@@ -50,4 +61,13 @@ json_t *api_render_key(const struct api_key *k)
 {
         return json_pack("{s:s, s:s, s:o, s:o}", "id", k->id, "name", k->name, "created_at", api_render_time(k->created_at_ms),
                          "last_used_at", api_render_time(k->last_used_at_ms));
+}
+
+json_t *api_render_snapshot(const struct snapshot *snap)
+{
+        return json_pack("{s:s, s:s, s:s, s:s, s:s, s:o, s:o, s:o, s:o}", "id", snap->id, "sandbox_id", snap->sandbox_id, "state",
+                         snap->state, "label", snap->label, "kind", snap->kind, "parent_snapshot_id",
+                         id_or_null(snap->parent_snapshot_id), "bytes_exclusive",
+                         snap->bytes_exclusive >= 0 ? json_integer(snap->bytes_exclusive) : json_null(), "pause_ms",
+                         json_real((double)snap->pause_us / 1000.0), "created_at", api_render_time(snap->created_at_ms));
 }

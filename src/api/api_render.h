@@ -10,3 +10,4 @@ json_t *api_render_sandbox(const struct sandbox *sb);
 json_t *api_render_operation(const struct operation *op);
 json_t *api_render_template(const struct template_record *t);
 json_t *api_render_key(const struct api_key *k);
+json_t *api_render_snapshot(const struct snapshot *snap);

@@ -31,6 +31,27 @@ static json_t *render_target(struct spaced_context *ctx, const struct operation 
                         j = api_render_sandbox(&sb);
                         sandbox_release(&sb);
                 }
+        } else if (strcmp(key, "snapshot") == 0 || strcmp(key, "sandboxes") == 0) {
+                /* Named in the operation's parameters: the snapshot it takes, the forks it makes. */
+                json_t *params = json_loads(op->params, 0, NULL);
+                if (strcmp(key, "snapshot") == 0) {
+                        struct snapshot snap;
+                        const char *sid = json_string_value(json_object_get(params, "snapshot_id"));
+                        if (sid && STORE(ctx, snapshot_get, sid, &snap) == 0)
+                                j = api_render_snapshot(&snap);
+                } else {
+                        size_t i;
+                        json_t *v;
+                        j = json_array();
+                        json_array_foreach(json_object_get(params, "children"), i, v) {
+                                struct sandbox sb;
+                                if (json_is_string(v) && STORE(ctx, sandbox_get, json_string_value(v), &sb) == 0) {
+                                        json_array_append_new(j, api_render_sandbox(&sb));
+                                        sandbox_release(&sb);
+                                }
+                        }
+                }
+                json_decref(params);
         } else if (strcmp(key, "template") == 0) {
                 struct template_record t;
                 if (STORE(ctx, template_get, op->target, &t) == 0) {

@@ -45,10 +45,13 @@ static void sweep_staging(struct spaced_context *ctx)
         closedir(d);
 }
 
-static bool has_op(const struct operation *ops, size_t n, const char *target)
+/* An unfinished operation will drive this object: it is its target, or named in its
+ * parameters (a fork's children, the snapshot it takes). Ids are random, so a substring
+ * match on the parameters' text is exact enough. */
+static bool has_op(const struct operation *ops, size_t n, const char *id)
 {
         for (size_t i = 0; i < n; i++)
-                if (strcmp(ops[i].target, target) == 0)
+                if (strcmp(ops[i].target, id) == 0 || strstr(ops[i].params, id))
                         return true;
         return false;
 }
@@ -85,6 +88,9 @@ static void reconcile_sandbox(struct spaced_context *ctx, struct sandbox *sb)
         case SANDBOX_STOPPING:
                 settle(ctx, sb, M(sb->state), SANDBOX_STOPPED, "", false);
                 return;
+        case SANDBOX_RESTORING:
+                settle(ctx, sb, M(SANDBOX_RESTORING), SANDBOX_STOPPED, "a restore was interrupted", false);
+                return;
         case SANDBOX_DESTROYING:
                 settle(ctx, sb, M(SANDBOX_DESTROYING), SANDBOX_DESTROYED, "", true);
                 return;
@@ -98,6 +104,42 @@ static void reconcile_sandbox(struct spaced_context *ctx, struct sandbox *sb)
         default:
                 return;
         }
+}
+
+/* Snapshots: rows still "creating" that no operation will finish, and subvolumes without a row. */
+static void reconcile_snapshots(struct spaced_context *ctx, const struct operation *ops, size_t nops)
+{
+        struct snapshot *snaps = NULL;
+        size_t n = 0;
+        char path[PATH_MAX];
+        if (STORE(ctx, snapshot_list, NULL, &snaps, &n) < 0)
+                return;
+        for (size_t i = 0; i < n; i++)
+                if (strcmp(snaps[i].state, "ready") != 0 && !has_op(ops, nops, snaps[i].id)) {
+                        if (btrfs_pool_snapshot_path(&ctx->pool, snaps[i].id, path, sizeof(path)) == 0)
+                                btrfs_pool_subvolume_delete(path);
+                        STORE(ctx, snapshot_delete, snaps[i].id);
+                        log_info("reconcile.snapshot_dropped", "snapshot=%s reason=\"taken when spaced stopped\"", snaps[i].id);
+                }
+        char dir[PATH_MAX];
+        snprintf(dir, sizeof(dir), "%s/snapshots", ctx->pool.root);
+        DIR *d = opendir(dir);
+        struct dirent *de;
+        while (d && (de = readdir(d))) {
+                if (de->d_name[0] == '.')
+                        continue;
+                bool known = false;
+                for (size_t i = 0; i < n && !known; i++)
+                        known = strcmp(snaps[i].id, de->d_name) == 0;
+                if (known)
+                        continue;
+                snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
+                int r = btrfs_pool_subvolume_delete(path);
+                log_info("reconcile.orphan_snapshot_removed", "path=%s result=%d", path, r);
+        }
+        if (d)
+                closedir(d);
+        free(snaps);
 }
 
 static void remove_orphans(struct spaced_context *ctx)
@@ -160,6 +202,7 @@ int reconciler_startup(struct spaced_context *ctx)
                         reconcile_sandbox(ctx, &all[i]);
         sandbox_array_free(all, n);
         remove_orphans(ctx);
+        reconcile_snapshots(ctx, ops, nops);
 
         /* Every handler is idempotent: run what was in flight again, oldest first. */
         for (size_t i = 0; i < nops; i++) {

@@ -12,7 +12,7 @@
 
 struct spaced_context;
 
-typedef int (*operation_handler)(struct spaced_context *ctx, const struct operation *op, struct space_error *err);
+typedef int (*operation_handler)(struct spaced_context *ctx, struct operation *op, struct space_error *err);
 
 struct operation_queue;
 

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "operations/operation_queue.h"
+#include "operations/sandbox_history.h"
 #include "runtime/runtime_driver.h"
 #include "spaced/log.h"
 #include "spaced/spaced_context.h"
@@ -30,7 +31,7 @@ static const struct {
         [SANDBOX_ACTION_RESUME] = { "resume", "sandbox.resume", M(SANDBOX_PAUSED), SANDBOX_PAUSED },
         [SANDBOX_ACTION_DESTROY] = { "destroy", "sandbox.destroy",
                                      M(SANDBOX_CREATING) | M(SANDBOX_RUNNING) | M(SANDBOX_PAUSED) | M(SANDBOX_STOPPING) |
-                                             M(SANDBOX_STOPPED) | M(SANDBOX_STARTING) | M(SANDBOX_FAILED),
+                                             M(SANDBOX_STOPPED) | M(SANDBOX_STARTING) | M(SANDBOX_FAILED) | M(SANDBOX_RESTORING),
                                      SANDBOX_DESTROYING },
 };
 
@@ -59,7 +60,7 @@ static int uid_slot(uint32_t base)
 }
 
 /* Called with uid_lock held. */
-static int allocate_uid_base(struct spaced_context *ctx, uint32_t *ret)
+static int allocate_uid_base_locked(struct spaced_context *ctx, uint32_t *ret)
 {
         if (!uid_loaded) {
                 struct sandbox *all = NULL;
@@ -82,7 +83,15 @@ static int allocate_uid_base(struct spaced_context *ctx, uint32_t *ret)
         return -ENOSPC;
 }
 
-static void release_uid_base(uint32_t base)
+int sandbox_uid_allocate(struct spaced_context *ctx, uint32_t *ret)
+{
+        pthread_mutex_lock(&uid_lock);
+        int r = allocate_uid_base_locked(ctx, ret);
+        pthread_mutex_unlock(&uid_lock);
+        return r;
+}
+
+void sandbox_uid_release(uint32_t base)
 {
         int slot = uid_slot(base);
         pthread_mutex_lock(&uid_lock);
@@ -115,7 +124,7 @@ int sandbox_lifecycle_create(struct spaced_context *ctx, struct sandbox *sb, str
         operation_init(ret_op, "sandbox.create", sb->id);
 
         pthread_mutex_lock(&uid_lock);
-        r = allocate_uid_base(ctx, &sb->uid_base);
+        r = allocate_uid_base_locked(ctx, &sb->uid_base);
         if (r == 0) {
                 r = STORE(ctx, sandbox_insert, sb, ret_op);
                 if (r < 0)
@@ -150,16 +159,16 @@ int sandbox_lifecycle_submit(struct spaced_context *ctx, const char *id, enum sa
         return 0;
 }
 
-static int load(struct spaced_context *ctx, const struct operation *op, struct sandbox *sb, struct space_error *err)
+int sandbox_step_load(struct spaced_context *ctx, const char *id, struct sandbox *sb, struct space_error *err)
 {
-        int r = STORE(ctx, sandbox_get, op->target, sb);
+        int r = STORE(ctx, sandbox_get, id, sb);
         if (r < 0)
-                return space_error_errno(err, r, "load sandbox %s", op->target);
+                return space_error_errno(err, r, "load sandbox %s", id);
         return 0;
 }
 
-static int move(struct spaced_context *ctx, const char *id, unsigned from, enum sandbox_state to, const char *reason,
-                struct space_error *err)
+int sandbox_step_move(struct spaced_context *ctx, const char *id, unsigned from, enum sandbox_state to, const char *reason,
+                      struct space_error *err)
 {
         enum sandbox_state current;
         int r = STORE(ctx, sandbox_transition, id, from, to, reason, NULL, &current);
@@ -168,14 +177,14 @@ static int move(struct spaced_context *ctx, const char *id, unsigned from, enum 
         return r < 0 ? space_error_errno(err, r, "store state of %s", id) : 0;
 }
 
-static void arm_expiry(struct spaced_context *ctx, const struct sandbox *sb)
+void sandbox_step_arm_expiry(struct spaced_context *ctx, const struct sandbox *sb)
 {
         int64_t at = sb->timeout_s > 0 ? wallclock_now_ms() + sb->timeout_s * 1000 : 0;
         STORE(ctx, sandbox_set_expiry, sb->id, at);
 }
 
 /* Launches processes and records the runtime handle; on failure leaves nothing running. */
-static int launch(struct spaced_context *ctx, struct sandbox *sb, struct space_error *err)
+int sandbox_step_launch(struct spaced_context *ctx, struct sandbox *sb, struct space_error *err)
 {
         if (ctx->driver->start(sb, err) < 0)
                 return -1;
@@ -188,11 +197,11 @@ static int launch(struct spaced_context *ctx, struct sandbox *sb, struct space_e
         return 0;
 }
 
-int sandbox_op_create(struct spaced_context *ctx, const struct operation *op, struct space_error *err)
+int sandbox_op_create(struct spaced_context *ctx, struct operation *op, struct space_error *err)
 {
         struct sandbox sb;
         char tpath[PATH_MAX];
-        if (load(ctx, op, &sb, err) < 0)
+        if (sandbox_step_load(ctx, op->target, &sb, err) < 0)
                 return -1;
         int r = -1;
         if (sb.state != SANDBOX_CREATING) {
@@ -205,56 +214,56 @@ int sandbox_op_create(struct spaced_context *ctx, const struct operation *op, st
         }
         /* A create redone after a crash may find processes of the first attempt using the
          * rootfs: clear them before the rootfs is made again. */
-        if (ctx->driver->stop(&sb, err) < 0 || ctx->driver->create_rootfs(&sb, tpath, err) < 0 || launch(ctx, &sb, err) < 0)
+        if (ctx->driver->stop(&sb, err) < 0 || ctx->driver->create_rootfs(&sb, tpath, err) < 0 || sandbox_step_launch(ctx, &sb, err) < 0)
                 goto fail;
-        if (move(ctx, sb.id, M(SANDBOX_CREATING), SANDBOX_RUNNING, "", err) < 0) {
+        if (sandbox_step_move(ctx, sb.id, M(SANDBOX_CREATING), SANDBOX_RUNNING, "", err) < 0) {
                 /* Destroyed while being created: the destroy operation cleans up after us. */
                 goto out;
         }
-        arm_expiry(ctx, &sb);
+        sandbox_step_arm_expiry(ctx, &sb);
         r = 0;
         goto out;
 fail: {
         struct space_error ignored;
         ctx->driver->stop(&sb, &ignored);
         ctx->driver->destroy_rootfs(&sb, &ignored);
-        move(ctx, sb.id, M(SANDBOX_CREATING), SANDBOX_FAILED, err->message, &ignored);
+        sandbox_step_move(ctx, sb.id, M(SANDBOX_CREATING), SANDBOX_FAILED, err->message, &ignored);
 }
 out:
         sandbox_release(&sb);
         return r;
 }
 
-int sandbox_op_start(struct spaced_context *ctx, const struct operation *op, struct space_error *err)
+int sandbox_op_start(struct spaced_context *ctx, struct operation *op, struct space_error *err)
 {
         struct sandbox sb;
-        if (load(ctx, op, &sb, err) < 0)
+        if (sandbox_step_load(ctx, op->target, &sb, err) < 0)
                 return -1;
         int r = -1;
         if (sb.state != SANDBOX_STARTING) {
                 space_error_set(err, SPACE_E_INVALID_STATE, "sandbox %s is %s, not starting", sb.id, sandbox_state_name(sb.state));
-        } else if (launch(ctx, &sb, err) < 0) {
+        } else if (sandbox_step_launch(ctx, &sb, err) < 0) {
                 struct space_error ignored;
                 char reason[300];
                 snprintf(reason, sizeof(reason), "start failed: %s", err->message);
-                move(ctx, sb.id, M(SANDBOX_STARTING), SANDBOX_STOPPED, reason, &ignored);
-        } else if (move(ctx, sb.id, M(SANDBOX_STARTING), SANDBOX_RUNNING, "", err) == 0) {
-                arm_expiry(ctx, &sb);
+                sandbox_step_move(ctx, sb.id, M(SANDBOX_STARTING), SANDBOX_STOPPED, reason, &ignored);
+        } else if (sandbox_step_move(ctx, sb.id, M(SANDBOX_STARTING), SANDBOX_RUNNING, "", err) == 0) {
+                sandbox_step_arm_expiry(ctx, &sb);
                 r = 0;
         }
         sandbox_release(&sb);
         return r;
 }
 
-int sandbox_op_stop(struct spaced_context *ctx, const struct operation *op, struct space_error *err)
+int sandbox_op_stop(struct spaced_context *ctx, struct operation *op, struct space_error *err)
 {
         struct sandbox sb;
-        if (load(ctx, op, &sb, err) < 0)
+        if (sandbox_step_load(ctx, op->target, &sb, err) < 0)
                 return -1;
         int r = -1;
         if (sb.state != SANDBOX_STOPPING)
                 space_error_set(err, SPACE_E_INVALID_STATE, "sandbox %s is %s, not stopping", sb.id, sandbox_state_name(sb.state));
-        else if (ctx->driver->stop(&sb, err) == 0 && move(ctx, sb.id, M(SANDBOX_STOPPING), SANDBOX_STOPPED, "", err) == 0) {
+        else if (ctx->driver->stop(&sb, err) == 0 && sandbox_step_move(ctx, sb.id, M(SANDBOX_STOPPING), SANDBOX_STOPPED, "", err) == 0) {
                 STORE(ctx, sandbox_set_runtime, sb.id, 0, 0);
                 STORE(ctx, sandbox_set_expiry, sb.id, 0);
                 r = 0;
@@ -266,7 +275,7 @@ int sandbox_op_stop(struct spaced_context *ctx, const struct operation *op, stru
 static int freeze_op(struct spaced_context *ctx, const struct operation *op, bool pause, struct space_error *err)
 {
         struct sandbox sb;
-        if (load(ctx, op, &sb, err) < 0)
+        if (sandbox_step_load(ctx, op->target, &sb, err) < 0)
                 return -1;
         enum sandbox_state from = pause ? SANDBOX_RUNNING : SANDBOX_PAUSED;
         enum sandbox_state to = pause ? SANDBOX_PAUSED : SANDBOX_RUNNING;
@@ -276,29 +285,29 @@ static int freeze_op(struct spaced_context *ctx, const struct operation *op, boo
         else if (sb.state != from)
                 space_error_set(err, SPACE_E_INVALID_STATE, "sandbox %s is %s", sb.id, sandbox_state_name(sb.state));
         else if ((pause ? ctx->driver->pause(&sb, err) : ctx->driver->resume(&sb, err)) == 0 &&
-                 move(ctx, sb.id, M(from), to, "", err) == 0) {
+                 sandbox_step_move(ctx, sb.id, M(from), to, "", err) == 0) {
                 if (!pause)
-                        arm_expiry(ctx, &sb);
+                        sandbox_step_arm_expiry(ctx, &sb);
                 r = 0;
         }
         sandbox_release(&sb);
         return r;
 }
 
-int sandbox_op_pause(struct spaced_context *ctx, const struct operation *op, struct space_error *err)
+int sandbox_op_pause(struct spaced_context *ctx, struct operation *op, struct space_error *err)
 {
         return freeze_op(ctx, op, true, err);
 }
 
-int sandbox_op_resume(struct spaced_context *ctx, const struct operation *op, struct space_error *err)
+int sandbox_op_resume(struct spaced_context *ctx, struct operation *op, struct space_error *err)
 {
         return freeze_op(ctx, op, false, err);
 }
 
-int sandbox_op_destroy(struct spaced_context *ctx, const struct operation *op, struct space_error *err)
+int sandbox_op_destroy(struct spaced_context *ctx, struct operation *op, struct space_error *err)
 {
         struct sandbox sb;
-        if (load(ctx, op, &sb, err) < 0)
+        if (sandbox_step_load(ctx, op->target, &sb, err) < 0)
                 return -1;
         int r = -1;
         if (sb.state == SANDBOX_DESTROYED)
@@ -306,10 +315,10 @@ int sandbox_op_destroy(struct spaced_context *ctx, const struct operation *op, s
         else if (sb.state != SANDBOX_DESTROYING)
                 space_error_set(err, SPACE_E_INVALID_STATE, "sandbox %s is %s, not destroying", sb.id, sandbox_state_name(sb.state));
         else if (ctx->driver->stop(&sb, err) == 0 && ctx->driver->destroy_rootfs(&sb, err) == 0 &&
-                 move(ctx, sb.id, M(SANDBOX_DESTROYING), SANDBOX_DESTROYED, "", err) == 0) {
+                 sandbox_step_move(ctx, sb.id, M(SANDBOX_DESTROYING), SANDBOX_DESTROYED, "", err) == 0) {
                 STORE(ctx, sandbox_set_runtime, sb.id, 0, 0);
                 STORE(ctx, sandbox_set_expiry, sb.id, 0);
-                release_uid_base(sb.uid_base);
+                sandbox_uid_release(sb.uid_base);
                 r = 0;
         }
         sandbox_release(&sb);
@@ -325,7 +334,8 @@ operation_handler operation_handler_for(const char *kind)
                 { "sandbox.create", sandbox_op_create }, { "sandbox.start", sandbox_op_start },
                 { "sandbox.stop", sandbox_op_stop },     { "sandbox.pause", sandbox_op_pause },
                 { "sandbox.resume", sandbox_op_resume }, { "sandbox.destroy", sandbox_op_destroy },
-                { "template.build", template_op_build },
+                { "sandbox.snapshot", sandbox_op_snapshot }, { "sandbox.restore", sandbox_op_restore },
+                { "sandbox.fork", sandbox_op_fork },         { "template.build", template_op_build },
         };
         for (size_t i = 0; i < sizeof(table) / sizeof(table[0]); i++)
                 if (strcmp(table[i].kind, kind) == 0)

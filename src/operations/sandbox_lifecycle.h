@@ -4,6 +4,8 @@
 #pragma once
 
 #include "spaced/space_error.h"
+#include <stdint.h>
+
 #include "state_store/state_store.h"
 
 struct spaced_context;
@@ -17,9 +19,21 @@ int sandbox_lifecycle_create(struct spaced_context *ctx, struct sandbox *sb, str
 int sandbox_lifecycle_submit(struct spaced_context *ctx, const char *id, enum sandbox_action action,
                              struct operation *ret_op, struct space_error *err);
 
-int sandbox_op_create(struct spaced_context *ctx, const struct operation *op, struct space_error *err);
-int sandbox_op_start(struct spaced_context *ctx, const struct operation *op, struct space_error *err);
-int sandbox_op_stop(struct spaced_context *ctx, const struct operation *op, struct space_error *err);
-int sandbox_op_pause(struct spaced_context *ctx, const struct operation *op, struct space_error *err);
-int sandbox_op_resume(struct spaced_context *ctx, const struct operation *op, struct space_error *err);
-int sandbox_op_destroy(struct spaced_context *ctx, const struct operation *op, struct space_error *err);
+int sandbox_op_create(struct spaced_context *ctx, struct operation *op, struct space_error *err);
+int sandbox_op_start(struct spaced_context *ctx, struct operation *op, struct space_error *err);
+int sandbox_op_stop(struct spaced_context *ctx, struct operation *op, struct space_error *err);
+int sandbox_op_pause(struct spaced_context *ctx, struct operation *op, struct space_error *err);
+int sandbox_op_resume(struct spaced_context *ctx, struct operation *op, struct space_error *err);
+int sandbox_op_destroy(struct spaced_context *ctx, struct operation *op, struct space_error *err);
+
+/* Steps shared with sandbox_history.c. */
+int sandbox_step_load(struct spaced_context *ctx, const char *id, struct sandbox *sb, struct space_error *err);
+/* Compare-and-set of the state; invalid_state if another change came first. */
+int sandbox_step_move(struct spaced_context *ctx, const char *id, unsigned from, enum sandbox_state to, const char *reason,
+                      struct space_error *err);
+void sandbox_step_arm_expiry(struct spaced_context *ctx, const struct sandbox *sb);
+/* Starts the sandbox's processes and records the runtime handle. */
+int sandbox_step_launch(struct spaced_context *ctx, struct sandbox *sb, struct space_error *err);
+/* A unique host uid range for a new sandbox, and its release on destroy. */
+int sandbox_uid_allocate(struct spaced_context *ctx, uint32_t *ret);
+void sandbox_uid_release(uint32_t base);

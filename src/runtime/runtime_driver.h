@@ -60,6 +60,12 @@ struct runtime_driver {
         /* Makes the sandbox's root filesystem from a template's (writable copy). */
         int (*create_rootfs)(const struct sandbox *sb, const char *template_path, struct space_error *err);
         int (*destroy_rootfs)(const struct sandbox *sb, struct space_error *err);
+        /* A read-only, consistent copy of the rootfs at dst: a running sandbox is frozen for it
+         * (the time frozen goes to *ret_pause_us). Its cost does not grow with the data. */
+        int (*snapshot_rootfs)(const struct sandbox *sb, const char *dst, int64_t *ret_pause_us, struct space_error *err);
+        /* Replaces the rootfs of a stopped sandbox with a writable copy of src, atomically:
+         * redone after a crash, it finishes the swap. */
+        int (*restore_rootfs)(const struct sandbox *sb, const char *src, struct space_error *err);
         /* Launches the sandbox; fills sb->pid and sb->pid_start. Kills any leftover first. */
         int (*start)(struct sandbox *sb, struct space_error *err);
         /* Kills every process of the sandbox and removes its host-side run state. */

@@ -27,6 +27,17 @@ static const char *const migrations[] = {
         "CREATE TABLE api_keys ("
         "  id TEXT PRIMARY KEY, name TEXT NOT NULL, hash TEXT NOT NULL UNIQUE,"
         "  created_at INTEGER NOT NULL, last_used_at INTEGER NOT NULL DEFAULT 0);",
+        /* 2: snapshots, lineage, operation parameters and results */
+        "ALTER TABLE sandboxes ADD COLUMN parent_sandbox_id TEXT NOT NULL DEFAULT '';"
+        "ALTER TABLE sandboxes ADD COLUMN parent_snapshot_id TEXT NOT NULL DEFAULT '';"
+        "ALTER TABLE sandboxes ADD COLUMN head_snapshot_id TEXT NOT NULL DEFAULT '';"
+        "ALTER TABLE operations ADD COLUMN params TEXT NOT NULL DEFAULT '';"
+        "ALTER TABLE operations ADD COLUMN result TEXT NOT NULL DEFAULT '';"
+        "CREATE TABLE snapshots ("
+        "  id TEXT PRIMARY KEY, sandbox_id TEXT NOT NULL, state TEXT NOT NULL, label TEXT NOT NULL DEFAULT '',"
+        "  kind TEXT NOT NULL, parent_snapshot_id TEXT NOT NULL DEFAULT '', bytes_exclusive INTEGER NOT NULL DEFAULT -1,"
+        "  pause_us INTEGER NOT NULL DEFAULT 0, created_at INTEGER NOT NULL);"
+        "CREATE INDEX snapshots_sandbox ON snapshots(sandbox_id, created_at);",
 };
 
 int sqlite_migrations_apply(sqlite3 *db, int *ret_version)

@@ -36,3 +36,10 @@ int sqlite_key_list(struct state_store *st, struct api_key **ret, size_t *ret_n)
 int sqlite_key_delete(struct state_store *st, const char *id);
 int sqlite_key_authenticate(struct state_store *st, const char *hash, struct api_key *ret);
 int sqlite_key_count(struct state_store *st, int64_t *ret);
+
+/* sqlite_snapshots.c */
+int sq_snapshot_insert_locked(struct state_store *st, const struct snapshot *snap);
+int sqlite_snapshot_get(struct state_store *st, const char *id, struct snapshot *ret);
+int sqlite_snapshot_list(struct state_store *st, const char *sandbox_id, struct snapshot **ret, size_t *ret_n);
+int sqlite_snapshot_update(struct state_store *st, const struct snapshot *snap);
+int sqlite_snapshot_delete(struct state_store *st, const char *id);

@@ -53,8 +53,8 @@ static void sqlite_close(struct state_store *st)
 static int op_insert_locked(struct state_store *st, const struct operation *op)
 {
         sqlite3_stmt *s;
-        int r = sq_prepare(st, "INSERT INTO operations(id, kind, target, state, error_code, error_message, created_at, started_at, finished_at)"
-                            " VALUES (?,?,?,?,?,?,?,?,?)", &s);
+        int r = sq_prepare(st, "INSERT INTO operations(id, kind, target, state, error_code, error_message, created_at, started_at, finished_at,"
+                               " params, result) VALUES (?,?,?,?,?,?,?,?,?,?,?)", &s);
         if (r < 0)
                 return r;
         sq_bind_text(s, 1, op->id);
@@ -66,10 +66,12 @@ static int op_insert_locked(struct state_store *st, const struct operation *op)
         sqlite3_bind_int64(s, 7, op->created_at_ms);
         sqlite3_bind_int64(s, 8, op->started_at_ms);
         sqlite3_bind_int64(s, 9, op->finished_at_ms);
+        sq_bind_text(s, 10, op->params);
+        sq_bind_text(s, 11, op->result);
         return sq_exec_done(s);
 }
 
-#define OP_COLUMNS "id, kind, target, state, error_code, error_message, created_at, started_at, finished_at"
+#define OP_COLUMNS "id, kind, target, state, error_code, error_message, created_at, started_at, finished_at, params, result"
 
 static void op_from_row(sqlite3_stmt *s, struct operation *op)
 {
@@ -83,6 +85,8 @@ static void op_from_row(sqlite3_stmt *s, struct operation *op)
         op->created_at_ms = sqlite3_column_int64(s, 6);
         op->started_at_ms = sqlite3_column_int64(s, 7);
         op->finished_at_ms = sqlite3_column_int64(s, 8);
+        sq_copy_col(s, 9, op->params, sizeof(op->params));
+        sq_copy_col(s, 10, op->result, sizeof(op->result));
 }
 
 static int sqlite_operation_insert(struct state_store *st, const struct operation *op)
@@ -97,14 +101,15 @@ static int sqlite_operation_update(struct state_store *st, const struct operatio
 {
         sqlite3_stmt *s;
         pthread_mutex_lock(&st->lock);
-        int r = sq_prepare(st, "UPDATE operations SET state=?, error_code=?, error_message=?, started_at=?, finished_at=? WHERE id=?", &s);
+        int r = sq_prepare(st, "UPDATE operations SET state=?, error_code=?, error_message=?, started_at=?, finished_at=?, result=? WHERE id=?", &s);
         if (r == 0) {
                 sq_bind_text(s, 1, operation_state_name(op->state));
                 sq_bind_text(s, 2, op->error_code);
                 sq_bind_text(s, 3, op->error_message);
                 sqlite3_bind_int64(s, 4, op->started_at_ms);
                 sqlite3_bind_int64(s, 5, op->finished_at_ms);
-                sq_bind_text(s, 6, op->id);
+                sq_bind_text(s, 6, op->result);
+                sq_bind_text(s, 7, op->id);
                 r = sq_exec_done(s);
                 if (r == 0 && sqlite3_changes(st->db) == 0)
                         r = -ENOENT;
@@ -179,7 +184,8 @@ out:
 /* ---- sandboxes ---- */
 
 #define SB_COLUMNS "id, state, state_reason, template, environment, cpus, memory_mb, pids, disk_mb, env, metadata," \
-                   " timeout_s, on_timeout, expires_at, created_at, updated_at, pid, pid_start, uid_base"
+                   " timeout_s, on_timeout, expires_at, created_at, updated_at, pid, pid_start, uid_base," \
+                   " parent_sandbox_id, parent_snapshot_id, head_snapshot_id"
 
 static void sb_from_row(sqlite3_stmt *s, struct sandbox *sb)
 {
@@ -203,38 +209,53 @@ static void sb_from_row(sqlite3_stmt *s, struct sandbox *sb)
         sb->pid = (int32_t)sqlite3_column_int64(s, 16);
         sb->pid_start = (uint64_t)sqlite3_column_int64(s, 17);
         sb->uid_base = (uint32_t)sqlite3_column_int64(s, 18);
+        sq_copy_col(s, 19, sb->parent_sandbox_id, sizeof(sb->parent_sandbox_id));
+        sq_copy_col(s, 20, sb->parent_snapshot_id, sizeof(sb->parent_snapshot_id));
+        sq_copy_col(s, 21, sb->head_snapshot_id, sizeof(sb->head_snapshot_id));
 }
 
-static int sqlite_sandbox_insert(struct state_store *st, const struct sandbox *sb, const struct operation *op)
+static int sb_insert_locked(struct state_store *st, const struct sandbox *sb)
 {
         sqlite3_stmt *s;
+        int r = sq_prepare(st, "INSERT INTO sandboxes(" SB_COLUMNS ") VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)", &s);
+        if (r < 0)
+                return r;
+        sq_bind_text(s, 1, sb->id);
+        sq_bind_text(s, 2, sandbox_state_name(sb->state));
+        sq_bind_text(s, 3, sb->state_reason);
+        sq_bind_text(s, 4, sb->template_name);
+        sq_bind_json(s, 5, sb->environment);
+        sqlite3_bind_double(s, 6, sb->resources.cpus);
+        sqlite3_bind_int64(s, 7, sb->resources.memory_mb);
+        sqlite3_bind_int64(s, 8, sb->resources.pids);
+        sqlite3_bind_int64(s, 9, sb->resources.disk_mb);
+        sq_bind_json(s, 10, sb->env);
+        sq_bind_json(s, 11, sb->metadata);
+        sqlite3_bind_int64(s, 12, sb->timeout_s);
+        sq_bind_text(s, 13, sb->on_timeout);
+        sqlite3_bind_int64(s, 14, sb->expires_at_ms);
+        sqlite3_bind_int64(s, 15, sb->created_at_ms);
+        sqlite3_bind_int64(s, 16, sb->updated_at_ms);
+        sqlite3_bind_int64(s, 17, sb->pid);
+        sqlite3_bind_int64(s, 18, (sqlite3_int64)sb->pid_start);
+        sqlite3_bind_int64(s, 19, sb->uid_base);
+        sq_bind_text(s, 20, sb->parent_sandbox_id);
+        sq_bind_text(s, 21, sb->parent_snapshot_id);
+        sq_bind_text(s, 22, sb->head_snapshot_id);
+        return sq_exec_done(s);
+}
+
+static int sqlite_insert_batch(struct state_store *st, const struct sandbox *sbs, size_t nsb, const struct snapshot *snaps,
+                               size_t nsnap, const struct operation *op)
+{
         pthread_mutex_lock(&st->lock);
         int r = sq_begin(st);
         if (r < 0)
                 goto out;
-        r = sq_prepare(st, "INSERT INTO sandboxes(" SB_COLUMNS ") VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)", &s);
-        if (r == 0) {
-                sq_bind_text(s, 1, sb->id);
-                sq_bind_text(s, 2, sandbox_state_name(sb->state));
-                sq_bind_text(s, 3, sb->state_reason);
-                sq_bind_text(s, 4, sb->template_name);
-                sq_bind_json(s, 5, sb->environment);
-                sqlite3_bind_double(s, 6, sb->resources.cpus);
-                sqlite3_bind_int64(s, 7, sb->resources.memory_mb);
-                sqlite3_bind_int64(s, 8, sb->resources.pids);
-                sqlite3_bind_int64(s, 9, sb->resources.disk_mb);
-                sq_bind_json(s, 10, sb->env);
-                sq_bind_json(s, 11, sb->metadata);
-                sqlite3_bind_int64(s, 12, sb->timeout_s);
-                sq_bind_text(s, 13, sb->on_timeout);
-                sqlite3_bind_int64(s, 14, sb->expires_at_ms);
-                sqlite3_bind_int64(s, 15, sb->created_at_ms);
-                sqlite3_bind_int64(s, 16, sb->updated_at_ms);
-                sqlite3_bind_int64(s, 17, sb->pid);
-                sqlite3_bind_int64(s, 18, (sqlite3_int64)sb->pid_start);
-                sqlite3_bind_int64(s, 19, sb->uid_base);
-                r = sq_exec_done(s);
-        }
+        for (size_t i = 0; r == 0 && i < nsb; i++)
+                r = sb_insert_locked(st, &sbs[i]);
+        for (size_t i = 0; r == 0 && i < nsnap; i++)
+                r = sq_snapshot_insert_locked(st, &snaps[i]);
         if (r == 0 && op)
                 r = op_insert_locked(st, op);
         if (r == 0)
@@ -244,6 +265,11 @@ static int sqlite_sandbox_insert(struct state_store *st, const struct sandbox *s
 out:
         pthread_mutex_unlock(&st->lock);
         return r;
+}
+
+static int sqlite_sandbox_insert(struct state_store *st, const struct sandbox *sb, const struct operation *op)
+{
+        return sqlite_insert_batch(st, sb, 1, NULL, 0, op);
 }
 
 static int sb_get_locked(struct state_store *st, const char *id, struct sandbox *ret)
@@ -379,16 +405,38 @@ static int sqlite_sandbox_set_expiry(struct state_store *st, const char *id, int
         return update_sandbox_ints(st, "UPDATE sandboxes SET expires_at=?, updated_at=? WHERE id=?", id, expires_at_ms, sq_now_ms());
 }
 
+static int sqlite_sandbox_set_head(struct state_store *st, const char *id, const char *snapshot_id)
+{
+        sqlite3_stmt *s;
+        pthread_mutex_lock(&st->lock);
+        int r = sq_prepare(st, "UPDATE sandboxes SET head_snapshot_id=? WHERE id=?", &s);
+        if (r == 0) {
+                sq_bind_text(s, 1, snapshot_id);
+                sq_bind_text(s, 2, id);
+                r = sq_exec_done(s);
+                if (r == 0 && sqlite3_changes(st->db) == 0)
+                        r = -ENOENT;
+        }
+        pthread_mutex_unlock(&st->lock);
+        return r;
+}
+
 const struct state_store_ops state_store_sqlite = {
         .name = "sqlite",
         .open = sqlite_open,
         .close = sqlite_close,
         .sandbox_insert = sqlite_sandbox_insert,
+        .insert_batch = sqlite_insert_batch,
         .sandbox_get = sqlite_sandbox_get,
         .sandbox_list = sqlite_sandbox_list,
         .sandbox_transition = sqlite_sandbox_transition,
         .sandbox_set_runtime = sqlite_sandbox_set_runtime,
         .sandbox_set_expiry = sqlite_sandbox_set_expiry,
+        .sandbox_set_head = sqlite_sandbox_set_head,
+        .snapshot_get = sqlite_snapshot_get,
+        .snapshot_list = sqlite_snapshot_list,
+        .snapshot_update = sqlite_snapshot_update,
+        .snapshot_delete = sqlite_snapshot_delete,
         .operation_insert = sqlite_operation_insert,
         .operation_update = sqlite_operation_update,
         .operation_get = sqlite_operation_get,

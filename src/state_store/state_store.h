@@ -19,6 +19,7 @@ enum sandbox_state {
         SANDBOX_DESTROYING,
         SANDBOX_DESTROYED,
         SANDBOX_FAILED,
+        SANDBOX_RESTORING,
         _SANDBOX_STATE_MAX,
 };
 const char *sandbox_state_name(enum sandbox_state s);
@@ -53,6 +54,10 @@ struct sandbox {
         int32_t pid;
         uint64_t pid_start; /* /proc/PID/stat starttime, to reject a recycled pid */
         uint32_t uid_base;
+        /* lineage */
+        char parent_sandbox_id[32];  /* set on forks */
+        char parent_snapshot_id[32]; /* the snapshot it was forked from */
+        char head_snapshot_id[32];   /* the latest snapshot taken or restored: parent of the next */
 };
 void sandbox_release(struct sandbox *s);
 void sandbox_array_free(struct sandbox *arr, size_t n);
@@ -65,6 +70,20 @@ struct operation {
         char error_code[32];
         char error_message[512];
         int64_t created_at_ms, started_at_ms, finished_at_ms;
+        char params[1024]; /* JSON object text, "" for none: what the handler needs to redo it */
+        char result[1024]; /* JSON object text, "" until it succeeds */
+};
+
+struct snapshot {
+        char id[32];
+        char sandbox_id[32];
+        char state[16]; /* creating | ready */
+        char label[128];
+        char kind[16]; /* filesystem | memory */
+        char parent_snapshot_id[32];
+        int64_t bytes_exclusive; /* -1 when not measured */
+        int64_t pause_us;        /* how long the sandbox was frozen for it */
+        int64_t created_at_ms;
 };
 
 struct template_record {
@@ -93,6 +112,9 @@ struct state_store_ops {
 
         /* Inserts the sandbox and its create operation atomically. */
         int (*sandbox_insert)(struct state_store *st, const struct sandbox *sb, const struct operation *op);
+        /* Inserts sandboxes, snapshots and an operation (each part optional) in one transaction. */
+        int (*insert_batch)(struct state_store *st, const struct sandbox *sbs, size_t nsb, const struct snapshot *snaps,
+                            size_t nsnap, const struct operation *op);
         int (*sandbox_get)(struct state_store *st, const char *id, struct sandbox *ret);
         /* state_filter < 0: all but destroyed. */
         int (*sandbox_list)(struct state_store *st, int state_filter, struct sandbox **ret, size_t *ret_n);
@@ -102,6 +124,13 @@ struct state_store_ops {
                                   const char *reason, const struct operation *op, enum sandbox_state *ret_current);
         int (*sandbox_set_runtime)(struct state_store *st, const char *id, int32_t pid, uint64_t pid_start);
         int (*sandbox_set_expiry)(struct state_store *st, const char *id, int64_t expires_at_ms);
+        int (*sandbox_set_head)(struct state_store *st, const char *id, const char *snapshot_id);
+
+        int (*snapshot_get)(struct state_store *st, const char *id, struct snapshot *ret);
+        /* sandbox_id NULL: all. Oldest first. */
+        int (*snapshot_list)(struct state_store *st, const char *sandbox_id, struct snapshot **ret, size_t *ret_n);
+        int (*snapshot_update)(struct state_store *st, const struct snapshot *snap);
+        int (*snapshot_delete)(struct state_store *st, const char *id);
 
         int (*operation_insert)(struct state_store *st, const struct operation *op);
         int (*operation_update)(struct state_store *st, const struct operation *op);

@@ -146,7 +146,7 @@ int template_catalog_submit_build(struct spaced_context *ctx, const char *name, 
         return 0;
 }
 
-int template_op_build(struct spaced_context *ctx, const struct operation *op, struct space_error *err)
+int template_op_build(struct spaced_context *ctx, struct operation *op, struct space_error *err)
 {
         if (build(ctx, op->target, op->id, err) == 0)
                 return 0;

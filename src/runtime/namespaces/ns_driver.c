@@ -21,6 +21,7 @@
 #include "runtime/namespaces/ns_launch.h"
 #include "runtime/namespaces/seccomp_policy.h"
 #include "runtime/runtime_driver.h"
+#include "spaced/wallclock.h"
 #include "storage/btrfs_pool.h"
 
 static struct runtime_config config;
@@ -106,6 +107,45 @@ static int ns_destroy_rootfs(const struct sandbox *sb, struct space_error *err)
         if (r == 0)
                 r = btrfs_pool_subvolume_delete(path);
         return r < 0 ? space_error_errno(err, r, "delete rootfs of %s", sb->id) : 0;
+}
+
+static int ns_snapshot_rootfs(const struct sandbox *sb, const char *dst, int64_t *ret_pause_us, struct space_error *err)
+{
+        char path[PATH_MAX];
+        int r = btrfs_pool_sandbox_path(config.pool, sb->id, path, sizeof(path));
+        if (r < 0)
+                return space_error_errno(err, r, "sandbox path");
+        /* Freeze so no write is half done; btrfs flushes the subvolume's dirty data into the
+         * snapshot as part of taking it. A paused sandbox is frozen already. */
+        bool freeze = sb->state == SANDBOX_RUNNING;
+        int64_t t0 = monotonic_now_us();
+        if (freeze && (r = config.cgroups->freeze(sb->id, true)) < 0)
+                return space_error_errno(err, r, "freeze %s", sb->id);
+        btrfs_pool_subvolume_delete(dst); /* a partial earlier attempt */
+        int snap = btrfs_pool_snapshot(path, dst, true);
+        if (freeze && (r = config.cgroups->freeze(sb->id, false)) < 0)
+                return space_error_errno(err, r, "thaw %s", sb->id);
+        *ret_pause_us = freeze ? monotonic_now_us() - t0 : 0;
+        return snap < 0 ? space_error_errno(err, snap, "snapshot %s", path) : 0;
+}
+
+static int ns_restore_rootfs(const struct sandbox *sb, const char *src, struct space_error *err)
+{
+        char path[PATH_MAX], next[PATH_MAX + 16];
+        int r = btrfs_pool_sandbox_path(config.pool, sb->id, path, sizeof(path));
+        if (r < 0)
+                return space_error_errno(err, r, "sandbox path");
+        snprintf(next, sizeof(next), "%s.restore", path);
+        /* Build the new rootfs beside the old one, then swap: at every instant one of them is
+         * complete, and a redo starts the copy again from the snapshot. */
+        btrfs_pool_subvolume_delete(next);
+        if ((r = btrfs_pool_snapshot(src, next, false)) < 0)
+                return space_error_errno(err, r, "copy %s", src);
+        if ((r = btrfs_pool_subvolume_delete(path)) < 0)
+                return space_error_errno(err, r, "remove old rootfs of %s", sb->id);
+        if (rename(next, path) < 0)
+                return space_error_errno(err, errno, "put restored rootfs of %s in place", sb->id);
+        return 0;
 }
 
 static bool init_alive(const struct sandbox *sb)
@@ -280,6 +320,8 @@ const struct runtime_driver runtime_driver_namespaces = {
         .init = ns_init,
         .create_rootfs = ns_create_rootfs,
         .destroy_rootfs = ns_destroy_rootfs,
+        .snapshot_rootfs = ns_snapshot_rootfs,
+        .restore_rootfs = ns_restore_rootfs,
         .start = ns_start,
         .stop = ns_stop,
         .pause = ns_pause,

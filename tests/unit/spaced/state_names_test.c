@@ -13,7 +13,7 @@
 static void test_sandbox_states_round_trip(void **state)
 {
         static const char *const names[] = { "creating", "running",    "paused",    "stopping", "stopped",
-                                             "starting", "destroying", "destroyed", "failed" };
+                                             "starting", "destroying", "destroyed", "failed",   "restoring" };
         assert_int_equal(sizeof(names) / sizeof(names[0]), _SANDBOX_STATE_MAX);
         for (unsigned i = 0; i < _SANDBOX_STATE_MAX; i++) {
                 enum sandbox_state s = _SANDBOX_STATE_MAX;

@@ -1,0 +1,176 @@
+/* Snapshots, restore, fork and /v1/capabilities. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "api/api_json.h"
+#include "api/api_render.h"
+#include "api/api_routes.h"
+#include "operations/sandbox_history.h"
+#include "runtime/runtime_driver.h"
+#include "spaced/spaced_context.h"
+
+static bool id_ok(struct api_request *req, int segment, const char *what, struct api_response *resp)
+{
+        if (api_json_name_ok(req->segments[segment]))
+                return true;
+        struct space_error err;
+        space_error_set(&err, SPACE_E_NOT_FOUND, "%s %.64s not found", what, req->segments[segment]);
+        api_response_error(resp, &err);
+        return false;
+}
+
+void route_snapshot_create(struct api_request *req, struct api_response *resp)
+{
+        static const char *const fields[] = { "label", "memory", NULL };
+        struct space_error err = { 0 };
+        struct api_wait w;
+        json_t *body = NULL;
+        const char *label = "";
+        bool memory = false;
+        struct snapshot snap;
+        struct operation op;
+        if (!id_ok(req, 2, "sandbox", resp))
+                return;
+        if (api_wait_parse(req, &w, &err) < 0 || api_request_json(req, &body, &err) < 0 || api_json_only(body, fields, "", &err) < 0 ||
+            api_json_string(body, "label", 127, &label, &err) < 0 || api_json_bool(body, "memory", &memory, &err) < 0 ||
+            sandbox_history_snapshot(req->ctx, req->segments[2], label, memory, &snap, &op, &err) < 0)
+                api_response_error(resp, &err);
+        else
+                api_respond_operation(req, resp, &op, &w, "snapshot");
+        json_decref(body);
+}
+
+static void list_snapshots(struct api_request *req, struct api_response *resp, const char *sandbox_id)
+{
+        struct space_error err = { 0 };
+        struct snapshot *all = NULL;
+        size_t n = 0;
+        int r = STORE(req->ctx, snapshot_list, sandbox_id, &all, &n);
+        if (r < 0) {
+                space_error_errno(&err, r, "list snapshots");
+                return api_response_error(resp, &err);
+        }
+        json_t *arr = json_array();
+        for (size_t i = 0; i < n; i++)
+                json_array_append_new(arr, api_render_snapshot(&all[i]));
+        free(all);
+        api_response_json(resp, 200, json_pack("{s:o}", "snapshots", arr));
+}
+
+void route_snapshot_list_of_sandbox(struct api_request *req, struct api_response *resp)
+{
+        struct space_error err = { 0 };
+        struct sandbox sb;
+        if (api_load_sandbox(req, &sb, &err) < 0)
+                return api_response_error(resp, &err);
+        sandbox_release(&sb);
+        list_snapshots(req, resp, req->segments[2]);
+}
+
+void route_snapshot_list(struct api_request *req, struct api_response *resp)
+{
+        struct space_error err = { 0 };
+        const char *sandbox_id = api_request_query(req, "sandbox_id");
+        if (sandbox_id && !api_json_name_ok(sandbox_id)) {
+                space_error_set(&err, SPACE_E_INVALID_REQUEST, "sandbox_id is not a valid id");
+                return api_response_error(resp, &err);
+        }
+        list_snapshots(req, resp, sandbox_id);
+}
+
+void route_snapshot_get(struct api_request *req, struct api_response *resp)
+{
+        struct space_error err = { 0 };
+        struct snapshot snap;
+        if (!id_ok(req, 2, "snapshot", resp))
+                return;
+        int r = STORE(req->ctx, snapshot_get, req->segments[2], &snap);
+        if (r < 0) {
+                if (r == -ENOENT)
+                        space_error_set(&err, SPACE_E_NOT_FOUND, "snapshot %s not found", req->segments[2]);
+                else
+                        space_error_errno(&err, r, "load snapshot");
+                return api_response_error(resp, &err);
+        }
+        api_response_json(resp, 200, api_render_snapshot(&snap));
+}
+
+void route_snapshot_delete(struct api_request *req, struct api_response *resp)
+{
+        struct space_error err = { 0 };
+        if (!id_ok(req, 2, "snapshot", resp))
+                return;
+        if (sandbox_history_delete_snapshot(req->ctx, req->segments[2], &err) < 0)
+                api_response_error(resp, &err);
+        else
+                api_response_json(resp, 204, NULL);
+}
+
+void route_sandbox_restore(struct api_request *req, struct api_response *resp)
+{
+        static const char *const fields[] = { "snapshot_id", NULL };
+        struct space_error err = { 0 };
+        struct api_wait w;
+        json_t *body = NULL;
+        const char *snapshot_id = NULL;
+        struct operation op;
+        if (!id_ok(req, 2, "sandbox", resp))
+                return;
+        if (api_wait_parse(req, &w, &err) < 0 || api_request_json(req, &body, &err) < 0 || api_json_only(body, fields, "", &err) < 0 ||
+            api_json_string(body, "snapshot_id", 31, &snapshot_id, &err) < 0)
+                goto fail;
+        if (!snapshot_id || !api_json_name_ok(snapshot_id)) {
+                space_error_set(&err, SPACE_E_INVALID_REQUEST, "snapshot_id is required");
+                goto fail;
+        }
+        if (sandbox_history_restore(req->ctx, req->segments[2], snapshot_id, &op, &err) < 0)
+                goto fail;
+        api_respond_operation(req, resp, &op, &w, "sandbox");
+        json_decref(body);
+        return;
+fail:
+        api_response_error(resp, &err);
+        json_decref(body);
+}
+
+void route_sandbox_fork(struct api_request *req, struct api_response *resp)
+{
+        static const char *const fields[] = { "snapshot_id", "count", "metadata", NULL };
+        struct space_error err = { 0 };
+        struct api_wait w;
+        json_t *body = NULL, *metadata = NULL;
+        const char *snapshot_id = NULL;
+        long long count = 1;
+        char(*ids)[32] = NULL;
+        struct operation op;
+        if (!id_ok(req, 2, "sandbox", resp))
+                return;
+        if (api_wait_parse(req, &w, &err) < 0 || api_request_json(req, &body, &err) < 0 || api_json_only(body, fields, "", &err) < 0 ||
+            api_json_string(body, "snapshot_id", 31, &snapshot_id, &err) < 0 || api_json_int(body, "count", 1, 16, &count, &err) < 0 ||
+            api_json_string_map(body, "metadata", api_json_metadata_key_ok, 64, 256, &metadata, &err) < 0)
+                goto fail;
+        if (snapshot_id && !api_json_name_ok(snapshot_id)) {
+                space_error_set(&err, SPACE_E_NOT_FOUND, "snapshot %.64s not found", snapshot_id);
+                goto fail;
+        }
+        if (sandbox_history_fork(req->ctx, req->segments[2], snapshot_id, (int)count, metadata, &ids, &op, &err) < 0)
+                goto fail;
+        free(ids);
+        api_respond_operation(req, resp, &op, &w, "sandboxes");
+        json_decref(body);
+        return;
+fail:
+        api_response_error(resp, &err);
+        json_decref(body);
+}
+
+void route_capabilities(struct api_request *req, struct api_response *resp)
+{
+        const struct runtime_driver *d = req->ctx->driver;
+        api_response_json(resp, 200,
+                          json_pack("{s:s, s:s, s:{s:b, s:b, s:b, s:b, s:b}}", "runtime", d->name, "runtime_version", d->version,
+                                    "capabilities", "pause", d->caps.pause, "filesystem_snapshot", 1, "memory_snapshot",
+                                    d->caps.memory_snapshot, "restore", 1, "fork", 1));
+}

@@ -1,0 +1,447 @@
+#include "operations/sandbox_history.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "operations/operation_queue.h"
+#include "operations/sandbox_lifecycle.h"
+#include "runtime/runtime_driver.h"
+#include "spaced/log.h"
+#include "spaced/spaced_context.h"
+#include "spaced/wallclock.h"
+
+#define M(s) (1u << (s))
+#define SNAPSHOTTABLE (M(SANDBOX_RUNNING) | M(SANDBOX_PAUSED) | M(SANDBOX_STOPPED))
+#define FORK_MAX 16
+
+static void snapshot_init(struct snapshot *snap, const char *sandbox_id, const char *label)
+{
+        memset(snap, 0, sizeof(*snap));
+        random_id("snap-", 8, snap->id, sizeof(snap->id));
+        snprintf(snap->sandbox_id, sizeof(snap->sandbox_id), "%s", sandbox_id);
+        snprintf(snap->state, sizeof(snap->state), "creating");
+        snprintf(snap->label, sizeof(snap->label), "%s", label ? label : "");
+        snprintf(snap->kind, sizeof(snap->kind), "filesystem");
+        snap->bytes_exclusive = -1;
+        snap->created_at_ms = wallclock_now_ms();
+}
+
+static int load_sandbox(struct spaced_context *ctx, const char *id, struct sandbox *ret, struct space_error *err)
+{
+        int r = STORE(ctx, sandbox_get, id, ret);
+        if (r == -ENOENT || (r == 0 && ret->state == SANDBOX_DESTROYED)) {
+                if (r == 0)
+                        sandbox_release(ret);
+                return space_error_set(err, SPACE_E_NOT_FOUND, "sandbox %s not found", id);
+        }
+        return r < 0 ? space_error_errno(err, r, "load sandbox %s", id) : 0;
+}
+
+static int load_snapshot(struct spaced_context *ctx, const char *id, struct snapshot *ret, struct space_error *err)
+{
+        int r = STORE(ctx, snapshot_get, id, ret);
+        if (r == -ENOENT)
+                return space_error_set(err, SPACE_E_NOT_FOUND, "snapshot %s not found", id);
+        return r < 0 ? space_error_errno(err, r, "load snapshot %s", id) : 0;
+}
+
+static int snapshot_dir(struct spaced_context *ctx, const char *id, char *buf, size_t size, struct space_error *err)
+{
+        int r = btrfs_pool_snapshot_path(&ctx->pool, id, buf, size);
+        return r < 0 ? space_error_errno(err, r, "snapshot path of %s", id) : 0;
+}
+
+static void set_params(struct operation *op, json_t *params)
+{
+        char *text = json_dumps(params, JSON_COMPACT);
+        snprintf(op->params, sizeof(op->params), "%s", text ? text : "");
+        free(text);
+        json_decref(params);
+}
+
+static void set_result(struct operation *op, json_t *result)
+{
+        char *text = json_dumps(result, JSON_COMPACT);
+        snprintf(op->result, sizeof(op->result), "%s", text ? text : "");
+        free(text);
+        json_decref(result);
+}
+
+static json_t *params_of(const struct operation *op)
+{
+        json_t *j = json_loads(op->params, 0, NULL);
+        return j ? j : json_object();
+}
+
+static int queue(struct spaced_context *ctx, const struct operation *op, struct space_error *err)
+{
+        return operation_queue_push(ctx->queue, op->id) < 0 ? space_error_set(err, SPACE_E_UNAVAILABLE, "spaced is shutting down") : 0;
+}
+
+/* ---- snapshot ---- */
+
+int sandbox_history_snapshot(struct spaced_context *ctx, const char *sandbox_id, const char *label, bool memory,
+                             struct snapshot *ret_snap, struct operation *ret_op, struct space_error *err)
+{
+        if (memory && !ctx->driver->caps.memory_snapshot)
+                return space_error_set(err, SPACE_E_UNSUPPORTED,
+                                       "memory snapshots are not available with the %s runtime on this host (see GET /v1/capabilities)",
+                                       ctx->driver->name);
+        struct sandbox sb;
+        if (load_sandbox(ctx, sandbox_id, &sb, err) < 0)
+                return -1;
+        enum sandbox_state state = sb.state;
+        sandbox_release(&sb);
+        if (!(SNAPSHOTTABLE & M(state)))
+                return space_error_set(err, SPACE_E_INVALID_STATE, "cannot snapshot sandbox %s while it is %s", sandbox_id,
+                                       sandbox_state_name(state));
+        snapshot_init(ret_snap, sandbox_id, label);
+        operation_init(ret_op, "sandbox.snapshot", sandbox_id);
+        set_params(ret_op, json_pack("{s:s}", "snapshot_id", ret_snap->id));
+        int r = STORE(ctx, insert_batch, NULL, 0, ret_snap, 1, ret_op);
+        if (r < 0)
+                return space_error_errno(err, r, "store snapshot");
+        return queue(ctx, ret_op, err);
+}
+
+/* Takes the snapshot row's data from the sandbox; marks it ready and the sandbox's head. */
+static int take_snapshot(struct spaced_context *ctx, struct sandbox *sb, struct snapshot *snap, struct space_error *err)
+{
+        char dst[PATH_MAX];
+        if (!(SNAPSHOTTABLE & M(sb->state)))
+                return space_error_set(err, SPACE_E_INVALID_STATE, "sandbox %s became %s", sb->id, sandbox_state_name(sb->state));
+        if (snapshot_dir(ctx, snap->id, dst, sizeof(dst), err) < 0 || ctx->driver->snapshot_rootfs(sb, dst, &snap->pause_us, err) < 0)
+                return -1;
+        snprintf(snap->parent_snapshot_id, sizeof(snap->parent_snapshot_id), "%s", sb->head_snapshot_id);
+        snprintf(snap->state, sizeof(snap->state), "ready");
+        int r = STORE(ctx, snapshot_update, snap);
+        if (r == 0)
+                r = STORE(ctx, sandbox_set_head, sb->id, snap->id);
+        if (r < 0)
+                return space_error_errno(err, r, "store snapshot %s", snap->id);
+        log_info("snapshot.taken", "sandbox=%s snapshot=%s pause_us=%lld", sb->id, snap->id, (long long)snap->pause_us);
+        return 0;
+}
+
+static void drop_snapshot(struct spaced_context *ctx, const char *id)
+{
+        char dir[PATH_MAX];
+        struct space_error ignored;
+        if (snapshot_dir(ctx, id, dir, sizeof(dir), &ignored) == 0)
+                btrfs_pool_subvolume_delete(dir);
+        STORE(ctx, snapshot_delete, id);
+}
+
+int sandbox_op_snapshot(struct spaced_context *ctx, struct operation *op, struct space_error *err)
+{
+        json_t *params = params_of(op);
+        const char *snap_id = json_string_value(json_object_get(params, "snapshot_id"));
+        struct snapshot snap;
+        struct sandbox sb;
+        int r = -1;
+        if (!snap_id || load_snapshot(ctx, snap_id, &snap, err) < 0) {
+                if (!snap_id)
+                        space_error_set(err, SPACE_E_INTERNAL, "operation %s has no snapshot_id", op->id);
+                goto out;
+        }
+        if (strcmp(snap.state, "ready") != 0) {
+                if (sandbox_step_load(ctx, op->target, &sb, err) < 0)
+                        goto out;
+                r = take_snapshot(ctx, &sb, &snap, err);
+                sandbox_release(&sb);
+                if (r < 0) {
+                        drop_snapshot(ctx, snap.id);
+                        goto out;
+                }
+        }
+        set_result(op, json_pack("{s:s, s:f}", "snapshot_id", snap.id, "pause_ms", (double)snap.pause_us / 1000.0));
+        r = 0;
+out:
+        json_decref(params);
+        return r;
+}
+
+int sandbox_history_delete_snapshot(struct spaced_context *ctx, const char *snapshot_id, struct space_error *err)
+{
+        struct snapshot snap;
+        if (load_snapshot(ctx, snapshot_id, &snap, err) < 0)
+                return -1;
+        if (strcmp(snap.state, "ready") != 0)
+                return space_error_set(err, SPACE_E_INVALID_STATE, "snapshot %s is still being taken", snapshot_id);
+        /* A restore or fork that has not run yet would lose its source. */
+        struct operation *ops = NULL;
+        size_t n = 0;
+        int r = STORE(ctx, operation_list, NULL, -1, true, &ops, &n);
+        if (r < 0)
+                return space_error_errno(err, r, "list operations");
+        for (size_t i = 0; i < n; i++)
+                if (strstr(ops[i].params, snapshot_id)) {
+                        space_error_set(err, SPACE_E_INVALID_STATE, "snapshot %s is in use by operation %s", snapshot_id, ops[i].id);
+                        free(ops);
+                        return -1;
+                }
+        free(ops);
+        char dir[PATH_MAX];
+        if (snapshot_dir(ctx, snapshot_id, dir, sizeof(dir), err) < 0)
+                return -1;
+        if ((r = btrfs_pool_subvolume_delete(dir)) < 0)
+                return space_error_errno(err, r, "delete %s", dir);
+        if ((r = STORE(ctx, snapshot_delete, snapshot_id)) < 0 && r != -ENOENT)
+                return space_error_errno(err, r, "store deletion of %s", snapshot_id);
+        return 0;
+}
+
+/* ---- restore ---- */
+
+int sandbox_history_restore(struct spaced_context *ctx, const char *sandbox_id, const char *snapshot_id,
+                            struct operation *ret_op, struct space_error *err)
+{
+        struct snapshot snap;
+        struct sandbox sb;
+        if (load_sandbox(ctx, sandbox_id, &sb, err) < 0)
+                return -1;
+        enum sandbox_state state = sb.state;
+        sandbox_release(&sb);
+        if (load_snapshot(ctx, snapshot_id, &snap, err) < 0)
+                return -1;
+        if (strcmp(snap.sandbox_id, sandbox_id) != 0)
+                return space_error_set(err, SPACE_E_INVALID_REQUEST, "snapshot %s belongs to sandbox %s; fork from it instead",
+                                       snapshot_id, snap.sandbox_id);
+        if (strcmp(snap.state, "ready") != 0)
+                return space_error_set(err, SPACE_E_INVALID_STATE, "snapshot %s is still being taken", snapshot_id);
+        if (!(SNAPSHOTTABLE & M(state)))
+                return space_error_set(err, SPACE_E_INVALID_STATE, "cannot restore sandbox %s while it is %s", sandbox_id,
+                                       sandbox_state_name(state));
+        operation_init(ret_op, "sandbox.restore", sandbox_id);
+        /* A sandbox that was running (or paused) runs again on the restored filesystem. */
+        set_params(ret_op, json_pack("{s:s, s:b}", "snapshot_id", snapshot_id, "restart", state != SANDBOX_STOPPED));
+        enum sandbox_state current;
+        int r = STORE(ctx, sandbox_transition, sandbox_id, M(state), SANDBOX_RESTORING, "", ret_op, &current);
+        if (r == -ESTALE)
+                return space_error_set(err, SPACE_E_INVALID_STATE, "sandbox %s changed to %s meanwhile", sandbox_id,
+                                       sandbox_state_name(current));
+        if (r < 0)
+                return space_error_errno(err, r, "store restore");
+        return queue(ctx, ret_op, err);
+}
+
+int sandbox_op_restore(struct spaced_context *ctx, struct operation *op, struct space_error *err)
+{
+        json_t *params = params_of(op);
+        const char *snap_id = json_string_value(json_object_get(params, "snapshot_id"));
+        bool restart = json_is_true(json_object_get(params, "restart"));
+        char src[PATH_MAX], reason[300];
+        struct sandbox sb;
+        struct space_error ignored;
+        int r = -1;
+        if (sandbox_step_load(ctx, op->target, &sb, err) < 0)
+                goto out_params;
+        if (sb.state != SANDBOX_RESTORING) {
+                space_error_set(err, SPACE_E_INVALID_STATE, "sandbox %s is %s, not restoring", sb.id, sandbox_state_name(sb.state));
+                goto out;
+        }
+        if (!snap_id || snapshot_dir(ctx, snap_id, src, sizeof(src), err) < 0 || ctx->driver->stop(&sb, err) < 0 ||
+            ctx->driver->restore_rootfs(&sb, src, err) < 0) {
+                snprintf(reason, sizeof(reason), "restore failed: %s", err->message);
+                sandbox_step_move(ctx, sb.id, M(SANDBOX_RESTORING), SANDBOX_STOPPED, reason, &ignored);
+                goto out;
+        }
+        STORE(ctx, sandbox_set_head, sb.id, snap_id);
+        STORE(ctx, sandbox_set_runtime, sb.id, 0, 0);
+        if (!restart) {
+                r = sandbox_step_move(ctx, sb.id, M(SANDBOX_RESTORING), SANDBOX_STOPPED, "", err);
+        } else if (sandbox_step_launch(ctx, &sb, err) < 0) {
+                snprintf(reason, sizeof(reason), "restored, but start failed: %s", err->message);
+                sandbox_step_move(ctx, sb.id, M(SANDBOX_RESTORING), SANDBOX_STOPPED, reason, &ignored);
+        } else if (sandbox_step_move(ctx, sb.id, M(SANDBOX_RESTORING), SANDBOX_RUNNING, "", err) == 0) {
+                sandbox_step_arm_expiry(ctx, &sb);
+                r = 0;
+        }
+        if (r == 0)
+                set_result(op, json_pack("{s:s}", "snapshot_id", snap_id));
+out:
+        sandbox_release(&sb);
+out_params:
+        json_decref(params);
+        return r;
+}
+
+/* ---- fork ---- */
+
+static void child_from_parent(struct sandbox *child, const struct sandbox *parent, const char *snapshot_id, json_t *metadata)
+{
+        memset(child, 0, sizeof(*child));
+        random_id("sb-", 8, child->id, sizeof(child->id));
+        child->state = SANDBOX_CREATING;
+        snprintf(child->template_name, sizeof(child->template_name), "%s", parent->template_name);
+        child->environment = json_incref(parent->environment);
+        child->resources = parent->resources;
+        child->env = json_incref(parent->env);
+        child->metadata = json_incref(metadata ? metadata : parent->metadata);
+        child->timeout_s = parent->timeout_s;
+        snprintf(child->on_timeout, sizeof(child->on_timeout), "%s", parent->on_timeout);
+        child->created_at_ms = child->updated_at_ms = wallclock_now_ms();
+        snprintf(child->parent_sandbox_id, sizeof(child->parent_sandbox_id), "%s", parent->id);
+        snprintf(child->parent_snapshot_id, sizeof(child->parent_snapshot_id), "%s", snapshot_id);
+        snprintf(child->head_snapshot_id, sizeof(child->head_snapshot_id), "%s", snapshot_id);
+}
+
+int sandbox_history_fork(struct spaced_context *ctx, const char *sandbox_id, const char *snapshot_id, int count,
+                         json_t *metadata, char (**ret_ids)[32], struct operation *ret_op, struct space_error *err)
+{
+        struct sandbox parent;
+        struct snapshot snap;
+        bool take = !snapshot_id;
+        if (count < 1 || count > FORK_MAX)
+                return space_error_set(err, SPACE_E_INVALID_REQUEST, "count must be between 1 and %d", FORK_MAX);
+        if (load_sandbox(ctx, sandbox_id, &parent, err) < 0)
+                return -1;
+        int r = -1;
+        struct sandbox *children = calloc((size_t)count, sizeof(*children));
+        char(*ids)[32] = calloc((size_t)count, sizeof(*ids));
+        int made = 0;
+        if (!children || !ids) {
+                space_error_set(err, SPACE_E_INTERNAL, "out of memory");
+                goto out;
+        }
+        if (take) {
+                if (!(SNAPSHOTTABLE & M(parent.state))) {
+                        space_error_set(err, SPACE_E_INVALID_STATE, "cannot fork sandbox %s while it is %s", sandbox_id,
+                                        sandbox_state_name(parent.state));
+                        goto out;
+                }
+                snapshot_init(&snap, sandbox_id, "fork");
+        } else {
+                if (load_snapshot(ctx, snapshot_id, &snap, err) < 0)
+                        goto out;
+                if (strcmp(snap.sandbox_id, sandbox_id) != 0) {
+                        space_error_set(err, SPACE_E_INVALID_REQUEST, "snapshot %s belongs to sandbox %s", snapshot_id, snap.sandbox_id);
+                        goto out;
+                }
+                if (strcmp(snap.state, "ready") != 0) {
+                        space_error_set(err, SPACE_E_INVALID_STATE, "snapshot %s is still being taken", snapshot_id);
+                        goto out;
+                }
+        }
+        json_t *child_ids = json_array();
+        for (; made < count; made++) {
+                child_from_parent(&children[made], &parent, snap.id, metadata);
+                if (sandbox_uid_allocate(ctx, &children[made].uid_base) < 0) {
+                        sandbox_release(&children[made]);
+                        json_decref(child_ids);
+                        space_error_set(err, SPACE_E_UNAVAILABLE, "no free uid range for another sandbox");
+                        goto out;
+                }
+                memcpy(ids[made], children[made].id, sizeof(ids[made]));
+                json_array_append_new(child_ids, json_string(children[made].id));
+        }
+        operation_init(ret_op, "sandbox.fork", sandbox_id);
+        set_params(ret_op, json_pack("{s:s, s:b, s:o}", "snapshot_id", snap.id, "take_snapshot", take, "children", child_ids));
+        r = STORE(ctx, insert_batch, children, (size_t)count, take ? &snap : NULL, take ? 1 : 0, ret_op);
+        if (r < 0) {
+                space_error_errno(err, r, "store fork");
+                goto out;
+        }
+        r = queue(ctx, ret_op, err);
+        if (r == 0) {
+                *ret_ids = ids;
+                ids = NULL;
+                made = 0; /* the uid ranges now belong to stored rows */
+        }
+out:
+        for (int i = 0; children && i < count; i++) {
+                if (i < made)
+                        sandbox_uid_release(children[i].uid_base);
+                sandbox_release(&children[i]);
+        }
+        free(children);
+        free(ids);
+        sandbox_release(&parent);
+        return r;
+}
+
+/* Brings one fork child from creating to running on a copy of the snapshot. */
+static int start_child(struct spaced_context *ctx, const char *id, const char *src, struct space_error *err)
+{
+        struct sandbox child;
+        struct space_error ignored;
+        if (sandbox_step_load(ctx, id, &child, err) < 0)
+                return -1;
+        int r = 0;
+        if (child.state == SANDBOX_CREATING) {
+                if (ctx->driver->stop(&child, err) < 0 || ctx->driver->create_rootfs(&child, src, err) < 0 ||
+                    sandbox_step_launch(ctx, &child, err) < 0) {
+                        ctx->driver->stop(&child, &ignored);
+                        ctx->driver->destroy_rootfs(&child, &ignored);
+                        sandbox_step_move(ctx, child.id, M(SANDBOX_CREATING), SANDBOX_FAILED, err->message, &ignored);
+                        r = -1;
+                } else if (sandbox_step_move(ctx, child.id, M(SANDBOX_CREATING), SANDBOX_RUNNING, "", &ignored) == 0) {
+                        sandbox_step_arm_expiry(ctx, &child);
+                }
+        }
+        sandbox_release(&child);
+        return r;
+}
+
+static void fail_children(struct spaced_context *ctx, json_t *children, const char *reason)
+{
+        size_t i;
+        json_t *v;
+        struct space_error ignored;
+        json_array_foreach(children, i, v)
+                sandbox_step_move(ctx, json_string_value(v), M(SANDBOX_CREATING), SANDBOX_FAILED, reason, &ignored);
+}
+
+int sandbox_op_fork(struct spaced_context *ctx, struct operation *op, struct space_error *err)
+{
+        json_t *params = params_of(op);
+        const char *snap_id = json_string_value(json_object_get(params, "snapshot_id"));
+        json_t *children = json_object_get(params, "children");
+        struct snapshot snap;
+        char src[PATH_MAX];
+        int r = -1, failed = 0;
+        if (!snap_id || !json_is_array(children)) {
+                space_error_set(err, SPACE_E_INTERNAL, "operation %s has malformed parameters", op->id);
+                goto out;
+        }
+        if (load_snapshot(ctx, snap_id, &snap, err) < 0) {
+                fail_children(ctx, children, err->message);
+                goto out;
+        }
+        if (strcmp(snap.state, "ready") != 0) {
+                struct sandbox parent;
+                if (sandbox_step_load(ctx, op->target, &parent, err) < 0) {
+                        fail_children(ctx, children, err->message);
+                        goto out;
+                }
+                int t = take_snapshot(ctx, &parent, &snap, err);
+                sandbox_release(&parent);
+                if (t < 0) {
+                        drop_snapshot(ctx, snap.id);
+                        fail_children(ctx, children, err->message);
+                        goto out;
+                }
+        }
+        if (snapshot_dir(ctx, snap.id, src, sizeof(src), err) < 0)
+                goto out;
+        size_t i;
+        json_t *v;
+        struct space_error first = { 0 };
+        json_array_foreach(children, i, v) {
+                struct space_error e = { 0 };
+                if (start_child(ctx, json_string_value(v), src, &e) < 0 && failed++ == 0)
+                        first = e;
+        }
+        if (failed) {
+                space_error_set(err, first.code, "%d of %zu forks failed; first: %s", failed, json_array_size(children), first.message);
+                goto out;
+        }
+        set_result(op, json_pack("{s:s, s:O}", "snapshot_id", snap.id, "sandbox_ids", children));
+        r = 0;
+out:
+        json_decref(params);
+        return r;
+}

@@ -1,0 +1,129 @@
+/* The SQLite backend's snapshots table. */
+#include "state_store/sqlite_statement.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define SNAP_COLUMNS "id, sandbox_id, state, label, kind, parent_snapshot_id, bytes_exclusive, pause_us, created_at"
+
+int sq_snapshot_insert_locked(struct state_store *st, const struct snapshot *snap)
+{
+        sqlite3_stmt *s;
+        int r = sq_prepare(st, "INSERT INTO snapshots(" SNAP_COLUMNS ") VALUES (?,?,?,?,?,?,?,?,?)", &s);
+        if (r < 0)
+                return r;
+        sq_bind_text(s, 1, snap->id);
+        sq_bind_text(s, 2, snap->sandbox_id);
+        sq_bind_text(s, 3, snap->state);
+        sq_bind_text(s, 4, snap->label);
+        sq_bind_text(s, 5, snap->kind);
+        sq_bind_text(s, 6, snap->parent_snapshot_id);
+        sqlite3_bind_int64(s, 7, snap->bytes_exclusive);
+        sqlite3_bind_int64(s, 8, snap->pause_us);
+        sqlite3_bind_int64(s, 9, snap->created_at_ms);
+        return sq_exec_done(s);
+}
+
+static void snapshot_from_row(sqlite3_stmt *s, struct snapshot *snap)
+{
+        memset(snap, 0, sizeof(*snap));
+        sq_copy_col(s, 0, snap->id, sizeof(snap->id));
+        sq_copy_col(s, 1, snap->sandbox_id, sizeof(snap->sandbox_id));
+        sq_copy_col(s, 2, snap->state, sizeof(snap->state));
+        sq_copy_col(s, 3, snap->label, sizeof(snap->label));
+        sq_copy_col(s, 4, snap->kind, sizeof(snap->kind));
+        sq_copy_col(s, 5, snap->parent_snapshot_id, sizeof(snap->parent_snapshot_id));
+        snap->bytes_exclusive = sqlite3_column_int64(s, 6);
+        snap->pause_us = sqlite3_column_int64(s, 7);
+        snap->created_at_ms = sqlite3_column_int64(s, 8);
+}
+
+int sqlite_snapshot_get(struct state_store *st, const char *id, struct snapshot *ret)
+{
+        sqlite3_stmt *s;
+        pthread_mutex_lock(&st->lock);
+        int r = sq_prepare(st, "SELECT " SNAP_COLUMNS " FROM snapshots WHERE id=?", &s);
+        if (r == 0) {
+                sq_bind_text(s, 1, id);
+                int rc = sqlite3_step(s);
+                if (rc == SQLITE_ROW)
+                        snapshot_from_row(s, ret);
+                r = rc == SQLITE_ROW ? 0 : rc == SQLITE_DONE ? -ENOENT : sq_error(rc);
+                sqlite3_finalize(s);
+        }
+        pthread_mutex_unlock(&st->lock);
+        return r;
+}
+
+int sqlite_snapshot_list(struct state_store *st, const char *sandbox_id, struct snapshot **ret, size_t *ret_n)
+{
+        sqlite3_stmt *s;
+        struct snapshot *arr = NULL;
+        size_t n = 0, cap = 0;
+        pthread_mutex_lock(&st->lock);
+        int r = sq_prepare(st, "SELECT " SNAP_COLUMNS " FROM snapshots WHERE (?1 = '' OR sandbox_id = ?1) ORDER BY created_at, id", &s);
+        if (r == 0) {
+                sq_bind_text(s, 1, sandbox_id ? sandbox_id : "");
+                int rc;
+                while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+                        if (n == cap) {
+                                cap = cap ? cap * 2 : 16;
+                                struct snapshot *grown = realloc(arr, cap * sizeof(*arr));
+                                if (!grown) {
+                                        rc = SQLITE_NOMEM;
+                                        break;
+                                }
+                                arr = grown;
+                        }
+                        snapshot_from_row(s, &arr[n++]);
+                }
+                sqlite3_finalize(s);
+                if (rc != SQLITE_DONE) {
+                        free(arr);
+                        arr = NULL;
+                        n = 0;
+                        r = sq_error(rc);
+                }
+        }
+        pthread_mutex_unlock(&st->lock);
+        if (r == 0) {
+                *ret = arr;
+                *ret_n = n;
+        }
+        return r;
+}
+
+int sqlite_snapshot_update(struct state_store *st, const struct snapshot *snap)
+{
+        sqlite3_stmt *s;
+        pthread_mutex_lock(&st->lock);
+        int r = sq_prepare(st, "UPDATE snapshots SET state=?, bytes_exclusive=?, pause_us=?, parent_snapshot_id=? WHERE id=?", &s);
+        if (r == 0) {
+                sq_bind_text(s, 1, snap->state);
+                sqlite3_bind_int64(s, 2, snap->bytes_exclusive);
+                sqlite3_bind_int64(s, 3, snap->pause_us);
+                sq_bind_text(s, 4, snap->parent_snapshot_id);
+                sq_bind_text(s, 5, snap->id);
+                r = sq_exec_done(s);
+                if (r == 0 && sqlite3_changes(st->db) == 0)
+                        r = -ENOENT;
+        }
+        pthread_mutex_unlock(&st->lock);
+        return r;
+}
+
+int sqlite_snapshot_delete(struct state_store *st, const char *id)
+{
+        sqlite3_stmt *s;
+        pthread_mutex_lock(&st->lock);
+        int r = sq_prepare(st, "DELETE FROM snapshots WHERE id=?", &s);
+        if (r == 0) {
+                sq_bind_text(s, 1, id);
+                r = sq_exec_done(s);
+                if (r == 0 && sqlite3_changes(st->db) == 0)
+                        r = -ENOENT;
+        }
+        pthread_mutex_unlock(&st->lock);
+        return r;
+}
