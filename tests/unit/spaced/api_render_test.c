@@ -36,13 +36,16 @@ static void test_sandbox(void **state)
 {
         static const char *const members[] = { "id", "state", "state_reason", "template", "environment", "resources", "env",
                                                "metadata", "timeout_s", "on_timeout", "expires_at", "created_at", "updated_at",
-                                               NULL };
+                                               "lineage", NULL };
+        static const char *const lineage[] = { "parent_sandbox_id", "parent_snapshot_id", "head_snapshot_id", NULL };
         static const char *const resources[] = { "cpus", "memory_mb", "pids", "disk_mb", NULL };
         struct sandbox sb = store_fixture_sandbox("sb-0123456789abcdef", SANDBOX_RUNNING, 1764439200123);
         json_t *j = api_render_sandbox(&sb);
         assert_non_null(j);
         assert_members(j, members);
         assert_members(json_object_get(j, "resources"), resources);
+        assert_members(json_object_get(j, "lineage"), lineage);
+        assert_true(json_is_null(json_object_get(json_object_get(j, "lineage"), "parent_sandbox_id")));
         assert_string_equal(json_string_value(json_object_get(j, "state")), "running");
         assert_true(json_is_null(json_object_get(j, "state_reason")));
         assert_true(json_is_null(json_object_get(j, "expires_at")));
@@ -69,11 +72,12 @@ static void test_sandbox(void **state)
 static void test_operation(void **state)
 {
         static const char *const members[] = { "id", "kind", "target", "state", "created_at", "started_at", "finished_at",
-                                               "error", NULL };
+                                               "error", "result", NULL };
         struct operation op = store_fixture_operation("op-8c1f0e2a9b7d4c11", "sandbox.create", "sb-1", OPERATION_PENDING, 5000);
         json_t *j = api_render_operation(&op);
         assert_members(j, members);
         assert_true(json_is_null(json_object_get(j, "error")));
+        assert_true(json_is_null(json_object_get(j, "result")));
         assert_true(json_is_null(json_object_get(j, "started_at")));
         assert_true(json_is_null(json_object_get(j, "finished_at")));
         assert_string_equal(json_string_value(json_object_get(j, "state")), "pending");
