@@ -26,6 +26,8 @@ json_t *api_render_sandbox(const struct sandbox *sb)
                          (json_int_t)sb->timeout_s, "on_timeout", sb->on_timeout, "expires_at", api_render_time(sb->expires_at_ms),
                          "created_at", api_render_time(sb->created_at_ms), "updated_at", api_render_time(sb->updated_at_ms));
         if (j)
+                json_object_set_new(j, "rolling_snapshots", sb->rolling ? json_incref(sb->rolling) : json_null());
+        if (j)
                 json_object_set_new(j, "lineage",
                                     json_pack("{s:o, s:o, s:o}", "parent_sandbox_id", id_or_null(sb->parent_sandbox_id),
                                               "parent_snapshot_id", id_or_null(sb->parent_snapshot_id), "head_snapshot_id",

@@ -15,6 +15,7 @@ static const struct route {
         { "POST", { "v1", "sandboxes" }, route_sandbox_create, true },
         { "GET", { "v1", "sandboxes", "*" }, route_sandbox_get, true },
         { "DELETE", { "v1", "sandboxes", "*" }, route_sandbox_delete, true },
+        { "PATCH", { "v1", "sandboxes", "*" }, route_sandbox_patch, true },
         { "POST", { "v1", "sandboxes", "*", "exec" }, route_sandbox_exec, true },
         { "POST", { "v1", "sandboxes", "*", "stop" }, route_sandbox_action, true },
         { "POST", { "v1", "sandboxes", "*", "start" }, route_sandbox_action, true },

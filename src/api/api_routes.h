@@ -48,3 +48,10 @@ void route_snapshot_delete(struct api_request *req, struct api_response *resp);
 void route_sandbox_restore(struct api_request *req, struct api_response *resp);
 void route_sandbox_fork(struct api_request *req, struct api_response *resp);
 void route_capabilities(struct api_request *req, struct api_response *resp);
+void route_sandbox_patch(struct api_request *req, struct api_response *resp);
+
+struct spaced_context;
+/* rolling_snapshots: object -> normalised policy in *ret, null -> *ret = NULL. */
+int api_rolling_policy_parse(struct spaced_context *ctx, const json_t *v, json_t **ret, struct space_error *err);
+/* The server's default policy, or NULL when it has none. */
+json_t *api_rolling_policy_default(const struct spaced_context *ctx);

@@ -35,7 +35,7 @@ void route_snapshot_create(struct api_request *req, struct api_response *resp)
                 return;
         if (api_wait_parse(req, &w, &err) < 0 || api_request_json(req, &body, &err) < 0 || api_json_only(body, fields, "", &err) < 0 ||
             api_json_string(body, "label", 127, &label, &err) < 0 || api_json_bool(body, "memory", &memory, &err) < 0 ||
-            sandbox_history_snapshot(req->ctx, req->segments[2], label, memory, &snap, &op, &err) < 0)
+            sandbox_history_snapshot(req->ctx, req->segments[2], label, memory, false, &snap, &op, &err) < 0)
                 api_response_error(resp, &err);
         else
                 api_respond_operation(req, resp, &op, &w, "snapshot");

@@ -81,15 +81,16 @@ void api_respond_operation(struct api_request *req, struct api_response *resp, c
         api_response_json(resp, status, body);
 }
 
-static const char *const create_fields[] = { "template", "resources", "env", "metadata", "timeout_s", "on_timeout", NULL };
+static const char *const create_fields[] = { "template",   "resources",  "env", "metadata", "timeout_s",
+                                             "on_timeout", "rolling_snapshots", NULL };
 static const char *const resource_fields[] = { "cpus", "memory_mb", "pids", "disk_mb", NULL };
 
-static int parse_create(const json_t *body, struct sandbox *sb, struct space_error *err)
+static int parse_create(struct spaced_context *ctx, const json_t *body, struct sandbox *sb, struct space_error *err)
 {
         const char *template_name = "busybox", *on_timeout = "stop";
         long long timeout_s = 0, memory = 512, pids = 256, disk = 0;
         double cpus = 1.0;
-        json_t *env = NULL, *metadata = NULL, *res = json_object_get(body, "resources");
+        json_t *env = NULL, *metadata = NULL, *rolling = NULL, *res = json_object_get(body, "resources");
         if (api_json_only(body, create_fields, "", err) < 0 || api_json_string(body, "template", 63, &template_name, err) < 0 ||
             api_json_string(body, "on_timeout", 16, &on_timeout, err) < 0 ||
             api_json_int(body, "timeout_s", 0, 30LL * 24 * 3600, &timeout_s, err) < 0 ||
@@ -108,6 +109,12 @@ static int parse_create(const json_t *body, struct sandbox *sb, struct space_err
         }
         if (disk > 0)
                 return space_error_set(err, SPACE_E_UNSUPPORTED, "resources.disk_mb: disk quotas are not supported yet; use 0");
+        if (json_object_get(body, "rolling_snapshots")) {
+                if (api_rolling_policy_parse(ctx, json_object_get(body, "rolling_snapshots"), &rolling, err) < 0)
+                        return -1;
+        } else {
+                rolling = api_rolling_policy_default(ctx);
+        }
         if (!api_json_name_ok(template_name))
                 return space_error_set(err, SPACE_E_INVALID_REQUEST, "template name \"%s\" is not valid", template_name);
         if (strcmp(on_timeout, "pause") && strcmp(on_timeout, "stop") && strcmp(on_timeout, "destroy"))
@@ -120,6 +127,7 @@ static int parse_create(const json_t *body, struct sandbox *sb, struct space_err
         sb->env = env ? json_deep_copy(env) : json_object();
         sb->metadata = metadata ? json_deep_copy(metadata) : json_object();
         sb->environment = json_object();
+        sb->rolling = rolling;
         return 0;
 }
 
@@ -130,7 +138,7 @@ void route_sandbox_create(struct api_request *req, struct api_response *resp)
         struct sandbox sb = { 0 };
         struct operation op;
         struct api_wait w;
-        if (api_wait_parse(req, &w, &err) < 0 || api_request_json(req, &body, &err) < 0 || parse_create(body, &sb, &err) < 0 ||
+        if (api_wait_parse(req, &w, &err) < 0 || api_request_json(req, &body, &err) < 0 || parse_create(req->ctx, body, &sb, &err) < 0 ||
             sandbox_lifecycle_create(req->ctx, &sb, &op, &err) < 0)
                 api_response_error(resp, &err);
         else

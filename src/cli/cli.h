@@ -41,3 +41,7 @@ int cli_sandbox_main(struct cli *cli, int argc, char **argv);
 int cli_exec_main(struct cli *cli, int argc, char **argv);
 int cli_operation_main(struct cli *cli, int argc, char **argv);
 int cli_key_main(struct cli *cli, int argc, char **argv);
+int cli_snapshot_main(struct cli *cli, int argc, char **argv);
+int cli_history_restore(struct cli *cli, int argc, char **argv);
+int cli_history_fork(struct cli *cli, int argc, char **argv);
+int cli_server_capabilities(struct cli *cli, int argc, char **argv);

@@ -54,6 +54,11 @@ int cli_args_pair(json_t *object, const char *arg)
 
 int cli_args_simple(int argc, char **argv, const char *usage, int n_positional, bool *no_wait)
 {
+        return cli_args_positional(argc, argv, usage, n_positional, n_positional, no_wait);
+}
+
+int cli_args_positional(int argc, char **argv, const char *usage, int min, int max, bool *no_wait)
+{
         enum { OPT_NO_WAIT = 256 };
         static const struct option options[] = {
                 { "help", no_argument, NULL, 'h' },
@@ -80,9 +85,9 @@ int cli_args_simple(int argc, char **argv, const char *usage, int n_positional, 
         }
 
         int have = argc - optind;
-        if (have < n_positional)
+        if (have < min)
                 return cli_usage_error(usage, "missing argument");
-        if (have > n_positional)
-                return cli_usage_error(usage, "unexpected argument '%s'", argv[optind + n_positional]);
+        if (have > max)
+                return cli_usage_error(usage, "unexpected argument '%s'", argv[optind + max]);
         return CLI_CONTINUE;
 }

@@ -18,3 +18,6 @@ int cli_args_pair(json_t *object, const char *arg);
  * which takes exactly n_positional arguments (left at argv[optind]...). Returns CLI_CONTINUE
  * or the exit status to return. */
 int cli_args_simple(int argc, char **argv, const char *usage, int n_positional, bool *no_wait);
+
+/* The same for a verb that takes min to max positional arguments. */
+int cli_args_positional(int argc, char **argv, const char *usage, int min, int max, bool *no_wait);

@@ -17,9 +17,13 @@ static const char main_usage[] =
         "Commands:\n"
         "  health                          is spaced up?\n"
         "  version                         client and server versions\n"
+        "  capabilities                    what spaced's runtime can do here\n"
         "  template ls|get|build|rm        templates sandboxes are made from\n"
         "  sandbox create|ls|get|stop|start|pause|resume|rm\n"
         "  exec ID -- CMD [ARGS...]        run a command in a sandbox\n"
+        "  snapshot create|ls|get|rm       point-in-time copies of sandboxes\n"
+        "  restore ID SNAP                 put a sandbox back to one of its snapshots\n"
+        "  fork ID [--count N]             new sandboxes from a snapshot of ID\n"
         "  op get|ls                       operations (lifecycle changes)\n"
         "  key create|ls|rm                API keys\n"
         "\n"
@@ -113,9 +117,13 @@ int main(int argc, char **argv)
         static const struct cli_verb verbs[] = {
                 { "health", cli_server_health },
                 { "version", cli_server_version },
+                { "capabilities", cli_server_capabilities },
                 { "template", cli_template_main },
                 { "sandbox", cli_sandbox_main },
                 { "exec", cli_exec_main },
+                { "snapshot", cli_snapshot_main },
+                { "restore", cli_history_restore },
+                { "fork", cli_history_fork },
                 { "op", cli_operation_main },
                 { "operation", cli_operation_main },
                 { "key", cli_key_main },

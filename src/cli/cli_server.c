@@ -1,4 +1,5 @@
-/* cli_server: `space health` and `space version` — questions about spaced itself. */
+/* cli_server: `space health`, `space version` and `space capabilities` — questions about
+ * spaced itself. */
 #include <stdio.h>
 
 #include "cli/cli.h"
@@ -15,6 +16,12 @@ static const char server_version_usage[] =
         "usage: space version\n"
         "\n"
         "Prints the versions of this client and of spaced, with spaced's runtime and cgroup mode.\n";
+
+static const char server_capabilities_usage[] =
+        "usage: space capabilities\n"
+        "\n"
+        "Prints spaced's runtime and what it can do on this host: pause, filesystem_snapshot,\n"
+        "memory_snapshot (for 'space snapshot create --memory'), restore, fork.\n";
 
 static int cli_server_get(struct cli *cli, const char *route, json_t **ret_answer)
 {
@@ -68,4 +75,16 @@ int cli_server_version(struct cli *cli, int argc, char **argv)
                 if (!cli_streq(key, "version") && json_object_set(shown, key, value) < 0)
                         return cli_output_exit(-ENOMEM);
         return cli_output_exit(cli_output_object(shown));
+}
+
+int cli_server_capabilities(struct cli *cli, int argc, char **argv)
+{
+        _cleanup_json_ json_t *answer = NULL;
+
+        int r = cli_args_simple(argc, argv, server_capabilities_usage, 0, NULL);
+        if (r != CLI_CONTINUE)
+                return r;
+        if (cli_server_get(cli, "/v1/capabilities", &answer) < 0)
+                return CLI_EXIT_FAILURE;
+        return cli_output_exit(cli->json ? cli_output_json(answer) : cli_output_object(answer));
 }

@@ -57,7 +57,7 @@ int cli_table_add_row(struct cli_table *t, const char *const *cells)
         }
 
         for (size_t c = 0; c < t->n_columns; c++) {
-                int r = cli_text_sanitize(cells[c] ? cells[c] : "-", &t->cells[used + c]);
+                int r = cli_text_sanitize(cells[c] && *cells[c] ? cells[c] : "-", &t->cells[used + c]);
                 if (r < 0) {
                         while (c-- > 0)
                                 free(t->cells[used + c]);

@@ -10,7 +10,8 @@ struct cli_table;
 int cli_table_new(size_t n_columns, const char *const *headers, struct cli_table **ret_table);
 struct cli_table *cli_table_free(struct cli_table *t);
 
-/* Copies n_columns cells (NULL prints as "-"), made safe for the terminal. */
+/* Copies n_columns cells (NULL and "" print as "-", so every column has a word), made safe
+ * for the terminal. */
 int cli_table_add_row(struct cli_table *t, const char *const *cells);
 
 int cli_table_print(const struct cli_table *t, FILE *f);

@@ -9,6 +9,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "controller/rolling_snapshots.h"
 #include "operations/operation_queue.h"
 #include "operations/sandbox_lifecycle.h"
 #include "runtime/runtime_driver.h"
@@ -271,6 +272,8 @@ static void *controller_main(void *arg)
                         break;
                 pthread_mutex_unlock(&rc->lock);
                 reconciler_tick(rc->ctx, ++ticks % 10 == 0);
+                if (ticks % 10 == 5)
+                        rolling_snapshots_tick(rc->ctx);
                 pthread_mutex_lock(&rc->lock);
         }
         pthread_mutex_unlock(&rc->lock);

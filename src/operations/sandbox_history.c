@@ -83,7 +83,7 @@ static int queue(struct spaced_context *ctx, const struct operation *op, struct 
 
 /* ---- snapshot ---- */
 
-int sandbox_history_snapshot(struct spaced_context *ctx, const char *sandbox_id, const char *label, bool memory,
+int sandbox_history_snapshot(struct spaced_context *ctx, const char *sandbox_id, const char *label, bool memory, bool rolling,
                              struct snapshot *ret_snap, struct operation *ret_op, struct space_error *err)
 {
         if (memory && !ctx->driver->caps.memory_snapshot)
@@ -99,6 +99,7 @@ int sandbox_history_snapshot(struct spaced_context *ctx, const char *sandbox_id,
                 return space_error_set(err, SPACE_E_INVALID_STATE, "cannot snapshot sandbox %s while it is %s", sandbox_id,
                                        sandbox_state_name(state));
         snapshot_init(ret_snap, sandbox_id, label);
+        ret_snap->rolling = rolling;
         operation_init(ret_op, "sandbox.snapshot", sandbox_id);
         set_params(ret_op, json_pack("{s:s}", "snapshot_id", ret_snap->id));
         int r = STORE(ctx, insert_batch, NULL, 0, ret_snap, 1, ret_op);
@@ -282,6 +283,7 @@ static void child_from_parent(struct sandbox *child, const struct sandbox *paren
         child->env = json_incref(parent->env);
         child->metadata = json_incref(metadata ? metadata : parent->metadata);
         child->timeout_s = parent->timeout_s;
+        child->rolling = parent->rolling ? json_incref(parent->rolling) : NULL;
         snprintf(child->on_timeout, sizeof(child->on_timeout), "%s", parent->on_timeout);
         child->created_at_ms = child->updated_at_ms = wallclock_now_ms();
         snprintf(child->parent_sandbox_id, sizeof(child->parent_sandbox_id), "%s", parent->id);

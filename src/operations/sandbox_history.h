@@ -12,7 +12,7 @@
 
 struct spaced_context;
 
-int sandbox_history_snapshot(struct spaced_context *ctx, const char *sandbox_id, const char *label, bool memory,
+int sandbox_history_snapshot(struct spaced_context *ctx, const char *sandbox_id, const char *label, bool memory, bool rolling,
                              struct snapshot *ret_snap, struct operation *ret_op, struct space_error *err);
 int sandbox_history_restore(struct spaced_context *ctx, const char *sandbox_id, const char *snapshot_id,
                             struct operation *ret_op, struct space_error *err);

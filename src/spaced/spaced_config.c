@@ -26,6 +26,9 @@ static const char usage[] =
         "  --workers N            operation worker threads [4]\n"
         "  --max-body BYTES       largest request body accepted [1M]\n"
         "  --exec-output-cap SIZE bytes of stdout/stderr kept per exec stream [1M]\n"
+        "  --rolling-interval S   default rolling snapshot interval for new sandboxes [0 = off; >= 60]\n"
+        "  --rolling-retain S     default retention of rolling snapshots [604800 = 7 days]\n"
+        "  --rolling-max-count N  default number of rolling snapshots kept [168]\n"
         "  -h, --help             show this help\n"
         "  --version              print the version\n";
 
@@ -108,6 +111,18 @@ static int apply(struct spaced_config *cfg, const char *key, const char *v)
                 if (parse_size(v, &n) < 0 || n < 1024 || n > (64ULL << 20))
                         goto bad;
                 cfg->exec_output_cap = (uint32_t)n;
+        } else if (strcmp(key, "rolling-interval") == 0) {
+                if (parse_size(v, &n) < 0 || (n != 0 && n < 60) || n > 604800)
+                        goto bad;
+                cfg->rolling_interval_s = (int64_t)n;
+        } else if (strcmp(key, "rolling-retain") == 0) {
+                if (parse_size(v, &n) < 0 || n < 60 || n > 604800)
+                        goto bad;
+                cfg->rolling_retain_s = (int64_t)n;
+        } else if (strcmp(key, "rolling-max-count") == 0) {
+                if (parse_size(v, &n) < 0 || n < 1 || n > 10000)
+                        goto bad;
+                cfg->rolling_max_count = (int64_t)n;
         } else {
                 fprintf(stderr, "spaced: unknown setting \"%s\"\n", key);
                 return -1;
@@ -187,6 +202,8 @@ int spaced_config_load(struct spaced_config *cfg, int argc, char **argv)
         cfg->exec_output_cap = 1u << 20;
         cfg->workers = 4;
         cfg->log_level = LOG_INFO;
+        cfg->rolling_retain_s = 604800;
+        cfg->rolling_max_count = 168;
         default_agent_path(cfg);
 
         static const struct option opts[] = {
@@ -195,7 +212,9 @@ int spaced_config_load(struct spaced_config *cfg, int argc, char **argv)
                 { "log-level", required_argument, NULL, 0 }, { "pool-size", required_argument, NULL, 0 },
                 { "agent", required_argument, NULL, 0 }, { "debian-mirror", required_argument, NULL, 0 },
                 { "workers", required_argument, NULL, 0 }, { "max-body", required_argument, NULL, 0 },
-                { "exec-output-cap", required_argument, NULL, 0 }, { "help", no_argument, NULL, 'h' },
+                { "exec-output-cap", required_argument, NULL, 0 }, { "rolling-interval", required_argument, NULL, 0 },
+                { "rolling-retain", required_argument, NULL, 0 }, { "rolling-max-count", required_argument, NULL, 0 },
+                { "help", no_argument, NULL, 'h' },
                 { "version", no_argument, NULL, 'V' }, { 0 },
         };
         /* First pass: only --config, --help and --version, so the file sits below env and flags. */

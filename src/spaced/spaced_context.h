@@ -26,6 +26,10 @@ struct spaced_config {
         uint32_t exec_output_cap;
         int workers;
         int log_level;
+        /* server default rolling snapshot policy for sandboxes that do not set one */
+        int64_t rolling_interval_s; /* 0: off */
+        int64_t rolling_retain_s;
+        int64_t rolling_max_count;
 };
 
 struct spaced_context {

@@ -38,6 +38,9 @@ static const char *const migrations[] = {
         "  kind TEXT NOT NULL, parent_snapshot_id TEXT NOT NULL DEFAULT '', bytes_exclusive INTEGER NOT NULL DEFAULT -1,"
         "  pause_us INTEGER NOT NULL DEFAULT 0, created_at INTEGER NOT NULL);"
         "CREATE INDEX snapshots_sandbox ON snapshots(sandbox_id, created_at);",
+        /* 3: rolling snapshot policies */
+        "ALTER TABLE sandboxes ADD COLUMN rolling TEXT NOT NULL DEFAULT '';"
+        "ALTER TABLE snapshots ADD COLUMN rolling INTEGER NOT NULL DEFAULT 0;",
 };
 
 int sqlite_migrations_apply(sqlite3 *db, int *ret_version)

@@ -5,12 +5,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define SNAP_COLUMNS "id, sandbox_id, state, label, kind, parent_snapshot_id, bytes_exclusive, pause_us, created_at"
+#define SNAP_COLUMNS "id, sandbox_id, state, label, kind, parent_snapshot_id, bytes_exclusive, pause_us, created_at, rolling"
 
 int sq_snapshot_insert_locked(struct state_store *st, const struct snapshot *snap)
 {
         sqlite3_stmt *s;
-        int r = sq_prepare(st, "INSERT INTO snapshots(" SNAP_COLUMNS ") VALUES (?,?,?,?,?,?,?,?,?)", &s);
+        int r = sq_prepare(st, "INSERT INTO snapshots(" SNAP_COLUMNS ") VALUES (?,?,?,?,?,?,?,?,?,?)", &s);
         if (r < 0)
                 return r;
         sq_bind_text(s, 1, snap->id);
@@ -22,6 +22,7 @@ int sq_snapshot_insert_locked(struct state_store *st, const struct snapshot *sna
         sqlite3_bind_int64(s, 7, snap->bytes_exclusive);
         sqlite3_bind_int64(s, 8, snap->pause_us);
         sqlite3_bind_int64(s, 9, snap->created_at_ms);
+        sqlite3_bind_int(s, 10, snap->rolling ? 1 : 0);
         return sq_exec_done(s);
 }
 
@@ -37,6 +38,7 @@ static void snapshot_from_row(sqlite3_stmt *s, struct snapshot *snap)
         snap->bytes_exclusive = sqlite3_column_int64(s, 6);
         snap->pause_us = sqlite3_column_int64(s, 7);
         snap->created_at_ms = sqlite3_column_int64(s, 8);
+        snap->rolling = sqlite3_column_int(s, 9) != 0;
 }
 
 int sqlite_snapshot_get(struct state_store *st, const char *id, struct snapshot *ret)

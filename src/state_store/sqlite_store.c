@@ -185,7 +185,7 @@ out:
 
 #define SB_COLUMNS "id, state, state_reason, template, environment, cpus, memory_mb, pids, disk_mb, env, metadata," \
                    " timeout_s, on_timeout, expires_at, created_at, updated_at, pid, pid_start, uid_base," \
-                   " parent_sandbox_id, parent_snapshot_id, head_snapshot_id"
+                   " parent_sandbox_id, parent_snapshot_id, head_snapshot_id, rolling"
 
 static void sb_from_row(sqlite3_stmt *s, struct sandbox *sb)
 {
@@ -212,12 +212,14 @@ static void sb_from_row(sqlite3_stmt *s, struct sandbox *sb)
         sq_copy_col(s, 19, sb->parent_sandbox_id, sizeof(sb->parent_sandbox_id));
         sq_copy_col(s, 20, sb->parent_snapshot_id, sizeof(sb->parent_snapshot_id));
         sq_copy_col(s, 21, sb->head_snapshot_id, sizeof(sb->head_snapshot_id));
+        const unsigned char *rolling = sqlite3_column_text(s, 22);
+        sb->rolling = rolling && rolling[0] ? json_loads((const char *)rolling, 0, NULL) : NULL;
 }
 
 static int sb_insert_locked(struct state_store *st, const struct sandbox *sb)
 {
         sqlite3_stmt *s;
-        int r = sq_prepare(st, "INSERT INTO sandboxes(" SB_COLUMNS ") VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)", &s);
+        int r = sq_prepare(st, "INSERT INTO sandboxes(" SB_COLUMNS ") VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)", &s);
         if (r < 0)
                 return r;
         sq_bind_text(s, 1, sb->id);
@@ -242,6 +244,10 @@ static int sb_insert_locked(struct state_store *st, const struct sandbox *sb)
         sq_bind_text(s, 20, sb->parent_sandbox_id);
         sq_bind_text(s, 21, sb->parent_snapshot_id);
         sq_bind_text(s, 22, sb->head_snapshot_id);
+        if (sb->rolling)
+                sq_bind_json(s, 23, sb->rolling);
+        else
+                sq_bind_text(s, 23, "");
         return sq_exec_done(s);
 }
 
@@ -405,6 +411,29 @@ static int sqlite_sandbox_set_expiry(struct state_store *st, const char *id, int
         return update_sandbox_ints(st, "UPDATE sandboxes SET expires_at=?, updated_at=? WHERE id=?", id, expires_at_ms, sq_now_ms());
 }
 
+static int sqlite_sandbox_set_settings(struct state_store *st, const struct sandbox *sb)
+{
+        sqlite3_stmt *s;
+        pthread_mutex_lock(&st->lock);
+        int r = sq_prepare(st, "UPDATE sandboxes SET metadata=?, timeout_s=?, on_timeout=?, rolling=?, updated_at=? WHERE id=?", &s);
+        if (r == 0) {
+                sq_bind_json(s, 1, sb->metadata);
+                sqlite3_bind_int64(s, 2, sb->timeout_s);
+                sq_bind_text(s, 3, sb->on_timeout);
+                if (sb->rolling)
+                        sq_bind_json(s, 4, sb->rolling);
+                else
+                        sq_bind_text(s, 4, "");
+                sqlite3_bind_int64(s, 5, sq_now_ms());
+                sq_bind_text(s, 6, sb->id);
+                r = sq_exec_done(s);
+                if (r == 0 && sqlite3_changes(st->db) == 0)
+                        r = -ENOENT;
+        }
+        pthread_mutex_unlock(&st->lock);
+        return r;
+}
+
 static int sqlite_sandbox_set_head(struct state_store *st, const char *id, const char *snapshot_id)
 {
         sqlite3_stmt *s;
@@ -433,6 +462,7 @@ const struct state_store_ops state_store_sqlite = {
         .sandbox_set_runtime = sqlite_sandbox_set_runtime,
         .sandbox_set_expiry = sqlite_sandbox_set_expiry,
         .sandbox_set_head = sqlite_sandbox_set_head,
+        .sandbox_set_settings = sqlite_sandbox_set_settings,
         .snapshot_get = sqlite_snapshot_get,
         .snapshot_list = sqlite_snapshot_list,
         .snapshot_update = sqlite_snapshot_update,

@@ -56,7 +56,8 @@ void sandbox_release(struct sandbox *s)
         json_decref(s->environment);
         json_decref(s->env);
         json_decref(s->metadata);
-        s->environment = s->env = s->metadata = NULL;
+        json_decref(s->rolling);
+        s->environment = s->env = s->metadata = s->rolling = NULL;
 }
 
 void sandbox_array_free(struct sandbox *arr, size_t n)

@@ -58,6 +58,7 @@ struct sandbox {
         char parent_sandbox_id[32];  /* set on forks */
         char parent_snapshot_id[32]; /* the snapshot it was forked from */
         char head_snapshot_id[32];   /* the latest snapshot taken or restored: parent of the next */
+        json_t *rolling;             /* rolling snapshot policy object, or NULL for none */
 };
 void sandbox_release(struct sandbox *s);
 void sandbox_array_free(struct sandbox *arr, size_t n);
@@ -84,6 +85,7 @@ struct snapshot {
         int64_t bytes_exclusive; /* -1 when not measured */
         int64_t pause_us;        /* how long the sandbox was frozen for it */
         int64_t created_at_ms;
+        bool rolling;            /* taken by the rolling schedule, deleted by its retention */
 };
 
 struct template_record {
@@ -125,6 +127,8 @@ struct state_store_ops {
         int (*sandbox_set_runtime)(struct state_store *st, const char *id, int32_t pid, uint64_t pid_start);
         int (*sandbox_set_expiry)(struct state_store *st, const char *id, int64_t expires_at_ms);
         int (*sandbox_set_head)(struct state_store *st, const char *id, const char *snapshot_id);
+        /* Writes the settings a client may change later: metadata, timeout_s, on_timeout, rolling. */
+        int (*sandbox_set_settings)(struct state_store *st, const struct sandbox *sb);
 
         int (*snapshot_get)(struct state_store *st, const char *id, struct snapshot *ret);
         /* sandbox_id NULL: all. Oldest first. */

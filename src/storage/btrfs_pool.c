@@ -174,3 +174,19 @@ int btrfs_pool_subvolume_delete(const char *path)
         }
         return errno_from_btrfsutil(e);
 }
+
+int btrfs_pool_changed_since(const char *path, const char *snapshot_path)
+{
+        struct btrfs_util_subvolume_info now, then;
+        errno = 0;
+        if (btrfs_util_subvolume_info(path, 0, &now) != BTRFS_UTIL_OK ||
+            btrfs_util_subvolume_info(snapshot_path, 0, &then) != BTRFS_UTIL_OK)
+                return errno ? -errno : -EIO;
+        return now.generation > then.otransid ? 1 : 0;
+}
+
+int btrfs_pool_sync(const struct btrfs_pool *p)
+{
+        errno = 0;
+        return errno_from_btrfsutil(btrfs_util_sync(p->root));
+}

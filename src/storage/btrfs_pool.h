@@ -33,5 +33,10 @@ int btrfs_pool_subvolume_create(const char *path);
 int btrfs_pool_set_read_only(const char *path, bool read_only);
 /* Deletes a subvolume and the subvolumes below it; 0 if it does not exist. */
 int btrfs_pool_subvolume_delete(const char *path);
+/* 1 if the subvolume at path was modified after the snapshot at snapshot_path was taken
+ * (its generation is newer than the snapshot's creation transaction), 0 if not, -errno.
+ * Call btrfs_pool_sync() first so that buffered writes count. */
+int btrfs_pool_changed_since(const char *path, const char *snapshot_path);
+int btrfs_pool_sync(const struct btrfs_pool *p);
 /* True if path is on a btrfs filesystem. */
 bool btrfs_pool_is_btrfs(const char *path);

@@ -48,6 +48,15 @@ static void test_documented_routes(void **state)
                 { "POST", "/v1/sandboxes/sb-1/start", route_sandbox_action },
                 { "POST", "/v1/sandboxes/sb-1/pause", route_sandbox_action },
                 { "POST", "/v1/sandboxes/sb-1/resume", route_sandbox_action },
+                { "PATCH", "/v1/sandboxes/sb-1", route_sandbox_patch },
+                { "POST", "/v1/sandboxes/sb-1/snapshots", route_snapshot_create },
+                { "GET", "/v1/sandboxes/sb-1/snapshots", route_snapshot_list_of_sandbox },
+                { "POST", "/v1/sandboxes/sb-1/restore", route_sandbox_restore },
+                { "POST", "/v1/sandboxes/sb-1/fork", route_sandbox_fork },
+                { "GET", "/v1/snapshots", route_snapshot_list },
+                { "GET", "/v1/snapshots/snap-1", route_snapshot_get },
+                { "DELETE", "/v1/snapshots/snap-1", route_snapshot_delete },
+                { "GET", "/v1/capabilities", route_capabilities },
                 { "GET", "/v1/templates", route_template_list },
                 { "GET", "/v1/templates/busybox", route_template_get },
                 { "DELETE", "/v1/templates/busybox", route_template_delete },
@@ -81,7 +90,7 @@ static void test_wrong_method_is_405(void **state)
 {
         static const char *const cases[][2] = {
                 { "PUT", "/v1/sandboxes" },         { "DELETE", "/v1/sandboxes" },     { "GET", "/v1/sandboxes/x/exec" },
-                { "POST", "/v1/health" },           { "PATCH", "/v1/sandboxes/x" },    { "GET", "/v1/templates/x/build" },
+                { "POST", "/v1/health" },           { "PUT", "/v1/sandboxes/x" },      { "GET", "/v1/templates/x/build" },
                 { "POST", "/v1/operations/op-1" },  { "get", "/v1/version" },          { "DELETE", "/v1/operations/op-1" },
         };
         for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {

@@ -1,0 +1,108 @@
+/* PATCH /v1/sandboxes/{id} and the rolling snapshot policy shared with create. */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "api/api_json.h"
+#include "api/api_render.h"
+#include "api/api_routes.h"
+#include "operations/sandbox_lifecycle.h"
+#include "runtime/runtime_driver.h"
+#include "spaced/spaced_context.h"
+
+#define WEEK_S 604800
+
+int api_rolling_policy_parse(struct spaced_context *ctx, const json_t *v, json_t **ret, struct space_error *err)
+{
+        static const char *const fields[] = { "interval_s", "retain_s", "max_count", "memory", NULL };
+        long long interval = 0, retain = WEEK_S, max_count = 168;
+        bool memory = false;
+        if (!v || json_is_null(v)) {
+                *ret = NULL;
+                return 0;
+        }
+        if (!json_is_object(v))
+                return space_error_set(err, SPACE_E_INVALID_REQUEST, "rolling_snapshots must be an object or null");
+        if (api_json_only(v, fields, "rolling_snapshots", err) < 0 || api_json_int(v, "interval_s", 60, WEEK_S, &interval, err) < 0 ||
+            api_json_int(v, "retain_s", 60, WEEK_S, &retain, err) < 0 || api_json_int(v, "max_count", 1, 10000, &max_count, err) < 0 ||
+            api_json_bool(v, "memory", &memory, err) < 0)
+                return -1;
+        if (!json_object_get(v, "interval_s"))
+                return space_error_set(err, SPACE_E_INVALID_REQUEST, "rolling_snapshots.interval_s is required (60 to %d)", WEEK_S);
+        if (memory && !ctx->driver->caps.memory_snapshot)
+                return space_error_set(err, SPACE_E_UNSUPPORTED, "rolling memory snapshots are not available with the %s runtime",
+                                       ctx->driver->name);
+        *ret = json_pack("{s:I, s:I, s:I, s:b}", "interval_s", (json_int_t)interval, "retain_s", (json_int_t)retain, "max_count",
+                         (json_int_t)max_count, "memory", memory);
+        return 0;
+}
+
+json_t *api_rolling_policy_default(const struct spaced_context *ctx)
+{
+        if (ctx->cfg.rolling_interval_s <= 0)
+                return NULL;
+        return json_pack("{s:I, s:I, s:I, s:b}", "interval_s", (json_int_t)ctx->cfg.rolling_interval_s, "retain_s",
+                         (json_int_t)ctx->cfg.rolling_retain_s, "max_count", (json_int_t)ctx->cfg.rolling_max_count, "memory", 0);
+}
+
+void route_sandbox_patch(struct api_request *req, struct api_response *resp)
+{
+        static const char *const fields[] = { "metadata", "timeout_s", "on_timeout", "rolling_snapshots", NULL };
+        struct space_error err = { 0 };
+        json_t *body = NULL, *metadata = NULL, *rolling = NULL;
+        const char *on_timeout = NULL;
+        long long timeout_s = -1;
+        struct sandbox sb;
+        bool loaded = false;
+        if (api_request_json(req, &body, &err) < 0 || api_json_only(body, fields, "", &err) < 0 ||
+            api_json_string_map(body, "metadata", api_json_metadata_key_ok, 64, 256, &metadata, &err) < 0 ||
+            api_json_int(body, "timeout_s", 0, 30LL * 24 * 3600, &timeout_s, &err) < 0 ||
+            api_json_string(body, "on_timeout", 16, &on_timeout, &err) < 0 ||
+            api_rolling_policy_parse(req->ctx, json_object_get(body, "rolling_snapshots"), &rolling, &err) < 0)
+                goto fail;
+        if (on_timeout && strcmp(on_timeout, "pause") && strcmp(on_timeout, "stop") && strcmp(on_timeout, "destroy")) {
+                space_error_set(&err, SPACE_E_INVALID_REQUEST, "on_timeout must be pause, stop or destroy");
+                goto fail;
+        }
+        if (api_load_sandbox(req, &sb, &err) < 0)
+                goto fail;
+        loaded = true;
+        if (sb.state == SANDBOX_DESTROYED || sb.state == SANDBOX_DESTROYING) {
+                space_error_set(&err, SPACE_E_INVALID_STATE, "sandbox %s is %s", sb.id, sandbox_state_name(sb.state));
+                goto fail;
+        }
+        if (metadata) {
+                json_decref(sb.metadata);
+                sb.metadata = json_deep_copy(metadata);
+        }
+        if (on_timeout)
+                snprintf(sb.on_timeout, sizeof(sb.on_timeout), "%s", on_timeout);
+        if (json_object_get(body, "rolling_snapshots")) {
+                json_decref(sb.rolling);
+                sb.rolling = rolling;
+                rolling = NULL;
+        }
+        if (timeout_s >= 0)
+                sb.timeout_s = timeout_s;
+        int r = STORE(req->ctx, sandbox_set_settings, &sb);
+        if (r < 0) {
+                space_error_errno(&err, r, "store settings of %s", sb.id);
+                goto fail;
+        }
+        /* A new timeout counts from now for a sandbox that is running. */
+        if (timeout_s >= 0 && sb.state == SANDBOX_RUNNING)
+                sandbox_step_arm_expiry(req->ctx, &sb);
+        sandbox_release(&sb);
+        if (STORE(req->ctx, sandbox_get, req->segments[2], &sb) == 0) {
+                api_response_json(resp, 200, api_render_sandbox(&sb));
+                sandbox_release(&sb);
+        }
+        json_decref(body);
+        return;
+fail:
+        api_response_error(resp, &err);
+        if (loaded)
+                sandbox_release(&sb);
+        json_decref(rolling);
+        json_decref(body);
+}
