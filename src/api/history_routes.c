@@ -121,8 +121,12 @@ void route_sandbox_restore(struct api_request *req, struct api_response *resp)
         if (api_wait_parse(req, &w, &err) < 0 || api_request_json(req, &body, &err) < 0 || api_json_only(body, fields, "", &err) < 0 ||
             api_json_string(body, "snapshot_id", 31, &snapshot_id, &err) < 0)
                 goto fail;
-        if (!snapshot_id || !api_json_name_ok(snapshot_id)) {
+        if (!snapshot_id) {
                 space_error_set(&err, SPACE_E_INVALID_REQUEST, "snapshot_id is required");
+                goto fail;
+        }
+        if (!api_json_name_ok(snapshot_id)) {
+                space_error_set(&err, SPACE_E_NOT_FOUND, "snapshot %.64s not found", snapshot_id);
                 goto fail;
         }
         if (sandbox_history_restore(req->ctx, req->segments[2], snapshot_id, &op, &err) < 0)

@@ -118,7 +118,8 @@ int cli_history_fork(struct cli *cli, int argc, char **argv)
                         return cli_usage_print(history_fork_usage);
                 case OPT_COUNT:
                         if (cli_args_integer(optarg, 0, CLI_HISTORY_COUNT_MAX, &count) < 0)
-                                return cli_usage_error(history_fork_usage, "--count needs a whole number, not '%s'", optarg);
+                                return cli_usage_error(history_fork_usage, "--count needs a whole number, not '%s'",
+                                                       optarg);
                         if (json_object_set_new(body, "count", json_integer(count)) < 0)
                                 return cli_output_exit(-ENOMEM);
                         break;

@@ -382,6 +382,11 @@ static int start_child(struct spaced_context *ctx, const char *id, const char *s
                         r = -1;
                 } else if (sandbox_step_move(ctx, child.id, M(SANDBOX_CREATING), SANDBOX_RUNNING, "", &ignored) == 0) {
                         sandbox_step_arm_expiry(ctx, &child);
+                } else {
+                        /* Destroyed while we launched it (its destroy runs apart from this fork):
+                         * leave nothing behind whichever of the two finishes last. */
+                        ctx->driver->stop(&child, &ignored);
+                        ctx->driver->destroy_rootfs(&child, &ignored);
                 }
         }
         sandbox_release(&child);

@@ -115,17 +115,43 @@ int sqlite_snapshot_update(struct state_store *st, const struct snapshot *snap)
         return r;
 }
 
+/* Deletes a snapshot and keeps lineage a chain: whatever named it as its parent (later
+ * snapshots) or as its head (the sandbox) now names its parent instead. */
 int sqlite_snapshot_delete(struct state_store *st, const char *id)
 {
         sqlite3_stmt *s;
+        char parent[32] = "";
         pthread_mutex_lock(&st->lock);
-        int r = sq_prepare(st, "DELETE FROM snapshots WHERE id=?", &s);
+        int r = sq_begin(st);
+        if (r < 0)
+                goto out;
+        r = sq_prepare(st, "SELECT parent_snapshot_id FROM snapshots WHERE id=?", &s);
         if (r == 0) {
                 sq_bind_text(s, 1, id);
-                r = sq_exec_done(s);
-                if (r == 0 && sqlite3_changes(st->db) == 0)
-                        r = -ENOENT;
+                int rc = sqlite3_step(s);
+                if (rc == SQLITE_ROW)
+                        sq_copy_col(s, 0, parent, sizeof(parent));
+                r = rc == SQLITE_ROW ? 0 : rc == SQLITE_DONE ? -ENOENT : sq_error(rc);
+                sqlite3_finalize(s);
         }
+        static const char *const steps[] = {
+                "UPDATE snapshots SET parent_snapshot_id=?1 WHERE parent_snapshot_id=?2",
+                "UPDATE sandboxes SET head_snapshot_id=?1 WHERE head_snapshot_id=?2",
+                "DELETE FROM snapshots WHERE id=?2",
+        };
+        for (size_t i = 0; r == 0 && i < sizeof(steps) / sizeof(steps[0]); i++) {
+                r = sq_prepare(st, steps[i], &s);
+                if (r == 0) {
+                        sq_bind_text(s, 1, parent);
+                        sq_bind_text(s, 2, id);
+                        r = sq_exec_done(s);
+                }
+        }
+        if (r == 0)
+                r = sq_commit(st);
+        else
+                sq_rollback(st);
+out:
         pthread_mutex_unlock(&st->lock);
         return r;
 }
