@@ -5,6 +5,7 @@
 #include <jansson.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <sys/types.h>
 
 #include "spaced/space_error.h"
 
@@ -23,9 +24,31 @@ struct api_request {
         char key_id[32]; /* the authenticated key */
 };
 
+/* A body produced piece by piece (downloads): read returns bytes written to buf, 0 at the
+ * end, -1 on failure (the connection is then cut so the client sees it incomplete). */
+struct api_stream {
+        ssize_t (*read)(void *cls, char *buf, size_t max);
+        void (*free)(void *cls);
+        void *cls;
+};
+
 struct api_response {
         unsigned status;
-        json_t *body; /* owned; NULL for an empty body */
+        json_t *body;             /* owned; NULL for an empty body */
+        struct api_stream stream; /* instead of body when stream.read is set */
+        const char *content_type; /* for streams */
+        json_t *headers;          /* owned; extra headers, object of strings */
+};
+
+/* A request body consumed as it arrives instead of buffered (uploads of any size). */
+struct api_upload_sink {
+        int (*begin)(struct api_request *req, void **ret_state, struct space_error *err);
+        /* Returns 0 or -1; after -1 the rest of the body is discarded and finish reports it. */
+        int (*write)(void *state, const char *data, size_t len);
+        /* Answers the request and frees the state. */
+        void (*finish)(void *state, struct api_request *req, struct api_response *resp);
+        /* The client went away before the end: undo and free. */
+        void (*abort)(void *state);
 };
 
 /* Query parameter or NULL. */

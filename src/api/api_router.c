@@ -28,6 +28,7 @@ static const struct route {
         { "GET", { "v1", "snapshots" }, route_snapshot_list, true },
         { "GET", { "v1", "snapshots", "*" }, route_snapshot_get, true },
         { "DELETE", { "v1", "snapshots", "*" }, route_snapshot_delete, true },
+        { "GET", { "v1", "snapshots", "*", "export" }, route_snapshot_export, true },
         { "GET", { "v1", "capabilities" }, route_capabilities, true },
         { "GET", { "v1", "templates" }, route_template_list, true },
         { "GET", { "v1", "templates", "*" }, route_template_get, true },
@@ -69,5 +70,13 @@ api_handler api_router_match(struct api_request *req, bool *ret_needs_auth, stru
                 space_error_set(err, SPACE_E_METHOD_NOT_ALLOWED, "%s is not allowed on %s", req->method, req->path);
         else
                 space_error_set(err, SPACE_E_NOT_FOUND, "no route for %s %s", req->method, req->path);
+        return NULL;
+}
+
+const struct api_upload_sink *api_router_upload_sink(const struct api_request *req)
+{
+        if (strcmp(req->method, "POST") == 0 && req->nsegments == 3 && strcmp(req->segments[0], "v1") == 0 &&
+            strcmp(req->segments[1], "snapshots") == 0 && strcmp(req->segments[2], "import") == 0)
+                return &snapshot_import_sink;
         return NULL;
 }

@@ -6,6 +6,11 @@
 
 typedef void (*api_handler)(struct api_request *req, struct api_response *resp);
 
+/* The upload sink for a request whose body is streamed (POST /v1/snapshots/import), or NULL. */
+const struct api_upload_sink *api_router_upload_sink(const struct api_request *req);
+extern const struct api_upload_sink snapshot_import_sink;
+void route_snapshot_export(struct api_request *req, struct api_response *resp);
+
 /* Looks up the route; sets *ret_needs_auth. NULL with err (404/405) when none matches. */
 api_handler api_router_match(struct api_request *req, bool *ret_needs_auth, struct space_error *err);
 

@@ -32,10 +32,63 @@ struct upload {
         size_t len, cap;
         bool too_large;
         int64_t started_us;
+        /* a streamed body: the sink, its state, and the request it was begun with */
+        const struct api_upload_sink *sink;
+        void *sink_state;
+        bool sink_failed;
+        struct space_error sink_err;
+        char path_copy[1024];
+        struct api_request req;
 };
 
-static enum MHD_Result send_response(struct MHD_Connection *conn, const struct api_response *resp)
+static ssize_t stream_reader(void *cls, uint64_t pos, char *buf, size_t max)
 {
+        struct api_stream *st = cls;
+        ssize_t n = st->read(st->cls, buf, max);
+        if (n > 0)
+                return n;
+        return n == 0 ? MHD_CONTENT_READER_END_OF_STREAM : MHD_CONTENT_READER_END_WITH_ERROR;
+}
+
+static void stream_free(void *cls)
+{
+        struct api_stream *st = cls;
+        if (st->free)
+                st->free(st->cls);
+        free(st);
+}
+
+static void add_headers(struct MHD_Response *r, const json_t *headers)
+{
+        const char *k;
+        json_t *v;
+        json_object_foreach((json_t *)headers, k, v)
+                if (json_is_string(v))
+                        MHD_add_response_header(r, k, json_string_value(v));
+}
+
+static enum MHD_Result send_response(struct MHD_Connection *conn, struct api_response *resp)
+{
+        if (resp->stream.read) {
+                struct api_stream *st = malloc(sizeof(*st));
+                if (!st) {
+                        if (resp->stream.free)
+                                resp->stream.free(resp->stream.cls);
+                        return MHD_NO;
+                }
+                *st = resp->stream;
+                memset(&resp->stream, 0, sizeof(resp->stream));
+                struct MHD_Response *r = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 64 * 1024, stream_reader, st, stream_free);
+                if (!r) {
+                        stream_free(st);
+                        return MHD_NO;
+                }
+                MHD_add_response_header(r, "Content-Type", resp->content_type ? resp->content_type : "application/octet-stream");
+                add_headers(r, resp->headers);
+                enum MHD_Result ret = MHD_queue_response(conn, resp->status, r);
+                MHD_destroy_response(r);
+                return ret;
+        }
         char *text = NULL;
         size_t len = 0;
         if (resp->body) {
@@ -59,6 +112,7 @@ static enum MHD_Result send_response(struct MHD_Connection *conn, const struct a
         if (text)
                 MHD_add_response_header(r, "Content-Type", "application/json");
         MHD_add_response_header(r, "Cache-Control", "no-store");
+        add_headers(r, resp->headers);
         enum MHD_Result ret = MHD_queue_response(conn, resp->status, r);
         MHD_destroy_response(r);
         return ret;
@@ -115,6 +169,25 @@ static void handle(struct spaced_context *ctx, struct MHD_Connection *conn, cons
         }
 }
 
+/* A route whose body is streamed is authenticated and begun on the first call, before any
+ * body byte arrives; its failure is answered once the body has been drained. */
+static void begin_sink(struct spaced_context *ctx, struct MHD_Connection *conn, const char *url, const char *method,
+                       struct upload *up)
+{
+        struct api_request *req = &up->req;
+        *req = (struct api_request){ .ctx = ctx, .conn = conn, .method = method, .path = url };
+        if (strlen(url) >= sizeof(up->path_copy))
+                return;
+        snprintf(up->path_copy, sizeof(up->path_copy), "%s", url);
+        if (split_path(req, up->path_copy) < 0 || !(up->sink = api_router_upload_sink(req)))
+                return;
+        const char *auth = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION);
+        if (atomic_load(&ctx->shutting_down))
+                space_error_set(&up->sink_err, SPACE_E_UNAVAILABLE, "spaced is shutting down");
+        else if (api_auth_check(ctx, auth, req->key_id, sizeof(req->key_id), &up->sink_err) == 0)
+                up->sink->begin(req, &up->sink_state, &up->sink_err);
+}
+
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url, const char *method,
                                   const char *version, const char *upload_data, size_t *upload_data_size, void **con_cls)
 {
@@ -126,7 +199,28 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
                         return MHD_NO;
                 up->started_us = monotonic_now_us();
                 *con_cls = up;
+                begin_sink(s->ctx, conn, url, method, up);
                 return MHD_YES;
+        }
+        if (up->sink) {
+                size_t n = *upload_data_size;
+                *upload_data_size = 0;
+                if (n) {
+                        if (up->sink_state && !up->sink_failed && up->sink->write(up->sink_state, upload_data, n) < 0)
+                                up->sink_failed = true;
+                        return MHD_YES;
+                }
+                struct api_response resp = { 0 };
+                if (up->sink_state) {
+                        up->sink->finish(up->sink_state, &up->req, &resp);
+                        up->sink_state = NULL;
+                } else {
+                        api_response_error(&resp, &up->sink_err);
+                }
+                enum MHD_Result r = send_response(conn, &resp);
+                json_decref(resp.body);
+                json_decref(resp.headers);
+                return r;
         }
         if (*upload_data_size) {
                 size_t n = *upload_data_size;
@@ -156,6 +250,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         log_debug("http.request", "method=%s path=%s status=%u duration_us=%lld", method, url, resp.status,
                   (long long)(monotonic_now_us() - up->started_us));
         json_decref(resp.body);
+        json_decref(resp.headers);
         return r;
 }
 
@@ -163,6 +258,8 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 {
         struct upload *up = *con_cls;
         if (up) {
+                if (up->sink && up->sink_state)
+                        up->sink->abort(up->sink_state);
                 free(up->data);
                 free(up);
                 *con_cls = NULL;

@@ -81,17 +81,18 @@ void api_respond_operation(struct api_request *req, struct api_response *resp, c
         api_response_json(resp, status, body);
 }
 
-static const char *const create_fields[] = { "template",   "resources",  "env", "metadata", "timeout_s",
-                                             "on_timeout", "rolling_snapshots", NULL };
+static const char *const create_fields[] = { "template",   "snapshot_id",       "resources", "env", "metadata",
+                                             "timeout_s",  "rolling_snapshots", "on_timeout", NULL };
 static const char *const resource_fields[] = { "cpus", "memory_mb", "pids", "disk_mb", NULL };
 
 static int parse_create(struct spaced_context *ctx, const json_t *body, struct sandbox *sb, struct space_error *err)
 {
-        const char *template_name = "busybox", *on_timeout = "stop";
+        const char *template_name = "busybox", *on_timeout = "stop", *snapshot_id = NULL;
         long long timeout_s = 0, memory = 512, pids = 256, disk = 0;
         double cpus = 1.0;
         json_t *env = NULL, *metadata = NULL, *rolling = NULL, *res = json_object_get(body, "resources");
         if (api_json_only(body, create_fields, "", err) < 0 || api_json_string(body, "template", 63, &template_name, err) < 0 ||
+            api_json_string(body, "snapshot_id", 31, &snapshot_id, err) < 0 ||
             api_json_string(body, "on_timeout", 16, &on_timeout, err) < 0 ||
             api_json_int(body, "timeout_s", 0, 30LL * 24 * 3600, &timeout_s, err) < 0 ||
             api_json_string_map(body, "env", api_json_env_name_ok, 256, 32768, &env, err) < 0 ||
@@ -115,12 +116,18 @@ static int parse_create(struct spaced_context *ctx, const json_t *body, struct s
         } else {
                 rolling = api_rolling_policy_default(ctx);
         }
+        if (snapshot_id && json_object_get(body, "template"))
+                return space_error_set(err, SPACE_E_INVALID_REQUEST, "give template or snapshot_id, not both");
+        if (snapshot_id && !api_json_name_ok(snapshot_id))
+                return space_error_set(err, SPACE_E_NOT_FOUND, "snapshot %.64s not found", snapshot_id);
         if (!api_json_name_ok(template_name))
                 return space_error_set(err, SPACE_E_INVALID_REQUEST, "template name \"%s\" is not valid", template_name);
         if (strcmp(on_timeout, "pause") && strcmp(on_timeout, "stop") && strcmp(on_timeout, "destroy"))
                 return space_error_set(err, SPACE_E_INVALID_REQUEST, "on_timeout must be pause, stop or destroy");
         memset(sb, 0, sizeof(*sb));
         snprintf(sb->template_name, sizeof(sb->template_name), "%s", template_name);
+        if (snapshot_id) /* sandbox_lifecycle_create takes the template from the snapshot's origin */
+                snprintf(sb->parent_snapshot_id, sizeof(sb->parent_snapshot_id), "%s", snapshot_id);
         snprintf(sb->on_timeout, sizeof(sb->on_timeout), "%s", on_timeout);
         sb->timeout_s = timeout_s;
         sb->resources = (struct sandbox_resources){ .cpus = cpus, .memory_mb = memory, .pids = pids, .disk_mb = disk };

@@ -100,10 +100,46 @@ void sandbox_uid_release(uint32_t base)
         pthread_mutex_unlock(&uid_lock);
 }
 
+/* A sandbox made from a snapshot: its origin's template and environment binding, when the
+ * origin is known here (an imported snapshot may have none). */
+static int bind_to_snapshot(struct spaced_context *ctx, struct sandbox *sb, struct space_error *err)
+{
+        struct snapshot snap;
+        struct sandbox origin;
+        int r = STORE(ctx, snapshot_get, sb->parent_snapshot_id, &snap);
+        if (r == -ENOENT)
+                return space_error_set(err, SPACE_E_NOT_FOUND, "snapshot %s not found", sb->parent_snapshot_id);
+        if (r < 0)
+                return space_error_errno(err, r, "read snapshot %s", sb->parent_snapshot_id);
+        if (strcmp(snap.state, "ready") != 0)
+                return space_error_set(err, SPACE_E_INVALID_STATE, "snapshot %s is still being taken", snap.id);
+        json_decref(sb->environment);
+        if (snap.sandbox_id[0] && STORE(ctx, sandbox_get, snap.sandbox_id, &origin) == 0) {
+                snprintf(sb->template_name, sizeof(sb->template_name), "%s", origin.template_name);
+                sb->environment = json_incref(origin.environment);
+                sandbox_release(&origin);
+        } else {
+                char base[64];
+                snprintf(sb->template_name, sizeof(sb->template_name), "snapshot");
+                snprintf(base, sizeof(base), "snapshot:%s", snap.id);
+                sb->environment = json_pack("{s:s, s:s, s:s}", "driver", ctx->driver->name, "driver_version", ctx->driver->version,
+                                            "base", base);
+        }
+        snprintf(sb->parent_sandbox_id, sizeof(sb->parent_sandbox_id), "%s", snap.sandbox_id);
+        snprintf(sb->head_snapshot_id, sizeof(sb->head_snapshot_id), "%s", snap.id);
+        return 0;
+}
+
 int sandbox_lifecycle_create(struct spaced_context *ctx, struct sandbox *sb, struct operation *ret_op, struct space_error *err)
 {
         struct template_record t;
-        int r = STORE(ctx, template_get, sb->template_name, &t);
+        int r;
+        if (sb->parent_snapshot_id[0]) {
+                if (bind_to_snapshot(ctx, sb, err) < 0)
+                        return -1;
+                goto insert;
+        }
+        r = STORE(ctx, template_get, sb->template_name, &t);
         if (r == -ENOENT)
                 return space_error_set(err, SPACE_E_NOT_FOUND, "template %s not found", sb->template_name);
         if (r < 0)
@@ -117,7 +153,7 @@ int sandbox_lifecycle_create(struct spaced_context *ctx, struct sandbox *sb, str
         json_decref(sb->environment);
         sb->environment = json_incref(t.environment);
         template_record_release(&t);
-
+insert:
         random_id("sb-", 8, sb->id, sizeof(sb->id));
         sb->state = SANDBOX_CREATING;
         sb->created_at_ms = sb->updated_at_ms = wallclock_now_ms();
@@ -208,8 +244,10 @@ int sandbox_op_create(struct spaced_context *ctx, struct operation *op, struct s
                 space_error_set(err, SPACE_E_INVALID_STATE, "sandbox %s is %s, not creating", sb.id, sandbox_state_name(sb.state));
                 goto out;
         }
-        if (btrfs_pool_template_path(&ctx->pool, sb.template_name, tpath, sizeof(tpath)) < 0) {
-                space_error_set(err, SPACE_E_INTERNAL, "bad template name %s", sb.template_name);
+        /* From its template, or from the snapshot it was created from. */
+        if ((sb.parent_snapshot_id[0] ? btrfs_pool_snapshot_path(&ctx->pool, sb.parent_snapshot_id, tpath, sizeof(tpath))
+                                      : btrfs_pool_template_path(&ctx->pool, sb.template_name, tpath, sizeof(tpath))) < 0) {
+                space_error_set(err, SPACE_E_INTERNAL, "bad source %s%s", sb.template_name, sb.parent_snapshot_id);
                 goto fail;
         }
         /* A create redone after a crash may find processes of the first attempt using the

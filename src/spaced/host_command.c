@@ -123,3 +123,59 @@ int host_command_run(char *const argv[], const char *log_path, char *out, size_t
                 return WEXITSTATUS(status);
         return 128 + WTERMSIG(status);
 }
+
+int host_command_spawn_piped(char *const argv[], bool want_stdout, const char *err_path, int *ret_fd, pid_t *ret_pid)
+{
+        int p[2];
+        if (pipe2(p, O_CLOEXEC) < 0)
+                return -errno;
+        _cleanup_close_ int errfd = err_path ? open(err_path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0640)
+                                             : open("/dev/null", O_WRONLY | O_CLOEXEC);
+        if (errfd < 0) {
+                int r = -errno;
+                close(p[0]);
+                close(p[1]);
+                return r;
+        }
+        posix_spawn_file_actions_t fa;
+        posix_spawnattr_t attr;
+        posix_spawn_file_actions_init(&fa);
+        if (want_stdout) {
+                posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+                posix_spawn_file_actions_adddup2(&fa, p[1], 1);
+        } else {
+                posix_spawn_file_actions_adddup2(&fa, p[0], 0);
+                posix_spawn_file_actions_adddup2(&fa, errfd, 1);
+        }
+        posix_spawn_file_actions_adddup2(&fa, errfd, 2);
+        posix_spawnattr_init(&attr);
+        sigset_t none;
+        sigemptyset(&none);
+        posix_spawnattr_setsigmask(&attr, &none);
+        posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETPGROUP);
+        posix_spawnattr_setpgroup(&attr, 0);
+        pid_t pid;
+        int r = posix_spawnp(&pid, argv[0], &fa, &attr, argv, environ);
+        posix_spawn_file_actions_destroy(&fa);
+        posix_spawnattr_destroy(&attr);
+        close(want_stdout ? p[1] : p[0]);
+        int mine = want_stdout ? p[0] : p[1];
+        if (r != 0) {
+                close(mine);
+                return -r;
+        }
+        *ret_fd = mine;
+        *ret_pid = pid;
+        return 0;
+}
+
+int host_command_wait(pid_t pid, bool kill_first)
+{
+        if (kill_first)
+                kill(-pid, SIGKILL);
+        int status;
+        while (waitpid(pid, &status, 0) < 0)
+                if (errno != EINTR)
+                        return -errno;
+        return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
