@@ -100,8 +100,10 @@ void route_snapshot_export(struct api_request *req, struct api_response *resp)
         resp->status = 200;
         resp->stream = (struct api_stream){ .read = send_read, .free = send_free, .cls = st };
         resp->content_type = "application/vnd.btrfs.send-stream";
-        resp->headers = json_pack("{s:s, s:s, s:s}", "X-Space-Snapshot-Id", id, "X-Space-Sandbox-Id", snap.sandbox_id,
-                                  "X-Space-Parent-Snapshot-Id", parent ? parent : "");
+        /* The parent header is there only for an incremental stream (the importer needs it). */
+        resp->headers = json_pack("{s:s, s:s}", "X-Space-Snapshot-Id", id, "X-Space-Sandbox-Id", snap.sandbox_id);
+        if (parent)
+                json_object_set_new(resp->headers, "X-Space-Parent-Snapshot-Id", json_string(parent));
         log_info("snapshot.export", "snapshot=%s parent=%s", id, parent ? parent : "-");
 }
 
