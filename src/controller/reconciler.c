@@ -230,6 +230,32 @@ static void expire(struct spaced_context *ctx, const struct sandbox *sb)
                 log_info("controller.timeout", "sandbox=%s action=%s op=%s", sb->id, sb->on_timeout, op.id);
 }
 
+#define TRANSIENT (M(SANDBOX_CREATING) | M(SANDBOX_STARTING) | M(SANDBOX_STOPPING) | M(SANDBOX_DESTROYING) | M(SANDBOX_RESTORING))
+#define TRANSIENT_DEADLINE_MS (60 * 1000)
+#define OPERATION_WARN_MS (10 * 60 * 1000)
+
+/* A transient state is only ever held while an operation drives it. One that outlives its
+ * deadline with no operation (a store failure half way, a bug) is finished the way a
+ * restart would finish it; an operation running far too long is reported. */
+static void check_deadlines(struct spaced_context *ctx, struct sandbox *all, size_t n, int64_t now)
+{
+        struct operation *ops = NULL;
+        size_t nops = 0;
+        if (STORE(ctx, operation_list, NULL, -1, true, &ops, &nops) < 0)
+                return;
+        for (size_t i = 0; i < nops; i++)
+                if (ops[i].state == OPERATION_RUNNING && now - ops[i].started_at_ms > OPERATION_WARN_MS)
+                        log_warn("controller.operation_slow", "op=%s kind=%s target=%s running_s=%lld", ops[i].id, ops[i].kind,
+                                 ops[i].target, (long long)((now - ops[i].started_at_ms) / 1000));
+        for (size_t i = 0; i < n; i++)
+                if ((TRANSIENT & M(all[i].state)) && now - all[i].updated_at_ms > TRANSIENT_DEADLINE_MS &&
+                    !has_op(ops, nops, all[i].id)) {
+                        log_warn("controller.transient_overdue", "sandbox=%s state=%s", all[i].id, sandbox_state_name(all[i].state));
+                        reconcile_sandbox(ctx, &all[i]);
+                }
+        free(ops);
+}
+
 void reconciler_tick(struct spaced_context *ctx, bool probe)
 {
         struct sandbox *all = NULL;
@@ -237,6 +263,8 @@ void reconciler_tick(struct spaced_context *ctx, bool probe)
         if (STORE(ctx, sandbox_list, -1, &all, &n) < 0)
                 return;
         int64_t now = wallclock_now_ms();
+        if (probe)
+                check_deadlines(ctx, all, n, now);
         for (size_t i = 0; i < n; i++) {
                 struct sandbox *sb = &all[i];
                 bool live = sb->state == SANDBOX_RUNNING || sb->state == SANDBOX_PAUSED;

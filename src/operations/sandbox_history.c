@@ -188,7 +188,10 @@ int sandbox_history_delete_snapshot(struct spaced_context *ctx, const char *snap
         char dir[PATH_MAX];
         if (snapshot_dir(ctx, snapshot_id, dir, sizeof(dir), err) < 0)
                 return -1;
-        if ((r = btrfs_pool_subvolume_delete(dir)) < 0)
+        if ((r = btrfs_pool_subvolume_delete(dir)) == -EPERM || r == -EBUSY || r == -EAGAIN)
+                return space_error_set(err, SPACE_E_INVALID_STATE, "snapshot %s is being read (an export or its size measurement); retry",
+                                       snapshot_id);
+        if (r < 0)
                 return space_error_errno(err, r, "delete %s", dir);
         if ((r = STORE(ctx, snapshot_delete, snapshot_id)) < 0 && r != -ENOENT)
                 return space_error_errno(err, r, "store deletion of %s", snapshot_id);

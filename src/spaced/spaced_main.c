@@ -17,6 +17,7 @@
 #include "api/http_server.h"
 #include "cleanup.h"
 #include "controller/reconciler.h"
+#include "controller/snapshot_sizer.h"
 #include "operations/operation_queue.h"
 #include "runtime/cgroup/cgroup_manager.h"
 #include "runtime/runtime_driver.h"
@@ -129,6 +130,9 @@ int main(int argc, char **argv)
         struct reconciler *controller = NULL;
         if ((r = reconciler_start(&ctx, &controller)) < 0)
                 return fail("spaced.controller", "cannot start controller: %s", strerror(-r));
+        struct snapshot_sizer *sizer = NULL;
+        if ((r = snapshot_sizer_start(&ctx, &sizer)) < 0)
+                return fail("spaced.controller", "cannot start snapshot sizer: %s", strerror(-r));
 
         log_info("spaced.ready", "url=http://%s:%u admin_key=%s/admin.key state_dir=%s instance=%s runtime=%s cgroup=%s pool=%s",
                  ctx.cfg.listen_addr, ctx.cfg.listen_port, ctx.cfg.state_dir, ctx.cfg.state_dir, instance, ctx.driver->name,
@@ -146,6 +150,7 @@ int main(int argc, char **argv)
         atomic_store(&ctx.shutting_down, true);
         http_server_quiesce(http);
         reconciler_free(controller);
+        snapshot_sizer_free(sizer);
         operation_queue_free(ctx.queue);
         for (int i = 0; i < 100 && http_server_connections(http) > 0; i++)
                 usleep(50 * 1000);

@@ -1,0 +1,131 @@
+#include "controller/snapshot_sizer.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "spaced/host_command.h"
+#include "spaced/log.h"
+#include "spaced/spaced_context.h"
+
+struct snapshot_sizer {
+        struct spaced_context *ctx;
+        pthread_t thread;
+        pthread_mutex_t lock;
+        pthread_cond_t wake;
+        bool stopping;
+};
+
+static int64_t stream_size(char *const argv[])
+{
+        int fd;
+        pid_t pid;
+        if (host_command_spawn_piped(argv, true, NULL, &fd, &pid) < 0)
+                return -1;
+        static __thread char buf[65536];
+        int64_t total = 0;
+        for (;;) {
+                ssize_t n = read(fd, buf, sizeof(buf));
+                if (n > 0) {
+                        total += n;
+                        continue;
+                }
+                if (n < 0 && errno == EINTR)
+                        continue;
+                break;
+        }
+        close(fd);
+        return host_command_wait(pid, false) == 0 ? total : -1;
+}
+
+static int64_t measure(struct spaced_context *ctx, const struct snapshot *snap)
+{
+        char path[PATH_MAX], parent_path[PATH_MAX];
+        struct snapshot parent;
+        if (btrfs_pool_snapshot_path(&ctx->pool, snap->id, path, sizeof(path)) < 0)
+                return -1;
+        bool incremental = snap->parent_snapshot_id[0] && STORE(ctx, snapshot_get, snap->parent_snapshot_id, &parent) == 0 &&
+                           strcmp(parent.state, "ready") == 0 &&
+                           btrfs_pool_snapshot_path(&ctx->pool, parent.id, parent_path, sizeof(parent_path)) == 0 &&
+                           access(parent_path, F_OK) == 0;
+        char *full[] = { "btrfs", "send", "-q", path, NULL };
+        char *incr[] = { "btrfs", "send", "-q", "-p", parent_path, path, NULL };
+        return stream_size(incremental ? incr : full);
+}
+
+int snapshot_sizer_pass(struct spaced_context *ctx, int max)
+{
+        struct snapshot *snaps = NULL;
+        size_t n = 0;
+        int done = 0;
+        if (STORE(ctx, snapshot_list, NULL, &snaps, &n) < 0)
+                return 0;
+        for (size_t i = 0; i < n && done < max && !atomic_load(&ctx->shutting_down); i++) {
+                if (strcmp(snaps[i].state, "ready") != 0 || snaps[i].bytes_exclusive >= 0)
+                        continue;
+                int64_t bytes = measure(ctx, &snaps[i]);
+                struct snapshot now;
+                /* Re-read: only the size changes, and only if it still exists. */
+                if (bytes >= 0 && STORE(ctx, snapshot_get, snaps[i].id, &now) == 0) {
+                        now.bytes_exclusive = bytes;
+                        STORE(ctx, snapshot_update, &now);
+                        log_debug("snapshot.sized", "snapshot=%s bytes=%lld", now.id, (long long)bytes);
+                }
+                done++;
+        }
+        free(snaps);
+        return done;
+}
+
+static void *sizer_main(void *arg)
+{
+        struct snapshot_sizer *s = arg;
+        pthread_mutex_lock(&s->lock);
+        while (!s->stopping) {
+                struct timespec ts;
+                clock_gettime(CLOCK_REALTIME, &ts);
+                ts.tv_sec += 5;
+                pthread_cond_timedwait(&s->wake, &s->lock, &ts);
+                if (s->stopping)
+                        break;
+                pthread_mutex_unlock(&s->lock);
+                snapshot_sizer_pass(s->ctx, 16);
+                pthread_mutex_lock(&s->lock);
+        }
+        pthread_mutex_unlock(&s->lock);
+        return NULL;
+}
+
+int snapshot_sizer_start(struct spaced_context *ctx, struct snapshot_sizer **ret)
+{
+        struct snapshot_sizer *s = calloc(1, sizeof(*s));
+        if (!s)
+                return -ENOMEM;
+        s->ctx = ctx;
+        pthread_mutex_init(&s->lock, NULL);
+        pthread_cond_init(&s->wake, NULL);
+        int r = pthread_create(&s->thread, NULL, sizer_main, s);
+        if (r != 0) {
+                free(s);
+                return -r;
+        }
+        *ret = s;
+        return 0;
+}
+
+void snapshot_sizer_free(struct snapshot_sizer *s)
+{
+        if (!s)
+                return;
+        pthread_mutex_lock(&s->lock);
+        s->stopping = true;
+        pthread_cond_signal(&s->wake);
+        pthread_mutex_unlock(&s->lock);
+        pthread_join(s->thread, NULL);
+        free(s);
+}
