@@ -67,7 +67,7 @@ json_t *api_render_key(const struct api_key *k)
 
 json_t *api_render_snapshot(const struct snapshot *snap)
 {
-        return json_pack("{s:s, s:s, s:s, s:s, s:s, s:o, s:o, s:o, s:o}", "id", snap->id, "sandbox_id", snap->sandbox_id, "state",
+        return json_pack("{s:s, s:o, s:s, s:s, s:s, s:o, s:o, s:o, s:o}", "id", snap->id, "sandbox_id", id_or_null(snap->sandbox_id), "state",
                          snap->state, "label", snap->label, "kind", snap->kind, "parent_snapshot_id",
                          id_or_null(snap->parent_snapshot_id), "bytes_exclusive",
                          snap->bytes_exclusive >= 0 ? json_integer(snap->bytes_exclusive) : json_null(), "pause_ms",

@@ -116,7 +116,7 @@ static int parse_create(struct spaced_context *ctx, const json_t *body, struct s
         } else {
                 rolling = api_rolling_policy_default(ctx);
         }
-        if (snapshot_id && json_object_get(body, "template"))
+        if (snapshot_id && json_object_get(body, "template") && !json_is_null(json_object_get(body, "template")))
                 return space_error_set(err, SPACE_E_INVALID_REQUEST, "give template or snapshot_id, not both");
         if (snapshot_id && !api_json_name_ok(snapshot_id))
                 return space_error_set(err, SPACE_E_NOT_FOUND, "snapshot %.64s not found", snapshot_id);

@@ -122,8 +122,12 @@ static int import_begin(struct api_request *req, void **ret_state, struct space_
 {
         const char *sandbox_id = api_request_query(req, "sandbox_id"), *label = api_request_query(req, "label"),
                    *parent = api_request_query(req, "parent_snapshot_id");
-        if ((sandbox_id && !api_json_name_ok(sandbox_id)) || (parent && !api_json_name_ok(parent)) || (label && strlen(label) > 127))
-                return space_error_set(err, SPACE_E_INVALID_REQUEST, "sandbox_id, parent_snapshot_id must be ids; label at most 127 bytes");
+        json_t *label_check = label ? json_string(label) : NULL; /* NULL when not valid UTF-8 */
+        bool label_ok = !label || (label_check && strlen(label) <= 127);
+        json_decref(label_check);
+        if ((sandbox_id && !api_json_name_ok(sandbox_id)) || (parent && !api_json_name_ok(parent)) || !label_ok)
+                return space_error_set(err, SPACE_E_INVALID_REQUEST,
+                                       "sandbox_id and parent_snapshot_id must be ids; label at most 127 bytes of UTF-8");
         struct receive *rc = calloc(1, sizeof(*rc));
         if (!rc)
                 return space_error_set(err, SPACE_E_INTERNAL, "out of memory");

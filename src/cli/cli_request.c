@@ -63,6 +63,9 @@ static void cli_request_transport_error(const struct cli *cli, int r)
         case -ETIMEDOUT:
                 cli_request_say("spaced at %s did not answer in time: %s", cli->url, why);
                 break;
+        case -ECONNRESET:
+                cli_request_say("spaced at %s cut the answer short: %s", cli->url, why);
+                break;
         case -EBADMSG:
         case -EFBIG:
                 cli_request_say("bad answer from spaced at %s: %s", cli->url, why);
@@ -96,23 +99,25 @@ void cli_request_report(const struct cli *cli, long status, const json_t *answer
         }
 }
 
-int cli_request(struct cli *cli, const char *method, const struct http_path *path, const json_t *body,
-                long timeout_s, long *ret_status, json_t **ret_body)
+/* Checks the path and makes the client. */
+static int cli_request_prepare(struct cli *cli, const struct http_path *path)
 {
-        _cleanup_json_ json_t *answer = NULL;
-        long status = 0;
-
         int r = http_path_error(path);
         if (r < 0) {
                 cli_request_say(r == -EINVAL ? "a name or id is empty" : "out of memory");
                 return r;
         }
+        return cli_request_connect(cli);
+}
 
-        r = cli_request_connect(cli);
-        if (r < 0)
+/* Reports a failed transfer or a non-2xx answer; hands the answer on otherwise. */
+static int cli_request_finish(struct cli *cli, int r, long status, json_t *answer, long *ret_status,
+                              json_t **ret_body)
+{
+        _cleanup_json_ json_t *owned = answer;
+
+        if (r == -ECANCELED)
                 return r;
-
-        r = http_client_request(cli->http, method, http_path_string(path), body, timeout_s, &status, &answer);
         if (r < 0) {
                 cli_request_transport_error(cli, r);
                 return r;
@@ -121,9 +126,34 @@ int cli_request(struct cli *cli, const char *method, const struct http_path *pat
                 cli_request_report(cli, status, answer);
                 return -EPROTO;
         }
-
         if (ret_status)
                 *ret_status = status;
-        *ret_body = TAKE_PTR(answer);
+        *ret_body = TAKE_PTR(owned);
         return 0;
+}
+
+int cli_request(struct cli *cli, const char *method, const struct http_path *path, const json_t *body,
+                long timeout_s, long *ret_status, json_t **ret_body)
+{
+        json_t *answer = NULL;
+        long status = 0;
+
+        int r = cli_request_prepare(cli, path);
+        if (r < 0)
+                return r;
+        r = http_client_request(cli->http, method, http_path_string(path), body, timeout_s, &status, &answer);
+        return cli_request_finish(cli, r, status, answer, ret_status, ret_body);
+}
+
+int cli_request_stream(struct cli *cli, const char *method, const struct http_path *path,
+                       struct http_client_stream *stream, long *ret_status, json_t **ret_body)
+{
+        json_t *answer = NULL;
+        long status = 0;
+
+        int r = cli_request_prepare(cli, path);
+        if (r < 0)
+                return r;
+        r = http_client_transfer(cli->http, method, http_path_string(path), stream, &status, &answer);
+        return cli_request_finish(cli, r, status, answer, ret_status, ret_body);
 }

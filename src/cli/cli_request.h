@@ -9,6 +9,7 @@
 #include <jansson.h>
 
 #include "cli/cli.h"
+#include "cli/http_client.h"
 #include "cli/http_path.h"
 
 #define CLI_REQUEST_TIMEOUT_S 60L
@@ -16,6 +17,12 @@
 /* ret_status may be NULL. */
 int cli_request(struct cli *cli, const char *method, const struct http_path *path, const json_t *body,
                 long timeout_s, long *ret_status, json_t **ret_body);
+
+/* The same for a streamed transfer (http_client_transfer): ret_body is NULL after a 2xx
+ * answer that went to stream->write. A failure of the stream's own read or write
+ * (-ECANCELED, stream->error says why) is left to the caller to report: it knows the file. */
+int cli_request_stream(struct cli *cli, const char *method, const struct http_path *path,
+                       struct http_client_stream *stream, long *ret_status, json_t **ret_body);
 
 /* Prints the error carried by an answer with a non-2xx status. */
 void cli_request_report(const struct cli *cli, long status, const json_t *answer);

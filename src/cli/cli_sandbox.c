@@ -1,4 +1,4 @@
-/* cli_sandbox: `space sandbox create|ls|get|stop|start|pause|resume|rm`. */
+/* cli_sandbox: `space sandbox create|ls|get|stop|start|pause|resume|rm` (set: cli_settings.c). */
 #include <getopt.h>
 #include <stdio.h>
 
@@ -19,6 +19,7 @@ static const char sandbox_usage[] =
         "  create [flags]                       make a sandbox and print its id\n"
         "  ls [--state S] [--meta K=V]...       list sandboxes\n"
         "  get ID                               show one sandbox\n"
+        "  set ID [flags]                       change its metadata, timeout, rolling snapshots\n"
         "  stop|start|pause|resume ID [--no-wait]\n"
         "  rm ID [--no-wait]                    destroy a sandbox\n"
         "\n"
@@ -29,6 +30,8 @@ static const char sandbox_create_usage[] =
         "usage: space sandbox create [flags]\n"
         "\n"
         "  --template T          template to start from (spaced's default: busybox)\n"
+        "  --snapshot SNAP       start from snapshot SNAP instead (its filesystem, and the\n"
+        "                        template of the sandbox it was taken of)\n"
         "  --cpus N              CPUs, may be fractional (0.01-64)\n"
         "  --memory MB           memory limit in MiB (16-65536)\n"
         "  --pids N              process limit (16-65536)\n"
@@ -94,7 +97,8 @@ static int cli_sandbox_create_option(json_t *body, int opt, const char *arg)
                                                opt == 'e' ? "env" : "meta", arg);
                 return 0;
         case 'T':
-                member = "template";
+        case 'S':
+                member = opt == 'T' ? "template" : "snapshot_id";
                 value = json_string(arg);
                 break;
         case 'o':
@@ -138,6 +142,7 @@ static int cli_sandbox_create(struct cli *cli, int argc, char **argv)
         static const struct option options[] = {
                 { "help", no_argument, NULL, 'h' },
                 { "template", required_argument, NULL, 'T' },
+                { "snapshot", required_argument, NULL, 'S' },
                 { "cpus", required_argument, NULL, 'c' },
                 { "memory", required_argument, NULL, 'm' },
                 { "pids", required_argument, NULL, 'p' },
@@ -175,6 +180,8 @@ static int cli_sandbox_create(struct cli *cli, int argc, char **argv)
         }
         if (optind < argc)
                 return cli_usage_error(sandbox_create_usage, "unexpected argument '%s'", argv[optind]);
+        if (json_object_get(body, "template") && json_object_get(body, "snapshot_id"))
+                return cli_usage_error(sandbox_create_usage, "give --template or --snapshot, not both");
         cli_sandbox_create_trim(body);
 
         cli_sandbox_path(&path, NULL);
@@ -280,6 +287,7 @@ int cli_sandbox_main(struct cli *cli, int argc, char **argv)
                 { "create", cli_sandbox_create },
                 { "ls", cli_sandbox_ls },
                 { "get", cli_sandbox_get },
+                { "set", cli_settings_set },
                 { "stop", cli_sandbox_lifecycle },
                 { "start", cli_sandbox_lifecycle },
                 { "pause", cli_sandbox_lifecycle },

@@ -1,4 +1,5 @@
-/* cli_snapshot: `space snapshot create|ls|get|rm` — point-in-time copies of a sandbox. */
+/* cli_snapshot: `space snapshot create|ls|get|rm` — point-in-time copies of a sandbox.
+ * export and import live in cli_transfer.c. */
 #include <getopt.h>
 #include <stdio.h>
 
@@ -18,8 +19,12 @@ static const char snapshot_usage[] =
         "  ls [ID]                                      list snapshots (of sandbox ID), oldest first\n"
         "  get SNAP                                     show one snapshot\n"
         "  rm SNAP                                      delete a snapshot\n"
+        "  export SNAP [--full] [--parent P] [-o FILE]  write it as a btrfs send stream\n"
+        "  import [--sandbox ID] [--label L] [--parent P] [-i FILE]\n"
+        "                                               add a snapshot from such a stream\n"
         "\n"
-        "'space restore' and 'space fork' use snapshots.\n";
+        "'space restore' and 'space fork' use snapshots; 'space sandbox create --snapshot SNAP'\n"
+        "starts a sandbox from one.\n";
 
 static const char snapshot_create_usage[] =
         "usage: space snapshot create ID [--label L] [--memory] [--no-wait]\n"
@@ -173,6 +178,8 @@ int cli_snapshot_main(struct cli *cli, int argc, char **argv)
                 { "ls", cli_snapshot_ls },
                 { "get", cli_snapshot_get },
                 { "rm", cli_snapshot_rm },
+                { "export", cli_transfer_export },
+                { "import", cli_transfer_import },
         };
         return cli_verb_dispatch(cli, verbs, ARRAY_SIZE(verbs), argc, argv, snapshot_usage);
 }

@@ -5,6 +5,7 @@
 #include <curl/curl.h>
 #include <stdbool.h>
 #include <stdio.h>
+#include <strings.h>
 
 #include "cleanup.h"
 
@@ -56,6 +57,14 @@ static size_t http_client_write(char *ptr, size_t size, size_t nmemb, void *user
         a->len += n;
         a->data[a->len] = '\0';
         return n;
+}
+
+/* Header lists hold the Authorization header: wipe them. */
+static void http_client_headers_free(struct curl_slist *list)
+{
+        for (struct curl_slist *l = list; l; l = l->next)
+                explicit_bzero(l->data, strlen(l->data));
+        curl_slist_free_all(list);
 }
 
 static int http_client_add_header(struct http_client *c, const char *header)
@@ -121,9 +130,7 @@ struct http_client *http_client_free(struct http_client *c)
                 return NULL;
         if (c->curl)
                 curl_easy_cleanup(c->curl);
-        for (struct curl_slist *l = c->headers; l; l = l->next)
-                explicit_bzero(l->data, strlen(l->data));
-        curl_slist_free_all(c->headers);
+        http_client_headers_free(c->headers);
         free(c->base_url);
         free(c);
         return NULL;
@@ -156,6 +163,8 @@ static int http_client_transport_error(struct http_client *c, CURLcode code, con
                 return -ENOMEM;
         case CURLE_OUT_OF_MEMORY:
                 return -ENOMEM;
+        case CURLE_PARTIAL_FILE:
+                return -ECONNRESET;
         default:
                 return -EIO;
         }
@@ -180,20 +189,50 @@ static int http_client_set_method(struct http_client *c, const char *method, con
         return 0;
 }
 
-int http_client_request(struct http_client *c, const char *method, const char *path, const json_t *body,
-                        long timeout_s, long *ret_status, json_t **ret_body)
+/* Clears the last error and points the handle at path. */
+static int http_client_begin(struct http_client *c, const char *path, long timeout_s)
 {
         _cleanup_free_ char *url = NULL;
-        _cleanup_free_ char *payload = NULL;
-        _cleanup_(http_client_answer_release) struct http_client_answer answer = {};
-        long status = 0;
-        int r;
 
         c->error[0] = '\0';
         c->curl_error[0] = '\0';
-
         if (asprintf(&url, "%s%s", c->base_url, path) < 0)
                 return -ENOMEM;
+        /* libcurl copies the URL. */
+        if (curl_easy_setopt(c->curl, CURLOPT_URL, url) != CURLE_OK ||
+            curl_easy_setopt(c->curl, CURLOPT_TIMEOUT, timeout_s) != CURLE_OK)
+                return -EINVAL;
+        return 0;
+}
+
+static int http_client_parse(struct http_client *c, const struct http_client_answer *a, json_t **ret_body)
+{
+        long status = 0;
+        json_error_t jerr;
+
+        *ret_body = NULL;
+        if (a->len == 0)
+                return 0;
+        *ret_body = json_loadb(a->data, a->len, JSON_ALLOW_NUL, &jerr);
+        if (!*ret_body) {
+                curl_easy_getinfo(c->curl, CURLINFO_RESPONSE_CODE, &status);
+                snprintf(c->error, sizeof(c->error), "HTTP %ld answer is not JSON (%s)", status, jerr.text);
+                return -EBADMSG;
+        }
+        return 0;
+}
+
+int http_client_request(struct http_client *c, const char *method, const char *path, const json_t *body,
+                        long timeout_s, long *ret_status, json_t **ret_body)
+{
+        _cleanup_free_ char *payload = NULL;
+        _cleanup_(http_client_answer_release) struct http_client_answer answer = {};
+        long status = 0;
+        json_t *parsed;
+        int r;
+
+        if ((r = http_client_begin(c, path, timeout_s)) < 0)
+                return r;
         if (body) {
                 payload = json_dumps(body, JSON_COMPACT);
                 if (!payload)
@@ -202,9 +241,7 @@ int http_client_request(struct http_client *c, const char *method, const char *p
 
         if ((r = http_client_set_method(c, method, payload)) < 0)
                 return r;
-        if (curl_easy_setopt(c->curl, CURLOPT_URL, url) != CURLE_OK ||
-            curl_easy_setopt(c->curl, CURLOPT_TIMEOUT, timeout_s) != CURLE_OK ||
-            curl_easy_setopt(c->curl, CURLOPT_WRITEDATA, &answer) != CURLE_OK)
+        if (curl_easy_setopt(c->curl, CURLOPT_WRITEDATA, &answer) != CURLE_OK)
                 return -EINVAL;
 
         CURLcode code = curl_easy_perform(c->curl);
@@ -215,18 +252,167 @@ int http_client_request(struct http_client *c, const char *method, const char *p
                 return http_client_transport_error(c, code, &answer);
 
         curl_easy_getinfo(c->curl, CURLINFO_RESPONSE_CODE, &status);
-
-        json_t *parsed = NULL;
-        if (answer.len > 0) {
-                json_error_t jerr;
-                parsed = json_loadb(answer.data, answer.len, JSON_ALLOW_NUL, &jerr);
-                if (!parsed) {
-                        snprintf(c->error, sizeof(c->error), "HTTP %ld answer is not JSON (%s)", status, jerr.text);
-                        return -EBADMSG;
-                }
-        }
-
+        if ((r = http_client_parse(c, &answer, &parsed)) < 0)
+                return r;
         *ret_status = status;
         *ret_body = parsed;
         return 0;
+}
+
+/* ---- streamed transfers ---- */
+
+struct http_client_transfer {
+        CURL *curl;
+        struct http_client_stream *stream;
+        struct http_client_answer answer; /* an answer that is not streamed */
+};
+
+static void http_client_transfer_release(struct http_client_transfer *t) { http_client_answer_release(&t->answer); }
+
+static size_t http_client_transfer_write(char *ptr, size_t size, size_t nmemb, void *userdata)
+{
+        struct http_client_transfer *t = userdata;
+        long status = 0;
+
+        curl_easy_getinfo(t->curl, CURLINFO_RESPONSE_CODE, &status);
+        if (status < 200 || status > 299 || !t->stream->write)
+                return http_client_write(ptr, size, nmemb, &t->answer);
+
+        int r = t->stream->write(t->stream->userdata, ptr, size * nmemb);
+        if (r < 0) {
+                t->stream->error = r;
+                return 0; /* CURLE_WRITE_ERROR */
+        }
+        return size * nmemb;
+}
+
+static size_t http_client_transfer_read(char *buf, size_t size, size_t nitems, void *userdata)
+{
+        struct http_client_transfer *t = userdata;
+
+        ssize_t n = t->stream->read(t->stream->userdata, buf, size * nitems);
+        if (n < 0) {
+                t->stream->error = (int) n;
+                return CURL_READFUNC_ABORT;
+        }
+        return (size_t) n;
+}
+
+/* The client's headers with Accept and Content-Type replaced by the stream's. */
+static int http_client_transfer_headers(const struct http_client *c, const struct http_client_stream *s,
+                                        struct curl_slist **ret_list)
+{
+        _cleanup_free_ char *accept = NULL;
+        _cleanup_free_ char *content_type = NULL;
+        struct curl_slist *list = NULL, *l;
+
+        if (asprintf(&accept, "Accept: %s", s->accept ? s->accept : "*/*") < 0 ||
+            (s->content_type && asprintf(&content_type, "Content-Type: %s", s->content_type) < 0))
+                return -ENOMEM;
+        for (const struct curl_slist *h = c->headers; h; h = h->next) {
+                if (strncasecmp(h->data, "Accept:", 7) == 0 || strncasecmp(h->data, "Content-Type:", 13) == 0)
+                        continue;
+                if (!(l = curl_slist_append(list, h->data)))
+                        goto fail;
+                list = l;
+        }
+        if (!(l = curl_slist_append(list, accept)))
+                goto fail;
+        list = l;
+        if (content_type) {
+                if (!(l = curl_slist_append(list, content_type)))
+                        goto fail;
+                list = l;
+        }
+        *ret_list = list;
+        return 0;
+fail:
+        http_client_headers_free(list);
+        return -ENOMEM;
+}
+
+static int http_client_transfer_setup(struct http_client *c, const char *method, struct curl_slist *headers,
+                                      struct http_client_transfer *t)
+{
+        CURL *h = c->curl;
+        bool get = strcmp(method, "GET") == 0;
+        bool post = strcmp(method, "POST") == 0;
+        CURLcode e = CURLE_OK;
+
+        if (t->stream->read) {
+                curl_off_t size = t->stream->size >= 0 ? (curl_off_t) t->stream->size : -1;
+                if ((e = curl_easy_setopt(h, CURLOPT_POST, 1L)) == CURLE_OK &&
+                    (e = curl_easy_setopt(h, CURLOPT_POSTFIELDS, NULL)) == CURLE_OK &&
+                    (e = curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE, size)) == CURLE_OK &&
+                    (e = curl_easy_setopt(h, CURLOPT_READFUNCTION, http_client_transfer_read)) == CURLE_OK)
+                        e = curl_easy_setopt(h, CURLOPT_READDATA, t);
+        } else
+                e = curl_easy_setopt(h, CURLOPT_HTTPGET, 1L);
+
+        if (e != CURLE_OK ||
+            curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, get || (post && t->stream->read) ? NULL : method) != CURLE_OK ||
+            curl_easy_setopt(h, CURLOPT_HTTPHEADER, headers) != CURLE_OK ||
+            curl_easy_setopt(h, CURLOPT_LOW_SPEED_LIMIT, 1L) != CURLE_OK ||
+            curl_easy_setopt(h, CURLOPT_LOW_SPEED_TIME, HTTP_CLIENT_STALL_S) != CURLE_OK ||
+            curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, http_client_transfer_write) != CURLE_OK ||
+            curl_easy_setopt(h, CURLOPT_WRITEDATA, t) != CURLE_OK)
+                return -EINVAL;
+        return 0;
+}
+
+/* Puts the handle back as http_client_request expects it. */
+static void http_client_transfer_reset(struct http_client *c)
+{
+        CURL *h = c->curl;
+
+        curl_easy_setopt(h, CURLOPT_HTTPHEADER, c->headers);
+        curl_easy_setopt(h, CURLOPT_READFUNCTION, NULL);
+        curl_easy_setopt(h, CURLOPT_READDATA, NULL);
+        curl_easy_setopt(h, CURLOPT_LOW_SPEED_LIMIT, 0L);
+        curl_easy_setopt(h, CURLOPT_LOW_SPEED_TIME, 0L);
+        curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, http_client_write);
+        curl_easy_setopt(h, CURLOPT_WRITEDATA, NULL);
+}
+
+int http_client_transfer(struct http_client *c, const char *method, const char *path,
+                         struct http_client_stream *stream, long *ret_status, json_t **ret_body)
+{
+        _cleanup_(http_client_transfer_release) struct http_client_transfer t = { .curl = c->curl, .stream = stream };
+        struct curl_slist *headers = NULL;
+        long status = 0;
+        json_t *parsed;
+        int r;
+
+        stream->error = 0;
+        if ((r = http_client_begin(c, path, 0)) < 0 || (r = http_client_transfer_headers(c, stream, &headers)) < 0)
+                return r;
+        r = http_client_transfer_setup(c, method, headers, &t);
+        CURLcode code = r < 0 ? CURLE_OK : curl_easy_perform(c->curl);
+        http_client_transfer_reset(c);
+        http_client_headers_free(headers);
+        if (r < 0)
+                return r;
+
+        if (code != CURLE_OK && stream->error < 0) {
+                snprintf(c->error, sizeof(c->error), "%s", strerror(-stream->error));
+                return -ECANCELED;
+        }
+        if (code != CURLE_OK)
+                return http_client_transport_error(c, code, &t.answer);
+
+        curl_easy_getinfo(c->curl, CURLINFO_RESPONSE_CODE, &status);
+        if ((r = http_client_parse(c, &t.answer, &parsed)) < 0)
+                return r;
+        *ret_status = status;
+        *ret_body = parsed;
+        return 0;
+}
+
+const char *http_client_header(const struct http_client *c, const char *name)
+{
+        struct curl_header *h = NULL;
+
+        if (curl_easy_header(c->curl, name, 0, CURLH_HEADER, -1, &h) != CURLHE_OK)
+                return NULL;
+        return h->value;
 }

@@ -4,11 +4,14 @@
  *   -ETIMEDOUT     connected, but the answer did not come within the timeout
  *   -EBADMSG       the answer is not JSON
  *   -EFBIG         the answer is larger than HTTP_CLIENT_MAX_BODY
+ *   -ECONNRESET    the answer was cut short (the connection closed before its end)
+ *   -ECANCELED     a streamed transfer's own read or write failed (http_client_transfer)
  *   -EIO           any other transport failure
  * http_client_error() then says what happened, in curl's words. */
 #pragma once
 
 #include <jansson.h>
+#include <sys/types.h>
 
 #define HTTP_CLIENT_MAX_BODY (64u << 20)
 
@@ -24,6 +27,34 @@ struct http_client *http_client_free(struct http_client *c);
  * parsed answer (NULL when the answer is empty). */
 int http_client_request(struct http_client *c, const char *method, const char *path, const json_t *body,
                         long timeout_s, long *ret_status, json_t **ret_body);
+
+/* A streamed request (http_client_transfer): a request body read piece by piece, and a 2xx
+ * answer's body handed on as it arrives; nothing is held whole in memory. */
+struct http_client_stream {
+        const char *content_type; /* of the request body; NULL: none sent */
+        const char *accept;       /* the Accept header; NULL: any */
+        /* The request body, when set: fills buf with up to max bytes and returns how many,
+         * 0 at its end, or -errno. */
+        ssize_t (*read)(void *userdata, char *buf, size_t max);
+        long long size; /* the request body's length, or -1: unknown (sent chunked) */
+        /* The body of a 2xx answer, when set: takes the next piece, returns 0 or -errno.
+         * Other answers are parsed as JSON, as http_client_request does. */
+        int (*write)(void *userdata, const char *data, size_t len);
+        void *userdata;
+        int error; /* set by the transfer: the -errno read or write returned, else 0 */
+};
+
+/* Like http_client_request, but the bodies go through stream. There is no overall time limit;
+ * a transfer that moves no byte for HTTP_CLIENT_STALL_S seconds fails with -ETIMEDOUT. When
+ * read or write fails the transfer stops and -ECANCELED is returned (stream->error says why).
+ * ret_body is NULL after a 2xx answer that went to write. */
+#define HTTP_CLIENT_STALL_S 600L
+int http_client_transfer(struct http_client *c, const char *method, const char *path,
+                         struct http_client_stream *stream, long *ret_status, json_t **ret_body);
+
+/* A header of the last answer (the first of that name), or NULL. Valid until the next
+ * request. */
+const char *http_client_header(const struct http_client *c, const char *name);
 
 /* Why the last request failed; "" after a success. */
 const char *http_client_error(const struct http_client *c);
