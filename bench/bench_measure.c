@@ -38,7 +38,8 @@ void bench_results_init(struct bench_results *res, size_t concurrency)
         for (size_t i = 0; i < _BENCH_STAT_MAX; i++) {
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wformat-nonliteral"
-                snprintf(stat_names[i], sizeof(stat_names[i]), names[i], concurrency);
+                /* The history measures name theirs when they run (bench_history.c). */
+                snprintf(stat_names[i], sizeof(stat_names[i]), names[i] ? names[i] : "", concurrency);
 #pragma GCC diagnostic pop
                 bench_stats_init(&res->stats[i], stat_names[i]);
         }

@@ -15,7 +15,10 @@ enum bench_measure_kind {
         BENCH_CONCURRENT = 1u << 1,
         BENCH_EXEC = 1u << 2,
         BENCH_DENSITY = 1u << 3,
+        BENCH_HISTORY = 1u << 4, /* snapshot, restore, fork (bench_history.c); not in the default set */
 };
+
+#define BENCH_HISTORY_MAX_SIZES 4
 
 struct bench_config {
         const char *url;
@@ -27,6 +30,25 @@ struct bench_config {
         size_t density;     /* sandboxes kept at once */
         unsigned measures;  /* enum bench_measure_kind bits */
         pid_t spaced_pid;   /* 0 when unknown: no memory figures */
+        /* history measure */
+        size_t history_n;                                 /* samples per history measure */
+        size_t history_sizes_mb[BENCH_HISTORY_MAX_SIZES]; /* file data in the measured sandbox */
+        size_t history_nsizes;
+        size_t fork_count;                                /* children of the "fork count=K" measure */
+        size_t dirty_mb;                                  /* unsynced data before a "dirty" snapshot; 0 = skip */
+};
+
+/* The history measures, once per file-data size (see bench_history.c). */
+enum bench_hist_stat {
+        BENCH_HIST_SNAPSHOT,
+        BENCH_HIST_PAUSE,
+        BENCH_HIST_SNAPSHOT_DIRTY,
+        BENCH_HIST_PAUSE_DIRTY,
+        BENCH_HIST_RESTORE,
+        BENCH_HIST_FORK1,
+        BENCH_HIST_FORKN,
+        BENCH_HIST_DELETE,
+        _BENCH_HIST_MAX,
 };
 
 enum bench_stat {
@@ -40,8 +62,11 @@ enum bench_stat {
         BENCH_STAT_DENSITY_CREATE,
         BENCH_STAT_DENSITY_EXEC,
         BENCH_STAT_DESTROY,
-        _BENCH_STAT_MAX,
+        BENCH_STAT_HISTORY, /* first of BENCH_HISTORY_MAX_SIZES x _BENCH_HIST_MAX */
+        _BENCH_STAT_MAX = BENCH_STAT_HISTORY + BENCH_HISTORY_MAX_SIZES * _BENCH_HIST_MAX,
 };
+
+#define BENCH_HIST_STAT(size_index, kind) (BENCH_STAT_HISTORY + (size_index) * _BENCH_HIST_MAX + (kind))
 
 struct bench_density {
         size_t wanted, running, create_errors, exec_errors;
@@ -69,5 +94,8 @@ int bench_measure_sequential(const struct bench_config *cfg, struct bench_sandbo
 int bench_measure_concurrent(const struct bench_config *cfg, struct bench_sandboxes *set, struct bench_results *res);
 int bench_measure_exec(const struct bench_config *cfg, struct bench_sandboxes *set, struct bench_results *res);
 int bench_measure_density(const struct bench_config *cfg, struct bench_sandboxes *set, struct bench_results *res);
+/* Snapshot, restore and fork latencies on a sandbox holding each of cfg->history_sizes_mb of
+ * file data; deletes every snapshot it took (bench_history.c). */
+int bench_measure_history(const struct bench_config *cfg, struct bench_sandboxes *set, struct bench_results *res);
 /* Destroys every sandbox in the set, `concurrency` at a time, timing each destroy. */
 int bench_measure_destroy_all(const struct bench_config *cfg, struct bench_sandboxes *set, struct bench_results *res);

@@ -4,11 +4,13 @@
 # stops spaced and removes everything it made: the sandboxes' processes and cgroups, the
 # btrfs pool mount and its loop device, the state dir. See docs/benchmarks.md.
 #
-#   bench/run.sh [--out DIR] [--workers N] [--peer-n N] [--no-peers] [--no-build] [--no-isolate]
-#                [-- SPACE_BENCH_ARGS...]
+#   bench/run.sh [--out DIR] [--workers N] [--pool-size SIZE] [--peer-n N] [--no-peers] [--no-build]
+#                [--no-isolate] [-- SPACE_BENCH_ARGS...]
 #
 # Defaults: space-bench -n 100 -c 10 --exec-n 1000 --density 200; peers -n 200.
 # --out DIR keeps space-bench's text and JSON reports, the peers' table and spaced's log.
+# --pool-size: spaced's btrfs pool image [2G]; the history measures with 1 GiB of files want 8G:
+#   bench/run.sh --no-peers --pool-size 8G -- --only history
 #
 # Isolation (default on hybrid/v1 hosts): spaced runs in its own mount and cgroup namespaces,
 # rooted at a private cgroup (space-bench.XXXXXX under the current cgroup of each hierarchy).
@@ -20,6 +22,7 @@ cd "$(dirname "$0")/.."
 
 OUT=""
 WORKERS=4
+POOL_SIZE=2G
 PEER_N=200
 PEERS=1
 BUILD=1
@@ -29,6 +32,7 @@ while [ $# -gt 0 ]; do
   case $1 in
     --out) OUT=$2; shift 2 ;;
     --workers) WORKERS=$2; shift 2 ;;
+    --pool-size) POOL_SIZE=$2; shift 2 ;;
     --peer-n) PEER_N=$2; shift 2 ;;
     --no-peers) PEERS=0; shift ;;
     --no-build) BUILD=0; shift ;;
@@ -200,7 +204,7 @@ PORT=$(free_port)
 URL=http://127.0.0.1:$PORT
 # In isolated mode spaced first joins the root of its cgroup namespace (our private cgroup).
 "${IN_NS[@]}" bash -c 'if [ "$1" = 1 ]; then for f in /sys/fs/cgroup/*/cgroup.procs; do echo $$ >"$f"; done; fi; exec "${@:2}"' \
-  spaced "$ISOLATE" "$SPACED" --state-dir "$STATE" --listen "127.0.0.1:$PORT" --pool-size 2G --agent "$AGENT" \
+  spaced "$ISOLATE" "$SPACED" --state-dir "$STATE" --listen "127.0.0.1:$PORT" --pool-size "$POOL_SIZE" --agent "$AGENT" \
   --workers "$WORKERS" --log-level warn >"$STATE/spaced.log" 2>&1 &
 SPACED_PID=$!
 
@@ -218,7 +222,7 @@ for _ in $(seq 300); do
 done
 [ -n "$ready" ] || { echo "run.sh: busybox template not ready after 60 s" >&2; cat "$STATE/spaced.log" >&2; exit 1; }
 
-echo "run.sh: spaced pid $SPACED_PID on $URL (workers $WORKERS, isolated: $ISOLATE), state $STATE" >&2
+echo "run.sh: spaced pid $SPACED_PID on $URL (workers $WORKERS, pool $POOL_SIZE, isolated: $ISOLATE), state $STATE" >&2
 echo "+ space-bench --url $URL --key-file $STATE/admin.key --spaced-pid $SPACED_PID ${BENCH_ARGS[*]}" >&2
 BENCH_CMD=("${IN_NS[@]}" "$BENCH" --url "$URL" --key-file "$STATE/admin.key" --spaced-pid "$SPACED_PID")
 status=0

@@ -1,6 +1,7 @@
 /* space-bench: measures a running spaced through its HTTP API — create→first exec latency
- * (sequential and concurrent), exec round trip, and many idle sandboxes at once (errors and
- * memory) — then destroys every sandbox it made. See docs/benchmarks.md. */
+ * (sequential and concurrent), exec round trip, many idle sandboxes at once (errors and
+ * memory), and on request snapshot/restore/fork latencies — then destroys every sandbox (and
+ * deletes every snapshot) it made. See docs/benchmarks.md. */
 #include <curl/curl.h>
 #include <errno.h>
 #include <getopt.h>
@@ -24,7 +25,13 @@ static const char usage[] =
         "  --exec-n N         exec round trips [1000]\n"
         "  --density M        sandboxes kept running at once [200]\n"
         "  --template NAME    template to create sandboxes from [busybox]\n"
-        "  --only LIST        comma-separated subset of seq,conc,exec,density [all]\n"
+        "  --only LIST        comma-separated subset of seq,conc,exec,density,history\n"
+        "                     [seq,conc,exec,density; history only when named]\n"
+        "  --history-n N      samples per snapshot/restore/fork measure [50]\n"
+        "  --history-sizes L  MiB of file data in the measured sandbox, comma-separated, at\n"
+        "                     most 4 [1,1024]\n"
+        "  --fork-count K     children of the larger fork measure [10]\n"
+        "  --dirty-mb M       unsynced MiB written before each \"dirty\" snapshot; 0 skips [64]\n"
         "  --spaced-pid PID   spaced's pid for memory figures [the spaced on the URL's port]\n"
         "  --json             print the results as one JSON object\n"
         "  --json-file FILE   print the table and also write the JSON object to FILE\n"
@@ -53,7 +60,11 @@ static int parse_measures(const char *list, unsigned *ret)
         static const struct {
                 const char *name;
                 unsigned bit;
-        } names[] = { { "seq", BENCH_SEQUENTIAL }, { "conc", BENCH_CONCURRENT }, { "exec", BENCH_EXEC }, { "density", BENCH_DENSITY } };
+        } names[] = { { "seq", BENCH_SEQUENTIAL },
+                      { "conc", BENCH_CONCURRENT },
+                      { "exec", BENCH_EXEC },
+                      { "density", BENCH_DENSITY },
+                      { "history", BENCH_HISTORY } };
         _cleanup_free_ char *copy = strdup(list);
         unsigned bits = 0;
         if (!copy)
@@ -69,6 +80,25 @@ static int parse_measures(const char *list, unsigned *ret)
         if (!bits)
                 return -EINVAL;
         *ret = bits;
+        return 0;
+}
+
+/* "1,1024": MiB sizes for the history measures. */
+static int parse_sizes(const char *list, struct bench_config *cfg)
+{
+        _cleanup_free_ char *copy = strdup(list);
+        size_t n = 0;
+        if (!copy)
+                return -ENOMEM;
+        for (char *save = NULL, *w = strtok_r(copy, ",", &save); w; w = strtok_r(NULL, ",", &save)) {
+                size_t mb;
+                if (n == BENCH_HISTORY_MAX_SIZES || parse_size(w, &mb) < 0 || mb > 65536)
+                        return -EINVAL;
+                cfg->history_sizes_mb[n++] = mb;
+        }
+        if (n == 0)
+                return -EINVAL;
+        cfg->history_nsizes = n;
         return 0;
 }
 
@@ -134,6 +164,8 @@ static int parse_args(int argc, char **argv, struct bench_config *cfg, char **re
                 { "density", required_argument, NULL, 'd' },  { "template", required_argument, NULL, 't' },
                 { "only", required_argument, NULL, 'o' },     { "spaced-pid", required_argument, NULL, 'p' },
                 { "json", no_argument, NULL, 'j' },           { "json-file", required_argument, NULL, 'J' },
+                { "history-n", required_argument, NULL, 'H' },  { "history-sizes", required_argument, NULL, 'S' },
+                { "fork-count", required_argument, NULL, 'F' }, { "dirty-mb", required_argument, NULL, 'D' },
                 { "help", no_argument, NULL, 'h' },
                 { NULL, 0, NULL, 0 },
         };
@@ -163,6 +195,19 @@ static int parse_args(int argc, char **argv, struct bench_config *cfg, char **re
                 case 't': cfg->template_name = optarg; break;
                 case 'o': r = parse_measures(optarg, &cfg->measures); break;
                 case 'p': cfg->spaced_pid = (pid_t)atoi(optarg); break;
+                case 'H': r = parse_size(optarg, &cfg->history_n); break;
+                case 'S': r = parse_sizes(optarg, cfg); break;
+                case 'F':
+                        r = parse_size(optarg, &cfg->fork_count);
+                        if (r == 0 && cfg->fork_count > 16)
+                                r = -EINVAL;
+                        break;
+                case 'D':
+                        if (strcmp(optarg, "0") == 0)
+                                cfg->dirty_mb = 0;
+                        else
+                                r = parse_size(optarg, &cfg->dirty_mb);
+                        break;
                 case 'j': json = 1; break;
                 case 'J': json_file = optarg; break;
                 case 'h': fputs(usage, stdout); exit(0);
@@ -185,6 +230,12 @@ static void print_text(const struct bench_config *cfg, struct bench_results *res
 {
         printf("space-bench: %s template=%s n=%zu c=%zu exec-n=%zu density=%zu\n", cfg->url, cfg->template_name, cfg->n,
                cfg->concurrency, cfg->exec_n, cfg->density);
+        if (cfg->measures & BENCH_HISTORY) {
+                printf("history: n=%zu sizes=", cfg->history_n);
+                for (size_t i = 0; i < cfg->history_nsizes; i++)
+                        printf("%s%zu", i ? "," : "", cfg->history_sizes_mb[i]);
+                printf(" MiB fork-count=%zu dirty-mb=%zu\n", cfg->fork_count, cfg->dirty_mb);
+        }
         printf("machine: %ld cpus, %s %s %s, spaced pid %d\n\n", sysconf(_SC_NPROCESSORS_ONLN), u->sysname, u->release,
                u->machine, (int)cfg->spaced_pid);
         bench_stats_print_header();
@@ -238,6 +289,14 @@ static int print_json(const struct bench_config *cfg, struct bench_results *res,
                 fprintf(stderr, "space-bench: cannot format the JSON report\n");
                 return -ENOMEM;
         }
+        if (cfg->measures & BENCH_HISTORY) {
+                json_t *sizes = json_array();
+                for (size_t i = 0; i < cfg->history_nsizes; i++)
+                        json_array_append_new(sizes, json_integer((json_int_t)cfg->history_sizes_mb[i]));
+                json_object_set_new(json_object_get(out, "config"), "history",
+                                    json_pack("{s:I, s:o, s:I, s:I}", "n", (json_int_t)cfg->history_n, "sizes_mb", sizes,
+                                              "fork_count", (json_int_t)cfg->fork_count, "dirty_mb", (json_int_t)cfg->dirty_mb));
+        }
         int r = json_dumpf(out, f, JSON_INDENT(2) | JSON_REAL_PRECISION(6));
         fputc('\n', f);
         json_decref(out);
@@ -255,6 +314,7 @@ static int run_measures(const struct bench_config *cfg, struct bench_sandboxes *
                 { BENCH_CONCURRENT, "concurrent creates", bench_measure_concurrent },
                 { BENCH_EXEC, "exec round trips", bench_measure_exec },
                 { BENCH_DENSITY, "idle density", bench_measure_density },
+                { BENCH_HISTORY, "snapshot, restore, fork", bench_measure_history },
         };
         int failed = 0;
         for (size_t i = 0; i < ARRAY_SIZE(steps) && !bench_stopping; i++) {
@@ -284,6 +344,11 @@ int main(int argc, char **argv)
                 .exec_n = 1000,
                 .density = 200,
                 .measures = BENCH_SEQUENTIAL | BENCH_CONCURRENT | BENCH_EXEC | BENCH_DENSITY,
+                .history_n = 50,
+                .history_sizes_mb = { 1, 1024 },
+                .history_nsizes = 2,
+                .fork_count = 10,
+                .dirty_mb = 64,
         };
         _cleanup_erase_ char *key = NULL;
         int json = parse_args(argc, argv, &cfg, &key);

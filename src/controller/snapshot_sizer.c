@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <limits.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,12 +22,36 @@ struct snapshot_sizer {
         bool stopping;
 };
 
-static int64_t stream_size(char *const argv[])
+/* The measurement in progress, so that a deletion can stop it (btrfs refuses to delete a
+ * subvolume while it is being sent). */
+static pthread_mutex_t current_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t current_done = PTHREAD_COND_INITIALIZER;
+static char current_ids[2][32];
+static pid_t current_pid;
+
+void snapshot_sizer_release(const char *id)
+{
+        pthread_mutex_lock(&current_lock);
+        while (current_pid > 0 && (strcmp(current_ids[0], id) == 0 || strcmp(current_ids[1], id) == 0)) {
+                kill(-current_pid, SIGKILL);
+                pthread_cond_wait(&current_done, &current_lock);
+        }
+        pthread_mutex_unlock(&current_lock);
+}
+
+static int64_t stream_size(char *const argv[], const char *id, const char *parent_id)
 {
         int fd;
         pid_t pid;
-        if (host_command_spawn_piped(argv, true, NULL, &fd, &pid) < 0)
+        pthread_mutex_lock(&current_lock);
+        if (host_command_spawn_piped(argv, true, NULL, &fd, &pid) < 0) {
+                pthread_mutex_unlock(&current_lock);
                 return -1;
+        }
+        current_pid = pid;
+        snprintf(current_ids[0], sizeof(current_ids[0]), "%s", id);
+        snprintf(current_ids[1], sizeof(current_ids[1]), "%s", parent_id ? parent_id : "");
+        pthread_mutex_unlock(&current_lock);
         static __thread char buf[65536];
         int64_t total = 0;
         for (;;) {
@@ -40,7 +65,13 @@ static int64_t stream_size(char *const argv[])
                 break;
         }
         close(fd);
-        return host_command_wait(pid, false) == 0 ? total : -1;
+        int status = host_command_wait(pid, false);
+        pthread_mutex_lock(&current_lock);
+        current_pid = 0;
+        current_ids[0][0] = current_ids[1][0] = '\0';
+        pthread_cond_broadcast(&current_done);
+        pthread_mutex_unlock(&current_lock);
+        return status == 0 ? total : -1;
 }
 
 static int64_t measure(struct spaced_context *ctx, const struct snapshot *snap)
@@ -55,7 +86,7 @@ static int64_t measure(struct spaced_context *ctx, const struct snapshot *snap)
                            access(parent_path, F_OK) == 0;
         char *full[] = { "btrfs", "send", "-q", path, NULL };
         char *incr[] = { "btrfs", "send", "-q", "-p", parent_path, path, NULL };
-        return stream_size(incremental ? incr : full);
+        return stream_size(incremental ? incr : full, snap->id, incremental ? parent.id : NULL);
 }
 
 int snapshot_sizer_pass(struct spaced_context *ctx, int max)

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "controller/snapshot_sizer.h"
 #include "operations/operation_queue.h"
 #include "operations/sandbox_lifecycle.h"
 #include "runtime/runtime_driver.h"
@@ -148,16 +149,20 @@ int sandbox_op_snapshot(struct spaced_context *ctx, struct operation *op, struct
                         space_error_set(err, SPACE_E_INTERNAL, "operation %s has no snapshot_id", op->id);
                 goto out;
         }
+        if (sandbox_step_load(ctx, op->target, &sb, err) < 0)
+                goto out;
         if (strcmp(snap.state, "ready") != 0) {
-                if (sandbox_step_load(ctx, op->target, &sb, err) < 0)
-                        goto out;
                 r = take_snapshot(ctx, &sb, &snap, err);
-                sandbox_release(&sb);
                 if (r < 0) {
+                        sandbox_release(&sb);
                         drop_snapshot(ctx, snap.id);
                         goto out;
                 }
+        } else if (strcmp(sb.head_snapshot_id, snap.parent_snapshot_id) == 0) {
+                /* Redone after a crash between marking it ready and moving the head. */
+                STORE(ctx, sandbox_set_head, sb.id, snap.id);
         }
+        sandbox_release(&sb);
         set_result(op, json_pack("{s:s, s:f}", "snapshot_id", snap.id, "pause_ms", (double)snap.pause_us / 1000.0));
         r = 0;
 out:
@@ -188,8 +193,15 @@ int sandbox_history_delete_snapshot(struct spaced_context *ctx, const char *snap
         char dir[PATH_MAX];
         if (snapshot_dir(ctx, snapshot_id, dir, sizeof(dir), err) < 0)
                 return -1;
-        if ((r = btrfs_pool_subvolume_delete(dir)) == -EPERM || r == -EBUSY || r == -EAGAIN)
-                return space_error_set(err, SPACE_E_INVALID_STATE, "snapshot %s is being read (an export or its size measurement); retry",
+        /* Our own background reader steps aside (and may pick it up again in between: retry). */
+        for (int attempt = 0; attempt < 5; attempt++) {
+                snapshot_sizer_release(snapshot_id);
+                r = btrfs_pool_subvolume_delete(dir);
+                if (r != -EPERM && r != -EBUSY && r != -EAGAIN)
+                        break;
+        }
+        if (r == -EPERM || r == -EBUSY || r == -EAGAIN)
+                return space_error_set(err, SPACE_E_INVALID_STATE, "snapshot %s is being exported; retry when the export ends",
                                        snapshot_id);
         if (r < 0)
                 return space_error_errno(err, r, "delete %s", dir);

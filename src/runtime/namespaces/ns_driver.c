@@ -118,6 +118,13 @@ static int ns_snapshot_rootfs(const struct sandbox *sb, const char *dst, int64_t
         /* Freeze so no write is half done; btrfs flushes the subvolume's dirty data into the
          * snapshot as part of taking it. A paused sandbox is frozen already. */
         bool freeze = sb->state == SANDBOX_RUNNING;
+        /* Write most dirty data out before freezing: the snapshot flushes what is left, and
+         * that is then all the sandbox waits for. */
+        int fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (fd >= 0) {
+                syncfs(fd);
+                close(fd);
+        }
         int64_t t0 = monotonic_now_us();
         if (freeze && (r = config.cgroups->freeze(sb->id, true)) < 0)
                 return space_error_errno(err, r, "freeze %s", sb->id);
