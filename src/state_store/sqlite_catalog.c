@@ -25,6 +25,10 @@ int sqlite_template_upsert(struct state_store *st, const struct template_record 
         return r;
 }
 
+static void template_from_row(sqlite3_stmt *s, struct template_record *t);
+static void template_row(sqlite3_stmt *s, void *elem) { template_from_row(s, elem); }
+static void template_release(void *elem) { template_record_release(elem); }
+
 static void template_from_row(sqlite3_stmt *s, struct template_record *t)
 {
         memset(t, 0, sizeof(*t));
@@ -55,39 +59,11 @@ int sqlite_template_get(struct state_store *st, const char *name, struct templat
 int sqlite_template_list(struct state_store *st, struct template_record **ret, size_t *ret_n)
 {
         sqlite3_stmt *s;
-        struct template_record *arr = NULL;
-        size_t n = 0, cap = 0;
         pthread_mutex_lock(&st->lock);
         int r = sq_prepare(st, "SELECT name, state, environment, state_reason, updated_at FROM templates ORDER BY name", &s);
-        if (r == 0) {
-                int rc;
-                while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
-                        if (n == cap) {
-                                cap = cap ? cap * 2 : 8;
-                                struct template_record *grown = realloc(arr, cap * sizeof(*arr));
-                                if (!grown) {
-                                        rc = SQLITE_NOMEM;
-                                        break;
-                                }
-                                arr = grown;
-                        }
-                        template_from_row(s, &arr[n++]);
-                }
-                sqlite3_finalize(s);
-                if (rc != SQLITE_DONE) {
-                        for (size_t i = 0; i < n; i++)
-                                template_record_release(&arr[i]);
-                        free(arr);
-                        arr = NULL;
-                        n = 0;
-                        r = sq_error(rc);
-                }
-        }
+        if (r == 0)
+                r = sq_collect(s, sizeof(struct template_record), template_row, template_release, (void **)ret, ret_n);
         pthread_mutex_unlock(&st->lock);
-        if (r == 0) {
-                *ret = arr;
-                *ret_n = n;
-        }
         return r;
 }
 
@@ -127,6 +103,9 @@ int sqlite_key_insert(struct state_store *st, const struct api_key *k)
         return r;
 }
 
+static void key_from_row(sqlite3_stmt *s, struct api_key *k);
+static void key_row(sqlite3_stmt *s, void *elem) { key_from_row(s, elem); }
+
 static void key_from_row(sqlite3_stmt *s, struct api_key *k)
 {
         memset(k, 0, sizeof(*k));
@@ -140,37 +119,11 @@ static void key_from_row(sqlite3_stmt *s, struct api_key *k)
 int sqlite_key_list(struct state_store *st, struct api_key **ret, size_t *ret_n)
 {
         sqlite3_stmt *s;
-        struct api_key *arr = NULL;
-        size_t n = 0, cap = 0;
         pthread_mutex_lock(&st->lock);
         int r = sq_prepare(st, "SELECT id, name, hash, created_at, last_used_at FROM api_keys ORDER BY created_at", &s);
-        if (r == 0) {
-                int rc;
-                while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
-                        if (n == cap) {
-                                cap = cap ? cap * 2 : 8;
-                                struct api_key *grown = realloc(arr, cap * sizeof(*arr));
-                                if (!grown) {
-                                        rc = SQLITE_NOMEM;
-                                        break;
-                                }
-                                arr = grown;
-                        }
-                        key_from_row(s, &arr[n++]);
-                }
-                sqlite3_finalize(s);
-                if (rc != SQLITE_DONE) {
-                        free(arr);
-                        arr = NULL;
-                        n = 0;
-                        r = sq_error(rc);
-                }
-        }
+        if (r == 0)
+                r = sq_collect(s, sizeof(struct api_key), key_row, NULL, (void **)ret, ret_n);
         pthread_mutex_unlock(&st->lock);
-        if (r == 0) {
-                *ret = arr;
-                *ret_n = n;
-        }
         return r;
 }
 

@@ -26,6 +26,9 @@ int sq_snapshot_insert_locked(struct state_store *st, const struct snapshot *sna
         return sq_exec_done(s);
 }
 
+static void snapshot_from_row(sqlite3_stmt *s, struct snapshot *snap);
+static void snapshot_row(sqlite3_stmt *s, void *elem) { snapshot_from_row(s, elem); }
+
 static void snapshot_from_row(sqlite3_stmt *s, struct snapshot *snap)
 {
         memset(snap, 0, sizeof(*snap));
@@ -61,38 +64,13 @@ int sqlite_snapshot_get(struct state_store *st, const char *id, struct snapshot 
 int sqlite_snapshot_list(struct state_store *st, const char *sandbox_id, struct snapshot **ret, size_t *ret_n)
 {
         sqlite3_stmt *s;
-        struct snapshot *arr = NULL;
-        size_t n = 0, cap = 0;
         pthread_mutex_lock(&st->lock);
         int r = sq_prepare(st, "SELECT " SNAP_COLUMNS " FROM snapshots WHERE (?1 = '' OR sandbox_id = ?1) ORDER BY created_at, id", &s);
         if (r == 0) {
                 sq_bind_text(s, 1, sandbox_id ? sandbox_id : "");
-                int rc;
-                while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
-                        if (n == cap) {
-                                cap = cap ? cap * 2 : 16;
-                                struct snapshot *grown = realloc(arr, cap * sizeof(*arr));
-                                if (!grown) {
-                                        rc = SQLITE_NOMEM;
-                                        break;
-                                }
-                                arr = grown;
-                        }
-                        snapshot_from_row(s, &arr[n++]);
-                }
-                sqlite3_finalize(s);
-                if (rc != SQLITE_DONE) {
-                        free(arr);
-                        arr = NULL;
-                        n = 0;
-                        r = sq_error(rc);
-                }
+                r = sq_collect(s, sizeof(struct snapshot), snapshot_row, NULL, (void **)ret, ret_n);
         }
         pthread_mutex_unlock(&st->lock);
-        if (r == 0) {
-                *ret = arr;
-                *ret_n = n;
-        }
         return r;
 }
 

@@ -67,3 +67,33 @@ int sq_begin(struct state_store *st) { return sqlite3_exec(st->db, "BEGIN IMMEDI
 int sq_commit(struct state_store *st) { return sqlite3_exec(st->db, "COMMIT", NULL, NULL, NULL) == SQLITE_OK ? 0 : -EIO; }
 void sq_rollback(struct state_store *st) { sqlite3_exec(st->db, "ROLLBACK", NULL, NULL, NULL); }
 
+
+int sq_collect(sqlite3_stmt *s, size_t elem_size, void (*row_fn)(sqlite3_stmt *s, void *elem),
+               void (*release_fn)(void *elem), void **ret, size_t *ret_n)
+{
+        char *arr = NULL;
+        size_t n = 0, cap = 0;
+        int rc;
+        while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+                if (n == cap) {
+                        cap = cap ? cap * 2 : 16;
+                        char *grown = realloc(arr, cap * elem_size);
+                        if (!grown) {
+                                rc = SQLITE_NOMEM;
+                                break;
+                        }
+                        arr = grown;
+                }
+                row_fn(s, arr + n++ * elem_size);
+        }
+        sqlite3_finalize(s);
+        if (rc != SQLITE_DONE) {
+                for (size_t i = 0; release_fn && i < n; i++)
+                        release_fn(arr + i * elem_size);
+                free(arr);
+                return sq_error(rc);
+        }
+        *ret = arr;
+        *ret_n = n;
+        return 0;
+}

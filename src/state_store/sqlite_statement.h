@@ -22,6 +22,11 @@ void sq_bind_json(sqlite3_stmt *s, int i, const json_t *v);
 void sq_copy_col(sqlite3_stmt *s, int i, char *dst, size_t size);
 json_t *sq_json_col(sqlite3_stmt *s, int i);
 int sq_exec_done(sqlite3_stmt *s);
+/* Steps a prepared statement to the end, filling a growing array with one element per row
+ * (row_fn reads a row into an element; release_fn, if any, frees one). Finalizes the
+ * statement. On failure frees what it had and leaves *ret untouched. */
+int sq_collect(sqlite3_stmt *s, size_t elem_size, void (*row_fn)(sqlite3_stmt *s, void *elem),
+               void (*release_fn)(void *elem), void **ret, size_t *ret_n);
 int sq_begin(struct state_store *st);
 int sq_commit(struct state_store *st);
 void sq_rollback(struct state_store *st);

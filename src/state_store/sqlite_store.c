@@ -73,6 +73,9 @@ static int op_insert_locked(struct state_store *st, const struct operation *op)
 
 #define OP_COLUMNS "id, kind, target, state, error_code, error_message, created_at, started_at, finished_at, params, result"
 
+static void op_from_row(sqlite3_stmt *s, struct operation *op);
+static void op_row(sqlite3_stmt *s, void *elem) { op_from_row(s, elem); }
+
 static void op_from_row(sqlite3_stmt *s, struct operation *op)
 {
         memset(op, 0, sizeof(*op));
@@ -151,31 +154,7 @@ static int sqlite_operation_list(struct state_store *st, const char *target, int
                 sq_bind_text(s, 1, target ? target : "");
                 sq_bind_text(s, 2, state >= 0 ? operation_state_name((enum operation_state)state) : "");
         }
-        struct operation *arr = NULL;
-        size_t n = 0, cap = 0;
-        int rc;
-        while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
-                if (n == cap) {
-                        cap = cap ? cap * 2 : 16;
-                        struct operation *grown = realloc(arr, cap * sizeof(*arr));
-                        if (!grown) {
-                                free(arr);
-                                sqlite3_finalize(s);
-                                r = -ENOMEM;
-                                goto out;
-                        }
-                        arr = grown;
-                }
-                op_from_row(s, &arr[n++]);
-        }
-        sqlite3_finalize(s);
-        if (rc != SQLITE_DONE) {
-                free(arr);
-                r = sq_error(rc);
-                goto out;
-        }
-        *ret = arr;
-        *ret_n = n;
+        r = sq_collect(s, sizeof(struct operation), op_row, NULL, (void **)ret, ret_n);
 out:
         pthread_mutex_unlock(&st->lock);
         return r;
@@ -186,6 +165,10 @@ out:
 #define SB_COLUMNS "id, state, state_reason, template, environment, cpus, memory_mb, pids, disk_mb, env, metadata," \
                    " timeout_s, on_timeout, expires_at, created_at, updated_at, pid, pid_start, uid_base," \
                    " parent_sandbox_id, parent_snapshot_id, head_snapshot_id, rolling"
+
+static void sb_from_row(sqlite3_stmt *s, struct sandbox *sb);
+static void sb_row(sqlite3_stmt *s, void *elem) { sb_from_row(s, elem); }
+static void sb_release(void *elem) { sandbox_release(elem); }
 
 static void sb_from_row(sqlite3_stmt *s, struct sandbox *sb)
 {
@@ -311,31 +294,7 @@ static int sqlite_sandbox_list(struct state_store *st, int state_filter, struct 
                 goto out;
         if (state_filter >= 0)
                 sq_bind_text(s, 1, sandbox_state_name((enum sandbox_state)state_filter));
-        struct sandbox *arr = NULL;
-        size_t n = 0, cap = 0;
-        int rc;
-        while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
-                if (n == cap) {
-                        cap = cap ? cap * 2 : 16;
-                        struct sandbox *grown = realloc(arr, cap * sizeof(*arr));
-                        if (!grown) {
-                                sandbox_array_free(arr, n);
-                                sqlite3_finalize(s);
-                                r = -ENOMEM;
-                                goto out;
-                        }
-                        arr = grown;
-                }
-                sb_from_row(s, &arr[n++]);
-        }
-        sqlite3_finalize(s);
-        if (rc != SQLITE_DONE) {
-                sandbox_array_free(arr, n);
-                r = sq_error(rc);
-                goto out;
-        }
-        *ret = arr;
-        *ret_n = n;
+        r = sq_collect(s, sizeof(struct sandbox), sb_row, sb_release, (void **)ret, ret_n);
 out:
         pthread_mutex_unlock(&st->lock);
         return r;
