@@ -21,6 +21,7 @@ Standard library only.
 """
 
 import collections
+import datetime
 import glob
 import http.client
 import os
@@ -44,6 +45,7 @@ INFLIGHT_SHARE = 0.35              # share of SIGKILLs with a POST in flight
 WAIT_SHARE = 0.15                  # share of operations submitted with ?wait=true
 OFF_STATE_SHARE = 0.15             # share of targets picked regardless of their state (-> 409s)
 DRAIN_DEADLINE = 300               # seconds for every operation to finish at the end
+STUCK_AFTER = 30                   # an operation running longer than this is reported as stuck
 FINAL_STATES = ("running", "paused", "stopped", "failed", "destroyed")
 TRANSIENT = ("creating", "starting", "stopping", "restoring", "destroying")
 
@@ -162,6 +164,7 @@ class Chaos:
         self.last_kill_seq = 0
         self.kills = []                          # (seq, how)
         self.marker_n = 0
+        self.reported_stuck = set()
         self.shutdown_503 = []                   # (seq, what, target) answered 503 while stopping
 
     # ------------------------------------------------------------------ reporting
@@ -473,8 +476,41 @@ class Chaos:
             elif not answered or st == 503:
                 obj.ambiguous = True
 
+    def check_stuck(self):
+        """Operations running for much longer than any should (checked before each kill)."""
+        if not self.sp.alive():
+            return
+        st, data = self.call("GET", "/v1/operations?state=running", what="list-ops")
+        if st != 200:
+            return
+        now = time.time()
+        stuck = []
+        for op in data["operations"]:
+            try:
+                started = datetime.datetime.strptime(op["started_at"], "%Y-%m-%dT%H:%M:%S.%fZ").replace(
+                    tzinfo=datetime.timezone.utc).timestamp()
+            except (TypeError, ValueError):
+                continue
+            if now - started > STUCK_AFTER and op["id"] not in self.reported_stuck:
+                self.reported_stuck.add(op["id"])
+                stuck.append("%s %s of %s running for %.0f s" % (op["id"], op["kind"], op["target"], now - started))
+        if stuck:
+            pid = self.sp.proc.pid
+            children = []
+            for p in os.listdir("/proc"):
+                try:
+                    with open("/proc/%s/stat" % p) as f:
+                        if p.isdigit() and int(f.read().rsplit(")", 1)[1].split()[1]) == pid:
+                            children.append(int(p))
+                except (OSError, ValueError, IndexError):
+                    pass
+            half = [c for c in children if read_cmdline(c) == read_cmdline(pid)]
+            self.problem("operations stuck: %s; spaced's threads:\n%s\nits half-started sandbox children %r:\n%s" % (
+                "; ".join(stuck), backtrace(pid), half, "\n".join(backtrace(c) for c in half[:2])))
+
     def kill(self, how):
         sp = self.sp
+        self.check_stuck()
         self.kills.append((self.seq, how))
         self.last_kill_seq = self.seq
         self.stats["kill " + how] += 1
@@ -601,29 +637,33 @@ class Chaos:
     # ------------------------------------------------------------------ the end
 
     def drain(self):
-        sp = self.sp
+        """Waits until no operation is pending or running and no sandbox is in a transient
+        state; gives up early when an operation is stuck (it would never end)."""
 
-        def idle():
-            busy = []
+        def busy():
+            ops = []
             for state in ("pending", "running"):
-                st, data = sp.request("GET", "/v1/operations?state=" + state, timeout=30)
+                st, data = self.call("GET", "/v1/operations?state=" + state, what="list-ops")
                 if st != 200:
-                    return False
-                busy += data["operations"]
-            if busy:
-                return False
-            _, data = sp.request("GET", "/v1/sandboxes", timeout=30)
-            return all(s["state"] not in TRANSIENT for s in data["sandboxes"])
+                    return ["GET operations -> %s" % st]
+                ops += [(o["id"], o["kind"], o["target"], o["state"]) for o in data["operations"]]
+            st, data = self.call("GET", "/v1/sandboxes", what="list")
+            if st != 200:
+                return ["GET sandboxes -> %s" % st]
+            return ops + [(s["id"], s["state"]) for s in data["sandboxes"] if s["state"] in TRANSIENT]
 
         t0 = time.monotonic()
-        try:
-            wait_for(idle, timeout=DRAIN_DEADLINE, interval=0.5, what="every operation to finish")
-        except AssertionError as e:
-            busy = {}
-            for state in ("pending", "running"):
-                _, data = sp.request("GET", "/v1/operations?state=" + state, timeout=30)
-                busy[state] = [(o["id"], o["kind"], o["target"]) for o in data["operations"]]
-            self.problem("%s; unfinished: %r" % (e, busy))
+        left = busy()
+        while left and time.monotonic() - t0 < DRAIN_DEADLINE:
+            time.sleep(0.5)
+            left = busy()
+            if left and int(time.monotonic() - t0) % 10 == 0:
+                before = len(self.reported_stuck)
+                self.check_stuck()
+                if len(self.reported_stuck) > before:
+                    break
+        if left:
+            self.problem("after %.0f s, not everything ended: %r" % (time.monotonic() - t0, left[:10]))
         self.stats["drain seconds"] = int(time.monotonic() - t0)
 
     def expected_in_snapshot(self, snap_id, depth=0):
