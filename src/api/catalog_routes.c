@@ -43,7 +43,7 @@ void route_version(struct api_request *req, struct api_response *resp)
         api_response_json(resp, 200,
                           json_pack("{s:s, s:s, s:s, s:s, s:{s:b, s:b}}", "version", SPACE_VERSION, "api", "v1", "runtime",
                                     req->ctx->driver->name, "cgroup", req->ctx->cgroups->name, "capabilities", "pause",
-                                    req->ctx->driver->caps.pause, "memory_snapshot", req->ctx->driver->caps.memory_snapshot));
+                                    req->ctx->driver->caps_detected->pause, "memory_snapshot", req->ctx->driver->caps_detected->memory_snapshot));
 }
 
 void route_template_list(struct api_request *req, struct api_response *resp)

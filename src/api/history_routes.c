@@ -174,7 +174,8 @@ void route_capabilities(struct api_request *req, struct api_response *resp)
 {
         const struct runtime_driver *d = req->ctx->driver;
         api_response_json(resp, 200,
-                          json_pack("{s:s, s:s, s:{s:b, s:b, s:b, s:b, s:b}}", "runtime", d->name, "runtime_version", d->version,
-                                    "capabilities", "pause", d->caps.pause, "filesystem_snapshot", 1, "memory_snapshot",
-                                    d->caps.memory_snapshot, "restore", 1, "fork", 1));
+                          json_pack("{s:s, s:s, s:{s:b, s:b, s:b, s:b, s:b}, s:{s:s}}", "runtime", d->name, "runtime_version",
+                                    d->version, "capabilities", "pause", d->caps_detected->pause, "filesystem_snapshot", 1,
+                                    "memory_snapshot", d->caps_detected->memory_snapshot, "restore", 1, "fork", 1, "details",
+                                    "memory_snapshot", d->caps_detected->memory_snapshot_detail));
 }

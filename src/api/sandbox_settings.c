@@ -29,7 +29,7 @@ int api_rolling_policy_parse(struct spaced_context *ctx, const json_t *v, json_t
                 return -1;
         if (!json_object_get(v, "interval_s"))
                 return space_error_set(err, SPACE_E_INVALID_REQUEST, "rolling_snapshots.interval_s is required (60 to %d)", WEEK_S);
-        if (memory && !ctx->driver->caps.memory_snapshot)
+        if (memory && !ctx->driver->caps_detected->memory_snapshot)
                 return space_error_set(err, SPACE_E_UNSUPPORTED, "rolling memory snapshots are not available with the %s runtime",
                                        ctx->driver->name);
         *ret = json_pack("{s:I, s:I, s:I, s:b}", "interval_s", (json_int_t)interval, "retain_s", (json_int_t)retain, "max_count",

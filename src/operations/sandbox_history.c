@@ -87,10 +87,9 @@ static int queue(struct spaced_context *ctx, const struct operation *op, struct 
 int sandbox_history_snapshot(struct spaced_context *ctx, const char *sandbox_id, const char *label, bool memory, bool rolling,
                              struct snapshot *ret_snap, struct operation *ret_op, struct space_error *err)
 {
-        if (memory && !ctx->driver->caps.memory_snapshot)
-                return space_error_set(err, SPACE_E_UNSUPPORTED,
-                                       "memory snapshots are not available with the %s runtime on this host (see GET /v1/capabilities)",
-                                       ctx->driver->name);
+        if (memory && !ctx->driver->caps_detected->memory_snapshot)
+                return space_error_set(err, SPACE_E_UNSUPPORTED, "memory snapshots are not available with the %s runtime on this host: %s",
+                                       ctx->driver->name, ctx->driver->caps_detected->memory_snapshot_detail);
         struct sandbox sb;
         if (load_sandbox(ctx, sandbox_id, &sb, err) < 0)
                 return -1;

@@ -50,12 +50,13 @@ void exec_result_release(struct exec_result *r);
 struct runtime_capabilities {
         bool memory_snapshot;
         bool pause;
+        char memory_snapshot_detail[160]; /* why (not), for operators; filled at init */
 };
 
 struct runtime_driver {
         const char *name;
         const char *version;
-        struct runtime_capabilities caps;
+        struct runtime_capabilities *caps_detected; /* filled by init */
         int (*init)(const struct runtime_config *cfg, struct space_error *err);
         /* Makes the sandbox's root filesystem from a template's (writable copy). */
         int (*create_rootfs)(const struct sandbox *sb, const char *template_path, struct space_error *err);

@@ -21,10 +21,34 @@
 #include "runtime/namespaces/ns_launch.h"
 #include "runtime/namespaces/seccomp_policy.h"
 #include "runtime/runtime_driver.h"
+#include "spaced/host_command.h"
 #include "spaced/wallclock.h"
 #include "storage/btrfs_pool.h"
 
 static struct runtime_config config;
+static struct runtime_capabilities caps = { .memory_snapshot = false, .pause = true };
+
+/* Memory snapshots of namespace sandboxes would need CRIU >= 4.1 (older ones fail on current
+ * kernels). Say precisely what this host has; the capability itself stays off until the
+ * CRIU path exists. */
+static void detect_criu(void)
+{
+        char out[512];
+        char *argv[] = { "criu", "--version", NULL };
+        int r = host_command_run(argv, NULL, out, sizeof(out), 10);
+        const char *v = r == 0 ? strstr(out, "Version: ") : NULL;
+        int major = 0, minor = 0;
+        if (r < 0 || r == 127)
+                snprintf(caps.memory_snapshot_detail, sizeof(caps.memory_snapshot_detail), "criu is not installed");
+        else if (!v || sscanf(v, "Version: %d.%d", &major, &minor) < 1)
+                snprintf(caps.memory_snapshot_detail, sizeof(caps.memory_snapshot_detail), "criu did not report a version");
+        else if (major < 4 || (major == 4 && minor < 1))
+                snprintf(caps.memory_snapshot_detail, sizeof(caps.memory_snapshot_detail),
+                         "criu %d.%d is too old for this kernel (needs >= 4.1)", major, minor);
+        else
+                snprintf(caps.memory_snapshot_detail, sizeof(caps.memory_snapshot_detail),
+                         "criu %d.%d found, but memory snapshots of namespace sandboxes are not implemented yet", major, minor);
+}
 static struct sock_fprog seccomp_program;
 static int agent_fd = -1;
 static int reaper_epoll = -1;
@@ -62,6 +86,7 @@ static int ns_init(const struct runtime_config *cfg, struct space_error *err)
         agent_fd = open(cfg->agent_path, O_RDONLY | O_CLOEXEC);
         if (agent_fd < 0)
                 return space_error_errno(err, errno, "open space-agent %s", cfg->agent_path);
+        detect_criu();
         int r = seccomp_policy_build(&seccomp_program);
         if (r < 0)
                 return space_error_errno(err, r, "build seccomp filter");
@@ -323,7 +348,7 @@ static int ns_list_resources(char ***ret_ids, size_t *ret_n)
 const struct runtime_driver runtime_driver_namespaces = {
         .name = "namespaces",
         .version = "1",
-        .caps = { .memory_snapshot = false, .pause = true },
+        .caps_detected = &caps,
         .init = ns_init,
         .create_rootfs = ns_create_rootfs,
         .destroy_rootfs = ns_destroy_rootfs,
