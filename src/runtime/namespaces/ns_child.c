@@ -2,7 +2,6 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <grp.h>
 #include <linux/capability.h>
 #include <net/if.h>
 #include <sys/ioctl.h>
@@ -191,7 +190,9 @@ int ns_child_main(void *arg)
         close(rootfd);
         if (chdir(c->root_dir) < 0)
                 fail(c, "chdir rootfs");
-        if (setresgid(0, 0, 0) < 0 || setgroups(0, NULL) < 0 || setresuid(0, 0, 0) < 0)
+        /* Raw system calls: glibc's set*id wrappers signal every thread of the process they
+         * believe exists (spaced's, copied into this single-threaded child) and can wait forever. */
+        if (syscall(SYS_setresgid, 0, 0, 0) < 0 || syscall(SYS_setgroups, 0, NULL) < 0 || syscall(SYS_setresuid, 0, 0, 0) < 0)
                 fail(c, "become root in the user namespace");
 
         /* 3. The kernel file systems and a minimal /dev. */
