@@ -122,8 +122,17 @@ void route_sandbox_exec(struct api_request *req, struct api_response *resp)
                 .timeout_ms = (uint32_t)timeout_s * 1000,
                 .output_cap = req->ctx->cfg.exec_output_cap,
         };
-        if (req->ctx->driver->exec(&sb, &er, &result, &err) < 0)
+        if (req->ctx->driver->exec(&sb, &er, &result, &err) < 0) {
+                /* Paused or stopped while we asked: that is a state conflict, not a failure. */
+                struct sandbox now;
+                if (STORE(req->ctx, sandbox_get, sb.id, &now) == 0) {
+                        if (now.state != SANDBOX_RUNNING)
+                                space_error_set(&err, SPACE_E_INVALID_STATE, "sandbox %s became %s during exec", sb.id,
+                                                sandbox_state_name(now.state));
+                        sandbox_release(&now);
+                }
                 goto fail;
+        }
 
         bool b64 = strcmp(encoding, "base64") == 0;
         json_t *out = b64 ? output_encoding_base64(result.out, result.out_len) : output_encoding_utf8(result.out, result.out_len);

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "controller/rolling_snapshots.h"
 #include "operations/operation_queue.h"
@@ -116,7 +117,11 @@ static void reconcile_snapshots(struct spaced_context *ctx, const struct operati
         if (STORE(ctx, snapshot_list, NULL, &snaps, &n) < 0)
                 return;
         for (size_t i = 0; i < n; i++)
-                if (strcmp(snaps[i].state, "ready") != 0 && !has_op(ops, nops, snaps[i].id)) {
+                if (strcmp(snaps[i].state, "ready") == 0 && btrfs_pool_snapshot_path(&ctx->pool, snaps[i].id, path, sizeof(path)) == 0 &&
+                    access(path, F_OK) < 0 && errno == ENOENT) {
+                        STORE(ctx, snapshot_delete, snaps[i].id);
+                        log_warn("reconcile.snapshot_lost", "snapshot=%s reason=\"its subvolume is missing\"", snaps[i].id);
+                } else if (strcmp(snaps[i].state, "ready") != 0 && !has_op(ops, nops, snaps[i].id)) {
                         if (btrfs_pool_snapshot_path(&ctx->pool, snaps[i].id, path, sizeof(path)) == 0)
                                 btrfs_pool_subvolume_delete(path);
                         STORE(ctx, snapshot_delete, snaps[i].id);

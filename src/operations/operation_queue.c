@@ -210,3 +210,9 @@ int operation_queue_wait(struct operation_queue *q, const char *op_id, int timeo
         pthread_mutex_unlock(&q->lock);
         return 0;
 }
+
+void operation_queue_submit(struct operation_queue *q, const char *op_id)
+{
+        if (operation_queue_push(q, op_id) < 0)
+                log_info("operation.deferred", "op=%s reason=\"spaced is stopping; it runs at the next start\"", op_id);
+}

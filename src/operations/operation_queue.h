@@ -24,6 +24,9 @@ void operation_queue_free(struct operation_queue *q);
 /* Fills a fresh operation (id, kind, target, pending, created_at) for the caller to store. */
 void operation_init(struct operation *op, const char *kind, const char *target);
 int operation_queue_push(struct operation_queue *q, const char *op_id);
+/* For submitters: the operation is stored, so it is accepted even when the queue is closing
+ * (spaced is stopping): the next start runs it. Never fails. */
+void operation_queue_submit(struct operation_queue *q, const char *op_id);
 /* Waits until the operation has finished or timeout_ms passed; *ret holds its latest row.
  * Returns 0 finished, -ETIMEDOUT, or -errno. */
 int operation_queue_wait(struct operation_queue *q, const char *op_id, int timeout_ms, struct operation *ret);

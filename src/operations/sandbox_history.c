@@ -79,7 +79,8 @@ static json_t *params_of(const struct operation *op)
 
 static int queue(struct spaced_context *ctx, const struct operation *op, struct space_error *err)
 {
-        return operation_queue_push(ctx->queue, op->id) < 0 ? space_error_set(err, SPACE_E_UNAVAILABLE, "spaced is shutting down") : 0;
+        operation_queue_submit(ctx->queue, op->id);
+        return 0;
 }
 
 /* ---- snapshot ---- */
@@ -192,6 +193,10 @@ int sandbox_history_delete_snapshot(struct spaced_context *ctx, const char *snap
         char dir[PATH_MAX];
         if (snapshot_dir(ctx, snapshot_id, dir, sizeof(dir), err) < 0)
                 return -1;
+        /* The row goes first: a crash after it leaves a subvolume without a row, which the
+         * next start removes; the other order could leave a row without its data. */
+        if ((r = STORE(ctx, snapshot_delete, snapshot_id)) < 0 && r != -ENOENT)
+                return space_error_errno(err, r, "store deletion of %s", snapshot_id);
         /* Our own background reader steps aside (and may pick it up again in between: retry). */
         for (int attempt = 0; attempt < 5; attempt++) {
                 snapshot_sizer_release(snapshot_id);
@@ -199,13 +204,9 @@ int sandbox_history_delete_snapshot(struct spaced_context *ctx, const char *snap
                 if (r != -EPERM && r != -EBUSY && r != -EAGAIN)
                         break;
         }
-        if (r == -EPERM || r == -EBUSY || r == -EAGAIN)
-                return space_error_set(err, SPACE_E_INVALID_STATE, "snapshot %s is being exported; retry when the export ends",
-                                       snapshot_id);
         if (r < 0)
-                return space_error_errno(err, r, "delete %s", dir);
-        if ((r = STORE(ctx, snapshot_delete, snapshot_id)) < 0 && r != -ENOENT)
-                return space_error_errno(err, r, "store deletion of %s", snapshot_id);
+                log_warn("snapshot.delete_deferred", "snapshot=%s path=%s error=\"%s\" note=\"removed at the next start\"",
+                         snapshot_id, dir, strerror(-r));
         return 0;
 }
 

@@ -171,9 +171,7 @@ insert:
                 return space_error_set(err, SPACE_E_UNAVAILABLE, "no free uid range for another sandbox");
         if (r < 0)
                 return space_error_errno(err, r, "store sandbox");
-        r = operation_queue_push(ctx->queue, ret_op->id);
-        if (r < 0)
-                return space_error_set(err, SPACE_E_UNAVAILABLE, "spaced is shutting down");
+        operation_queue_submit(ctx->queue, ret_op->id);
         return 0;
 }
 
@@ -190,8 +188,7 @@ int sandbox_lifecycle_submit(struct spaced_context *ctx, const char *id, enum sa
                                        sandbox_state_name(current));
         if (r < 0)
                 return space_error_errno(err, r, "store transition");
-        if (operation_queue_push(ctx->queue, ret_op->id) < 0)
-                return space_error_set(err, SPACE_E_UNAVAILABLE, "spaced is shutting down");
+        operation_queue_submit(ctx->queue, ret_op->id);
         return 0;
 }
 

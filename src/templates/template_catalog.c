@@ -141,8 +141,7 @@ int template_catalog_submit_build(struct spaced_context *ctx, const char *name, 
                 r = STORE(ctx, operation_insert, ret_op);
         if (r < 0)
                 return space_error_errno(err, r, "store build of %s", name);
-        if (operation_queue_push(ctx->queue, ret_op->id) < 0)
-                return space_error_set(err, SPACE_E_UNAVAILABLE, "spaced is shutting down");
+        operation_queue_submit(ctx->queue, ret_op->id);
         return 0;
 }
 

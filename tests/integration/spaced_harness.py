@@ -565,7 +565,7 @@ class Spaced:
                 except OSError:
                     pass
             # Half-made sandbox children of a killed spaced still carry its command line.
-            strays = self.stray_processes(by_mounts=True)
+            strays = self.stray_processes(by_mounts=False)
             if len(strays) > 100:  # never a plausible number of our own leftovers: refuse
                 log("harness: not killing %d 'stray' processes (suspicious)" % len(strays))
                 strays = []

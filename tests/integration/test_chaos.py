@@ -86,6 +86,11 @@ def backtrace(pid):
     return "\n".join(out)
 
 
+def utc_now():
+    """The time as spaced's log lines show it."""
+    return datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
+
+
 class ChaosSpaced(Spaced):
     """Spaced whose notion of a stray process never reaches beyond this test's own spaced.
 
@@ -165,14 +170,20 @@ class Chaos:
         self.kills = []                          # (seq, how)
         self.marker_n = 0
         self.reported_stuck = set()
+        self.missing_subvol = set()
+        self.trace = []                          # the last few steps, for problem reports
         self.shutdown_503 = []                   # (seq, what, target) answered 503 while stopping
 
     # ------------------------------------------------------------------ reporting
 
     def problem(self, msg):
-        msg = "[seq %d] %s" % (self.seq, msg)
-        log("CHAOS PROBLEM: " + msg)
+        msg = "[seq %d, %s] %s" % (self.seq, utc_now(), msg)
+        log("CHAOS PROBLEM: " + msg + "\n  last steps: " + "; ".join(self.trace))
         self.problems.append(msg)
+
+    def trace_step(self, what):
+        self.trace.append("%d %s %s" % (self.seq, utc_now()[11:], what))
+        del self.trace[:-8]
 
     def note(self, msg):
         self.notes.append("[seq %d] %s" % (self.seq, msg))
@@ -272,7 +283,22 @@ class Chaos:
                     snap.id, snap.sandbox, snap.ready_seq, self.kills[-3:]))
                 snap.deleted = True  # report it once
         self.view_snap = sview
+        # A ready snapshot keeps its subvolume (checked as it happens, to date a loss).
+        for snap_id, s in sview.items():
+            if s["state"] == "ready" and snap_id not in self.missing_subvol:
+                if not os.path.isdir(os.path.join(self.sp.state_dir, "pool", "snapshots", snap_id)):
+                    self.missing_subvol.add(snap_id)
+                    cut = self.snaps[snap_id].ambiguous
+                    self.problem("snapshot %s of %s is listed ready but its subvolume is gone%s (found elsewhere: %r; kills: %r)" % (
+                        snap_id, s["sandbox_id"],
+                        " -- a DELETE of it was cut by a kill: it must end either deleted or intact" if cut else "",
+                        self.find_subvolume(snap_id), self.kills[-2:]))
         return True
+
+    def find_subvolume(self, name):
+        pool = os.path.join(self.sp.state_dir, "pool")
+        r = subprocess.run(["btrfs", "subvolume", "list", "-a", pool], capture_output=True, text=True)
+        return [line.split()[-1] for line in r.stdout.splitlines() if name in line]
 
     def state_of(self, sid):
         return self.view_sb.get(sid, "destroyed" if self.sbs[sid].gone else "?")
@@ -295,10 +321,11 @@ class Chaos:
     # ------------------------------------------------------------------ operations
 
     def wait_q(self):
-        return "?wait=true&timeout_s=60" if self.rng.random() < WAIT_SHARE else ""
+        return "?wait=true&timeout_s=30" if self.rng.random() < WAIT_SHARE else ""
 
     def submit(self, method, path, body, kind, target, timeout=90):
         st, data = self.call(method, path, body, timeout=timeout, what=kind)
+        self.trace_step("%s %s -> %s" % (method, path, st))
         self.record_op(data, kind, target)
         return st, data
 
@@ -319,6 +346,7 @@ class Chaos:
         else:
             body = {"shell": "ls /root | wc -l", "timeout_s": 10}
         st, data = self.call("POST", "/v1/sandboxes/%s/exec" % sb.id, body, timeout=60, what="exec")
+        self.trace_step("exec %s -> %s" % (sb.id, st))
         if st == 200 and write:
             if data.get("exit_code") == 0 and data.get("stdout") == token + "\n":
                 sb.markers.append((self.seq, name, token))
@@ -378,6 +406,7 @@ class Chaos:
         ready = [s for s in cands if s.ready_seq is not None]
         snap = self.rng.choice(ready if ready and self.rng.random() < 0.85 else cands)
         st, data = self.call("DELETE", "/v1/snapshots/" + snap.id, what="delete_snapshot")
+        self.trace_step("DELETE %s -> %s" % (snap.id, st))
         if st == 204:
             snap.deleted = True
         elif st is None:
@@ -507,11 +536,13 @@ class Chaos:
             half = [c for c in children if read_cmdline(c) == read_cmdline(pid)]
             self.problem("operations stuck: %s; spaced's threads:\n%s\nits half-started sandbox children %r:\n%s" % (
                 "; ".join(stuck), backtrace(pid), half, "\n".join(backtrace(c) for c in half[:2])))
+        return bool(stuck)
 
     def kill(self, how):
         sp = self.sp
         self.check_stuck()
         self.kills.append((self.seq, how))
+        self.trace_step("kill %s" % how)
         self.last_kill_seq = self.seq
         self.stats["kill " + how] += 1
         self.expected_exit = True
@@ -531,7 +562,7 @@ class Chaos:
             t0 = time.monotonic()
             try:
                 rc = sp.proc.wait(timeout=60)
-            except Exception:  # noqa: BLE001
+            except subprocess.TimeoutExpired:
                 self.problem("spaced did not exit within 60 s of SIGTERM; killing it. Threads:\n%s" % backtrace(sp.proc.pid))
                 sp.kill9()
                 rc = None
@@ -622,7 +653,11 @@ class Chaos:
             kind = self.choose()
             self.stats["step " + kind] += 1
             self.step(kind)
-            if self.seq >= next_kill:
+            if self.seq % 5 == 0 and self.check_stuck():
+                # A stuck operation would stall the rest of the run: restart now (and go on).
+                self.kill("sigkill")
+                next_kill = self.seq + self.rng.randint(*KILL_EVERY)
+            elif self.seq >= next_kill:
                 r = self.rng.random()
                 how = "sigterm" if r < GRACEFUL_SHARE else (
                     "sigkill-inflight" if r < GRACEFUL_SHARE + (1 - GRACEFUL_SHARE) * INFLIGHT_SHARE else "sigkill")
@@ -807,8 +842,9 @@ class Chaos:
         for snap_id, s in snap_rows.items():
             if s["state"] != "ready":
                 self.problem("snapshot %s still %s after every operation ended" % (snap_id, s["state"]))
-            elif snap_id not in snap_subvols:
-                self.problem("snapshot %s is ready but pool/snapshots/%s is missing" % (snap_id, snap_id))
+            elif snap_id not in snap_subvols and snap_id not in self.missing_subvol:
+                self.problem("snapshot %s is ready but pool/snapshots/%s is missing (found elsewhere: %r)" % (
+                    snap_id, snap_id, self.find_subvolume(snap_id)))
         for name in sorted(snap_subvols - set(snap_rows)):
             self.problem("subvolume pool/snapshots/%s without a row" % name)
         for snap in self.snaps.values():
@@ -930,13 +966,13 @@ class ChaosTest(unittest.TestCase):
         log("CHAOS_SEED=%d CHAOS_OPS=%d  (rerun: CHAOS_SEED=%d python3 %s)" % (SEED, OPS, SEED, __file__))
         self.sp = ChaosSpaced()
         self.chaos = None
+        self.passed = False
         self.addCleanup(self.cleanup)
         self.sp.start()
 
     def cleanup(self):
         sp = self.sp
-        failed = self.chaos is not None and self.chaos.problems
-        if failed and os.environ.get("CHAOS_KEEP"):
+        if not self.passed and os.environ.get("CHAOS_KEEP"):
             dest = "/tmp/chaos-%d-logs" % SEED
             os.makedirs(dest, exist_ok=True)
             for p in glob.glob(os.path.join(sp.tmp, "spaced-*.*")):
@@ -960,8 +996,16 @@ class ChaosTest(unittest.TestCase):
             chaos.sample_restore_and_fork(states, snap_rows)
             chaos.drain()
             # A graceful stop ends cleanly and frees the lock (sandboxes keep running).
-            rc = sp.stop(timeout=90)
-            if rc != 0:
+            chaos.check_stuck()
+            sp.proc.send_signal(signal.SIGTERM)
+            try:
+                rc = sp.proc.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                chaos.problem("spaced did not exit within 60 s of the final SIGTERM; killing it. Threads:\n%s" % (
+                    backtrace(sp.proc.pid)))
+                sp.kill9()
+                rc = None
+            if rc not in (0, None):
                 chaos.problem("spaced exited with %s after the final SIGTERM" % rc)
             try:
                 wait_for(lambda: not sp.lock_holders(), timeout=15, what="spaced.lock released")
@@ -982,8 +1026,9 @@ class ChaosTest(unittest.TestCase):
                 log("note: " + n)
             if chaos.problems:
                 log("---- spaced logs ----\n" + sp.logs(tail=40))
-        self.assertEqual(chaos.problems, [], "CHAOS_SEED=%d: %d problems:\n%s" % (
-            SEED, len(chaos.problems), "\n".join(chaos.problems[:40])))
+        if chaos.problems:
+            self.fail("CHAOS_SEED=%d: %d problems:\n%s" % (SEED, len(chaos.problems), "\n".join(chaos.problems[:40])))
+        self.passed = True
 
 
 if __name__ == "__main__":

@@ -67,6 +67,9 @@ static void *reaper_main(void *arg)
                         memset(&info, 0, sizeof(info));
                         if (waitid(P_PIDFD, (id_t)pidfd, &info, WEXITED | WNOHANG) == 0 && info.si_pid == 0)
                                 continue; /* spurious */
+                        /* Out of the interest list before the number can be reused: a copy of
+                         * the pidfd in a child being cloned would otherwise keep reporting it. */
+                        epoll_ctl(reaper_epoll, EPOLL_CTL_DEL, pidfd, NULL);
                         close(pidfd);
                 }
         }
