@@ -21,6 +21,7 @@
 #include <string.h>
 
 #include "bench_measure.h"
+#include "bench_snapshot.h"
 #include "cleanup.h"
 
 #define SHOWN_ERRORS 5
@@ -30,44 +31,12 @@ static char hist_names[BENCH_HISTORY_MAX_SIZES][_BENCH_HIST_MAX][64];
 
 #define _cleanup_json_ __attribute__((cleanup(json_decrefp))) /* jansson's own */
 
-/* The snapshots this measure took and has not deleted yet. */
-struct snap_list {
-        char (*ids)[BENCH_ID_MAX];
-        size_t n, cap;
-};
-
-static int snap_list_add(struct snap_list *l, const char *id)
-{
-        if (strlen(id) >= BENCH_ID_MAX)
-                return -ENAMETOOLONG;
-        if (l->n == l->cap) {
-                size_t cap = l->cap ? l->cap * 2 : 64;
-                char(*grown)[BENCH_ID_MAX] = realloc(l->ids, cap * sizeof(*grown));
-                if (!grown)
-                        return -ENOMEM;
-                l->ids = grown;
-                l->cap = cap;
-        }
-        snprintf(l->ids[l->n++], BENCH_ID_MAX, "%s", id);
-        return 0;
-}
-
-static void snap_list_remove(struct snap_list *l, const char *id)
-{
-        for (size_t i = 0; i < l->n; i++)
-                if (strcmp(l->ids[i], id) == 0) {
-                        memmove(l->ids[i], l->ids[i + 1], (l->n - i - 1) * sizeof(*l->ids));
-                        l->n--;
-                        return;
-                }
-}
-
 struct hist_run {
         const struct bench_config *cfg;
         struct bench_sandboxes *set;
         struct bench_results *res;
         struct bench_client *c;
-        struct snap_list snaps; /* to delete at the end */
+        struct bench_snaps snaps; /* to delete at the end */
         size_t size_index;
         size_t shown;
 };
@@ -85,97 +54,9 @@ static void report(struct hist_run *run, const char *what)
                 fprintf(stderr, "space-bench: more history errors follow; not shown\n");
 }
 
-/* POST /v1/sandboxes/{id}/exec {"shell": script}; 0 when it exited 0. */
 static int exec_shell(struct hist_run *run, const char *id, const char *script, int timeout_s)
 {
-        char path[128];
-        long status;
-        _cleanup_json_ json_t *answer = NULL;
-        _cleanup_json_ json_t *body = json_pack("{s:s, s:i}", "shell", script, "timeout_s", timeout_s);
-        _cleanup_free_ char *text = body ? json_dumps(body, JSON_COMPACT) : NULL;
-        if (!text)
-                return -ENOMEM;
-        snprintf(path, sizeof(path), "/v1/sandboxes/%s/exec", id);
-        int r = bench_client_call(run->c, "POST", path, text, &status, &answer);
-        if (r < 0)
-                return r;
-        if (status == 200 && json_is_integer(json_object_get(answer, "exit_code")) &&
-            json_integer_value(json_object_get(answer, "exit_code")) == 0)
-                return 0;
-        if (status == 200) {
-                /* Ran, but failed: say how, in the API's error shape. */
-                char msg[256];
-                snprintf(msg, sizeof(msg), "%s exited %lld: %.150s", script, (long long)json_integer_value(json_object_get(answer, "exit_code")),
-                         json_string_value(json_object_get(answer, "stderr")) ?: "");
-                _cleanup_json_ json_t *why = json_pack("{s:{s:s, s:s}}", "error", "code", "exec_failed", "message", msg);
-                bench_client_set_error(run->c, status, why);
-        } else {
-                bench_client_set_error(run->c, status, answer);
-        }
-        return -EPROTO;
-}
-
-/* POST /v1/sandboxes/{id}/snapshots?wait=true {}; the snapshot joins run->snaps. */
-static int take_snapshot(struct hist_run *run, const char *id, double *ret_ms, double *ret_pause_ms, char *ret_snap)
-{
-        char path[128];
-        long status;
-        _cleanup_json_ json_t *answer = NULL;
-        snprintf(path, sizeof(path), "/v1/sandboxes/%s/snapshots" WAIT, id);
-        double t0 = bench_now_ms();
-        int r = bench_client_call(run->c, "POST", path, "{}", &status, &answer);
-        double t1 = bench_now_ms();
-        if (r < 0)
-                return r;
-        json_t *snap = json_object_get(answer, "snapshot");
-        const char *snap_id = json_string_value(json_object_get(snap, "id"));
-        if (snap_id && snap_list_add(&run->snaps, snap_id) < 0)
-                fprintf(stderr, "space-bench: cannot remember snapshot %s: delete it yourself\n", snap_id);
-        const char *state = json_string_value(json_object_get(snap, "state"));
-        if (status != 200 || !snap_id || !state || strcmp(state, "ready") != 0 || !json_is_number(json_object_get(snap, "pause_ms"))) {
-                bench_client_set_error(run->c, status, answer);
-                return -EPROTO;
-        }
-        *ret_ms = t1 - t0;
-        *ret_pause_ms = json_number_value(json_object_get(snap, "pause_ms"));
-        if (ret_snap)
-                snprintf(ret_snap, BENCH_ID_MAX, "%s", snap_id);
-        return 0;
-}
-
-static int delete_snapshot(struct hist_run *run, const char *snap_id)
-{
-        char path[128];
-        long status;
-        _cleanup_json_ json_t *answer = NULL;
-        snprintf(path, sizeof(path), "/v1/snapshots/%s", snap_id);
-        int r = bench_client_call(run->c, "DELETE", path, NULL, &status, &answer);
-        if (r < 0)
-                return r;
-        if (status != 204 && status != 404) {
-                bench_client_set_error(run->c, status, answer);
-                return -EPROTO;
-        }
-        return 0;
-}
-
-/* Deletes every snapshot in run->snaps; timed into `timed` when not NULL. */
-static void delete_all(struct hist_run *run, struct bench_stats *timed)
-{
-        size_t kept = 0;
-        for (size_t i = 0; i < run->snaps.n; i++) {
-                double t0 = bench_now_ms();
-                if (delete_snapshot(run, run->snaps.ids[i]) < 0) {
-                        report(run, "snapshot delete");
-                        if (timed)
-                                bench_stats_error(timed);
-                        memcpy(run->snaps.ids[kept++], run->snaps.ids[i], BENCH_ID_MAX);
-                        continue;
-                }
-                if (timed)
-                        bench_stats_add(timed, bench_now_ms() - t0);
-        }
-        run->snaps.n = kept;
+        return bench_sandbox_exec_shell(run->c, id, script, timeout_s);
 }
 
 static int one_snapshot(struct hist_run *run, const char *id, size_t i, enum bench_hist_stat lat, enum bench_hist_stat pause,
@@ -190,7 +71,7 @@ static int one_snapshot(struct hist_run *run, const char *id, size_t i, enum ben
                 bench_stats_error(stat_of(run, lat));
                 return -EPROTO;
         }
-        if (take_snapshot(run, id, &ms, &pause_ms, ret_snap) < 0) {
+        if (bench_snapshot_take(run->c, &run->snaps, id, &ms, &pause_ms, ret_snap) < 0) {
                 report(run, "snapshot");
                 bench_stats_error(stat_of(run, lat));
                 return -EPROTO;
@@ -218,10 +99,10 @@ static void measure_snapshots(struct hist_run *run, const char *id, char *first_
                 /* Deleted at once (untimed): each one pins dirty_mb MiB of old data. */
                 char snap[BENCH_ID_MAX];
                 if (one_snapshot(run, id, i, BENCH_HIST_SNAPSHOT_DIRTY, BENCH_HIST_PAUSE_DIRTY, snap) == 0) {
-                        if (delete_snapshot(run, snap) < 0)
+                        if (bench_snapshot_delete(run->c, snap) < 0)
                                 report(run, "delete dirty snapshot");
                         else
-                                snap_list_remove(&run->snaps, snap);
+                                bench_snaps_remove(&run->snaps, snap);
                 }
         }
 }
@@ -276,7 +157,7 @@ static int one_fork(struct hist_run *run, const char *id, size_t count, struct b
         /* Remember everything it made before judging the answer. */
         json_t *result = json_object_get(json_object_get(answer, "operation"), "result");
         const char *snap_id = json_string_value(json_object_get(result, "snapshot_id"));
-        if (snap_id && snap_list_add(&run->snaps, snap_id) < 0)
+        if (snap_id && bench_snaps_add(&run->snaps, snap_id) < 0)
                 fprintf(stderr, "space-bench: cannot remember snapshot %s: delete it yourself\n", snap_id);
         json_t *children = json_object_get(answer, "sandboxes"), *child;
         size_t i, running = 0;
@@ -312,10 +193,10 @@ static int one_fork(struct hist_run *run, const char *id, size_t count, struct b
         if (snap_id) {
                 char copy[BENCH_ID_MAX];
                 snprintf(copy, sizeof(copy), "%s", snap_id);
-                if (delete_snapshot(run, copy) < 0)
+                if (bench_snapshot_delete(run->c, copy) < 0)
                         report(run, "delete fork snapshot");
                 else
-                        snap_list_remove(&run->snaps, copy);
+                        bench_snaps_remove(&run->snaps, copy);
         }
         return r;
 }
@@ -405,14 +286,14 @@ int bench_measure_history(const struct bench_config *cfg, struct bench_sandboxes
                 /* Clean-up runs even after Ctrl-C. */
                 sig_atomic_t stopping = bench_stopping;
                 bench_stopping = 0;
-                delete_all(&run, stat_of(&run, BENCH_HIST_DELETE));
+                bench_snapshot_delete_all(run.c, &run.snaps, stat_of(&run, BENCH_HIST_DELETE));
                 if (bench_sandbox_destroy(run.c, set, id) < 0)
                         fprintf(stderr, "space-bench: destroy %s: %s\n", id, bench_client_error(run.c));
                 bench_stopping = stopping;
         }
         if (run.snaps.n)
                 fprintf(stderr, "space-bench: WARNING: %zu snapshots could not be deleted (first %s)\n", run.snaps.n, run.snaps.ids[0]);
-        free(run.snaps.ids);
+        bench_snaps_release(&run.snaps);
         bench_client_free(run.c);
         return r;
 }

@@ -33,6 +33,10 @@ void bench_results_init(struct bench_results *res, size_t concurrency)
                 [BENCH_STAT_DENSITY_CREATE] = "density: create, %zu parallel",
                 [BENCH_STAT_DENSITY_EXEC] = "density: exec with all running",
                 [BENCH_STAT_DESTROY] = "destroy (wait=true), %zu parallel",
+                [BENCH_STAT_STORAGE_WRITE] = "storage: rewrite (dd, exec)",
+                [BENCH_STAT_STORAGE_SNAPSHOT] = "storage: snapshot (wait=true)",
+                [BENCH_STAT_STORAGE_PAUSE] = "  pause window (pause_ms)",
+                [BENCH_STAT_STORAGE_DELETE] = "storage: snapshot delete",
         };
         memset(res, 0, sizeof(*res));
         for (size_t i = 0; i < _BENCH_STAT_MAX; i++) {

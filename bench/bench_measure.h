@@ -6,6 +6,7 @@
 #include <stddef.h>
 #include <sys/types.h>
 
+#include "bench_pool.h"
 #include "bench_proc.h"
 #include "bench_sandbox.h"
 #include "bench_stats.h"
@@ -16,6 +17,7 @@ enum bench_measure_kind {
         BENCH_EXEC = 1u << 2,
         BENCH_DENSITY = 1u << 3,
         BENCH_HISTORY = 1u << 4, /* snapshot, restore, fork (bench_history.c); not in the default set */
+        BENCH_STORAGE = 1u << 5, /* pool growth per snapshot (bench_storage.c); not in the default set */
 };
 
 #define BENCH_HISTORY_MAX_SIZES 4
@@ -36,6 +38,12 @@ struct bench_config {
         size_t history_nsizes;
         size_t fork_count;                                /* children of the "fork count=K" measure */
         size_t dirty_mb;                                  /* unsynced data before a "dirty" snapshot; 0 = skip */
+        /* storage measure */
+        size_t storage_n;         /* snapshots taken */
+        size_t storage_change_mb; /* MiB rewritten before each */
+        size_t storage_base_mb;   /* MiB written (and synced) into the sandbox before the first */
+        size_t storage_wait_s;    /* deadline for every bytes_exclusive to be filled in; 0 = 60 + n/2 */
+        const char *pool;         /* spaced's pool mount point, for its usage; NULL = none */
 };
 
 /* The history measures, once per file-data size (see bench_history.c). */
@@ -62,6 +70,10 @@ enum bench_stat {
         BENCH_STAT_DENSITY_CREATE,
         BENCH_STAT_DENSITY_EXEC,
         BENCH_STAT_DESTROY,
+        BENCH_STAT_STORAGE_WRITE,
+        BENCH_STAT_STORAGE_SNAPSHOT,
+        BENCH_STAT_STORAGE_PAUSE,
+        BENCH_STAT_STORAGE_DELETE,
         BENCH_STAT_HISTORY, /* first of BENCH_HISTORY_MAX_SIZES x _BENCH_HIST_MAX */
         _BENCH_STAT_MAX = BENCH_STAT_HISTORY + BENCH_HISTORY_MAX_SIZES * _BENCH_HIST_MAX,
 };
@@ -75,9 +87,23 @@ struct bench_density {
         struct bench_rss charged; /* memory charged to each sandbox's cgroup */
 };
 
+struct bench_storage {
+        size_t snapshots;                 /* taken and ready */
+        struct bench_pool_usage before;   /* the sandbox created, no snapshot yet */
+        struct bench_pool_usage after;    /* after the last snapshot */
+        struct bench_pool_usage cleaned;  /* snapshots deleted, sandbox destroyed, btrfs cleaned up */
+        size_t sized;                     /* snapshots whose bytes_exclusive was filled in */
+        long long first_exclusive;        /* the first snapshot's (a full send stream); -1 unknown */
+        long long rest_exclusive;         /* sum over the others (incremental streams) */
+        long long rest_min, rest_max;     /* smallest and largest of the others */
+        size_t rest_sized;                /* how many of the others that sum covers */
+        double sizing_wait_s;             /* from the last snapshot until all were sized (or gave up) */
+};
+
 struct bench_results {
         struct bench_stats stats[_BENCH_STAT_MAX];
         struct bench_density density;
+        struct bench_storage storage;
         long spaced_rss_kb_end;
         size_t leftovers; /* sandboxes it could not destroy */
 };
@@ -97,5 +123,9 @@ int bench_measure_density(const struct bench_config *cfg, struct bench_sandboxes
 /* Snapshot, restore and fork latencies on a sandbox holding each of cfg->history_sizes_mb of
  * file data; deletes every snapshot it took (bench_history.c). */
 int bench_measure_history(const struct bench_config *cfg, struct bench_sandboxes *set, struct bench_results *res);
+/* Pool growth per snapshot: one sandbox, storage_n times rewrite storage_change_mb MiB and
+ * take a snapshot; sizes from the pool and from bytes_exclusive; then deletes the snapshots and
+ * destroys the sandbox (bench_storage.c). */
+int bench_measure_storage(const struct bench_config *cfg, struct bench_sandboxes *set, struct bench_results *res);
 /* Destroys every sandbox in the set, `concurrency` at a time, timing each destroy. */
 int bench_measure_destroy_all(const struct bench_config *cfg, struct bench_sandboxes *set, struct bench_results *res);

@@ -4,6 +4,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <glob.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -147,20 +148,28 @@ int bench_proc_rss(pid_t pid, long *ret_rss_kb, long *ret_hwm_kb)
         return 0;
 }
 
-/* The sandbox id of a /proc/<pid>/cgroup text: the leaf after "/space/" in any hierarchy
- * (the path may start with more levels when spaced itself runs in a sub-cgroup). */
+/* The sandbox id of a /proc/<pid>/cgroup text: in any hierarchy, the first level named sb-*
+ * below "/space/" (space/<instance>/<id> since cgroups are instance-scoped, space/<id> before;
+ * the path may start with more levels when spaced itself runs in a sub-cgroup). */
 static bool cgroup_sandbox_id(const char *cgroups, char *id, size_t size)
 {
-        const char *p = strstr(cgroups, "/space/");
-        if (!p)
-                return false;
-        p += strlen("/space/");
-        size_t len = strcspn(p, "/\n");
-        if (len == 0 || len >= size)
-                return false;
-        memcpy(id, p, len);
-        id[len] = '\0';
-        return true;
+        for (const char *p = strstr(cgroups, "/space/"); p; p = strstr(p + 1, "/space/")) {
+                const char *level = p + strlen("/space/");
+                for (;;) {
+                        size_t len = strcspn(level, "/\n");
+                        if (len == 0)
+                                break;
+                        if (strncmp(level, "sb-", 3) == 0 && len < size) {
+                                memcpy(id, level, len);
+                                id[len] = '\0';
+                                return true;
+                        }
+                        if (level[len] != '/')
+                                break;
+                        level += len + 1;
+                }
+        }
+        return false;
 }
 
 int bench_proc_agents_rss(bool (*mine)(const char *id, void *userdata), void *userdata, struct bench_rss *ret)
@@ -193,7 +202,11 @@ int bench_proc_agents_rss(bool (*mine)(const char *id, void *userdata), void *us
 
 void bench_proc_cgroup_memory(char (*ids)[64], size_t n, struct bench_rss *ret)
 {
+        /* space/<instance>/<id> (instance-scoped cgroups), or space/<id> before those. */
         static const char *const formats[] = {
+                "/sys/fs/cgroup/memory/space/*/%s/memory.usage_in_bytes",
+                "/sys/fs/cgroup/space/*/%s/memory.current",
+                "/sys/fs/cgroup/unified/space/*/%s/memory.current",
                 "/sys/fs/cgroup/memory/space/%s/memory.usage_in_bytes",
                 "/sys/fs/cgroup/space/%s/memory.current",
                 "/sys/fs/cgroup/unified/space/%s/memory.current",
@@ -201,12 +214,17 @@ void bench_proc_cgroup_memory(char (*ids)[64], size_t n, struct bench_rss *ret)
         struct bench_rss sum = { 0 };
         for (size_t i = 0; i < n; i++)
                 for (size_t f = 0; f < ARRAY_SIZE(formats); f++) {
-                        char path[PATH_MAX], value[64];
+                        char pattern[PATH_MAX], value[64];
+                        glob_t g;
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wformat-nonliteral"
-                        snprintf(path, sizeof(path), formats[f], ids[i]);
+                        snprintf(pattern, sizeof(pattern), formats[f], ids[i]);
 #pragma GCC diagnostic pop
-                        if (read_small(path, value, sizeof(value)) <= 0)
+                        if (glob(pattern, 0, NULL, &g) != 0)
+                                continue;
+                        ssize_t got = g.gl_pathc == 1 ? read_small(g.gl_pathv[0], value, sizeof(value)) : -1;
+                        globfree(&g);
+                        if (got <= 0)
                                 continue;
                         long kb = (long)(strtoull(value, NULL, 10) / 1024);
                         if (sum.count == 0 || kb < sum.min_kb)

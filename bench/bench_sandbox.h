@@ -35,6 +35,11 @@ int bench_sandbox_create(struct bench_client *c, struct bench_sandboxes *set, co
  * -EAGAIN when the sandbox is not ready (409/503), -EPROTO or -EIO otherwise. */
 int bench_sandbox_exec_true(struct bench_client *c, const char *id);
 
+/* POST /v1/sandboxes/{id}/exec {"shell": script, "timeout_s": timeout_s}. Returns 0 when it
+ * exited 0, -EPROTO when it failed or the API refused (the reason in bench_client_error()),
+ * -EIO on transport failure. */
+int bench_sandbox_exec_shell(struct bench_client *c, const char *id, const char *script, int timeout_s);
+
 /* DELETE /v1/sandboxes/{id}?wait=true; a sandbox already gone counts as destroyed.
  * Returns 0, -EPROTO or -EIO; on 0 the id leaves `set`. */
 int bench_sandbox_destroy(struct bench_client *c, struct bench_sandboxes *set, const char *id);

@@ -9,14 +9,18 @@
 #
 # Defaults: space-bench -n 100 -c 10 --exec-n 1000 --density 200; peers -n 200.
 # --out DIR keeps space-bench's text and JSON reports, the peers' table and spaced's log.
-# --pool-size: spaced's btrfs pool image [2G]; the history measures with 1 GiB of files want 8G:
-#   bench/run.sh --no-peers --pool-size 8G -- --only history
+# --pool-size: spaced's btrfs pool image [2G]; the history measures with 1 GiB of files want 8G,
+# and so do 1000 snapshots of the storage measure (~1 GiB of kept data):
+#   bench/run.sh --no-peers --pool-size 8G -- --only history,storage --storage-n 1000
+# space-bench always gets --pool <state-dir>/pool (for the storage measure's usage figures).
 #
 # Isolation (default on hybrid/v1 hosts): spaced runs in its own mount and cgroup namespaces,
 # rooted at a private cgroup (space-bench.XXXXXX under the current cgroup of each hierarchy).
-# Any spaced removes, when it starts, every /sys/fs/cgroup/*/space/<id> it does not know —
-# including other instances' live sandboxes — so on a shared machine two instances must not
-# see each other's <hierarchy>/space. --no-isolate runs spaced plainly, as `scripts/up` does.
+# spaced keeps its sandboxes' cgroups under <hierarchy>/space/<instance>/ and only reconciles
+# its own instance, but the private namespaces still keep the measured spaced apart from the
+# others on a shared machine (and from spaced versions before instance-scoped cgroups, which
+# removed every <hierarchy>/space/<id> they did not know). --no-isolate runs spaced plainly,
+# as `scripts/up` does.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -58,11 +62,16 @@ CG_DIRS=()      # host paths of our private cgroups (isolated mode)
 IN_NS=()        # command prefix that enters those namespaces
 [ -n "$OUT" ] && mkdir -p "$OUT"
 
+# A port no socket uses, below the kernel's ephemeral range: a port of that range may be taken
+# at any moment as the local end of some outgoing connection, and then spaced cannot listen on
+# it ("in use?"; 2 of 10 runs on a busy machine).
 free_port() {
-  local port
+  local port lo=20000 hi
+  read -r hi _ </proc/sys/net/ipv4/ip_local_port_range 2>/dev/null || hi=32768
+  [ "$hi" -gt $((lo + 1000)) ] || { lo=$(( hi > 11000 ? hi - 10000 : 1024 )); }
   for _ in $(seq 100); do
-    port=$((20000 + RANDOM % 40000))
-    if [ -z "$(ss -Htln "sport = :$port" 2>/dev/null)" ]; then
+    port=$((lo + RANDOM % (hi - lo)))
+    if [ -z "$(ss -Htan "sport = :$port" 2>/dev/null)" ]; then
       echo "$port"
       return 0
     fi
@@ -139,15 +148,21 @@ our_sandboxes() {
   done | sort -u
 }
 
+# spaced's instance name: its sandboxes' cgroups are <hierarchy>/space/<instance>/<id>.
+instance() { cat "$STATE/instance" 2>/dev/null || true; }
+
 kill_cgroup_tree() { # kills every process in the cgroups under $1 (inclusive)
   local f pid
+  # A frozen task (a snapshot cut short) dies only once thawed.
+  find "$1" -name freezer.state 2>/dev/null | while read -r f; do echo THAWED >"$f" 2>/dev/null; done
+  find "$1" -name cgroup.freeze 2>/dev/null | while read -r f; do echo 0 >"$f" 2>/dev/null; done
   find "$1" -name cgroup.procs 2>/dev/null | while read -r f; do
     for pid in $(cat "$f" 2>/dev/null); do kill -KILL "$pid" 2>/dev/null; done
   done
 }
 
 cleanup() {
-  local id dir loops
+  local id dir loops inst
   set +e
   if [ -n "$SPACED_PID" ] && kill -0 "$SPACED_PID" 2>/dev/null; then
     kill -TERM "$SPACED_PID"
@@ -160,15 +175,21 @@ cleanup() {
   if [ "$ISOLATE" = 1 ]; then
     for dir in "${CG_DIRS[@]}"; do [ -d "$dir/space" ] && kill_cgroup_tree "$dir/space"; done
   else
+    inst=$(instance)
     for id in $(our_sandboxes); do
-      for dir in /sys/fs/cgroup/*/space/"$id"; do [ -d "$dir" ] && kill_cgroup_tree "$dir"; done
+      for dir in /sys/fs/cgroup/*/space/${inst:+$inst/}"$id"; do [ -d "$dir" ] && kill_cgroup_tree "$dir"; done
       for _ in $(seq 50); do
-        for dir in /sys/fs/cgroup/*/space/"$id"; do [ -d "$dir" ] && rmdir "$dir" 2>/dev/null; done
-        ls -d /sys/fs/cgroup/*/space/"$id" >/dev/null 2>&1 || break
+        for dir in /sys/fs/cgroup/*/space/${inst:+$inst/}"$id"; do
+          [ -d "$dir" ] && find "$dir" -depth -type d -exec rmdir {} + 2>/dev/null
+        done
+        ls -d /sys/fs/cgroup/*/space/${inst:+$inst/}"$id" >/dev/null 2>&1 || break
         sleep 0.1
       done
-      ls -d /sys/fs/cgroup/*/space/"$id" 2>/dev/null | sed 's/^/run.sh: could not remove cgroup /' >&2
+      ls -d /sys/fs/cgroup/*/space/${inst:+$inst/}"$id" 2>/dev/null | sed 's/^/run.sh: could not remove cgroup /' >&2
     done
+    if [ -n "$inst" ]; then # the instance's own level, once empty
+      for dir in /sys/fs/cgroup/*/space/"$inst"; do [ -d "$dir" ] && rmdir "$dir" 2>/dev/null; done
+    fi
   fi
   # The pool: mounted in the private mount namespace when isolated.
   loops=$(losetup -j "$STATE/pool.img" -O NAME -n 2>/dev/null)
@@ -223,8 +244,8 @@ done
 [ -n "$ready" ] || { echo "run.sh: busybox template not ready after 60 s" >&2; cat "$STATE/spaced.log" >&2; exit 1; }
 
 echo "run.sh: spaced pid $SPACED_PID on $URL (workers $WORKERS, pool $POOL_SIZE, isolated: $ISOLATE), state $STATE" >&2
-echo "+ space-bench --url $URL --key-file $STATE/admin.key --spaced-pid $SPACED_PID ${BENCH_ARGS[*]}" >&2
-BENCH_CMD=("${IN_NS[@]}" "$BENCH" --url "$URL" --key-file "$STATE/admin.key" --spaced-pid "$SPACED_PID")
+echo "+ space-bench --url $URL --key-file $STATE/admin.key --spaced-pid $SPACED_PID --pool $STATE/pool ${BENCH_ARGS[*]}" >&2
+BENCH_CMD=("${IN_NS[@]}" "$BENCH" --url "$URL" --key-file "$STATE/admin.key" --spaced-pid "$SPACED_PID" --pool "$STATE/pool")
 status=0
 if [ -n "$OUT" ]; then
   "${BENCH_CMD[@]}" --json-file "$OUT/space-bench.json" "${BENCH_ARGS[@]}" | tee "$OUT/space-bench.txt" || status=$?

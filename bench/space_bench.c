@@ -1,7 +1,7 @@
 /* space-bench: measures a running spaced through its HTTP API — create→first exec latency
  * (sequential and concurrent), exec round trip, many idle sandboxes at once (errors and
- * memory), and on request snapshot/restore/fork latencies — then destroys every sandbox (and
- * deletes every snapshot) it made. See docs/benchmarks.md. */
+ * memory), and on request snapshot/restore/fork latencies and the disk space snapshots take —
+ * then destroys every sandbox (and deletes every snapshot) it made. See docs/benchmarks.md. */
 #include <curl/curl.h>
 #include <errno.h>
 #include <getopt.h>
@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "bench_measure.h"
+#include "bench_report.h"
 #include "cleanup.h"
 
 static const char usage[] =
@@ -25,13 +26,18 @@ static const char usage[] =
         "  --exec-n N         exec round trips [1000]\n"
         "  --density M        sandboxes kept running at once [200]\n"
         "  --template NAME    template to create sandboxes from [busybox]\n"
-        "  --only LIST        comma-separated subset of seq,conc,exec,density,history\n"
-        "                     [seq,conc,exec,density; history only when named]\n"
+        "  --only LIST        comma-separated subset of seq,conc,exec,density,history,storage\n"
+        "                     [seq,conc,exec,density; history and storage only when named]\n"
         "  --history-n N      samples per snapshot/restore/fork measure [50]\n"
         "  --history-sizes L  MiB of file data in the measured sandbox, comma-separated, at\n"
         "                     most 4 [1,1024]\n"
         "  --fork-count K     children of the larger fork measure [10]\n"
         "  --dirty-mb M       unsynced MiB written before each \"dirty\" snapshot; 0 skips [64]\n"
+        "  --storage-n N      snapshots of the storage measure [100]\n"
+        "  --storage-change-mb M  MiB rewritten in the sandbox before each of them [1]\n"
+        "  --storage-base-mb M  MiB written into the sandbox before the first of them [0]\n"
+        "  --storage-wait-s S most seconds to wait for their bytes_exclusive [60 + N/2]\n"
+        "  --pool PATH        spaced's pool mount (<state-dir>/pool), for its usage figures\n"
         "  --spaced-pid PID   spaced's pid for memory figures [the spaced on the URL's port]\n"
         "  --json             print the results as one JSON object\n"
         "  --json-file FILE   print the table and also write the JSON object to FILE\n"
@@ -64,7 +70,8 @@ static int parse_measures(const char *list, unsigned *ret)
                       { "conc", BENCH_CONCURRENT },
                       { "exec", BENCH_EXEC },
                       { "density", BENCH_DENSITY },
-                      { "history", BENCH_HISTORY } };
+                      { "history", BENCH_HISTORY },
+                      { "storage", BENCH_STORAGE } };
         _cleanup_free_ char *copy = strdup(list);
         unsigned bits = 0;
         if (!copy)
@@ -166,6 +173,9 @@ static int parse_args(int argc, char **argv, struct bench_config *cfg, char **re
                 { "json", no_argument, NULL, 'j' },           { "json-file", required_argument, NULL, 'J' },
                 { "history-n", required_argument, NULL, 'H' },  { "history-sizes", required_argument, NULL, 'S' },
                 { "fork-count", required_argument, NULL, 'F' }, { "dirty-mb", required_argument, NULL, 'D' },
+                { "storage-n", required_argument, NULL, 'N' },  { "storage-change-mb", required_argument, NULL, 'M' },
+                { "storage-wait-s", required_argument, NULL, 'W' }, { "pool", required_argument, NULL, 'P' },
+                { "storage-base-mb", required_argument, NULL, 'B' },
                 { "help", no_argument, NULL, 'h' },
                 { NULL, 0, NULL, 0 },
         };
@@ -208,6 +218,20 @@ static int parse_args(int argc, char **argv, struct bench_config *cfg, char **re
                         else
                                 r = parse_size(optarg, &cfg->dirty_mb);
                         break;
+                case 'N': r = parse_size(optarg, &cfg->storage_n); break;
+                case 'M':
+                        r = parse_size(optarg, &cfg->storage_change_mb);
+                        if (r == 0 && cfg->storage_change_mb > 1024)
+                                r = -EINVAL;
+                        break;
+                case 'W': r = parse_size(optarg, &cfg->storage_wait_s); break;
+                case 'B':
+                        if (strcmp(optarg, "0") == 0)
+                                cfg->storage_base_mb = 0;
+                        else
+                                r = parse_size(optarg, &cfg->storage_base_mb);
+                        break;
+                case 'P': cfg->pool = optarg; break;
                 case 'j': json = 1; break;
                 case 'J': json_file = optarg; break;
                 case 'h': fputs(usage, stdout); exit(0);
@@ -226,83 +250,6 @@ static int parse_args(int argc, char **argv, struct bench_config *cfg, char **re
         return json;
 }
 
-static void print_text(const struct bench_config *cfg, struct bench_results *res, const struct utsname *u)
-{
-        printf("space-bench: %s template=%s n=%zu c=%zu exec-n=%zu density=%zu\n", cfg->url, cfg->template_name, cfg->n,
-               cfg->concurrency, cfg->exec_n, cfg->density);
-        if (cfg->measures & BENCH_HISTORY) {
-                printf("history: n=%zu sizes=", cfg->history_n);
-                for (size_t i = 0; i < cfg->history_nsizes; i++)
-                        printf("%s%zu", i ? "," : "", cfg->history_sizes_mb[i]);
-                printf(" MiB fork-count=%zu dirty-mb=%zu\n", cfg->fork_count, cfg->dirty_mb);
-        }
-        printf("machine: %ld cpus, %s %s %s, spaced pid %d\n\n", sysconf(_SC_NPROCESSORS_ONLN), u->sysname, u->release,
-               u->machine, (int)cfg->spaced_pid);
-        bench_stats_print_header();
-        for (size_t i = 0; i < _BENCH_STAT_MAX; i++)
-                if (res->stats[i].n || res->stats[i].errors)
-                        bench_stats_print(&res->stats[i]);
-        if (cfg->measures & BENCH_DENSITY) {
-                const struct bench_density *d = &res->density;
-                printf("\ndensity: %zu wanted, %zu answered an exec with all up; %zu create errors, %zu exec errors\n", d->wanted,
-                       d->running, d->create_errors, d->exec_errors);
-                printf("spaced VmRSS: %.1f MiB before, %.1f MiB with them up (VmHWM %.1f MiB), %.1f MiB after destroy\n",
-                       d->spaced_rss_kb_before / 1024.0, d->spaced_rss_kb / 1024.0, d->spaced_hwm_kb / 1024.0,
-                       res->spaced_rss_kb_end / 1024.0);
-                printf("space-agent VmRSS: %zu processes, sum %.1f MiB, avg %.0f KiB, min %ld KiB, max %ld KiB\n",
-                       d->agents.count, d->agents.sum_kb / 1024.0,
-                       d->agents.count ? (double)d->agents.sum_kb / (double)d->agents.count : 0.0, d->agents.min_kb,
-                       d->agents.max_kb);
-                printf("memory charged to the sandboxes' cgroups (page cache included): %zu cgroups, sum %.1f MiB, "
-                       "avg %.0f KiB, max %ld KiB\n",
-                       d->charged.count, d->charged.sum_kb / 1024.0,
-                       d->charged.count ? (double)d->charged.sum_kb / (double)d->charged.count : 0.0, d->charged.max_kb);
-        }
-        if (bench_stopping)
-                printf("\ninterrupted: the figures above are partial\n");
-        if (res->leftovers)
-                printf("\nWARNING: %zu sandboxes could not be destroyed\n", res->leftovers);
-}
-
-static int print_json(const struct bench_config *cfg, struct bench_results *res, const struct utsname *u, FILE *f)
-{
-        json_t *measures = json_array();
-        for (size_t i = 0; i < _BENCH_STAT_MAX; i++)
-                if (res->stats[i].n || res->stats[i].errors)
-                        json_array_append_new(measures, bench_stats_json(&res->stats[i]));
-        const struct bench_density *d = &res->density;
-        json_t *out = json_pack(
-                "{s:{s:I, s:s, s:s}, s:{s:s, s:s, s:I, s:I, s:I, s:I, s:I}, s:o, "
-                "s:{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:{s:I, s:I, s:I, s:I}, s:{s:I, s:I, s:I, s:I}}, s:I}",
-                "machine", "nproc", (json_int_t)sysconf(_SC_NPROCESSORS_ONLN), "kernel", u->release, "arch", u->machine,
-                "config", "url", cfg->url, "template", cfg->template_name, "n", (json_int_t)cfg->n, "concurrency",
-                (json_int_t)cfg->concurrency, "exec_n", (json_int_t)cfg->exec_n, "density", (json_int_t)cfg->density,
-                "spaced_pid", (json_int_t)cfg->spaced_pid, "measures", measures, "density", "wanted", (json_int_t)d->wanted,
-                "running", (json_int_t)d->running, "create_errors", (json_int_t)d->create_errors, "exec_errors",
-                (json_int_t)d->exec_errors, "spaced_rss_kb_before", (json_int_t)d->spaced_rss_kb_before, "spaced_rss_kb",
-                (json_int_t)d->spaced_rss_kb, "spaced_hwm_kb", (json_int_t)d->spaced_hwm_kb, "spaced_rss_kb_end",
-                (json_int_t)res->spaced_rss_kb_end, "agents", "count", (json_int_t)d->agents.count, "sum_kb",
-                (json_int_t)d->agents.sum_kb, "min_kb", (json_int_t)d->agents.min_kb, "max_kb", (json_int_t)d->agents.max_kb,
-                "charged", "count", (json_int_t)d->charged.count, "sum_kb", (json_int_t)d->charged.sum_kb, "min_kb",
-                (json_int_t)d->charged.min_kb, "max_kb", (json_int_t)d->charged.max_kb, "leftovers", (json_int_t)res->leftovers);
-        if (!out) {
-                fprintf(stderr, "space-bench: cannot format the JSON report\n");
-                return -ENOMEM;
-        }
-        if (cfg->measures & BENCH_HISTORY) {
-                json_t *sizes = json_array();
-                for (size_t i = 0; i < cfg->history_nsizes; i++)
-                        json_array_append_new(sizes, json_integer((json_int_t)cfg->history_sizes_mb[i]));
-                json_object_set_new(json_object_get(out, "config"), "history",
-                                    json_pack("{s:I, s:o, s:I, s:I}", "n", (json_int_t)cfg->history_n, "sizes_mb", sizes,
-                                              "fork_count", (json_int_t)cfg->fork_count, "dirty_mb", (json_int_t)cfg->dirty_mb));
-        }
-        int r = json_dumpf(out, f, JSON_INDENT(2) | JSON_REAL_PRECISION(6));
-        fputc('\n', f);
-        json_decref(out);
-        return r < 0 ? -EIO : 0;
-}
-
 static int run_measures(const struct bench_config *cfg, struct bench_sandboxes *set, struct bench_results *res)
 {
         static const struct {
@@ -315,6 +262,7 @@ static int run_measures(const struct bench_config *cfg, struct bench_sandboxes *
                 { BENCH_EXEC, "exec round trips", bench_measure_exec },
                 { BENCH_DENSITY, "idle density", bench_measure_density },
                 { BENCH_HISTORY, "snapshot, restore, fork", bench_measure_history },
+                { BENCH_STORAGE, "storage per snapshot", bench_measure_storage },
         };
         int failed = 0;
         for (size_t i = 0; i < ARRAY_SIZE(steps) && !bench_stopping; i++) {
@@ -349,6 +297,8 @@ int main(int argc, char **argv)
                 .history_nsizes = 2,
                 .fork_count = 10,
                 .dirty_mb = 64,
+                .storage_n = 100,
+                .storage_change_mb = 1,
         };
         _cleanup_erase_ char *key = NULL;
         int json = parse_args(argc, argv, &cfg, &key);
@@ -380,12 +330,12 @@ int main(int argc, char **argv)
         if (cfg.spaced_pid > 0)
                 bench_proc_rss(cfg.spaced_pid, &res.spaced_rss_kb_end, &hwm);
         if (json) {
-                print_json(&cfg, &res, &u, stdout);
+                bench_report_json(&cfg, &res, &u, stdout);
         } else {
-                print_text(&cfg, &res, &u);
+                bench_report_text(&cfg, &res, &u);
                 if (json_file) {
                         _cleanup_fclose_ FILE *f = fopen(json_file, "we");
-                        if (!f || print_json(&cfg, &res, &u, f) < 0) {
+                        if (!f || bench_report_json(&cfg, &res, &u, f) < 0) {
                                 fprintf(stderr, "space-bench: cannot write %s: %m\n", json_file);
                                 failed = 1;
                         }

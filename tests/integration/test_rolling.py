@@ -67,8 +67,8 @@ class RollingSnapshots(SpacedTestCase):
         self.assertEqual(rolling_of(sp, paused), [], "a paused sandbox was snapshotted")
         # A change: the next pass takes one, whose parent is the first.
         sp.sh(sid, "echo 2 > /root/f")
-        second = wait_for(lambda: len(rolling_of(sp, sid)) >= 2 and rolling_of(sp, sid), timeout=30,
-                          what="second rolling snapshot")
+        ready = lambda: [s for s in rolling_of(sp, sid) if s["state"] == "ready"]  # noqa: E731
+        second = wait_for(lambda: len(ready()) >= 2 and ready(), timeout=30, what="second rolling snapshot to be ready")
         self.assertEqual(second[1]["parent_snapshot_id"], first[0]["id"])
         # Retention keeps the newest two: after a third, the first is gone (and its subvolume).
         time.sleep(50)

@@ -128,7 +128,7 @@ static int v1_kill_all(const char *id)
                 cgroup_kill_procs_in(dir);
                 /* Frozen tasks only die once thawed. */
                 cgroup_write_file(dir, "freezer.state", "THAWED");
-                sleep_ms(5);
+                sleep_ms(i < 20 ? 1 : 5);
         }
         return -ETIMEDOUT;
 }
