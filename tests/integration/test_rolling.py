@@ -73,7 +73,7 @@ class RollingSnapshots(SpacedTestCase):
         # Retention keeps the newest two: after a third, the first is gone (and its subvolume).
         time.sleep(50)
         sp.sh(sid, "echo 3 > /root/f")
-        wait_for(lambda: len(rolling_of(sp, sid)) == 2 and rolling_of(sp, sid)[0]["id"] != first[0]["id"],
+        wait_for(lambda: len(ready()) == 2 and len(rolling_of(sp, sid)) == 2 and ready()[0]["id"] != first[0]["id"],
                  timeout=60, what="retention to drop the oldest rolling snapshot")
         self.assertEqual(sp.request("GET", "/v1/snapshots/" + first[0]["id"])[0], 404)
         self.assertFalse(os.path.exists(os.path.join(sp.state_dir, "pool", "snapshots", first[0]["id"])))
