@@ -36,10 +36,34 @@ static void keep_tail(char *out, size_t out_size, size_t *len, const char *buf, 
         out[*len] = '\0';
 }
 
-int host_command_run(char *const argv[], const char *log_path, char *out, size_t out_size, int timeout_s)
+/* posix_spawnp with stdin from in_fd (or /dev/null when -1), stdout and stderr to out_fd and
+ * err_fd, an empty signal mask and its own process group (so a timeout can kill the lot).
+ * Returns 0 or a positive errno, as posix_spawn does. */
+static int spawn_with(char *const argv[], int in_fd, int out_fd, int err_fd, pid_t *ret_pid)
 {
         posix_spawn_file_actions_t fa;
         posix_spawnattr_t attr;
+        posix_spawn_file_actions_init(&fa);
+        if (in_fd < 0)
+                posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+        else
+                posix_spawn_file_actions_adddup2(&fa, in_fd, 0);
+        posix_spawn_file_actions_adddup2(&fa, out_fd, 1);
+        posix_spawn_file_actions_adddup2(&fa, err_fd, 2);
+        posix_spawnattr_init(&attr);
+        sigset_t none;
+        sigemptyset(&none);
+        posix_spawnattr_setsigmask(&attr, &none);
+        posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETPGROUP);
+        posix_spawnattr_setpgroup(&attr, 0);
+        int r = posix_spawnp(ret_pid, argv[0], &fa, &attr, argv, environ);
+        posix_spawn_file_actions_destroy(&fa);
+        posix_spawnattr_destroy(&attr);
+        return r;
+}
+
+int host_command_run(char *const argv[], const char *log_path, char *out, size_t out_size, int timeout_s)
+{
         int pipefd[2] = { -1, -1 };
         _cleanup_close_ int outfd = -1;
         int r;
@@ -53,22 +77,9 @@ int host_command_run(char *const argv[], const char *log_path, char *out, size_t
                 if (outfd < 0)
                         return -errno;
         }
-        posix_spawn_file_actions_init(&fa);
-        posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
         int target = out ? pipefd[1] : outfd;
-        posix_spawn_file_actions_adddup2(&fa, target, 1);
-        posix_spawn_file_actions_adddup2(&fa, target, 2);
-        posix_spawnattr_init(&attr);
-        sigset_t none;
-        sigemptyset(&none);
-        posix_spawnattr_setsigmask(&attr, &none);
-        posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETPGROUP);
-        posix_spawnattr_setpgroup(&attr, 0);
-
         pid_t pid;
-        r = posix_spawnp(&pid, argv[0], &fa, &attr, argv, environ);
-        posix_spawn_file_actions_destroy(&fa);
-        posix_spawnattr_destroy(&attr);
+        r = spawn_with(argv, -1, target, target, &pid);
         if (pipefd[1] >= 0)
                 close(pipefd[1]);
         if (r != 0) {
@@ -137,27 +148,8 @@ int host_command_spawn_piped(char *const argv[], bool want_stdout, const char *e
                 close(p[1]);
                 return r;
         }
-        posix_spawn_file_actions_t fa;
-        posix_spawnattr_t attr;
-        posix_spawn_file_actions_init(&fa);
-        if (want_stdout) {
-                posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
-                posix_spawn_file_actions_adddup2(&fa, p[1], 1);
-        } else {
-                posix_spawn_file_actions_adddup2(&fa, p[0], 0);
-                posix_spawn_file_actions_adddup2(&fa, errfd, 1);
-        }
-        posix_spawn_file_actions_adddup2(&fa, errfd, 2);
-        posix_spawnattr_init(&attr);
-        sigset_t none;
-        sigemptyset(&none);
-        posix_spawnattr_setsigmask(&attr, &none);
-        posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETPGROUP);
-        posix_spawnattr_setpgroup(&attr, 0);
         pid_t pid;
-        int r = posix_spawnp(&pid, argv[0], &fa, &attr, argv, environ);
-        posix_spawn_file_actions_destroy(&fa);
-        posix_spawnattr_destroy(&attr);
+        int r = want_stdout ? spawn_with(argv, -1, p[1], errfd, &pid) : spawn_with(argv, p[0], errfd, errfd, &pid);
         close(want_stdout ? p[1] : p[0]);
         int mine = want_stdout ? p[0] : p[1];
         if (r != 0) {
