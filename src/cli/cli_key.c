@@ -90,10 +90,7 @@ static int cli_key_ls(struct cli *cli, int argc, char **argv)
         http_path_init(&path, "/v1/keys");
         if (cli_request(cli, "GET", &path, NULL, CLI_REQUEST_TIMEOUT_S, NULL, &answer) < 0)
                 return CLI_EXIT_FAILURE;
-        if (cli->json)
-                return cli_output_exit(cli_output_json(answer));
-        return cli_output_exit(
-                cli_output_list(json_object_get(answer, "keys"), key_columns, ARRAY_SIZE(key_columns)));
+        return cli_output_show_list(cli->json, answer, "keys", key_columns, ARRAY_SIZE(key_columns));
 }
 
 static int cli_key_rm(struct cli *cli, int argc, char **argv)

@@ -91,7 +91,7 @@ static int cli_operation_get(struct cli *cli, int argc, char **argv)
         if (cli_request(cli, "GET", &path, NULL, CLI_REQUEST_TIMEOUT_S, NULL, &answer) < 0)
                 return CLI_EXIT_FAILURE;
 
-        return cli_output_exit(cli->json ? cli_output_json(answer) : cli_output_object(answer));
+        return cli_output_show(cli->json, answer);
 }
 
 static int cli_operation_ls(struct cli *cli, int argc, char **argv)
@@ -130,10 +130,7 @@ static int cli_operation_ls(struct cli *cli, int argc, char **argv)
         if (cli_request(cli, "GET", &path, NULL, CLI_REQUEST_TIMEOUT_S, NULL, &answer) < 0)
                 return CLI_EXIT_FAILURE;
 
-        if (cli->json)
-                return cli_output_exit(cli_output_json(answer));
-        return cli_output_exit(cli_output_list(json_object_get(answer, "operations"), operation_columns,
-                                               ARRAY_SIZE(operation_columns)));
+        return cli_output_show_list(cli->json, answer, "operations", operation_columns, ARRAY_SIZE(operation_columns));
 }
 
 int cli_operation_main(struct cli *cli, int argc, char **argv)

@@ -196,3 +196,15 @@ int cli_output_exit(int r)
                 fprintf(stderr, "space: cannot print the answer: %s\n", strerror(-r));
         return CLI_EXIT_FAILURE;
 }
+
+int cli_output_show(bool json, const json_t *answer)
+{
+        return cli_output_exit(json ? cli_output_json(answer) : cli_output_object(answer));
+}
+
+int cli_output_show_list(bool json, const json_t *answer, const char *member, const struct cli_output_column *columns,
+                         size_t n_columns)
+{
+        return cli_output_exit(json ? cli_output_json(answer)
+                                    : cli_output_list(json_object_get(answer, member), columns, n_columns));
+}

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <jansson.h>
+#include <stdbool.h>
 #include <stddef.h>
 
 struct cli_output_column {
@@ -28,6 +29,13 @@ const char *cli_output_string(const json_t *object, const char *path);
 /* A value as text: strings as is, "-" for null or missing, arrays joined with ',', objects
  * as compact JSON. */
 int cli_output_format(const json_t *value, char **ret_text);
+
+/* An answer for `get`-like verbs: pretty JSON with --json, else "key: value" lines.
+ * Returns the exit status. */
+int cli_output_show(bool json, const json_t *answer);
+/* An answer for `ls`-like verbs: pretty JSON with --json, else a table of answer[member]. */
+int cli_output_show_list(bool json, const json_t *answer, const char *member, const struct cli_output_column *columns,
+                         size_t n_columns);
 
 /* Turns the result of printing into an exit status, saying on stderr what went wrong
  * (-EBADMSG: the answer does not have the expected shape). */

@@ -241,10 +241,7 @@ static int cli_sandbox_ls(struct cli *cli, int argc, char **argv)
 
         if (cli_request(cli, "GET", &path, NULL, CLI_REQUEST_TIMEOUT_S, NULL, &answer) < 0)
                 return CLI_EXIT_FAILURE;
-        if (cli->json)
-                return cli_output_exit(cli_output_json(answer));
-        return cli_output_exit(cli_output_list(json_object_get(answer, "sandboxes"), sandbox_columns,
-                                               ARRAY_SIZE(sandbox_columns)));
+        return cli_output_show_list(cli->json, answer, "sandboxes", sandbox_columns, ARRAY_SIZE(sandbox_columns));
 }
 
 static int cli_sandbox_get(struct cli *cli, int argc, char **argv)
@@ -258,7 +255,7 @@ static int cli_sandbox_get(struct cli *cli, int argc, char **argv)
         cli_sandbox_path(&path, argv[optind]);
         if (cli_request(cli, "GET", &path, NULL, CLI_REQUEST_TIMEOUT_S, NULL, &answer) < 0)
                 return CLI_EXIT_FAILURE;
-        return cli_output_exit(cli->json ? cli_output_json(answer) : cli_output_object(answer));
+        return cli_output_show(cli->json, answer);
 }
 
 /* stop, start, pause, resume (POST .../{verb}) and rm (DELETE): argv[0] is the verb. */

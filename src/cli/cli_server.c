@@ -86,5 +86,5 @@ int cli_server_capabilities(struct cli *cli, int argc, char **argv)
                 return r;
         if (cli_server_get(cli, "/v1/capabilities", &answer) < 0)
                 return CLI_EXIT_FAILURE;
-        return cli_output_exit(cli->json ? cli_output_json(answer) : cli_output_object(answer));
+        return cli_output_show(cli->json, answer);
 }

@@ -172,5 +172,5 @@ int cli_settings_set(struct cli *cli, int argc, char **argv)
         http_path_segment(&path, argv[optind]);
         if (cli_request(cli, "PATCH", &path, s.body, CLI_REQUEST_TIMEOUT_S, NULL, &answer) < 0)
                 return CLI_EXIT_FAILURE;
-        return cli_output_exit(cli->json ? cli_output_json(answer) : cli_output_object(answer));
+        return cli_output_show(cli->json, answer);
 }

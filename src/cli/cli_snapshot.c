@@ -134,10 +134,7 @@ static int cli_snapshot_ls(struct cli *cli, int argc, char **argv)
                 cli_snapshot_path(&path, NULL);
         if (cli_request(cli, "GET", &path, NULL, CLI_REQUEST_TIMEOUT_S, NULL, &answer) < 0)
                 return CLI_EXIT_FAILURE;
-        if (cli->json)
-                return cli_output_exit(cli_output_json(answer));
-        return cli_output_exit(cli_output_list(json_object_get(answer, "snapshots"), snapshot_columns,
-                                               ARRAY_SIZE(snapshot_columns)));
+        return cli_output_show_list(cli->json, answer, "snapshots", snapshot_columns, ARRAY_SIZE(snapshot_columns));
 }
 
 static int cli_snapshot_get(struct cli *cli, int argc, char **argv)
@@ -151,7 +148,7 @@ static int cli_snapshot_get(struct cli *cli, int argc, char **argv)
         cli_snapshot_path(&path, argv[optind]);
         if (cli_request(cli, "GET", &path, NULL, CLI_REQUEST_TIMEOUT_S, NULL, &answer) < 0)
                 return CLI_EXIT_FAILURE;
-        return cli_output_exit(cli->json ? cli_output_json(answer) : cli_output_object(answer));
+        return cli_output_show(cli->json, answer);
 }
 
 static int cli_snapshot_rm(struct cli *cli, int argc, char **argv)

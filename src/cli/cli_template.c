@@ -52,10 +52,7 @@ static int cli_template_ls(struct cli *cli, int argc, char **argv)
         cli_template_path(&path, NULL);
         if (cli_request(cli, "GET", &path, NULL, CLI_REQUEST_TIMEOUT_S, NULL, &answer) < 0)
                 return CLI_EXIT_FAILURE;
-        if (cli->json)
-                return cli_output_exit(cli_output_json(answer));
-        return cli_output_exit(cli_output_list(json_object_get(answer, "templates"), template_columns,
-                                               ARRAY_SIZE(template_columns)));
+        return cli_output_show_list(cli->json, answer, "templates", template_columns, ARRAY_SIZE(template_columns));
 }
 
 static int cli_template_get(struct cli *cli, int argc, char **argv)
@@ -69,7 +66,7 @@ static int cli_template_get(struct cli *cli, int argc, char **argv)
         cli_template_path(&path, argv[optind]);
         if (cli_request(cli, "GET", &path, NULL, CLI_REQUEST_TIMEOUT_S, NULL, &answer) < 0)
                 return CLI_EXIT_FAILURE;
-        return cli_output_exit(cli->json ? cli_output_json(answer) : cli_output_object(answer));
+        return cli_output_show(cli->json, answer);
 }
 
 static int cli_template_build(struct cli *cli, int argc, char **argv)
