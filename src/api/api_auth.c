@@ -2,11 +2,13 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <microhttpd.h>
 #include <openssl/evp.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "api/api_request.h"
 #include "cleanup.h"
 #include "spaced/log.h"
 #include "spaced/spaced_context.h"
@@ -97,4 +99,18 @@ int api_auth_check(struct spaced_context *ctx, const char *header, char *ret_key
                 return space_error_errno(err, r, "look up key");
         snprintf(ret_key_id, id_size, "%s", k.id);
         return 0;
+}
+
+int api_auth_request(struct api_request *req, enum api_auth_kind kind, struct space_error *err)
+{
+        const char *header = MHD_lookup_connection_value(req->conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION);
+        switch (kind) {
+        case API_AUTH_NONE:
+                return 0;
+        case API_AUTH_CONTROL:
+                return api_auth_check(req->ctx, header, req->key_id, sizeof(req->key_id), err);
+        case API_AUTH_DATA:
+                break;
+        }
+        return space_error_set(err, SPACE_E_UNAUTHORIZED, "data-plane routes need an attach token");
 }

@@ -21,7 +21,8 @@ struct api_request {
         int nsegments;
         const char *body;
         size_t body_len;
-        char key_id[32]; /* the authenticated key */
+        char key_id[32];     /* the authenticated key (control routes) */
+        char session_id[32]; /* the attach session (data-plane routes) */
 };
 
 /* A body produced piece by piece (downloads): read returns bytes written to buf, 0 at the

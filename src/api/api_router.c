@@ -5,64 +5,64 @@
 
 static const struct route {
         const char *method;
-        const char *pattern[5];
+        const char *pattern[7];
         api_handler handler;
-        bool auth;
+        enum api_auth_kind auth;
 } routes[] = {
-        { "GET", { "v1", "health" }, route_health, false },
-        { "GET", { "v1", "version" }, route_version, true },
-        { "GET", { "v1", "sandboxes" }, route_sandbox_list, true },
-        { "POST", { "v1", "sandboxes" }, route_sandbox_create, true },
-        { "GET", { "v1", "sandboxes", "*" }, route_sandbox_get, true },
-        { "DELETE", { "v1", "sandboxes", "*" }, route_sandbox_delete, true },
-        { "PATCH", { "v1", "sandboxes", "*" }, route_sandbox_patch, true },
-        { "POST", { "v1", "sandboxes", "*", "exec" }, route_sandbox_exec, true },
-        { "POST", { "v1", "sandboxes", "*", "stop" }, route_sandbox_action, true },
-        { "POST", { "v1", "sandboxes", "*", "start" }, route_sandbox_action, true },
-        { "POST", { "v1", "sandboxes", "*", "pause" }, route_sandbox_action, true },
-        { "POST", { "v1", "sandboxes", "*", "resume" }, route_sandbox_action, true },
-        { "POST", { "v1", "sandboxes", "*", "snapshots" }, route_snapshot_create, true },
-        { "GET", { "v1", "sandboxes", "*", "snapshots" }, route_snapshot_list_of_sandbox, true },
-        { "POST", { "v1", "sandboxes", "*", "restore" }, route_sandbox_restore, true },
-        { "POST", { "v1", "sandboxes", "*", "fork" }, route_sandbox_fork, true },
-        { "GET", { "v1", "snapshots" }, route_snapshot_list, true },
-        { "GET", { "v1", "snapshots", "*" }, route_snapshot_get, true },
-        { "DELETE", { "v1", "snapshots", "*" }, route_snapshot_delete, true },
-        { "GET", { "v1", "snapshots", "*", "export" }, route_snapshot_export, true },
-        { "GET", { "v1", "capabilities" }, route_capabilities, true },
-        { "GET", { "v1", "templates" }, route_template_list, true },
-        { "GET", { "v1", "templates", "*" }, route_template_get, true },
-        { "DELETE", { "v1", "templates", "*" }, route_template_delete, true },
-        { "POST", { "v1", "templates", "*", "build" }, route_template_build, true },
-        { "GET", { "v1", "operations" }, route_operation_list, true },
-        { "GET", { "v1", "operations", "*" }, route_operation_get, true },
-        { "GET", { "v1", "keys" }, route_key_list, true },
-        { "POST", { "v1", "keys" }, route_key_create, true },
-        { "DELETE", { "v1", "keys", "*" }, route_key_delete, true },
+        { "GET", { "v1", "health" }, route_health, API_AUTH_NONE },
+        { "GET", { "v1", "version" }, route_version, API_AUTH_CONTROL },
+        { "GET", { "v1", "sandboxes" }, route_sandbox_list, API_AUTH_CONTROL },
+        { "POST", { "v1", "sandboxes" }, route_sandbox_create, API_AUTH_CONTROL },
+        { "GET", { "v1", "sandboxes", "*" }, route_sandbox_get, API_AUTH_CONTROL },
+        { "DELETE", { "v1", "sandboxes", "*" }, route_sandbox_delete, API_AUTH_CONTROL },
+        { "PATCH", { "v1", "sandboxes", "*" }, route_sandbox_patch, API_AUTH_CONTROL },
+        { "POST", { "v1", "sandboxes", "*", "exec" }, route_sandbox_exec, API_AUTH_CONTROL },
+        { "POST", { "v1", "sandboxes", "*", "stop" }, route_sandbox_action, API_AUTH_CONTROL },
+        { "POST", { "v1", "sandboxes", "*", "start" }, route_sandbox_action, API_AUTH_CONTROL },
+        { "POST", { "v1", "sandboxes", "*", "pause" }, route_sandbox_action, API_AUTH_CONTROL },
+        { "POST", { "v1", "sandboxes", "*", "resume" }, route_sandbox_action, API_AUTH_CONTROL },
+        { "POST", { "v1", "sandboxes", "*", "snapshots" }, route_snapshot_create, API_AUTH_CONTROL },
+        { "GET", { "v1", "sandboxes", "*", "snapshots" }, route_snapshot_list_of_sandbox, API_AUTH_CONTROL },
+        { "POST", { "v1", "sandboxes", "*", "restore" }, route_sandbox_restore, API_AUTH_CONTROL },
+        { "POST", { "v1", "sandboxes", "*", "fork" }, route_sandbox_fork, API_AUTH_CONTROL },
+        { "GET", { "v1", "snapshots" }, route_snapshot_list, API_AUTH_CONTROL },
+        { "GET", { "v1", "snapshots", "*" }, route_snapshot_get, API_AUTH_CONTROL },
+        { "DELETE", { "v1", "snapshots", "*" }, route_snapshot_delete, API_AUTH_CONTROL },
+        { "GET", { "v1", "snapshots", "*", "export" }, route_snapshot_export, API_AUTH_CONTROL },
+        { "GET", { "v1", "capabilities" }, route_capabilities, API_AUTH_CONTROL },
+        { "GET", { "v1", "templates" }, route_template_list, API_AUTH_CONTROL },
+        { "GET", { "v1", "templates", "*" }, route_template_get, API_AUTH_CONTROL },
+        { "DELETE", { "v1", "templates", "*" }, route_template_delete, API_AUTH_CONTROL },
+        { "POST", { "v1", "templates", "*", "build" }, route_template_build, API_AUTH_CONTROL },
+        { "GET", { "v1", "operations" }, route_operation_list, API_AUTH_CONTROL },
+        { "GET", { "v1", "operations", "*" }, route_operation_get, API_AUTH_CONTROL },
+        { "GET", { "v1", "keys" }, route_key_list, API_AUTH_CONTROL },
+        { "POST", { "v1", "keys" }, route_key_create, API_AUTH_CONTROL },
+        { "DELETE", { "v1", "keys", "*" }, route_key_delete, API_AUTH_CONTROL },
 };
 
-static bool path_matches(const struct route *r, const struct api_request *req)
+static bool pattern_matches(const char *const pattern[7], const struct api_request *req)
 {
         int n = 0;
-        while (n < 5 && r->pattern[n])
+        while (n < 7 && pattern[n])
                 n++;
         if (n != req->nsegments)
                 return false;
         for (int i = 0; i < n; i++)
-                if (strcmp(r->pattern[i], "*") != 0 && strcmp(r->pattern[i], req->segments[i]) != 0)
+                if (strcmp(pattern[i], "*") != 0 && strcmp(pattern[i], req->segments[i]) != 0)
                         return false;
         return true;
 }
 
-api_handler api_router_match(struct api_request *req, bool *ret_needs_auth, struct space_error *err)
+api_handler api_router_match(struct api_request *req, enum api_auth_kind *ret_auth, struct space_error *err)
 {
         bool path_known = false;
         for (size_t i = 0; i < sizeof(routes) / sizeof(routes[0]); i++) {
-                if (!path_matches(&routes[i], req))
+                if (!pattern_matches(routes[i].pattern, req))
                         continue;
                 path_known = true;
                 if (strcmp(routes[i].method, req->method) == 0) {
-                        *ret_needs_auth = routes[i].auth;
+                        *ret_auth = routes[i].auth;
                         return routes[i].handler;
                 }
         }
@@ -73,10 +73,24 @@ api_handler api_router_match(struct api_request *req, bool *ret_needs_auth, stru
         return NULL;
 }
 
-const struct api_upload_sink *api_router_upload_sink(const struct api_request *req)
+/* Routes whose request body is streamed to a sink instead of buffered. */
+static const struct upload_route {
+        const char *method;
+        const char *pattern[7];
+        const struct api_upload_sink *sink;
+        enum api_auth_kind auth;
+} upload_routes[] = {
+        { "POST", { "v1", "snapshots", "import" }, &snapshot_import_sink, API_AUTH_CONTROL },
+};
+
+const struct api_upload_sink *api_router_upload_sink(const struct api_request *req, enum api_auth_kind *ret_auth)
 {
-        if (strcmp(req->method, "POST") == 0 && req->nsegments == 3 && strcmp(req->segments[0], "v1") == 0 &&
-            strcmp(req->segments[1], "snapshots") == 0 && strcmp(req->segments[2], "import") == 0)
-                return &snapshot_import_sink;
+        for (size_t i = 0; i < sizeof(upload_routes) / sizeof(upload_routes[0]); i++) {
+                const struct upload_route *u = &upload_routes[i];
+                if (strcmp(u->method, req->method) == 0 && pattern_matches(u->pattern, req)) {
+                        *ret_auth = u->auth;
+                        return u->sink;
+                }
+        }
         return NULL;
 }

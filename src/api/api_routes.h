@@ -1,18 +1,20 @@
 /* The route handlers, grouped by resource. Each fills resp (status + JSON). */
 #pragma once
 
+#include "api/api_auth.h"
 #include "api/api_request.h"
 #include "state_store/state_store.h"
 
 typedef void (*api_handler)(struct api_request *req, struct api_response *resp);
 
-/* The upload sink for a request whose body is streamed (POST /v1/snapshots/import), or NULL. */
-const struct api_upload_sink *api_router_upload_sink(const struct api_request *req);
 extern const struct api_upload_sink snapshot_import_sink;
 void route_snapshot_export(struct api_request *req, struct api_response *resp);
 
-/* Looks up the route; sets *ret_needs_auth. NULL with err (404/405) when none matches. */
-api_handler api_router_match(struct api_request *req, bool *ret_needs_auth, struct space_error *err);
+/* Looks up the route; sets *ret_auth. NULL with err (404/405) when none matches. */
+api_handler api_router_match(struct api_request *req, enum api_auth_kind *ret_auth, struct space_error *err);
+/* The upload sink for a request whose body is streamed (POST /v1/snapshots/import), or NULL;
+ * sets *ret_auth when found. */
+const struct api_upload_sink *api_router_upload_sink(const struct api_request *req, enum api_auth_kind *ret_auth);
 
 /* ?wait=true&timeout_s=N, read before anything is submitted so a bad value changes nothing. */
 struct api_wait {

@@ -144,15 +144,12 @@ static void handle(struct spaced_context *ctx, struct MHD_Connection *conn, cons
                 space_error_set(&err, SPACE_E_NOT_FOUND, "no route for %s", method);
                 return api_response_error(resp, &err);
         }
-        bool needs_auth = true;
-        api_handler h = api_router_match(&req, &needs_auth, &err);
+        enum api_auth_kind auth_kind = API_AUTH_CONTROL;
+        api_handler h = api_router_match(&req, &auth_kind, &err);
         if (!h)
                 return api_response_error(resp, &err);
-        if (needs_auth) {
-                const char *auth = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION);
-                if (api_auth_check(ctx, auth, req.key_id, sizeof(req.key_id), &err) < 0)
-                        return api_response_error(resp, &err);
-        }
+        if (api_auth_request(&req, auth_kind, &err) < 0)
+                return api_response_error(resp, &err);
         const char *ctype = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_TYPE);
         if (up->len > 0 && ctype && strncasecmp(ctype, "application/json", 16) != 0) {
                 space_error_set(&err, SPACE_E_UNSUPPORTED_MEDIA_TYPE, "send the body as application/json, not %.64s", ctype);
@@ -179,12 +176,12 @@ static void begin_sink(struct spaced_context *ctx, struct MHD_Connection *conn, 
         if (strlen(url) >= sizeof(up->path_copy))
                 return;
         snprintf(up->path_copy, sizeof(up->path_copy), "%s", url);
-        if (split_path(req, up->path_copy) < 0 || !(up->sink = api_router_upload_sink(req)))
+        enum api_auth_kind auth_kind = API_AUTH_CONTROL;
+        if (split_path(req, up->path_copy) < 0 || !(up->sink = api_router_upload_sink(req, &auth_kind)))
                 return;
-        const char *auth = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION);
         if (atomic_load(&ctx->shutting_down))
                 space_error_set(&up->sink_err, SPACE_E_UNAVAILABLE, "spaced is shutting down");
-        else if (api_auth_check(ctx, auth, req->key_id, sizeof(req->key_id), &up->sink_err) == 0)
+        else if (api_auth_request(req, auth_kind, &up->sink_err) == 0)
                 up->sink->begin(req, &up->sink_state, &up->sink_err);
 }
 

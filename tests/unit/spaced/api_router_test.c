@@ -13,7 +13,7 @@
 
 struct match {
         api_handler handler;
-        bool needs_auth;
+        enum api_auth_kind auth;
         struct space_error err;
 };
 
@@ -22,13 +22,13 @@ static struct match route(const char *method, const char *path)
 {
         static char copy[256];
         struct api_request req = { .method = method, .path = path };
-        struct match m = { .needs_auth = true };
+        struct match m = { .auth = API_AUTH_CONTROL };
         snprintf(copy, sizeof(copy), "%s", path);
         for (char *save = NULL, *seg = strtok_r(copy, "/", &save); seg; seg = strtok_r(NULL, "/", &save)) {
                 assert_true(req.nsegments < 8);
                 req.segments[req.nsegments++] = seg;
         }
-        m.handler = api_router_match(&req, &m.needs_auth, &m.err);
+        m.handler = api_router_match(&req, &m.auth, &m.err);
         return m;
 }
 
@@ -71,8 +71,8 @@ static void test_documented_routes(void **state)
                 struct match m = route(routes[i].method, routes[i].path);
                 if (m.handler != routes[i].handler)
                         fail_msg("%s %s went to the wrong handler", routes[i].method, routes[i].path);
-                if (!m.needs_auth)
-                        fail_msg("%s %s does not need authentication", routes[i].method, routes[i].path);
+                if (m.auth != API_AUTH_CONTROL)
+                        fail_msg("%s %s does not need a control API key", routes[i].method, routes[i].path);
         }
 }
 
@@ -80,7 +80,7 @@ static void test_health_is_open(void **state)
 {
         struct match m = route("GET", "/v1/health");
         assert_ptr_equal(m.handler, route_health);
-        assert_false(m.needs_auth);
+        assert_int_equal(m.auth, API_AUTH_NONE);
         /* Trailing and doubled slashes do not matter. */
         m = route("GET", "//v1//health/");
         assert_ptr_equal(m.handler, route_health);
