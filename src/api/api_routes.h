@@ -56,6 +56,10 @@ void route_sandbox_restore(struct api_request *req, struct api_response *resp);
 void route_sandbox_fork(struct api_request *req, struct api_response *resp);
 void route_capabilities(struct api_request *req, struct api_response *resp);
 void route_sandbox_patch(struct api_request *req, struct api_response *resp);
+void route_session_create(struct api_request *req, struct api_response *resp);
+void route_session_list(struct api_request *req, struct api_response *resp);
+void route_session_renew(struct api_request *req, struct api_response *resp);
+void route_session_revoke(struct api_request *req, struct api_response *resp);
 
 struct spaced_context;
 /* rolling_snapshots: object -> normalised policy in *ret, null -> *ret = NULL. */

@@ -439,4 +439,13 @@ const struct state_store_ops state_store_sqlite = {
         .key_delete = sqlite_key_delete,
         .key_authenticate = sqlite_key_authenticate,
         .key_count = sqlite_key_count,
+        .session_insert = sqlite_session_insert,
+        .session_get = sqlite_session_get,
+        .session_find_by_hash = sqlite_session_find_by_hash,
+        .session_list = sqlite_session_list,
+        .session_update = sqlite_session_update,
+        .command_insert = sqlite_command_insert,
+        .command_update = sqlite_command_update,
+        .command_get = sqlite_command_get,
+        .command_list = sqlite_command_list,
 };
