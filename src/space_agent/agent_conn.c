@@ -39,6 +39,16 @@ void agent_conn_update_events(struct agent_conn *c) {
 }
 
 static void conn_flush(struct agent_conn *c) {
+        /* On the output channel a reply must not land inside an event being written. */
+        if (c->subscriber && c->reply_off == 0 && agent_subscriber_pending(c->server)) {
+                agent_subscriber_flush(c->server);
+                if (c->dead)
+                        return;
+                if (agent_subscriber_pending(c->server)) {
+                        agent_conn_update_events(c);
+                        return;
+                }
+        }
         while (c->reply_off < c->reply.len) {
                 ssize_t n = send(c->watch.fd, c->reply.data + c->reply_off, c->reply.len - c->reply_off,
                                  MSG_NOSIGNAL | MSG_DONTWAIT);
