@@ -185,6 +185,20 @@ int sqlite_command_get(struct state_store *st, const char *sandbox_id, const cha
         return r;
 }
 
+int sqlite_command_delete(struct state_store *st, const char *sandbox_id, const char *id)
+{
+        sqlite3_stmt *s;
+        pthread_mutex_lock(&st->lock);
+        int r = sq_prepare(st, "DELETE FROM commands WHERE id=? AND sandbox_id=?", &s);
+        if (r == 0) {
+                sq_bind_text(s, 1, id);
+                sq_bind_text(s, 2, sandbox_id);
+                r = sq_exec_done(s);
+        }
+        pthread_mutex_unlock(&st->lock);
+        return r;
+}
+
 int sqlite_command_list(struct state_store *st, const char *sandbox_id, bool unfinished_only,
                         struct command_record **ret, size_t *ret_n)
 {

@@ -59,6 +59,7 @@ int sqlite_session_list(struct state_store *st, const char *sandbox_id, struct a
 int sqlite_session_update(struct state_store *st, const struct attach_session *s);
 int sqlite_command_insert(struct state_store *st, const struct command_record *c);
 int sqlite_command_update(struct state_store *st, const struct command_record *c);
+int sqlite_command_delete(struct state_store *st, const char *sandbox_id, const char *id);
 int sqlite_command_get(struct state_store *st, const char *sandbox_id, const char *id, struct command_record *ret);
 int sqlite_command_list(struct state_store *st, const char *sandbox_id, bool unfinished_only,
                         struct command_record **ret, size_t *ret_n);

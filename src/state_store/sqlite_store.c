@@ -447,5 +447,6 @@ const struct state_store_ops state_store_sqlite = {
         .command_insert = sqlite_command_insert,
         .command_update = sqlite_command_update,
         .command_get = sqlite_command_get,
+        .command_delete = sqlite_command_delete,
         .command_list = sqlite_command_list,
 };

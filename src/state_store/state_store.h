@@ -200,6 +200,8 @@ struct state_store_ops {
         /* Writes state, pid, exit status, reason and times. */
         int (*command_update)(struct state_store *st, const struct command_record *c);
         int (*command_get)(struct state_store *st, const char *sandbox_id, const char *id, struct command_record *ret);
+        /* Only for a command that never started. */
+        int (*command_delete)(struct state_store *st, const char *sandbox_id, const char *id);
         /* sandbox_id NULL: all; unfinished_only: starting + running. Oldest first. */
         int (*command_list)(struct state_store *st, const char *sandbox_id, bool unfinished_only,
                             struct command_record **ret, size_t *ret_n);
