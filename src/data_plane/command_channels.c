@@ -541,6 +541,27 @@ void command_channels_resume_all(struct command_channels *chs)
         command_record_array_free(recs, n);
 }
 
+static bool sandbox_keeps_logs(const char *id, void *userdata)
+{
+        struct spaced_context *ctx = userdata;
+        struct sandbox sb;
+        int r = STORE(ctx, sandbox_get, id, &sb);
+        if (r < 0)
+                return r != -ENOENT; /* keep on a store error: removing is not undoable */
+        bool keep = sb.state != SANDBOX_DESTROYED;
+        sandbox_release(&sb);
+        return keep;
+}
+
+void command_channels_remove_orphan_logs(struct spaced_context *ctx)
+{
+        char root[PATH_MAX];
+        snprintf(root, sizeof(root), "%s/command-logs", ctx->cfg.state_dir);
+        int n = command_log_sweep(root, sandbox_keeps_logs, ctx);
+        if (n > 0)
+                log_info("reconcile.orphan_command_logs_removed", "count=%d", n);
+}
+
 int command_channels_create(struct spaced_context *ctx, struct command_channels **ret)
 {
         struct command_channels *chs = calloc(1, sizeof(*chs));
