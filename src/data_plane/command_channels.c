@@ -26,6 +26,7 @@
 #define RECONNECT_ATTEMPTS 40 /* ~10 s of a running sandbox whose agent cannot be reached */
 #define OPEN_LOGS_MAX 64
 #define SUBSCRIBE_TIMEOUT_MS 2000
+#define WAIT_RUNNING_MS 500
 
 struct watch {
         struct watch *next;
@@ -414,6 +415,12 @@ static void *channel_main(void *arg)
                         channel_finish(ch, &sb);
                         sandbox_release(&sb);
                         break;
+                }
+                if (sb.state != SANDBOX_RUNNING) {
+                        /* Paused (a frozen agent would not answer) or not up yet: look again soon. */
+                        sandbox_release(&sb);
+                        sleep_ms(WAIT_RUNNING_MS);
+                        continue;
                 }
                 char sock[PATH_MAX];
                 ctx->driver->agent_socket(&sb, sock, sizeof(sock));
