@@ -10,7 +10,7 @@ import threading
 import time
 import unittest
 
-from spaced_harness import FreshSpacedTestCase, SpacedTestCase, wait_for
+from spaced_harness import FreshSpacedTestCase, SpacedTestCase, kill_cgroup_processes, wait_for
 
 TOKEN_RE = re.compile(r"^spat_[0-9a-f]{40}$")
 OUTPUT_EVENTS = ("stdout", "stderr", "pty")
@@ -463,6 +463,8 @@ class Commands(DataPlaneClient, SpacedTestCase):
         self.assertIsNone(es.next(), "events after the last one")
         self.assertError(self.spaced.request("GET", "/v1/sandboxes/%s/commands/%s/events?after=x" % (self.sid, cid),
                                              key=self.tok), 400)
+        self.assertError(self.spaced.request("GET", "/v1/sandboxes/%s/commands/%s/events" % (self.sid, cid),
+                                             key=self.tok, headers={"Last-Event-ID": "-3"}), 400)
 
     def test_resume_many_times_while_running(self):
         c = self.start(self.sid, self.tok, shell=counting_script(60, 0.02))
@@ -522,7 +524,9 @@ class Commands(DataPlaneClient, SpacedTestCase):
         expect = chunks[0] + chunks[1].encode() + chunks[2] + chunks[4] + b"".join(padded)
         self.assertEqual(output(events), expect)
         self.assertEqual(exit_data(events)["exit_code"], 0)
-        # The command has ended: input is refused.
+        # The command has ended: input is refused, and so is a second close.
+        st, r = self.dp("POST", self.sid, "commands/%s/stdin/close" % cid, token=self.tok)
+        self.assertIn(st, (400, 409), r)
         st, r = self.dp("POST", self.sid, "commands/%s/stdin" % cid, {"text": "late"}, token=self.tok)
         self.assertIn(st, (400, 409), r)
 
@@ -639,7 +643,11 @@ class Commands(DataPlaneClient, SpacedTestCase):
         es = self.stream(sid, tok, cid)
         self.read_until(es, lambda evs: len(evs) >= 2, "some output")
         result = {}
-        t = threading.Thread(target=lambda: result.setdefault("r", self.spaced.action(sid, verb)))
+        if verb == "kill":  # from the host, behind spaced's back: the agent goes with the rest
+            act = lambda: (kill_cgroup_processes(sid), True)  # noqa: E731
+        else:
+            act = lambda: self.spaced.action(sid, verb)  # noqa: E731
+        t = threading.Thread(target=lambda: result.setdefault("r", act()))
         t.start()
         rest = []
         while True:
@@ -672,6 +680,9 @@ class Commands(DataPlaneClient, SpacedTestCase):
         else:
             self.assertIn(es.status, (401, 403, 404), es.body())
 
+    def test_agent_killed_mid_stream(self):
+        self._lost_mid_stream("kill", ("agent_unreachable", "sandbox_stopped", "sandbox_failed"))
+
     def test_stopped_mid_stream(self):
         sid, tok, cid = self._lost_mid_stream("stop", ("sandbox_stopped",))
         self.spaced.action(sid, "start")
@@ -694,33 +705,73 @@ class Commands(DataPlaneClient, SpacedTestCase):
     # ---- many at once
 
     def test_many_concurrent_commands(self):
+        """20 commands at once, all 20 streams open before any of them goes on."""
         n, lines = 20, 30
         results, errors = {}, []
+        ready = threading.Barrier(n + 1, timeout=180)
+        cids = {}
 
         def one(i):
             try:
-                script = "i=1; while [ $i -le %d ]; do echo %d-$i; i=$((i+1)); done; exit %d" % (lines, i, i)
-                c = self.start(self.sid, self.tok, shell=script)
+                script = "echo ready; read go; i=1; while [ $i -le %d ]; do echo %d-$i; i=$((i+1)); done; exit %d" % (
+                    lines, i, i)
+                c = self.start(self.sid, self.tok, shell=script, stdin=True)
+                cids[i] = c["command_id"]
                 es = self.spaced.events("/v1/sandboxes/%s/commands/%s/events" % (self.sid, c["command_id"]),
                                         key=self.tok, timeout=180)
                 try:
-                    results[i] = list(es)
+                    first = es.next()
+                    ready.wait()
+                    results[i] = [first] + list(es)
                 finally:
                     es.close()
             except Exception as e:  # noqa: BLE001 - reported below
                 errors.append((i, e))
+                ready.abort()
 
         threads = [threading.Thread(target=one, args=(i,)) for i in range(n)]
         for t in threads:
             t.start()
-        for t in threads:
-            t.join(240)
+        try:
+            ready.wait()
+            for i in range(n):
+                self.stdin(self.sid, self.tok, cids[i], raw=b"go\n")
+        finally:
+            for t in threads:
+                t.join(240)
         self.assertEqual(errors, [])
         self.assertEqual(sorted(results), list(range(n)))
         for i, events in results.items():
             assert_consecutive(self, events)
-            self.assertEqual(output(events), "".join("%d-%d\n" % (i, k) for k in range(1, lines + 1)).encode())
+            self.assertEqual(output(events), b"ready\n" + "".join("%d-%d\n" % (i, k) for k in range(1, lines + 1)).encode())
             self.assertEqual(exit_data(events)["exit_code"], i)
+        listed = {c["command_id"]: c for c in self.commands(self.sid, self.tok)}
+        for i, cid in cids.items():
+            self.assertEqual((listed[cid]["state"], listed[cid]["exit_code"]), ("exited", i))
+
+    def test_stream_survives_pause(self):
+        """A paused sandbox's command is not lost: its stream idles, then goes on after resume."""
+        sid = self.new_sandbox(metadata={"t": "data-plane-pause-stream"})
+        tok = self.token(sid)
+        c = self.start(sid, tok, shell="echo 1; read go; " + "i=2; while [ $i -le 30 ]; do echo $i; i=$((i+1)); done",
+                       stdin=True)
+        cid = c["command_id"]
+        es = self.stream(sid, tok, cid, query="keepalive_s=1")
+        head = [es.next()]
+        self.spaced.action(sid, "pause")
+        seen = []
+        while sum(1 for e in seen if e.get("comment") == "keepalive") < 3:
+            ev = es.next(comments=True)
+            self.assertIsNotNone(ev, "the stream ended while the sandbox was paused")
+            self.assertIn("comment", ev, "an event while paused: %r" % (ev,))
+            seen.append(ev)
+        self.assertEqual(self.command(sid, tok, cid)["state"], "running")
+        self.spaced.action(sid, "resume")
+        self.stdin(sid, tok, cid, raw=b"go\n")
+        got = head + list(es)
+        assert_consecutive(self, got)
+        self.assertEqual(output(got), numbered(30))
+        self.assertEqual(exit_data(got)["exit_code"], 0)
 
 
 class LogCap(DataPlaneClient, SpacedTestCase):
@@ -879,6 +930,30 @@ class Restart(DataPlaneClient, FreshSpacedTestCase):
             got += self.all_events(sid, tok, cid, last_event_id=got[-1]["id"], timeout=180)
         assert_consecutive(self, got)
         self.assertEqual(output(got), numbered(60))
+        self.assertEqual(exit_data(got)["exit_code"], 0)
+
+    def test_paused_sandbox_across_kill9(self):
+        """spaced restarts while the sandbox is frozen: after resume its command goes on, whole."""
+        sp = self.spaced
+        sid = sp.create(metadata={"t": "data-plane-restart-paused"})
+        tok = self.token(sid)
+        c = self.start(sid, tok, shell="echo 1; read go; i=2; while [ $i -le 40 ]; do echo $i; i=$((i+1)); done",
+                       stdin=True)
+        cid = c["command_id"]
+        es = self.stream(sid, tok, cid)
+        head = [es.next()]
+        sp.action(sid, "pause")
+        sp.kill9()
+        es.close()
+        sp.start()
+        self.assertEqual(sp.state(sid), "paused")
+        time.sleep(2)  # spaced tries its channel to the frozen agent meanwhile
+        self.assertEqual(self.command(sid, tok, cid)["state"], "running")
+        sp.action(sid, "resume")
+        self.stdin(sid, tok, cid, raw=b"go\n")
+        got = head + self.all_events(sid, tok, cid, last_event_id=head[-1]["id"], timeout=180)
+        assert_consecutive(self, got)
+        self.assertEqual(output(got), numbered(40))
         self.assertEqual(exit_data(got)["exit_code"], 0)
 
     def test_idle_command_survives_kill9(self):
