@@ -4,6 +4,7 @@ signals, lost commands (sandbox destroyed or stopped mid-stream), the per-comman
 many streams at once, and resume with exact sequence continuity across kill -9 of spaced."""
 
 import base64
+import hashlib
 import json
 import re
 import threading
@@ -264,6 +265,8 @@ class Sessions(DataPlaneClient, SpacedTestCase):
         # A session of another sandbox is not found under this one.
         s = self.session(self.other)
         self.assertError(self.spaced.request("DELETE", "/v1/sandboxes/%s/sessions/%s" % (self.sid, s["session_id"])), 404)
+        self.assertError(self.spaced.request("POST", "/v1/sandboxes/%s/sessions/%s/renew" % (self.sid, s["session_id"]),
+                                             {"ttl_s": 60}), 404)
         self.assertEqual(self.data_status(self.other, s["attach_token"])[0], 200)
         # Sessions need the control key.
         self.assertError(self.spaced.request("POST", "/v1/sandboxes/%s/sessions" % self.sid, {}, key=None), 401)
@@ -553,7 +556,31 @@ class Commands(DataPlaneClient, SpacedTestCase):
         _, events, end = self.go(cmd=["cat"], timeout_s=30)
         self.assertEqual((output(events), end["timed_out"]), (b"", False))
 
+    def test_background_child_does_not_hold_the_end(self):
+        """The command ends when its process does, even if a child it left keeps the output open."""
+        _, events, end = self.go(shell="sleep 45 </dev/null & echo started", timeout_s=120)
+        self.assertEqual(output(events), b"started\n")
+        self.assertEqual(end["exit_code"], 0)
+        self.assertFalse(end["timed_out"])
+        ps = self.spaced.sh(self.sid, "ps -o args")["stdout"]
+        self.assertIn("sleep 45", ps, "the exit was held until the child ended")
+        self.spaced.sh(self.sid, "pkill -f 'sleep 45' || true")
+
+    def test_large_stdin(self):
+        data = bytes(range(256)) * 4096  # 1 MiB
+        c = self.start(self.sid, self.tok, cmd=["md5sum"], stdin=True)
+        self.stdin(self.sid, self.tok, c["command_id"], raw=data)
+        self.close_stdin(self.sid, self.tok, c["command_id"])
+        events = self.all_events(self.sid, self.tok, c["command_id"])
+        self.assertEqual(output(events).split()[0].decode(), hashlib.md5(data).hexdigest())
+
     # ---- pty
+
+    def test_pty_output_complete(self):
+        """Everything a pty program writes before it exits reaches the stream."""
+        _, events, end = self.go(shell="seq 1 50000; exit 3", tty={"cols": 80, "rows": 24})
+        self.assertEqual(end["exit_code"], 3)
+        self.assertEqual(output(events).replace(b"\r\n", b"\n"), numbered(50000))
 
     def test_pty(self):
         _, events, end = self.go(cmd=["stty", "size"], tty={"cols": 100, "rows": 40})
@@ -885,6 +912,26 @@ class Restart(DataPlaneClient, FreshSpacedTestCase):
         done = self.command(sid, tok, cid, wait=True)
         self.assertEqual((done["state"], done["exit_code"]), ("exited", 0))
         self.assertEqual(self.all_events(sid, tok, cid), union)
+
+    def test_heavy_output_across_kill9(self):
+        """kill -9 twice while a command writes as fast as it can: no byte lost, none twice."""
+        sp = self.spaced
+        sid = sp.create(metadata={"t": "data-plane-restart-heavy"})
+        tok = self.token(sid)
+        n = 1500000  # about 10 MB
+        c = self.start(sid, tok, cmd=["seq", "1", str(n)])
+        cid = c["command_id"]
+        got = []
+        for _ in range(2):
+            es = self.stream(sid, tok, cid, last_event_id=got[-1]["id"] if got else None, timeout=180)
+            got += self.read_until(es, lambda evs: len(evs) >= 20, "some output")
+            sp.kill9()
+            es.close()
+            sp.start()
+        got += self.all_events(sid, tok, cid, last_event_id=got[-1]["id"], timeout=180)
+        assert_consecutive(self, got)
+        self.assertEqual(exit_data(got)["exit_code"], 0)
+        self.assertEqual(output(got), numbered(n))
 
     def test_command_finishes_while_spaced_is_down(self):
         sp = self.spaced
