@@ -414,6 +414,11 @@ int agent_job_start(struct agent_server *s, const struct agent_frame *f, uint8_t
                 *ret_reason = "JOB_START needs a JOB_ID";
                 goto fail;
         }
+        if (job->req.has_stdin) {
+                /* It would be a stdin pipe nobody writes or closes: the command would wait forever. */
+                *ret_reason = "STDIN belongs to EXEC; jobs take STDIN_OPEN and JOB_INPUT";
+                goto fail;
+        }
         if (agent_job_find(s, (const uint8_t *) job->req.job_id, strlen(job->req.job_id))) {
                 *ret_reason = "a job with this id exists";
                 r = -EEXIST;
