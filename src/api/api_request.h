@@ -5,6 +5,7 @@
 #include <jansson.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/types.h>
 
 #include "spaced/space_error.h"
@@ -37,6 +38,11 @@ struct api_response {
         unsigned status;
         json_t *body;             /* owned; NULL for an empty body */
         struct api_stream stream; /* instead of body when stream.read is set */
+        struct {
+                bool set;
+                int fd;           /* taken: a regular file sent whole (sendfile) */
+                uint64_t size;
+        } file;                   /* instead of body when file.set */
         const char *content_type; /* for streams */
         json_t *headers;          /* owned; extra headers, object of strings */
 };

@@ -11,6 +11,9 @@
 
 #include "space_agent/agent_cleanup.h"
 #include "space_agent/agent_command.h"
+#include "space_agent/agent_file_transfer.h"
+#include "space_agent/agent_file_watch.h"
+#include "space_agent/agent_files.h"
 
 #ifndef SPACE_VERSION
 #define SPACE_VERSION "0.1.0"
@@ -24,7 +27,9 @@ static void conn_update_events(struct agent_conn *c) {
 
         if (c->dead)
                 return;
-        if (c->reply.data)
+        if (c->file_watch)
+                events = agent_file_watch_events(c->file_watch);
+        else if (c->reply.data)
                 events = EPOLLOUT;
         else if (c->command)
                 events = 0; /* EPOLLHUP/EPOLLERR are always reported */
@@ -34,10 +39,35 @@ static void conn_update_events(struct agent_conn *c) {
                 agent_conn_close(c);
 }
 
+/* Sends the rest of the reply; the descriptor handed with it travels with its first byte. */
+static ssize_t conn_send(struct agent_conn *c) {
+        struct iovec iov = { c->reply.data + c->reply_off, c->reply.len - c->reply_off };
+        union {
+                struct cmsghdr h;
+                char buf[CMSG_SPACE(sizeof(int))];
+        } control = {};
+        struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1 };
+
+        if (c->reply_fd >= 0) {
+                msg.msg_control = control.buf;
+                msg.msg_controllen = sizeof control.buf;
+                struct cmsghdr *cm = CMSG_FIRSTHDR(&msg);
+                cm->cmsg_level = SOL_SOCKET;
+                cm->cmsg_type = SCM_RIGHTS;
+                cm->cmsg_len = CMSG_LEN(sizeof(int));
+                memcpy(CMSG_DATA(cm), &c->reply_fd, sizeof(int));
+        }
+        ssize_t n = sendmsg(c->watch.fd, &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
+        if (n > 0 && c->reply_fd >= 0) {
+                close(c->reply_fd);
+                c->reply_fd = -1;
+        }
+        return n;
+}
+
 static void conn_flush(struct agent_conn *c) {
         while (c->reply_off < c->reply.len) {
-                ssize_t n = send(c->watch.fd, c->reply.data + c->reply_off, c->reply.len - c->reply_off,
-                                 MSG_NOSIGNAL | MSG_DONTWAIT);
+                ssize_t n = conn_send(c);
                 if (n < 0) {
                         if (errno == EINTR)
                                 continue;
@@ -55,7 +85,7 @@ static void conn_flush(struct agent_conn *c) {
         conn_update_events(c);
 }
 
-static void conn_reply_error(struct agent_conn *c, int error, const char *message) {
+void agent_conn_reply_error(struct agent_conn *c, int error, const char *message) {
         struct agent_frame_writer w;
 
         agent_frame_writer_begin(&w, AGENT_MSG_ERROR);
@@ -71,19 +101,25 @@ static void conn_reply_error(struct agent_conn *c, int error, const char *messag
         conn_flush(c);
 }
 
-/* Sends w (taken), or an ERROR frame when w could not be built. */
-static void conn_reply(struct agent_conn *c, struct agent_frame_writer *w) {
+void agent_conn_reply_fd(struct agent_conn *c, struct agent_frame_writer *w, int fd) {
         int r = agent_frame_writer_finish(w);
 
         if (r < 0) {
+                if (fd >= 0)
+                        close(fd);
                 agent_frame_writer_release(w);
-                conn_reply_error(c, -r, r == -E2BIG ? "reply too large" : "cannot build reply");
+                agent_conn_reply_error(c, -r, r == -E2BIG ? "reply too large" : "cannot build reply");
                 return;
         }
         c->reply = *w;
         c->reply_off = 0;
+        c->reply_fd = fd;
         *w = (struct agent_frame_writer) {};
         conn_flush(c);
+}
+
+void agent_conn_reply(struct agent_conn *c, struct agent_frame_writer *w) {
+        agent_conn_reply_fd(c, w, -1);
 }
 
 static void conn_on_hello(struct agent_conn *c) {
@@ -93,7 +129,7 @@ static void conn_on_hello(struct agent_conn *c) {
         agent_frame_writer_put_str(&w, AGENT_F_VERSION, SPACE_VERSION);
         agent_frame_writer_put_u32(&w, AGENT_F_AGENT_PID, (uint32_t) getpid());
         agent_frame_writer_put_str(&w, AGENT_F_BOOT_ID, c->server->boot_id);
-        conn_reply(c, &w);
+        agent_conn_reply(c, &w);
 }
 
 static void conn_on_exec(struct agent_conn *c, const struct agent_frame *f, uint8_t **payload) {
@@ -103,7 +139,7 @@ static void conn_on_exec(struct agent_conn *c, const struct agent_frame *f, uint
 
         r = agent_command_start(c->server, c, f, payload, &cmd, &reason);
         if (r < 0) {
-                conn_reply_error(c, -r, reason);
+                agent_conn_reply_error(c, -r, reason);
                 return;
         }
         c->command = cmd;
@@ -135,15 +171,19 @@ static void conn_dispatch(struct agent_conn *c, const struct agent_frame *f, uin
                 break;
         default: {
                 char msg[64];
+                if (agent_files_handles(f->type)) {
+                        agent_files_dispatch(c, f);
+                        break;
+                }
                 snprintf(msg, sizeof msg, "unsupported message type %u", f->type);
-                conn_reply_error(c, EOPNOTSUPP, msg);
+                agent_conn_reply_error(c, EOPNOTSUPP, msg);
         }
         }
 }
 
 static void conn_read_requests(struct agent_conn *c) {
         for (int i = 0; i < REQUESTS_PER_WAKEUP; i++) {
-                if (c->dead || c->command || c->reply.data)
+                if (c->dead || c->command || c->reply.data || c->file_watch)
                         return;
 
                 int r = agent_frame_reader_fill(&c->reader, c->watch.fd);
@@ -168,6 +208,10 @@ static void conn_on_event(struct agent_watch *w, uint32_t events) {
                 agent_conn_close(c);
                 return;
         }
+        if (c->file_watch) {
+                agent_file_watch_on_conn(c->file_watch, events);
+                return;
+        }
         if (c->reply.data) {
                 conn_flush(c);
                 return;
@@ -189,6 +233,7 @@ int agent_conn_new(struct agent_server *s, int fd) {
                 return -ENOMEM;
         }
         c->server = s;
+        c->reply_fd = -1;
         agent_watch_init(&c->watch);
         r = agent_server_watch_add(s, &c->watch, fd, EPOLLIN, conn_on_event);
         if (r < 0) {
@@ -209,7 +254,7 @@ void agent_conn_command_done(struct agent_conn *c, struct agent_frame_writer *re
         }
         /* Requests the client pipelined behind this one wait in the socket buffer;
          * epoll reports them once the reply is out and EPOLLIN is back. */
-        conn_reply(c, reply);
+        agent_conn_reply(c, reply);
 }
 
 void agent_conn_close(struct agent_conn *c) {
@@ -220,12 +265,18 @@ void agent_conn_close(struct agent_conn *c) {
                 agent_command_abort(c->command);
                 c->command = NULL;
         }
+        agent_file_upload_free(TAKE_PTR(c->upload));
+        if (c->file_watch)
+                agent_file_watch_stop(c->file_watch);
         agent_server_watch_close(c->server, &c->watch);
         agent_frame_reader_release(&c->reader);
         agent_frame_writer_release(&c->reply);
+        if (c->reply_fd >= 0)
+                close(TAKE_FD(c->reply_fd));
         c->server->n_conns--;
 }
 
 void agent_conn_free(struct agent_conn *c) {
+        agent_file_watch_free(c->file_watch);
         free(c);
 }

@@ -286,6 +286,12 @@ static int ns_exec(const struct sandbox *sb, const struct exec_request *req, str
         return 0;
 }
 
+static int ns_agent_socket(const struct sandbox *sb, char *buf, size_t size)
+{
+        run_path(sb->id, "agent.sock", buf, size);
+        return 0;
+}
+
 static int ns_probe(const struct sandbox *sb, bool deep)
 {
         char sock[PATH_MAX];
@@ -362,6 +368,7 @@ const struct runtime_driver runtime_driver_namespaces = {
         .pause = ns_pause,
         .resume = ns_resume,
         .exec = ns_exec,
+        .agent_socket = ns_agent_socket,
         .probe = ns_probe,
         .list_resources = ns_list_resources,
 };

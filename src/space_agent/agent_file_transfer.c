@@ -1,0 +1,225 @@
+/* agent_file_transfer: FILE_READ, FILE_CREATE and FILE_COMMIT. */
+#include "space_agent/agent_file_transfer.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "space_agent/agent_cleanup.h"
+#include "space_agent/agent_conn.h"
+#include "space_agent/agent_file_path.h"
+#include "space_agent/agent_file_user.h"
+
+struct agent_file_upload {
+        int dir;            /* the target's directory (O_PATH) */
+        int fd;             /* the file being filled */
+        char name[256];     /* the target's name in dir */
+        char tmp_name[64];  /* the hidden name when O_TMPFILE was not available, else "" */
+        char path[PATH_MAX];
+        mode_t mode;
+        bool chown;
+        uid_t chown_uid;
+        gid_t chown_gid;
+        bool as_user;
+        uid_t fsuid;
+        gid_t fsgid;
+};
+
+void agent_file_upload_free(struct agent_file_upload *u) {
+        if (!u)
+                return;
+        if (u->tmp_name[0])
+                (void) unlinkat(u->dir, u->tmp_name, 0);
+        if (u->fd >= 0)
+                close(u->fd);
+        if (u->dir >= 0)
+                close(u->dir);
+        free(u);
+}
+
+static int not_regular(mode_t m) {
+        return S_ISDIR(m) ? -EISDIR : -EINVAL;
+}
+
+int agent_file_transfer_read(struct agent_conn *c, struct agent_file_request *req) {
+        struct agent_frame_writer w;
+        struct stat st;
+
+        /* Look before opening: opening a device or a FIFO can have effects or block. */
+        _cleanup_close_ int probe = agent_file_open(req->path, O_PATH, 0, true);
+        if (probe < 0)
+                return probe;
+        if (fstat(probe, &st) < 0)
+                return -errno;
+        if (!S_ISREG(st.st_mode))
+                return not_regular(st.st_mode);
+        _cleanup_close_ int fd = agent_file_open(req->path, O_RDONLY | O_NONBLOCK | O_NOCTTY, 0, true);
+        if (fd < 0)
+                return fd;
+        if (fstat(fd, &st) < 0)
+                return -errno;
+        if (!S_ISREG(st.st_mode))
+                return not_regular(st.st_mode); /* swapped meanwhile */
+        int flags = fcntl(fd, F_GETFL);
+        if (flags >= 0)
+                (void) fcntl(fd, F_SETFL, flags & ~O_NONBLOCK);
+        agent_frame_writer_begin(&w, AGENT_MSG_FILE_ENTRY);
+        agent_files_put_entry(&w, &req->names, req->path, &st, -1, NULL);
+        agent_conn_reply_fd(c, &w, TAKE_FD(fd));
+        return 0;
+}
+
+static void random_name(char *buf, size_t size) {
+        uint8_t raw[8] = { 0 };
+        char hex[17];
+
+        if (getrandom(raw, sizeof raw, GRND_NONBLOCK) != (ssize_t) sizeof raw) {
+                uint64_t t = (uint64_t) getpid() ^ (uint64_t) (uintptr_t) buf;
+                memcpy(raw, &t, sizeof raw);
+        }
+        for (size_t i = 0; i < sizeof raw; i++)
+                snprintf(hex + 2 * i, 3, "%02x", raw[i]);
+        snprintf(buf, size, ".space-upload-%s", hex);
+}
+
+int agent_file_transfer_create(struct agent_conn *c, struct agent_file_request *req) {
+        struct agent_frame_writer w;
+        struct stat st;
+        const char *name;
+        int r;
+
+        if (c->upload)
+                return -EBUSY;
+        if (req->parents) {
+                char parent[PATH_MAX];
+                snprintf(parent, sizeof parent, "%s", req->path);
+                char *slash = strrchr(parent, '/');
+                if (slash && slash != parent) {
+                        *slash = 0;
+                        r = agent_file_mkdir_parents(parent, 0755);
+                        if (r < 0)
+                                return r;
+                }
+        }
+        struct agent_file_upload *u = calloc(1, sizeof *u);
+        if (!u)
+                return -ENOMEM;
+        u->fd = -1;
+        u->dir = agent_file_open_parent(req->path, &name);
+        if (u->dir < 0) {
+                r = u->dir == -EINVAL ? -EISDIR : u->dir; /* "/" */
+                u->dir = -1;
+                agent_file_upload_free(u);
+                return r;
+        }
+        if (strlen(name) >= sizeof u->name) {
+                agent_file_upload_free(u);
+                return -ENAMETOOLONG;
+        }
+        snprintf(u->name, sizeof u->name, "%s", name);
+        snprintf(u->path, sizeof u->path, "%s", req->path);
+        if (fstatat(u->dir, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode)) {
+                agent_file_upload_free(u);
+                return -EISDIR;
+        }
+        u->fd = openat(u->dir, ".", O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+        if (u->fd < 0 && (errno == EOPNOTSUPP || errno == EISDIR || errno == EINVAL)) {
+                random_name(u->tmp_name, sizeof u->tmp_name);
+                u->fd = openat(u->dir, u->tmp_name, O_CREAT | O_EXCL | O_RDWR | O_NOFOLLOW | O_CLOEXEC, 0600);
+                if (u->fd < 0)
+                        u->tmp_name[0] = 0;
+        }
+        if (u->fd < 0) {
+                r = -errno;
+                agent_file_upload_free(u);
+                return r;
+        }
+        u->mode = req->has_mode ? (mode_t) req->mode : 0644;
+        u->chown = req->chown;
+        u->chown_uid = req->chown_uid;
+        u->chown_gid = req->chown_gid;
+        u->as_user = req->as_user;
+        u->fsuid = req->fsuid;
+        u->fsgid = req->fsgid;
+        int send_fd = fcntl(u->fd, F_DUPFD_CLOEXEC, 3);
+        if (send_fd < 0) {
+                r = -errno;
+                agent_file_upload_free(u);
+                return r;
+        }
+        c->upload = u;
+        agent_frame_writer_begin(&w, AGENT_MSG_FILE_UPLOAD);
+        agent_frame_writer_put_str(&w, AGENT_F_FILE_PATH, req->path);
+        agent_conn_reply_fd(c, &w, send_fd);
+        return 0;
+}
+
+/* Gives the unnamed file u->fd the name u->name, replacing what is there. */
+static int upload_link(struct agent_file_upload *u) {
+        char proc[64], tmp[64];
+
+        if (u->tmp_name[0]) {
+                if (renameat(u->dir, u->tmp_name, u->dir, u->name) < 0)
+                        return -errno;
+                u->tmp_name[0] = 0;
+                return 0;
+        }
+        snprintf(proc, sizeof proc, "/proc/self/fd/%d", u->fd);
+        if (linkat(AT_FDCWD, proc, u->dir, u->name, AT_SYMLINK_FOLLOW) == 0)
+                return 0;
+        if (errno != EEXIST)
+                return -errno;
+        /* Something is there: link beside it, then rename over it (atomic for readers). */
+        random_name(tmp, sizeof tmp);
+        if (linkat(AT_FDCWD, proc, u->dir, tmp, AT_SYMLINK_FOLLOW) < 0)
+                return -errno;
+        if (renameat(u->dir, tmp, u->dir, u->name) < 0) {
+                int r = -errno;
+                (void) unlinkat(u->dir, tmp, 0);
+                return r;
+        }
+        return 0;
+}
+
+void agent_file_transfer_commit(struct agent_conn *c) {
+        struct agent_file_upload *u = TAKE_PTR(c->upload);
+        struct agent_file_request req = { .saved_umask = (mode_t) -1 };
+        const char *what = "chmod";
+        int r = 0;
+
+        if (!u) {
+                agent_conn_reply_error(c, EINVAL, "no upload to commit on this connection");
+                return;
+        }
+        if (u->as_user && (r = agent_file_user_become(u->fsuid, u->fsgid)) < 0)
+                what = "become user for";
+        if (r == 0 && fchmod(u->fd, u->mode) < 0)
+                r = -errno;
+        if (r == 0 && u->chown && fchown(u->fd, u->chown_uid, u->chown_gid) < 0) {
+                r = -errno;
+                what = "chown";
+        }
+        /* chown may have cleared set-id bits: put the asked-for mode back. */
+        if (r == 0 && u->chown && fchmod(u->fd, u->mode) < 0)
+                r = -errno;
+        if (r == 0) {
+                what = "link";
+                r = upload_link(u);
+        }
+        if (r == 0) {
+                snprintf(req.path, sizeof req.path, "%s", u->path);
+                what = "stat";
+                r = agent_files_reply_entry(c, &req, u->path);
+        }
+        if (u->as_user)
+                agent_file_user_restore();
+        if (r < 0)
+                agent_files_reply_errno(c, -r, what, u->path);
+        agent_file_names_release(&req.names);
+        agent_file_upload_free(u);
+}
