@@ -14,6 +14,8 @@
 #include "space_agent/agent_file_transfer.h"
 #include "space_agent/agent_file_watch.h"
 #include "space_agent/agent_files.h"
+#include "space_agent/agent_job_requests.h"
+#include "space_agent/agent_subscriber.h"
 
 #ifndef SPACE_VERSION
 #define SPACE_VERSION "0.1.0"
@@ -22,13 +24,15 @@
 /* Frames handled per wake-up before yielding to other fds. */
 #define REQUESTS_PER_WAKEUP 16
 
-static void conn_update_events(struct agent_conn *c) {
+void agent_conn_update_events(struct agent_conn *c) {
         uint32_t events;
 
         if (c->dead)
                 return;
         if (c->file_watch)
                 events = agent_file_watch_events(c->file_watch);
+        else if (c->subscriber)
+                events = EPOLLIN | (c->reply.data || agent_subscriber_pending(c->server) ? EPOLLOUT : 0);
         else if (c->reply.data)
                 events = EPOLLOUT;
         else if (c->command)
@@ -81,8 +85,12 @@ static void conn_flush(struct agent_conn *c) {
         if (c->reply_off == c->reply.len) {
                 agent_frame_writer_release(&c->reply);
                 c->reply_off = 0;
+                if (c->subscriber) {
+                        agent_subscriber_flush(c->server);
+                        return;
+                }
         }
-        conn_update_events(c);
+        agent_conn_update_events(c);
 }
 
 void agent_conn_reply_error(struct agent_conn *c, int error, const char *message) {
@@ -101,6 +109,7 @@ void agent_conn_reply_error(struct agent_conn *c, int error, const char *message
         conn_flush(c);
 }
 
+/* Sends w (taken), or an ERROR frame when w could not be built; fd travels with it. */
 void agent_conn_reply_fd(struct agent_conn *c, struct agent_frame_writer *w, int fd) {
         int r = agent_frame_writer_finish(w);
 
@@ -143,7 +152,7 @@ static void conn_on_exec(struct agent_conn *c, const struct agent_frame *f, uint
                 return;
         }
         c->command = cmd;
-        conn_update_events(c);
+        agent_conn_update_events(c);
 }
 
 /* Handles one frame; may take *payload. */
@@ -168,6 +177,15 @@ static void conn_dispatch(struct agent_conn *c, const struct agent_frame *f, uin
                 break;
         case AGENT_MSG_EXEC:
                 conn_on_exec(c, f, payload);
+                break;
+        case AGENT_MSG_JOB_START:
+        case AGENT_MSG_JOB_SUBSCRIBE:
+        case AGENT_MSG_JOB_ACK:
+        case AGENT_MSG_JOB_INPUT:
+        case AGENT_MSG_JOB_CLOSE_STDIN:
+        case AGENT_MSG_JOB_SIGNAL:
+        case AGENT_MSG_JOB_RESIZE:
+                agent_job_requests_handle(c, f, payload);
                 break;
         default: {
                 char msg[64];
@@ -216,6 +234,13 @@ static void conn_on_event(struct agent_watch *w, uint32_t events) {
                 conn_flush(c);
                 return;
         }
+        if (c->subscriber) {
+                if (events & EPOLLOUT)
+                        agent_subscriber_flush(c->server);
+                if (events & (EPOLLIN | EPOLLHUP))
+                        conn_read_requests(c);
+                return;
+        }
         if (c->command) {
                 if (events & (EPOLLHUP | EPOLLRDHUP))
                         agent_conn_close(c);
@@ -261,6 +286,7 @@ void agent_conn_close(struct agent_conn *c) {
         if (c->dead)
                 return;
         c->dead = true;
+        agent_subscriber_detach(c->server, c);
         if (c->command) {
                 agent_command_abort(c->command);
                 c->command = NULL;

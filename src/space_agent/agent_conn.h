@@ -20,6 +20,7 @@ struct agent_conn {
         struct agent_frame_writer reply; /* reply.data != NULL while a reply is being sent */
         size_t reply_off;
         struct agent_command *command;   /* the EXEC being served */
+        bool subscriber;                 /* the output channel (agent_subscriber.h) */
         int reply_fd;                    /* sent with the reply (SCM_RIGHTS), then closed; -1 */
         struct agent_file_upload *upload;      /* a FILE_CREATE waiting for its FILE_COMMIT */
         struct agent_file_watch *file_watch;   /* after FILE_WATCH the connection carries events */
@@ -28,14 +29,15 @@ struct agent_conn {
 
 /* Takes fd (an accepted, non-blocking socket) in every case. */
 int agent_conn_new(struct agent_server *s, int fd);
-/* Sends *w (taken), or an ERROR frame when it could not be built; then reads on. */
-void agent_conn_reply(struct agent_conn *c, struct agent_frame_writer *w);
-/* The same with fd (taken, closed once sent) passed alongside (SCM_RIGHTS). */
+/* agent_conn_reply with fd (taken, closed once sent) passed alongside (SCM_RIGHTS). */
 void agent_conn_reply_fd(struct agent_conn *c, struct agent_frame_writer *w, int fd);
-/* Sends an ERROR frame (message NULL: strerror). */
-void agent_conn_reply_error(struct agent_conn *c, int error, const char *message);
 /* The command finished: send *reply (taken) and resume reading. */
 void agent_conn_command_done(struct agent_conn *c, struct agent_frame_writer *reply);
+/* Sends *w (taken) as the reply, or an ERROR frame if it cannot be built. */
+void agent_conn_reply(struct agent_conn *c, struct agent_frame_writer *w);
+void agent_conn_reply_error(struct agent_conn *c, int error, const char *message);
+/* Recomputes what the connection waits for. */
+void agent_conn_update_events(struct agent_conn *c);
 /* Drops the connection (killing its command); the server frees it later. */
 void agent_conn_close(struct agent_conn *c);
 void agent_conn_free(struct agent_conn *c);
