@@ -174,6 +174,11 @@ int agent_file_tree_remove(struct agent_file_request *req) {
                 return -errno;
         if (!S_ISDIR(st.st_mode))
                 return unlinkat(dir, name, 0) < 0 ? -errno : 0;
+        struct stat parent;
+        if (fstat(dir, &parent) < 0)
+                return -errno;
+        if (parent.st_dev != st.st_dev)
+                return -EBUSY; /* a mount point (/proc, /tmp, /dev): never emptied */
         if (!req->recursive)
                 return unlinkat(dir, name, AT_REMOVEDIR) < 0 ? -errno : 0;
         return remove_tree(dir, name, st.st_dev, 0);

@@ -1,0 +1,447 @@
+"""Files in a sandbox (data plane): streamed download and upload with checksums, modes and
+owners, stat, list, mkdir -p, move, remove, watch; and what must be refused: path escapes
+(a symlink to /, /../../, absolute symlinks through symlinked dirs, /proc magic links),
+non-regular files, bad input, wrong state, missing or foreign tokens."""
+
+import hashlib
+import http.client
+import json
+import os
+import socket
+import threading
+import time
+import unittest
+import urllib.parse
+
+from spaced_harness import SpacedTestCase, wait_for
+
+MIB = 1024 * 1024
+
+
+def q(**params):
+    return urllib.parse.urlencode({k: v for k, v in params.items() if v is not None})
+
+
+def rss_kib(pid):
+    with open("/proc/%d/status" % pid) as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    return 0
+
+
+class Files(SpacedTestCase):
+
+    @classmethod
+    def setUpClass(cls):
+        super().setUpClass()
+        try:
+            cls.sid = cls.spaced.create()
+            cls.token = cls.attach(cls.sid)
+        except Exception:
+            cls.spaced.cleanup()
+            raise
+
+    @classmethod
+    def attach(cls, sid):
+        """An attach token for sid (POST /v1/sandboxes/{id}/sessions with the control key)."""
+        status, data = cls.spaced.request("POST", "/v1/sandboxes/%s/sessions" % sid, {})
+        if status == 404 and isinstance(data, dict) and "no route" in data["error"]["message"]:
+            return cls.spaced.key  # sessions not built yet: data routes take the control key
+        assert status in (200, 201), (status, data)
+        return data["attach_token"]
+
+    # ---- helpers
+
+    def files(self, method, leaf, params, body=None, raw=None, token=None, sid=None, headers=None):
+        path = "/v1/sandboxes/%s/files%s?%s" % (sid or self.sid, leaf, params)
+        return self.spaced.request(method, path, body=body, raw=raw, key=token or self.token, headers=headers)
+
+    def put(self, path, data, expect=201, **params):
+        status, body = self.files("PUT", "", q(path=path, **params), raw=data,
+                                  headers={"Content-Type": "application/octet-stream"})
+        self.assertEqual(status, expect, body)
+        return body
+
+    def get_bytes(self, path, **params):
+        conn = http.client.HTTPConnection("127.0.0.1", self.spaced.port, timeout=60)
+        conn.request("GET", "/v1/sandboxes/%s/files?%s" % (self.sid, q(path=path, **params)),
+                     headers={"Authorization": "Bearer " + self.token})
+        resp = conn.getresponse()
+        data = resp.read()
+        conn.close()
+        return resp.status, data, dict(resp.getheaders())
+
+    def stat(self, path, expect=200, **params):
+        status, body = self.files("GET", "/stat", q(path=path, **params))
+        self.assertEqual(status, expect, body)
+        return body
+
+    def sh(self, script):
+        r = self.spaced.exec(self.sid, shell=script)
+        self.assertEqual(r["exit_code"], 0, r)
+        return r["stdout"]
+
+    # ---- transfers
+
+    def test_small_round_trip_and_stat(self):
+        e = self.put("/root/hello.txt", b"hello files\n")
+        self.assertEqual(e["path"], "/root/hello.txt")
+        self.assertEqual(e["name"], "hello.txt")
+        self.assertEqual(e["type"], "file")
+        self.assertEqual(e["size"], 12)
+        self.assertEqual(e["mode"], "0644")
+        self.assertEqual((e["uid"], e["gid"], e["owner"], e["group"]), (0, 0, "root", "root"))
+        self.assertRegex(e["modified_at"], r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$")
+        self.assertEqual(self.sh("cat /root/hello.txt"), "hello files\n")
+        status, data, headers = self.get_bytes("/root/hello.txt")
+        self.assertEqual((status, data), (200, b"hello files\n"))
+        self.assertEqual(headers.get("Content-Type"), "application/octet-stream")
+        self.assertEqual(headers.get("Content-Length"), "12")
+        self.assertEqual(headers.get("X-Space-File-Mode"), "0644")
+        self.assertEqual(self.stat("/root/hello.txt"), e)
+        # Replacing keeps one file, with the new content; an empty body makes an empty file.
+        self.put("/root/hello.txt", b"second")
+        self.assertEqual(self.get_bytes("/root/hello.txt")[1], b"second")
+        self.assertEqual(self.put("/root/empty", b"")["size"], 0)
+        self.assertEqual(self.get_bytes("/root/empty")[:2], (200, b""))
+
+    def test_large_round_trip_streamed(self):
+        size = 160 * MIB
+        block = hashlib.sha256(b"seed").digest() * 2048  # 64 KiB, varied
+        digest = hashlib.sha256()
+        pid = self.spaced.proc.pid
+        peak = [rss_kib(pid)]
+        base = peak[0]
+        stop = threading.Event()
+
+        def sample():
+            while not stop.is_set():
+                peak[0] = max(peak[0], rss_kib(pid))
+                time.sleep(0.05)
+
+        sampler = threading.Thread(target=sample, daemon=True)
+        sampler.start()
+        try:
+            conn = http.client.HTTPConnection("127.0.0.1", self.spaced.port, timeout=300)
+            conn.putrequest("PUT", "/v1/sandboxes/%s/files?%s" % (self.sid, q(path="/big/file.bin", parents="true")))
+            conn.putheader("Authorization", "Bearer " + self.token)
+            conn.putheader("Content-Length", str(size))
+            conn.endheaders()
+            sent = 0
+            n = 0
+            while sent < size:
+                chunk = block[n % 7:] + block[:n % 7]  # each chunk differs a little
+                chunk = chunk[:min(len(chunk), size - sent)]
+                conn.send(chunk)
+                digest.update(chunk)
+                sent += len(chunk)
+                n += 1
+            resp = conn.getresponse()
+            body = json.loads(resp.read())
+            conn.close()
+            self.assertEqual(resp.status, 201, body)
+            self.assertEqual(body["size"], size)
+            self.assertEqual(self.sh("sha256sum /big/file.bin").split()[0], digest.hexdigest())
+
+            conn = http.client.HTTPConnection("127.0.0.1", self.spaced.port, timeout=300)
+            conn.request("GET", "/v1/sandboxes/%s/files?%s" % (self.sid, q(path="/big/file.bin")),
+                         headers={"Authorization": "Bearer " + self.token})
+            resp = conn.getresponse()
+            self.assertEqual(resp.status, 200)
+            self.assertEqual(resp.getheader("Content-Length"), str(size))
+            down = hashlib.sha256()
+            got = 0
+            while True:
+                chunk = resp.read(1 << 20)
+                if not chunk:
+                    break
+                down.update(chunk)
+                got += len(chunk)
+            conn.close()
+        finally:
+            stop.set()
+            sampler.join()
+        self.assertEqual(got, size)
+        self.assertEqual(down.hexdigest(), digest.hexdigest())
+        grew = (peak[0] - base) * 1024
+        self.assertLess(grew, 48 * MIB, "spaced RSS grew by %d MiB moving a %d MiB file" % (grew // MIB, size // MIB))
+        self.sh("rm -f /big/file.bin")
+
+    def test_dropped_upload_leaves_nothing(self):
+        self.sh("mkdir -p /drop")
+        s = socket.create_connection(("127.0.0.1", self.spaced.port))
+        s.sendall(("PUT /v1/sandboxes/%s/files?%s HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\n"
+                   "Content-Length: %d\r\n\r\n" % (self.sid, q(path="/drop/partial"), self.token, 50 * MIB)).encode())
+        s.sendall(b"x" * (2 * MIB))
+        time.sleep(0.3)
+        s.close()
+        time.sleep(0.5)
+        self.assertEqual(self.sh("ls -A /drop"), "")
+        self.stat("/drop/partial", expect=404)
+
+    def test_modes_and_owners(self):
+        self.assertEqual(self.put("/root/m600", b"x", mode="0600")["mode"], "0600")
+        self.assertEqual(self.sh("stat -c %a /root/m600").strip(), "600")
+        self.assertEqual(self.put("/root/m4755", b"x", mode="4755")["mode"], "4755")
+        e = self.put("/home/owned-by-name", b"x", parents="true", owner="user")
+        self.assertEqual((e["uid"], e["gid"], e["owner"], e["group"]), (1000, 1000, "user", "user"))
+        e = self.put("/home/owned-by-number", b"x", uid="65534", gid="65534")
+        self.assertEqual((e["uid"], e["gid"], e["owner"]), (65534, 65534, "nobody"))
+        self.assertEqual(self.sh("stat -c %u:%g /home/owned-by-number").strip(), "65534:65534")
+        status, body = self.files("PUT", "", q(path="/root/x", owner="nosuchuser"), raw=b"x")
+        self.assertError((status, body), 400, "invalid_request")
+        for bad in ("999", "abc", "77777", ""):
+            status, body = self.files("PUT", "", q(path="/root/x", mode=bad), raw=b"x")
+            self.assertError((status, body), 400, "invalid_request")
+        self.stat("/root/x", expect=404)
+
+    def test_user_option(self):
+        self.sh("mkdir -p /home/user && chown 1000:1000 /home/user && echo s > /root/secret && chmod 600 /root/secret"
+                " && chmod 700 /root")
+        e = self.put("/home/user/mine", b"mine", user="user")
+        self.assertEqual((e["uid"], e["owner"]), (1000, "user"))
+        status, body = self.files("GET", "", q(path="/root/secret", user="user"))
+        self.assertError((status, body), 403, "permission_denied")
+        status, body = self.files("PUT", "", q(path="/root/not-mine", user="user"), raw=b"x")
+        self.assertError((status, body), 403, "permission_denied")
+        self.assertEqual(self.get_bytes("/root/secret")[1], b"s\n")  # root may
+        status, body = self.files("GET", "/stat", q(path="/", user="nosuchuser"))
+        self.assertError((status, body), 400, "invalid_request")
+
+    # ---- stat, list, mkdir, move, remove
+
+    def test_list_depth(self):
+        self.sh("rm -rf /tree && mkdir -p /tree/a/b/c && echo 1 > /tree/f1 && echo 22 > /tree/a/f2 "
+                "&& echo 333 > /tree/a/b/f3 && ln -s /etc /tree/link")
+        status, body = self.files("GET", "/list", q(path="/tree"))
+        self.assertEqual(status, 200, body)
+        self.assertFalse(body["truncated"])
+        by_path = {e["path"]: e for e in body["entries"]}
+        self.assertEqual(sorted(by_path), ["/tree/a", "/tree/f1", "/tree/link"])
+        self.assertEqual(by_path["/tree/a"]["type"], "directory")
+        self.assertEqual(by_path["/tree/f1"]["size"], 2)
+        self.assertEqual(by_path["/tree/link"]["type"], "symlink")
+        self.assertEqual(by_path["/tree/link"]["symlink_target"], "/etc")
+        status, body = self.files("GET", "/list", q(path="/tree", depth=3))
+        paths = sorted(e["path"] for e in body["entries"])
+        self.assertEqual(paths, ["/tree/a", "/tree/a/b", "/tree/a/b/c", "/tree/a/b/f3", "/tree/a/f2", "/tree/f1",
+                                 "/tree/link"], "a symlinked directory is listed, not entered")
+        self.assertEqual(self.files("GET", "/list", q(path="/tree/link"))[0], 200)  # the path itself may be a link
+        self.assertError(self.files("GET", "/list", q(path="/tree/f1")), 400, "invalid_request")
+        self.assertError(self.files("GET", "/list", q(path="/nope")), 404, "not_found")
+        for bad in ("0", "65", "x"):
+            self.assertError(self.files("GET", "/list", q(path="/tree", depth=bad)), 400, "invalid_request")
+
+    def test_stat_kinds(self):
+        self.assertEqual(self.stat("/")["type"], "directory")
+        self.assertEqual(self.stat("/")["name"], "/")
+        self.assertEqual(self.stat("/dev/null")["type"], "other")
+        self.assertEqual(self.stat("/etc")["type"], "directory")
+        self.stat("/no/such/thing", expect=404)
+
+    def test_mkdir(self):
+        self.sh("rm -rf /mk")
+        status, body = self.files("POST", "/mkdir", "", body={"path": "/mk/a/b"})
+        self.assertError((status, body), 404, "not_found")
+        status, body = self.files("POST", "/mkdir", "", body={"path": "/mk/a/b", "parents": True, "mode": "0750"})
+        self.assertEqual(status, 201, body)
+        self.assertEqual((body["type"], body["mode"], body["path"]), ("directory", "0750", "/mk/a/b"))
+        status, body = self.files("POST", "/mkdir", "", body={"path": "/mk/a/b"})
+        self.assertError((status, body), 409, "already_exists")
+        status, body = self.files("POST", "/mkdir", "", body={"path": "/mk/a/b", "parents": True})
+        self.assertEqual(status, 201, "mkdir -p of an existing directory is fine")
+        status, body = self.files("POST", "/mkdir", "", body={"path": "/mk/owned", "owner": "user"})
+        self.assertEqual((status, body["owner"]), (201, "user"), body)
+        self.sh("echo x > /mk/file")
+        self.assertError(self.files("POST", "/mkdir", "", body={"path": "/mk/file/sub", "parents": True}), 400,
+                         "invalid_request")
+        self.assertError(self.files("POST", "/mkdir", "", raw=b"{not json",
+                                    headers={"Content-Type": "application/json"}), 400, "invalid_json")
+        for bad in ({"path": "/mk/x", "bogus": 1}, {"path": "relative"}, {"path": 5}, {},
+                    {"path": "/mk/x", "mode": 493}, {"path": "/mk/x", "mode": "8"}, {"path": "/mk/x", "parents": "yes"}):
+            self.assertError(self.files("POST", "/mkdir", "", body=bad), 400)
+        self.stat("/mk/x", expect=404)
+
+    def test_move(self):
+        self.sh("rm -rf /mv && mkdir -p /mv/dir && echo data > /mv/src")
+        status, body = self.files("POST", "/move", "", body={"source": "/mv/src", "destination": "/mv/dir/dst"})
+        self.assertEqual(status, 200, body)
+        self.assertEqual((body["path"], body["size"]), ("/mv/dir/dst", 5))
+        self.stat("/mv/src", expect=404)
+        self.assertError(self.files("POST", "/move", "", body={"source": "/mv/src", "destination": "/mv/x"}), 404)
+        self.assertError(self.files("POST", "/move", "", body={"source": "/mv/dir/dst", "destination": "/mv/no/x"}), 404)
+        self.assertError(self.files("POST", "/move", "", body={"source": "/mv/dir/dst"}), 400, "invalid_request")
+        self.assertError(self.files("POST", "/move", "", body={"source": "/mv/dir", "destination": "/mv/dir/in"}), 400)
+
+    def test_remove(self):
+        self.sh("rm -rf /rm && mkdir -p /rm/full/deep && echo x > /rm/full/deep/f && echo y > /rm/file && mkdir /rm/empty")
+        self.assertEqual(self.files("DELETE", "", q(path="/rm/file"))[0], 204)
+        self.assertEqual(self.files("DELETE", "", q(path="/rm/empty"))[0], 204)
+        self.assertError(self.files("DELETE", "", q(path="/rm/full")), 409, "conflict")
+        self.assertEqual(self.sh("ls /rm/full/deep"), "f\n", "a refused remove changes nothing")
+        self.assertEqual(self.files("DELETE", "", q(path="/rm/full", recursive="true"))[0], 204)
+        self.assertEqual(self.sh("ls -A /rm"), "")
+        self.assertError(self.files("DELETE", "", q(path="/rm/file")), 404, "not_found")
+        self.assertError(self.files("DELETE", "", q(path="/")), 409, "conflict")
+        for mount_point in ("/proc", "/tmp", "/dev"):
+            self.assertError(self.files("DELETE", "", q(path=mount_point, recursive="true")), 409, "conflict")
+        self.assertEqual(self.sh("ls /proc/1/status"), "/proc/1/status\n")
+
+    # ---- what must be refused
+
+    def test_escapes_stay_inside(self):
+        marker = "/tmp/space-files-host-%d" % os.getpid()
+        with open(marker, "w") as f:
+            f.write("HOST SECRET\n")
+        self.addCleanup(lambda: os.path.exists(marker) and os.unlink(marker))
+        with open("/etc/passwd", "rb") as f:
+            host_passwd = f.read()
+        sandbox_passwd = self.sh("cat /etc/passwd").encode()
+        self.assertNotEqual(host_passwd, sandbox_passwd)
+        self.sh("rm -rf /esc && mkdir /esc && ln -s / /esc/root && ln -s /etc /esc/etc && ln -s %s /esc/marker"
+                " && ln -s ../../../../../../ /esc/up" % marker)
+        for p in ("/../../etc/passwd", "/esc/root/etc/passwd", "/esc/root/../../../etc/passwd", "/esc/etc/passwd",
+                  "/esc/up/etc/passwd", "/esc/root/esc/root/etc/passwd", "/./etc//passwd"):
+            status, data, _ = self.get_bytes(p)
+            self.assertEqual((status, data), (200, sandbox_passwd), p)
+        for p in (marker, "/esc/marker", "/esc/root" + marker, "/../.." + marker):
+            status, data, _ = self.get_bytes(p)
+            self.assertEqual(status, 404, (p, data))
+            self.assertNotIn(b"HOST SECRET", data)
+        # /proc magic links lead to the agent's own view of things: refused.
+        for p in ("/proc/self/root/etc/passwd", "/proc/1/root/etc/passwd", "/proc/self/cwd/etc/passwd"):
+            status, data, _ = self.get_bytes(p)
+            self.assertNotEqual(status, 200, p)
+            self.assertEqual(status // 100, 4, (p, status, data))
+        # Writes through links land inside, and a link at the last component is replaced, not followed.
+        self.put("/esc/root" + marker, b"inside")
+        self.put("/esc/marker", b"replaced the link")
+        self.put("/../../tmp/written-up", b"up")
+        with open(marker) as f:
+            self.assertEqual(f.read(), "HOST SECRET\n")
+        self.assertFalse(os.path.exists("/tmp/written-up"))
+        self.assertEqual(self.sh("cat %s; cat /esc/marker; cat /tmp/written-up" % marker), "insidereplaced the linkup")
+        self.assertEqual(self.stat("/esc/marker")["type"], "file")
+        # mkdir and move through a symlinked dir stay inside too.
+        self.assertEqual(self.files("POST", "/mkdir", "", body={"path": "/esc/root/tmp/made-here", "parents": True})[0],
+                         201)
+        self.assertFalse(os.path.exists("/tmp/made-here"))
+        self.sh("test -d /tmp/made-here")
+
+    def test_non_regular_files_refused(self):
+        self.sh("rm -f /fifo && mkfifo /fifo")
+        for p in ("/dev/zero", "/dev/null", "/fifo", "/", "/etc", "/proc/self/status"):
+            start = time.monotonic()
+            status, data, _ = self.get_bytes(p)
+            self.assertLess(time.monotonic() - start, 5, p)
+            if p == "/proc/self/status":
+                continue  # procfs files are regular with size 0: an empty answer is fine
+            self.assertEqual(status, 400, (p, data))
+            self.assertEqual(json.loads(data)["error"]["code"], "invalid_request")
+        self.assertError(self.files("PUT", "", q(path="/etc"), raw=b"x"), 400, "invalid_request")
+        self.assertError(self.files("PUT", "", q(path="/"), raw=b"x"), 400, "invalid_request")
+
+    def test_bad_paths(self):
+        for path in ("relative/path", "", "etc/passwd"):
+            self.assertError(self.files("GET", "/stat", q(path=path)), 400, "invalid_request")
+        self.assertError(self.files("GET", "/stat", ""), 400, "invalid_request")
+        self.assertError(self.files("GET", "/stat", "path=/etc%00/passwd"), 400, "invalid_request")
+        self.assertError(self.files("GET", "", "path=/etc/passwd%00.txt"), 400, "invalid_request")
+        self.assertError(self.files("GET", "/stat", q(path="/" + "a" * 5000)), 400, "invalid_request")
+        self.assertError(self.files("GET", "/stat", q(path="/" + "a" * 300)), 400, "invalid_request")  # NAME_MAX
+        self.assertError(self.files("GET", "/stat", "path=/a&path=/b"), 400, "invalid_request")
+        self.assertError(self.files("PUT", "", "path=/root/nul%00name", raw=b"x"), 400, "invalid_request")
+        self.assertError(self.files("POST", "/mkdir", "", raw=b'{"path": "/x\\u0000y"}',
+                                    headers={"Content-Type": "application/json"}), 400)
+        self.assertEqual(self.sh("ls /root | grep -c nul || true").strip(), "0")
+        # Hostile but legal names work and come back intact.
+        name = "/root/we\u00efrd name; $(x) \n`y`"
+        self.put(name, b"ok")
+        self.assertEqual(self.stat(name)["path"], name)
+
+    def test_auth_and_state(self):
+        self.assertError(self.files("GET", "/stat", q(path="/"), token="space_" + "0" * 40), 401, "unauthorized")
+        status, body = self.spaced.request("GET", "/v1/sandboxes/%s/files/stat?path=/" % self.sid, key=None)
+        self.assertEqual(status, 401, body)
+        if self.token == self.spaced.key:
+            self.skipTest("attach sessions are not in this build: tokens cannot be told apart yet")
+        other = self.new_sandbox()
+        other_token = self.attach(other)
+        status, body = self.files("GET", "/stat", q(path="/"), token=other_token)
+        self.assertEqual(status, 403, body)
+        status, body = self.files("GET", "/stat", q(path="/"), token=self.spaced.key)
+        self.assertIn(status, (401, 403), "a control key is not an attach token: %r" % (body,))
+        status, body = self.files("GET", "/stat", q(path="/"), sid="sb-0000000000000000", token=other_token)
+        self.assertIn(status, (403, 404), body)
+        # Only a running sandbox serves files.
+        self.spaced.action(other, "stop")
+        self.spaced.wait_state(other, ("stopped",))
+        status, body = self.files("GET", "/stat", q(path="/"), sid=other, token=other_token)
+        if status != 401:  # a token may die with its sandbox's processes
+            self.assertError((status, body), 409)
+        self.assertError(self.files("PUT", "", q(path="/x"), raw=b"x" * 1000, sid=other, token=other_token),
+                         409 if status != 401 else 401)
+
+    def test_unknown_sandbox(self):
+        status, body = self.spaced.request("POST", "/v1/sandboxes/sb-0000000000000000/sessions", {})
+        if status == 404 and "no route" in body["error"]["message"]:
+            self.assertError(self.files("GET", "/stat", q(path="/"), sid="sb-0000000000000000"), 404, "not_found")
+        else:
+            self.assertError((status, body), 404, "not_found")
+
+    # ---- watch
+
+    def test_watch_events(self):
+        self.sh("rm -rf /w && mkdir -p /w/sub")
+        conn = http.client.HTTPConnection("127.0.0.1", self.spaced.port, timeout=30)
+        conn.request("GET", "/v1/sandboxes/%s/files/watch?%s" % (self.sid, q(path="/w", recursive="true")),
+                     headers={"Authorization": "Bearer " + self.token})
+        resp = conn.getresponse()
+        self.assertEqual(resp.status, 200)
+        self.assertTrue(resp.getheader("Content-Type").startswith("text/event-stream"))
+        events = []
+        done = threading.Event()
+
+        def reader():
+            ev = None
+            try:
+                while not done.is_set():
+                    line = resp.fp.readline()
+                    if not line:
+                        return
+                    line = line.decode().rstrip("\n")
+                    if line.startswith("event: "):
+                        ev = line[7:]
+                    elif line.startswith("data: ") and ev:
+                        events.append((ev, json.loads(line[6:])))
+                        ev = None
+            except (OSError, ValueError):
+                return
+
+        t = threading.Thread(target=reader, daemon=True)
+        t.start()
+        time.sleep(0.3)
+        self.sh("echo a > /w/new; echo b >> /w/new; chmod 600 /w/new; mv /w/new /w/renamed; rm /w/renamed;"
+                " mkdir /w/sub/d2; sleep 0.2; echo c > /w/sub/d2/deep")
+        self.put("/w/uploaded", b"u")
+
+        def seen(kind, path):
+            return any(k == kind and d["path"] == path for k, d in events)
+
+        wait_for(lambda: seen("create", "/w/uploaded"), timeout=10, what="events %r" % (events,))
+        for kind, path in (("create", "/w/new"), ("write", "/w/new"), ("chmod", "/w/new"), ("rename", "/w/new"),
+                           ("create", "/w/renamed"), ("remove", "/w/renamed"), ("create", "/w/sub/d2"),
+                           ("create", "/w/sub/d2/deep")):
+            self.assertTrue(seen(kind, path), "no %s %s in %r" % (kind, path, events))
+        d = next(d for k, d in events if k == "create" and d["path"] == "/w/sub/d2")
+        self.assertEqual((d["name"], d["type"]), ("d2", "directory"))
+        done.set()
+        conn.close()
+        t.join(5)
+        self.assertError(self.files("GET", "/watch", q(path="/w/sub/d2/deep")), 400, "invalid_request")
+        self.assertError(self.files("GET", "/watch", q(path="/nope")), 404, "not_found")
+
+
+if __name__ == "__main__":
+    unittest.main()
