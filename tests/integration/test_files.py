@@ -390,6 +390,45 @@ class Files(SpacedTestCase):
         else:
             self.assertError((status, body), 404, "not_found")
 
+    # ---- space cp
+
+    def test_cli_cp(self):
+        tmp = self.spaced.tmp
+        local = os.path.join(tmp, "cp-src.bin")
+        data = os.urandom(3 * MIB + 17)
+        with open(local, "wb") as f:
+            f.write(data)
+        os.chmod(local, 0o751)
+        r = self.spaced.cli("cp", local, "%s:/cp/" % self.sid, "-p")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(self.sh("stat -c %a:%s /cp/cp-src.bin").strip(), "751:%d" % len(data))
+        r = self.spaced.cli("cp", "%s:/cp/cp-src.bin" % self.sid, tmp)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        with open(os.path.join(tmp, "cp-src.bin"), "rb") as f:
+            self.assertEqual(f.read(), data)
+        self.assertEqual(os.stat(os.path.join(tmp, "cp-src.bin")).st_mode & 0o777, 0o751)
+        # stdin and stdout
+        r = self.spaced.cli("cp", "--mode", "0600", "--owner", "user", "-", "%s:/cp/from-stdin" % self.sid,
+                            input=b"piped\n")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(self.sh("stat -c %a:%U /cp/from-stdin").strip(), "600:user")
+        r = self.spaced.cli("cp", "%s:/cp/from-stdin" % self.sid, "-")
+        self.assertEqual((r.returncode, r.stdout), (0, b"piped\n"), r.stderr)
+        # Failures: a clear message, a non-zero exit, nothing left behind.
+        out = os.path.join(tmp, "never")
+        r = self.spaced.cli("cp", "%s:/no/such/file" % self.sid, out)
+        self.assertEqual(r.returncode, 1)
+        self.assertIn(b"not_found", r.stderr)
+        self.assertEqual([n for n in os.listdir(tmp) if n.startswith("never")], [])
+        r = self.spaced.cli("cp", "%s:/dev/zero" % self.sid, out)
+        self.assertEqual(r.returncode, 1)
+        self.assertIn(b"invalid_request", r.stderr)
+        r = self.spaced.cli("cp", local, "also-local")
+        self.assertEqual(r.returncode, 2)
+        r = self.spaced.cli("cp", local, "sb-0000000000000000:/x")
+        self.assertEqual(r.returncode, 1)
+        self.assertIn(b"not_found", r.stderr)
+
     # ---- watch
 
     def test_watch_events(self):
