@@ -36,6 +36,7 @@ struct agent_file_watch {
         size_t n_dirs, cap_dirs;
         int root_wd;
         bool recursive, as_user, overflowed;
+        bool ending; /* the watched directory is gone: close once the queue is sent */
         uid_t fsuid;
         gid_t fsgid;
         uint8_t *out;
@@ -83,6 +84,10 @@ static void watch_flush(struct agent_file_watch *w) {
                         return;
                 }
                 w->out_off += (size_t) n;
+        }
+        if (w->out_off == w->out_len && w->ending) {
+                agent_conn_close(c);
+                return;
         }
         if (w->out_off == w->out_len && w->overflowed) {
                 struct agent_frame_writer f;
@@ -194,7 +199,7 @@ static void watch_on_event(struct agent_file_watch *w, const struct inotify_even
         if (ev->mask & IN_IGNORED) {
                 dir_forget(w, ev->wd);
                 if (ev->wd == w->root_wd)
-                        agent_conn_close(w->conn); /* the watched directory is gone: end the stream */
+                        w->ending = true;
                 return;
         }
         if (!dir)
