@@ -70,6 +70,16 @@ static ssize_t conn_send(struct agent_conn *c) {
 }
 
 static void conn_flush(struct agent_conn *c) {
+        /* On the output channel a reply must not land inside an event being written. */
+        if (c->subscriber && c->reply_off == 0 && agent_subscriber_pending(c->server)) {
+                agent_subscriber_flush(c->server);
+                if (c->dead)
+                        return;
+                if (agent_subscriber_pending(c->server)) {
+                        agent_conn_update_events(c);
+                        return;
+                }
+        }
         while (c->reply_off < c->reply.len) {
                 ssize_t n = conn_send(c);
                 if (n < 0) {

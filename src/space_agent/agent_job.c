@@ -416,6 +416,8 @@ int agent_job_start(struct agent_server *s, const struct agent_frame *f, uint8_t
                         goto fail;
                 }
                 job->has_user = true;
+                job->user.env_default = agent_frame_find(f, AGENT_F_ENV, &(const uint8_t *) { NULL },
+                                                         &(uint32_t) { 0 }) == 0;
         }
         job->on_pty = job->req.tty_cols && job->req.tty_rows;
 

@@ -66,9 +66,11 @@ static int child_become(const struct agent_spawn_user *user) {
 }
 
 static void child_user_env(const struct agent_spawn_user *user) {
-        (void) setenv("HOME", user->home, 0);
-        (void) setenv("USER", user->name, 0);
-        (void) setenv("LOGNAME", user->name, 0);
+        int replace = user->env_default;
+
+        (void) setenv("HOME", user->home, replace);
+        (void) setenv("USER", user->name, replace);
+        (void) setenv("LOGNAME", user->name, replace);
 }
 
 /* The terminal side of a pseudo-terminal becomes the controlling terminal and stdio. */

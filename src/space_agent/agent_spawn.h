@@ -4,6 +4,7 @@
  * successful exec closes that pipe with nothing written. */
 #pragma once
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
 
@@ -45,13 +46,16 @@ struct agent_spawn_user {
         int n_groups;
         char name[256];
         char home[512];
+        /* The request sent no ENV: HOME, USER and LOGNAME replace the agent's defaults
+         * (HOME=/root is root's, not this user's). */
+        bool env_default;
 };
 
 /* Looks up a user name (or a decimal uid). Returns 0, -ENOENT when unknown, -ENAMETOOLONG. */
 int agent_spawn_user_resolve(const char *user, struct agent_spawn_user *ret);
 
 /* Forks the command, as user when not NULL (HOME, USER and LOGNAME are set from it unless
- * the request's environment has them; its home is the default cwd). Returns 0 with
+ * the request's own ENV has them; its home is the default cwd). Returns 0 with
  * *ret_fds and *ret_pid filled, or -errno. */
 int agent_spawn_start(const struct agent_exec_request *req, const struct agent_spawn_user *user,
                       struct agent_spawn_fds *ret_fds, pid_t *ret_pid);

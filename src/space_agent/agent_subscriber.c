@@ -9,11 +9,15 @@
 #include "space_agent/agent_job.h"
 
 void agent_subscriber_attach(struct agent_server *s, struct agent_conn *c) {
-        if (s->subscriber && s->subscriber != c)
-                agent_conn_close(s->subscriber);
-        s->subscriber = c;
-        s->sub_event = NULL;
-        s->sub_off = 0;
+        if (s->subscriber != c) {
+                if (s->subscriber)
+                        agent_conn_close(s->subscriber);
+                s->subscriber = c;
+                s->sub_event = NULL;
+                s->sub_off = 0;
+        }
+        /* The same connection again: an event half written to it is completed first (the
+         * JOB_SUBSCRIBED reply waits for it), then everything unacknowledged follows. */
         for (struct agent_job *j = s->jobs; j; j = j->next)
                 if (!j->dead)
                         agent_job_rewind(j);
@@ -64,8 +68,18 @@ static bool take_next(struct agent_server *s, struct agent_job *job) {
 void agent_subscriber_flush(struct agent_server *s) {
         struct agent_conn *c = s->subscriber;
 
-        if (!c || c->dead || c->reply.data)
-                return; /* no channel, or its SUBSCRIBED reply is still going out */
+        if (!c || c->dead)
+                return;
+        if (c->reply.data) {
+                /* A reply waits to go out on the channel (agent_conn sends it once no event
+                 * is half written): complete the current event, start no other. */
+                if (s->sub_event && write_current(s) < 0) {
+                        agent_conn_close(c);
+                        return;
+                }
+                agent_conn_update_events(c);
+                return;
+        }
         for (;;) {
                 if (s->sub_event) {
                         int r = write_current(s);

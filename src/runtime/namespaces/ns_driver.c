@@ -266,6 +266,12 @@ static int ns_resume(const struct sandbox *sb, struct space_error *err)
         return r < 0 ? space_error_errno(err, r, "thaw %s", sb->id) : 0;
 }
 
+static int ns_agent_socket(const struct sandbox *sb, char *buf, size_t size)
+{
+        run_path(sb->id, "agent.sock", buf, size);
+        return 0;
+}
+
 static int ns_exec(const struct sandbox *sb, const struct exec_request *req, struct exec_result *ret, struct space_error *err)
 {
         char sock[PATH_MAX], msg[256] = "";
@@ -283,12 +289,6 @@ static int ns_exec(const struct sandbox *sb, const struct exec_request *req, str
         config.cgroups->read_events(sb->id, &after);
         ret->oom_killed = after.oom_kills > before.oom_kills;
         ret->pids_limit_hit = after.pids_max_hits > before.pids_max_hits;
-        return 0;
-}
-
-static int ns_agent_socket(const struct sandbox *sb, char *buf, size_t size)
-{
-        run_path(sb->id, "agent.sock", buf, size);
         return 0;
 }
 
