@@ -1,6 +1,6 @@
 /* GET /v1/sandboxes/{id}/files/watch?path=&recursive=: changes under a directory as
  * Server-Sent Events (`event: create|write|remove|rename|chmod|overflow`, data
- * {"path","name","type"}), with a `: keepalive` comment when idle. The connection to the
+ * {"path","name","type"}), with a `: keepalive` comment when idle (?keepalive_s=, default 15). The connection to the
  * agent stays open for the stream; closing it ends the agent's watch. */
 #include <errno.h>
 #include <poll.h>
@@ -17,7 +17,6 @@
 #include "spaced/spaced_context.h"
 #include "spaced/wallclock.h"
 
-#define WATCH_KEEPALIVE_MS 15000
 #define WATCH_POLL_MS 1000
 
 struct watch_stream {
@@ -26,6 +25,7 @@ struct watch_stream {
         char *pending; /* formatted bytes not yet handed to libmicrohttpd */
         size_t pending_len, pending_off;
         int64_t last_sent_us;
+        int64_t keepalive_us;
 };
 
 static const char *const event_names[] = { "", "create", "write", "remove", "rename", "chmod", "overflow" };
@@ -84,7 +84,7 @@ static ssize_t watch_read(void *cls, char *buf, size_t max)
                 if (r < 0 && errno != EINTR)
                         return -1;
                 if (r <= 0) {
-                        if (monotonic_now_us() - st->last_sent_us < (int64_t)WATCH_KEEPALIVE_MS * 1000)
+                        if (monotonic_now_us() - st->last_sent_us < st->keepalive_us)
                                 continue;
                         /* Idle: a comment keeps proxies from timing out and tells us if the client left. */
                         free(st->pending);
@@ -118,8 +118,10 @@ void route_file_watch(struct api_request *req, struct api_response *resp)
         struct file_target t = { 0 };
         struct agent_file_reply reply = { .fd = -1 };
         char msg[512] = "";
+        long long keepalive_s = 15;
         if (file_query_path(req, "path", &a.path, &err) < 0 || file_query_user(req, &a.user, &err) < 0 ||
-            api_request_query_bool(req, "recursive", &a.recursive, &err) < 0 || file_target_load(req, &t, &err) < 0) {
+            api_request_query_bool(req, "recursive", &a.recursive, &err) < 0 ||
+            api_request_query_int(req, "keepalive_s", 1, 300, &keepalive_s, &err) < 0 || file_target_load(req, &t, &err) < 0) {
                 file_target_release(&t);
                 return api_response_error(resp, &err);
         }
@@ -147,6 +149,7 @@ void route_file_watch(struct api_request *req, struct api_response *resp)
         st->pending = strdup(": watching\n\n");
         st->pending_len = st->pending ? strlen(st->pending) : 0;
         st->last_sent_us = monotonic_now_us();
+        st->keepalive_us = keepalive_s * 1000000;
         resp->status = 200;
         resp->stream = (struct api_stream){ .read = watch_read, .free = watch_free, .cls = st };
         resp->content_type = "text/event-stream";

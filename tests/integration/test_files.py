@@ -431,6 +431,31 @@ class Files(SpacedTestCase):
 
     # ---- watch
 
+    def test_watch_keepalive_and_end(self):
+        self.sh("rm -rf /wk && mkdir /wk")
+        conn = http.client.HTTPConnection("127.0.0.1", self.spaced.port, timeout=10)
+        conn.request("GET", "/v1/sandboxes/%s/files/watch?%s" % (self.sid, q(path="/wk", keepalive_s=1)),
+                     headers={"Authorization": "Bearer " + self.token})
+        resp = conn.getresponse()
+        self.assertEqual(resp.status, 200)
+        start = time.monotonic()
+        lines = []
+        while ": keepalive" not in lines and time.monotonic() - start < 5:
+            lines.append(resp.fp.readline().decode().rstrip("\r\n"))
+        self.assertIn(": keepalive", lines)
+        # Removing the watched directory reports it and ends the stream.
+        self.sh("rmdir /wk")
+        rest = []
+        while True:  # raw lines of the chunked body, up to its last chunk
+            line = resp.fp.readline()
+            if not line or line == b"0\r\n":
+                break
+            rest.append(line.decode())
+        self.assertTrue(line, "the stream must end with a last chunk, not a cut connection")
+        self.assertIn("event: remove\n", rest)
+        self.assertTrue(any('"path":"/wk"' in r for r in rest), rest)
+        conn.close()
+
     def test_watch_events(self):
         self.sh("rm -rf /w && mkdir -p /w/sub")
         conn = http.client.HTTPConnection("127.0.0.1", self.spaced.port, timeout=30)
@@ -479,6 +504,7 @@ class Files(SpacedTestCase):
         conn.close()
         t.join(5)
         self.assertError(self.files("GET", "/watch", q(path="/w/sub/d2/deep")), 400, "invalid_request")
+        self.assertError(self.files("GET", "/watch", q(path="/w", keepalive_s=0)), 400, "invalid_request")
         self.assertError(self.files("GET", "/watch", q(path="/nope")), 404, "not_found")
 
 
