@@ -240,9 +240,13 @@ int agent_files_reply_entry(struct agent_conn *c, struct agent_file_request *req
 static int file_mkdir(struct agent_file_request *req) {
         mode_t mode = req->has_mode ? (mode_t) req->mode : 0755;
         const char *name;
+        struct stat st;
+        bool existed = false;
         int r;
 
         if (req->parents) {
+                _cleanup_close_ int before = agent_file_open(req->path, O_PATH, 0, true);
+                existed = before >= 0;
                 r = agent_file_mkdir_parents(req->path, mode);
                 if (r < 0)
                         return r;
@@ -252,8 +256,13 @@ static int file_mkdir(struct agent_file_request *req) {
                 return dir == -EINVAL ? -EEXIST : dir; /* "/" exists */
         if (!req->parents && mkdirat(dir, name, mode) < 0)
                 return -errno;
-        if (req->chown && fchownat(dir, name, req->chown_uid, req->chown_gid, AT_SYMLINK_NOFOLLOW) < 0)
-                return -errno;
+        if (req->chown && fchownat(dir, name, req->chown_uid, req->chown_gid, AT_SYMLINK_NOFOLLOW) < 0) {
+                r = -errno;
+                /* A refused owner changes nothing: take back the directory just made. */
+                if (!existed && fstatat(dir, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode))
+                        (void) unlinkat(dir, name, AT_REMOVEDIR);
+                return r;
+        }
         return 0;
 }
 

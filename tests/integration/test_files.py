@@ -253,6 +253,11 @@ class Files(SpacedTestCase):
         self.assertEqual(status, 201, "mkdir -p of an existing directory is fine")
         status, body = self.files("POST", "/mkdir", "", body={"path": "/mk/owned", "owner": "user"})
         self.assertEqual((status, body["owner"]), (201, "user"), body)
+        # As user, giving the directory to root is refused, and leaves nothing behind.
+        self.sh("mkdir -p /mk/open && chmod 777 /mk/open")
+        status, body = self.files("POST", "/mkdir", "", body={"path": "/mk/open/d", "owner": "root", "user": "user"})
+        self.assertError((status, body), 403, "permission_denied")
+        self.stat("/mk/open/d", expect=404)
         self.sh("echo x > /mk/file")
         self.assertError(self.files("POST", "/mkdir", "", body={"path": "/mk/file/sub", "parents": True}), 400,
                          "invalid_request")
