@@ -1,6 +1,6 @@
 /* cli_cp: `space cp` — one file to or from a sandbox, streamed both ways (nothing is held
- * whole in memory). The file routes are data plane: the CLI first opens a session with its
- * API key (POST /v1/sandboxes/{id}/sessions) and uses the session's attach token. */
+ * whole in memory). The file routes are data plane: the CLI opens a session with its API
+ * key (POST /v1/sandboxes/{id}/sessions), uses the session's attach token, and revokes it. */
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
@@ -55,62 +55,80 @@ static int cp_parse_remote(const char *arg, struct cp_remote *ret)
         return 0;
 }
 
-/* A client for the sandbox's data plane: the attach token of a new session. A spaced
- * without sessions (older builds) takes the API key on data routes: then that is used. */
-static int cp_data_client(struct cli *cli, const char *sandbox, struct cli *ret)
+/* The session a copy runs in: opened with the API key, its attach token used for the file
+ * routes, revoked when the copy is done (its token is checked when a transfer starts, so a
+ * short lifetime is enough whatever the size). */
+struct cp_session {
+        struct http_client *control;
+        char sandbox[64];
+        char *session_id;
+        struct cli data; /* key_flag = the attach token */
+};
+
+#define CP_SESSION_TTL_S 300
+
+static int cp_session_open(struct cli *cli, const char *sandbox, struct cp_session *ret)
 {
         _cleanup_http_path_ struct http_path path = {};
-        _cleanup_json_ json_t *answer = NULL, *body = json_object();
+        _cleanup_json_ json_t *answer = NULL, *body = json_pack("{s:I}", "ttl_s", (json_int_t)CP_SESSION_TTL_S);
         _cleanup_erase_ char *key = NULL;
-        struct http_client *ctl = NULL;
         long status = 0;
 
+        *ret = (struct cp_session){ .data = { .url = cli->url, .json = cli->json } };
+        snprintf(ret->sandbox, sizeof(ret->sandbox), "%s", sandbox);
         http_path_init(&path, "/v1/sandboxes");
         http_path_segment(&path, sandbox);
         http_path_segment(&path, "sessions");
-        if (http_path_error(&path) < 0 || !body) {
-                fprintf(stderr, "space: cannot make the request for sandbox %s\n", sandbox);
-                return -EINVAL;
-        }
-        int r = cli_config_key(cli->key_flag, &key);
-        if (r < 0) {
-                fprintf(stderr, "space: cannot read the API key: %s\n", strerror(-r));
-                return r;
-        }
-        r = http_client_new(cli->url, key, &ctl);
+        int r = http_path_error(&path);
+        if (r == 0 && !body)
+                r = -ENOMEM;
         if (r == 0)
-                r = http_client_request(ctl, "POST", http_path_string(&path), body, CLI_REQUEST_TIMEOUT_S, &status, &answer);
+                r = cli_config_key(cli->key_flag, &key);
+        if (r == 0)
+                r = http_client_new(cli->url, key, &ret->control);
         if (r < 0) {
-                fprintf(stderr, "space: cannot reach spaced at %s: %s\n", cli->url, ctl ? http_client_error(ctl) : strerror(-r));
-                http_client_free(ctl);
+                fprintf(stderr, "space: cannot open a session: %s\n", strerror(-r));
                 return r;
         }
-        http_client_free(ctl);
-        *ret = (struct cli){ .url = cli->url, .json = cli->json };
-        const char *message = cli_output_string(answer, "error.message");
-        if (status == 404 && message && strncmp(message, "no route", 8) == 0) {
-                ret->key_flag = TAKE_PTR(key);
-                return ret->key_flag ? 0 : -ENOKEY;
+        r = http_client_request(ret->control, "POST", http_path_string(&path), body, CLI_REQUEST_TIMEOUT_S, &status, &answer);
+        if (r < 0) {
+                fprintf(stderr, "space: cannot reach spaced at %s: %s\n", cli->url, http_client_error(ret->control));
+                return r;
         }
         if (status < 200 || status > 299) {
                 cli_request_report(cli, status, answer);
                 return -EPROTO;
         }
-        const char *token = cli_output_string(answer, "attach_token");
-        if (!token) {
+        const char *token = cli_output_string(answer, "attach_token"), *id = cli_output_string(answer, "session_id");
+        if (!token || !id) {
                 fprintf(stderr, "space: spaced sent no attach token\n");
                 return -EBADMSG;
         }
-        ret->key_flag = strdup(token);
-        return ret->key_flag ? 0 : -ENOMEM;
+        ret->session_id = strdup(id);
+        ret->data.key_flag = strdup(token);
+        return ret->session_id && ret->data.key_flag ? 0 : -ENOMEM;
 }
 
-static void cp_data_release(struct cli *data)
+/* Revokes the session (best effort: it expires on its own) and frees everything. */
+static void cp_session_close(struct cp_session *s)
 {
-        http_client_free(data->http);
-        data->http = NULL;
-        erase_and_free(data->key_flag);
-        data->key_flag = NULL;
+        if (s->control && s->session_id) {
+                _cleanup_http_path_ struct http_path path = {};
+                _cleanup_json_ json_t *answer = NULL;
+                long status;
+                http_path_init(&path, "/v1/sandboxes");
+                http_path_segment(&path, s->sandbox);
+                http_path_segment(&path, "sessions");
+                http_path_segment(&path, s->session_id);
+                if (http_path_error(&path) == 0)
+                        (void)http_client_request(s->control, "DELETE", http_path_string(&path), NULL, CLI_REQUEST_TIMEOUT_S,
+                                                  &status, &answer);
+        }
+        http_client_free(s->control);
+        http_client_free(s->data.http);
+        erase_and_free(s->data.key_flag);
+        free(s->session_id);
+        *s = (struct cp_session){ 0 };
 }
 
 static int cp_write(void *userdata, const char *data, size_t len)
@@ -275,7 +293,7 @@ int cli_cp_main(struct cli *cli, int argc, char **argv)
         };
         struct cp_options o = { 0 };
         struct cp_remote src, dst;
-        struct cli data = { 0 };
+        struct cp_session session;
         int c;
 
         optind = 0;
@@ -309,10 +327,12 @@ int cli_cp_main(struct cli *cli, int argc, char **argv)
         if (src_remote && (o.mode || o.owner || o.parents))
                 return cli_usage_error(cp_usage, "--mode, --owner and --parents are for uploads");
         const struct cp_remote *remote = src_remote ? &src : &dst;
-        if (cp_data_client(cli, remote->sandbox, &data) < 0)
+        if (cp_session_open(cli, remote->sandbox, &session) < 0) {
+                cp_session_close(&session);
                 return CLI_EXIT_FAILURE;
-        int r = src_remote ? cp_download(&data, &src, cli_streq(b, "-") ? NULL : b, &o)
-                           : cp_upload(&data, cli_streq(a, "-") ? NULL : a, &dst, &o);
-        cp_data_release(&data);
+        }
+        int r = src_remote ? cp_download(&session.data, &src, cli_streq(b, "-") ? NULL : b, &o)
+                           : cp_upload(&session.data, cli_streq(a, "-") ? NULL : a, &dst, &o);
+        cp_session_close(&session);
         return r;
 }

@@ -397,8 +397,13 @@ class Files(SpacedTestCase):
 
     # ---- space cp
 
+    def active_sessions(self):
+        status, body = self.spaced.api("GET", "/v1/sandboxes/%s/sessions" % self.sid, expect=200)
+        return sum(1 for s in body["sessions"] if s["state"] == "active")
+
     def test_cli_cp(self):
         tmp = self.spaced.tmp
+        active = self.active_sessions()
         local = os.path.join(tmp, "cp-src.bin")
         data = os.urandom(3 * MIB + 17)
         with open(local, "wb") as f:
@@ -428,6 +433,7 @@ class Files(SpacedTestCase):
         r = self.spaced.cli("cp", "%s:/dev/zero" % self.sid, out)
         self.assertEqual(r.returncode, 1)
         self.assertIn(b"invalid_request", r.stderr)
+        self.assertEqual(self.active_sessions(), active, "space cp revokes the sessions it opens")
         r = self.spaced.cli("cp", local, "also-local")
         self.assertEqual(r.returncode, 2)
         r = self.spaced.cli("cp", local, "sb-0000000000000000:/x")
