@@ -168,6 +168,31 @@ class Files(SpacedTestCase):
         self.assertLess(grew, 48 * MIB, "spaced RSS grew by %d MiB moving a %d MiB file" % (grew // MIB, size // MIB))
         self.sh("rm -f /big/file.bin")
 
+    def test_concurrent_uploads_replace_atomically(self):
+        self.sh("rm -rf /race && mkdir /race")
+        bodies = [bytes([65 + i]) * (2 * MIB + i) for i in range(4)]
+        results = []
+
+        def upload(body):
+            results.append(self.files("PUT", "", q(path="/race/f"), raw=body)[0])
+
+        threads = [threading.Thread(target=upload, args=(b,)) for b in bodies]
+        for t in threads:
+            t.start()
+        reads = []
+        while any(t.is_alive() for t in threads):
+            status, data, _ = self.get_bytes("/race/f")
+            if status == 200:
+                reads.append(data)
+        for t in threads:
+            t.join()
+        self.assertEqual(results, [201] * 4)
+        final = self.get_bytes("/race/f")[1]
+        self.assertIn(final, bodies, "the file is one whole upload")
+        for data in reads:
+            self.assertIn(data, bodies, "a reader sees a whole file, never a part")
+        self.assertEqual(self.sh("ls -A /race"), "f\n", "no temporary names left")
+
     def test_dropped_upload_leaves_nothing(self):
         self.sh("mkdir -p /drop")
         s = socket.create_connection(("127.0.0.1", self.spaced.port))
@@ -379,7 +404,13 @@ class Files(SpacedTestCase):
         self.assertIn(status, (401, 403), "a control key is not an attach token: %r" % (body,))
         status, body = self.files("GET", "/stat", q(path="/"), sid="sb-0000000000000000", token=other_token)
         self.assertIn(status, (403, 404), body)
-        # Only a running sandbox serves files.
+        # Only a running sandbox serves files: paused, stopped -> 409.
+        self.spaced.action(other, "pause")
+        self.spaced.wait_state(other, ("paused",))
+        self.assertError(self.files("GET", "/stat", q(path="/"), sid=other, token=other_token), 409, "invalid_state")
+        self.assertError(self.files("GET", "/watch", q(path="/"), sid=other, token=other_token), 409, "invalid_state")
+        self.spaced.action(other, "resume")
+        self.spaced.wait_state(other, ("running",))
         self.spaced.action(other, "stop")
         self.spaced.wait_state(other, ("stopped",))
         status, body = self.files("GET", "/stat", q(path="/"), sid=other, token=other_token)
