@@ -420,3 +420,20 @@ int command_log_remove(const char *dir)
 {
         return dir_tree_remove(dir);
 }
+
+int command_log_sweep(const char *root, bool (*keep)(const char *name, void *userdata), void *userdata)
+{
+        DIR *d = opendir(root);
+        if (!d)
+                return errno == ENOENT ? 0 : -errno;
+        int removed = 0;
+        for (struct dirent *e; (e = readdir(d));) {
+                if (e->d_name[0] == '.' || keep(e->d_name, userdata))
+                        continue;
+                char path[PATH_MAX];
+                if (snprintf(path, sizeof(path), "%s/%s", root, e->d_name) < (int)sizeof(path) && dir_tree_remove(path) == 0)
+                        removed++;
+        }
+        closedir(d);
+        return removed;
+}
