@@ -149,6 +149,7 @@ int file_error_from_agent(struct space_error *err, int r, const char *msg)
         case EROFS:
                 return space_error_set(err, SPACE_E_PERMISSION_DENIED, "%s", m);
         case ENOSPC:
+        case ENOMEM: /* an upload to the sandbox's memory (tmpfs) beyond its limit */
         case EDQUOT:
         case EFBIG:
                 return space_error_set(err, SPACE_E_PAYLOAD_TOO_LARGE, "%s", m);

@@ -4,6 +4,7 @@
  * an unnamed file the agent made in the target directory, then asks the agent to link it
  * into place (atomically, with its mode and owner). A dropped upload leaves nothing. */
 #include <errno.h>
+#include <microhttpd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,7 +14,9 @@
 #include "api/api_routes.h"
 #include "api/file_request.h"
 #include "cleanup.h"
+#include "runtime/cgroup/cgroup_manager.h"
 #include "spaced/log.h"
+#include "spaced/spaced_context.h"
 
 void route_file_download(struct api_request *req, struct api_response *resp)
 {
@@ -67,8 +70,23 @@ struct upload {
         int fd;     /* the unnamed file */
         uint64_t written;
         int write_error; /* -errno of the first failed write */
+        uint64_t memory_left; /* a memory-backed target: what the sandbox's memory limit leaves */
         char path[PATH_MAX];
 };
+
+/* Kept free for the sandbox's own processes when an upload goes to its memory. */
+#define UPLOAD_MEMORY_RESERVE (16ull << 20)
+
+/* What the sandbox's memory limit leaves for an upload to its tmpfs (whose pages count
+ * against it): filling past the limit would wake the OOM killer inside the sandbox. */
+static uint64_t memory_headroom(struct api_request *req, const struct sandbox *sb)
+{
+        struct cgroup_events ev = { 0 };
+        uint64_t limit = (uint64_t)sb->resources.memory_mb << 20;
+        if (!limit || req->ctx->cgroups->read_events(sb->id, &ev) < 0)
+                return UINT64_MAX;
+        return ev.memory_bytes + UPLOAD_MEMORY_RESERVE >= limit ? 0 : limit - ev.memory_bytes - UPLOAD_MEMORY_RESERVE;
+}
 
 static void upload_free(struct upload *u)
 {
@@ -113,16 +131,32 @@ static int upload_begin(struct api_request *req, void **ret_state, struct space_
                 return -1;
         }
         _cleanup_close_ int agent = file_target_connect(&t, FILE_REQUEST_TIMEOUT_MS, err);
-        file_target_release(&t);
-        if (agent < 0)
+        if (agent < 0) {
+                file_target_release(&t);
                 return -1;
+        }
         int r = agent_files_call(agent, AGENT_MSG_FILE_CREATE, &a, AGENT_MSG_FILE_UPLOAD, &reply, msg, sizeof(msg));
-        if (r < 0)
+        if (r < 0) {
+                file_target_release(&t);
                 return file_error_from_agent(err, r, msg);
+        }
+        /* A regular file to write, or, for a memory-backed target, a pipe the agent empties
+         * into it (so the pages count against the sandbox's memory, not spaced's). */
         struct stat st;
-        if (reply.fd < 0 || fstat(reply.fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+        if (reply.fd < 0 || fstat(reply.fd, &st) < 0 || !(S_ISREG(st.st_mode) || S_ISFIFO(st.st_mode))) {
                 agent_file_reply_release(&reply);
+                file_target_release(&t);
                 return space_error_set(err, SPACE_E_INTERNAL, "the agent gave no file to write");
+        }
+        uint64_t memory_left = S_ISFIFO(st.st_mode) ? memory_headroom(req, &t.sb) : UINT64_MAX;
+        file_target_release(&t);
+        const char *length = MHD_lookup_connection_value(req->conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
+        if (length && strtoull(length, NULL, 10) > memory_left) {
+                agent_file_reply_release(&reply);
+                return space_error_set(err, SPACE_E_PAYLOAD_TOO_LARGE,
+                                       "%s is in the sandbox's memory (tmpfs): %s bytes do not fit in what its memory limit leaves "
+                                       "(%llu MiB)",
+                                       a.path, length, (unsigned long long)(memory_left >> 20));
         }
         struct upload *u = calloc(1, sizeof(*u));
         if (!u) {
@@ -131,6 +165,7 @@ static int upload_begin(struct api_request *req, void **ret_state, struct space_
         }
         u->agent = TAKE_FD(agent);
         u->fd = TAKE_FD(reply.fd);
+        u->memory_left = memory_left;
         snprintf(u->path, sizeof(u->path), "%s", a.path);
         agent_file_reply_release(&reply);
         *ret_state = u;
@@ -140,6 +175,10 @@ static int upload_begin(struct api_request *req, void **ret_state, struct space_
 static int upload_write(void *state, const char *data, size_t len)
 {
         struct upload *u = state;
+        if (u->written + len > u->memory_left) {
+                u->write_error = -ENOMEM;
+                return -1;
+        }
         while (len > 0) {
                 ssize_t n = write(u->fd, data, len);
                 if (n < 0 && errno == EINTR)
@@ -163,13 +202,26 @@ static void upload_finish(void *state, struct api_request *req, struct api_respo
         struct agent_file_entry e;
         size_t cursor = 0;
         char msg[512] = "";
-        if (u->write_error) {
+        /* EPIPE: the agent stopped taking a pipe upload; its commit answer says why. */
+        if (u->write_error == -ENOMEM) {
+                space_error_set(&err, SPACE_E_PAYLOAD_TOO_LARGE,
+                                "%s is in the sandbox's memory (tmpfs): the upload outgrew what its memory limit leaves "
+                                "(%llu MiB)",
+                                u->path, (unsigned long long)(u->memory_left >> 20));
+                goto fail;
+        }
+        if (u->write_error && u->write_error != -EPIPE) {
                 snprintf(msg, sizeof(msg), "write %s: %s", u->path, strerror(-u->write_error));
                 file_error_from_agent(&err, u->write_error, msg);
                 goto fail;
         }
         close(TAKE_FD(u->fd));
         int r = agent_files_call(u->agent, AGENT_MSG_FILE_COMMIT, NULL, AGENT_MSG_FILE_ENTRY, &reply, msg, sizeof(msg));
+        if (r == 0 && u->write_error) {
+                agent_file_reply_release(&reply);
+                r = u->write_error; /* cannot happen with a sane agent: it took less than was sent */
+                snprintf(msg, sizeof(msg), "write %s: %s", u->path, strerror(-r));
+        }
         if (r < 0) {
                 file_error_from_agent(&err, r, msg);
                 goto fail;

@@ -31,6 +31,8 @@ void agent_conn_update_events(struct agent_conn *c) {
                 return;
         if (c->file_watch)
                 events = agent_file_watch_events(c->file_watch);
+        else if (agent_file_upload_committing(c->upload))
+                events = 0; /* the commit waits for the upload's pipe */
         else if (c->subscriber)
                 events = EPOLLIN | (c->reply.data || agent_subscriber_pending(c->server) ? EPOLLOUT : 0);
         else if (c->reply.data)
@@ -211,7 +213,7 @@ static void conn_dispatch(struct agent_conn *c, const struct agent_frame *f, uin
 
 static void conn_read_requests(struct agent_conn *c) {
         for (int i = 0; i < REQUESTS_PER_WAKEUP; i++) {
-                if (c->dead || c->command || c->reply.data || c->file_watch)
+                if (c->dead || c->command || c->reply.data || c->file_watch || agent_file_upload_committing(c->upload))
                         return;
 
                 int r = agent_frame_reader_fill(&c->reader, c->watch.fd);
@@ -238,6 +240,11 @@ static void conn_on_event(struct agent_watch *w, uint32_t events) {
         }
         if (c->file_watch) {
                 agent_file_watch_on_conn(c->file_watch, events);
+                return;
+        }
+        if (agent_file_upload_committing(c->upload)) {
+                if (events & (EPOLLHUP | EPOLLRDHUP))
+                        agent_conn_close(c);
                 return;
         }
         if (c->reply.data) {
@@ -270,6 +277,7 @@ int agent_conn_new(struct agent_server *s, int fd) {
         c->server = s;
         c->reply_fd = -1;
         agent_watch_init(&c->watch);
+        agent_watch_init(&c->upload_pipe);
         r = agent_server_watch_add(s, &c->watch, fd, EPOLLIN, conn_on_event);
         if (r < 0) {
                 free(c);
@@ -302,6 +310,7 @@ void agent_conn_close(struct agent_conn *c) {
                 c->command = NULL;
         }
         agent_file_upload_free(TAKE_PTR(c->upload));
+        agent_server_watch_close(c->server, &c->upload_pipe);
         if (c->file_watch)
                 agent_file_watch_stop(c->file_watch);
         agent_server_watch_close(c->server, &c->watch);

@@ -23,6 +23,7 @@ struct agent_conn {
         bool subscriber;                 /* the output channel (agent_subscriber.h) */
         int reply_fd;                    /* sent with the reply (SCM_RIGHTS), then closed; -1 */
         struct agent_file_upload *upload;      /* a FILE_CREATE waiting for its FILE_COMMIT */
+        struct agent_watch upload_pipe;        /* the pipe an upload to memory comes through */
         struct agent_file_watch *file_watch;   /* after FILE_WATCH the connection carries events */
         bool dead;
 };

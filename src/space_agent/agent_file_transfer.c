@@ -7,7 +7,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
+#include <sys/epoll.h>
 #include <sys/stat.h>
+#include <sys/vfs.h>
 #include <unistd.h>
 
 #include "space_agent/agent_cleanup.h"
@@ -28,7 +30,95 @@ struct agent_file_upload {
         bool as_user;
         uid_t fsuid;
         gid_t fsgid;
+        /* through a pipe (memory-backed targets): the read end is c->upload_pipe */
+        bool via_pipe, drained, commit_pending;
+        int pipe_error; /* -errno of the first failed move into the file */
 };
+
+#define PIPE_ROUNDS_PER_WAKEUP 64
+#define PIPE_CHUNK (1u << 20)
+#ifndef TMPFS_MAGIC
+#define TMPFS_MAGIC 0x01021994
+#endif
+#ifndef RAMFS_MAGIC
+#define RAMFS_MAGIC 0x858458f6
+#endif
+
+bool agent_file_upload_committing(const struct agent_file_upload *u) {
+        return u && u->commit_pending;
+}
+
+/* Moves up to one chunk from the pipe into the file: > 0 moved, 0 at EOF, -errno. */
+static ssize_t pipe_move(int from, int to) {
+        ssize_t n = splice(from, NULL, to, NULL, PIPE_CHUNK, SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
+        if (n >= 0 || errno != EINVAL)
+                return n < 0 ? -errno : n;
+        /* No splice into this filesystem: copy. */
+        char buf[65536];
+        n = read(from, buf, sizeof buf);
+        if (n <= 0)
+                return n < 0 ? -errno : 0;
+        for (ssize_t off = 0; off < n;) {
+                ssize_t w = write(to, buf + off, (size_t) (n - off));
+                if (w < 0 && errno == EINTR)
+                        continue;
+                if (w <= 0)
+                        return w < 0 ? -errno : -EIO;
+                off += w;
+        }
+        return n;
+}
+
+static void upload_on_pipe(struct agent_watch *w, uint32_t events) {
+        struct agent_conn *c = agent_container_of(w, struct agent_conn, upload_pipe);
+        struct agent_file_upload *u = c->upload;
+
+        if (!u) {
+                agent_server_watch_close(c->server, w);
+                return;
+        }
+        for (int i = 0; i < PIPE_ROUNDS_PER_WAKEUP; i++) {
+                ssize_t n = pipe_move(w->fd, u->fd);
+                if (n > 0)
+                        continue;
+                if (n == -EINTR)
+                        continue;
+                if (n == -EAGAIN)
+                        return;
+                /* EOF (spaced sent everything) or a failure (ENOSPC, ENOMEM: the sandbox's
+                 * limits): either way the pipe is done; closing it tells a writer at once. */
+                if (n < 0)
+                        u->pipe_error = (int) n;
+                u->drained = true;
+                agent_server_watch_close(c->server, w);
+                if (u->commit_pending)
+                        agent_file_transfer_commit(c);
+                return;
+        }
+}
+
+/* Memory-backed target: the agent fills the file from a pipe. Returns the write end. */
+static int upload_pipe_open(struct agent_conn *c, struct agent_file_upload *u) {
+        int p[2];
+
+        if (pipe2(p, O_CLOEXEC) < 0)
+                return -errno;
+        (void) fcntl(p[1], F_SETPIPE_SZ, PIPE_CHUNK);
+        int flags = fcntl(p[0], F_GETFL);
+        if (flags < 0 || fcntl(p[0], F_SETFL, flags | O_NONBLOCK) < 0) {
+                int r = -errno;
+                close(p[0]);
+                close(p[1]);
+                return r;
+        }
+        int r = agent_server_watch_add(c->server, &c->upload_pipe, p[0], EPOLLIN, upload_on_pipe);
+        if (r < 0) {
+                close(p[1]);
+                return r;
+        }
+        u->via_pipe = true;
+        return p[1];
+}
 
 void agent_file_upload_free(struct agent_file_upload *u) {
         if (!u)
@@ -146,9 +236,11 @@ int agent_file_transfer_create(struct agent_conn *c, struct agent_file_request *
         u->as_user = req->as_user;
         u->fsuid = req->fsuid;
         u->fsgid = req->fsgid;
-        int send_fd = fcntl(u->fd, F_DUPFD_CLOEXEC, 3);
+        struct statfs sfs;
+        bool memory = fstatfs(u->fd, &sfs) == 0 && (sfs.f_type == TMPFS_MAGIC || sfs.f_type == RAMFS_MAGIC);
+        int send_fd = memory ? upload_pipe_open(c, u) : fcntl(u->fd, F_DUPFD_CLOEXEC, 3);
         if (send_fd < 0) {
-                r = -errno;
+                r = memory ? send_fd : -errno;
                 agent_file_upload_free(u);
                 return r;
         }
@@ -187,16 +279,26 @@ static int upload_link(struct agent_file_upload *u) {
 }
 
 void agent_file_transfer_commit(struct agent_conn *c) {
-        struct agent_file_upload *u = TAKE_PTR(c->upload);
         struct agent_file_request req = { .saved_umask = (mode_t) -1 };
         const char *what = "chmod";
         int r = 0;
 
-        if (!u) {
+        if (!c->upload) {
                 agent_conn_reply_error(c, EINVAL, "no upload to commit on this connection");
                 return;
         }
-        if (u->as_user && (r = agent_file_user_become(u->fsuid, u->fsgid)) < 0)
+        if (c->upload->via_pipe && !c->upload->drained) {
+                /* spaced closed its end before asking: the rest is in the pipe. */
+                c->upload->commit_pending = true;
+                agent_conn_update_events(c);
+                return;
+        }
+        struct agent_file_upload *u = TAKE_PTR(c->upload);
+        if (u->pipe_error) {
+                r = u->pipe_error;
+                what = "write";
+        }
+        if (r == 0 && u->as_user && (r = agent_file_user_become(u->fsuid, u->fsgid)) < 0)
                 what = "become user for";
         if (r == 0 && fchmod(u->fd, u->mode) < 0)
                 r = -errno;

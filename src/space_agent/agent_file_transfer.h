@@ -2,7 +2,13 @@
  * agent: FILE_READ replies with the open file, FILE_CREATE with an unnamed file in the
  * target directory (O_TMPFILE, else a hidden temporary name) which spaced fills and then
  * FILE_COMMIT links into place atomically with its mode and owner. A connection that ends
- * before FILE_COMMIT leaves nothing behind. */
+ * before FILE_COMMIT leaves nothing behind.
+ *
+ * Memory-backed targets (tmpfs, ramfs) are the exception: pages are charged to the memory
+ * cgroup of whoever writes them, so spaced must not write them. For those FILE_UPLOAD passes
+ * the write end of a pipe instead, and the agent moves what arrives into the file itself
+ * (splice), inside the sandbox's cgroup and its limit; FILE_COMMIT then waits until the
+ * pipe is drained. */
 #pragma once
 
 #include "space_agent/agent_files.h"
@@ -17,3 +23,6 @@ int agent_file_transfer_create(struct agent_conn *c, struct agent_file_request *
 void agent_file_transfer_commit(struct agent_conn *c);
 /* Drops an upload that was never committed (NULL is fine). */
 void agent_file_upload_free(struct agent_file_upload *u);
+/* A FILE_COMMIT is waiting for the upload's pipe to drain (the connection reads nothing
+ * meanwhile). false for NULL. */
+bool agent_file_upload_committing(const struct agent_file_upload *u);

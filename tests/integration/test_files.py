@@ -13,13 +13,25 @@ import time
 import unittest
 import urllib.parse
 
-from spaced_harness import SpacedTestCase, wait_for
+from spaced_harness import SpacedTestCase, cgroup_dirs, wait_for
 
 MIB = 1024 * 1024
 
 
 def q(**params):
     return urllib.parse.urlencode({k: v for k, v in params.items() if v is not None})
+
+
+def sandbox_memory_bytes(sandbox_id):
+    """The sandbox's memory cgroup usage (v1 memory.usage_in_bytes or v2 memory.current), or None."""
+    for d in cgroup_dirs(sandbox_id):
+        for name in ("memory.usage_in_bytes", "memory.current"):
+            try:
+                with open(os.path.join(d, name)) as f:
+                    return int(f.read())
+            except OSError:
+                continue
+    return None
 
 
 def rss_kib(pid):
@@ -192,6 +204,43 @@ class Files(SpacedTestCase):
         for data in reads:
             self.assertIn(data, bodies, "a reader sees a whole file, never a part")
         self.assertEqual(self.sh("ls -A /race"), "f\n", "no temporary names left")
+
+    def test_upload_to_memory_counts_against_the_sandbox(self):
+        """/tmp is the sandbox's tmpfs: its pages must be charged to the sandbox, so an upload there
+        cannot exceed the sandbox's memory limit (the agent writes them, not spaced)."""
+        sid = self.new_sandbox(resources={"memory_mb": 64})
+        token = self.attach(sid)
+        data = os.urandom(MIB) * 24
+        before = sandbox_memory_bytes(sid)
+        status, body = self.files("PUT", "", q(path="/tmp/ok.bin"), raw=data, token=token, sid=sid)
+        self.assertEqual(status, 201, body)
+        after = sandbox_memory_bytes(sid)
+        if before is not None:
+            self.assertGreater(after - before, 20 * MIB, "the tmpfs pages are charged to the sandbox's cgroup")
+        r = self.spaced.exec(sid, shell="sha256sum /tmp/ok.bin")
+        self.assertEqual(r["stdout"].split()[0], hashlib.sha256(data).hexdigest())
+        status, body = self.files("PUT", "", q(path="/tmp/too-big.bin"), raw=b"z" * (160 * MIB), token=token, sid=sid)
+        self.assertError((status, body), 413, "payload_too_large")
+        # The same without a Content-Length (chunked): stopped when it outgrows the limit.
+        conn = http.client.HTTPConnection("127.0.0.1", self.spaced.port, timeout=60)
+        conn.request("PUT", "/v1/sandboxes/%s/files?%s" % (sid, q(path="/tmp/too-big.bin")),
+                     body=(b"z" * MIB for _ in range(160)), encode_chunked=True,
+                     headers={"Authorization": "Bearer " + token})
+        resp = conn.getresponse()
+        body = json.loads(resp.read())
+        conn.close()
+        self.assertError((resp.status, body), 413, "payload_too_large")
+        r = self.spaced.exec(sid, shell="ls -A /tmp; echo alive")
+        self.assertEqual(r["stdout"], "ok.bin\nalive\n", r)
+        # Dropped half way through the pipe: nothing left either.
+        s = socket.create_connection(("127.0.0.1", self.spaced.port))
+        s.sendall(("PUT /v1/sandboxes/%s/files?%s HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\n"
+                   "Content-Length: %d\r\n\r\n" % (sid, q(path="/tmp/partial"), token, 8 * MIB)).encode())
+        s.sendall(b"x" * MIB)
+        time.sleep(0.3)
+        s.close()
+        time.sleep(0.5)
+        self.assertEqual(self.spaced.exec(sid, shell="ls -A /tmp")["stdout"], "ok.bin\n")
 
     def test_dropped_upload_leaves_nothing(self):
         self.sh("mkdir -p /drop")

@@ -6,6 +6,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <sys/mount.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -13,6 +16,7 @@
 #include "agent_test_harness.h"
 
 static char root[64];
+static bool have_tmpfs; /* root/mem is a small tmpfs (needs root to mount) */
 
 static void root_path(const char *rel, char *buf, size_t size) {
         snprintf(buf, size, "%s%s", root, rel);
@@ -56,6 +60,9 @@ static int group_setup(void **state) {
         root_path("/fifo", p, sizeof p);
         if (mkfifo(p, 0644) < 0)
                 return -1;
+        root_mkdir("/mem");
+        root_path("/mem", p, sizeof p);
+        have_tmpfs = mount("tmpfs", p, "tmpfs", MS_NOSUID | MS_NODEV, "size=8m") == 0;
         agent_test.root = root;
         return agent_test_setup(state);
 }
@@ -63,6 +70,11 @@ static int group_setup(void **state) {
 static int group_teardown(void **state) {
         char cmd[128];
         agent_test_teardown(state);
+        if (have_tmpfs) {
+                char p[256];
+                root_path("/mem", p, sizeof p);
+                umount2(p, MNT_DETACH);
+        }
         snprintf(cmd, sizeof cmd, "rm -rf %s", root);
         return system(cmd) == 0 ? 0 : -1;
 }
@@ -252,6 +264,59 @@ static void test_dropped_upload_leaves_nothing(void **state) {
         close(fd);
 }
 
+/* A memory-backed target: the agent passes a pipe and fills the file itself. */
+static void test_upload_to_memory_goes_through_a_pipe(void **state) {
+        struct agent_test_reply r;
+        struct stat st;
+        char p[256], buf[16] = "";
+
+        if (!have_tmpfs)
+                skip();
+        int fd = agent_test_connect();
+        send_file_request(fd, AGENT_MSG_FILE_CREATE, "/mem/piped", NULL);
+        int file = read_with_fd(fd, &r);
+        assert_int_equal(r.f.type, AGENT_MSG_FILE_UPLOAD);
+        agent_test_reply_release(&r);
+        assert_int_equal(fstat(file, &st), 0);
+        assert_true(S_ISFIFO(st.st_mode));
+        assert_int_equal(write(file, "through a pipe", 14), 14);
+        close(file);
+        send_file_request(fd, AGENT_MSG_FILE_COMMIT, NULL, NULL);
+        agent_test_read(fd, &r);
+        assert_int_equal(r.f.type, AGENT_MSG_FILE_ENTRY);
+        assert_int_equal(agent_test_get_u64(&r, AGENT_F_FILE_SIZE), 14);
+        agent_test_reply_release(&r);
+        root_path("/mem/piped", p, sizeof p);
+        FILE *f = fopen(p, "r");
+        assert_non_null(f);
+        assert_non_null(fgets(buf, sizeof buf, f));
+        fclose(f);
+        assert_string_equal(buf, "through a pipe");
+
+        /* More than the tmpfs holds: the agent closes the pipe and the commit says why. */
+        send_file_request(fd, AGENT_MSG_FILE_CREATE, "/mem/too-big", NULL);
+        file = read_with_fd(fd, &r);
+        agent_test_reply_release(&r);
+        static char chunk[1 << 20];
+        signal(SIGPIPE, SIG_IGN);
+        int failed = 0;
+        for (int i = 0; i < 16 && !failed; i++)
+                for (size_t off = 0; off < sizeof chunk && !failed;) {
+                        ssize_t n = write(file, chunk + off, sizeof chunk - off);
+                        if (n < 0)
+                                failed = errno;
+                        else
+                                off += (size_t) n;
+                }
+        assert_int_equal(failed, EPIPE);
+        close(file);
+        send_file_request(fd, AGENT_MSG_FILE_COMMIT, NULL, NULL);
+        expect_error(fd, ENOSPC);
+        root_path("/mem/too-big", p, sizeof p);
+        assert_int_equal(access(p, F_OK), -1);
+        close(fd);
+}
+
 static void test_watch_streams_events(void **state) {
         int fd = agent_test_connect_timeout(5);
         struct agent_test_reply r;
@@ -298,6 +363,7 @@ int main(int argc, char **argv) {
                 cmocka_unit_test(test_bad_requests),
                 cmocka_unit_test(test_upload_commit),
                 cmocka_unit_test(test_dropped_upload_leaves_nothing),
+                cmocka_unit_test(test_upload_to_memory_goes_through_a_pipe),
                 cmocka_unit_test(test_watch_streams_events),
         };
         return cmocka_run_group_tests(tests, group_setup, group_teardown);
