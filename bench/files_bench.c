@@ -181,6 +181,12 @@ static void throughput(struct bench_files *b, const char *where, size_t size_mb,
                 t0 = bench_now_ms();
                 long st2 = call(b, "GET", path, NULL, -1, b->token, NULL, &bytes);
                 double down = bench_now_ms() - t0;
+                /* Removed again: a file in /tmp holds the sandbox's memory until it goes. */
+                char del[512];
+                snprintf(del, sizeof(del), "/v1/sandboxes/%s/files?path=%s", b->sandbox, where);
+                struct body dr = { 0 };
+                call(b, "DELETE", del, NULL, -1, b->token, &dr, NULL);
+                free(dr.data);
                 if (st != 201 || st2 != 200 || bytes != (size_t)size) {
                         printf("round %zu failed: PUT %ld, GET %ld (%zu bytes)\n", i + 1, st, st2, bytes);
                         continue;
