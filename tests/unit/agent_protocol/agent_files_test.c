@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <sys/mount.h>
@@ -353,6 +354,48 @@ static void test_watch_streams_events(void **state) {
         close(fd);
 }
 
+/* Random file requests (last: they may change the root) never bring the agent down. */
+static void test_random_requests(void **state) {
+        static const uint8_t types[] = { AGENT_MSG_FILE_STAT,   AGENT_MSG_FILE_READ,   AGENT_MSG_FILE_LIST,
+                                         AGENT_MSG_FILE_MKDIR,  AGENT_MSG_FILE_MOVE,   AGENT_MSG_FILE_REMOVE,
+                                         AGENT_MSG_FILE_CREATE, AGENT_MSG_FILE_COMMIT, AGENT_MSG_FILE_WATCH };
+        static const char *const paths[] = { "/", "/esc/root", "/esc/up/..", "/fifo", "/etc/passwd", "/x/../y",
+                                             "/mem", "/nope/a", "relative", "", "/esc/magic/x" };
+        srand(7);
+        for (int i = 0; i < 300; i++) {
+                int fd = agent_test_connect_timeout(5);
+                struct agent_frame_writer w;
+                agent_frame_writer_begin(&w, types[rand() % (int) sizeof types]);
+                int nfields = rand() % 5;
+                for (int k = 0; k < nfields; k++) {
+                        uint16_t tag = (uint16_t) (80 + rand() % 20);
+                        if (rand() % 2) {
+                                const char *p = paths[rand() % (int) (sizeof paths / sizeof paths[0])];
+                                agent_frame_writer_put(&w, tag, p, strlen(p));
+                        } else {
+                                uint8_t junk[8];
+                                for (size_t b = 0; b < sizeof junk; b++)
+                                        junk[b] = (uint8_t) rand();
+                                agent_frame_writer_put(&w, tag, junk, (size_t) (rand() % 9));
+                        }
+                }
+                agent_test_send(fd, &w);
+                /* Any answer (or none, for a watch) is fine; the agent must stay up. */
+                struct pollfd pfd = { .fd = fd, .events = POLLIN };
+                (void) poll(&pfd, 1, 200);
+                close(fd);
+        }
+        int fd = agent_test_connect();
+        struct agent_frame_writer w;
+        struct agent_test_reply r;
+        agent_frame_writer_begin(&w, AGENT_MSG_HELLO);
+        agent_test_send(fd, &w);
+        agent_test_read(fd, &r);
+        assert_int_equal(r.f.type, AGENT_MSG_HELLO_REPLY);
+        agent_test_reply_release(&r);
+        close(fd);
+}
+
 int main(int argc, char **argv) {
         int r = agent_test_init(argc, argv);
         if (r)
@@ -365,6 +408,7 @@ int main(int argc, char **argv) {
                 cmocka_unit_test(test_dropped_upload_leaves_nothing),
                 cmocka_unit_test(test_upload_to_memory_goes_through_a_pipe),
                 cmocka_unit_test(test_watch_streams_events),
+                cmocka_unit_test(test_random_requests),
         };
         return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }

@@ -220,6 +220,43 @@ static void test_reply_with_descriptor(void **state)
         close(passed);
 }
 
+/* Random payloads never make the entry decoder read out of bounds (run under ASan). */
+static void test_entries_decode_random_payloads(void **state)
+{
+        static const uint16_t tags[] = { AGENT_F_FILE_PATH, AGENT_F_FILE_NAME, AGENT_F_FILE_TYPE, AGENT_F_FILE_SIZE,
+                                         AGENT_F_FILE_MODE, AGENT_F_FILE_LINK, AGENT_F_FILE_OWNER, 7 };
+        uint8_t payload[512];
+        srand(42);
+        for (int round = 0; round < 20000; round++) {
+                size_t len = 0;
+                /* Mostly well-formed fields of random sizes, sometimes a cut one. */
+                while (len + 6 < sizeof(payload) && rand() % 8) {
+                        uint16_t tag = tags[rand() % (int)(sizeof(tags) / sizeof(tags[0]))];
+                        uint32_t flen = (uint32_t)(rand() % 12);
+                        if (rand() % 16 == 0)
+                                flen = 1000; /* overruns the payload */
+                        memcpy(payload + len, &tag, 2);
+                        memcpy(payload + len + 2, &flen, 4);
+                        len += 6;
+                        for (uint32_t i = 0; i < flen && len < sizeof(payload); i++)
+                                payload[len++] = (uint8_t)rand();
+                }
+                uint8_t *copy = malloc(len ? len : 1); /* exact size, so ASan sees any overrun */
+                memcpy(copy, payload, len);
+                struct agent_frame f = { .type = AGENT_MSG_FILE_ENTRIES, .payload = copy, .payload_len = (uint32_t)len };
+                struct agent_file_entry e;
+                size_t cursor = 0;
+                int r, n = 0;
+                while ((r = agent_files_next_entry(&f, &cursor, &e)) == 1 && n++ < 1000) {
+                        json_t *j = file_render_entry(&e);
+                        assert_non_null(j);
+                        json_decref(j);
+                }
+                assert_true(r <= 1);
+                free(copy);
+        }
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -228,6 +265,7 @@ int main(void)
                 cmocka_unit_test(test_errors_from_agent),
                 cmocka_unit_test(test_entries_decode_and_render),
                 cmocka_unit_test(test_reply_with_descriptor),
+                cmocka_unit_test(test_entries_decode_random_payloads),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
