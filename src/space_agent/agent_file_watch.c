@@ -118,6 +118,23 @@ static void dir_forget(struct agent_file_watch *w, int wd) {
                 }
 }
 
+/* A subdirectory moved away: its watches (and those below it) would report stale paths.
+ * Drop them; if it moved within the tree, its IN_MOVED_TO adds it again under the new name. */
+static void dir_forget_tree(struct agent_file_watch *w, const char *path) {
+        size_t len = strlen(path);
+
+        for (size_t i = 0; i < w->n_dirs;) {
+                const char *p = w->dirs[i].path;
+                if (w->dirs[i].wd != w->root_wd && !strncmp(p, path, len) && (p[len] == 0 || p[len] == '/')) {
+                        inotify_rm_watch(w->inotify.fd, w->dirs[i].wd);
+                        free(w->dirs[i].path);
+                        w->dirs[i] = w->dirs[--w->n_dirs];
+                        continue;
+                }
+                i++;
+        }
+}
+
 /* Watches the directory open as fd (its path inside the root is path). */
 static int dir_add(struct agent_file_watch *w, int fd, const char *path) {
         char proc[64];
@@ -227,6 +244,8 @@ static void watch_on_event(struct agent_file_watch *w, const struct inotify_even
                 kind = AGENT_FILE_EVENT_CHMOD;
         if (kind)
                 watch_emit(w, kind, path, ev->name, is_dir);
+        if (w->recursive && is_dir && kind == AGENT_FILE_EVENT_RENAME)
+                dir_forget_tree(w, path);
         if (w->recursive && is_dir && kind == AGENT_FILE_EVENT_CREATE) {
                 if (w->as_user)
                         (void) agent_file_user_become(w->fsuid, w->fsgid);

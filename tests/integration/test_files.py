@@ -591,10 +591,16 @@ class Files(SpacedTestCase):
             self.assertTrue(seen(kind, path), "no %s %s in %r" % (kind, path, events))
         d = next(d for k, d in events if k == "create" and d["path"] == "/w/sub/d2")
         self.assertEqual((d["name"], d["type"]), ("d2", "directory"))
+        # A watched subdirectory renamed: events below it carry the new path.
+        self.sh("mv /w/sub /w/moved; sleep 0.2; echo z > /w/moved/d2/after")
+        wait_for(lambda: seen("create", "/w/moved/d2/after"), timeout=10, what="events %r" % (events,))
+        self.assertFalse(seen("create", "/w/sub/d2/after"), events)
         done.set()
+        conn.sock.shutdown(socket.SHUT_RDWR)  # wakes the reader; close() alone would not
         conn.close()
         t.join(5)
-        self.assertError(self.files("GET", "/watch", q(path="/w/sub/d2/deep")), 400, "invalid_request")
+        self.assertFalse(t.is_alive())
+        self.assertError(self.files("GET", "/watch", q(path="/w/moved/d2/deep")), 400, "invalid_request")
         self.assertError(self.files("GET", "/watch", q(path="/w", keepalive_s=0)), 400, "invalid_request")
         self.assertError(self.files("GET", "/watch", q(path="/nope")), 404, "not_found")
 
