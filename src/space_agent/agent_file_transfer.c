@@ -18,7 +18,9 @@
 #include "space_agent/agent_file_user.h"
 
 struct agent_file_upload {
-        int dir;            /* the target's directory (O_PATH) */
+        int dir;            /* where the file waits (O_PATH): the target's directory, or with
+                             * parents its deepest existing ancestor (same filesystem) */
+        bool parents;       /* make the missing directories at commit, then link there */
         int fd;             /* the file being filled */
         char name[256];     /* the target's name in dir */
         char tmp_name[64];  /* the hidden name when O_TMPFILE was not available, else "" */
@@ -164,6 +166,26 @@ int agent_file_transfer_read(struct agent_conn *c, struct agent_file_request *re
         return 0;
 }
 
+/* The deepest existing directory above path's parent (which does not exist). */
+static int upload_ancestor_open(const char *path) {
+        char anc[PATH_MAX];
+
+        snprintf(anc, sizeof anc, "%s", path);
+        for (;;) {
+                char *slash = strrchr(anc, '/');
+                if (!slash)
+                        return -ENOENT;
+                if (slash == anc) {
+                        anc[1] = 0; /* the root */
+                        return agent_file_open(anc, O_PATH | O_DIRECTORY, 0, true);
+                }
+                *slash = 0;
+                int fd = agent_file_open(anc, O_PATH | O_DIRECTORY, 0, true);
+                if (fd != -ENOENT)
+                        return fd; /* found, or a real failure (ENOTDIR: a file on the way) */
+        }
+}
+
 static void random_name(char *buf, size_t size) {
         uint8_t raw[8] = { 0 };
         char hex[17];
@@ -185,22 +207,24 @@ int agent_file_transfer_create(struct agent_conn *c, struct agent_file_request *
 
         if (c->upload)
                 return -EBUSY;
-        if (req->parents) {
-                char parent[PATH_MAX];
-                snprintf(parent, sizeof parent, "%s", req->path);
-                char *slash = strrchr(parent, '/');
-                if (slash && slash != parent) {
-                        *slash = 0;
-                        r = agent_file_mkdir_parents(parent, 0755);
-                        if (r < 0)
-                                return r;
-                }
-        }
         struct agent_file_upload *u = calloc(1, sizeof *u);
         if (!u)
                 return -ENOMEM;
         u->fd = -1;
         u->dir = agent_file_open_parent(req->path, &name);
+        if (u->dir == -ENOENT && req->parents) {
+                /* Missing directories are made at commit, so a failed upload makes none:
+                 * meanwhile the file waits in the deepest directory that exists. */
+                r = upload_ancestor_open(req->path);
+                if (r < 0) {
+                        u->dir = -1;
+                        agent_file_upload_free(u);
+                        return r;
+                }
+                u->dir = r;
+                u->parents = true;
+                name = strrchr(req->path, '/') + 1;
+        }
         if (u->dir < 0) {
                 r = u->dir == -EINVAL ? -EISDIR : u->dir; /* "/" */
                 u->dir = -1;
@@ -213,7 +237,7 @@ int agent_file_transfer_create(struct agent_conn *c, struct agent_file_request *
         }
         snprintf(u->name, sizeof u->name, "%s", name);
         snprintf(u->path, sizeof u->path, "%s", req->path);
-        if (fstatat(u->dir, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode)) {
+        if (!u->parents && fstatat(u->dir, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode)) {
                 agent_file_upload_free(u);
                 return -EISDIR;
         }
@@ -251,31 +275,54 @@ int agent_file_transfer_create(struct agent_conn *c, struct agent_file_request *
         return 0;
 }
 
-/* Gives the unnamed file u->fd the name u->name, replacing what is there. */
-static int upload_link(struct agent_file_upload *u) {
+/* Gives the unnamed file u->fd the name u->name in dir, replacing what is there. */
+static int upload_link(struct agent_file_upload *u, int dir) {
         char proc[64], tmp[64];
+        struct stat st;
 
+        if (fstatat(dir, u->name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode))
+                return -EISDIR; /* made meanwhile */
         if (u->tmp_name[0]) {
-                if (renameat(u->dir, u->tmp_name, u->dir, u->name) < 0)
+                if (renameat(u->dir, u->tmp_name, dir, u->name) < 0)
                         return -errno;
                 u->tmp_name[0] = 0;
                 return 0;
         }
         snprintf(proc, sizeof proc, "/proc/self/fd/%d", u->fd);
-        if (linkat(AT_FDCWD, proc, u->dir, u->name, AT_SYMLINK_FOLLOW) == 0)
+        if (linkat(AT_FDCWD, proc, dir, u->name, AT_SYMLINK_FOLLOW) == 0)
                 return 0;
         if (errno != EEXIST)
                 return -errno;
         /* Something is there: link beside it, then rename over it (atomic for readers). */
         random_name(tmp, sizeof tmp);
-        if (linkat(AT_FDCWD, proc, u->dir, tmp, AT_SYMLINK_FOLLOW) < 0)
+        if (linkat(AT_FDCWD, proc, dir, tmp, AT_SYMLINK_FOLLOW) < 0)
                 return -errno;
-        if (renameat(u->dir, tmp, u->dir, u->name) < 0) {
+        if (renameat(dir, tmp, dir, u->name) < 0) {
                 int r = -errno;
-                (void) unlinkat(u->dir, tmp, 0);
+                (void) unlinkat(dir, tmp, 0);
                 return r;
         }
         return 0;
+}
+
+/* The directory the file goes into: made now when the upload asked for parents. */
+static int upload_target_dir(struct agent_file_upload *u) {
+        char parent[PATH_MAX];
+        const char *name;
+
+        if (!u->parents) {
+                int fd = fcntl(u->dir, F_DUPFD_CLOEXEC, 3);
+                return fd < 0 ? -errno : fd;
+        }
+        snprintf(parent, sizeof parent, "%s", u->path);
+        char *slash = strrchr(parent, '/');
+        if (slash && slash != parent) {
+                *slash = 0;
+                int r = agent_file_mkdir_parents(parent, 0755);
+                if (r < 0)
+                        return r;
+        }
+        return agent_file_open_parent(u->path, &name);
 }
 
 void agent_file_transfer_commit(struct agent_conn *c) {
@@ -310,8 +357,14 @@ void agent_file_transfer_commit(struct agent_conn *c) {
         if (r == 0 && u->chown && fchmod(u->fd, u->mode) < 0)
                 r = -errno;
         if (r == 0) {
-                what = "link";
-                r = upload_link(u);
+                what = "mkdir";
+                int dir = upload_target_dir(u);
+                r = dir < 0 ? dir : 0;
+                if (r == 0) {
+                        what = "link";
+                        r = upload_link(u, dir);
+                        close(dir);
+                }
         }
         if (r == 0) {
                 snprintf(req.path, sizeof req.path, "%s", u->path);

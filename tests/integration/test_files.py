@@ -265,6 +265,13 @@ class Files(SpacedTestCase):
         self.assertEqual(self.sh("stat -c %u:%g /home/owned-by-number").strip(), "65534:65534")
         status, body = self.files("PUT", "", q(path="/root/x", owner="nosuchuser"), raw=b"x")
         self.assertError((status, body), 400, "invalid_request")
+        # A refused upload with parents=true makes no directories either.
+        self.sh("rm -rf /par && mkdir /par && chmod 777 /par")
+        status, body = self.files("PUT", "", q(path="/par/a/b/f", parents="true", owner="root", user="user"), raw=b"x")
+        self.assertError((status, body), 403, "permission_denied")
+        self.assertEqual(self.sh("ls -A /par"), "")
+        e = self.put("/par/a/b/f", b"x", parents="true", user="user")
+        self.assertEqual(self.sh("stat -c %U /par/a /par/a/b /par/a/b/f"), "user\nuser\nuser\n")
         for bad in ("999", "abc", "77777", ""):
             status, body = self.files("PUT", "", q(path="/root/x", mode=bad), raw=b"x")
             self.assertError((status, body), 400, "invalid_request")
