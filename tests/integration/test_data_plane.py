@@ -6,12 +6,14 @@ many streams at once, and resume with exact sequence continuity across kill -9 o
 import base64
 import hashlib
 import json
+import os
 import re
+import signal
 import threading
 import time
 import unittest
 
-from spaced_harness import FreshSpacedTestCase, SpacedTestCase, kill_cgroup_processes, wait_for
+from spaced_harness import FreshSpacedTestCase, SpacedTestCase, cgroup_pids, read_cmdline, wait_for
 
 TOKEN_RE = re.compile(r"^spat_[0-9a-f]{40}$")
 OUTPUT_EVENTS = ("stdout", "stderr", "pty")
@@ -670,8 +672,8 @@ class Commands(DataPlaneClient, SpacedTestCase):
         es = self.stream(sid, tok, cid)
         self.read_until(es, lambda evs: len(evs) >= 2, "some output")
         result = {}
-        if verb == "kill":  # from the host, behind spaced's back: the agent goes with the rest
-            act = lambda: (kill_cgroup_processes(sid), True)  # noqa: E731
+        if verb == "kill":  # the agent (the sandbox's PID 1, so all goes with it), from the host
+            act = lambda: self.kill_agent(sid)  # noqa: E731
         else:
             act = lambda: self.spaced.action(sid, verb)  # noqa: E731
         t = threading.Thread(target=lambda: result.setdefault("r", act()))
@@ -706,6 +708,14 @@ class Commands(DataPlaneClient, SpacedTestCase):
             self.assertTrue(exit_data(events)["lost"])
         else:
             self.assertIn(es.status, (401, 403, 404), es.body())
+
+    def kill_agent(self, sid):
+        agents = [p for p in cgroup_pids(sid) if "space-agent" in read_cmdline(p)]
+        self.assertTrue(agents, "no agent process found for %s" % sid)
+        for p in agents:
+            os.kill(p, signal.SIGKILL)
+        wait_for(lambda: not cgroup_pids(sid), timeout=30, what="the sandbox's processes to end")
+        return True
 
     def test_agent_killed_mid_stream(self):
         self._lost_mid_stream("kill", ("agent_unreachable", "sandbox_stopped", "sandbox_failed"))
