@@ -41,8 +41,9 @@ struct api_response {
         struct api_stream stream; /* instead of body when stream.read is set */
         struct {
                 bool set;
-                int fd;           /* taken: a regular file sent whole (sendfile) */
-                uint64_t size;
+                int fd;           /* taken: a regular file, sent with sendfile */
+                uint64_t offset;  /* from here */
+                uint64_t size;    /* this many bytes */
         } file;                   /* instead of body when file.set */
         const char *content_type; /* for streams */
         json_t *headers;          /* owned; extra headers, object of strings */

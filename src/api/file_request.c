@@ -201,3 +201,51 @@ void file_owner_args(const char *owner, long long uid, long long gid, struct age
                 a->gid = (uint32_t)gid;
         }
 }
+
+static bool parse_u64(const char *s, size_t n, uint64_t *ret)
+{
+        uint64_t v = 0;
+        if (n == 0 || n > 19)
+                return false;
+        for (size_t i = 0; i < n; i++) {
+                if (s[i] < '0' || s[i] > '9')
+                        return false;
+                v = v * 10 + (uint64_t)(s[i] - '0');
+        }
+        *ret = v;
+        return true;
+}
+
+int file_range_parse(const char *header, uint64_t size, uint64_t *ret_offset, uint64_t *ret_len)
+{
+        uint64_t first, last;
+        if (!header || strncmp(header, "bytes=", 6) != 0 || strchr(header, ','))
+                return 0;
+        const char *spec = header + 6, *dash = strchr(spec, '-');
+        if (!dash)
+                return 0;
+        size_t first_len = (size_t)(dash - spec), last_len = strlen(dash + 1);
+        if (first_len == 0) {
+                /* bytes=-N: the last N bytes */
+                if (!parse_u64(dash + 1, last_len, &last))
+                        return 0;
+                if (last == 0 || size == 0)
+                        return -ERANGE;
+                *ret_len = last < size ? last : size;
+                *ret_offset = size - *ret_len;
+                return 1;
+        }
+        if (!parse_u64(spec, first_len, &first))
+                return 0;
+        if (last_len == 0)
+                last = UINT64_MAX;
+        else if (!parse_u64(dash + 1, last_len, &last) || last < first)
+                return 0;
+        if (first >= size)
+                return -ERANGE;
+        if (last >= size)
+                last = size - 1;
+        *ret_offset = first;
+        *ret_len = last - first + 1;
+        return 1;
+}

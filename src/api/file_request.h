@@ -39,6 +39,11 @@ int file_mode_parse(const char *s, uint32_t *ret);
 /* The owner a new file or directory gets: a user name, and/or numbers (-1: not given). */
 void file_owner_args(const char *owner, long long uid, long long gid, struct agent_file_args *a);
 
+/* A download's Range header for a file of size bytes: 1 with the one range it names,
+ * 0 when it is to be ignored (absent, not bytes, several ranges, malformed: send it all),
+ * -ERANGE when it lies beyond the file (416). */
+int file_range_parse(const char *header, uint64_t size, uint64_t *ret_offset, uint64_t *ret_len);
+
 /* An agent failure (r = -errno, msg its message) as the API error. */
 int file_error_from_agent(struct space_error *err, int r, const char *msg);
 json_t *file_render_entry(const struct agent_file_entry *e);

@@ -47,13 +47,34 @@ void route_file_download(struct api_request *req, struct api_response *resp)
                 goto fail;
         }
         snprintf(mode, sizeof(mode), "%04o", (unsigned)(st.st_mode & 07777));
-        resp->status = 200;
+        uint64_t size = (uint64_t)st.st_size, offset = 0, len = size;
+        int range = file_range_parse(MHD_lookup_connection_value(req->conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_RANGE), size,
+                                     &offset, &len);
+        if (range < 0) {
+                space_error_set(&err, SPACE_E_RANGE_NOT_SATISFIABLE, "the range is beyond the end of %s (%llu bytes)", a.path,
+                                (unsigned long long)size);
+                agent_file_reply_release(&reply);
+                file_target_release(&t);
+                api_response_error(resp, &err);
+                char total[48];
+                snprintf(total, sizeof(total), "bytes */%llu", (unsigned long long)size);
+                resp->headers = json_pack("{s:s}", "Content-Range", total);
+                return;
+        }
+        resp->status = range ? 206 : 200;
         resp->file.fd = TAKE_FD(reply.fd);
-        resp->file.size = (uint64_t)st.st_size;
+        resp->file.offset = offset;
+        resp->file.size = len;
         resp->file.set = true;
         resp->content_type = "application/octet-stream";
-        resp->headers = json_pack("{s:s, s:I, s:I}", "X-Space-File-Mode", mode, "X-Space-File-Uid", (json_int_t)e.uid,
-                                  "X-Space-File-Gid", (json_int_t)e.gid);
+        resp->headers = json_pack("{s:s, s:I, s:I, s:s}", "X-Space-File-Mode", mode, "X-Space-File-Uid", (json_int_t)e.uid,
+                                  "X-Space-File-Gid", (json_int_t)e.gid, "Accept-Ranges", "bytes");
+        if (range) {
+                char value[80];
+                snprintf(value, sizeof(value), "bytes %llu-%llu/%llu", (unsigned long long)offset,
+                         (unsigned long long)(offset + len - 1), (unsigned long long)size);
+                json_object_set_new(resp->headers, "Content-Range", json_string(value));
+        }
         agent_file_reply_release(&reply);
         file_target_release(&t);
         return;

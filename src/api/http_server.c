@@ -72,7 +72,8 @@ static enum MHD_Result send_response(struct MHD_Connection *conn, struct api_res
         if (resp->file.set) {
                 resp->file.set = false;
                 /* libmicrohttpd owns the descriptor from here, on failure too. */
-                struct MHD_Response *r = MHD_create_response_from_fd64(resp->file.size, resp->file.fd);
+                struct MHD_Response *r = MHD_create_response_from_fd_at_offset64(resp->file.size, resp->file.fd,
+                                                                                 resp->file.offset);
                 if (!r) {
                         close(resp->file.fd);
                         return MHD_NO;

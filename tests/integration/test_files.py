@@ -242,6 +242,30 @@ class Files(SpacedTestCase):
         time.sleep(0.5)
         self.assertEqual(self.spaced.exec(sid, shell="ls -A /tmp")["stdout"], "ok.bin\n")
 
+    def test_download_ranges(self):
+        data = bytes(range(256)) * 40  # 10240 bytes
+        self.put("/root/ranged", data)
+
+        def get(range_header):
+            conn = http.client.HTTPConnection("127.0.0.1", self.spaced.port, timeout=30)
+            conn.request("GET", "/v1/sandboxes/%s/files?%s" % (self.sid, q(path="/root/ranged")),
+                         headers={"Authorization": "Bearer " + self.token, "Range": range_header})
+            resp = conn.getresponse()
+            body = resp.read()
+            conn.close()
+            return resp.status, body, resp.getheader("Content-Range")
+
+        self.assertEqual(get("bytes=0-9"), (206, data[:10], "bytes 0-9/10240"))
+        self.assertEqual(get("bytes=10000-"), (206, data[10000:], "bytes 10000-10239/10240"))
+        self.assertEqual(get("bytes=-16"), (206, data[-16:], "bytes 10224-10239/10240"))
+        self.assertEqual(get("bytes=10200-99999"), (206, data[10200:], "bytes 10200-10239/10240"))
+        status, body, content_range = get("bytes=10240-")
+        self.assertEqual((status, content_range), (416, "bytes */10240"))
+        self.assertEqual(json.loads(body)["error"]["code"], "range_not_satisfiable")
+        self.assertEqual(get("bytes=0-1,4-5")[:2], (200, data), "several ranges: the whole file")
+        self.assertEqual(get("rubbish")[:2], (200, data))
+        self.assertEqual(self.get_bytes("/root/ranged")[2].get("Accept-Ranges"), "bytes")
+
     def test_dropped_upload_leaves_nothing(self):
         self.sh("mkdir -p /drop")
         s = socket.create_connection(("127.0.0.1", self.spaced.port))

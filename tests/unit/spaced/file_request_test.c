@@ -61,6 +61,45 @@ static void test_path_check(void **state)
         assert_false(file_user_name_ok("a\nb"));
 }
 
+static void test_range_parse(void **state)
+{
+        static const struct {
+                const char *header;
+                uint64_t size;
+                int r;
+                uint64_t offset, len;
+        } cases[] = {
+                { NULL, 100, 0, 0, 0 },
+                { "bytes=0-9", 100, 1, 0, 10 },
+                { "bytes=10-", 100, 1, 10, 90 },
+                { "bytes=90-200", 100, 1, 90, 10 },
+                { "bytes=-5", 100, 1, 95, 5 },
+                { "bytes=-500", 100, 1, 0, 100 },
+                { "bytes=99-99", 100, 1, 99, 1 },
+                { "bytes=100-", 100, -ERANGE, 0, 0 },
+                { "bytes=100-200", 100, -ERANGE, 0, 0 },
+                { "bytes=-0", 100, -ERANGE, 0, 0 },
+                { "bytes=0-", 0, -ERANGE, 0, 0 },
+                { "bytes=-1", 0, -ERANGE, 0, 0 },
+                { "bytes=5-1", 100, 0, 0, 0 },
+                { "bytes=0-1,5-6", 100, 0, 0, 0 },
+                { "items=0-1", 100, 0, 0, 0 },
+                { "bytes=a-b", 100, 0, 0, 0 },
+                { "bytes=-", 100, 0, 0, 0 },
+                { "bytes=1", 100, 0, 0, 0 },
+                { "bytes=99999999999999999999-", 100, 0, 0, 0 },
+        };
+        for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+                uint64_t offset = 777, len = 777;
+                int r = file_range_parse(cases[i].header, cases[i].size, &offset, &len);
+                if (r != cases[i].r)
+                        fail_msg("%s (size %llu): %d, want %d", cases[i].header ? cases[i].header : "(none)",
+                                 (unsigned long long)cases[i].size, r, cases[i].r);
+                if (r == 1 && (offset != cases[i].offset || len != cases[i].len))
+                        fail_msg("%s: %llu+%llu", cases[i].header, (unsigned long long)offset, (unsigned long long)len);
+        }
+}
+
 static void test_errors_from_agent(void **state)
 {
         static const struct {
@@ -262,6 +301,7 @@ int main(void)
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_mode_parse),
                 cmocka_unit_test(test_path_check),
+                cmocka_unit_test(test_range_parse),
                 cmocka_unit_test(test_errors_from_agent),
                 cmocka_unit_test(test_entries_decode_and_render),
                 cmocka_unit_test(test_reply_with_descriptor),
