@@ -39,7 +39,7 @@ enum agent_msg_type {
         AGENT_MSG_FILE_REMOVE = 47,  /* FILE_PATH, FILE_RECURSIVE? -> FILE_DONE */
         AGENT_MSG_FILE_DONE = 48,    /* agent -> spaced: no fields */
         AGENT_MSG_FILE_CREATE = 49,  /* FILE_PATH, FILE_MODE?, FILE_PARENTS?, owner? -> FILE_UPLOAD */
-        AGENT_MSG_FILE_UPLOAD = 50,  /* agent -> spaced: an unnamed file to fill (SCM_RIGHTS) */
+        AGENT_MSG_FILE_UPLOAD = 50,  /* agent -> spaced: the unnamed file to fill, or a pipe into it (SCM_RIGHTS) */
         AGENT_MSG_FILE_COMMIT = 51,  /* spaced -> agent: link the filled file into place -> FILE_ENTRY */
         AGENT_MSG_FILE_WATCH = 52,   /* FILE_PATH, FILE_RECURSIVE? -> FILE_DONE, then FILE_EVENT* */
         AGENT_MSG_FILE_EVENT = 53,   /* agent -> spaced: FILE_EVENT_KIND, FILE_PATH, FILE_NAME, FILE_TYPE */
