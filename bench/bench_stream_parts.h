@@ -26,3 +26,7 @@ int bench_stream_resume(const struct bench_config *cfg, struct bench_sandboxes *
  * object (NULL on allocation failure) (bench_stream_report.c). */
 void bench_stream_report_text(const struct bench_config *cfg, const struct bench_stream_results *st);
 json_t *bench_stream_report_json(const struct bench_config *cfg, const struct bench_stream_results *st);
+/* Whether a check of the stream measure failed: a run within the log not exact, a stream
+ * without its line or exit, an error, a resumed copy not exact. Drops of the run longer than
+ * the log are not failures (the documented cap). */
+bool bench_stream_failed(const struct bench_stream_results *st);

@@ -44,6 +44,9 @@ void bench_stream_report_text(const struct bench_config *cfg, const struct bench
                "%zu got their line and %zu exit 0 after stdin (%.1f s); %zu errors, %" PRIu64 " id gaps\n",
                f->wanted, f->sandboxes, f->started, f->start_s, f->connected, f->connect_s, f->lines, f->exits,
                f->release_s, f->errors, f->id_gaps);
+        if (f->lines != f->started)
+                printf("WARNING: %zu streams ended with an exit but without their line (see stderr: the log has it)\n",
+                       f->started - f->lines);
         printf("spaced: VmRSS %.1f MiB / %ld threads before, %.1f MiB / %ld threads with all connected, %.1f MiB / "
                "%ld threads after; VmHWM %.1f MiB\n",
                mib(f->rss_kb_before), f->threads_before, mib(f->rss_kb_connected), f->threads_connected,
@@ -79,4 +82,13 @@ json_t *bench_stream_report_json(const struct bench_config *cfg, const struct be
                          (json_int_t)r->mismatched, "errors", (json_int_t)r->errors, "seconds", r->seconds,
                          "command_ms", r->command_ms, "first_ms_by_quarter", r->first_ms_by_quarter[0],
                          r->first_ms_by_quarter[1], r->first_ms_by_quarter[2], r->first_ms_by_quarter[3]);
+}
+
+bool bench_stream_failed(const struct bench_stream_results *st)
+{
+        const struct bench_stream_fanout *f = &st->fan;
+        const struct bench_stream_resume *r = &st->res;
+        return st->tp[1].ok != st->tp[1].runs || f->errors || f->id_gaps || f->started != f->wanted ||
+               f->lines != f->started || f->exits != f->started || r->complete != r->clients || r->errors || r->lost ||
+               r->dup || r->mismatched;
 }

@@ -14,6 +14,7 @@
 
 #include "bench_measure.h"
 #include "bench_report.h"
+#include "bench_stream_parts.h"
 #include "cleanup.h"
 
 static const char usage[] =
@@ -379,7 +380,7 @@ int main(int argc, char **argv)
         for (size_t i = 0; i < _BENCH_STAT_MAX; i++)
                 if (res.stats[i].errors)
                         failed = 1;
-        if (res.leftovers)
+        if (res.leftovers || ((cfg.measures & BENCH_STREAM) && bench_stream_failed(&res.stream)))
                 failed = 1;
         bench_results_release(&res);
         bench_sandboxes_release(&set);

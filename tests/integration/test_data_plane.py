@@ -507,6 +507,25 @@ class Commands(DataPlaneClient, SpacedTestCase):
         self.assertError(self.spaced.request("GET", "/v1/sandboxes/%s/commands/%s/events?keepalive_s=0" % (self.sid, cid),
                                              key=self.tok), 400)
 
+    def test_revoked_token_ends_open_stream(self):
+        s = self.session(self.sid)
+        tok = s["attach_token"]
+        c = self.start(self.sid, tok, cmd=["cat"], stdin=True)
+        cid = c["command_id"]
+        es = self.stream(self.sid, tok, cid, query="keepalive_s=1")
+        self.stdin(self.sid, tok, cid, raw=b"before\n")
+        self.read_until(es, lambda evs: output(evs) == b"before\n", "the first line")
+        self.spaced.api("DELETE", "/v1/sandboxes/%s/sessions/%s" % (self.sid, s["session_id"]), expect=204)
+        rest = list(es)  # the stream ends without an exit: the command goes on
+        self.assertNotIn("exit", [e.get("event") for e in rest], rest)
+        st, _ = self.spaced.request("GET", "/v1/sandboxes/%s/commands/%s/events" % (self.sid, cid), key=tok)
+        self.assertEqual(st, 401)
+        tok2 = self.token(self.sid)
+        self.stdin(self.sid, tok2, cid, raw=b"after\n")
+        self.close_stdin(self.sid, tok2, cid)
+        events = self.all_events(self.sid, tok2, cid)
+        self.assertEqual(output(events), b"before\nafter\n")
+
     # ---- stdin
 
     def test_stdin_chunks(self):
@@ -696,7 +715,7 @@ class Commands(DataPlaneClient, SpacedTestCase):
         return sid, tok, cid
 
     def test_destroyed_mid_stream(self):
-        sid, tok, cid = self._lost_mid_stream("destroy", ("sandbox_destroyed", "log_removed"))
+        sid, tok, cid = self._lost_mid_stream("destroy", ("sandbox_destroyed",))
         st, r = self.spaced.request("POST", "/v1/sandboxes/%s/sessions" % sid, {})
         self.assertIn(st, (404, 409), r)
         # Asked again later: refused, or just the end, saying the command was lost.
@@ -726,7 +745,8 @@ class Commands(DataPlaneClient, SpacedTestCase):
         tok = self.token(sid)
         done = self.command(sid, tok, cid)
         self.assertEqual(done["state"], "lost")
-        self.assertIn("stopped", done.get("reason", ""))
+        self.assertEqual(done.get("reason"), "sandbox_stopped", done)
+        self.assertIn("stopped", done.get("message", ""))
         self.assertIsNone(done["exit_code"])
         # The log survives the stop: a new reader gets the output and the same end.
         events = self.all_events(sid, tok, cid)
