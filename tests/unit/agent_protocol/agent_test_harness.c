@@ -86,7 +86,11 @@ int agent_test_setup(void **state) {
                 sigfillset(&mask);
                 sigprocmask(SIG_BLOCK, &mask, NULL);
                 signal(SIGCHLD, SIG_IGN);
-                execl(agent_test.path, "space-agent", "--listen", agent_test.sock_path, (char *) NULL);
+                if (agent_test.root)
+                        execl(agent_test.path, "space-agent", "--listen", agent_test.sock_path, "--root", agent_test.root,
+                              (char *) NULL);
+                else
+                        execl(agent_test.path, "space-agent", "--listen", agent_test.sock_path, (char *) NULL);
                 _exit(127);
         }
         for (int i = 0; i < 500; i++) {

@@ -20,6 +20,7 @@ struct agent_test_agent {
         char dir[64];     /* temporary directory, emptied and removed by the teardown */
         char sock_path[128];
         pid_t pid;
+        const char *root; /* when set, the agent runs with --root ROOT */
 };
 
 extern struct agent_test_agent agent_test;
