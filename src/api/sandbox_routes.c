@@ -7,6 +7,7 @@
 #include "api/api_json.h"
 #include "api/api_render.h"
 #include "api/api_routes.h"
+#include "templates/template_ref.h"
 #include "operations/operation_queue.h"
 #include "operations/sandbox_lifecycle.h"
 #include "spaced/spaced_context.h"
@@ -120,7 +121,7 @@ static int parse_create(struct spaced_context *ctx, const json_t *body, struct s
                 return space_error_set(err, SPACE_E_INVALID_REQUEST, "give template or snapshot_id, not both");
         if (snapshot_id && !api_json_name_ok(snapshot_id))
                 return space_error_set(err, SPACE_E_NOT_FOUND, "snapshot %.64s not found", snapshot_id);
-        if (!api_json_name_ok(template_name))
+        if (!template_ref_ok(template_name))
                 return space_error_set(err, SPACE_E_INVALID_REQUEST, "template name \"%s\" is not valid", template_name);
         if (strcmp(on_timeout, "pause") && strcmp(on_timeout, "stop") && strcmp(on_timeout, "destroy"))
                 return space_error_set(err, SPACE_E_INVALID_REQUEST, "on_timeout must be pause, stop or destroy");

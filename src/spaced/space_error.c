@@ -19,6 +19,8 @@ static const char *const code_names[] = {
         [SPACE_E_UNAVAILABLE] = "unavailable",
         [SPACE_E_TIMEOUT] = "timeout",
         [SPACE_E_INTERNAL] = "internal",
+        [SPACE_E_BUILD_FAILED] = "build_failed",
+        [SPACE_E_CANCELLED] = "cancelled",
 };
 
 int space_error_set(struct space_error *err, enum space_error_code code, const char *fmt, ...)

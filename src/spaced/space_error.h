@@ -22,6 +22,8 @@ enum space_error_code {
         SPACE_E_UNAVAILABLE,
         SPACE_E_TIMEOUT,
         SPACE_E_INTERNAL,
+        SPACE_E_BUILD_FAILED, /* a template build step failed (the log says why) */
+        SPACE_E_CANCELLED,
 };
 
 struct space_error {
