@@ -96,11 +96,16 @@ static int tar_context(const char *dir, const char *extra, const char *extra_nam
         }
         if (r == 0 && extra) {
                 struct archive_entry *e = archive_entry_new();
-                archive_entry_copy_sourcepath(e, extra);
-                if (archive_read_disk_entry_from_file(disk, e, -1, NULL) != ARCHIVE_OK)
+                struct stat st;
+                if (stat(extra, &st) < 0 || !S_ISREG(st.st_mode)) {
                         r = -ENOENT;
-                else
+                } else {
+                        archive_entry_copy_stat(e, &st);
+                        archive_entry_set_uid(e, 0);
+                        archive_entry_set_gid(e, 0);
+                        archive_entry_copy_sourcepath(e, extra);
                         r = add_file(disk, out, e, extra_name);
+                }
                 archive_entry_free(e);
         }
         if (archive_write_close(out) != ARCHIVE_OK && r == 0)

@@ -275,6 +275,51 @@ class Templates(SpacedTestCase):
         self.assertTrue(text.rstrip().splitlines()[-1].startswith("built in"), text)
         sp.api("GET", "/v1/templates/builds/op-0000000000000000/log", expect=404)
 
+    def test_cli_build_follows_the_log(self):
+        sp = self.spaced
+        import tempfile
+        ctx = tempfile.mkdtemp(prefix="space-ctx-")
+        self.addCleanup(shutil.rmtree, ctx, True)
+        os.makedirs(os.path.join(ctx, "sub"))
+        with open(os.path.join(ctx, "sub", "hello.txt"), "w") as f:
+            f.write("hello from the context\n")
+        os.symlink("/etc/shadow", os.path.join(ctx, "sub", "link"))
+        elsewhere = os.path.join(tempfile.mkdtemp(prefix="space-sf-"), "My.Spacefile")
+        self.addCleanup(shutil.rmtree, os.path.dirname(elsewhere), True)
+        with open(elsewhere, "w") as f:
+            f.write("FROM busybox\nCOPY sub /data/\nRUN cat /data/hello.txt\n")
+        r = sp.cli("template", "build", "-f", elsewhere, "-t", "clibuilt:1", ctx)
+        out = r.stdout.decode()
+        self.assertEqual(r.returncode, 0, r.stderr.decode() + out)
+        self.assertIn("[1/2] COPY sub /data/", out)
+        self.assertIn("hello from the context", out)
+        self.assertTrue(out.rstrip().endswith("clibuilt:1"), out)
+        r = sp.cli("template", "build", "-f", elsewhere, "-t", "clibuilt:2", ctx)
+        self.assertEqual(r.stdout.decode().count("CACHED"), 2, r.stdout.decode())
+        sid = self.sandbox_of("clibuilt:2")
+        self.assertEqual(sp.sh(sid, "readlink /data/link; cat /data/hello.txt")["stdout"], "/etc/shadow\nhello from the context\n")
+        # A Spacefile inside the context, a failing step: exit status 1 and the reason.
+        with open(os.path.join(ctx, "Spacefile"), "w") as f:
+            f.write("FROM busybox\nRUN echo nope; exit 7\n")
+        r = sp.cli("template", "build", "-t", "clibuilt:3", ctx)
+        self.assertEqual(r.returncode, 1)
+        self.assertIn("nope", r.stdout.decode())
+        self.assertIn("status 7", r.stderr.decode())
+        r = sp.cli("template", "get", "clibuilt")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        r = sp.cli("template", "rm", "clibuilt:1")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        # Import from the CLI.
+        if BUSYBOX:
+            with open(BUSYBOX, "rb") as f:
+                tarball = tar_of({"bin/busybox": (f.read(), 0o755), "bin/sh": ("symlink", "busybox")})
+            path = os.path.join(ctx, "rootfs.tar")
+            with open(path, "wb") as f:
+                f.write(tarball)
+            r = sp.cli("template", "import", "-t", "cliimport:1", path)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            self.assertTrue(r.stdout.decode().startswith("cliimport:1 sha256:"), r.stdout)
+
     # ---- imports
 
     def test_import_rootfs_tarball(self):
