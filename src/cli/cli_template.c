@@ -27,7 +27,10 @@ static const char template_ls_usage[] = "usage: space template ls\n";
 static const char template_get_usage[] = "usage: space template get NAME\n";
 static const char template_build_usage[] =
         "usage: space template build NAME [--no-wait]\n"
+        "       space template build [-f SPACEFILE] -t NAME[:TAG] [--no-follow] DIR\n"
         "\n"
+        "The first form builds a built-in or preset template (busybox, debian, python, node);\n"
+        "the second a template from a Spacefile and a context directory, following its log.\n"
         "Waits for the build (up to 600 s) and prints the template's state; with --no-wait prints\n"
         "the operation id at once.\n";
 static const char template_rm_usage[] = "usage: space template rm NAME\n";

@@ -12,9 +12,14 @@ import tarfile
 import time
 import unittest
 
-from spaced_harness import SpacedTestCase, wait_for
+from spaced_harness import FreshSpacedTestCase, SpacedTestCase, wait_for
 
 BUSYBOX = next((p for p in ("/bin/busybox", "/usr/bin/busybox") if os.path.exists(p)), None)
+
+
+def read_text(path):
+    with open(path) as f:
+        return f.read()
 
 
 def tar_of(files, gz=False):
@@ -398,6 +403,33 @@ class Templates(SpacedTestCase):
         self.assertEqual(r["stdout"], "/home/user\nvenv-ok\n1000\n", repr(r))
         # The layer's own /etc/hosts came back after the build's RUN.
         self.assertNotIn("deb.debian.org", sp.sh(sid, "cat /etc/hosts")["stdout"])
+
+
+class TemplateBuildCrash(FreshSpacedTestCase):
+    """kill -9 of spaced in the middle of a build step: the restart redoes the build, reusing
+    the layers it had finished, and leaves no build sandbox behind."""
+
+    def test_kill9_mid_build(self):
+        sp = self.spaced
+        files = {"Spacefile": b"FROM busybox\nRUN echo one > /one\nRUN sleep 4; echo two > /two\n"}
+        status, d = sp.request("POST", "/v1/templates?name=crash:1", raw=tar_of(files))
+        self.assertEqual(status, 202, repr(d))
+        op = d["operation"]["id"]
+        logp = os.path.join(sp.state_dir, "logs", "build-%s.log" % op)
+        wait_for(lambda: os.path.exists(logp) and "[2/2]" in read_text(logp), timeout=30, what="second step")
+        time.sleep(1)
+        sp.kill9()
+        sp.start()
+        final = wait_for(lambda: (lambda o: o if o["state"] in ("succeeded", "failed") else None)(
+            sp.api("GET", "/v1/operations/" + op, expect=200)[1]), timeout=60, what="rerun build")
+        self.assertEqual(final["state"], "succeeded", repr(final))
+        text = read_text(logp)
+        self.assertIn("#1 CACHED", text)  # the first step's layer survived the crash
+        sid = sp.create(template="crash:1")
+        self.assertEqual(sp.sh(sid, "cat /one /two")["stdout"], "one\ntwo\n")
+        pool = os.path.join(sp.state_dir, "pool")
+        self.assertEqual([n for n in os.listdir(os.path.join(pool, "sandboxes")) if n.startswith("bld-")], [])
+        self.assertEqual(os.listdir(os.path.join(pool, "builds")), [])
 
 
 if __name__ == "__main__":
