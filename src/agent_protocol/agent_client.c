@@ -13,7 +13,7 @@
 #include "cleanup.h"
 #include "runtime/runtime_driver.h"
 
-static int connect_agent(const char *path, int timeout_ms)
+int agent_client_connect(const char *path, int timeout_ms)
 {
         struct sockaddr_un sa = { .sun_family = AF_UNIX };
         if (strlen(path) >= sizeof(sa.sun_path))
@@ -32,7 +32,7 @@ static int connect_agent(const char *path, int timeout_ms)
         return TAKE_FD(fd);
 }
 
-static void copy_error(const struct agent_frame *f, int *ret_errno, char *msg, size_t size)
+void agent_client_error(const struct agent_frame *f, int *ret_errno, char *msg, size_t size)
 {
         int32_t e = EIO;
         const uint8_t *data;
@@ -49,7 +49,7 @@ static void copy_error(const struct agent_frame *f, int *ret_errno, char *msg, s
 
 int agent_client_hello(const char *socket_path, int timeout_ms, uint32_t *ret_pid)
 {
-        _cleanup_close_ int fd = connect_agent(socket_path, timeout_ms);
+        _cleanup_close_ int fd = agent_client_connect(socket_path, timeout_ms);
         if (fd < 0)
                 return fd;
         struct agent_frame_writer w;
@@ -96,7 +96,7 @@ int agent_client_exec(const char *socket_path, const struct exec_request *req, s
 {
         /* The agent enforces the command's timeout; allow it time to report. */
         int wait_ms = req->timeout_ms ? (int)req->timeout_ms + 10000 : 0;
-        _cleanup_close_ int fd = connect_agent(socket_path, wait_ms);
+        _cleanup_close_ int fd = agent_client_connect(socket_path, wait_ms);
         if (fd < 0)
                 return fd;
 
@@ -127,7 +127,7 @@ int agent_client_exec(const char *socket_path, const struct exec_request *req, s
                 return r;
         if (f.type == AGENT_MSG_ERROR) {
                 int e;
-                copy_error(&f, &e, msg, msg_size);
+                agent_client_error(&f, &e, msg, msg_size);
                 return -e;
         }
         if (f.type != AGENT_MSG_EXEC_RESULT)

@@ -7,6 +7,12 @@
 
 struct exec_request;
 struct exec_result;
+struct agent_frame;
+
+/* A connected, blocking socket to the agent with send/receive timeouts (0: none), or -errno. */
+int agent_client_connect(const char *socket_path, int timeout_ms);
+/* Reads an AGENT_MSG_ERROR frame: its errno (EIO if absent) and message. */
+void agent_client_error(const struct agent_frame *f, int *ret_errno, char *msg, size_t size);
 
 /* HELLO round trip; fills *ret_pid with the agent's pid (1 inside its namespace).
  * Returns 0 or -errno (-ECONNREFUSED / -ENOENT when no agent listens). */

@@ -27,6 +27,20 @@ enum agent_msg_type {
         AGENT_MSG_EXEC = 3,        /* spaced -> agent: ARGV+, ENV*, CWD?, STDIN?, TIMEOUT_MS?, OUTPUT_CAP? */
         AGENT_MSG_EXEC_RESULT = 4, /* agent -> spaced: see tags below */
         AGENT_MSG_ERROR = 5,       /* agent -> spaced: ERRNO, MESSAGE */
+        /* Jobs: commands that outlive connections, with sequence-numbered output pushed to a
+         * subscriber that acknowledges what it has stored (docs/agent-protocol.md). */
+        AGENT_MSG_JOB_START = 10,      /* JOB_ID, ARGV+, ENV*, CWD?, USER?, STDIN_OPEN?, TTY_COLS/ROWS?, TIMEOUT_MS? */
+        AGENT_MSG_JOB_STARTED = 11,    /* JOB_ID, JOB_PID */
+        AGENT_MSG_JOB_SUBSCRIBE = 12,  /* no fields; the connection becomes the output channel */
+        AGENT_MSG_JOB_SUBSCRIBED = 13, /* JOB_ID* of every job the agent holds */
+        AGENT_MSG_JOB_OUTPUT = 14,     /* JOB_ID, SEQ, STREAM, DATA */
+        AGENT_MSG_JOB_EXIT = 15,       /* JOB_ID, SEQ, EXIT_CODE, TERM_SIGNAL, TIMED_OUT, DURATION_US, ERRNO?, MESSAGE? */
+        AGENT_MSG_JOB_ACK = 16,        /* JOB_ID, SEQ: stored up to SEQ; no reply */
+        AGENT_MSG_JOB_INPUT = 17,      /* JOB_ID, DATA -> OK */
+        AGENT_MSG_JOB_CLOSE_STDIN = 18,/* JOB_ID -> OK */
+        AGENT_MSG_JOB_SIGNAL = 19,     /* JOB_ID, SIGNAL -> OK */
+        AGENT_MSG_JOB_RESIZE = 20,     /* JOB_ID, TTY_COLS, TTY_ROWS -> OK */
+        AGENT_MSG_OK = 21,             /* no fields */
 };
 
 enum agent_field_tag {
@@ -48,7 +62,19 @@ enum agent_field_tag {
         AGENT_F_DURATION_US = 26, /* u64 */
         AGENT_F_ERRNO = 30,       /* i32, positive errno (e.g. ENOENT when exec failed) */
         AGENT_F_MESSAGE = 31,     /* string */
+        AGENT_F_JOB_ID = 40,      /* string, chosen by spaced: [A-Za-z0-9_-]{1,63} */
+        AGENT_F_USER = 41,        /* string: a user name or uid of the sandbox's /etc/passwd */
+        AGENT_F_TTY_COLS = 42,    /* u32 */
+        AGENT_F_TTY_ROWS = 43,    /* u32 */
+        AGENT_F_STDIN_OPEN = 44,  /* u8: 1 = stdin is a pipe fed by JOB_INPUT until JOB_CLOSE_STDIN */
+        AGENT_F_SEQ = 45,         /* u64, per job, from 1, no gaps */
+        AGENT_F_STREAM = 46,      /* u8: 1 stdout, 2 stderr, 3 pty */
+        AGENT_F_DATA = 47,        /* bytes */
+        AGENT_F_SIGNAL = 48,      /* i32 */
+        AGENT_F_JOB_PID = 49,     /* u32, pid in the sandbox */
 };
+
+enum agent_job_stream { AGENT_STREAM_STDOUT = 1, AGENT_STREAM_STDERR = 2, AGENT_STREAM_PTY = 3 };
 
 /* A growable buffer that builds one outgoing frame. */
 struct agent_frame_writer {

@@ -10,6 +10,7 @@
 
 #include "api/api_request.h"
 #include "cleanup.h"
+#include "data_plane/attach_session.h"
 #include "spaced/log.h"
 #include "spaced/spaced_context.h"
 #include "spaced/wallclock.h"
@@ -112,5 +113,12 @@ int api_auth_request(struct api_request *req, enum api_auth_kind kind, struct sp
         case API_AUTH_DATA:
                 break;
         }
-        return space_error_set(err, SPACE_E_UNAUTHORIZED, "data-plane routes need an attach token");
+        if (!header || strncasecmp(header, "Bearer ", 7) != 0)
+                return space_error_set(err, SPACE_E_UNAUTHORIZED, "missing Authorization: Bearer <attach token>");
+        const char *token = header + 7;
+        while (*token == ' ')
+                token++;
+        if (req->nsegments < 3)
+                return space_error_set(err, SPACE_E_FORBIDDEN, "data-plane route without a sandbox");
+        return attach_session_check(req->ctx, token, req->segments[2], req->session_id, err);
 }

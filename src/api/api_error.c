@@ -13,6 +13,7 @@ unsigned api_error_http_status(enum space_error_code code)
         case SPACE_E_INVALID_JSON:
         case SPACE_E_INVALID_REQUEST: return 400;
         case SPACE_E_UNAUTHORIZED: return 401;
+        case SPACE_E_FORBIDDEN: return 403;
         case SPACE_E_NOT_FOUND: return 404;
         case SPACE_E_METHOD_NOT_ALLOWED: return 405;
         case SPACE_E_INVALID_STATE:

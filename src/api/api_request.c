@@ -46,6 +46,9 @@ int api_request_json(const struct api_request *req, json_t **ret, struct space_e
                 *ret = json_object();
                 return 0;
         }
+        if (req->content_type && strncasecmp(req->content_type, "application/json", 16) != 0)
+                return space_error_set(err, SPACE_E_UNSUPPORTED_MEDIA_TYPE, "send the body as application/json, not %.64s",
+                                       req->content_type);
         json_error_t jerr;
         json_t *j = json_loadb(req->body, req->body_len, JSON_REJECT_DUPLICATES, &jerr);
         if (!j)

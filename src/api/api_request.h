@@ -21,6 +21,7 @@ struct api_request {
         int nsegments;
         const char *body;
         size_t body_len;
+        const char *content_type; /* of the body, or NULL */
         char key_id[32];     /* the authenticated key (control routes) */
         char session_id[32]; /* the attach session (data-plane routes) */
 };
@@ -58,7 +59,8 @@ const char *api_request_query(const struct api_request *req, const char *name);
 int api_request_query_bool(const struct api_request *req, const char *name, bool *ret, struct space_error *err);
 int api_request_query_int(const struct api_request *req, const char *name, long long min, long long max, long long *ret,
                           struct space_error *err);
-/* Parses the body as a JSON object (an empty body gives an empty object). */
+/* Parses the body as a JSON object (an empty body gives an empty object); a body of another
+ * content type is unsupported_media_type. */
 int api_request_json(const struct api_request *req, json_t **ret, struct space_error *err);
 
 /* Fills resp from err: the one place where error codes become HTTP statuses. */

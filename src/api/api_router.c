@@ -5,7 +5,7 @@
 
 static const struct route {
         const char *method;
-        const char *pattern[7];
+        const char *pattern[8];
         api_handler handler;
         enum api_auth_kind auth;
 } routes[] = {
@@ -25,6 +25,18 @@ static const struct route {
         { "GET", { "v1", "sandboxes", "*", "snapshots" }, route_snapshot_list_of_sandbox, API_AUTH_CONTROL },
         { "POST", { "v1", "sandboxes", "*", "restore" }, route_sandbox_restore, API_AUTH_CONTROL },
         { "POST", { "v1", "sandboxes", "*", "fork" }, route_sandbox_fork, API_AUTH_CONTROL },
+        { "POST", { "v1", "sandboxes", "*", "sessions" }, route_session_create, API_AUTH_CONTROL },
+        { "GET", { "v1", "sandboxes", "*", "sessions" }, route_session_list, API_AUTH_CONTROL },
+        { "POST", { "v1", "sandboxes", "*", "sessions", "*", "renew" }, route_session_renew, API_AUTH_CONTROL },
+        { "DELETE", { "v1", "sandboxes", "*", "sessions", "*" }, route_session_revoke, API_AUTH_CONTROL },
+        { "POST", { "v1", "sandboxes", "*", "commands" }, route_command_start, API_AUTH_DATA },
+        { "GET", { "v1", "sandboxes", "*", "commands" }, route_command_list, API_AUTH_DATA },
+        { "GET", { "v1", "sandboxes", "*", "commands", "*" }, route_command_get, API_AUTH_DATA },
+        { "GET", { "v1", "sandboxes", "*", "commands", "*", "events" }, route_command_events, API_AUTH_DATA },
+        { "POST", { "v1", "sandboxes", "*", "commands", "*", "stdin" }, route_command_stdin, API_AUTH_DATA },
+        { "POST", { "v1", "sandboxes", "*", "commands", "*", "stdin", "close" }, route_command_stdin_close, API_AUTH_DATA },
+        { "POST", { "v1", "sandboxes", "*", "commands", "*", "signal" }, route_command_signal, API_AUTH_DATA },
+        { "POST", { "v1", "sandboxes", "*", "commands", "*", "resize" }, route_command_resize, API_AUTH_DATA },
         { "GET", { "v1", "snapshots" }, route_snapshot_list, API_AUTH_CONTROL },
         { "GET", { "v1", "snapshots", "*" }, route_snapshot_get, API_AUTH_CONTROL },
         { "DELETE", { "v1", "snapshots", "*" }, route_snapshot_delete, API_AUTH_CONTROL },
@@ -43,10 +55,10 @@ static const struct route {
         { "DELETE", { "v1", "keys", "*" }, route_key_delete, API_AUTH_CONTROL },
 };
 
-static bool pattern_matches(const char *const pattern[7], const struct api_request *req)
+static bool pattern_matches(const char *const pattern[8], const struct api_request *req)
 {
         int n = 0;
-        while (n < 7 && pattern[n])
+        while (n < 8 && pattern[n])
                 n++;
         if (n != req->nsegments)
                 return false;
@@ -78,7 +90,7 @@ api_handler api_router_match(struct api_request *req, enum api_auth_kind *ret_au
 /* Routes whose request body is streamed to a sink instead of buffered. */
 static const struct upload_route {
         const char *method;
-        const char *pattern[7];
+        const char *pattern[8];
         const struct api_upload_sink *sink;
         enum api_auth_kind auth;
 } upload_routes[] = {

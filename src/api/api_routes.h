@@ -60,6 +60,19 @@ void route_sandbox_restore(struct api_request *req, struct api_response *resp);
 void route_sandbox_fork(struct api_request *req, struct api_response *resp);
 void route_capabilities(struct api_request *req, struct api_response *resp);
 void route_sandbox_patch(struct api_request *req, struct api_response *resp);
+json_t *api_render_command(const struct command_record *c);
+void route_command_start(struct api_request *req, struct api_response *resp);
+void route_command_list(struct api_request *req, struct api_response *resp);
+void route_command_get(struct api_request *req, struct api_response *resp);
+void route_command_events(struct api_request *req, struct api_response *resp);
+void route_command_stdin(struct api_request *req, struct api_response *resp);
+void route_command_stdin_close(struct api_request *req, struct api_response *resp);
+void route_command_signal(struct api_request *req, struct api_response *resp);
+void route_command_resize(struct api_request *req, struct api_response *resp);
+void route_session_create(struct api_request *req, struct api_response *resp);
+void route_session_list(struct api_request *req, struct api_response *resp);
+void route_session_renew(struct api_request *req, struct api_response *resp);
+void route_session_revoke(struct api_request *req, struct api_response *resp);
 
 struct spaced_context;
 /* rolling_snapshots: object -> normalised policy in *ret, null -> *ret = NULL. */

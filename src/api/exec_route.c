@@ -5,68 +5,12 @@
 
 #include "api/api_json.h"
 #include "api/api_routes.h"
+#include "api/command_spec.h"
 #include "api/output_encoding.h"
 #include "runtime/runtime_driver.h"
 #include "spaced/spaced_context.h"
 
 static const char *const exec_fields[] = { "cmd", "shell", "env", "cwd", "stdin", "timeout_s", "encoding", NULL };
-
-/* PATH and HOME, then the sandbox's env, then the request's (later wins). */
-static char **build_envp(const json_t *sandbox_env, const json_t *request_env)
-{
-        json_t *merged = json_pack("{s:s, s:s}", "PATH", "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "HOME",
-                                   "/root");
-        if (!merged)
-                return NULL;
-        if (sandbox_env)
-                json_object_update(merged, (json_t *)sandbox_env);
-        if (request_env)
-                json_object_update(merged, (json_t *)request_env);
-        size_t n = json_object_size(merged), i = 0;
-        char **envp = calloc(n + 1, sizeof(char *));
-        const char *k;
-        json_t *v;
-        json_object_foreach(merged, k, v) {
-                if (!envp)
-                        break;
-                if (asprintf(&envp[i], "%s=%s", k, json_string_value(v)) < 0) {
-                        envp[i] = NULL;
-                        break;
-                }
-                i++;
-        }
-        json_decref(merged);
-        return envp;
-}
-
-static void free_strv(char **v)
-{
-        for (char **p = v; p && *p; p++)
-                free(*p);
-        free(v);
-}
-
-static char **build_argv(const json_t *cmd, const char *shell)
-{
-        size_t n = cmd ? json_array_size(cmd) : 3;
-        char **argv = calloc(n + 1, sizeof(char *));
-        if (!argv)
-                return NULL;
-        if (!cmd) {
-                argv[0] = strdup("/bin/sh");
-                argv[1] = strdup("-c");
-                argv[2] = strdup(shell);
-        } else {
-                for (size_t i = 0; i < n; i++)
-                        argv[i] = strdup(json_string_value(json_array_get(cmd, i)));
-        }
-        for (size_t i = 0; i < n; i++)
-                if (!argv[i]) {
-                        free_strv(argv);
-                        return NULL;
-                }
-        return argv;
-}
 
 void route_sandbox_exec(struct api_request *req, struct api_response *resp)
 {
@@ -110,8 +54,8 @@ void route_sandbox_exec(struct api_request *req, struct api_response *resp)
                 const char *wd = json_string_value(json_object_get(json_object_get(sb.environment, "config"), "workdir"));
                 cwd = wd && wd[0] == '/' ? wd : "/";
         }
-        argv = build_argv(cmd, shell);
-        envp = build_envp(sb.env, env);
+        argv = command_spec_argv(cmd, shell);
+        envp = command_spec_envp(sb.env, env, true);
         if (!argv || !envp) {
                 space_error_set(&err, SPACE_E_INTERNAL, "out of memory");
                 goto fail;
@@ -152,8 +96,8 @@ fail:
         api_response_error(resp, &err);
 out:
         exec_result_release(&result);
-        free_strv(argv);
-        free_strv(envp);
+        command_spec_strv_free(argv);
+        command_spec_strv_free(envp);
         if (loaded)
                 sandbox_release(&sb);
         json_decref(body);

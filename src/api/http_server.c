@@ -78,7 +78,7 @@ static enum MHD_Result send_response(struct MHD_Connection *conn, struct api_res
                 }
                 *st = resp->stream;
                 memset(&resp->stream, 0, sizeof(resp->stream));
-                struct MHD_Response *r = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 64 * 1024, stream_reader, st, stream_free);
+                struct MHD_Response *r = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 256 * 1024, stream_reader, st, stream_free);
                 if (!r) {
                         stream_free(st);
                         return MHD_NO;
@@ -150,11 +150,7 @@ static void handle(struct spaced_context *ctx, struct MHD_Connection *conn, cons
                 return api_response_error(resp, &err);
         if (api_auth_request(&req, auth_kind, &err) < 0)
                 return api_response_error(resp, &err);
-        const char *ctype = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_TYPE);
-        if (up->len > 0 && ctype && strncasecmp(ctype, "application/json", 16) != 0) {
-                space_error_set(&err, SPACE_E_UNSUPPORTED_MEDIA_TYPE, "send the body as application/json, not %.64s", ctype);
-                return api_response_error(resp, &err);
-        }
+        req.content_type = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_TYPE);
         if (atomic_load(&ctx->shutting_down) && strcmp(method, "GET") != 0) {
                 space_error_set(&err, SPACE_E_UNAVAILABLE, "spaced is shutting down");
                 return api_response_error(resp, &err);

@@ -1,3 +1,5 @@
+#include "data_plane/command_channels.h"
+#include "data_plane/command_log.h"
 #include "operations/sandbox_lifecycle.h"
 
 #include <errno.h>
@@ -365,6 +367,9 @@ int sandbox_op_destroy(struct spaced_context *ctx, struct operation *op, struct 
                 STORE(ctx, sandbox_set_runtime, sb.id, 0, 0);
                 STORE(ctx, sandbox_set_expiry, sb.id, 0);
                 sandbox_uid_release(sb.uid_base);
+                char logs[PATH_MAX];
+                command_channels_log_dir(ctx, sb.id, NULL, logs, sizeof(logs));
+                (void)command_log_remove(logs);
                 r = 0;
         }
         sandbox_release(&sb);

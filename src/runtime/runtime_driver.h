@@ -76,6 +76,8 @@ struct runtime_driver {
         int (*exec)(const struct sandbox *sb, const struct exec_request *req, struct exec_result *ret, struct space_error *err);
         /* 1 if the sandbox's init is alive (and, when deep, its agent answers), 0 if not. */
         int (*probe)(const struct sandbox *sb, bool deep);
+        /* The path of the unix socket where the sandbox's agent listens (the data plane's way in). */
+        int (*agent_socket)(const struct sandbox *sb, char *buf, size_t size);
         /* Ids that have host resources (rootfs, cgroup or run dir), for the orphan sweep. */
         int (*list_resources)(char ***ret_ids, size_t *ret_n);
 };

@@ -241,8 +241,14 @@ int agent_command_start(struct agent_server *s, struct agent_conn *conn, const s
                 return r;
         }
 
+        if (cmd->req.tty_cols || cmd->req.job_id) {
+                *ret_reason = "TTY and JOB_ID belong to JOB_START";
+                agent_exec_request_release(&cmd->req);
+                free(cmd);
+                return -EINVAL;
+        }
         cmd->start_us = agent_clock_now_us();
-        r = agent_spawn_start(&cmd->req, &fds, &cmd->pid);
+        r = agent_spawn_start(&cmd->req, NULL, &fds, &cmd->pid);
         if (r < 0) {
                 *ret_reason = "cannot start the command";
                 agent_exec_request_release(&cmd->req);

@@ -11,6 +11,8 @@
 
 #include "space_agent/agent_cleanup.h"
 #include "space_agent/agent_command.h"
+#include "space_agent/agent_job_requests.h"
+#include "space_agent/agent_subscriber.h"
 
 #ifndef SPACE_VERSION
 #define SPACE_VERSION "0.1.0"
@@ -19,12 +21,14 @@
 /* Frames handled per wake-up before yielding to other fds. */
 #define REQUESTS_PER_WAKEUP 16
 
-static void conn_update_events(struct agent_conn *c) {
+void agent_conn_update_events(struct agent_conn *c) {
         uint32_t events;
 
         if (c->dead)
                 return;
-        if (c->reply.data)
+        if (c->subscriber)
+                events = EPOLLIN | (c->reply.data || agent_subscriber_pending(c->server) ? EPOLLOUT : 0);
+        else if (c->reply.data)
                 events = EPOLLOUT;
         else if (c->command)
                 events = 0; /* EPOLLHUP/EPOLLERR are always reported */
@@ -35,6 +39,16 @@ static void conn_update_events(struct agent_conn *c) {
 }
 
 static void conn_flush(struct agent_conn *c) {
+        /* On the output channel a reply must not land inside an event being written. */
+        if (c->subscriber && c->reply_off == 0 && agent_subscriber_pending(c->server)) {
+                agent_subscriber_flush(c->server);
+                if (c->dead)
+                        return;
+                if (agent_subscriber_pending(c->server)) {
+                        agent_conn_update_events(c);
+                        return;
+                }
+        }
         while (c->reply_off < c->reply.len) {
                 ssize_t n = send(c->watch.fd, c->reply.data + c->reply_off, c->reply.len - c->reply_off,
                                  MSG_NOSIGNAL | MSG_DONTWAIT);
@@ -51,11 +65,15 @@ static void conn_flush(struct agent_conn *c) {
         if (c->reply_off == c->reply.len) {
                 agent_frame_writer_release(&c->reply);
                 c->reply_off = 0;
+                if (c->subscriber) {
+                        agent_subscriber_flush(c->server);
+                        return;
+                }
         }
-        conn_update_events(c);
+        agent_conn_update_events(c);
 }
 
-static void conn_reply_error(struct agent_conn *c, int error, const char *message) {
+void agent_conn_reply_error(struct agent_conn *c, int error, const char *message) {
         struct agent_frame_writer w;
 
         agent_frame_writer_begin(&w, AGENT_MSG_ERROR);
@@ -72,12 +90,12 @@ static void conn_reply_error(struct agent_conn *c, int error, const char *messag
 }
 
 /* Sends w (taken), or an ERROR frame when w could not be built. */
-static void conn_reply(struct agent_conn *c, struct agent_frame_writer *w) {
+void agent_conn_reply(struct agent_conn *c, struct agent_frame_writer *w) {
         int r = agent_frame_writer_finish(w);
 
         if (r < 0) {
                 agent_frame_writer_release(w);
-                conn_reply_error(c, -r, r == -E2BIG ? "reply too large" : "cannot build reply");
+                agent_conn_reply_error(c, -r, r == -E2BIG ? "reply too large" : "cannot build reply");
                 return;
         }
         c->reply = *w;
@@ -93,7 +111,7 @@ static void conn_on_hello(struct agent_conn *c) {
         agent_frame_writer_put_str(&w, AGENT_F_VERSION, SPACE_VERSION);
         agent_frame_writer_put_u32(&w, AGENT_F_AGENT_PID, (uint32_t) getpid());
         agent_frame_writer_put_str(&w, AGENT_F_BOOT_ID, c->server->boot_id);
-        conn_reply(c, &w);
+        agent_conn_reply(c, &w);
 }
 
 static void conn_on_exec(struct agent_conn *c, const struct agent_frame *f, uint8_t **payload) {
@@ -103,11 +121,11 @@ static void conn_on_exec(struct agent_conn *c, const struct agent_frame *f, uint
 
         r = agent_command_start(c->server, c, f, payload, &cmd, &reason);
         if (r < 0) {
-                conn_reply_error(c, -r, reason);
+                agent_conn_reply_error(c, -r, reason);
                 return;
         }
         c->command = cmd;
-        conn_update_events(c);
+        agent_conn_update_events(c);
 }
 
 /* Handles one frame; may take *payload. */
@@ -133,10 +151,19 @@ static void conn_dispatch(struct agent_conn *c, const struct agent_frame *f, uin
         case AGENT_MSG_EXEC:
                 conn_on_exec(c, f, payload);
                 break;
+        case AGENT_MSG_JOB_START:
+        case AGENT_MSG_JOB_SUBSCRIBE:
+        case AGENT_MSG_JOB_ACK:
+        case AGENT_MSG_JOB_INPUT:
+        case AGENT_MSG_JOB_CLOSE_STDIN:
+        case AGENT_MSG_JOB_SIGNAL:
+        case AGENT_MSG_JOB_RESIZE:
+                agent_job_requests_handle(c, f, payload);
+                break;
         default: {
                 char msg[64];
                 snprintf(msg, sizeof msg, "unsupported message type %u", f->type);
-                conn_reply_error(c, EOPNOTSUPP, msg);
+                agent_conn_reply_error(c, EOPNOTSUPP, msg);
         }
         }
 }
@@ -170,6 +197,13 @@ static void conn_on_event(struct agent_watch *w, uint32_t events) {
         }
         if (c->reply.data) {
                 conn_flush(c);
+                return;
+        }
+        if (c->subscriber) {
+                if (events & EPOLLOUT)
+                        agent_subscriber_flush(c->server);
+                if (events & (EPOLLIN | EPOLLHUP))
+                        conn_read_requests(c);
                 return;
         }
         if (c->command) {
@@ -209,13 +243,14 @@ void agent_conn_command_done(struct agent_conn *c, struct agent_frame_writer *re
         }
         /* Requests the client pipelined behind this one wait in the socket buffer;
          * epoll reports them once the reply is out and EPOLLIN is back. */
-        conn_reply(c, reply);
+        agent_conn_reply(c, reply);
 }
 
 void agent_conn_close(struct agent_conn *c) {
         if (c->dead)
                 return;
         c->dead = true;
+        agent_subscriber_detach(c->server, c);
         if (c->command) {
                 agent_command_abort(c->command);
                 c->command = NULL;

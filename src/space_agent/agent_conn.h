@@ -17,6 +17,7 @@ struct agent_conn {
         struct agent_frame_writer reply; /* reply.data != NULL while a reply is being sent */
         size_t reply_off;
         struct agent_command *command;   /* the EXEC being served */
+        bool subscriber;                 /* the output channel (agent_subscriber.h) */
         bool dead;
 };
 
@@ -24,6 +25,11 @@ struct agent_conn {
 int agent_conn_new(struct agent_server *s, int fd);
 /* The command finished: send *reply (taken) and resume reading. */
 void agent_conn_command_done(struct agent_conn *c, struct agent_frame_writer *reply);
+/* Sends *w (taken) as the reply, or an ERROR frame if it cannot be built. */
+void agent_conn_reply(struct agent_conn *c, struct agent_frame_writer *w);
+void agent_conn_reply_error(struct agent_conn *c, int error, const char *message);
+/* Recomputes what the connection waits for. */
+void agent_conn_update_events(struct agent_conn *c);
 /* Drops the connection (killing its command); the server frees it later. */
 void agent_conn_close(struct agent_conn *c);
 void agent_conn_free(struct agent_conn *c);

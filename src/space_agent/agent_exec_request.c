@@ -34,7 +34,8 @@ static int request_scan(const struct agent_frame *f, struct agent_exec_request *
         int r;
 
         while ((r = agent_frame_next_field(f, &cursor, &tag, &data, &len)) > 0) {
-                bool is_string = tag == AGENT_F_ARGV || tag == AGENT_F_ENV || tag == AGENT_F_CWD;
+                bool is_string = tag == AGENT_F_ARGV || tag == AGENT_F_ENV || tag == AGENT_F_CWD ||
+                                 tag == AGENT_F_JOB_ID || tag == AGENT_F_USER;
 
                 if (is_string && memchr(data, '\0', len))
                         return fail(ret_reason, "string field contains a NUL byte");
@@ -57,6 +58,16 @@ static int request_scan(const struct agent_frame *f, struct agent_exec_request *
                                 return fail(ret_reason, "CWD is empty");
                         counts->string_bytes += len + 1;
                         break;
+                case AGENT_F_JOB_ID:
+                        if (!agent_job_id_valid(data, len))
+                                return fail(ret_reason, "JOB_ID must be 1-63 of [A-Za-z0-9_-]");
+                        counts->string_bytes += len + 1;
+                        break;
+                case AGENT_F_USER:
+                        if (len == 0 || len > 255)
+                                return fail(ret_reason, "USER must be 1-255 bytes");
+                        counts->string_bytes += len + 1;
+                        break;
                 case AGENT_F_STDIN:
                         if (!req->has_stdin) {
                                 req->has_stdin = true;
@@ -74,6 +85,16 @@ static int request_scan(const struct agent_frame *f, struct agent_exec_request *
         r = agent_frame_get_u32(f, AGENT_F_TIMEOUT_MS, &req->timeout_ms);
         if (r < 0)
                 return fail(ret_reason, "TIMEOUT_MS is not a u32");
+
+        uint8_t open = 0;
+        if (agent_frame_get_u8(f, AGENT_F_STDIN_OPEN, &open) < 0)
+                return fail(ret_reason, "STDIN_OPEN is not a u8");
+        req->stdin_open = open != 0;
+        if (agent_frame_get_u32(f, AGENT_F_TTY_COLS, &req->tty_cols) < 0 ||
+            agent_frame_get_u32(f, AGENT_F_TTY_ROWS, &req->tty_rows) < 0)
+                return fail(ret_reason, "TTY_COLS and TTY_ROWS are u32");
+        if ((req->tty_cols == 0) != (req->tty_rows == 0) || req->tty_cols > 65535 || req->tty_rows > 65535)
+                return fail(ret_reason, "TTY_COLS and TTY_ROWS go together, 1-65535 each");
 
         req->output_cap = AGENT_EXEC_OUTPUT_CAP_DEFAULT;
         r = agent_frame_get_u32(f, AGENT_F_OUTPUT_CAP, &req->output_cap);
@@ -126,8 +147,14 @@ int agent_exec_request_parse(const struct agent_frame *f, struct agent_exec_requ
                         req.argv[n_argv++] = string_copy(&strings, data, len);
                 else if (tag == AGENT_F_ENV)
                         req.envp[n_env++] = string_copy(&strings, data, len);
-                else if (tag == AGENT_F_CWD)
+                else if (tag == AGENT_F_CWD) {
                         req.cwd = string_copy(&strings, data, len);
+                        req.cwd_set = true;
+                }
+                else if (tag == AGENT_F_JOB_ID && !req.job_id)
+                        req.job_id = string_copy(&strings, data, len);
+                else if (tag == AGENT_F_USER && !req.user)
+                        req.user = string_copy(&strings, data, len);
         }
         req.argv[n_argv] = NULL;
         if (counts.n_env)
@@ -143,4 +170,15 @@ void agent_exec_request_release(struct agent_exec_request *req) {
                 return;
         free(req->storage);
         *req = (struct agent_exec_request) {};
+}
+
+bool agent_job_id_valid(const uint8_t *data, size_t len) {
+        if (len == 0 || len > 63)
+                return false;
+        for (size_t i = 0; i < len; i++) {
+                uint8_t c = data[i];
+                if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' || c == '_'))
+                        return false;
+        }
+        return true;
 }

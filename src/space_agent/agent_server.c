@@ -17,6 +17,7 @@
 #include "space_agent/agent_clock.h"
 #include "space_agent/agent_command.h"
 #include "space_agent/agent_conn.h"
+#include "space_agent/agent_job.h"
 
 #define MAX_EVENTS 64
 #define ACCEPT_RETRY_US 100000u
@@ -43,18 +44,44 @@ int agent_server_watch_set(struct agent_server *s, struct agent_watch *w, uint32
 
         if (w->fd < 0 || w->events == events)
                 return 0;
+        if (w->detached) {
+                w->events = events;
+                return 0;
+        }
         if (epoll_ctl(s->epoll_fd, EPOLL_CTL_MOD, w->fd, &ev) < 0)
                 return -errno;
         w->events = events;
         return 0;
 }
 
+int agent_server_watch_detach(struct agent_server *s, struct agent_watch *w) {
+        if (w->fd < 0 || w->detached)
+                return 0;
+        if (epoll_ctl(s->epoll_fd, EPOLL_CTL_DEL, w->fd, NULL) < 0)
+                return -errno;
+        w->detached = true;
+        return 0;
+}
+
+int agent_server_watch_attach(struct agent_server *s, struct agent_watch *w) {
+        struct epoll_event ev = { .events = w->events, .data.ptr = w };
+
+        if (w->fd < 0 || !w->detached)
+                return 0;
+        if (epoll_ctl(s->epoll_fd, EPOLL_CTL_ADD, w->fd, &ev) < 0)
+                return -errno;
+        w->detached = false;
+        return 0;
+}
+
 void agent_server_watch_close(struct agent_server *s, struct agent_watch *w) {
         if (w->fd < 0)
                 return;
-        (void) epoll_ctl(s->epoll_fd, EPOLL_CTL_DEL, w->fd, NULL);
+        if (!w->detached)
+                (void) epoll_ctl(s->epoll_fd, EPOLL_CTL_DEL, w->fd, NULL);
         close(w->fd);
         w->fd = -1;
+        w->detached = false;
 }
 
 static void server_accept_pause(struct agent_server *s) {
@@ -108,8 +135,15 @@ static void server_reap(struct agent_server *s) {
                 if (pid <= 0)
                         return;
                 struct agent_command *c = server_find_command(s, pid);
-                if (c)
+                if (c) {
                         agent_command_on_exit(c, status);
+                        continue;
+                }
+                for (struct agent_job *j = s->jobs; j; j = j->next)
+                        if (!j->dead && !j->exited && j->pid == pid) {
+                                agent_job_on_exit(j, status);
+                                break;
+                        }
         }
 }
 
@@ -128,6 +162,11 @@ static int server_tick(struct agent_server *s) {
 
         for (struct agent_command *c = s->commands; c; c = c->next) {
                 uint64_t d = agent_command_tick(c, now);
+                if (d && (!next || d < next))
+                        next = d;
+        }
+        for (struct agent_job *j = s->jobs; j; j = j->next) {
+                uint64_t d = agent_job_tick(j, now);
                 if (d && (!next || d < next))
                         next = d;
         }
@@ -156,6 +195,15 @@ static void server_sweep(struct agent_server *s) {
                 }
                 *p = c->next;
                 agent_command_free(c);
+        }
+        for (struct agent_job **p = &s->jobs; *p;) {
+                struct agent_job *j = *p;
+                if (!j->dead) {
+                        p = &j->next;
+                        continue;
+                }
+                *p = j->next;
+                agent_job_free(j);
         }
         for (struct agent_conn **p = &s->conns; *p;) {
                 struct agent_conn *c = *p;

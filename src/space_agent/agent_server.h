@@ -12,6 +12,8 @@
 
 struct agent_conn;
 struct agent_command;
+struct agent_job;
+struct agent_job_event;
 struct agent_watch;
 
 typedef void (*agent_watch_fn)(struct agent_watch *w, uint32_t events);
@@ -22,6 +24,7 @@ struct agent_watch {
         int fd;
         uint32_t events;
         agent_watch_fn fn;
+        bool detached; /* open but out of the epoll set (not even hang-ups are reported) */
 };
 
 #define agent_container_of(ptr, type, member) ((type *) (void *) ((char *) (ptr) - offsetof(type, member)))
@@ -36,6 +39,11 @@ struct agent_server {
         unsigned n_conns;
         struct agent_conn *conns;
         struct agent_command *commands;
+        struct agent_job *jobs;
+        /* the output channel (JOB_SUBSCRIBE) and the event being written to it */
+        struct agent_conn *subscriber;
+        struct agent_job_event *sub_event;
+        size_t sub_off;
         char boot_id[33];
 };
 
@@ -49,5 +57,8 @@ void agent_watch_init(struct agent_watch *w);
 int agent_server_watch_add(struct agent_server *s, struct agent_watch *w, int fd, uint32_t events,
                            agent_watch_fn fn);
 int agent_server_watch_set(struct agent_server *s, struct agent_watch *w, uint32_t events);
+/* Takes the fd out of the epoll set without closing it, and puts it back. */
+int agent_server_watch_detach(struct agent_server *s, struct agent_watch *w);
+int agent_server_watch_attach(struct agent_server *s, struct agent_watch *w);
 /* Unregisters and closes; no-op when already closed. */
 void agent_server_watch_close(struct agent_server *s, struct agent_watch *w);

@@ -3,11 +3,18 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <grp.h>
+#include <pwd.h>
 #include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/syscall.h>
+#include <termios.h>
 #include <unistd.h>
+
+#include <stdbool.h>
 
 #include "space_agent/agent_cleanup.h"
 
@@ -47,10 +54,51 @@ static void child_close_from(int first) {
                 (void) close(fd);
 }
 
+/* Becomes user: groups first, then gid, then uid (after which no capability is left). */
+static int child_become(const struct agent_spawn_user *user) {
+        if (syscall(SYS_setgroups, (size_t) user->n_groups, user->groups) < 0)
+                return -1;
+        if (syscall(SYS_setresgid, user->gid, user->gid, user->gid) < 0)
+                return -1;
+        if (syscall(SYS_setresuid, user->uid, user->uid, user->uid) < 0)
+                return -1;
+        return 0;
+}
+
+static void child_user_env(const struct agent_spawn_user *user) {
+        int replace = user->env_default;
+
+        (void) setenv("HOME", user->home, replace);
+        (void) setenv("USER", user->name, replace);
+        (void) setenv("LOGNAME", user->name, replace);
+}
+
+/* The terminal side of a pseudo-terminal becomes the controlling terminal and stdio. */
+static int child_attach_pty(const char *slave_path, const struct agent_spawn_user *user) {
+        int fd = open(slave_path, O_RDWR | O_CLOEXEC);
+        if (fd < 0)
+                return -1;
+        if (ioctl(fd, TIOCSCTTY, 0) < 0)
+                return -1;
+        if (user && fchown(fd, user->uid, user->gid) < 0) {
+                /* Not fatal: the terminal stays root's, which only limits what the user may do to it. */
+        }
+        if (dup2(fd, 0) < 0 || dup2(fd, 1) < 0 || dup2(fd, 2) < 0)
+                return -1;
+        return 0;
+}
+
+struct child_fds {
+        int in, out, err, report;
+        const char *slave_path; /* set: run on this pseudo-terminal instead */
+};
+
 /* Runs in the forked child; never returns. The agent guarantees fds 0-2 are open, so the
  * pipe fds are all >= 3 and the dup2s below cannot clobber one another. */
-static _Noreturn void child_run(const struct agent_exec_request *req, int in_fd, int out_fd, int err_fd,
-                                int report_fd) {
+static _Noreturn void child_run(const struct agent_exec_request *req, const struct agent_spawn_user *user,
+                                struct child_fds fds) {
+        int report_fd = fds.report;
+
         if (setsid() < 0)
                 child_fail(report_fd, AGENT_SPAWN_STAGE_SETUP, errno);
         child_reset_signals();
@@ -62,13 +110,19 @@ static _Noreturn void child_run(const struct agent_exec_request *req, int in_fd,
                 close(oom);
         }
 
-        if (in_fd < 0) {
-                in_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
-                if (in_fd < 0)
+        if (fds.slave_path) {
+                if (child_attach_pty(fds.slave_path, user) < 0)
+                        child_fail(report_fd, AGENT_SPAWN_STAGE_SETUP, errno);
+        } else {
+                int in_fd = fds.in;
+                if (in_fd < 0) {
+                        in_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+                        if (in_fd < 0)
+                                child_fail(report_fd, AGENT_SPAWN_STAGE_SETUP, errno);
+                }
+                if (dup2(in_fd, 0) < 0 || dup2(fds.out, 1) < 0 || dup2(fds.err, 2) < 0)
                         child_fail(report_fd, AGENT_SPAWN_STAGE_SETUP, errno);
         }
-        if (dup2(in_fd, 0) < 0 || dup2(out_fd, 1) < 0 || dup2(err_fd, 2) < 0)
-                child_fail(report_fd, AGENT_SPAWN_STAGE_SETUP, errno);
 
         if (report_fd != CHILD_REPORT_FD) {
                 if (dup3(report_fd, CHILD_REPORT_FD, O_CLOEXEC) < 0)
@@ -77,12 +131,20 @@ static _Noreturn void child_run(const struct agent_exec_request *req, int in_fd,
         }
         child_close_from(CHILD_REPORT_FD + 1);
 
-        if (chdir(req->cwd) < 0)
-                child_fail(report_fd, AGENT_SPAWN_STAGE_CHDIR, errno);
+        if (user && child_become(user) < 0)
+                child_fail(report_fd, AGENT_SPAWN_STAGE_USER, errno);
+
+        const char *cwd = req->cwd_set || !user ? req->cwd : user->home;
+        if (chdir(cwd) < 0) {
+                if (req->cwd_set || chdir("/") < 0)
+                        child_fail(report_fd, AGENT_SPAWN_STAGE_CHDIR, errno);
+        }
 
         /* execvpe searches the PATH of the current environment, so make that the command's. */
         environ = req->envp;
-        execvpe(req->argv[0], req->argv, req->envp);
+        if (user)
+                child_user_env(user);
+        execvpe(req->argv[0], req->argv, environ);
         child_fail(report_fd, AGENT_SPAWN_STAGE_EXEC, errno);
 }
 
@@ -98,34 +160,72 @@ static int fd_set_nonblock(int fd) {
         return 0;
 }
 
-int agent_spawn_start(const struct agent_exec_request *req, struct agent_spawn_fds *ret_fds, pid_t *ret_pid) {
+/* A pseudo-terminal master, unlocked and sized; its terminal's path in slave_path. */
+static int pty_open(const struct agent_exec_request *req, char *slave_path, size_t size) {
+        _cleanup_close_ int fd = open("/dev/ptmx", O_RDWR | O_NOCTTY | O_CLOEXEC);
+        int unlock = 0;
+        unsigned n = 0;
+
+        if (fd < 0)
+                return -errno;
+        if (ioctl(fd, TIOCSPTLCK, &unlock) < 0 || ioctl(fd, TIOCGPTN, &n) < 0)
+                return -errno;
+        snprintf(slave_path, size, "/dev/pts/%u", n);
+        int r = agent_spawn_pty_resize(fd, req->tty_cols, req->tty_rows);
+        if (r < 0)
+                return r;
+        return TAKE_FD(fd);
+}
+
+int agent_spawn_pty_resize(int pty_fd, uint32_t cols, uint32_t rows) {
+        struct winsize ws = { .ws_row = (unsigned short) rows, .ws_col = (unsigned short) cols };
+
+        return ioctl(pty_fd, TIOCSWINSZ, &ws) < 0 ? -errno : 0;
+}
+
+int agent_spawn_start(const struct agent_exec_request *req, const struct agent_spawn_user *user,
+                      struct agent_spawn_fds *ret_fds, pid_t *ret_pid) {
         _cleanup_close_ int in_r = -1, in_w = -1, out_r = -1, out_w = -1, err_r = -1, err_w = -1;
-        _cleanup_close_ int rep_r = -1, rep_w = -1;
+        _cleanup_close_ int rep_r = -1, rep_w = -1, pty = -1, slave = -1;
+        char slave_path[64];
+        bool on_pty = req->tty_cols && req->tty_rows;
         int p[2], r;
 
         if ((r = pipe_make(p)) < 0)
                 return r;
-        out_r = p[0], out_w = p[1];
-        if ((r = pipe_make(p)) < 0)
-                return r;
-        err_r = p[0], err_w = p[1];
-        if ((r = pipe_make(p)) < 0)
-                return r;
         rep_r = p[0], rep_w = p[1];
-        if (req->has_stdin) {
+        if (on_pty) {
+                pty = pty_open(req, slave_path, sizeof slave_path);
+                if (pty < 0)
+                        return pty;
+                slave = open(slave_path, O_RDWR | O_NOCTTY | O_CLOEXEC);
+                if (slave < 0)
+                        return -errno;
+        } else {
                 if ((r = pipe_make(p)) < 0)
                         return r;
-                in_r = p[0], in_w = p[1];
+                out_r = p[0], out_w = p[1];
+                if ((r = pipe_make(p)) < 0)
+                        return r;
+                err_r = p[0], err_w = p[1];
+                if (req->has_stdin || req->stdin_open) {
+                        if ((r = pipe_make(p)) < 0)
+                                return r;
+                        in_r = p[0], in_w = p[1];
+                }
+                /* Bigger reads per wake-up when a command writes a lot. */
+                (void) fcntl(out_r, F_SETPIPE_SZ, 1 << 20);
         }
 
         pid_t pid = fork();
         if (pid < 0)
                 return -errno;
         if (pid == 0)
-                child_run(req, in_r, out_w, err_w, rep_w);
+                child_run(req, user, (struct child_fds) { .in = in_r, .out = out_w, .err = err_w, .report = rep_w,
+                                                          .slave_path = on_pty ? slave_path : NULL });
 
         /* Parent: the write ends now belong to the child. */
-        int fds[] = { in_w, out_r, err_r, rep_r };
+        int fds[] = { in_w, out_r, err_r, rep_r, pty };
         for (size_t i = 0; i < sizeof fds / sizeof fds[0]; i++)
                 if (fds[i] >= 0 && (r = fd_set_nonblock(fds[i])) < 0) {
                         /* Cannot watch it: do not leave a command we cannot collect. */
@@ -138,8 +238,54 @@ int agent_spawn_start(const struct agent_exec_request *req, struct agent_spawn_f
                 .stdout_fd = TAKE_FD(out_r),
                 .stderr_fd = TAKE_FD(err_r),
                 .report_fd = TAKE_FD(rep_r),
+                .pty_fd = TAKE_FD(pty),
+                .pty_slave_fd = TAKE_FD(slave),
         };
         *ret_pid = pid;
+        return 0;
+}
+
+static int user_groups(const char *name, gid_t gid, struct agent_spawn_user *u) {
+        int n = AGENT_SPAWN_MAX_GROUPS;
+
+        if (getgrouplist(name, gid, u->groups, &n) < 0) {
+                /* More than fit: keep the first ones (the primary group is among them). */
+                n = AGENT_SPAWN_MAX_GROUPS;
+        }
+        u->n_groups = n;
+        return 0;
+}
+
+int agent_spawn_user_resolve(const char *user, struct agent_spawn_user *ret) {
+        struct agent_spawn_user u = { 0 };
+        struct passwd *pw;
+        char *end;
+
+        errno = 0;
+        unsigned long id = strtoul(user, &end, 10);
+        bool numeric = *user && *end == '\0';
+        pw = numeric ? getpwuid((uid_t) id) : getpwnam(user);
+        if (!pw) {
+                if (!numeric)
+                        return -ENOENT;
+                /* A uid without a passwd entry: run as it, with its own gid, home "/". */
+                u.uid = (uid_t) id;
+                u.gid = (gid_t) id;
+                u.groups[0] = u.gid;
+                u.n_groups = 1;
+                snprintf(u.name, sizeof u.name, "%lu", id);
+                snprintf(u.home, sizeof u.home, "/");
+                *ret = u;
+                return 0;
+        }
+        if (strlen(pw->pw_name) >= sizeof u.name || strlen(pw->pw_dir) >= sizeof u.home)
+                return -ENAMETOOLONG;
+        u.uid = pw->pw_uid;
+        u.gid = pw->pw_gid;
+        snprintf(u.name, sizeof u.name, "%s", pw->pw_name);
+        snprintf(u.home, sizeof u.home, "%s", pw->pw_dir[0] ? pw->pw_dir : "/");
+        user_groups(u.name, u.gid, &u);
+        *ret = u;
         return 0;
 }
 
@@ -149,6 +295,8 @@ void agent_spawn_report_format(const struct agent_spawn_report *report, const st
 
         if (report->stage == AGENT_SPAWN_STAGE_CHDIR)
                 what = "chdir", subject = req->cwd;
+        else if (report->stage == AGENT_SPAWN_STAGE_USER)
+                what = "become user", subject = req->user ? req->user : "?";
         else if (report->stage == AGENT_SPAWN_STAGE_EXEC)
                 what = "exec";
 

@@ -18,6 +18,7 @@ static const char *const code_names[] = {
         [SPACE_E_UNSUPPORTED] = "unsupported",
         [SPACE_E_UNAVAILABLE] = "unavailable",
         [SPACE_E_TIMEOUT] = "timeout",
+        [SPACE_E_FORBIDDEN] = "forbidden",
         [SPACE_E_INTERNAL] = "internal",
         [SPACE_E_BUILD_FAILED] = "build_failed",
         [SPACE_E_CANCELLED] = "cancelled",

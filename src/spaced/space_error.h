@@ -21,6 +21,7 @@ enum space_error_code {
         SPACE_E_UNSUPPORTED,
         SPACE_E_UNAVAILABLE,
         SPACE_E_TIMEOUT,
+        SPACE_E_FORBIDDEN,
         SPACE_E_INTERNAL,
         SPACE_E_BUILD_FAILED, /* a template build step failed (the log says why) */
         SPACE_E_CANCELLED,

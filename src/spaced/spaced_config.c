@@ -33,6 +33,8 @@ static const char usage[] =
         "  --rolling-interval S   default rolling snapshot interval for new sandboxes [0 = off; >= 60]\n"
         "  --rolling-retain S     default retention of rolling snapshots [604800 = 7 days]\n"
         "  --rolling-max-count N  default number of rolling snapshots kept [168]\n"
+        "  --session-ttl S        default lifetime of a data-plane attach token [3600; max 604800]\n"
+        "  --command-log-cap SIZE output kept per streamed command; older output is dropped [64M]\n"
         "  -h, --help             show this help\n"
         "  --version              print the version\n";
 
@@ -137,6 +139,14 @@ static int apply(struct spaced_config *cfg, const char *key, const char *v)
                 if (parse_size(v, &n) < 0 || n < 1 || n > 10000)
                         goto bad;
                 cfg->rolling_max_count = (int64_t)n;
+        } else if (strcmp(key, "session-ttl") == 0) {
+                if (parse_size(v, &n) < 0 || n < 1 || n > 604800)
+                        goto bad;
+                cfg->session_ttl_s = (int64_t)n;
+        } else if (strcmp(key, "command-log-cap") == 0) {
+                if (parse_size(v, &n) < 0 || n < (256ULL << 10) || n > (1ULL << 40))
+                        goto bad;
+                cfg->command_log_cap = n;
         } else {
                 fprintf(stderr, "spaced: unknown setting \"%s\"\n", key);
                 return -1;
@@ -220,6 +230,8 @@ int spaced_config_load(struct spaced_config *cfg, int argc, char **argv)
         cfg->log_level = LOG_INFO;
         cfg->rolling_retain_s = 604800;
         cfg->rolling_max_count = 168;
+        cfg->session_ttl_s = 3600;
+        cfg->command_log_cap = 64ULL << 20;
         default_agent_path(cfg);
 
         static const struct option opts[] = {
@@ -232,6 +244,7 @@ int spaced_config_load(struct spaced_config *cfg, int argc, char **argv)
                 { "rolling-retain", required_argument, NULL, 0 }, { "rolling-max-count", required_argument, NULL, 0 },
                 { "build-network", required_argument, NULL, 0 }, { "presets-dir", required_argument, NULL, 0 },
                 { "max-context", required_argument, NULL, 0 },
+                { "session-ttl", required_argument, NULL, 0 }, { "command-log-cap", required_argument, NULL, 0 },
                 { "help", no_argument, NULL, 'h' },
                 { "version", no_argument, NULL, 'V' }, { 0 },
         };

@@ -13,6 +13,7 @@
 struct runtime_driver;
 struct cgroup_manager;
 struct operation_queue;
+struct command_channels;
 
 struct spaced_config {
         char state_dir[PATH_MAX];
@@ -33,6 +34,9 @@ struct spaced_config {
         int64_t rolling_interval_s; /* 0: off */
         int64_t rolling_retain_s;
         int64_t rolling_max_count;
+        /* data plane */
+        int64_t session_ttl_s;    /* default attach token lifetime */
+        uint64_t command_log_cap; /* bytes of output kept per command */
 };
 
 struct spaced_context {
@@ -42,6 +46,7 @@ struct spaced_context {
         const struct cgroup_manager *cgroups;
         struct btrfs_pool pool;
         struct operation_queue *queue;
+        struct command_channels *channels; /* data plane: per-sandbox output channels */
         atomic_bool shutting_down;
 };
 

@@ -13,6 +13,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "data_plane/command_channels.h"
 #include "api/api_auth.h"
 #include "api/http_server.h"
 #include "cleanup.h"
@@ -121,8 +122,12 @@ int main(int argc, char **argv)
                 return fail("spaced.templates", "%s", err.message);
         if (api_auth_bootstrap(&ctx, &err) < 0)
                 return fail("spaced.auth", "%s", err.message);
+        if ((r = command_channels_create(&ctx, &ctx.channels)) < 0)
+                return fail("spaced.data_plane", "cannot create command logs: %s", strerror(-r));
         if ((r = reconciler_startup(&ctx)) < 0)
                 return fail("spaced.reconcile", "reconciliation failed: %s", strerror(-r));
+        /* Streamed commands that ran on while spaced was away: collect what they wrote. */
+        command_channels_resume_all(ctx.channels);
 
         struct http_server *http = NULL;
         if (http_server_start(&ctx, &http, reason, sizeof(reason)) < 0)
@@ -149,6 +154,7 @@ int main(int argc, char **argv)
         log_info("spaced.stopping", "signal=%d", sig);
         atomic_store(&ctx.shutting_down, true);
         http_server_quiesce(http);
+        command_channels_free(ctx.channels);
         reconciler_free(controller);
         snapshot_sizer_free(sizer);
         operation_queue_free(ctx.queue);

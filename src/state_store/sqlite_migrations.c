@@ -41,6 +41,19 @@ static const char *const migrations[] = {
         /* 3: rolling snapshot policies */
         "ALTER TABLE sandboxes ADD COLUMN rolling TEXT NOT NULL DEFAULT '';"
         "ALTER TABLE snapshots ADD COLUMN rolling INTEGER NOT NULL DEFAULT 0;",
+        /* 4: data plane: attach sessions and commands */
+        "CREATE TABLE attach_sessions ("
+        "  id TEXT PRIMARY KEY, sandbox_id TEXT NOT NULL, token_hash TEXT NOT NULL UNIQUE,"
+        "  created_at INTEGER NOT NULL, expires_at INTEGER NOT NULL, revoked_at INTEGER NOT NULL DEFAULT 0);"
+        "CREATE INDEX attach_sessions_sandbox ON attach_sessions(sandbox_id, created_at);"
+        "CREATE TABLE commands ("
+        "  id TEXT PRIMARY KEY, sandbox_id TEXT NOT NULL, tag TEXT NOT NULL DEFAULT '', spec TEXT NOT NULL,"
+        "  state TEXT NOT NULL, pid INTEGER NOT NULL DEFAULT 0, exit_code INTEGER NOT NULL DEFAULT 0,"
+        "  term_signal INTEGER NOT NULL DEFAULT 0, timed_out INTEGER NOT NULL DEFAULT 0,"
+        "  reason TEXT NOT NULL DEFAULT '', created_at INTEGER NOT NULL, started_at INTEGER NOT NULL DEFAULT 0,"
+        "  finished_at INTEGER NOT NULL DEFAULT 0);"
+        "CREATE INDEX commands_sandbox ON commands(sandbox_id, created_at);"
+        "CREATE INDEX commands_state ON commands(state);",
 };
 
 int sqlite_migrations_apply(sqlite3 *db, int *ret_version)

@@ -63,6 +63,15 @@ int sq_exec_done(sqlite3_stmt *s)
         return rc == SQLITE_DONE ? 0 : sq_error(rc);
 }
 
+int sq_fetch_one(sqlite3_stmt *s, void (*row_fn)(sqlite3_stmt *s, void *elem), void *elem)
+{
+        int rc = sqlite3_step(s);
+        if (rc == SQLITE_ROW)
+                row_fn(s, elem);
+        sqlite3_finalize(s);
+        return rc == SQLITE_ROW ? 0 : rc == SQLITE_DONE ? -ENOENT : sq_error(rc);
+}
+
 int sq_begin(struct state_store *st) { return sqlite3_exec(st->db, "BEGIN IMMEDIATE", NULL, NULL, NULL) == SQLITE_OK ? 0 : -EIO; }
 int sq_commit(struct state_store *st) { return sqlite3_exec(st->db, "COMMIT", NULL, NULL, NULL) == SQLITE_OK ? 0 : -EIO; }
 void sq_rollback(struct state_store *st) { sqlite3_exec(st->db, "ROLLBACK", NULL, NULL, NULL); }

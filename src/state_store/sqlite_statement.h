@@ -27,6 +27,8 @@ int sq_exec_done(sqlite3_stmt *s);
  * statement. On failure frees what it had and leaves *ret untouched. */
 int sq_collect(sqlite3_stmt *s, size_t elem_size, void (*row_fn)(sqlite3_stmt *s, void *elem),
                void (*release_fn)(void *elem), void **ret, size_t *ret_n);
+/* Steps s once: a row is read into *elem with row_fn (0), no row gives -ENOENT. Finalizes s. */
+int sq_fetch_one(sqlite3_stmt *s, void (*row_fn)(sqlite3_stmt *s, void *elem), void *elem);
 int sq_begin(struct state_store *st);
 int sq_commit(struct state_store *st);
 void sq_rollback(struct state_store *st);
@@ -48,3 +50,16 @@ int sqlite_snapshot_get(struct state_store *st, const char *id, struct snapshot 
 int sqlite_snapshot_list(struct state_store *st, const char *sandbox_id, struct snapshot **ret, size_t *ret_n);
 int sqlite_snapshot_update(struct state_store *st, const struct snapshot *snap);
 int sqlite_snapshot_delete(struct state_store *st, const char *id);
+
+/* sqlite_data_plane.c: attach sessions and commands */
+int sqlite_session_insert(struct state_store *st, const struct attach_session *s);
+int sqlite_session_get(struct state_store *st, const char *id, struct attach_session *ret);
+int sqlite_session_find_by_hash(struct state_store *st, const char *hash, struct attach_session *ret);
+int sqlite_session_list(struct state_store *st, const char *sandbox_id, struct attach_session **ret, size_t *ret_n);
+int sqlite_session_update(struct state_store *st, const struct attach_session *s);
+int sqlite_command_insert(struct state_store *st, const struct command_record *c);
+int sqlite_command_update(struct state_store *st, const struct command_record *c);
+int sqlite_command_delete(struct state_store *st, const char *sandbox_id, const char *id);
+int sqlite_command_get(struct state_store *st, const char *sandbox_id, const char *id, struct command_record *ret);
+int sqlite_command_list(struct state_store *st, const char *sandbox_id, bool unfinished_only,
+                        struct command_record **ret, size_t *ret_n);

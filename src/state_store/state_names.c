@@ -19,6 +19,24 @@ static const char *const operation_state_names[] = {
         [OPERATION_FAILED] = "failed",
 };
 
+static const char *const command_state_names[] = {
+        [COMMAND_STARTING] = "starting",
+        [COMMAND_RUNNING] = "running",
+        [COMMAND_EXITED] = "exited",
+        [COMMAND_LOST] = "lost",
+};
+
+#define N_NAMES(a) (sizeof(a) / sizeof((a)[0]))
+
+/* The index of name in names, or -EINVAL. */
+static int name_index(const char *const *names, size_t n, const char *name)
+{
+        for (size_t i = 0; name && i < n; i++)
+                if (strcmp(name, names[i]) == 0)
+                        return (int)i;
+        return -EINVAL;
+}
+
 const char *sandbox_state_name(enum sandbox_state s)
 {
         return (unsigned)s < _SANDBOX_STATE_MAX ? sandbox_state_names[s] : "unknown";
@@ -26,27 +44,36 @@ const char *sandbox_state_name(enum sandbox_state s)
 
 int sandbox_state_from_name(const char *name, enum sandbox_state *ret)
 {
-        for (unsigned i = 0; i < _SANDBOX_STATE_MAX; i++)
-                if (name && strcmp(name, sandbox_state_names[i]) == 0) {
-                        *ret = (enum sandbox_state)i;
-                        return 0;
-                }
-        return -EINVAL;
+        int i = name_index(sandbox_state_names, _SANDBOX_STATE_MAX, name);
+        if (i >= 0)
+                *ret = (enum sandbox_state)i;
+        return i < 0 ? i : 0;
 }
 
 const char *operation_state_name(enum operation_state s)
 {
-        return (unsigned)s <= OPERATION_FAILED ? operation_state_names[s] : "unknown";
+        return (unsigned)s < N_NAMES(operation_state_names) ? operation_state_names[s] : "unknown";
 }
 
 int operation_state_from_name(const char *name, enum operation_state *ret)
 {
-        for (unsigned i = 0; i <= OPERATION_FAILED; i++)
-                if (name && strcmp(name, operation_state_names[i]) == 0) {
-                        *ret = (enum operation_state)i;
-                        return 0;
-                }
-        return -EINVAL;
+        int i = name_index(operation_state_names, N_NAMES(operation_state_names), name);
+        if (i >= 0)
+                *ret = (enum operation_state)i;
+        return i < 0 ? i : 0;
+}
+
+const char *command_state_name(enum command_state s)
+{
+        return (unsigned)s < N_NAMES(command_state_names) ? command_state_names[s] : "unknown";
+}
+
+int command_state_from_name(const char *name, enum command_state *ret)
+{
+        int i = name_index(command_state_names, N_NAMES(command_state_names), name);
+        if (i >= 0)
+                *ret = (enum command_state)i;
+        return i < 0 ? i : 0;
 }
 
 void sandbox_release(struct sandbox *s)
@@ -73,4 +100,19 @@ void template_record_release(struct template_record *t)
                 return;
         json_decref(t->environment);
         t->environment = NULL;
+}
+
+void command_record_release(struct command_record *c)
+{
+        if (!c)
+                return;
+        json_decref(c->spec);
+        c->spec = NULL;
+}
+
+void command_record_array_free(struct command_record *arr, size_t n)
+{
+        for (size_t i = 0; arr && i < n; i++)
+                command_record_release(&arr[i]);
+        free(arr);
 }

@@ -105,6 +105,39 @@ struct api_key {
         int64_t last_used_at_ms;
 };
 
+/* A data-plane attach session: its token grants one sandbox's data plane until it expires
+ * or is revoked. Only the token's SHA-256 is stored. */
+struct attach_session {
+        char id[32];
+        char sandbox_id[32];
+        char token_hash[65];
+        int64_t created_at_ms;
+        int64_t expires_at_ms;
+        int64_t revoked_at_ms; /* 0 = not revoked */
+};
+
+/* A command started through the data plane. Its output lives in the command log
+ * (data_plane/command_log.h); this row says what it is and how it ended. */
+enum command_state { COMMAND_STARTING = 0, COMMAND_RUNNING, COMMAND_EXITED, COMMAND_LOST };
+const char *command_state_name(enum command_state s);
+int command_state_from_name(const char *name, enum command_state *ret);
+
+struct command_record {
+        char id[32];
+        char sandbox_id[32];
+        char tag[128];
+        json_t *spec; /* what was asked: argv, env, cwd, user, tty, stdin, timeout_s */
+        enum command_state state;
+        int32_t pid;
+        int32_t exit_code;
+        int32_t term_signal;
+        bool timed_out;
+        char reason[256]; /* why it was lost, or why it could not start */
+        int64_t created_at_ms, started_at_ms, finished_at_ms;
+};
+void command_record_release(struct command_record *c);
+void command_record_array_free(struct command_record *arr, size_t n);
+
 struct state_store;
 
 struct state_store_ops {
@@ -154,6 +187,24 @@ struct state_store_ops {
         /* Finds by hash and records last use. */
         int (*key_authenticate)(struct state_store *st, const char *hash, struct api_key *ret);
         int (*key_count)(struct state_store *st, int64_t *ret);
+
+        int (*session_insert)(struct state_store *st, const struct attach_session *s);
+        int (*session_get)(struct state_store *st, const char *id, struct attach_session *ret);
+        int (*session_find_by_hash)(struct state_store *st, const char *hash, struct attach_session *ret);
+        /* Oldest first. */
+        int (*session_list)(struct state_store *st, const char *sandbox_id, struct attach_session **ret, size_t *ret_n);
+        /* Writes expires_at and revoked_at. */
+        int (*session_update)(struct state_store *st, const struct attach_session *s);
+
+        int (*command_insert)(struct state_store *st, const struct command_record *c);
+        /* Writes state, pid, exit status, reason and times. */
+        int (*command_update)(struct state_store *st, const struct command_record *c);
+        int (*command_get)(struct state_store *st, const char *sandbox_id, const char *id, struct command_record *ret);
+        /* Only for a command that never started. */
+        int (*command_delete)(struct state_store *st, const char *sandbox_id, const char *id);
+        /* sandbox_id NULL: all; unfinished_only: starting + running. Oldest first. */
+        int (*command_list)(struct state_store *st, const char *sandbox_id, bool unfinished_only,
+                            struct command_record **ret, size_t *ret_n);
 };
 
 extern const struct state_store_ops state_store_sqlite;

@@ -1,5 +1,7 @@
 #include "storage/btrfs_pool.h"
 
+#include "spaced/dir_tree.h"
+
 #include <btrfsutil.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -24,23 +26,6 @@ static int errno_from_btrfsutil(enum btrfs_util_error e)
         if (e == BTRFS_UTIL_OK)
                 return 0;
         return errno ? -errno : -EIO;
-}
-
-static int mkdir_p(const char *path, mode_t mode)
-{
-        char buf[PATH_MAX];
-        snprintf(buf, sizeof(buf), "%s", path);
-        for (char *p = buf + 1; *p; p++) {
-                if (*p != '/')
-                        continue;
-                *p = '\0';
-                if (mkdir(buf, mode) < 0 && errno != EEXIST)
-                        return -errno;
-                *p = '/';
-        }
-        if (mkdir(buf, mode) < 0 && errno != EEXIST)
-                return -errno;
-        return 0;
 }
 
 static int ensure_image_mounted(struct btrfs_pool *p, uint64_t image_bytes, char *reason, size_t reason_size)
@@ -78,7 +63,7 @@ int btrfs_pool_open(const char *state_dir, uint64_t image_bytes, struct btrfs_po
         int r;
         if (snprintf(p.root, sizeof(p.root), "%s/pool", state_dir) >= (int)sizeof(p.root))
                 return -ENAMETOOLONG;
-        r = mkdir_p(p.root, 0700);
+        r = dir_tree_create(p.root, 0700);
         if (r < 0) {
                 snprintf(reason, reason_size, "cannot create %s: %s", p.root, strerror(-r));
                 return r;
@@ -99,7 +84,7 @@ int btrfs_pool_open(const char *state_dir, uint64_t image_bytes, struct btrfs_po
         for (size_t i = 0; i < ARRAY_SIZE(dirs); i++) {
                 char d[PATH_MAX];
                 snprintf(d, sizeof(d), "%s/%s", p.root, dirs[i]);
-                r = mkdir_p(d, 0700);
+                r = dir_tree_create(d, 0700);
                 if (r < 0) {
                         snprintf(reason, reason_size, "cannot create %s: %s", d, strerror(-r));
                         return r;

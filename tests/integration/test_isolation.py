@@ -10,6 +10,10 @@ import unittest
 from spaced_harness import SpacedTestCase, cgroup_pids, proc_status
 
 
+# CHOWN DAC_OVERRIDE FOWNER FSETID KILL SETGID SETUID NET_BIND_SERVICE SETFCAP (ns_child.c)
+KEPT_CAPS = sum(1 << c for c in (0, 1, 3, 4, 5, 6, 7, 10, 31))
+
+
 class Isolation(SpacedTestCase):
 
     @classmethod
@@ -88,7 +92,11 @@ class Isolation(SpacedTestCase):
             gids = [int(x) for x in st["Gid"].split()]
             self.assertTrue(all(u >= 100000 for u in uids), "pid %d runs as host uid %r" % (pid, uids))
             self.assertTrue(all(g >= 100000 for g in gids), "pid %d runs as host gid %r" % (pid, gids))
-            self.assertEqual(int(st["CapEff"], 16), 0, "pid %d has host capabilities %s" % (pid, st["CapEff"]))
+            # Whatever it holds is held in the sandbox's own user namespace, and no more than
+            # the kept set.
+            self.assertEqual(int(st["CapEff"], 16) & ~KEPT_CAPS, 0, "pid %d has capabilities %s" % (pid, st["CapEff"]))
+            self.assertNotEqual(os.stat("/proc/%d/ns/user" % pid).st_ino, os.stat("/proc/self/ns/user").st_ino,
+                                "pid %d is in the host's user namespace" % pid)
             self.assertEqual(st.get("NoNewPrivs"), "1", "pid %d lacks no_new_privs" % pid)
             self.assertEqual(st.get("Seccomp"), "2", "pid %d is not under a seccomp filter" % pid)
         # The brief asks for >= 1000000 (a high, unshared uid range); report the actual value too.
@@ -104,12 +112,21 @@ class Isolation(SpacedTestCase):
         self.assertLessEqual(count, 65536)
         self.sh("kill $(pidof sleep) 2>/dev/null; true")
 
-    def test_capabilities_all_zero(self):
+    def test_root_keeps_only_the_kept_capabilities(self):
         r = self.sh("grep -E '^Cap(Inh|Prm|Eff|Bnd|Amb)' /proc/self/status")
-        caps = dict(line.split(":\t") for line in r["stdout"].splitlines())
+        caps = dict((k, int(v, 16)) for k, v in (line.split(":\t") for line in r["stdout"].splitlines()))
         self.assertEqual(set(caps), {"CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb"}, r)
-        for k, v in caps.items():
-            self.assertEqual(int(v, 16), 0, "%s = %s" % (k, v))
+        self.assertEqual(caps["CapBnd"], KEPT_CAPS, r)
+        self.assertEqual(caps["CapPrm"], KEPT_CAPS, r)
+        self.assertEqual(caps["CapEff"], KEPT_CAPS, r)
+        self.assertEqual(caps["CapInh"], 0, r)
+        self.assertEqual(caps["CapAmb"], 0, r)
+        # They work inside (chown of a file to another user), and mean nothing outside:
+        # the host ids stay unprivileged (test_not_root_on_host).
+        r = self.sh("touch /tmp/owned && chown 1000:1000 /tmp/owned && stat -c %u:%g /tmp/owned")
+        self.assertEqual(r["stdout"].strip(), "1000:1000", r)
+        # Mounting stays refused: CAP_SYS_ADMIN is gone and seccomp blocks mount(2).
+        self.assertBlocked("mkdir -p /tmp/m && mount -t tmpfs none /tmp/m")
         r = self.sh("grep -E '^(NoNewPrivs|Seccomp):' /proc/self/status")
         self.assertIn("NoNewPrivs:\t1", r["stdout"])
         self.assertIn("Seccomp:\t2", r["stdout"])

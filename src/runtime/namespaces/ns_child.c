@@ -8,6 +8,7 @@
 #include <linux/securebits.h>
 #include <linux/seccomp.h>
 #include <sched.h>
+#include <stdbool.h>
 #include <string.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
@@ -120,22 +121,43 @@ static void loopback_up(const struct ns_child_config *c)
         close(fd);
 }
 
+/* The capabilities root keeps inside the sandbox's user namespace (they mean nothing on
+ * the host): enough for package managers and for the agent to run commands and serve files
+ * as other users. Docker's default set without NET_RAW, MKNOD, SETPCAP, SYS_CHROOT and
+ * AUDIT_WRITE. */
+static const int kept_caps[] = { CAP_CHOWN, CAP_DAC_OVERRIDE, CAP_FOWNER, CAP_FSETID, CAP_KILL,
+                                 CAP_SETGID, CAP_SETUID, CAP_NET_BIND_SERVICE, CAP_SETFCAP };
+
+static bool cap_kept(int cap)
+{
+        for (size_t i = 0; i < sizeof(kept_caps) / sizeof(kept_caps[0]); i++)
+                if (kept_caps[i] == cap)
+                        return true;
+        return false;
+}
+
 static void drop_privileges(const struct ns_child_config *c)
 {
-        if (prctl(PR_SET_SECUREBITS, SECBIT_NOROOT | SECBIT_NOROOT_LOCKED | SECBIT_NO_SETUID_FIXUP |
-                                             SECBIT_NO_SETUID_FIXUP_LOCKED | SECBIT_KEEP_CAPS_LOCKED |
+        /* Ordinary root semantics (a non-root uid holds no capabilities), frozen: nothing
+         * inside can change these bits, keep capabilities across setuid or raise ambient ones. */
+        if (prctl(PR_SET_SECUREBITS, SECBIT_NOROOT_LOCKED | SECBIT_NO_SETUID_FIXUP_LOCKED | SECBIT_KEEP_CAPS_LOCKED |
                                              SECBIT_NO_CAP_AMBIENT_RAISE | SECBIT_NO_CAP_AMBIENT_RAISE_LOCKED) < 0)
                 fail(c, "securebits");
         for (int cap = 0; cap <= 63; cap++)
-                if (prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) < 0 && errno != EINVAL)
+                if (!cap_kept(cap) && prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) < 0 && errno != EINVAL)
                         fail(c, "drop bounding set");
         if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) < 0)
                 fail(c, "clear ambient caps");
         struct __user_cap_header_struct hdr = { .version = _LINUX_CAPABILITY_VERSION_3, .pid = 0 };
         struct __user_cap_data_struct data[2];
         memset(data, 0, sizeof(data));
+        for (size_t i = 0; i < sizeof(kept_caps) / sizeof(kept_caps[0]); i++) {
+                data[kept_caps[i] / 32].permitted |= 1u << (kept_caps[i] % 32);
+                data[kept_caps[i] / 32].effective |= 1u << (kept_caps[i] % 32);
+        }
         if (syscall(SYS_capset, &hdr, data) < 0)
                 fail(c, "capset");
+        /* With no_new_privs an exec never gains more than the permitted set above. */
         if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
                 fail(c, "no_new_privs");
 }

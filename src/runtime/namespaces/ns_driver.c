@@ -266,6 +266,12 @@ static int ns_resume(const struct sandbox *sb, struct space_error *err)
         return r < 0 ? space_error_errno(err, r, "thaw %s", sb->id) : 0;
 }
 
+static int ns_agent_socket(const struct sandbox *sb, char *buf, size_t size)
+{
+        run_path(sb->id, "agent.sock", buf, size);
+        return 0;
+}
+
 static int ns_exec(const struct sandbox *sb, const struct exec_request *req, struct exec_result *ret, struct space_error *err)
 {
         char sock[PATH_MAX], msg[256] = "";
@@ -362,6 +368,7 @@ const struct runtime_driver runtime_driver_namespaces = {
         .pause = ns_pause,
         .resume = ns_resume,
         .exec = ns_exec,
+        .agent_socket = ns_agent_socket,
         .probe = ns_probe,
         .list_resources = ns_list_resources,
 };

@@ -4,153 +4,15 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <stdbool.h>
-#include <setjmp.h>
 #include <signal.h>
-#include <stdarg.h>
-#include <stddef.h>
-#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
-#include <sys/stat.h>
-#include <sys/un.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
-#include <cmocka.h>
-
-#include "agent_protocol/agent_frame.h"
-
-static const char *agent_path;
-static char tmp_dir[64];
-static char sock_path[128];
-static pid_t agent_pid = -1;
-
-static uint64_t now_ms(void) {
-        struct timespec ts;
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (uint64_t) ts.tv_sec * 1000 + (uint64_t) ts.tv_nsec / 1000000;
-}
-
-static void sleep_ms(long ms) {
-        struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
-        nanosleep(&ts, NULL);
-}
-
-static int try_connect(void) {
-        struct sockaddr_un addr = { .sun_family = AF_UNIX };
-        int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-
-        if (fd < 0)
-                return -errno;
-        strcpy(addr.sun_path, sock_path);
-        if (connect(fd, (struct sockaddr *) &addr, sizeof addr) < 0) {
-                int r = -errno;
-                close(fd);
-                return r;
-        }
-        return fd;
-}
-
-static int agent_connect(void) {
-        int fd = try_connect();
-        assert_true(fd >= 0);
-        /* A hung agent must fail the test, not hang it. */
-        struct timeval tv = { .tv_sec = 20 };
-        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-        return fd;
-}
-
-static int group_setup(void **state) {
-        strcpy(tmp_dir, "/tmp/space-agent-test-XXXXXX");
-        if (!mkdtemp(tmp_dir))
-                return -1;
-        snprintf(sock_path, sizeof sock_path, "%s/agent.sock", tmp_dir);
-
-        agent_pid = fork();
-        if (agent_pid < 0)
-                return -1;
-        if (agent_pid == 0) {
-                int null = open("/dev/null", O_RDWR);
-                dup2(null, 0);
-                dup2(null, 1);
-                /* Hostile inheritance the agent must undo: ignored SIGCHLD, blocked signals. */
-                sigset_t mask;
-                sigfillset(&mask);
-                sigprocmask(SIG_BLOCK, &mask, NULL);
-                signal(SIGCHLD, SIG_IGN);
-                execl(agent_path, "space-agent", "--listen", sock_path, (char *) NULL);
-                _exit(127);
-        }
-        for (int i = 0; i < 500; i++) {
-                int fd = try_connect();
-                if (fd >= 0) {
-                        close(fd);
-                        return 0;
-                }
-                if (waitpid(agent_pid, NULL, WNOHANG) == agent_pid) {
-                        agent_pid = -1;
-                        return -1;
-                }
-                sleep_ms(10);
-        }
-        return -1;
-}
-
-static int group_teardown(void **state) {
-        if (agent_pid > 0) {
-                kill(agent_pid, SIGKILL);
-                waitpid(agent_pid, NULL, 0);
-        }
-        char path[192];
-        snprintf(path, sizeof path, "%s/pid", tmp_dir);
-        unlink(path);
-        unlink(sock_path);
-        rmdir(tmp_dir);
-        return 0;
-}
-
-/* ---- request helpers ---- */
-
-struct reply {
-        struct agent_frame f;
-        uint8_t *buf;
-};
-
-static void reply_release(struct reply *r) {
-        free(r->buf);
-        r->buf = NULL;
-}
-
-static void send_frame(int fd, struct agent_frame_writer *w) {
-        assert_int_equal(agent_frame_writer_finish(w), 0);
-        assert_int_equal(agent_frame_send(fd, w), 0);
-        agent_frame_writer_release(w);
-}
-
-static void read_reply(int fd, struct reply *r) {
-        assert_int_equal(agent_frame_read(fd, &r->f, &r->buf), 0);
-}
-
-static int32_t get_i32(struct reply *r, uint16_t tag) {
-        int32_t v = -12345;
-        assert_int_equal(agent_frame_get_i32(&r->f, tag, &v), 1);
-        return v;
-}
-
-static uint8_t get_u8(struct reply *r, uint16_t tag) {
-        uint8_t v = 0xee;
-        assert_int_equal(agent_frame_get_u8(&r->f, tag, &v), 1);
-        return v;
-}
-
-static uint32_t get_bytes(struct reply *r, uint16_t tag, const uint8_t **data) {
-        uint32_t len = 0;
-        assert_int_equal(agent_frame_find(&r->f, tag, data, &len), 1);
-        return len;
-}
+#include "agent_test_harness.h"
 
 /* Builds an EXEC of argv (NULL-terminated); the caller may add fields before sending. */
 static void exec_begin(struct agent_frame_writer *w, const char *const *argv) {
@@ -159,106 +21,103 @@ static void exec_begin(struct agent_frame_writer *w, const char *const *argv) {
                 agent_frame_writer_put_str(w, AGENT_F_ARGV, *argv);
 }
 
-static void exec_simple(const char *const *argv, struct reply *r) {
+static void exec_simple(const char *const *argv, struct agent_test_reply *r) {
         struct agent_frame_writer w;
-        int fd = agent_connect();
+        int fd = agent_test_connect();
 
         exec_begin(&w, argv);
-        send_frame(fd, &w);
-        read_reply(fd, r);
+        agent_test_send(fd, &w);
+        agent_test_read(fd, r);
         assert_int_equal(r->f.type, AGENT_MSG_EXEC_RESULT);
         close(fd);
 }
 
-static void assert_stdout(struct reply *r, const char *expected) {
-        const uint8_t *data;
-        uint32_t len = get_bytes(r, AGENT_F_STDOUT, &data);
-        assert_int_equal(len, strlen(expected));
-        assert_memory_equal(data, expected, len);
+static void assert_stdout(struct agent_test_reply *r, const char *expected) {
+        agent_test_assert_str(r, AGENT_F_STDOUT, expected);
 }
 
 /* ---- tests ---- */
 
 static void test_hello(void **state) {
         struct agent_frame_writer w;
-        struct reply r;
+        struct agent_test_reply r;
         const uint8_t *data;
         uint32_t pid;
-        int fd = agent_connect();
+        int fd = agent_test_connect();
 
         agent_frame_writer_begin(&w, AGENT_MSG_HELLO);
-        send_frame(fd, &w);
-        read_reply(fd, &r);
+        agent_test_send(fd, &w);
+        agent_test_read(fd, &r);
         assert_int_equal(r.f.type, AGENT_MSG_HELLO_REPLY);
-        assert_true(get_bytes(&r, AGENT_F_VERSION, &data) > 0);
+        assert_true(agent_test_get_bytes(&r, AGENT_F_VERSION, &data) > 0);
         assert_int_equal(agent_frame_get_u32(&r.f, AGENT_F_AGENT_PID, &pid), 1);
-        assert_int_equal(pid, agent_pid);
-        assert_int_equal(get_bytes(&r, AGENT_F_BOOT_ID, &data), 32);
-        reply_release(&r);
+        assert_int_equal(pid, agent_test.pid);
+        assert_int_equal(agent_test_get_bytes(&r, AGENT_F_BOOT_ID, &data), 32);
+        agent_test_reply_release(&r);
         close(fd);
 }
 
 static void test_echo(void **state) {
         static const char *const argv[] = { "echo", "hi", NULL };
-        struct reply r;
+        struct agent_test_reply r;
         const uint8_t *data;
         uint64_t duration;
 
         exec_simple(argv, &r);
-        assert_int_equal(get_i32(&r, AGENT_F_EXIT_CODE), 0);
-        assert_int_equal(get_i32(&r, AGENT_F_TERM_SIGNAL), 0);
+        assert_int_equal(agent_test_get_i32(&r, AGENT_F_EXIT_CODE), 0);
+        assert_int_equal(agent_test_get_i32(&r, AGENT_F_TERM_SIGNAL), 0);
         assert_stdout(&r, "hi\n");
-        assert_int_equal(get_bytes(&r, AGENT_F_STDERR, &data), 0);
-        assert_int_equal(get_u8(&r, AGENT_F_TRUNCATED), 0);
-        assert_int_equal(get_u8(&r, AGENT_F_TIMED_OUT), 0);
+        assert_int_equal(agent_test_get_bytes(&r, AGENT_F_STDERR, &data), 0);
+        assert_int_equal(agent_test_get_u8(&r, AGENT_F_TRUNCATED), 0);
+        assert_int_equal(agent_test_get_u8(&r, AGENT_F_TIMED_OUT), 0);
         assert_int_equal(agent_frame_get_u64(&r.f, AGENT_F_DURATION_US, &duration), 1);
         assert_true(duration > 0);
         assert_int_equal(agent_frame_find(&r.f, AGENT_F_ERRNO, &data, &(uint32_t) { 0 }), 0);
-        reply_release(&r);
+        agent_test_reply_release(&r);
 }
 
 static void test_nonzero_exit_and_stderr(void **state) {
         static const char *const argv[] = { "sh", "-c", "echo out; echo err >&2; exit 3", NULL };
-        struct reply r;
+        struct agent_test_reply r;
         const uint8_t *data;
 
         exec_simple(argv, &r);
-        assert_int_equal(get_i32(&r, AGENT_F_EXIT_CODE), 3);
-        assert_int_equal(get_i32(&r, AGENT_F_TERM_SIGNAL), 0);
+        assert_int_equal(agent_test_get_i32(&r, AGENT_F_EXIT_CODE), 3);
+        assert_int_equal(agent_test_get_i32(&r, AGENT_F_TERM_SIGNAL), 0);
         assert_stdout(&r, "out\n");
-        assert_int_equal(get_bytes(&r, AGENT_F_STDERR, &data), 4);
+        assert_int_equal(agent_test_get_bytes(&r, AGENT_F_STDERR, &data), 4);
         assert_memory_equal(data, "err\n", 4);
-        reply_release(&r);
+        agent_test_reply_release(&r);
 }
 
 static void test_killed_by_signal(void **state) {
         static const char *const argv[] = { "sh", "-c", "kill -TERM $$", NULL };
-        struct reply r;
+        struct agent_test_reply r;
 
         exec_simple(argv, &r);
-        assert_int_equal(get_i32(&r, AGENT_F_TERM_SIGNAL), SIGTERM);
-        assert_int_equal(get_i32(&r, AGENT_F_EXIT_CODE), 128 + SIGTERM);
-        reply_release(&r);
+        assert_int_equal(agent_test_get_i32(&r, AGENT_F_TERM_SIGNAL), SIGTERM);
+        assert_int_equal(agent_test_get_i32(&r, AGENT_F_EXIT_CODE), 128 + SIGTERM);
+        agent_test_reply_release(&r);
 }
 
 static void check_missing(const char *name) {
         const char *const argv[] = { name, NULL };
-        struct reply r;
+        struct agent_test_reply r;
         const uint8_t *data;
         uint32_t len;
         char expected[256];
 
         exec_simple(argv, &r);
-        assert_int_equal(get_i32(&r, AGENT_F_EXIT_CODE), 127);
-        assert_int_equal(get_i32(&r, AGENT_F_ERRNO), ENOENT);
+        assert_int_equal(agent_test_get_i32(&r, AGENT_F_EXIT_CODE), 127);
+        assert_int_equal(agent_test_get_i32(&r, AGENT_F_ERRNO), ENOENT);
         snprintf(expected, sizeof expected, "exec \"%s\": %s", name, strerror(ENOENT));
-        len = get_bytes(&r, AGENT_F_MESSAGE, &data);
+        len = agent_test_get_bytes(&r, AGENT_F_MESSAGE, &data);
         assert_int_equal(len, strlen(expected));
         assert_memory_equal(data, expected, len);
-        len = get_bytes(&r, AGENT_F_STDERR, &data);
+        len = agent_test_get_bytes(&r, AGENT_F_STDERR, &data);
         assert_true(len >= strlen(expected));
         assert_memory_equal(data, expected, strlen(expected));
-        reply_release(&r);
+        agent_test_reply_release(&r);
 }
 
 static void test_missing_binary(void **state) {
@@ -269,20 +128,20 @@ static void test_missing_binary(void **state) {
 static void test_bad_cwd(void **state) {
         static const char *const argv[] = { "true", NULL };
         struct agent_frame_writer w;
-        struct reply r;
+        struct agent_test_reply r;
         const uint8_t *data;
         uint32_t len;
-        int fd = agent_connect();
+        int fd = agent_test_connect();
 
         exec_begin(&w, argv);
         agent_frame_writer_put_str(&w, AGENT_F_CWD, "/nonexistent-dir");
-        send_frame(fd, &w);
-        read_reply(fd, &r);
-        assert_int_equal(get_i32(&r, AGENT_F_EXIT_CODE), 127);
-        assert_int_equal(get_i32(&r, AGENT_F_ERRNO), ENOENT);
-        len = get_bytes(&r, AGENT_F_MESSAGE, &data);
+        agent_test_send(fd, &w);
+        agent_test_read(fd, &r);
+        assert_int_equal(agent_test_get_i32(&r, AGENT_F_EXIT_CODE), 127);
+        assert_int_equal(agent_test_get_i32(&r, AGENT_F_ERRNO), ENOENT);
+        len = agent_test_get_bytes(&r, AGENT_F_MESSAGE, &data);
         assert_true(len > 6 && memcmp(data, "chdir ", 6) == 0);
-        reply_release(&r);
+        agent_test_reply_release(&r);
         close(fd);
 }
 
@@ -290,23 +149,23 @@ static void test_env_cwd(void **state) {
         static const char *const argv[] = { "/bin/sh", "-c", "echo $FOO:$HOME:$(pwd)", NULL };
         static const char *const argv_default[] = { "sh", "-c", "echo $PATH:$HOME:$(pwd)", NULL };
         struct agent_frame_writer w;
-        struct reply r;
-        int fd = agent_connect();
+        struct agent_test_reply r;
+        int fd = agent_test_connect();
 
         exec_begin(&w, argv);
         agent_frame_writer_put_str(&w, AGENT_F_ENV, "FOO=bar");
         agent_frame_writer_put_str(&w, AGENT_F_CWD, "/tmp");
-        send_frame(fd, &w);
-        read_reply(fd, &r);
+        agent_test_send(fd, &w);
+        agent_test_read(fd, &r);
         assert_stdout(&r, "bar::/tmp\n");
-        reply_release(&r);
+        agent_test_reply_release(&r);
 
         /* Same connection, next request: the defaults. */
         exec_begin(&w, argv_default);
-        send_frame(fd, &w);
-        read_reply(fd, &r);
+        agent_test_send(fd, &w);
+        agent_test_read(fd, &r);
         assert_stdout(&r, "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin:/root:/\n");
-        reply_release(&r);
+        agent_test_reply_release(&r);
         close(fd);
 }
 
@@ -314,9 +173,9 @@ static void test_stdin_large_truncated(void **state) {
         static const char *const argv[] = { "cat", NULL };
         size_t in_len = 3u << 20, cap = 1u << 20;
         struct agent_frame_writer w;
-        struct reply r;
+        struct agent_test_reply r;
         const uint8_t *data;
-        int fd = agent_connect();
+        int fd = agent_test_connect();
 
         uint8_t *in = malloc(in_len);
         assert_non_null(in);
@@ -325,35 +184,35 @@ static void test_stdin_large_truncated(void **state) {
 
         exec_begin(&w, argv);
         agent_frame_writer_put(&w, AGENT_F_STDIN, in, in_len);
-        send_frame(fd, &w);
-        read_reply(fd, &r);
-        assert_int_equal(get_i32(&r, AGENT_F_EXIT_CODE), 0);
-        assert_int_equal(get_bytes(&r, AGENT_F_STDOUT, &data), cap);
+        agent_test_send(fd, &w);
+        agent_test_read(fd, &r);
+        assert_int_equal(agent_test_get_i32(&r, AGENT_F_EXIT_CODE), 0);
+        assert_int_equal(agent_test_get_bytes(&r, AGENT_F_STDOUT, &data), cap);
         assert_memory_equal(data, in, cap);
-        assert_int_equal(get_u8(&r, AGENT_F_TRUNCATED), 1);
-        reply_release(&r);
+        assert_int_equal(agent_test_get_u8(&r, AGENT_F_TRUNCATED), 1);
+        agent_test_reply_release(&r);
 
         /* Under the cap: everything comes back. */
         exec_begin(&w, argv);
         agent_frame_writer_put(&w, AGENT_F_STDIN, in, 100000);
-        send_frame(fd, &w);
-        read_reply(fd, &r);
-        assert_int_equal(get_bytes(&r, AGENT_F_STDOUT, &data), 100000);
+        agent_test_send(fd, &w);
+        agent_test_read(fd, &r);
+        assert_int_equal(agent_test_get_bytes(&r, AGENT_F_STDOUT, &data), 100000);
         assert_memory_equal(data, in, 100000);
-        assert_int_equal(get_u8(&r, AGENT_F_TRUNCATED), 0);
-        reply_release(&r);
+        assert_int_equal(agent_test_get_u8(&r, AGENT_F_TRUNCATED), 0);
+        agent_test_reply_release(&r);
 
         /* A small explicit cap on stderr. */
         static const char *const argv_err[] = { "sh", "-c", "cat >&2", NULL };
         exec_begin(&w, argv_err);
         agent_frame_writer_put(&w, AGENT_F_STDIN, in, 5000);
         agent_frame_writer_put_u32(&w, AGENT_F_OUTPUT_CAP, 10);
-        send_frame(fd, &w);
-        read_reply(fd, &r);
-        assert_int_equal(get_bytes(&r, AGENT_F_STDERR, &data), 10);
+        agent_test_send(fd, &w);
+        agent_test_read(fd, &r);
+        assert_int_equal(agent_test_get_bytes(&r, AGENT_F_STDERR, &data), 10);
         assert_memory_equal(data, in, 10);
-        assert_int_equal(get_u8(&r, AGENT_F_TRUNCATED), 2);
-        reply_release(&r);
+        assert_int_equal(agent_test_get_u8(&r, AGENT_F_TRUNCATED), 2);
+        agent_test_reply_release(&r);
 
         free(in);
         close(fd);
@@ -362,89 +221,89 @@ static void test_stdin_large_truncated(void **state) {
 static void test_timeout(void **state) {
         static const char *const argv[] = { "sleep", "10", NULL };
         struct agent_frame_writer w;
-        struct reply r;
-        int fd = agent_connect();
-        uint64_t t0 = now_ms();
+        struct agent_test_reply r;
+        int fd = agent_test_connect();
+        uint64_t t0 = agent_test_now_ms();
 
         exec_begin(&w, argv);
         agent_frame_writer_put_u32(&w, AGENT_F_TIMEOUT_MS, 200);
-        send_frame(fd, &w);
-        read_reply(fd, &r);
-        assert_true(now_ms() - t0 < 5000);
-        assert_int_equal(get_u8(&r, AGENT_F_TIMED_OUT), 1);
-        assert_int_equal(get_i32(&r, AGENT_F_TERM_SIGNAL), SIGKILL);
-        assert_int_equal(get_i32(&r, AGENT_F_EXIT_CODE), 128 + SIGKILL);
-        reply_release(&r);
+        agent_test_send(fd, &w);
+        agent_test_read(fd, &r);
+        assert_true(agent_test_now_ms() - t0 < 5000);
+        assert_int_equal(agent_test_get_u8(&r, AGENT_F_TIMED_OUT), 1);
+        assert_int_equal(agent_test_get_i32(&r, AGENT_F_TERM_SIGNAL), SIGKILL);
+        assert_int_equal(agent_test_get_i32(&r, AGENT_F_EXIT_CODE), 128 + SIGKILL);
+        agent_test_reply_release(&r);
         close(fd);
 }
 
 static void test_nul_bytes(void **state) {
         static const char *const argv[] = { "printf", "a\\000b\\000", NULL };
-        struct reply r;
+        struct agent_test_reply r;
         const uint8_t *data;
 
         exec_simple(argv, &r);
-        assert_int_equal(get_bytes(&r, AGENT_F_STDOUT, &data), 4);
+        assert_int_equal(agent_test_get_bytes(&r, AGENT_F_STDOUT, &data), 4);
         assert_memory_equal(data, "a\0b\0", 4);
-        reply_release(&r);
+        agent_test_reply_release(&r);
 }
 
 static void test_concurrent_connections(void **state) {
         static const char *const slow[] = { "sh", "-c", "sleep 2; echo one", NULL };
         static const char *const fast[] = { "echo", "two", NULL };
         struct agent_frame_writer w;
-        struct reply r;
-        int a = agent_connect(), b = agent_connect();
+        struct agent_test_reply r;
+        int a = agent_test_connect(), b = agent_test_connect();
 
         exec_begin(&w, slow);
-        send_frame(a, &w);
+        agent_test_send(a, &w);
         exec_begin(&w, fast);
-        send_frame(b, &w);
+        agent_test_send(b, &w);
 
         /* The fast one answers while the slow one is still running. */
-        read_reply(b, &r);
+        agent_test_read(b, &r);
         assert_stdout(&r, "two\n");
-        reply_release(&r);
+        agent_test_reply_release(&r);
         struct pollfd p = { .fd = a, .events = POLLIN };
         assert_int_equal(poll(&p, 1, 0), 0);
 
-        read_reply(a, &r);
+        agent_test_read(a, &r);
         assert_stdout(&r, "one\n");
-        reply_release(&r);
+        agent_test_reply_release(&r);
         close(a);
         close(b);
 }
 
 static void test_background_grandchild(void **state) {
         static const char *const argv[] = { "sh", "-c", "sleep 5 & echo done", NULL };
-        struct reply r;
-        uint64_t t0 = now_ms();
+        struct agent_test_reply r;
+        uint64_t t0 = agent_test_now_ms();
 
         exec_simple(argv, &r);
         /* Generous: the agent waits ~100 ms after the exit, not for the sleep. */
-        assert_true(now_ms() - t0 < 3000);
-        assert_int_equal(get_i32(&r, AGENT_F_EXIT_CODE), 0);
+        assert_true(agent_test_now_ms() - t0 < 3000);
+        assert_int_equal(agent_test_get_i32(&r, AGENT_F_EXIT_CODE), 0);
         assert_stdout(&r, "done\n");
-        reply_release(&r);
+        agent_test_reply_release(&r);
 }
 
 static void test_disconnect_kills(void **state) {
         char script[1024], pid_path[192], buf[32] = "";
         struct agent_frame_writer w;
-        int fd = agent_connect();
+        int fd = agent_test_connect();
 
-        snprintf(pid_path, sizeof pid_path, "%s/pid", tmp_dir);
+        agent_test_path_in_dir("pid", pid_path, sizeof pid_path);
         snprintf(script, sizeof script, "echo $$ > %s.tmp && mv %s.tmp %s && exec sleep 30", pid_path, pid_path,
                  pid_path);
         const char *const argv[] = { "sh", "-c", script, NULL };
         exec_begin(&w, argv);
-        send_frame(fd, &w);
+        agent_test_send(fd, &w);
 
         int pfd = -1;
         for (int i = 0; i < 500 && pfd < 0; i++) {
                 pfd = open(pid_path, O_RDONLY | O_CLOEXEC);
                 if (pfd < 0)
-                        sleep_ms(10);
+                        agent_test_sleep_ms(10);
         }
         assert_true(pfd >= 0);
         assert_true(read(pfd, buf, sizeof buf - 1) > 0);
@@ -458,7 +317,7 @@ static void test_disconnect_kills(void **state) {
         for (int i = 0; i < 300 && !gone; i++) {
                 gone = kill(pid, 0) < 0 && errno == ESRCH;
                 if (!gone)
-                        sleep_ms(10);
+                        agent_test_sleep_ms(10);
         }
         assert_true(gone);
 }
@@ -466,72 +325,72 @@ static void test_disconnect_kills(void **state) {
 static void test_half_close_still_replies(void **state) {
         static const char *const argv[] = { "sh", "-c", "sleep 0.2; echo late", NULL };
         struct agent_frame_writer w;
-        struct reply r;
-        int fd = agent_connect();
+        struct agent_test_reply r;
+        int fd = agent_test_connect();
 
         exec_begin(&w, argv);
-        send_frame(fd, &w);
+        agent_test_send(fd, &w);
         assert_int_equal(shutdown(fd, SHUT_WR), 0);
-        read_reply(fd, &r);
+        agent_test_read(fd, &r);
         assert_stdout(&r, "late\n");
-        reply_release(&r);
+        agent_test_reply_release(&r);
         close(fd);
 }
 
 static void test_pipelined_requests(void **state) {
         static const char *const argv[] = { "echo", "x", NULL };
         struct agent_frame_writer w;
-        struct reply r;
-        int fd = agent_connect();
+        struct agent_test_reply r;
+        int fd = agent_test_connect();
 
         agent_frame_writer_begin(&w, AGENT_MSG_HELLO);
-        send_frame(fd, &w);
+        agent_test_send(fd, &w);
         exec_begin(&w, argv);
-        send_frame(fd, &w);
+        agent_test_send(fd, &w);
         agent_frame_writer_begin(&w, AGENT_MSG_HELLO);
-        send_frame(fd, &w);
+        agent_test_send(fd, &w);
 
-        read_reply(fd, &r);
+        agent_test_read(fd, &r);
         assert_int_equal(r.f.type, AGENT_MSG_HELLO_REPLY);
-        reply_release(&r);
-        read_reply(fd, &r);
+        agent_test_reply_release(&r);
+        agent_test_read(fd, &r);
         assert_int_equal(r.f.type, AGENT_MSG_EXEC_RESULT);
         assert_stdout(&r, "x\n");
-        reply_release(&r);
-        read_reply(fd, &r);
+        agent_test_reply_release(&r);
+        agent_test_read(fd, &r);
         assert_int_equal(r.f.type, AGENT_MSG_HELLO_REPLY);
-        reply_release(&r);
+        agent_test_reply_release(&r);
         close(fd);
 }
 
 static void test_bad_requests_get_errors(void **state) {
         struct agent_frame_writer w;
-        struct reply r;
-        int fd = agent_connect();
+        struct agent_test_reply r;
+        int fd = agent_test_connect();
 
         /* EXEC without ARGV. */
         agent_frame_writer_begin(&w, AGENT_MSG_EXEC);
         agent_frame_writer_put_str(&w, AGENT_F_CWD, "/");
-        send_frame(fd, &w);
-        read_reply(fd, &r);
+        agent_test_send(fd, &w);
+        agent_test_read(fd, &r);
         assert_int_equal(r.f.type, AGENT_MSG_ERROR);
-        assert_int_equal(get_i32(&r, AGENT_F_ERRNO), EINVAL);
-        reply_release(&r);
+        assert_int_equal(agent_test_get_i32(&r, AGENT_F_ERRNO), EINVAL);
+        agent_test_reply_release(&r);
 
         /* A message type the agent does not serve. */
         agent_frame_writer_begin(&w, 200);
-        send_frame(fd, &w);
-        read_reply(fd, &r);
+        agent_test_send(fd, &w);
+        agent_test_read(fd, &r);
         assert_int_equal(r.f.type, AGENT_MSG_ERROR);
-        assert_int_equal(get_i32(&r, AGENT_F_ERRNO), EOPNOTSUPP);
-        reply_release(&r);
+        assert_int_equal(agent_test_get_i32(&r, AGENT_F_ERRNO), EOPNOTSUPP);
+        agent_test_reply_release(&r);
 
         /* The connection is still usable. */
         agent_frame_writer_begin(&w, AGENT_MSG_HELLO);
-        send_frame(fd, &w);
-        read_reply(fd, &r);
+        agent_test_send(fd, &w);
+        agent_test_read(fd, &r);
         assert_int_equal(r.f.type, AGENT_MSG_HELLO_REPLY);
-        reply_release(&r);
+        agent_test_reply_release(&r);
         close(fd);
 }
 
@@ -549,42 +408,42 @@ static void test_garbage_frames(void **state) {
         static const uint8_t huge[] = { 0xff, 0xff, 0xff, 0xff, AGENT_MSG_EXEC, AGENT_PROTOCOL_VERSION, 0, 0 };
         int fd;
 
-        fd = agent_connect();
+        fd = agent_test_connect();
         assert_int_equal(write(fd, "GET / HTTP/1.1\r\nHost: x\r\n\r\n", 27), 27);
         expect_closed(fd);
         close(fd);
 
-        fd = agent_connect();
+        fd = agent_test_connect();
         assert_int_equal(write(fd, bad_field, sizeof bad_field), sizeof bad_field);
         expect_closed(fd);
         close(fd);
 
-        fd = agent_connect();
+        fd = agent_test_connect();
         assert_int_equal(write(fd, huge, sizeof huge), sizeof huge);
         expect_closed(fd);
         close(fd);
 
         /* Half a frame, then hang up. */
-        fd = agent_connect();
+        fd = agent_test_connect();
         assert_int_equal(write(fd, huge, 3), 3);
         close(fd);
 
         /* The agent is still alive and serving. */
-        assert_int_equal(waitpid(agent_pid, NULL, WNOHANG), 0);
+        assert_int_equal(waitpid(agent_test.pid, NULL, WNOHANG), 0);
         test_hello(state);
 }
 
 static void test_orphans_reaped(void **state) {
         static const char *const argv[] = { "sh", "-c", "(sleep 0.2 &) ; true", NULL };
-        struct reply r;
+        struct agent_test_reply r;
         char path[64], buf[256];
 
         exec_simple(argv, &r);
-        reply_release(&r);
-        sleep_ms(800);
+        agent_test_reply_release(&r);
+        agent_test_sleep_ms(800);
 
         /* No zombies left under the agent (it is a subreaper outside a pid namespace). */
-        snprintf(path, sizeof path, "/proc/%d/task/%d/children", agent_pid, agent_pid);
+        snprintf(path, sizeof path, "/proc/%d/task/%d/children", agent_test.pid, agent_test.pid);
         int fd = open(path, O_RDONLY | O_CLOEXEC);
         if (fd < 0)
                 skip();
@@ -609,24 +468,15 @@ static void test_orphans_reaped(void **state) {
 }
 
 static void test_report_rss(void **state) {
-        char path[64], line[256];
-        snprintf(path, sizeof path, "/proc/%d/status", agent_pid);
-        FILE *f = fopen(path, "re");
-        if (!f)
+        long kib = agent_test_rss_kib(agent_test.pid);
+        if (kib < 0)
                 skip();
-        while (fgets(line, sizeof line, f))
-                if (!strncmp(line, "VmRSS:", 6))
-                        print_message("space-agent %s", line);
-        fclose(f);
+        print_message("space-agent VmRSS: %ld kB\n", kib);
 }
 
 int main(int argc, char **argv) {
-        if (argc < 2) {
-                fprintf(stderr, "usage: %s PATH-TO-space-agent\n", argv[0]);
+        if (agent_test_init(argc, argv) != 0)
                 return 2;
-        }
-        agent_path = argv[1];
-        signal(SIGPIPE, SIG_IGN);
 
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_hello),
@@ -649,5 +499,5 @@ int main(int argc, char **argv) {
                 cmocka_unit_test(test_orphans_reaped),
                 cmocka_unit_test(test_report_rss),
         };
-        return cmocka_run_group_tests(tests, group_setup, group_teardown);
+        return cmocka_run_group_tests(tests, agent_test_setup, agent_test_teardown);
 }

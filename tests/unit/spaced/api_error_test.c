@@ -21,6 +21,7 @@ static const struct {
         { SPACE_E_INVALID_JSON, 400 },
         { SPACE_E_INVALID_REQUEST, 400 },
         { SPACE_E_UNAUTHORIZED, 401 },
+        { SPACE_E_FORBIDDEN, 403 },
         { SPACE_E_NOT_FOUND, 404 },
         { SPACE_E_METHOD_NOT_ALLOWED, 405 },
         { SPACE_E_INVALID_STATE, 409 },

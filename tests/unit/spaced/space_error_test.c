@@ -18,6 +18,7 @@ static const struct {
         { SPACE_E_INVALID_JSON, "invalid_json" },
         { SPACE_E_INVALID_REQUEST, "invalid_request" },
         { SPACE_E_UNAUTHORIZED, "unauthorized" },
+        { SPACE_E_FORBIDDEN, "forbidden" },
         { SPACE_E_NOT_FOUND, "not_found" },
         { SPACE_E_METHOD_NOT_ALLOWED, "method_not_allowed" },
         { SPACE_E_INVALID_STATE, "invalid_state" },

@@ -1,0 +1,158 @@
+#include "agent_protocol/agent_job_client.h"
+
+#include <errno.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <unistd.h>
+
+#include "agent_protocol/agent_client.h"
+#include "cleanup.h"
+
+#define REQUEST_TIMEOUT_MS 10000
+
+/* Sends w (released) on a new connection and reads the reply; an ERROR reply becomes
+ * -errno. The reply frame is returned when ret_frame is set. */
+static int request(const char *socket_path, struct agent_frame_writer *w, uint8_t want, struct agent_frame *ret_frame,
+                   uint8_t **ret_buf, char *msg, size_t msg_size)
+{
+        int r = agent_frame_writer_finish(w);
+        _cleanup_close_ int fd = r < 0 ? r : agent_client_connect(socket_path, REQUEST_TIMEOUT_MS);
+        if (fd < 0) {
+                agent_frame_writer_release(w);
+                return fd;
+        }
+        r = agent_frame_send(fd, w);
+        agent_frame_writer_release(w);
+        if (r < 0)
+                return r;
+        struct agent_frame f;
+        _cleanup_free_ uint8_t *buf = NULL;
+        r = agent_frame_read(fd, &f, &buf);
+        if (r < 0)
+                return r;
+        if (f.type == AGENT_MSG_ERROR) {
+                int e;
+                agent_client_error(&f, &e, msg, msg_size);
+                return -e;
+        }
+        if (f.type != want)
+                return -EPROTO;
+        if (ret_frame) {
+                *ret_frame = f;
+                *ret_buf = TAKE_PTR(buf);
+        }
+        return 0;
+}
+
+int agent_job_client_start(const char *socket_path, const struct agent_job_spec *spec, uint32_t *ret_pid,
+                           char *msg, size_t msg_size)
+{
+        struct agent_frame_writer w;
+        agent_frame_writer_begin(&w, AGENT_MSG_JOB_START);
+        agent_frame_writer_put_str(&w, AGENT_F_JOB_ID, spec->job_id);
+        for (char **a = spec->argv; a && *a; a++)
+                agent_frame_writer_put_str(&w, AGENT_F_ARGV, *a);
+        for (char **e = spec->envp; e && *e; e++)
+                agent_frame_writer_put_str(&w, AGENT_F_ENV, *e);
+        if (spec->cwd)
+                agent_frame_writer_put_str(&w, AGENT_F_CWD, spec->cwd);
+        if (spec->user)
+                agent_frame_writer_put_str(&w, AGENT_F_USER, spec->user);
+        agent_frame_writer_put_u8(&w, AGENT_F_STDIN_OPEN, spec->stdin_open);
+        if (spec->tty_cols && spec->tty_rows) {
+                agent_frame_writer_put_u32(&w, AGENT_F_TTY_COLS, spec->tty_cols);
+                agent_frame_writer_put_u32(&w, AGENT_F_TTY_ROWS, spec->tty_rows);
+        }
+        agent_frame_writer_put_u32(&w, AGENT_F_TIMEOUT_MS, spec->timeout_ms);
+        struct agent_frame f;
+        _cleanup_free_ uint8_t *buf = NULL;
+        int r = request(socket_path, &w, AGENT_MSG_JOB_STARTED, &f, &buf, msg, msg_size);
+        if (r < 0)
+                return r;
+        uint32_t pid = 0;
+        agent_frame_get_u32(&f, AGENT_F_JOB_PID, &pid);
+        *ret_pid = pid;
+        return 0;
+}
+
+static void control_begin(struct agent_frame_writer *w, enum agent_msg_type type, const char *job_id)
+{
+        agent_frame_writer_begin(w, type);
+        agent_frame_writer_put_str(w, AGENT_F_JOB_ID, job_id);
+}
+
+int agent_job_client_input(const char *socket_path, const char *job_id, const void *data, size_t len, char *msg,
+                           size_t msg_size)
+{
+        struct agent_frame_writer w;
+        control_begin(&w, AGENT_MSG_JOB_INPUT, job_id);
+        agent_frame_writer_put(&w, AGENT_F_DATA, data, len);
+        return request(socket_path, &w, AGENT_MSG_OK, NULL, NULL, msg, msg_size);
+}
+
+int agent_job_client_close_stdin(const char *socket_path, const char *job_id, char *msg, size_t msg_size)
+{
+        struct agent_frame_writer w;
+        control_begin(&w, AGENT_MSG_JOB_CLOSE_STDIN, job_id);
+        return request(socket_path, &w, AGENT_MSG_OK, NULL, NULL, msg, msg_size);
+}
+
+int agent_job_client_signal(const char *socket_path, const char *job_id, int sig, char *msg, size_t msg_size)
+{
+        struct agent_frame_writer w;
+        control_begin(&w, AGENT_MSG_JOB_SIGNAL, job_id);
+        agent_frame_writer_put_i32(&w, AGENT_F_SIGNAL, sig);
+        return request(socket_path, &w, AGENT_MSG_OK, NULL, NULL, msg, msg_size);
+}
+
+int agent_job_client_resize(const char *socket_path, const char *job_id, uint32_t cols, uint32_t rows, char *msg,
+                            size_t msg_size)
+{
+        struct agent_frame_writer w;
+        control_begin(&w, AGENT_MSG_JOB_RESIZE, job_id);
+        agent_frame_writer_put_u32(&w, AGENT_F_TTY_COLS, cols);
+        agent_frame_writer_put_u32(&w, AGENT_F_TTY_ROWS, rows);
+        return request(socket_path, &w, AGENT_MSG_OK, NULL, NULL, msg, msg_size);
+}
+
+int agent_job_client_subscribe(const char *socket_path, int reply_timeout_ms, struct agent_frame *ret_frame,
+                               uint8_t **ret_buf)
+{
+        _cleanup_close_ int fd = agent_client_connect(socket_path, reply_timeout_ms);
+        if (fd < 0)
+                return fd;
+        struct agent_frame_writer w;
+        agent_frame_writer_begin(&w, AGENT_MSG_JOB_SUBSCRIBE);
+        int r = agent_frame_writer_finish(&w);
+        if (r == 0)
+                r = agent_frame_send(fd, &w);
+        agent_frame_writer_release(&w);
+        if (r < 0)
+                return r;
+        r = agent_frame_read(fd, ret_frame, ret_buf);
+        if (r < 0)
+                return r;
+        if (ret_frame->type != AGENT_MSG_JOB_SUBSCRIBED) {
+                free(*ret_buf);
+                *ret_buf = NULL;
+                return -EPROTO;
+        }
+        /* From now on the channel waits for output for as long as it takes. */
+        struct timeval none = { 0 };
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &none, sizeof(none));
+        setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &none, sizeof(none));
+        return TAKE_FD(fd);
+}
+
+int agent_job_client_ack(int fd, const char *job_id, uint64_t seq)
+{
+        struct agent_frame_writer w;
+        control_begin(&w, AGENT_MSG_JOB_ACK, job_id);
+        agent_frame_writer_put_u64(&w, AGENT_F_SEQ, seq);
+        int r = agent_frame_writer_finish(&w);
+        if (r == 0)
+                r = agent_frame_send(fd, &w);
+        agent_frame_writer_release(&w);
+        return r;
+}

@@ -1,0 +1,249 @@
+/* GET /v1/sandboxes/{id}/commands/{cid}/events: a command's output as Server-Sent Events.
+ *
+ * Each record of the command log is one event whose id is its sequence number, so a client
+ * that reconnects with Last-Event-ID: n (or ?after=n) gets exactly the events after n,
+ * whether spaced restarted in between or not. The stream ends after the exit event. */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <limits.h>
+#include <openssl/evp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "api/api_json.h"
+#include "api/api_routes.h"
+#include "data_plane/command_channels.h"
+#include "data_plane/command_log.h"
+#include "data_plane/command_service.h"
+#include "microhttpd.h"
+#include "spaced/spaced_context.h"
+
+#define NOT_LIVE_RETRY_MS 200
+
+struct event_stream {
+        struct spaced_context *ctx;
+        char sandbox_id[32];
+        char command_id[32];
+        char log_dir[PATH_MAX];
+        struct command_log_reader *reader;
+        uint64_t after; /* last sequence number sent */
+        int keepalive_ms;
+        char *out;
+        size_t out_len, out_off, out_cap;
+        bool done;
+};
+
+static int out_reserve(struct event_stream *st, size_t n)
+{
+        if (st->out_len + n <= st->out_cap)
+                return 0;
+        size_t cap = st->out_cap ? st->out_cap : 4096;
+        while (cap < st->out_len + n)
+                cap *= 2;
+        char *grown = realloc(st->out, cap);
+        if (!grown)
+                return -ENOMEM;
+        st->out = grown;
+        st->out_cap = cap;
+        return 0;
+}
+
+static int out_printf(struct event_stream *st, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static int out_printf(struct event_stream *st, const char *fmt, ...)
+{
+        va_list ap;
+        va_start(ap, fmt);
+        int n = vsnprintf(NULL, 0, fmt, ap);
+        va_end(ap);
+        if (n < 0 || out_reserve(st, (size_t)n + 1) < 0)
+                return -ENOMEM;
+        va_start(ap, fmt);
+        vsnprintf(st->out + st->out_len, (size_t)n + 1, fmt, ap);
+        va_end(ap);
+        st->out_len += (size_t)n;
+        return 0;
+}
+
+static const char *kind_name(enum command_log_kind k)
+{
+        switch (k) {
+        case COMMAND_LOG_STDERR: return "stderr";
+        case COMMAND_LOG_PTY: return "pty";
+        case COMMAND_LOG_EXIT: return "exit";
+        default: return "stdout";
+        }
+}
+
+/* One output record: data is base64 inside a small JSON object, written straight out. */
+static int emit_record(struct event_stream *st, const struct command_log_record *rec)
+{
+        if (rec->kind == COMMAND_LOG_EXIT) {
+                st->done = true;
+                return out_printf(st, "id: %" PRIu64 "\nevent: exit\ndata: %.*s\n\n", rec->seq, (int)rec->len,
+                                  (const char *)rec->data);
+        }
+        size_t b64 = 4 * ((rec->len + 2) / 3);
+        if (out_printf(st, "id: %" PRIu64 "\nevent: %s\ndata: {\"data\":\"", rec->seq, kind_name(rec->kind)) < 0 ||
+            out_reserve(st, b64 + 8) < 0)
+                return -ENOMEM;
+        st->out_len += (size_t)EVP_EncodeBlock((unsigned char *)st->out + st->out_len, rec->data, (int)rec->len);
+        return out_printf(st, "\"}\n\n");
+}
+
+/* The end as the store has it, when the log has none (it was removed with the sandbox). */
+static int emit_end_from_store(struct event_stream *st, const struct command_record *rec)
+{
+        st->done = true;
+        if (rec->state == COMMAND_EXITED)
+                return out_printf(st, "id: %" PRIu64 "\nevent: exit\ndata: {\"exit_code\":%d,\"signal\":%d,\"timed_out\":%s}\n\n",
+                                  st->after + 1, rec->exit_code, rec->term_signal, rec->timed_out ? "true" : "false");
+        json_t *j = json_pack("{s:n, s:b, s:s, s:s}", "exit_code", "lost", 1, "reason", "log_removed", "message",
+                              rec->reason[0] ? rec->reason : "the command's output is gone");
+        char *text = json_dumps(j, JSON_COMPACT);
+        json_decref(j);
+        int r = text ? out_printf(st, "id: %" PRIu64 "\nevent: exit\ndata: %s\n\n", st->after + 1, text) : -ENOMEM;
+        free(text);
+        return r;
+}
+
+/* Fills st->out with what there is: 1 something, 0 nothing new, -1 failed. */
+static int produce(struct event_stream *st, bool check_store)
+{
+        int q = 0;
+        if (!st->reader) {
+                q = command_log_reader_open(st->log_dir, st->after, &st->reader);
+                if (q < 0 && q != -ENOENT)
+                        return -1;
+        }
+        for (int n = 0; st->reader && n < 16 && st->out_len < (1u << 20) && !st->done; n++) {
+                struct command_log_record rec;
+                q = command_log_reader_next(st->reader, &rec);
+                if (q == COMMAND_LOG_READ_RECORD) {
+                        if (emit_record(st, &rec) < 0)
+                                return -1;
+                        st->after = rec.seq;
+                } else if (q == COMMAND_LOG_READ_DROPPED) {
+                        if (out_printf(st, "id: %" PRIu64 "\nevent: dropped\ndata: {\"first_seq\":%" PRIu64 ",\"last_seq\":%" PRIu64
+                                           ",\"message\":\"older output was dropped: the command's log is capped\"}\n\n",
+                                       rec.dropped_last, rec.dropped_first, rec.dropped_last) < 0)
+                                return -1;
+                        st->after = rec.dropped_last;
+                } else {
+                        break;
+                }
+        }
+        if (st->out_len > 0)
+                return 1;
+        if (q < 0 && q != -ENOENT)
+                return -1;
+        if (!check_store && q != -ENOENT)
+                return 0;
+        struct command_record rec;
+        if (STORE(st->ctx, command_get, st->sandbox_id, st->command_id, &rec) < 0)
+                return -1;
+        int r = 0;
+        if (rec.state == COMMAND_EXITED || rec.state == COMMAND_LOST) {
+                /* The exit record is written before the store says so: read the log once more. */
+                if (st->reader && produce(st, false) == 1)
+                        r = 1;
+                else
+                        r = emit_end_from_store(st, &rec) < 0 ? -1 : 1;
+        }
+        command_record_release(&rec);
+        return r;
+}
+
+static ssize_t stream_read(void *cls, char *buf, size_t max)
+{
+        struct event_stream *st = cls;
+        for (;;) {
+                if (st->out_off < st->out_len) {
+                        size_t n = st->out_len - st->out_off;
+                        if (n > max)
+                                n = max;
+                        memcpy(buf, st->out + st->out_off, n);
+                        st->out_off += n;
+                        if (st->out_off == st->out_len)
+                                st->out_off = st->out_len = 0;
+                        return (ssize_t)n;
+                }
+                if (st->done || atomic_load(&st->ctx->shutting_down))
+                        return 0;
+                int p = produce(st, false);
+                if (p < 0)
+                        return -1;
+                if (p > 0)
+                        continue;
+                enum command_wait w = command_channels_wait(st->ctx->channels, st->command_id, st->after, false, st->keepalive_ms);
+                if (w == COMMAND_WAIT_TIMEOUT) {
+                        if (out_printf(st, ": keepalive\n\n") < 0)
+                                return -1;
+                } else if (w == COMMAND_WAIT_NOT_LIVE) {
+                        p = produce(st, true);
+                        if (p < 0)
+                                return -1;
+                        if (p == 0) { /* still running but not followed yet (spaced starting) */
+                                struct timespec ts = { 0, NOT_LIVE_RETRY_MS * 1000000L };
+                                nanosleep(&ts, NULL);
+                        }
+                }
+        }
+}
+
+static void stream_free(void *cls)
+{
+        struct event_stream *st = cls;
+        command_log_reader_close(st->reader);
+        free(st->out);
+        free(st);
+}
+
+static int after_parse(struct api_request *req, uint64_t *ret, struct space_error *err)
+{
+        const char *v = MHD_lookup_connection_value(req->conn, MHD_HEADER_KIND, "Last-Event-ID");
+        const char *q = api_request_query(req, "after");
+        if (q)
+                v = q;
+        if (!v || !*v)
+                return 0;
+        char *end;
+        errno = 0;
+        unsigned long long n = strtoull(v, &end, 10);
+        if (errno || *end || v[0] == '-')
+                return space_error_set(err, SPACE_E_INVALID_REQUEST, "Last-Event-ID / after must be a sequence number");
+        *ret = n;
+        return 0;
+}
+
+void route_command_events(struct api_request *req, struct api_response *resp)
+{
+        struct space_error err = { 0 };
+        struct command_record rec;
+        uint64_t after = 0;
+        long long keepalive_s = 15;
+        if (!api_json_name_ok(req->segments[4])) {
+                space_error_set(&err, SPACE_E_NOT_FOUND, "command %.64s not found", req->segments[4]);
+                return api_response_error(resp, &err);
+        }
+        if (after_parse(req, &after, &err) < 0 || api_request_query_int(req, "keepalive_s", 1, 300, &keepalive_s, &err) < 0 ||
+            command_service_get(req->ctx, req->segments[2], req->segments[4], &rec, &err) < 0)
+                return api_response_error(resp, &err);
+        command_record_release(&rec);
+        struct event_stream *st = calloc(1, sizeof(*st));
+        if (!st) {
+                space_error_set(&err, SPACE_E_INTERNAL, "out of memory");
+                return api_response_error(resp, &err);
+        }
+        st->ctx = req->ctx;
+        snprintf(st->sandbox_id, sizeof(st->sandbox_id), "%s", req->segments[2]);
+        snprintf(st->command_id, sizeof(st->command_id), "%s", req->segments[4]);
+        command_channels_log_dir(req->ctx, st->sandbox_id, st->command_id, st->log_dir, sizeof(st->log_dir));
+        st->after = after;
+        st->keepalive_ms = (int)keepalive_s * 1000;
+        resp->status = 200;
+        resp->content_type = "text/event-stream";
+        resp->headers = json_pack("{s:s, s:s}", "Cache-Control", "no-store", "X-Accel-Buffering", "no");
+        resp->stream = (struct api_stream){ .read = stream_read, .free = stream_free, .cls = st };
+}

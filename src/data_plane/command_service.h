@@ -1,0 +1,29 @@
+/* command_service: starting and steering streamed commands (the data plane's verbs).
+ * Fills a struct space_error and returns -1 on failure. */
+#pragma once
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "agent_protocol/agent_job_client.h"
+#include "spaced/space_error.h"
+#include "state_store/state_store.h"
+
+struct spaced_context;
+
+/* Starts spec (its job_id is chosen here) in the running sandbox sb; *ret is the command's
+ * record (caller releases). spec_json is stored as what was asked. */
+int command_service_start(struct spaced_context *ctx, const struct sandbox *sb, struct agent_job_spec *spec,
+                          const char *tag, json_t *spec_json, struct command_record *ret, struct space_error *err);
+/* The command's record; not_found when the sandbox has no such command. */
+int command_service_get(struct spaced_context *ctx, const char *sandbox_id, const char *command_id,
+                        struct command_record *ret, struct space_error *err);
+/* Writes to its stdin (waiting while the agent's stdin queue is full). */
+int command_service_input(struct spaced_context *ctx, const struct sandbox *sb, const char *command_id,
+                          const void *data, size_t len, struct space_error *err);
+int command_service_close_stdin(struct spaced_context *ctx, const struct sandbox *sb, const char *command_id,
+                                struct space_error *err);
+int command_service_signal(struct spaced_context *ctx, const struct sandbox *sb, const char *command_id, int sig,
+                           struct space_error *err);
+int command_service_resize(struct spaced_context *ctx, const struct sandbox *sb, const char *command_id, uint32_t cols,
+                           uint32_t rows, struct space_error *err);

@@ -1,0 +1,222 @@
+/* The SQLite backend's data-plane tables: attach sessions and commands. */
+#include "state_store/sqlite_statement.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define SESSION_COLUMNS "id, sandbox_id, token_hash, created_at, expires_at, revoked_at"
+
+static void session_row(sqlite3_stmt *s, void *elem)
+{
+        struct attach_session *a = elem;
+        memset(a, 0, sizeof(*a));
+        sq_copy_col(s, 0, a->id, sizeof(a->id));
+        sq_copy_col(s, 1, a->sandbox_id, sizeof(a->sandbox_id));
+        sq_copy_col(s, 2, a->token_hash, sizeof(a->token_hash));
+        a->created_at_ms = sqlite3_column_int64(s, 3);
+        a->expires_at_ms = sqlite3_column_int64(s, 4);
+        a->revoked_at_ms = sqlite3_column_int64(s, 5);
+}
+
+int sqlite_session_insert(struct state_store *st, const struct attach_session *a)
+{
+        sqlite3_stmt *s;
+        pthread_mutex_lock(&st->lock);
+        int r = sq_prepare(st, "INSERT INTO attach_sessions(" SESSION_COLUMNS ") VALUES (?,?,?,?,?,?)", &s);
+        if (r == 0) {
+                sq_bind_text(s, 1, a->id);
+                sq_bind_text(s, 2, a->sandbox_id);
+                sq_bind_text(s, 3, a->token_hash);
+                sqlite3_bind_int64(s, 4, a->created_at_ms);
+                sqlite3_bind_int64(s, 5, a->expires_at_ms);
+                sqlite3_bind_int64(s, 6, a->revoked_at_ms);
+                r = sq_exec_done(s);
+        }
+        pthread_mutex_unlock(&st->lock);
+        return r;
+}
+
+/* One row by a single text key. */
+static int fetch_by_text(struct state_store *st, const char *sql, const char *key,
+                         void (*row_fn)(sqlite3_stmt *s, void *elem), void *ret)
+{
+        sqlite3_stmt *s;
+        pthread_mutex_lock(&st->lock);
+        int r = sq_prepare(st, sql, &s);
+        if (r == 0) {
+                sq_bind_text(s, 1, key);
+                r = sq_fetch_one(s, row_fn, ret);
+        }
+        pthread_mutex_unlock(&st->lock);
+        return r;
+}
+
+int sqlite_session_get(struct state_store *st, const char *id, struct attach_session *ret)
+{
+        return fetch_by_text(st, "SELECT " SESSION_COLUMNS " FROM attach_sessions WHERE id=?", id, session_row, ret);
+}
+
+int sqlite_session_find_by_hash(struct state_store *st, const char *hash, struct attach_session *ret)
+{
+        return fetch_by_text(st, "SELECT " SESSION_COLUMNS " FROM attach_sessions WHERE token_hash=?", hash, session_row, ret);
+}
+
+int sqlite_session_list(struct state_store *st, const char *sandbox_id, struct attach_session **ret, size_t *ret_n)
+{
+        sqlite3_stmt *s;
+        pthread_mutex_lock(&st->lock);
+        int r = sq_prepare(st, "SELECT " SESSION_COLUMNS " FROM attach_sessions WHERE sandbox_id=? ORDER BY created_at, id", &s);
+        if (r == 0) {
+                sq_bind_text(s, 1, sandbox_id);
+                r = sq_collect(s, sizeof(struct attach_session), session_row, NULL, (void **)ret, ret_n);
+        }
+        pthread_mutex_unlock(&st->lock);
+        return r;
+}
+
+int sqlite_session_update(struct state_store *st, const struct attach_session *a)
+{
+        sqlite3_stmt *s;
+        pthread_mutex_lock(&st->lock);
+        int r = sq_prepare(st, "UPDATE attach_sessions SET expires_at=?, revoked_at=? WHERE id=?", &s);
+        if (r == 0) {
+                sqlite3_bind_int64(s, 1, a->expires_at_ms);
+                sqlite3_bind_int64(s, 2, a->revoked_at_ms);
+                sq_bind_text(s, 3, a->id);
+                r = sq_exec_done(s);
+                if (r == 0 && sqlite3_changes(st->db) == 0)
+                        r = -ENOENT;
+        }
+        pthread_mutex_unlock(&st->lock);
+        return r;
+}
+
+#define COMMAND_COLUMNS                                                                                 \
+        "id, sandbox_id, tag, spec, state, pid, exit_code, term_signal, timed_out, reason, created_at," \
+        " started_at, finished_at"
+
+static void command_row(sqlite3_stmt *s, void *elem)
+{
+        struct command_record *c = elem;
+        char state[16];
+        memset(c, 0, sizeof(*c));
+        sq_copy_col(s, 0, c->id, sizeof(c->id));
+        sq_copy_col(s, 1, c->sandbox_id, sizeof(c->sandbox_id));
+        sq_copy_col(s, 2, c->tag, sizeof(c->tag));
+        c->spec = sq_json_col(s, 3);
+        sq_copy_col(s, 4, state, sizeof(state));
+        if (command_state_from_name(state, &c->state) < 0)
+                c->state = COMMAND_LOST;
+        c->pid = sqlite3_column_int(s, 5);
+        c->exit_code = sqlite3_column_int(s, 6);
+        c->term_signal = sqlite3_column_int(s, 7);
+        c->timed_out = sqlite3_column_int(s, 8) != 0;
+        sq_copy_col(s, 9, c->reason, sizeof(c->reason));
+        c->created_at_ms = sqlite3_column_int64(s, 10);
+        c->started_at_ms = sqlite3_column_int64(s, 11);
+        c->finished_at_ms = sqlite3_column_int64(s, 12);
+}
+
+static void command_release(void *elem) { command_record_release(elem); }
+
+int sqlite_command_insert(struct state_store *st, const struct command_record *c)
+{
+        sqlite3_stmt *s;
+        pthread_mutex_lock(&st->lock);
+        int r = sq_prepare(st, "INSERT INTO commands(" COMMAND_COLUMNS ") VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)", &s);
+        if (r == 0) {
+                sq_bind_text(s, 1, c->id);
+                sq_bind_text(s, 2, c->sandbox_id);
+                sq_bind_text(s, 3, c->tag);
+                sq_bind_json(s, 4, c->spec);
+                sq_bind_text(s, 5, command_state_name(c->state));
+                sqlite3_bind_int(s, 6, c->pid);
+                sqlite3_bind_int(s, 7, c->exit_code);
+                sqlite3_bind_int(s, 8, c->term_signal);
+                sqlite3_bind_int(s, 9, c->timed_out);
+                sq_bind_text(s, 10, c->reason);
+                sqlite3_bind_int64(s, 11, c->created_at_ms);
+                sqlite3_bind_int64(s, 12, c->started_at_ms);
+                sqlite3_bind_int64(s, 13, c->finished_at_ms);
+                r = sq_exec_done(s);
+        }
+        pthread_mutex_unlock(&st->lock);
+        return r;
+}
+
+int sqlite_command_update(struct state_store *st, const struct command_record *c)
+{
+        sqlite3_stmt *s;
+        pthread_mutex_lock(&st->lock);
+        int r = sq_prepare(st, "UPDATE commands SET state=?, pid=?, exit_code=?, term_signal=?, timed_out=?, reason=?,"
+                               " started_at=?, finished_at=? WHERE id=? AND sandbox_id=?",
+                           &s);
+        if (r == 0) {
+                sq_bind_text(s, 1, command_state_name(c->state));
+                sqlite3_bind_int(s, 2, c->pid);
+                sqlite3_bind_int(s, 3, c->exit_code);
+                sqlite3_bind_int(s, 4, c->term_signal);
+                sqlite3_bind_int(s, 5, c->timed_out);
+                sq_bind_text(s, 6, c->reason);
+                sqlite3_bind_int64(s, 7, c->started_at_ms);
+                sqlite3_bind_int64(s, 8, c->finished_at_ms);
+                sq_bind_text(s, 9, c->id);
+                sq_bind_text(s, 10, c->sandbox_id);
+                r = sq_exec_done(s);
+                if (r == 0 && sqlite3_changes(st->db) == 0)
+                        r = -ENOENT;
+        }
+        pthread_mutex_unlock(&st->lock);
+        return r;
+}
+
+int sqlite_command_get(struct state_store *st, const char *sandbox_id, const char *id, struct command_record *ret)
+{
+        sqlite3_stmt *s;
+        pthread_mutex_lock(&st->lock);
+        int r = sq_prepare(st, "SELECT " COMMAND_COLUMNS " FROM commands WHERE id=? AND sandbox_id=?", &s);
+        if (r == 0) {
+                sq_bind_text(s, 1, id);
+                sq_bind_text(s, 2, sandbox_id);
+                r = sq_fetch_one(s, command_row, ret);
+        }
+        pthread_mutex_unlock(&st->lock);
+        return r;
+}
+
+int sqlite_command_delete(struct state_store *st, const char *sandbox_id, const char *id)
+{
+        sqlite3_stmt *s;
+        pthread_mutex_lock(&st->lock);
+        int r = sq_prepare(st, "DELETE FROM commands WHERE id=? AND sandbox_id=?", &s);
+        if (r == 0) {
+                sq_bind_text(s, 1, id);
+                sq_bind_text(s, 2, sandbox_id);
+                r = sq_exec_done(s);
+        }
+        pthread_mutex_unlock(&st->lock);
+        return r;
+}
+
+int sqlite_command_list(struct state_store *st, const char *sandbox_id, bool unfinished_only,
+                        struct command_record **ret, size_t *ret_n)
+{
+        sqlite3_stmt *s;
+        const char *sql = sandbox_id ? (unfinished_only ? "SELECT " COMMAND_COLUMNS " FROM commands WHERE sandbox_id=?1"
+                                                          " AND state IN ('starting','running') ORDER BY created_at, id"
+                                                        : "SELECT " COMMAND_COLUMNS " FROM commands WHERE sandbox_id=?1"
+                                                          " ORDER BY created_at, id")
+                                     : (unfinished_only ? "SELECT " COMMAND_COLUMNS " FROM commands"
+                                                          " WHERE state IN ('starting','running') ORDER BY created_at, id"
+                                                        : "SELECT " COMMAND_COLUMNS " FROM commands ORDER BY created_at, id");
+        pthread_mutex_lock(&st->lock);
+        int r = sq_prepare(st, sql, &s);
+        if (r == 0) {
+                if (sandbox_id)
+                        sq_bind_text(s, 1, sandbox_id);
+                r = sq_collect(s, sizeof(struct command_record), command_row, command_release, (void **)ret, ret_n);
+        }
+        pthread_mutex_unlock(&st->lock);
+        return r;
+}
