@@ -51,6 +51,14 @@ void build_log_write(struct build_log *l, const void *data, size_t len)
         fflush(l->f);
 }
 
+void build_log_append(struct build_log *l, const void *data, size_t len)
+{
+        if (!l || !l->f || len == 0)
+                return;
+        fwrite(data, 1, len, l->f);
+        fflush(l->f);
+}
+
 void build_log_close(struct build_log *l)
 {
         if (l && l->f) {

@@ -17,4 +17,6 @@ int build_log_path(const char *state_dir, const char *op_id, char *buf, size_t s
 void build_log_printf(struct build_log *l, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Raw bytes (a step's output); a newline is added if they do not end with one. */
 void build_log_write(struct build_log *l, const void *data, size_t len);
+/* Raw bytes as they come (a step's output while it runs). */
+void build_log_append(struct build_log *l, const void *data, size_t len);
 void build_log_close(struct build_log *l);

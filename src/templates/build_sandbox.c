@@ -12,6 +12,7 @@
 #include "runtime/cgroup/cgroup_manager.h"
 #include "spaced/spaced_context.h"
 #include "storage/btrfs_pool.h"
+#include "templates/build_job.h"
 #include "templates/build_log.h"
 #include "templates/build_network.h"
 
@@ -35,7 +36,7 @@ int build_sandbox_create(struct spaced_context *ctx, const char *id, const char 
 }
 
 int build_sandbox_run(struct spaced_context *ctx, struct build_sandbox *b, char **argv, char **envp, const char *cwd,
-                      struct build_log *log, struct space_error *err)
+                      const char *user, struct build_log *log, struct space_error *err)
 {
         struct build_network net;
         char log_path[PATH_MAX];
@@ -53,34 +54,29 @@ int build_sandbox_run(struct spaced_context *ctx, struct build_sandbox *b, char 
                 r = ctx->driver->start(&b->sb, err);
         if (r == 0)
                 r = build_network_attach(&net, b->sb.pid, log_path, err);
-        struct exec_result res = { 0 };
+        struct build_job_result res = { 0 };
+        struct cgroup_events before = { 0 }, after = { 0 };
         if (r == 0) {
-                struct exec_request req = {
-                        .argv = argv,
-                        .envp = envp,
-                        .cwd = cwd,
-                        .timeout_ms = BUILD_STEP_TIMEOUT_S * 1000u,
-                        .output_cap = ctx->cfg.exec_output_cap,
-                };
-                r = ctx->driver->exec(&b->sb, &req, &res, err);
+                char sock[PATH_MAX + 32], msg[256] = "";
+                snprintf(sock, sizeof(sock), "%s/run/%s/agent.sock", ctx->cfg.state_dir, b->sb.id);
+                ctx->cgroups->read_events(b->sb.id, &before);
+                int q = build_job_run(sock, argv, envp, cwd, user, BUILD_STEP_TIMEOUT_S * 1000u, log, &res, msg, sizeof(msg));
+                ctx->cgroups->read_events(b->sb.id, &after);
+                if (q < 0)
+                        r = msg[0] ? space_error_set(err, SPACE_E_BUILD_FAILED, "%s", msg)
+                                   : space_error_errno(err, q, "run the step in its build sandbox");
         }
         struct space_error ignored;
         ctx->driver->stop(&b->sb, &ignored);
         build_network_finish(&net, rootfd);
-        if (r < 0) {
-                exec_result_release(&res);
+        if (r < 0)
                 return -1;
-        }
-        build_log_write(log, res.out, res.out_len);
-        build_log_write(log, res.err, res.err_len);
-        if (res.truncated)
-                build_log_printf(log, "(output truncated to %u bytes per stream)", ctx->cfg.exec_output_cap);
+        bool oom = after.oom_kills > before.oom_kills;
         if (res.timed_out)
                 r = space_error_set(err, SPACE_E_BUILD_FAILED, "timed out after %d s", BUILD_STEP_TIMEOUT_S);
         else if (res.exit_code != 0)
                 r = space_error_set(err, SPACE_E_BUILD_FAILED, "exited with status %d%s", res.exit_code,
-                                    res.oom_killed ? " (out of memory)" : "");
-        exec_result_release(&res);
+                                    oom ? " (out of memory)" : "");
         return r;
 }
 

@@ -25,10 +25,10 @@ struct build_sandbox {
 
 int build_sandbox_create(struct spaced_context *ctx, const char *id, const char *parent_layer, struct build_sandbox *ret,
                          struct space_error *err);
-/* Runs argv in it with envp/cwd; the command's output goes to the log. A non-zero exit is
- * an error (build_failed) naming the status. */
+/* Runs argv in it with envp/cwd as user (NULL: root); the command's output goes to the log
+ * as it is printed. A non-zero exit is an error (build_failed) naming the status. */
 int build_sandbox_run(struct spaced_context *ctx, struct build_sandbox *b, char **argv, char **envp, const char *cwd,
-                      struct build_log *log, struct space_error *err);
+                      const char *user, struct build_log *log, struct space_error *err);
 /* Publishes its rootfs as the read-only layer at layer_path (kept if it appeared meanwhile). */
 int build_sandbox_commit(struct build_sandbox *b, const char *layer_path, struct space_error *err);
 /* Stops whatever runs and removes the rootfs. */

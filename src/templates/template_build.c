@@ -144,7 +144,7 @@ static char *config_text(const struct build *b, bool with_labels)
         return s;
 }
 
-static char **make_envp(const json_t *env)
+static char **make_envp(const json_t *env, const char *user)
 {
         size_t n = json_object_size(env) + 3, i = 0;
         char **envp = calloc(n, sizeof(char *));
@@ -152,8 +152,8 @@ static char **make_envp(const json_t *env)
                 return NULL;
         if (!json_object_get(env, "PATH"))
                 envp[i++] = strdup("PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin");
-        if (!json_object_get(env, "HOME"))
-                envp[i++] = strdup("HOME=/root");
+        if (!json_object_get(env, "HOME") && (!user[0] || strcmp(user, "root") == 0 || strcmp(user, "0") == 0))
+                envp[i++] = strdup("HOME=/root"); /* another user's HOME comes from the agent */
         const char *k;
         json_t *v;
         json_object_foreach((json_t *)env, k, v)
@@ -210,18 +210,27 @@ static int filesystem_step(struct build *b, const struct spacefile_step *st, siz
         if (rootfd < 0)
                 r = space_error_errno(err, -errno, "open %s", sb.rootfs);
         if (r == 0 && strcmp(b->workdir, "/") != 0) {
-                int d = rootfs_path_mkdirs(rootfd, b->workdir, 0, 0, false);
-                if (d < 0)
+                /* A missing WORKDIR is made owned by the USER in effect (root when none). */
+                uid_t uid = 0;
+                gid_t gid = 0;
+                if (b->user[0] && build_copy_owner(rootfd, b->user, &uid, &gid, err) < 0)
+                        space_error_set(err, SPACE_E_BUILD_FAILED, "USER %s: not in the image's /etc/passwd", b->user), r = -1;
+                int d = r < 0 ? -EINVAL : rootfs_path_mkdirs(rootfd, b->workdir, uid, gid, uid != 0 || gid != 0);
+                if (d < 0 && r == 0)
                         r = space_error_set(err, SPACE_E_BUILD_FAILED, "WORKDIR %s: %s", b->workdir, strerror(-d));
-                else
+                else if (d >= 0)
                         close(d);
         }
         if (r == 0 && st->kind == SPACEFILE_COPY)
                 r = build_copy_apply(b->ctxfd, rootfd, st, b->workdir, err);
         if (r == 0 && st->kind == SPACEFILE_RUN) {
                 char *shell_argv[] = { "/bin/sh", "-c", st->value, NULL };
-                char **envp = make_envp(b->env);
-                r = envp ? build_sandbox_run(b->ctx, &sb, st->argv ? st->argv : shell_argv, envp, b->workdir, &b->log, err)
+                char **envp = make_envp(b->env, b->user);
+                char user[64];
+                snprintf(user, sizeof(user), "%.*s", (int)strcspn(b->user, ":"), b->user); /* the group is not used */
+                bool root = !user[0] || strcmp(user, "root") == 0 || strcmp(user, "0") == 0;
+                r = envp ? build_sandbox_run(b->ctx, &sb, st->argv ? st->argv : shell_argv, envp, b->workdir, root ? NULL : user,
+                                             &b->log, err)
                          : space_error_set(err, SPACE_E_INTERNAL, "out of memory");
                 free_strv(envp);
         }

@@ -169,6 +169,23 @@ class Templates(SpacedTestCase):
         self.assertEqual(sp.sh(sid, "/usr/local/bin/renamed")["stdout"], "plain\n")
         self.assertEqual(sp.sh(sid, "/opt/tree/run.sh")["stdout"], "ran\n")
 
+    def test_user_and_workdir_apply_to_run_and_sandboxes(self):
+        sp = self.spaced
+        files = {"Spacefile": b"FROM busybox\nUSER user\nWORKDIR /home/user/work\nRUN id -u > uid; echo $HOME > home; pwd > pwd\n"}
+        _, d = self.build("user:1", files)
+        self.assertEqual(d["template"]["environment"]["config"]["user"], "user")
+        sid = self.sandbox_of("user:1")
+        r = sp.sh(sid, "cat /home/user/work/uid /home/user/work/home /home/user/work/pwd; stat -c %u /home/user/work/uid")
+        self.assertEqual(r["stdout"], "1000\n/home/user\n/home/user/work\n1000\n")
+        # A streamed command runs as the template's USER in its WORKDIR unless told otherwise.
+        _, session = sp.api("POST", "/v1/sandboxes/%s/sessions" % sid, {}, expect=(200, 201))
+        token = session["attach_token"]
+        for body, want in (({"shell": "id -u > /tmp/who; pwd >> /tmp/who"}, "1000\n/home/user/work\n"),
+                           ({"shell": "id -u > /tmp/who; pwd >> /tmp/who", "user": "root", "cwd": "/"}, "0\n/\n")):
+            _, cmd = sp.api("POST", "/v1/sandboxes/%s/commands" % sid, body, key=token, expect=201)
+            sp.api("GET", "/v1/sandboxes/%s/commands/%s?wait=true&timeout_s=30" % (sid, cmd["command_id"]), key=token, expect=200)
+            self.assertEqual(sp.sh(sid, "cat /tmp/who")["stdout"], want)
+
     def test_failing_run_reports_the_step_and_leaves_nothing(self):
         sp = self.spaced
         layers_before = self.layers()
@@ -270,13 +287,17 @@ class Templates(SpacedTestCase):
 
     def test_follow_the_log(self):
         sp = self.spaced
-        files = {"Spacefile": b"FROM busybox\nRUN sleep 1; echo followed-output\n"}
+        files = {"Spacefile": b"FROM busybox\nRUN echo early-output; sleep 3; echo followed-$((40+2))\n"}
         status, d = sp.request("POST", "/v1/templates?name=follow:1", raw=tar_of(files))
         op = d["operation"]["id"]
+        # The step's output reaches the log while the step runs.
+        wait_for(lambda: "early-output" in self.log_of(op), timeout=10, what="live output")
+        self.assertNotIn("followed-42", self.log_of(op))
+        self.assertEqual(sp.api("GET", "/v1/operations/" + op, expect=200)[1]["state"], "running")
         status, body = sp.request("GET", "/v1/templates/builds/%s/log?follow=true" % op, timeout=60)
         self.assertEqual(status, 200)
         text = body.decode()
-        self.assertIn("followed-output", text)
+        self.assertIn("followed-42", text)
         self.assertTrue(text.rstrip().splitlines()[-1].startswith("built in"), text)
         sp.api("GET", "/v1/templates/builds/op-0000000000000000/log", expect=404)
 
