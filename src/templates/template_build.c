@@ -122,9 +122,13 @@ static void key_mix(char key[65], const char *a, const char *b, const char *c)
 
 /* ---- the build ---- */
 
+struct build;
+static int build_op(struct spaced_context *ctx, struct operation *op, const char *parent, struct space_error *err);
+
 struct build {
         struct spaced_context *ctx;
         const char *op_id;
+        const char *reg_id; /* the top-level build: its log, its cancellation */
         struct build_log log;
         int ctxfd;
         json_t *env, *labels;
@@ -197,12 +201,12 @@ static int filesystem_step(struct build *b, const struct spacefile_step *st, siz
                 snprintf(b->layer, sizeof(b->layer), "%s", layer);
                 return 0;
         }
-        if (reg_cancelled(b->op_id))
+        if (reg_cancelled(b->reg_id))
                 return space_error_set(err, SPACE_E_CANCELLED, "the build was cancelled");
         int64_t t0 = monotonic_now_us();
         struct build_sandbox sb;
         random_id("bld-", 8, id, sizeof(id));
-        reg_set_sandbox(b->op_id, id);
+        reg_set_sandbox(b->reg_id, id);
         if (build_sandbox_create(b->ctx, id, b->layer, &sb, err) < 0)
                 return -1;
         int r = 0;
@@ -234,8 +238,8 @@ static int filesystem_step(struct build *b, const struct spacefile_step *st, siz
                          : space_error_set(err, SPACE_E_INTERNAL, "out of memory");
                 free_strv(envp);
         }
-        reg_set_sandbox(b->op_id, NULL);
-        if (reg_cancelled(b->op_id))
+        reg_set_sandbox(b->reg_id, NULL);
+        if (reg_cancelled(b->reg_id))
                 r = space_error_set(err, SPACE_E_CANCELLED, "the build was cancelled");
         if (r == 0)
                 r = build_sandbox_commit(&sb, layer, err);
@@ -287,8 +291,19 @@ static int load_base(struct build *b, const char *ref, char *base, size_t base_s
                 if (!template_catalog_is_builtin(name) && !template_build_is_preset(b->ctx, name))
                         return space_error_set(err, SPACE_E_TEMPLATE_NOT_READY, "FROM %s: the template is not ready", ref);
                 build_log_printf(&b->log, "#0 building the %s template first", name);
-                if (template_catalog_build_now(b->ctx, name, err) < 0)
+                if (template_build_is_preset(b->ctx, name)) {
+                        /* A preset on the way: built here, into this build's log. */
+                        struct operation sub = { .state = OPERATION_RUNNING };
+                        snprintf(sub.id, sizeof(sub.id), "%.19s-%.11s", b->op_id, name);
+                        snprintf(sub.kind, sizeof(sub.kind), "template.build");
+                        snprintf(sub.target, sizeof(sub.target), "%s", name);
+                        snprintf(sub.params, sizeof(sub.params), "{\"preset\":true}");
+                        if (build_op(b->ctx, &sub, b->reg_id, err) < 0)
+                                return -1;
+                        build_log_printf(&b->log, "#0 %s is ready; back to this build", name);
+                } else if (template_catalog_build_now(b->ctx, name, err) < 0) {
                         return -1;
+                }
                 if (STORE(b->ctx, template_get, name, &t) < 0)
                         return space_error_set(err, SPACE_E_INTERNAL, "template %s vanished", name);
         }
@@ -426,16 +441,18 @@ static void remove_build_dir(struct spaced_context *ctx, const char *op_id)
                 rootfs_path_remove_at(fd, slash + 1);
 }
 
-int template_build_op(struct spaced_context *ctx, struct operation *op, struct space_error *err)
+/* parent: the build this one runs inside (a preset its FROM needs), which owns the log and
+ * the cancellation; NULL for an operation's own build. */
+static int build_op(struct spaced_context *ctx, struct operation *op, const char *parent, struct space_error *err)
 {
-        struct build b = { .ctx = ctx, .op_id = op->id, .ctxfd = -1, .workdir = "/", .user = "" };
+        struct build b = { .ctx = ctx, .op_id = op->id, .reg_id = parent ? parent : op->id, .ctxfd = -1, .workdir = "/", .user = "" };
         json_t *params = json_loads(op->params[0] ? op->params : "{}", 0, NULL);
         b.env = json_object();
         b.labels = json_object();
-        int r = build_log_open(ctx->cfg.state_dir, op->id, &b.log);
+        int r = build_log_open(ctx->cfg.state_dir, b.reg_id, &b.log);
         if (r < 0)
                 log_warn("template.build_log", "op=%s error=\"%s\"", op->id, strerror(-r));
-        reg_set_sandbox(op->id, NULL);
+        reg_set_sandbox(b.reg_id, NULL);
         r = run(&b, op->target, params, err);
         if (r < 0) {
                 build_log_printf(&b.log, "BUILD FAILED %s", err->message);
@@ -452,7 +469,8 @@ int template_build_op(struct spaced_context *ctx, struct operation *op, struct s
                         template_record_release(&t);
                 }
         }
-        reg_leave(op->id);
+        if (!parent)
+                reg_leave(op->id);
         if (b.ctxfd >= 0)
                 close(b.ctxfd);
         build_log_close(&b.log);
@@ -461,4 +479,9 @@ int template_build_op(struct spaced_context *ctx, struct operation *op, struct s
         json_decref(params);
         remove_build_dir(ctx, op->id);
         return r;
+}
+
+int template_build_op(struct spaced_context *ctx, struct operation *op, struct space_error *err)
+{
+        return build_op(ctx, op, NULL, err);
 }

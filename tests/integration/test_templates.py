@@ -411,9 +411,20 @@ class Templates(SpacedTestCase):
     @unittest.skipIf(os.environ.get("SPACE_SKIP_NETWORK_TESTS"), "network tests disabled")
     def test_python_preset(self):
         sp = self.spaced
+        # FROM a preset that is not built yet: debian, then python, are built first.
+        self.assertEqual(sp.api("GET", "/v1/templates/python", expect=200)[1]["state"], "not_built")
+        files = {"Spacefile": b"FROM python\nRUN python3 -c 'print(2)' > /two\n"}
+        _, d = self.build("pyapp:1", files)
+        log = self.log_of(d["operation"]["id"])
+        self.assertIn("building the python template first", log)
+        self.assertIn("python is ready", log)
+        # The preset's own build now finds every layer in the cache.
         status, d = sp.request("POST", "/v1/templates/python/build?wait=true&timeout_s=600", timeout=620)
         self.assertEqual(status, 200, repr(d))
         self.assertEqual(d["operation"]["state"], "succeeded", repr(d))
+        self.assertIn("#2 CACHED", self.log_of(d["operation"]["id"]))
+        sid2 = self.sandbox_of("pyapp:1")
+        self.assertEqual(sp.sh(sid2, "cat /two")["stdout"], "2\n")
         t = sp.api("GET", "/v1/templates/python", expect=200)[1]
         self.assertEqual(t["state"], "ready")
         self.assertEqual(t["environment"]["config"]["user"], "user")
