@@ -41,7 +41,11 @@ static int apply_whiteout(int rootfd, const char *clean, struct space_error *err
         _cleanup_close_ int dir = rootfs_path_open(rootfd, parent, O_DIRECTORY | O_RDONLY, 0);
         if (dir < 0)
                 return 0; /* nothing below to hide */
-        int r = strcmp(leaf, ".wh..wh..opq") == 0 ? rootfs_path_empty_dir(dir) : rootfs_path_remove_at(dir, leaf + 4);
+        const char *hidden = leaf + 4;
+        bool opaque = strcmp(leaf, ".wh..wh..opq") == 0;
+        if (!opaque && (!*hidden || strcmp(hidden, ".") == 0 || strcmp(hidden, "..") == 0 || strchr(hidden, '/')))
+                return 0; /* ".wh." or ".wh..": names nothing below this directory */
+        int r = opaque ? rootfs_path_empty_dir(dir) : rootfs_path_remove_at(dir, hidden);
         return r < 0 ? space_error_errno(err, r, "apply whiteout %s", clean) : 0;
 }
 

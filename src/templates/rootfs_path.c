@@ -144,6 +144,8 @@ int rootfs_path_empty_dir(int dirfd)
 int rootfs_path_remove_at(int dirfd, const char *name)
 {
         struct stat st;
+        if (!*name || strcmp(name, ".") == 0 || strcmp(name, "..") == 0 || strchr(name, '/'))
+                return -EINVAL; /* one entry of this directory, nothing else */
         if (fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
                 return errno == ENOENT ? 0 : -errno;
         if (S_ISDIR(st.st_mode)) {

@@ -414,6 +414,10 @@ static int run(struct build *b, const char *row, const json_t *params, struct sp
                 return space_error_set(err, SPACE_E_INVALID_REQUEST, "Spacefile line %u: %s", perr.line, perr.message);
         int64_t t0 = monotonic_now_us();
         size_t n = f.nsteps - 1;
+        if (reg_cancelled(b->reg_id)) {
+                spacefile_release(&f);
+                return space_error_set(err, SPACE_E_CANCELLED, "the build was cancelled");
+        }
         build_log_printf(&b->log, "#0 [0/%zu] %s", n, f.steps[0].text);
         int r = load_base(b, f.steps[0].value, base, sizeof(base), err);
         for (size_t i = 1; r == 0 && i <= n; i++) {

@@ -377,6 +377,7 @@ class Templates(SpacedTestCase):
                          "opaque": ("dir",), "opaque/old1": b"1", "opaque/old2": b"2",
                          "tree": ("dir",), "tree/deep": ("dir",), "tree/deep/f": b"f"}, gz=True)
         layer2 = tar_of({"etc/.wh.gone": b"", "opaque/.wh..wh..opq": b"", "opaque/new": b"new\n",
+                         ".wh..": b"", "etc/.wh.": b"",  # hostile whiteouts that name nothing
                          ".wh.tree": b"", "etc/added": b"added\n"})
         config = json.dumps({"architecture": "amd64", "os": "linux",
                              "config": {"Env": ["FROM_IMAGE=yes", "PATH=/bin"], "WorkingDir": "/etc"},

@@ -86,6 +86,9 @@ static void test_resolution_stays_inside(void **state)
 
         int fd = rootfs_path_open(rootfd, "up/etc/passwd", O_RDONLY, 0);
         assert_int_equal(fd, -ENOENT); /* ".." stops at the root */
+        assert_int_equal(rootfs_path_remove_at(rootfd, ".."), -EINVAL);
+        assert_int_equal(rootfs_path_remove_at(rootfd, "a/b"), -EINVAL);
+        assert_int_equal(rootfs_path_remove_at(rootfd, ""), -EINVAL);
         assert_int_equal(rootfs_path_remove_at(rootfd, "escape"), 0);
         assert_int_equal(access(outside, F_OK), 0); /* removing the link leaves its target */
 
