@@ -108,8 +108,25 @@ static int emit_end_from_store(struct event_stream *st, const struct command_rec
         return r;
 }
 
-/* Fills st->out with what there is: 1 something, 0 nothing new, -1 failed. */
-static int produce(struct event_stream *st, bool check_store)
+/* Whether a reader that has had seq has had the whole log: the record at seq is the exit,
+ * or the log holds nothing at seq (it ends before). A log without its exit (the command was
+ * lost with its sandbox, the log not removed yet) is not done. */
+static bool log_done_at(const char *dir, uint64_t seq)
+{
+        struct command_log_reader *r = NULL;
+        struct command_log_record rec;
+        if (seq == 0 || command_log_reader_open(dir, seq - 1, &r) < 0)
+                return false;
+        int q = command_log_reader_next(r, &rec);
+        bool done = q == COMMAND_LOG_READ_NONE ||
+                    (q == COMMAND_LOG_READ_RECORD && rec.seq == seq && rec.kind == COMMAND_LOG_EXIT);
+        command_log_reader_close(r);
+        return done;
+}
+
+/* Fills st->out with what the log has: 1 something, 0 nothing new, -1 failed; with
+ * the reader's last answer in *last_q (-ENOENT: there is no log). */
+static int produce_from_log(struct event_stream *st, int *last_q)
 {
         int q = 0;
         if (!st->reader) {
@@ -134,10 +151,22 @@ static int produce(struct event_stream *st, bool check_store)
                         break;
                 }
         }
+        *last_q = q;
         if (st->out_len > 0)
                 return 1;
         if (q < 0 && q != -ENOENT)
                 return -1;
+        return 0;
+}
+
+/* Fills st->out with what there is: 1 something, 0 nothing new, -1 failed. The store is
+ * asked how the command ended when told to, or when its log is gone. */
+static int produce(struct event_stream *st, bool check_store)
+{
+        int q = 0;
+        int p = produce_from_log(st, &q);
+        if (p != 0)
+                return p;
         if (!check_store && q != -ENOENT)
                 return 0;
         struct command_record rec;
@@ -145,11 +174,17 @@ static int produce(struct event_stream *st, bool check_store)
                 return -1;
         int r = 0;
         if (rec.state == COMMAND_EXITED || rec.state == COMMAND_LOST) {
-                /* The exit record is written before the store says so: read the log once more. */
-                if (st->reader && produce(st, false) == 1)
+                /* The exit record is written before the store says so: read the log once more
+                 * (only the log: a log that is gone would bring us back here forever). */
+                int again = st->reader ? produce_from_log(st, &q) : 0;
+                if (again != 0) {
+                        r = again;
+                } else if (q != -ENOENT && log_done_at(st->log_dir, st->after)) { /* the end was sent */
+                        st->done = true;
                         r = 1;
-                else
+                } else {
                         r = emit_end_from_store(st, &rec) < 0 ? -1 : 1;
+                }
         }
         command_record_release(&rec);
         return r;

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "api/api_json.h"
 #include "api/api_render.h"
@@ -191,8 +192,15 @@ void route_command_get(struct api_request *req, struct api_response *resp)
         long long left_ms = w.timeout_s * 1000;
         while (w.wait && !command_ended(&rec) && left_ms > 0 && !atomic_load(&req->ctx->shutting_down)) {
                 int step = left_ms > 1000 ? 1000 : (int)left_ms;
-                command_channels_wait(req->ctx->channels, rec.id, UINT64_MAX - 1, false, step);
-                left_ms -= step;
+                struct timespec t0, t1;
+                clock_gettime(CLOCK_MONOTONIC, &t0);
+                if (command_channels_wait(req->ctx->channels, rec.id, UINT64_MAX - 1, false, step) == COMMAND_WAIT_NOT_LIVE) {
+                        /* Nobody follows it this instant (spaced is starting): look again shortly. */
+                        struct timespec nap = { 0, 100 * 1000000L };
+                        nanosleep(&nap, NULL);
+                }
+                clock_gettime(CLOCK_MONOTONIC, &t1);
+                left_ms -= (t1.tv_sec - t0.tv_sec) * 1000 + (t1.tv_nsec - t0.tv_nsec) / 1000000;
                 command_record_release(&rec);
                 if (command_service_get(req->ctx, req->segments[2], req->segments[4], &rec, &err) < 0)
                         return api_response_error(resp, &err);

@@ -1,10 +1,13 @@
 /* cli_exec: `space exec` — run a command in a sandbox and behave like it: its stdout on
- * stdout, its stderr on stderr (exact bytes: the API is asked for base64), its exit code. */
+ * stdout, its stderr on stderr (exact bytes), its exit code. The command is streamed over
+ * the data plane (cli_attach.c); with --json it runs through POST …/exec and the one answer
+ * is printed. */
 #include <getopt.h>
 #include <limits.h>
 #include <stdio.h>
 
 #include "cli/base64.h"
+#include "cli/cli_attach.h"
 #include "cli/cli.h"
 #include "cli/cli_args.h"
 #include "cli/cli_output.h"
@@ -18,16 +21,22 @@
 #define CLI_EXEC_DEFAULT_TIMEOUT_S 60LL
 
 static const char exec_usage[] =
-        "usage: space exec [--env K=V]... [--cwd DIR] [--timeout S] [--stdin] ID -- CMD [ARGS...]\n"
+        "usage: space exec [-i] [-t] [--env K=V]... [--cwd DIR] [--user U] [--timeout S] ID -- CMD [ARGS...]\n"
         "\n"
-        "Runs CMD in the running sandbox ID and waits for it. Its output is written here byte for\n"
-        "byte and space exits with its exit code (128+N if it died of signal N).\n"
+        "Runs CMD in the running sandbox ID. Its output is written here byte for byte as it comes\n"
+        "and space exits with its exit code (128+N if it died of signal N). Ctrl-C is passed on\n"
+        "to the command; a dropped connection is resumed without losing output.\n"
         "\n"
+        "  -i, --stdin   stream what this process reads on stdin to the command (EOF closes it)\n"
+        "  -t, --tty     run on a pseudo-terminal of this terminal's size (use with -i for an\n"
+        "                interactive shell: space exec -it ID -- sh)\n"
         "  --env K=V     environment variable (repeatable)\n"
         "  --cwd DIR     working directory\n"
-        "  --timeout S   kill the command after S seconds (spaced's default: 60, max 3600)\n"
-        "  --stdin       send what this process reads on stdin (UTF-8 text without NUL; spaced\n"
-        "                takes 1 MiB request bodies by default)\n";
+        "  --user U      run as this user of the sandbox (name or uid)\n"
+        "  --timeout S   kill the command after S seconds (default: none when streamed, 60 with\n"
+        "                --json; max 3600 with --json)\n"
+        "  --json        run through POST /v1/sandboxes/ID/exec and print its JSON answer\n"
+        "                (stdin, if given, must then be UTF-8 text without NUL)\n";
 
 /* Reads all of stdin into body.stdin. -EFBIG: too large; -EILSEQ: not UTF-8; -EINVAL: NUL. */
 static int cli_exec_read_stdin(json_t *body)
@@ -118,27 +127,43 @@ static int cli_exec_exit_status(const json_t *answer)
 }
 
 /* Parses the flags into body; leaves ID and CMD at argv[optind]. */
-static int cli_exec_parse(int argc, char **argv, json_t *body, long long *ret_timeout)
+struct cli_exec_flags {
+        bool read_stdin;
+        bool tty;
+        bool streamed;
+        const char *user;
+};
+
+static int cli_exec_parse(int argc, char **argv, json_t *body, long long *ret_timeout, struct cli_exec_flags *flags)
 {
-        enum { OPT_ENV = 256, OPT_CWD, OPT_TIMEOUT, OPT_STDIN };
+        enum { OPT_ENV = 256, OPT_CWD, OPT_TIMEOUT, OPT_USER };
         static const struct option options[] = {
                 { "help", no_argument, NULL, 'h' },
                 { "env", required_argument, NULL, OPT_ENV },
                 { "cwd", required_argument, NULL, OPT_CWD },
                 { "timeout", required_argument, NULL, OPT_TIMEOUT },
-                { "stdin", no_argument, NULL, OPT_STDIN },
+                { "stdin", no_argument, NULL, 'i' },
+                { "tty", no_argument, NULL, 't' },
+                { "user", required_argument, NULL, OPT_USER },
                 {},
         };
         bool read_stdin = false;
         long long timeout = CLI_EXEC_DEFAULT_TIMEOUT_S;
+        long long max_timeout = flags->streamed ? 7 * 86400LL : CLI_EXEC_TIMEOUT_MAX_S;
         int c, r;
 
         optind = 0;
         opterr = 0;
-        while ((c = getopt_long(argc, argv, ":h", options, NULL)) != -1) {
+        while ((c = getopt_long(argc, argv, ":hit", options, NULL)) != -1) {
                 switch (c) {
                 case 'h':
                         return cli_usage_print(exec_usage);
+                case 't':
+                        flags->tty = true;
+                        break;
+                case OPT_USER:
+                        flags->user = optarg;
+                        break;
                 case OPT_ENV:
                         if (cli_args_pair(json_object_get(body, "env"), optarg) < 0)
                                 return cli_usage_error(exec_usage, "--env needs KEY=VALUE in UTF-8, not '%s'", optarg);
@@ -148,13 +173,13 @@ static int cli_exec_parse(int argc, char **argv, json_t *body, long long *ret_ti
                                 return cli_usage_error(exec_usage, "--cwd must be UTF-8");
                         break;
                 case OPT_TIMEOUT:
-                        if (cli_args_integer(optarg, 1, CLI_EXEC_TIMEOUT_MAX_S, &timeout) < 0)
+                        if (cli_args_integer(optarg, 1, max_timeout, &timeout) < 0)
                                 return cli_usage_error(exec_usage, "--timeout needs whole seconds from 1 to %lld",
-                                                       CLI_EXEC_TIMEOUT_MAX_S);
+                                                       max_timeout);
                         if (json_object_set_new(body, "timeout_s", json_integer(timeout)) < 0)
                                 return cli_output_exit(-ENOMEM);
                         break;
-                case OPT_STDIN:
+                case 'i':
                         read_stdin = true;
                         break;
                 default:
@@ -173,6 +198,15 @@ static int cli_exec_parse(int argc, char **argv, json_t *body, long long *ret_ti
         if (json_object_size(json_object_get(body, "env")) == 0)
                 json_object_del(body, "env");
 
+        flags->read_stdin = read_stdin;
+        if (flags->user && json_object_set_new(body, "user", json_string(flags->user)) < 0)
+                return cli_usage_error(exec_usage, "--user must be UTF-8");
+        if (flags->streamed) {
+                *ret_timeout = timeout;
+                return CLI_CONTINUE;
+        }
+        if (flags->tty || flags->user)
+                return cli_usage_error(exec_usage, "--tty and --user need the streamed path (drop --json)");
         if (read_stdin) {
                 r = cli_exec_read_stdin(body);
                 if (r == -EFBIG)
@@ -195,14 +229,19 @@ int cli_exec_main(struct cli *cli, int argc, char **argv)
 {
         _cleanup_http_path_ struct http_path path = {};
         _cleanup_json_ json_t *answer = NULL;
-        _cleanup_json_ json_t *body = json_pack("{s:[], s:s, s:{}}", "cmd", "encoding", "base64", "env");
+        _cleanup_json_ json_t *body = json_pack("{s:[], s:{}}", "cmd", "env");
+        struct cli_exec_flags flags = { .streamed = !cli->json };
         long long timeout = 0;
 
         if (!body)
                 return cli_output_exit(-ENOMEM);
-        int r = cli_exec_parse(argc, argv, body, &timeout);
+        int r = cli_exec_parse(argc, argv, body, &timeout, &flags);
         if (r != CLI_CONTINUE)
                 return r;
+        if (flags.streamed)
+                return cli_attach_exec(cli, argv[optind], body, flags.read_stdin, flags.tty);
+        if (json_object_set_new(body, "encoding", json_string("base64")) < 0)
+                return cli_output_exit(-ENOMEM);
 
         http_path_init(&path, "/v1/sandboxes");
         http_path_segment(&path, argv[optind]);

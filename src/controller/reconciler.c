@@ -1,3 +1,4 @@
+#include "data_plane/command_channels.h"
 #include "controller/reconciler.h"
 
 #include <dirent.h>
@@ -208,6 +209,7 @@ int reconciler_startup(struct spaced_context *ctx)
                         reconcile_sandbox(ctx, &all[i]);
         sandbox_array_free(all, n);
         remove_orphans(ctx);
+        command_channels_remove_orphan_logs(ctx);
         reconcile_snapshots(ctx, ops, nops);
 
         /* Every handler is idempotent: run what was in flight again, oldest first. */

@@ -26,6 +26,7 @@
 #define RECONNECT_ATTEMPTS 40 /* ~10 s of a running sandbox whose agent cannot be reached */
 #define OPEN_LOGS_MAX 64
 #define SUBSCRIBE_TIMEOUT_MS 2000
+#define WAIT_RUNNING_MS 500
 
 struct watch {
         struct watch *next;
@@ -415,6 +416,12 @@ static void *channel_main(void *arg)
                         sandbox_release(&sb);
                         break;
                 }
+                if (sb.state != SANDBOX_RUNNING) {
+                        /* Paused (a frozen agent would not answer) or not up yet: look again soon. */
+                        sandbox_release(&sb);
+                        sleep_ms(WAIT_RUNNING_MS);
+                        continue;
+                }
                 char sock[PATH_MAX];
                 ctx->driver->agent_socket(&sb, sock, sizeof(sock));
                 sandbox_release(&sb);
@@ -539,6 +546,27 @@ void command_channels_resume_all(struct command_channels *chs)
                 command_channels_ensure(chs, recs[i].sandbox_id);
         }
         command_record_array_free(recs, n);
+}
+
+static bool sandbox_keeps_logs(const char *id, void *userdata)
+{
+        struct spaced_context *ctx = userdata;
+        struct sandbox sb;
+        int r = STORE(ctx, sandbox_get, id, &sb);
+        if (r < 0)
+                return r != -ENOENT; /* keep on a store error: removing is not undoable */
+        bool keep = sb.state != SANDBOX_DESTROYED;
+        sandbox_release(&sb);
+        return keep;
+}
+
+void command_channels_remove_orphan_logs(struct spaced_context *ctx)
+{
+        char root[PATH_MAX];
+        snprintf(root, sizeof(root), "%s/command-logs", ctx->cfg.state_dir);
+        int n = command_log_sweep(root, sandbox_keeps_logs, ctx);
+        if (n > 0)
+                log_info("reconcile.orphan_command_logs_removed", "count=%d", n);
 }
 
 int command_channels_create(struct spaced_context *ctx, struct command_channels **ret)

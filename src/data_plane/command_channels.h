@@ -28,6 +28,8 @@ void command_channels_free(struct command_channels *chs);
 int command_channels_ensure(struct command_channels *chs, const char *sandbox_id);
 /* At start: a channel for every sandbox with unfinished commands. */
 void command_channels_resume_all(struct command_channels *chs);
+/* At start: removes the command logs of sandboxes that are destroyed or unknown. */
+void command_channels_remove_orphan_logs(struct spaced_context *ctx);
 
 /* Starting a command and a channel's reconciliation (which ends commands the agent does
  * not know) exclude each other per sandbox. */

@@ -13,6 +13,7 @@
  * torn by a crash and carries on after the last whole one. Functions return -errno. */
 #pragma once
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -64,3 +65,6 @@ void command_log_reader_close(struct command_log_reader *r);
 
 /* Deletes a log's directory and segments (a destroyed sandbox's). */
 int command_log_remove(const char *dir);
+/* Removes the log directories under root (one per sandbox) for which keep(name, userdata)
+ * is false; returns how many were removed. */
+int command_log_sweep(const char *root, bool (*keep)(const char *name, void *userdata), void *userdata);

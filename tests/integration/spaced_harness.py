@@ -197,6 +197,75 @@ def mountinfo_lines(word):
         return [line for line in f if word in line]
 
 
+# --------------------------------------------------------------------------- event streams
+
+class EventStream:
+    """One text/event-stream (Server-Sent Events) response, read event by event.
+
+    next() returns {"id": ..., "event": ..., "data": "..."} (fields as sent, data lines
+    joined with newlines), or None at the end of the stream; comment lines (": text") are
+    collected in .comments and, with comments=True, returned as {"comment": "text"}.
+    A non-200 answer is not an error here: check .status and read .body(). rcvbuf sets a
+    small socket receive buffer before connecting (to make a slow reader)."""
+
+    def __init__(self, port, path, headers=None, timeout=120, rcvbuf=None):
+        self.conn = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
+        if rcvbuf is not None:
+            sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, rcvbuf)
+            sock.settimeout(timeout)
+            sock.connect(("127.0.0.1", port))
+            self.conn.sock = sock
+        self.conn.request("GET", path, headers=headers or {})
+        self.resp = self.conn.getresponse()
+        self.status = self.resp.status
+        self.headers = {k.lower(): v for k, v in self.resp.getheaders()}
+        self.comments = []
+
+    def body(self):
+        payload = self.resp.read()
+        try:
+            return json.loads(payload)
+        except ValueError:
+            return payload
+
+    def next(self, comments=False):
+        event, data = {}, []
+        while True:
+            line = self.resp.readline()
+            if not line:
+                return None
+            line = line.decode().rstrip("\n").rstrip("\r")
+            if line == "":
+                if event or data:
+                    event["data"] = "\n".join(data)
+                    return event
+                continue
+            if line.startswith(":"):
+                text = line[1:].strip()
+                self.comments.append(text)
+                if comments:
+                    return {"comment": text}
+                continue
+            field, _, value = line.partition(":")
+            if value.startswith(" "):
+                value = value[1:]
+            if field == "data":
+                data.append(value)
+            else:
+                event[field] = value
+
+    def __iter__(self):
+        while True:
+            ev = self.next()
+            if ev is None:
+                return
+            yield ev
+
+    def close(self):
+        self.conn.close()
+
+
 # --------------------------------------------------------------------------- spaced
 
 class Spaced:
@@ -345,6 +414,15 @@ class Spaced:
             if status not in exp:
                 raise AssertionError("%s %s -> %s (expected %s): %r" % (method, path, status, expect, data))
         return status, data
+
+    def events(self, path, key="admin", headers=None, timeout=120, rcvbuf=None):
+        """Opens a text/event-stream GET; returns an EventStream (close it)."""
+        h = dict(headers or {})
+        if key == "admin":
+            key = self.key
+        if key is not None:
+            h["Authorization"] = "Bearer " + key
+        return EventStream(self.port, path, headers=h, timeout=timeout, rcvbuf=rcvbuf)
 
     # ---- sandboxes
 

@@ -164,20 +164,32 @@ class Cli(SpacedTestCase):
         r = self.space("exec", sid, "--", "printf", "%s|", "a b", "c;d", "$HOME")
         self.assertEqual(out(r), "a b|c;d|$HOME|")
 
-    def test_exec_truncated_note(self):
+    def test_exec_streams_all_output(self):
+        # The streamed path has no per-exec cap: every byte arrives.
         sid = self.create()
         r = self.space("exec", sid, "--", "sh", "-c", "head -c 2000000 /dev/zero")
-        self.assertEqual(len(r.stdout), 1024 * 1024)
-        self.assertIn("truncat", err(r).lower())
+        self.assertEqual(len(r.stdout), 2000000)
+        self.assertEqual(r.stdout.count(b"\0"), 2000000)
 
-    def test_exec_stdin_refused_when_not_utf8(self):
+    def test_exec_json_truncated(self):
+        # The one-shot path caps each stream and says so.
         sid = self.create()
-        before = self.spaced.request("GET", "/v1/operations")[1]
-        r = self.space("exec", "--stdin", sid, "--", "cat", input=b"\xff\x00\xfe", ok=False)
+        r = self.space("--json", "exec", sid, "--", "sh", "-c", "head -c 2000000 /dev/zero")
+        self.assertTrue(json.loads(out(r))["truncated"])
+
+    def test_exec_binary_stdin_streams(self):
+        sid = self.create()
+        data = b"\xff\x00\xfe" * 1000 + b"end"
+        r = self.space("exec", "--stdin", sid, "--", "cat", input=data)
+        self.assertEqual(r.stdout, data)
+
+    def test_exec_json_stdin_refused_when_not_utf8(self):
+        sid = self.create()
+        r = self.space("--json", "exec", "--stdin", sid, "--", "cat", input=b"\xff\x00\xfe", ok=False)
         self.assertIn(r.returncode, (1, 2), "binary stdin should be refused before sending: %s" % err(r))
         self.assertIn("stdin", err(r))
         self.assertEqual(r.stdout, b"")
-        r = self.space("exec", "--stdin", sid, "--", "cat", input=b"\xff\xfe not utf-8", ok=False)
+        r = self.space("--json", "exec", "--stdin", sid, "--", "cat", input=b"\xff\xfe not utf-8", ok=False)
         self.assertIn(r.returncode, (1, 2), "non-UTF-8 stdin should be refused before sending: %s" % err(r))
 
     def test_templates(self):

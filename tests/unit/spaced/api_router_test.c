@@ -66,6 +66,10 @@ static void test_documented_routes(void **state)
                 { "GET", "/v1/keys", route_key_list },
                 { "POST", "/v1/keys", route_key_create },
                 { "DELETE", "/v1/keys/key-1", route_key_delete },
+                { "POST", "/v1/sandboxes/sb-1/sessions", route_session_create },
+                { "GET", "/v1/sandboxes/sb-1/sessions", route_session_list },
+                { "POST", "/v1/sandboxes/sb-1/sessions/ses-1/renew", route_session_renew },
+                { "DELETE", "/v1/sandboxes/sb-1/sessions/ses-1", route_session_revoke },
         };
         for (size_t i = 0; i < sizeof(routes) / sizeof(routes[0]); i++) {
                 struct match m = route(routes[i].method, routes[i].path);
@@ -74,6 +78,34 @@ static void test_documented_routes(void **state)
                 if (m.auth != API_AUTH_CONTROL)
                         fail_msg("%s %s does not need a control API key", routes[i].method, routes[i].path);
         }
+}
+
+/* Commands take only attach tokens: a control key must not reach them, nor a token the
+ * control plane. */
+static void test_data_plane_routes(void **state)
+{
+        static const struct {
+                const char *method, *path;
+                api_handler handler;
+        } routes[] = {
+                { "POST", "/v1/sandboxes/sb-1/commands", route_command_start },
+                { "GET", "/v1/sandboxes/sb-1/commands", route_command_list },
+                { "GET", "/v1/sandboxes/sb-1/commands/cmd-1", route_command_get },
+                { "GET", "/v1/sandboxes/sb-1/commands/cmd-1/events", route_command_events },
+                { "POST", "/v1/sandboxes/sb-1/commands/cmd-1/stdin", route_command_stdin },
+                { "POST", "/v1/sandboxes/sb-1/commands/cmd-1/stdin/close", route_command_stdin_close },
+                { "POST", "/v1/sandboxes/sb-1/commands/cmd-1/signal", route_command_signal },
+                { "POST", "/v1/sandboxes/sb-1/commands/cmd-1/resize", route_command_resize },
+        };
+        for (size_t i = 0; i < sizeof(routes) / sizeof(routes[0]); i++) {
+                struct match m = route(routes[i].method, routes[i].path);
+                if (m.handler != routes[i].handler)
+                        fail_msg("%s %s went to the wrong handler", routes[i].method, routes[i].path);
+                if (m.auth != API_AUTH_DATA)
+                        fail_msg("%s %s does not take an attach token", routes[i].method, routes[i].path);
+        }
+        /* The session routes hand tokens out, so they are control-plane. */
+        assert_int_equal(route("POST", "/v1/sandboxes/sb-1/sessions").auth, API_AUTH_CONTROL);
 }
 
 static void test_health_is_open(void **state)
@@ -119,6 +151,7 @@ int main(void)
 {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_documented_routes),
+                cmocka_unit_test(test_data_plane_routes),
                 cmocka_unit_test(test_health_is_open),
                 cmocka_unit_test(test_wrong_method_is_405),
                 cmocka_unit_test(test_unknown_path_is_404),
