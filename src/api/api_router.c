@@ -47,6 +47,7 @@ static const struct route {
         { "DELETE", { "v1", "templates", "*" }, route_template_delete, API_AUTH_CONTROL },
         { "POST", { "v1", "templates", "*", "build" }, route_template_build, API_AUTH_CONTROL },
         { "GET", { "v1", "templates", "builds", "*", "log" }, route_template_build_log, API_AUTH_CONTROL },
+        { "GET", { "v1", "templates", "builds", "*", "events" }, route_template_build_events, API_AUTH_CONTROL },
         { "POST", { "v1", "operations", "*", "cancel" }, route_operation_cancel, API_AUTH_CONTROL },
         { "GET", { "v1", "operations" }, route_operation_list, API_AUTH_CONTROL },
         { "GET", { "v1", "operations", "*" }, route_operation_get, API_AUTH_CONTROL },

@@ -11,6 +11,7 @@ extern const struct api_upload_sink snapshot_import_sink;
 extern const struct api_upload_sink template_build_sink;
 extern const struct api_upload_sink template_import_sink;
 void route_template_build_log(struct api_request *req, struct api_response *resp);
+void route_template_build_events(struct api_request *req, struct api_response *resp);
 void route_operation_cancel(struct api_request *req, struct api_response *resp);
 void route_snapshot_export(struct api_request *req, struct api_response *resp);
 

@@ -300,6 +300,27 @@ class Templates(SpacedTestCase):
         self.assertIn("followed-42", text)
         self.assertTrue(text.rstrip().splitlines()[-1].startswith("built in"), text)
         sp.api("GET", "/v1/templates/builds/op-0000000000000000/log", expect=404)
+        # The same as Server-Sent Events, one per line, resumable from any event id.
+        events = self.sse(op)
+        self.assertEqual(events[-1][1], "end")
+        self.assertEqual(json.loads(events[-1][2])["state"], "succeeded")
+        lines = [json.loads(d)["text"] for _, e, d in events if e == "line"]
+        self.assertEqual("\n".join(lines) + "\n", text)
+        mid = events[2][0]
+        rest = self.sse(op, headers={"Last-Event-ID": mid})
+        self.assertEqual([d for _, e, d in rest if e == "line"], [d for _, e, d in events[3:] if e == "line"])
+        self.assertEqual(self.sse(op, query="?after=%s" % events[-2][0])[0][1], "end")
+        self.assertError(sp.request("GET", "/v1/templates/builds/%s/events?after=x" % op), 400, "invalid_request")
+
+    def sse(self, op, headers=None, query=""):
+        status, body = self.spaced.request("GET", "/v1/templates/builds/%s/events%s" % (op, query), headers=headers, timeout=60)
+        self.assertEqual(status, 200)
+        out = []
+        for block in body.decode().split("\n\n"):
+            fields = dict(l.split(": ", 1) for l in block.splitlines() if ": " in l and not l.startswith(":"))
+            if "event" in fields:
+                out.append((fields.get("id"), fields["event"], fields.get("data")))
+        return out
 
     def test_cli_build_follows_the_log(self):
         sp = self.spaced
@@ -414,7 +435,7 @@ class Templates(SpacedTestCase):
         sp = self.spaced
         # FROM a preset that is not built yet: debian, then python, are built first.
         self.assertEqual(sp.api("GET", "/v1/templates/python", expect=200)[1]["state"], "not_built")
-        files = {"Spacefile": b"FROM python\nRUN python3 -c 'print(2)' > /two\n"}
+        files = {"Spacefile": b"FROM python\nRUN python3 -c 'print(2)' > two; id -un >> two\n"}  # as the preset's USER
         _, d = self.build("pyapp:1", files)
         log = self.log_of(d["operation"]["id"])
         self.assertIn("building the python template first", log)
@@ -425,7 +446,7 @@ class Templates(SpacedTestCase):
         self.assertEqual(d["operation"]["state"], "succeeded", repr(d))
         self.assertIn("#2 CACHED", self.log_of(d["operation"]["id"]))
         sid2 = self.sandbox_of("pyapp:1")
-        self.assertEqual(sp.sh(sid2, "cat /two")["stdout"], "2\n")
+        self.assertEqual(sp.sh(sid2, "cat /home/user/two")["stdout"], "2\nuser\n")
         t = sp.api("GET", "/v1/templates/python", expect=200)[1]
         self.assertEqual(t["state"], "ready")
         self.assertEqual(t["environment"]["config"]["user"], "user")
