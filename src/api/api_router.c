@@ -49,6 +49,7 @@ static const struct route {
         { "GET", { "v1", "templates", "builds", "*", "log" }, route_template_build_log, API_AUTH_CONTROL },
         { "GET", { "v1", "templates", "builds", "*", "events" }, route_template_build_events, API_AUTH_CONTROL },
         { "POST", { "v1", "operations", "*", "cancel" }, route_operation_cancel, API_AUTH_CONTROL },
+        { "POST", { "v1", "templates", "layers", "prune" }, route_template_layers_prune, API_AUTH_CONTROL },
         { "GET", { "v1", "operations" }, route_operation_list, API_AUTH_CONTROL },
         { "GET", { "v1", "operations", "*" }, route_operation_get, API_AUTH_CONTROL },
         { "GET", { "v1", "keys" }, route_key_list, API_AUTH_CONTROL },

@@ -1,5 +1,5 @@
-/* GET /v1/templates/builds/{op}/log (?follow=true streams it until the build ends) and
- * POST /v1/operations/{id}/cancel (template builds). */
+/* GET /v1/templates/builds/{op}/log (?follow=true streams it until the build ends),
+ * POST /v1/operations/{id}/cancel (template builds), POST /v1/templates/layers/prune. */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -104,4 +104,13 @@ void route_operation_cancel(struct api_request *req, struct api_response *resp)
                 return api_response_error(resp, &err);
         }
         api_response_json(resp, 202, json_pack("{s:o}", "operation", api_render_operation(&op)));
+}
+
+void route_template_layers_prune(struct api_request *req, struct api_response *resp)
+{
+        struct space_error err = { 0 };
+        unsigned removed = 0;
+        if (template_build_prune_layers(req->ctx, &removed, &err) < 0)
+                return api_response_error(resp, &err);
+        api_response_json(resp, 200, json_pack("{s:i}", "removed", (int)removed));
 }

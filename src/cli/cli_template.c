@@ -21,7 +21,8 @@ static const char template_usage[] =
         "                          build a template from a Spacefile and a context directory\n"
         "  import [--format rootfs|oci] -t NAME[:TAG] FILE\n"
         "                          import a rootfs tarball or an image archive\n"
-        "  rm NAME[:TAG]           delete a template (its sandboxes keep working)\n";
+        "  rm NAME[:TAG]           delete a template (its sandboxes keep working)\n"
+        "  prune                   delete the layer cache of Spacefile builds\n";
 
 static const char template_ls_usage[] = "usage: space template ls\n";
 static const char template_get_usage[] = "usage: space template get NAME\n";
@@ -113,6 +114,22 @@ static int cli_template_rm(struct cli *cli, int argc, char **argv)
         return CLI_EXIT_OK;
 }
 
+static const char template_prune_usage[] = "usage: space template prune\n";
+
+static int cli_template_prune(struct cli *cli, int argc, char **argv)
+{
+        _cleanup_http_path_ struct http_path path = {};
+        _cleanup_json_ json_t *answer = NULL;
+
+        int r = cli_args_simple(argc, argv, template_prune_usage, 0, NULL);
+        if (r != CLI_CONTINUE)
+                return r;
+        http_path_init(&path, "/v1/templates/layers/prune");
+        if (cli_request(cli, "POST", &path, NULL, CLI_REQUEST_TIMEOUT_S, NULL, &answer) < 0)
+                return CLI_EXIT_FAILURE;
+        return cli_output_show(cli->json, answer);
+}
+
 int cli_template_main(struct cli *cli, int argc, char **argv)
 {
         static const struct cli_verb verbs[] = {
@@ -120,6 +137,7 @@ int cli_template_main(struct cli *cli, int argc, char **argv)
                 { "get", cli_template_get },
                 { "build", cli_template_build },
                 { "import", cli_template_import },
+                { "prune", cli_template_prune },
                 { "rm", cli_template_rm },
         };
         return cli_verb_dispatch(cli, verbs, ARRAY_SIZE(verbs), argc, argv, template_usage);

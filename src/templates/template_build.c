@@ -1,5 +1,6 @@
 #include "templates/template_build.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -24,6 +25,9 @@
 #include "templates/spacefile.h"
 #include "templates/template_catalog.h"
 #include "templates/template_ref.h"
+
+/* Builds read the layer cache; pruning it waits for none of them to run. */
+static pthread_rwlock_t layers_lock = PTHREAD_RWLOCK_INITIALIZER;
 
 /* ---- builds in progress, for cancellation ---- */
 
@@ -487,5 +491,36 @@ static int build_op(struct spaced_context *ctx, struct operation *op, const char
 
 int template_build_op(struct spaced_context *ctx, struct operation *op, struct space_error *err)
 {
-        return build_op(ctx, op, NULL, err);
+        pthread_rwlock_rdlock(&layers_lock);
+        int r = build_op(ctx, op, NULL, err);
+        pthread_rwlock_unlock(&layers_lock);
+        return r;
+}
+
+int template_build_prune_layers(struct spaced_context *ctx, unsigned *ret_removed, struct space_error *err)
+{
+        char dir[PATH_MAX];
+        if (pthread_rwlock_trywrlock(&layers_lock) != 0)
+                return space_error_set(err, SPACE_E_INVALID_STATE, "template builds are running; prune when they are done");
+        snprintf(dir, sizeof(dir), "%s/layers", ctx->pool.root);
+        DIR *d = opendir(dir);
+        struct dirent *de;
+        unsigned removed = 0;
+        int r = d ? 0 : -errno;
+        while (r == 0 && d && (de = readdir(d))) {
+                char path[PATH_MAX * 2];
+                if (de->d_name[0] == '.')
+                        continue;
+                snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
+                if ((r = btrfs_pool_subvolume_delete(path)) == 0)
+                        removed++;
+        }
+        if (d)
+                closedir(d);
+        pthread_rwlock_unlock(&layers_lock);
+        if (r < 0)
+                return space_error_errno(err, r, "prune %s", dir);
+        log_info("template.layers_pruned", "removed=%u", removed);
+        *ret_removed = removed;
+        return 0;
 }

@@ -21,5 +21,8 @@ bool template_build_is_preset(const struct spaced_context *ctx, const char *name
 /* Asks a running or pending build to stop: its current step is killed. invalid_state when
  * the operation is not an unfinished build. */
 int template_build_cancel(struct spaced_context *ctx, const char *op_id, struct space_error *err);
+/* Deletes every cached layer (templates and sandboxes do not need them); invalid_state while
+ * builds run. The next builds start from an empty cache. */
+int template_build_prune_layers(struct spaced_context *ctx, unsigned *ret_removed, struct space_error *err);
 /* <state>/builds/<op>: the upload's unpacked context and its Spacefile. */
 int template_build_dir(const struct spaced_context *ctx, const char *op_id, char *buf, size_t size);

@@ -134,6 +134,14 @@ class Templates(SpacedTestCase):
         # A sandbox keeps working after its template is deleted.
         sp.api("DELETE", "/v1/templates/cached:v1", expect=204)
         self.assertEqual(sp.sh(sid, "cat /app/data.txt")["stdout"], "payload\n")
+        # Pruning the layer cache: templates keep working, the next build misses.
+        _, pruned = sp.api("POST", "/v1/templates/layers/prune", expect=200)
+        self.assertGreaterEqual(pruned["removed"], 4)
+        self.assertEqual(self.layers(), set())
+        sid3 = self.sandbox_of("cached:v3")
+        self.assertEqual(sp.sh(sid3, "cat /app/out.txt")["stdout"], "hello\nchanged\n")
+        _, d5 = self.build("cached:v5", files)
+        self.assertNotIn("CACHED", self.log_of(d5["operation"]["id"]))
         self.assertEqual(self.leftovers(), [])
 
     def test_copy_ownership_and_modes(self):
