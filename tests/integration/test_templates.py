@@ -364,6 +364,9 @@ class Templates(SpacedTestCase):
         self.assertEqual(r.returncode, 0, r.stderr)
         r = sp.cli("template", "rm", "clibuilt:1")
         self.assertEqual(r.returncode, 0, r.stderr)
+        r = sp.cli("template", "prune")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("removed", r.stdout.decode())
         # Import from the CLI.
         if BUSYBOX:
             with open(BUSYBOX, "rb") as f:
