@@ -19,6 +19,7 @@
 #include "spaced/wallclock.h"
 #include "storage/btrfs_pool.h"
 #include "templates/build_copy.h"
+#include "templates/build_env.h"
 #include "templates/build_log.h"
 #include "templates/build_sandbox.h"
 #include "templates/rootfs_path.h"
@@ -152,31 +153,6 @@ static char *config_text(const struct build *b, bool with_labels)
         return s;
 }
 
-static char **make_envp(const json_t *env, const char *user)
-{
-        size_t n = json_object_size(env) + 3, i = 0;
-        char **envp = calloc(n, sizeof(char *));
-        if (!envp)
-                return NULL;
-        if (!json_object_get(env, "PATH"))
-                envp[i++] = strdup("PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin");
-        if (!json_object_get(env, "HOME") && (!user[0] || strcmp(user, "root") == 0 || strcmp(user, "0") == 0))
-                envp[i++] = strdup("HOME=/root"); /* another user's HOME comes from the agent */
-        const char *k;
-        json_t *v;
-        json_object_foreach((json_t *)env, k, v)
-                if (asprintf(&envp[i++], "%s=%s", k, json_string_value(v)) < 0)
-                        envp[i - 1] = NULL;
-        return envp;
-}
-
-static void free_strv(char **v)
-{
-        for (size_t i = 0; v && v[i]; i++)
-                free(v[i]);
-        free(v);
-}
-
 static int set_workdir(struct build *b, const char *value)
 {
         char joined[PATH_MAX * 2], clean[PATH_MAX];
@@ -233,14 +209,14 @@ static int filesystem_step(struct build *b, const struct spacefile_step *st, siz
                 r = build_copy_apply(b->ctxfd, rootfd, st, b->workdir, err);
         if (r == 0 && st->kind == SPACEFILE_RUN) {
                 char *shell_argv[] = { "/bin/sh", "-c", st->value, NULL };
-                char **envp = make_envp(b->env, b->user);
+                char **envp = build_env_envp(b->env, b->user);
                 char user[64];
                 snprintf(user, sizeof(user), "%.*s", (int)strcspn(b->user, ":"), b->user); /* the group is not used */
                 bool root = !user[0] || strcmp(user, "root") == 0 || strcmp(user, "0") == 0;
                 r = envp ? build_sandbox_run(b->ctx, &sb, st->argv ? st->argv : shell_argv, envp, b->workdir, root ? NULL : user,
                                              &b->log, err)
                          : space_error_set(err, SPACE_E_INTERNAL, "out of memory");
-                free_strv(envp);
+                build_env_strv_free(envp);
         }
         reg_set_sandbox(b->reg_id, NULL);
         if (reg_cancelled(b->reg_id))
@@ -263,13 +239,27 @@ static int apply_metadata(struct build *b, const struct spacefile_step *st, stru
         switch (st->kind) {
         case SPACEFILE_ENV:
         case SPACEFILE_LABEL:
-                for (size_t k = 0; k + 1 < st->argc; k += 2)
-                        json_object_set_new(st->kind == SPACEFILE_ENV ? b->env : b->labels, st->argv[k], json_string(st->argv[k + 1]));
+        {
+                /* Values see the environment as it was before the line (ENV A=2 B=$A: B gets the old A), as in Docker. */
+                json_t *before = json_copy(b->env);
+                for (size_t k = 0; before && k + 1 < st->argc; k += 2) {
+                        char *v = st->kind == SPACEFILE_ENV ? build_env_expand(before, st->argv[k + 1]) : strdup(st->argv[k + 1]);
+                        if (!v)
+                                break;
+                        json_object_set_new(st->kind == SPACEFILE_ENV ? b->env : b->labels, st->argv[k], json_string(v));
+                        free(v);
+                }
+                json_decref(before);
                 break;
-        case SPACEFILE_WORKDIR:
-                if (set_workdir(b, st->value) < 0)
+        }
+        case SPACEFILE_WORKDIR: {
+                char *v = build_env_expand(b->env, st->value);
+                int r = v ? set_workdir(b, v) : -ENOMEM;
+                free(v);
+                if (r < 0)
                         return space_error_set(err, SPACE_E_BUILD_FAILED, "WORKDIR %.200s climbs out of /", st->value);
                 break;
+        }
         case SPACEFILE_USER:
                 snprintf(b->user, sizeof(b->user), "%s", st->value);
                 break;

@@ -179,9 +179,14 @@ class Templates(SpacedTestCase):
 
     def test_user_and_workdir_apply_to_run_and_sandboxes(self):
         sp = self.spaced
-        files = {"Spacefile": b"FROM busybox\nUSER user\nWORKDIR /home/user/work\nRUN id -u > uid; echo $HOME > home; pwd > pwd\n"}
+        files = {"Spacefile": b"FROM busybox\nUSER user\nENV BASE=/home/user SAME_LINE=${BASE}x\nENV PATH=/opt/bin:$PATH\n"
+                              b"WORKDIR $BASE/work\nRUN id -u > uid; echo $HOME > home; pwd > pwd\n"}
         _, d = self.build("user:1", files)
-        self.assertEqual(d["template"]["environment"]["config"]["user"], "user")
+        config = d["template"]["environment"]["config"]
+        self.assertEqual(config["user"], "user")
+        self.assertEqual(config["workdir"], "/home/user/work")
+        self.assertEqual(config["env"]["SAME_LINE"], "x")  # as in Docker: the line sees the env before it
+        self.assertTrue(config["env"]["PATH"].startswith("/opt/bin:/usr/local/sbin:"), config)
         sid = self.sandbox_of("user:1")
         r = sp.sh(sid, "cat /home/user/work/uid /home/user/work/home /home/user/work/pwd; stat -c %u /home/user/work/uid")
         self.assertEqual(r["stdout"], "1000\n/home/user\n/home/user/work\n1000\n")
