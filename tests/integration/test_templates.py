@@ -439,6 +439,16 @@ class Templates(SpacedTestCase):
         sid = self.sandbox_of("oci:1")
         out = sp.sh(sid, "ls /etc; echo --; ls /opaque; echo --; ls / | grep -c tree; pwd; echo $FROM_IMAGE")["stdout"]
         self.assertEqual(out, "added\nkept\n--\nnew\n--\n0\n/etc\nyes\n")
+        # The same image as `docker save` writes it: manifest.json naming layer tars by path.
+        saved = {"manifest.json": json.dumps([{"Config": "cfg.json", "RepoTags": ["x:1"],
+                                               "Layers": ["l1/layer.tar", "l2/layer.tar"]}]).encode(),
+                 "cfg.json": config, "l1": ("dir",), "l1/layer.tar": layer1, "l2": ("dir",), "l2/layer.tar": layer2}
+        r = sp.request("POST", "/v1/templates/import?name=saved:1&format=oci", raw=tar_of(saved))
+        self.assertEqual(r[0], 201, repr(r))
+        sid = self.sandbox_of("saved:1")
+        self.assertEqual(sp.sh(sid, "ls /etc /opaque; echo $FROM_IMAGE")["stdout"], "/etc:\nadded\nkept\n\n/opaque:\nnew\nyes\n")
+        saved["manifest.json"] = json.dumps([{"Layers": ["../../../etc/passwd"]}]).encode()
+        self.assertEqual(sp.request("POST", "/v1/templates/import?name=saved:2&format=oci", raw=tar_of(saved))[0], 400)
         # A manifest naming a blob outside the layout is refused.
         bad = dict(files)
         bad["index.json"] = json.dumps({"manifests": [{"digest": "sha256:../../../../etc/passwd"}]}).encode()
