@@ -137,7 +137,10 @@ int build_network_attach(struct build_network *n, pid_t sandbox_pid, const char 
                 return 0;
         char pid[16];
         snprintf(pid, sizeof(pid), "%d", (int)sandbox_pid);
-        char *argv[] = { "slirp4netns", "--configure", "--mtu=65520", "--disable-host-loopback", pid, "tap0", NULL };
+        /* --enable-sandbox and --enable-seccomp confine slirp4netns itself (its own mount
+         * namespace, a syscall filter): it parses the sandbox's packets. */
+        char *argv[] = { "slirp4netns", "--configure", "--mtu=65520", "--disable-host-loopback", "--enable-sandbox",
+                         "--enable-seccomp", pid, "tap0", NULL };
         int r = host_command_spawn_piped(argv, true, log_path, &n->helper_fd, &n->helper_pid);
         if (r < 0)
                 return space_error_errno(err, r, "start slirp4netns (install it or run spaced with --build-network none)");

@@ -383,6 +383,21 @@ class Templates(SpacedTestCase):
             self.assertEqual(r.returncode, 0, r.stderr)
             self.assertTrue(r.stdout.decode().startswith("cliimport:1 sha256:"), r.stdout)
 
+    def test_build_sandbox_cannot_reach_host_loopback(self):
+        sp = self.spaced
+        # spaced listens on the host's 127.0.0.1: neither 10.0.2.2 (slirp's host alias) nor
+        # 127.0.0.1 (the sandbox's own lo) reach it from a RUN.
+        # (busybox's wget crashes in static builds: nc is the probe; the sandbox's own
+        # listener proves the probe works.)
+        script = ("(nc -l -p 8000 </dev/null >/dev/null &); sleep 0.3; "
+                  "for t in 127.0.0.1:8000 10.0.2.2:%d 127.0.0.1:%d; do if nc -w 3 ${t%%:*} ${t#*:} </dev/null; "
+                  "then echo \"r\"\"eached-$t\"; else echo \"b\"\"locked-$t\"; fi; done" % (sp.port, sp.port)).encode()
+        _, d = self.build("netcheck:1", {"Spacefile": b"FROM busybox\nRUN " + script + b"\n"})
+        log = self.log_of(d["operation"]["id"])
+        self.assertIn("reached-127.0.0.1:8000", log)
+        self.assertIn("blocked-10.0.2.2:%d" % sp.port, log)
+        self.assertIn("blocked-127.0.0.1:%d" % sp.port, log)
+
     # ---- imports
 
     def test_import_rootfs_tarball(self):
