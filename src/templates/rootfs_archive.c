@@ -99,9 +99,9 @@ static int check_entry(struct archive_entry *e, const char *root, const struct r
         if (!o->keep_owner) {
                 archive_entry_set_uid(e, 0);
                 archive_entry_set_gid(e, 0);
-                archive_entry_set_uname(e, NULL);
-                archive_entry_set_gname(e, NULL);
         }
+        archive_entry_set_uname(e, NULL);
+        archive_entry_set_gname(e, NULL);
         return 0;
 }
 
@@ -126,7 +126,7 @@ int rootfs_archive_extract(const char *archive_path, const char *root_in, const 
         archive_write_disk_set_options(w, ARCHIVE_EXTRACT_OWNER | ARCHIVE_EXTRACT_PERM | ARCHIVE_EXTRACT_TIME |
                                                   ARCHIVE_EXTRACT_XATTR | ARCHIVE_EXTRACT_UNLINK | ARCHIVE_EXTRACT_SECURE_SYMLINKS |
                                                   ARCHIVE_EXTRACT_SECURE_NODOTDOT);
-        archive_write_disk_set_standard_lookup(w);
+        /* No name lookup: owners are the archive's numbers, never the host's idea of a name. */
         struct archive_entry *e;
         int r = 0, rc;
         while (r == 0 && (rc = archive_read_next_header(a, &e)) == ARCHIVE_OK) {

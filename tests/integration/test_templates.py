@@ -40,6 +40,9 @@ def tar_of(files, gz=False):
                 info.type, info.devmajor, info.devminor, info.mode = tarfile.CHRTYPE, 1, 3, 0o666
             elif spec[0] == "hardlink":
                 info.type, info.linkname = tarfile.LNKTYPE, spec[1]
+            elif spec[0] == "owned":  # a file with numeric owners and a misleading owner name
+                data, info.uid, info.gid, info.uname, info.gname = b"o\n", spec[1], spec[2], spec[3], spec[3]
+                info.size, info.mode = len(data), 0o640
             else:
                 data, info.mode = spec
                 info.size = len(data)
@@ -407,12 +410,14 @@ class Templates(SpacedTestCase):
         with open(BUSYBOX, "rb") as f:
             bb = f.read()
         files = {"bin": ("dir",), "bin/busybox": (bb, 0o755), "bin/sh": ("symlink", "busybox"),
-                 "etc": ("dir",), "etc/motd": b"imported\n", "dev/null": ("chr",)}
+                 "etc": ("dir",), "etc/motd": b"imported\n", "dev/null": ("chr",),
+                 "owned": ("owned", 4242, 4343, "root")}
         r = sp.request("POST", "/v1/templates/import?name=rootfs:1&format=rootfs", raw=tar_of(files, gz=True))
         self.assertEqual(r[0], 201, repr(r))
         self.assertEqual(r[1]["state"], "ready")
         sid = self.sandbox_of("rootfs:1")
-        self.assertEqual(sp.sh(sid, "cat /etc/motd")["stdout"], "imported\n")
+        self.assertEqual(sp.sh(sid, "cat /etc/motd; stat -c '%u:%g %a' /owned; ls /dev/null && echo dev-ok")["stdout"],
+                         "imported\n4242:4343 640\n/dev/null\ndev-ok\n")
         self.assertError(sp.request("POST", "/v1/templates/import?name=rootfs:2&format=rootfs",
                                     raw=tar_of({"/etc/x": b"abs"})), 400, "invalid_request")
         self.assertError(sp.request("POST", "/v1/templates/import?name=rootfs:2&format=zip", raw=b""), 400, "invalid_request")
