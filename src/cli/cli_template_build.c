@@ -16,6 +16,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "cli/cli_build_progress.h"
 #include "cli/cli_output.h"
 #include "cli/cli_request.h"
 #include "cli/cli_usage.h"
@@ -125,9 +126,14 @@ static ssize_t read_fd(void *userdata, char *buf, size_t max)
         return n < 0 ? -errno : n;
 }
 
-static int write_stdout(void *userdata, const char *data, size_t len)
+/* The log goes to stdout (to stderr with --json, where stdout is the answer). */
+static int write_log(void *userdata, const char *data, size_t len)
 {
-        return fwrite(data, 1, len, stdout) == len && fflush(stdout) == 0 ? 0 : -EIO;
+        FILE *out = userdata;
+        cli_build_progress_clear();
+        int r = fwrite(data, 1, len, out) == len && fflush(out) == 0 ? 0 : -EIO;
+        cli_build_progress_feed(data, len);
+        return r;
 }
 
 static long long file_size(int fd)
@@ -161,8 +167,13 @@ static int follow(struct cli *cli, const char *op_id, const char *name)
         http_path_segment(&log, op_id);
         http_path_segment(&log, "log");
         http_path_query(&log, "follow", "true");
-        struct http_client_stream stream = { .accept = "text/plain", .write = write_stdout, .size = -1 };
-        if (cli_request_stream(cli, "GET", &log, &stream, NULL, &ignored) < 0)
+        struct http_client_stream stream = { .accept = "text/plain", .write = write_log, .size = -1,
+                                             .userdata = cli->json ? stderr : stdout };
+        if (!cli->json)
+                cli_build_progress_start();
+        int r = cli_request_stream(cli, "GET", &log, &stream, NULL, &ignored);
+        cli_build_progress_stop();
+        if (r < 0)
                 return CLI_EXIT_FAILURE;
         http_path_init(&opp, "/v1/operations");
         http_path_segment(&opp, op_id);
