@@ -152,6 +152,12 @@ int sandbox_lifecycle_create(struct spaced_context *ctx, struct sandbox *sb, str
                 return space_error_set(err, SPACE_E_TEMPLATE_NOT_READY, "template %s is %s; build it first (POST /v1/templates/%s/build)",
                                        sb->template_name, t.state, sb->template_name);
         }
+        const char *pin = json_string_value(json_object_get(sb->environment, "pinned_digest"));
+        const char *digest = json_string_value(json_object_get(t.environment, "digest"));
+        if (pin && (!digest || strcmp(pin, digest) != 0)) {
+                template_record_release(&t);
+                return space_error_set(err, SPACE_E_NOT_FOUND, "template %s is no longer at %s", sb->template_name, pin);
+        }
         /* The environment binding is copied from the template row in this same step; the
          * template's ENV is the base of the sandbox's env (the request's values win). */
         json_decref(sb->environment);

@@ -1,7 +1,8 @@
 /* template_ref: how templates are named. A template is "name" (built-ins and presets:
  * busybox, debian, python, node) or "name:tag" (built or imported ones); name and tag are
  * [A-Za-z0-9_.-], not starting with '.', together at most 63 bytes. A reference without a
- * tag names the row "name" when there is one, else "name:latest". */
+ * tag names the row "name" when there is one, else "name:latest". "name[:tag]@sha256:<hex>"
+ * pins a version: the ready row of that name (and tag) whose digest it is, or none. */
 #pragma once
 
 #include <stdbool.h>

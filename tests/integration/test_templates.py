@@ -132,6 +132,14 @@ class Templates(SpacedTestCase):
         tags = {t["tag"]: t["digest"] for t in listing["tags"]}
         self.assertEqual(set(tags), {"v1", "v2", "v3", "v4"})
         self.assertEqual(tags["v1"], tags["v2"])
+        # A digest pins a version: NAME@DIGEST (or NAME:TAG@DIGEST) names exactly that content.
+        pinned = sp.create(template="cached@" + tags["v3"])
+        self.assertEqual(sp.get(pinned)["template"], "cached:v3")
+        self.assertEqual(sp.sh(pinned, "tail -1 /app/out.txt")["stdout"], "changed\n")
+        sp.destroy(pinned)
+        self.assertError(sp.request("POST", "/v1/sandboxes", {"template": "cached:v1@" + tags["v3"]}), 404, "not_found")
+        self.assertError(sp.request("POST", "/v1/sandboxes", {"template": "cached@sha256:" + "0" * 64}), 404, "not_found")
+        self.assertError(sp.request("POST", "/v1/sandboxes", {"template": "cached@sha256:beef"}), 400, "invalid_request")
         sp.api("DELETE", "/v1/templates/cached:v4", expect=204)
         sp.api("GET", "/v1/templates/cached:v4", expect=404)
         # A sandbox keeps working after its template is deleted.

@@ -100,8 +100,11 @@ static void test_resolution_stays_inside(void **state)
 
 static void test_template_refs(void **state)
 {
-        static const char *const good[] = { "busybox", "my-app:v1.2", "a_b.c:latest", "x:y" };
-        static const char *const bad[] = { "", ":tag", "name:", ".hidden", "a:.b", "a/b", "a:b:c", "sp ace",
+        static const char *const good[] = { "busybox", "my-app:v1.2", "a_b.c:latest", "x:y",
+                                            "app@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef",
+                                            "app:v1@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef" };
+        static const char *const bad[] = { "", ":tag", "name:", ".hidden", "a:.b", "a/b", "a:b:c", "sp ace", "app@sha256:0123", "app@md5:0123456789abcdef0123456789abcdef",
+                                           "app@sha256:0123456789ABCDEF0123456789abcdef0123456789abcdef0123456789abcdef", "@sha256:x",
                                            "0123456789012345678901234567890123456789:0123456789012345678901234" };
         for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++)
                 assert_true(template_ref_ok(good[i]));
@@ -114,6 +117,7 @@ static void test_template_refs(void **state)
         assert_int_equal(template_ref_split("app", name, sizeof(name), tag, sizeof(tag)), 0);
         assert_string_equal(tag, "");
         assert_int_equal(template_ref_split("a/b", name, sizeof(name), tag, sizeof(tag)), -EINVAL);
+        assert_int_equal(template_ref_split(good[4], name, sizeof(name), tag, sizeof(tag)), -EINVAL); /* not a name to build */
 }
 
 int main(void)
