@@ -179,6 +179,15 @@ void agent_test_assert_error(const struct agent_test_reply *r, int error) {
         assert_int_equal(agent_test_get_i32(r, AGENT_F_ERRNO), error);
 }
 
+void agent_test_wait_pid_gone(pid_t pid) {
+        for (int i = 0; i < 500; i++) {
+                if (kill(pid, 0) < 0 && errno == ESRCH)
+                        return;
+                agent_test_sleep_ms(10);
+        }
+        fail_msg("pid %d still runs", (int) pid);
+}
+
 long agent_test_rss_kib(pid_t pid) {
         char path[64], line[256];
         long kib = -1;

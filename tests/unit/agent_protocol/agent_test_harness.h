@@ -63,5 +63,7 @@ void agent_test_assert_str(const struct agent_test_reply *r, uint16_t tag, const
 /* The reply is an ERROR with this errno. */
 void agent_test_assert_error(const struct agent_test_reply *r, int error);
 
+/* Waits (up to 5 s) until pid no longer exists. */
+void agent_test_wait_pid_gone(pid_t pid);
 /* VmRSS of a process in KiB, or -1 when /proc does not say. */
 long agent_test_rss_kib(pid_t pid);
