@@ -73,8 +73,12 @@ int main(int argc, char **argv)
                 return r > 0 ? EXIT_SUCCESS : 2;
         log_set_level((enum log_level)ctx.cfg.log_level);
         /* One thread per HTTP connection (event streams stay open for hours): glibc would give
-         * them up to 8 arenas per core, each keeping freed memory; two serve them as well. */
+         * them up to 8 arenas per core, each keeping freed memory; two serve them as well.
+         * And a fixed mmap threshold: glibc raises it after big buffers are freed (streamed
+         * output moves 256 KiB records), after which every stream's buffers came from the
+         * heap, touched and kept; mapped, they cost only what is used and go back when freed. */
         mallopt(M_ARENA_MAX, 2);
+        mallopt(M_MMAP_THRESHOLD, 64 << 10);
 
         /* Signals are taken synchronously by main; every thread inherits the mask. */
         sigset_t sigs;
