@@ -1,0 +1,62 @@
+/* e2b_routes: what the E2B front door's handlers see (one struct e2b_call per request) and
+ * the handlers themselves, grouped by the file that holds them. The wire format is E2B's
+ * (docs/e2b.md): control-API errors are {"code": <int>, "message"}, envd errors are
+ * Connect errors {"code": "<name>", "message"}. */
+#pragma once
+
+#include <jansson.h>
+#include <stdint.h>
+
+#include "api/api_request.h"
+#include "spaced/space_error.h"
+#include "state_store/state_store.h"
+
+struct e2b_front;
+
+struct e2b_call {
+        struct api_request req; /* path segments, body, connection */
+        struct e2b_front *front;
+        /* envd calls: the sandbox addressed and the user the process runs as */
+        char sandbox_id[32];
+        char user[65];
+};
+
+typedef void (*e2b_handler)(struct e2b_call *call, struct api_response *resp);
+
+/* The header's value or NULL (names are matched ignoring case). */
+const char *e2b_call_header(const struct e2b_call *call, const char *name);
+
+/* Control API answers. */
+void e2b_reply_error(struct api_response *resp, unsigned status, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* err's message with the HTTP status its code maps to (api_error_http_status). */
+void e2b_reply_space_error(struct api_response *resp, const struct space_error *err);
+/* 204, no body. */
+void e2b_reply_empty(struct api_response *resp);
+
+/* e2b_sandboxes.c: the control API */
+void e2b_sandbox_create(struct e2b_call *call, struct api_response *resp);
+void e2b_sandbox_list(struct e2b_call *call, struct api_response *resp);
+void e2b_sandbox_list_v1(struct e2b_call *call, struct api_response *resp);
+void e2b_sandbox_get(struct e2b_call *call, struct api_response *resp);
+void e2b_sandbox_kill(struct e2b_call *call, struct api_response *resp);
+void e2b_sandbox_timeout(struct e2b_call *call, struct api_response *resp);
+void e2b_sandbox_pause(struct e2b_call *call, struct api_response *resp);
+void e2b_sandbox_connect(struct e2b_call *call, struct api_response *resp);
+void e2b_sandbox_resume(struct e2b_call *call, struct api_response *resp);
+
+/* e2b_envd_process.c: envd's /health and process.Process service */
+void e2b_envd_health(struct e2b_call *call, struct api_response *resp);
+void e2b_process_start(struct e2b_call *call, struct api_response *resp);
+void e2b_process_connect(struct e2b_call *call, struct api_response *resp);
+void e2b_process_list(struct e2b_call *call, struct api_response *resp);
+void e2b_process_send_input(struct e2b_call *call, struct api_response *resp);
+void e2b_process_send_signal(struct e2b_call *call, struct api_response *resp);
+void e2b_process_close_stdin(struct e2b_call *call, struct api_response *resp);
+void e2b_process_update(struct e2b_call *call, struct api_response *resp);
+
+/* e2b_process_stream.c: a command's output as a Connect server stream of process events,
+ * starting with start{pid} and replaying the command's log from its first record.
+ * deadline_ms 0: none; otherwise the stream ends with deadline_exceeded then (the command
+ * goes on). keepalive_ms: how often an idle stream carries a keepalive event. */
+int e2b_process_stream_begin(struct e2b_call *call, const char *command_id, int32_t pid, int64_t deadline_ms,
+                             int keepalive_ms, struct api_response *resp, struct space_error *err);
