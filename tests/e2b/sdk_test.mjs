@@ -1,0 +1,183 @@
+// Runs the official E2B JavaScript SDK against a real spaced (tests/e2b/run_e2b_tests.py
+// starts it and sets E2B_API_URL, E2B_SANDBOX_URL, E2B_API_KEY). Usage:
+//   node sdk_test.mjs <package>     e.g. e2b-latest or e2b-2.14 (aliases in package.json)
+// Prints one "ok - name" / "not ok - name" line per check and exits non-zero on a failure.
+import assert from 'node:assert/strict'
+
+const pkg = process.argv[2] || 'e2b-latest'
+const { Sandbox, CommandExitError } = await import(pkg)
+const version = (await import(`${pkg}/package.json`, { with: { type: 'json' } })).default.version
+const only = process.env.E2B_TEST_ONLY ? new RegExp(process.env.E2B_TEST_ONLY) : null
+
+let failed = 0
+const made = []
+
+async function check(name, fn) {
+  if (only && !only.test(name)) return
+  const t0 = Date.now()
+  try {
+    await fn()
+    console.log(`ok - ${version} ${name} (${Date.now() - t0} ms)`)
+  } catch (e) {
+    failed++
+    console.log(`not ok - ${version} ${name}: ${e && e.stack ? e.stack : e}`)
+  }
+}
+
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms))
+
+async function create(opts = {}) {
+  const sbx = await Sandbox.create({ timeoutMs: 300_000, ...opts })
+  made.push(sbx.sandboxId)
+  return sbx
+}
+
+const sbx = await create({ metadata: { suite: 'e2b', run: String(process.pid) }, envs: { FROM_CREATE: 'yes' } })
+
+await check('create returns a running sandbox', async () => {
+  assert.ok(sbx.sandboxId)
+  assert.equal(await sbx.isRunning(), true)
+  const info = await sbx.getInfo()
+  assert.equal(info.sandboxId, sbx.sandboxId)
+  assert.equal(info.metadata.suite, 'e2b')
+  assert.equal(info.state, 'running')
+})
+
+await check('commands.run foreground: stdout and exit code', async () => {
+  const r = await sbx.commands.run('echo hello; echo oops >&2')
+  assert.equal(r.exitCode, 0)
+  assert.equal(r.stdout, 'hello\n')
+  assert.equal(r.stderr, 'oops\n')
+})
+
+await check('default user is user in /home/user', async () => {
+  const r = await sbx.commands.run('id -un; pwd; echo $HOME')
+  assert.equal(r.stdout, 'user\n/home/user\n/home/user\n')
+  const root = await sbx.commands.run('id -u', { user: 'root' })
+  assert.equal(root.stdout, '0\n')
+})
+
+await check('non-zero exit raises CommandExitError', async () => {
+  await assert.rejects(sbx.commands.run('echo before; exit 3'), (e) => {
+    assert.ok(e instanceof CommandExitError, `got ${e}`)
+    assert.equal(e.exitCode, 3)
+    assert.equal(e.stdout, 'before\n')
+    return true
+  })
+})
+
+await check('env vars: create-time and per command, cwd', async () => {
+  const r = await sbx.commands.run('echo $FROM_CREATE $FOO; pwd', { envs: { FOO: 'bar' }, cwd: '/tmp' })
+  assert.equal(r.stdout, 'yes bar\n/tmp\n')
+})
+
+await check('streaming callbacks see output as it comes', async () => {
+  const seen = []
+  const r = await sbx.commands.run('for i in 1 2 3; do echo $i; sleep 0.1; done', { onStdout: (d) => seen.push(d) })
+  assert.equal(seen.join(''), '1\n2\n3\n')
+  assert.equal(r.stdout, '1\n2\n3\n')
+})
+
+await check('background command, list, then wait', async () => {
+  const h = await sbx.commands.run('sleep 1; echo done', { background: true })
+  assert.ok(h.pid > 0)
+  const procs = await sbx.commands.list()
+  const p = procs.find((x) => x.pid === h.pid)
+  assert.ok(p, `pid ${h.pid} not in ${JSON.stringify(procs)}`)
+  assert.equal(p.cmd, '/bin/bash')
+  assert.deepEqual(p.args.slice(0, 2), ['-l', '-c'])
+  const r = await h.wait()
+  assert.equal(r.exitCode, 0)
+  assert.equal(r.stdout, 'done\n')
+})
+
+await check('stdin: sendStdin then closeStdin', async () => {
+  const h = await sbx.commands.run('head -n 2', { background: true, stdin: true })
+  await sbx.commands.sendStdin(h.pid, 'one\n')
+  await sbx.commands.sendStdin(h.pid, 'two\n')
+  const r = await h.wait()
+  assert.equal(r.stdout, 'one\ntwo\n')
+  const c = await sbx.commands.run('cat', { background: true, stdin: true })
+  await sbx.commands.sendStdin(c.pid, 'eof next\n')
+  if (sbx.commands.closeStdin) {
+    await sbx.commands.closeStdin(c.pid)
+    const rc = await c.wait()
+    assert.equal(rc.stdout, 'eof next\n')
+  } else {
+    await c.kill()
+  }
+})
+
+await check('kill a running command', async () => {
+  const h = await sbx.commands.run('sleep 600', { background: true })
+  assert.equal(await sbx.commands.kill(h.pid), true)
+  await assert.rejects(h.wait(), (e) => e instanceof CommandExitError && e.exitCode !== 0)
+  assert.equal(await sbx.commands.kill(h.pid), false)
+  const procs = await sbx.commands.list()
+  assert.ok(!procs.some((x) => x.pid === h.pid))
+})
+
+await check('connect to a running command by pid', async () => {
+  const h = await sbx.commands.run('echo early; sleep 1; echo late', { background: true })
+  await h.disconnect()
+  const again = await sbx.commands.connect(h.pid)
+  const r = await again.wait()
+  assert.equal(r.stdout, 'early\nlate\n')
+})
+
+await check('pty: create, send input, resize, output', async () => {
+  let out = ''
+  const dec = new TextDecoder()
+  const term = await sbx.pty.create({ cols: 80, rows: 24, onData: (d) => { out += dec.decode(d) } })
+  await sbx.pty.resize(term.pid, { cols: 100, rows: 30 })
+  await sbx.pty.sendInput(term.pid, new TextEncoder().encode('stty size; echo pty-$((6*7)); exit\n'))
+  await term.wait().catch(() => {})
+  assert.match(out, /30 100/)
+  assert.match(out, /pty-42/)
+})
+
+await check('timeout: setTimeout and getInfo endAt', async () => {
+  await sbx.setTimeout(120_000)
+  const info = await sbx.getInfo()
+  const left = new Date(info.endAt).getTime() - Date.now()
+  assert.ok(left > 100_000 && left <= 121_000, `endAt in ${left} ms`)
+})
+
+await check('list with metadata filter and paging', async () => {
+  const other = await create({ metadata: { suite: 'e2b', run: String(process.pid), second: 'yes' } })
+  const paginator = Sandbox.list({ query: { metadata: { run: String(process.pid) } }, limit: 1 })
+  const ids = []
+  while (paginator.hasNext) {
+    const items = await paginator.nextItems()
+    assert.ok(items.length <= 1)
+    ids.push(...items.map((s) => s.sandboxId))
+  }
+  assert.deepEqual(ids.sort(), [sbx.sandboxId, other.sandboxId].sort())
+  const only2 = await Sandbox.list({ query: { metadata: { second: 'yes' } } }).nextItems()
+  assert.deepEqual(only2.map((s) => s.sandboxId), [other.sandboxId])
+  await other.kill()
+})
+
+await check('pause then connect: the process is still there', async () => {
+  const h = await sbx.commands.run('i=0; while [ $i -lt 100 ]; do i=$((i+1)); echo $i; sleep 0.1; done', { background: true })
+  await sleep(300)
+  await sbx.pause()
+  const info = await Sandbox.getInfo(sbx.sandboxId)
+  assert.equal(info.state, 'paused')
+  const back = await Sandbox.connect(sbx.sandboxId)
+  assert.equal(await back.isRunning(), true)
+  const procs = await back.commands.list()
+  assert.ok(procs.some((x) => x.pid === h.pid), 'the process survived the pause')
+  await back.commands.kill(h.pid)
+})
+
+await check('kill the sandbox', async () => {
+  const id = sbx.sandboxId
+  assert.equal(await Sandbox.kill(id), true)
+  assert.equal(await Sandbox.kill(id), false)
+  await assert.rejects(Sandbox.getInfo(id))
+})
+
+for (const id of made) await Sandbox.kill(id).catch(() => {})
+console.log(failed ? `# ${version}: ${failed} failed` : `# ${version}: all passed`)
+process.exit(failed ? 1 : 0)
