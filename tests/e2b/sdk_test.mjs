@@ -5,8 +5,11 @@
 import assert from 'node:assert/strict'
 
 const pkg = process.argv[2] || 'e2b-latest'
-const { Sandbox, CommandExitError } = await import(pkg)
-const version = (await import(`${pkg}/package.json`, { with: { type: 'json' } })).default.version
+const { Sandbox, CommandExitError, AuthenticationError } = await import(pkg)
+const { readFileSync } = await import('node:fs')
+const { createRequire } = await import('node:module')
+const version = JSON.parse(readFileSync(createRequire(import.meta.url).resolve(`${pkg}/package.json`))).version
+const url = process.env.E2B_SANDBOX_URL
 const only = process.env.E2B_TEST_ONLY ? new RegExp(process.env.E2B_TEST_ONLY) : null
 
 let failed = 0
@@ -169,6 +172,42 @@ await check('pause then connect: the process is still there', async () => {
   const procs = await back.commands.list()
   assert.ok(procs.some((x) => x.pid === h.pid), 'the process survived the pause')
   await back.commands.kill(h.pid)
+})
+
+await check('envd routed by access token alone (older SDKs), and refused without it', async () => {
+  const token = sbx.envdAccessToken
+  assert.ok(token, 'create returned an envd access token')
+  let r = await fetch(`${url}/health`, { headers: { 'X-Access-Token': token } })
+  assert.equal(r.status, 204)
+  r = await fetch(`${url}/health`, { headers: { 'X-Access-Token': token.slice(0, -1) + (token.endsWith('0') ? '1' : '0') } })
+  assert.equal(r.status, 401)
+  r = await fetch(`${url}/process.Process/List`, {
+    method: 'POST', headers: { 'Content-Type': 'application/json', 'E2b-Sandbox-Id': sbx.sandboxId }, body: '{}' })
+  assert.equal(r.status, 401)
+  assert.equal((await r.json()).code, 'unauthenticated')
+  r = await fetch(`${url}/health`, { headers: { 'e2b-sandbox-id': 'sb-00000000deadbeef' } })
+  assert.equal(r.status, 502)
+})
+
+await check('a wrong API key is refused with AuthenticationError', async () => {
+  await assert.rejects(Sandbox.list({ apiKey: 'e2b_' + '0'.repeat(40) }).nextItems(), (e) => {
+    assert.ok(e instanceof AuthenticationError, `got ${e}`)
+    return true
+  })
+})
+
+await check('timeout expiry kills the sandbox; with autoPause it pauses', async () => {
+  const short = await create({ timeoutMs: 2000 })
+  const paused = await create(Number(version.split('.')[1]) >= 30 ? { timeoutMs: 2000, lifecycle: { onTimeout: 'pause' } }
+    : { timeoutMs: 2000, autoPause: true })
+  const r = await paused.commands.run('sleep 600', { background: true })
+  await sleep(4500)
+  assert.equal(await Sandbox.kill(short.sandboxId), false, 'expired sandbox is gone')
+  const info = await Sandbox.getInfo(paused.sandboxId)
+  assert.equal(info.state, 'paused')
+  const back = await Sandbox.connect(paused.sandboxId)
+  assert.ok((await back.commands.list()).some((p) => p.pid === r.pid))
+  await back.kill()
 })
 
 await check('kill the sandbox', async () => {
