@@ -7,6 +7,7 @@ only when that is impossible because the npm registry cannot be reached, or when
 E2B_TEST_ONLY=<regex> runs only the checks whose names match.
 """
 
+import json
 import os
 import shutil
 import subprocess
@@ -47,7 +48,7 @@ def npm_install():
 def main():
     if os.geteuid() != 0:
         skip("the E2B tests need root (they run spaced)")
-    for p in (h.SPACED, h.SPACE_AGENT):
+    for p in (h.SPACED, h.SPACE_AGENT, h.SPACE_CLI):
         if not os.access(p, os.X_OK):
             sys.exit("FAIL: binary missing: %s (build first)" % p)
     npm_install()
@@ -56,12 +57,16 @@ def main():
     failed = []
     try:
         d.start()
-        key = d.key
-        assert key.startswith("space_"), key
+        # A key made for E2B by the CLI; its space form works on the API too.
+        made = d.cli("--json", "key", "create", "--e2b", "e2b-tests")
+        if made.returncode != 0:
+            sys.exit("FAIL: space key create --e2b: " + made.stderr.decode(errors="replace"))
+        e2b_key = json.loads(made.stdout)["secret"]
+        assert e2b_key.startswith("e2b_") and len(e2b_key) == 44, e2b_key
         url = "http://127.0.0.1:%d" % e2b_port
         env = dict(os.environ)
         env.pop("E2B_DEBUG", None)
-        env.update({"E2B_API_URL": url, "E2B_SANDBOX_URL": url, "E2B_API_KEY": "e2b_" + key[len("space_"):]})
+        env.update({"E2B_API_URL": url, "E2B_SANDBOX_URL": url, "E2B_API_KEY": e2b_key})
         for pkg in PACKAGES:
             print("# %s against %s" % (pkg, url), flush=True)
             try:
