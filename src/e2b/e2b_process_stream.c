@@ -6,7 +6,9 @@
 #include <ctype.h>
 #include <errno.h>
 #include <limits.h>
+#include <microhttpd.h>
 #include <openssl/evp.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,6 +22,7 @@
 #include "spaced/wallclock.h"
 
 #define NOT_LIVE_RETRY_MS 200
+#define WAIT_STEP_MS 1000 /* how often a waiting stream looks at its client and at shutdown */
 
 struct process_stream {
         struct spaced_context *ctx;
@@ -30,6 +33,8 @@ struct process_stream {
         uint64_t after;
         int64_t deadline_us; /* monotonic; 0 none */
         int keepalive_ms;
+        int64_t idle_since_us; /* when the last event was written */
+        int client_fd;         /* the connection's socket (MHD's: only polled), or -1 */
         struct e2b_buf out;
         size_t out_off;
         bool done;
@@ -157,14 +162,26 @@ static int produce(struct process_stream *st, bool check_store)
         return r;
 }
 
+/* A wait step: short, so that a stream notices shutdown, its deadline and a client that
+ * went away within a second; keepalives go out every keepalive_ms of silence. */
 static int wait_ms(const struct process_stream *st)
 {
-        if (!st->deadline_us)
-                return st->keepalive_ms;
-        int64_t left = (st->deadline_us - monotonic_now_us()) / 1000;
-        if (left < 1)
-                left = 1;
-        return left < st->keepalive_ms ? (int)left : st->keepalive_ms;
+        int64_t now = monotonic_now_us();
+        int64_t left = st->keepalive_ms - (now - st->idle_since_us) / 1000;
+        if (st->deadline_us && (st->deadline_us - now) / 1000 < left)
+                left = (st->deadline_us - now) / 1000;
+        if (left > WAIT_STEP_MS)
+                left = WAIT_STEP_MS;
+        return left < 1 ? 1 : (int)left;
+}
+
+/* Whether the client closed its side: then nobody reads, and the thread can go. */
+static bool client_gone(const struct process_stream *st)
+{
+        if (st->client_fd < 0)
+                return false;
+        struct pollfd p = { .fd = st->client_fd, .events = POLLRDHUP };
+        return poll(&p, 1, 0) == 1 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR));
 }
 
 static ssize_t stream_read(void *cls, char *buf, size_t max)
@@ -179,6 +196,7 @@ static ssize_t stream_read(void *cls, char *buf, size_t max)
                         st->out_off += n;
                         if (st->out_off == st->out.len)
                                 st->out_off = st->out.len = 0;
+                        st->idle_since_us = monotonic_now_us();
                         return (ssize_t)n;
                 }
                 if (st->done)
@@ -204,9 +222,11 @@ static ssize_t stream_read(void *cls, char *buf, size_t max)
                         return -1;
                 if (p > 0)
                         continue;
+                if (client_gone(st))
+                        return -1; /* the process goes on; a Connect call can follow it again */
                 enum command_wait w = command_channels_wait(st->ctx->channels, st->command_id, st->after, false, wait_ms(st));
                 if (w == COMMAND_WAIT_TIMEOUT) {
-                        if (!st->deadline_us || monotonic_now_us() < st->deadline_us)
+                        if (monotonic_now_us() - st->idle_since_us >= (int64_t)st->keepalive_ms * 1000)
                                 if (emit_event(st, json_pack("{s:{}}", "keepalive")) < 0)
                                         return -1;
                 } else if (w == COMMAND_WAIT_NOT_LIVE) {
@@ -241,6 +261,9 @@ int e2b_process_stream_begin(struct e2b_call *call, const char *command_id, int3
         command_channels_log_dir(st->ctx, st->sandbox_id, st->command_id, st->log_dir, sizeof(st->log_dir));
         st->keepalive_ms = keepalive_ms > 0 ? keepalive_ms : 30000;
         st->deadline_us = deadline_ms > 0 ? monotonic_now_us() + deadline_ms * 1000 : 0;
+        st->idle_since_us = monotonic_now_us();
+        const union MHD_ConnectionInfo *info = MHD_get_connection_info(call->req.conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+        st->client_fd = info ? info->connect_fd : -1;
         if (emit_event(st, json_pack("{s:{s:i}}", "start", "pid", pid)) < 0) {
                 stream_free(st);
                 return space_error_set(err, SPACE_E_INTERNAL, "out of memory");
