@@ -5,6 +5,8 @@
 #pragma once
 
 #include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "api/api_request.h"
@@ -16,7 +18,8 @@ struct e2b_front;
 struct e2b_call {
         struct api_request req; /* path segments, body, connection */
         struct e2b_front *front;
-        /* envd calls: the sandbox addressed and the user the process runs as */
+        /* envd calls: the sandbox addressed; control calls: the id in the path (a sandbox's,
+         * or a snapshot's for DELETE /templates/{id}) */
         char sandbox_id[32];
         char user[65];
 };
@@ -33,7 +36,22 @@ void e2b_reply_space_error(struct api_response *resp, const struct space_error *
 /* 204, no body. */
 void e2b_reply_empty(struct api_response *resp);
 
-/* e2b_sandboxes.c: the control API */
+/* e2b_sandboxes.c: the control API, and what e2b_history.c shares of it */
+struct spaced_context;
+struct operation;
+/* The answer of create, connect and fork: sandboxID, envdAccessToken, … */
+json_t *e2b_render_created(struct e2b_call *call, const struct sandbox *sb);
+/* Waits (up to 2 min) for the operation; its failure (or the wait's) as err. */
+int e2b_wait_operation(struct spaced_context *ctx, const struct operation *op, struct space_error *err);
+/* The body as a JSON object (empty: {}); answers 400 itself when it is not one. */
+int e2b_body_object(struct e2b_call *call, json_t **ret, struct api_response *resp);
+/* "timeout" (seconds) when present. */
+int e2b_timeout_field(const json_t *body, long long *ret, struct space_error *err);
+/* Sets the sandbox's timeout, counting from now when it runs; only_extend keeps a later expiry. */
+int e2b_set_timeout(struct spaced_context *ctx, struct sandbox *sb, long long timeout_s, bool only_extend);
+/* A ready snapshot labelled name (the newest), for templateID = a snapshot name. */
+int e2b_snapshot_by_name(struct spaced_context *ctx, const char *name, char *ret_id, size_t size);
+
 void e2b_sandbox_create(struct e2b_call *call, struct api_response *resp);
 void e2b_sandbox_list(struct e2b_call *call, struct api_response *resp);
 void e2b_sandbox_list_v1(struct e2b_call *call, struct api_response *resp);
@@ -43,6 +61,13 @@ void e2b_sandbox_timeout(struct e2b_call *call, struct api_response *resp);
 void e2b_sandbox_pause(struct e2b_call *call, struct api_response *resp);
 void e2b_sandbox_connect(struct e2b_call *call, struct api_response *resp);
 void e2b_sandbox_resume(struct e2b_call *call, struct api_response *resp);
+
+/* e2b_history.c: snapshots, fork, metrics */
+void e2b_snapshot_create(struct e2b_call *call, struct api_response *resp);
+void e2b_snapshot_list(struct e2b_call *call, struct api_response *resp);
+void e2b_snapshot_delete(struct e2b_call *call, struct api_response *resp);
+void e2b_sandbox_fork(struct e2b_call *call, struct api_response *resp);
+void e2b_sandbox_metrics(struct e2b_call *call, struct api_response *resp);
 
 /* e2b_envd_process.c: envd's /health and process.Process service */
 void e2b_envd_health(struct e2b_call *call, struct api_response *resp);

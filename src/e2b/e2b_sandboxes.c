@@ -81,7 +81,7 @@ static json_t *time_or_now(int64_t ms)
 }
 
 /* The answer of create and connect. */
-static json_t *render_created(struct e2b_call *call, const struct sandbox *sb)
+json_t *e2b_render_created(struct e2b_call *call, const struct sandbox *sb)
 {
         char tmpl[64], token[E2B_ENVD_TOKEN_SIZE] = "";
         e2b_template_of(call->req.ctx, sb->template_name, tmpl, sizeof(tmpl));
@@ -130,8 +130,7 @@ static int load(struct e2b_call *call, struct sandbox *sb, struct api_response *
         return -1;
 }
 
-/* Waits for the operation; its failure as an error. */
-static int wait_done(struct spaced_context *ctx, const struct operation *op, struct space_error *err)
+int e2b_wait_operation(struct spaced_context *ctx, const struct operation *op, struct space_error *err)
 {
         struct operation latest;
         int r = operation_queue_wait(ctx->queue, op->id, OP_WAIT_MS, &latest);
@@ -150,11 +149,10 @@ static int submit_and_wait(struct spaced_context *ctx, const char *id, enum sand
         struct operation op;
         if (sandbox_lifecycle_submit(ctx, id, action, &op, err) < 0)
                 return -1;
-        return wait_done(ctx, &op, err);
+        return e2b_wait_operation(ctx, &op, err);
 }
 
-/* The message body as an object (empty allowed). */
-static int body_object(struct e2b_call *call, json_t **ret, struct api_response *resp)
+int e2b_body_object(struct e2b_call *call, json_t **ret, struct api_response *resp)
 {
         struct space_error err = { 0 };
         json_t *j = NULL;
@@ -174,7 +172,7 @@ static int body_object(struct e2b_call *call, json_t **ret, struct api_response 
         return 0;
 }
 
-static int timeout_field(const json_t *body, long long *ret, struct space_error *err)
+int e2b_timeout_field(const json_t *body, long long *ret, struct space_error *err)
 {
         json_t *v = json_object_get(body, "timeout");
         if (!v || json_is_null(v))
@@ -193,9 +191,9 @@ void e2b_sandbox_create(struct e2b_call *call, struct api_response *resp)
         struct sandbox sb = { 0 };
         struct operation op;
         char space_template[64];
-        if (body_object(call, &body, resp) < 0)
+        if (e2b_body_object(call, &body, resp) < 0)
                 return;
-        if (api_json_string(body, "templateID", 128, &template_id, &err) < 0 || timeout_field(body, &timeout_s, &err) < 0 ||
+        if (api_json_string(body, "templateID", 128, &template_id, &err) < 0 || e2b_timeout_field(body, &timeout_s, &err) < 0 ||
             api_json_bool(body, "autoPause", &auto_pause, &err) < 0 ||
             api_json_string_map(body, "envVars", api_json_env_name_ok, 256, 32768, &env, &err) < 0 ||
             api_json_string_map(body, "metadata", api_json_metadata_key_ok, 64, 256, &metadata, &err) < 0)
@@ -209,9 +207,16 @@ void e2b_sandbox_create(struct e2b_call *call, struct api_response *resp)
                 space_error_set(&err, SPACE_E_NOT_FOUND, "template %.64s not found", template_id);
                 goto fail;
         }
-        if (strncmp(space_template, "snap-", 5) == 0)
+        struct template_record t;
+        char by_name[32];
+        if (strncmp(space_template, "snap-", 5) == 0) {
                 snprintf(sb.parent_snapshot_id, sizeof(sb.parent_snapshot_id), "%s", space_template);
-        else
+        } else if (STORE(ctx, template_get, space_template, &t) == 0) {
+                template_record_release(&t);
+                snprintf(sb.template_name, sizeof(sb.template_name), "%s", space_template);
+        } else if (e2b_snapshot_by_name(ctx, space_template, by_name, sizeof(by_name)) == 0) {
+                snprintf(sb.parent_snapshot_id, sizeof(sb.parent_snapshot_id), "%s", by_name);
+        } else
                 snprintf(sb.template_name, sizeof(sb.template_name), "%s", space_template);
         snprintf(sb.on_timeout, sizeof(sb.on_timeout), "%s", auto_pause ? "pause" : "destroy");
         sb.timeout_s = timeout_s;
@@ -219,9 +224,9 @@ void e2b_sandbox_create(struct e2b_call *call, struct api_response *resp)
         sb.env = env ? json_deep_copy(env) : json_object();
         sb.metadata = metadata ? json_deep_copy(metadata) : json_object();
         sb.environment = json_object();
-        if (sandbox_lifecycle_create(ctx, &sb, &op, &err) < 0 || wait_done(ctx, &op, &err) < 0)
+        if (sandbox_lifecycle_create(ctx, &sb, &op, &err) < 0 || e2b_wait_operation(ctx, &op, &err) < 0)
                 goto fail;
-        api_response_json(resp, 201, render_created(call, &sb));
+        api_response_json(resp, 201, e2b_render_created(call, &sb));
         goto out;
 fail:
         e2b_reply_space_error(resp, &err);
@@ -376,8 +381,7 @@ void e2b_sandbox_kill(struct e2b_call *call, struct api_response *resp)
         e2b_reply_empty(resp);
 }
 
-/* Sets the timeout to count from now (a paused sandbox's from its resume). */
-static int set_timeout(struct spaced_context *ctx, struct sandbox *sb, long long timeout_s, bool only_extend)
+int e2b_set_timeout(struct spaced_context *ctx, struct sandbox *sb, long long timeout_s, bool only_extend)
 {
         int64_t now = wallclock_now_ms();
         if (only_extend && sb->state == SANDBOX_RUNNING && sb->expires_at_ms > now + timeout_s * 1000)
@@ -395,9 +399,9 @@ void e2b_sandbox_timeout(struct e2b_call *call, struct api_response *resp)
         json_t *body = NULL;
         long long timeout_s = -1;
         struct sandbox sb;
-        if (body_object(call, &body, resp) < 0)
+        if (e2b_body_object(call, &body, resp) < 0)
                 return;
-        int r = timeout_field(body, &timeout_s, &err);
+        int r = e2b_timeout_field(body, &timeout_s, &err);
         json_decref(body);
         if (r < 0)
                 return e2b_reply_space_error(resp, &err);
@@ -405,7 +409,7 @@ void e2b_sandbox_timeout(struct e2b_call *call, struct api_response *resp)
                 return e2b_reply_error(resp, 400, "give timeout (seconds)");
         if (load(call, &sb, resp) < 0)
                 return;
-        r = set_timeout(call->req.ctx, &sb, timeout_s, false);
+        r = e2b_set_timeout(call->req.ctx, &sb, timeout_s, false);
         sandbox_release(&sb);
         if (r < 0)
                 return e2b_reply_error(resp, 500, "store timeout: %s", strerror(-r));
@@ -457,9 +461,9 @@ static void resume_or_connect(struct e2b_call *call, struct api_response *resp, 
         long long timeout_s = -1;
         struct sandbox sb;
         bool resumed = false;
-        if (body_object(call, &body, resp) < 0)
+        if (e2b_body_object(call, &body, resp) < 0)
                 return;
-        int r = timeout_field(body, &timeout_s, &err);
+        int r = e2b_timeout_field(body, &timeout_s, &err);
         json_decref(body);
         if (r < 0)
                 return e2b_reply_space_error(resp, &err);
@@ -477,8 +481,8 @@ static void resume_or_connect(struct e2b_call *call, struct api_response *resp, 
         if (STORE(ctx, sandbox_get, call->sandbox_id, &sb) < 0)
                 return e2b_reply_error(resp, 404, "sandbox %s not found", call->sandbox_id);
         if (timeout_s >= 0)
-                set_timeout(ctx, &sb, timeout_s, is_connect);
-        api_response_json(resp, resumed ? 201 : 200, render_created(call, &sb));
+                e2b_set_timeout(ctx, &sb, timeout_s, is_connect);
+        api_response_json(resp, resumed ? 201 : 200, e2b_render_created(call, &sb));
         sandbox_release(&sb);
 }
 

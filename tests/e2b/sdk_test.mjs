@@ -19,8 +19,8 @@ async function check(name, fn) {
   if (only && !only.test(name)) return
   const t0 = Date.now()
   try {
-    await fn()
-    console.log(`ok - ${version} ${name} (${Date.now() - t0} ms)`)
+    const skipped = await fn()
+    console.log(`ok - ${version} ${name} (${Date.now() - t0} ms)${skipped === 'skip' ? ' # SKIP not in this SDK' : ''}`)
   } catch (e) {
     failed++
     console.log(`not ok - ${version} ${name}: ${e && e.stack ? e.stack : e}`)
@@ -30,7 +30,8 @@ async function check(name, fn) {
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms))
 
 async function create(opts = {}) {
-  const sbx = await Sandbox.create({ timeoutMs: 300_000, ...opts })
+  const sbx = opts.template ? await Sandbox.create(opts.template, { timeoutMs: 300_000, ...opts })
+    : await Sandbox.create({ timeoutMs: 300_000, ...opts })
   made.push(sbx.sandboxId)
   return sbx
 }
@@ -159,6 +160,39 @@ await check('list with metadata filter and paging', async () => {
   const only2 = await Sandbox.list({ query: { metadata: { second: 'yes' } } }).nextItems()
   assert.deepEqual(only2.map((s) => s.sandboxId), [other.sandboxId])
   await other.kill()
+})
+
+await check('snapshot: create, list, create a sandbox from it, delete', async () => {
+  await sbx.commands.run('echo kept > /home/user/note')
+  const snap = await sbx.createSnapshot()
+  assert.ok(snap.snapshotId)
+  const listed = await Sandbox.listSnapshots({ sandboxId: sbx.sandboxId }).nextItems()
+  assert.ok(listed.some((s) => s.snapshotId === snap.snapshotId), JSON.stringify(listed))
+  const copy = await create({ template: snap.snapshotId })
+  assert.equal((await copy.commands.run('cat /home/user/note')).stdout, 'kept\n')
+  await copy.kill()
+  assert.equal(await Sandbox.deleteSnapshot(snap.snapshotId), true)
+  assert.equal(await Sandbox.deleteSnapshot(snap.snapshotId), false)
+})
+
+await check('fork: independent copies of the filesystem (SDK 2.35+)', async () => {
+  if (typeof sbx.fork !== 'function') return 'skip'
+  await sbx.commands.run('echo parent > /home/user/fork-me')
+  const forks = await sbx.fork({ count: 2 })
+  assert.equal(forks.length, 2)
+  for (const f of forks) {
+    assert.ok(f instanceof Sandbox, `fork failed: ${f}`)
+    made.push(f.sandboxId)
+    assert.equal((await f.commands.run('cat /home/user/fork-me')).stdout, 'parent\n')
+  }
+  await forks[0].commands.run('echo changed > /home/user/fork-me')
+  assert.equal((await forks[1].commands.run('cat /home/user/fork-me')).stdout, 'parent\n')
+  assert.equal((await sbx.commands.run('cat /home/user/fork-me')).stdout, 'parent\n')
+  for (const f of forks) await f.kill()
+})
+
+await check('metrics answer (an empty series: not measured yet)', async () => {
+  assert.ok(Array.isArray(await sbx.getMetrics()))
 })
 
 await check('pause then connect: the process is still there', async () => {
