@@ -32,6 +32,9 @@ def npm_install():
     node = shutil.which("node")
     if not npm or not node:
         sys.exit("FAIL: node and npm are needed (scripts/install-deps installs them)")
+    major = subprocess.run([node, "-p", "process.versions.node.split('.')[0]"], capture_output=True, text=True).stdout.strip()
+    if not major.isdigit() or int(major) < 20:
+        sys.exit("FAIL: the E2B SDK needs Node >= 20; this node is %s" % (major or "unknown"))
     if all(os.path.exists(os.path.join(HERE, "node_modules", p, "package.json")) for p in PACKAGES):
         return
     locked = os.path.exists(os.path.join(HERE, "package-lock.json"))
