@@ -37,6 +37,11 @@ void bench_results_init(struct bench_results *res, size_t concurrency)
                 [BENCH_STAT_STORAGE_SNAPSHOT] = "storage: snapshot (wait=true)",
                 [BENCH_STAT_STORAGE_PAUSE] = "  pause window (pause_ms)",
                 [BENCH_STAT_STORAGE_DELETE] = "storage: snapshot delete",
+                [BENCH_STAT_STREAM_EXEC] = "stream: exec round trip (true)",
+                [BENCH_STAT_STREAM_EXEC_START] = "  POST commands",
+                [BENCH_STAT_STREAM_EXEC_EVENTS] = "  GET events to the exit",
+                [BENCH_STAT_STREAM_EXEC_SESSION] = "  with a new session each",
+                [BENCH_STAT_STREAM_RESUME_FIRST] = "stream: resume -> first event",
         };
         memset(res, 0, sizeof(*res));
         for (size_t i = 0; i < _BENCH_STAT_MAX; i++) {

@@ -10,6 +10,7 @@
 #include "bench_proc.h"
 #include "bench_sandbox.h"
 #include "bench_stats.h"
+#include "bench_stream.h"
 
 enum bench_measure_kind {
         BENCH_SEQUENTIAL = 1u << 0,
@@ -18,6 +19,7 @@ enum bench_measure_kind {
         BENCH_DENSITY = 1u << 3,
         BENCH_HISTORY = 1u << 4, /* snapshot, restore, fork (bench_history.c); not in the default set */
         BENCH_STORAGE = 1u << 5, /* pool growth per snapshot (bench_storage.c); not in the default set */
+        BENCH_STREAM = 1u << 6,  /* the data plane (bench_stream*.c); not in the default set */
 };
 
 #define BENCH_HISTORY_MAX_SIZES 4
@@ -44,6 +46,14 @@ struct bench_config {
         size_t storage_base_mb;   /* MiB written (and synced) into the sandbox before the first */
         size_t storage_wait_s;    /* deadline for every bytes_exclusive to be filled in; 0 = 60 + n/2 */
         const char *pool;         /* spaced's pool mount point, for its usage; NULL = none */
+        /* stream measure (the exec round trip takes exec_n) */
+        size_t stream_mb;        /* MiB written by the throughput command */
+        size_t stream_exact_mb;  /* the same within the command log's cap */
+        size_t stream_runs;      /* throughput runs */
+        size_t streams;          /* event streams open at once */
+        size_t stream_sandboxes; /* the sandboxes their commands run in */
+        size_t resume_lines;     /* lines printed by the resumed command */
+        size_t resume_clients;   /* threads following it by reconnecting */
 };
 
 /* The history measures, once per file-data size (see bench_history.c). */
@@ -74,6 +84,11 @@ enum bench_stat {
         BENCH_STAT_STORAGE_SNAPSHOT,
         BENCH_STAT_STORAGE_PAUSE,
         BENCH_STAT_STORAGE_DELETE,
+        BENCH_STAT_STREAM_EXEC,         /* POST commands + GET events to the exit, one session */
+        BENCH_STAT_STREAM_EXEC_START,   /* of which the POST */
+        BENCH_STAT_STREAM_EXEC_EVENTS,  /* of which the GET …/events to the exit */
+        BENCH_STAT_STREAM_EXEC_SESSION, /* the same with a new session each time (created and deleted) */
+        BENCH_STAT_STREAM_RESUME_FIRST, /* a resumed stream: connect → its first event */
         BENCH_STAT_HISTORY, /* first of BENCH_HISTORY_MAX_SIZES x _BENCH_HIST_MAX */
         _BENCH_STAT_MAX = BENCH_STAT_HISTORY + BENCH_HISTORY_MAX_SIZES * _BENCH_HIST_MAX,
 };
@@ -104,6 +119,7 @@ struct bench_results {
         struct bench_stats stats[_BENCH_STAT_MAX];
         struct bench_density density;
         struct bench_storage storage;
+        struct bench_stream_results stream;
         long spaced_rss_kb_end;
         size_t leftovers; /* sandboxes it could not destroy */
 };
@@ -127,5 +143,8 @@ int bench_measure_history(const struct bench_config *cfg, struct bench_sandboxes
  * take a snapshot; sizes from the pool and from bytes_exclusive; then deletes the snapshots and
  * destroys the sandbox (bench_storage.c). */
 int bench_measure_storage(const struct bench_config *cfg, struct bench_sandboxes *set, struct bench_results *res);
+/* The data plane: stream throughput, exec round trip through streamed commands, cfg->streams
+ * event streams at once, resumed streams (bench_stream.c). */
+int bench_measure_stream(const struct bench_config *cfg, struct bench_sandboxes *set, struct bench_results *res);
 /* Destroys every sandbox in the set, `concurrency` at a time, timing each destroy. */
 int bench_measure_destroy_all(const struct bench_config *cfg, struct bench_sandboxes *set, struct bench_results *res);

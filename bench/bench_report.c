@@ -1,5 +1,7 @@
 #include "bench_report.h"
 
+#include "bench_stream_parts.h"
+
 #include <errno.h>
 #include <unistd.h>
 
@@ -107,6 +109,8 @@ void bench_report_text(const struct bench_config *cfg, struct bench_results *res
         }
         if (cfg->measures & BENCH_STORAGE)
                 print_storage(cfg, &res->storage);
+        if (cfg->measures & BENCH_STREAM)
+                bench_stream_report_text(cfg, &res->stream);
         if (bench_stopping)
                 printf("\ninterrupted: the figures above are partial\n");
         if (res->leftovers)
@@ -148,6 +152,8 @@ int bench_report_json(const struct bench_config *cfg, struct bench_results *res,
         }
         if (cfg->measures & BENCH_STORAGE)
                 json_object_set_new(out, "storage", storage_json(cfg, &res->storage));
+        if (cfg->measures & BENCH_STREAM)
+                json_object_set_new(out, "stream", bench_stream_report_json(cfg, &res->stream));
         int r = json_dumpf(out, f, JSON_INDENT(2) | JSON_REAL_PRECISION(6));
         fputc('\n', f);
         json_decref(out);

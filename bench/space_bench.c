@@ -14,6 +14,7 @@
 
 #include "bench_measure.h"
 #include "bench_report.h"
+#include "bench_stream_parts.h"
 #include "cleanup.h"
 
 static const char usage[] =
@@ -26,8 +27,8 @@ static const char usage[] =
         "  --exec-n N         exec round trips [1000]\n"
         "  --density M        sandboxes kept running at once [200]\n"
         "  --template NAME    template to create sandboxes from [busybox]\n"
-        "  --only LIST        comma-separated subset of seq,conc,exec,density,history,storage\n"
-        "                     [seq,conc,exec,density; history and storage only when named]\n"
+        "  --only LIST        comma-separated subset of seq,conc,exec,density,history,storage,stream\n"
+        "                     [seq,conc,exec,density; history, storage and stream only when named]\n"
         "  --history-n N      samples per snapshot/restore/fork measure [50]\n"
         "  --history-sizes L  MiB of file data in the measured sandbox, comma-separated, at\n"
         "                     most 4 [1,1024]\n"
@@ -37,6 +38,13 @@ static const char usage[] =
         "  --storage-change-mb M  MiB rewritten in the sandbox before each of them [1]\n"
         "  --storage-base-mb M  MiB written into the sandbox before the first of them [0]\n"
         "  --storage-wait-s S most seconds to wait for their bytes_exclusive [60 + N/2]\n"
+        "  --stream-mb M      MiB of output of each stream throughput run [1024]\n"
+        "  --stream-exact-mb M  MiB of the runs within the command log's cap (64 MiB) [48]\n"
+        "  --stream-runs R    stream throughput runs, at most 16 [3]\n"
+        "  --streams N        event streams open at once [1000]\n"
+        "  --stream-sandboxes S  sandboxes their commands run in [10]\n"
+        "  --resume-lines L   lines of the resumed command [200000]\n"
+        "  --resume-clients C threads following it by reconnecting [4]\n"
         "  --pool PATH        spaced's pool mount (<state-dir>/pool), for its usage figures\n"
         "  --spaced-pid PID   spaced's pid for memory figures [the spaced on the URL's port]\n"
         "  --json             print the results as one JSON object\n"
@@ -71,7 +79,8 @@ static int parse_measures(const char *list, unsigned *ret)
                       { "exec", BENCH_EXEC },
                       { "density", BENCH_DENSITY },
                       { "history", BENCH_HISTORY },
-                      { "storage", BENCH_STORAGE } };
+                      { "storage", BENCH_STORAGE },
+                      { "stream", BENCH_STREAM } };
         _cleanup_free_ char *copy = strdup(list);
         unsigned bits = 0;
         if (!copy)
@@ -176,6 +185,10 @@ static int parse_args(int argc, char **argv, struct bench_config *cfg, char **re
                 { "storage-n", required_argument, NULL, 'N' },  { "storage-change-mb", required_argument, NULL, 'M' },
                 { "storage-wait-s", required_argument, NULL, 'W' }, { "pool", required_argument, NULL, 'P' },
                 { "storage-base-mb", required_argument, NULL, 'B' },
+                { "stream-mb", required_argument, NULL, 1000 },  { "stream-runs", required_argument, NULL, 1001 },
+                { "streams", required_argument, NULL, 1002 },    { "stream-sandboxes", required_argument, NULL, 1003 },
+                { "resume-lines", required_argument, NULL, 1004 }, { "resume-clients", required_argument, NULL, 1005 },
+                { "stream-exact-mb", required_argument, NULL, 1006 },
                 { "help", no_argument, NULL, 'h' },
                 { NULL, 0, NULL, 0 },
         };
@@ -232,6 +245,21 @@ static int parse_args(int argc, char **argv, struct bench_config *cfg, char **re
                                 r = parse_size(optarg, &cfg->storage_base_mb);
                         break;
                 case 'P': cfg->pool = optarg; break;
+                case 1000: r = parse_size(optarg, &cfg->stream_mb); break;
+                case 1001:
+                        r = parse_size(optarg, &cfg->stream_runs);
+                        if (r == 0 && cfg->stream_runs > BENCH_STREAM_MAX_RUNS)
+                                r = -EINVAL;
+                        break;
+                case 1006: r = parse_size(optarg, &cfg->stream_exact_mb); break;
+                case 1002: r = parse_size(optarg, &cfg->streams); break;
+                case 1003: r = parse_size(optarg, &cfg->stream_sandboxes); break;
+                case 1004: r = parse_size(optarg, &cfg->resume_lines); break;
+                case 1005:
+                        r = parse_size(optarg, &cfg->resume_clients);
+                        if (r == 0 && cfg->resume_clients > 64)
+                                r = -EINVAL;
+                        break;
                 case 'j': json = 1; break;
                 case 'J': json_file = optarg; break;
                 case 'h': fputs(usage, stdout); exit(0);
@@ -263,6 +291,7 @@ static int run_measures(const struct bench_config *cfg, struct bench_sandboxes *
                 { BENCH_DENSITY, "idle density", bench_measure_density },
                 { BENCH_HISTORY, "snapshot, restore, fork", bench_measure_history },
                 { BENCH_STORAGE, "storage per snapshot", bench_measure_storage },
+                { BENCH_STREAM, "data plane (streamed commands)", bench_measure_stream },
         };
         int failed = 0;
         for (size_t i = 0; i < ARRAY_SIZE(steps) && !bench_stopping; i++) {
@@ -299,6 +328,13 @@ int main(int argc, char **argv)
                 .dirty_mb = 64,
                 .storage_n = 100,
                 .storage_change_mb = 1,
+                .stream_mb = 1024,
+                .stream_exact_mb = 48,
+                .stream_runs = 3,
+                .streams = 1000,
+                .stream_sandboxes = 10,
+                .resume_lines = 200000,
+                .resume_clients = 4,
         };
         _cleanup_erase_ char *key = NULL;
         int json = parse_args(argc, argv, &cfg, &key);
@@ -344,7 +380,7 @@ int main(int argc, char **argv)
         for (size_t i = 0; i < _BENCH_STAT_MAX; i++)
                 if (res.stats[i].errors)
                         failed = 1;
-        if (res.leftovers)
+        if (res.leftovers || ((cfg.measures & BENCH_STREAM) && bench_stream_failed(&res.stream)))
                 failed = 1;
         bench_results_release(&res);
         bench_sandboxes_release(&set);

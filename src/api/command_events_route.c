@@ -19,13 +19,17 @@
 #include "data_plane/command_service.h"
 #include "microhttpd.h"
 #include "spaced/spaced_context.h"
+#include "spaced/wallclock.h"
 
 #define NOT_LIVE_RETRY_MS 200
+#define SESSION_CHECK_MS 5000
 
 struct event_stream {
         struct spaced_context *ctx;
         char sandbox_id[32];
         char command_id[32];
+        char session_id[32];
+        int64_t session_checked_ms;
         char log_dir[PATH_MAX];
         struct command_log_reader *reader;
         uint64_t after; /* last sequence number sent */
@@ -99,8 +103,9 @@ static int emit_end_from_store(struct event_stream *st, const struct command_rec
         if (rec->state == COMMAND_EXITED)
                 return out_printf(st, "id: %" PRIu64 "\nevent: exit\ndata: {\"exit_code\":%d,\"signal\":%d,\"timed_out\":%s}\n\n",
                                   st->after + 1, rec->exit_code, rec->term_signal, rec->timed_out ? "true" : "false");
-        json_t *j = json_pack("{s:n, s:b, s:s, s:s}", "exit_code", "lost", 1, "reason", "log_removed", "message",
-                              rec->reason[0] ? rec->reason : "the command's output is gone");
+        const char *reason = rec->reason[0] ? rec->reason : "log_removed";
+        json_t *j = json_pack("{s:n, s:b, s:s, s:s}", "exit_code", "lost", 1, "reason", reason, "message",
+                              command_lost_message(reason));
         char *text = json_dumps(j, JSON_COMPACT);
         json_decref(j);
         int r = text ? out_printf(st, "id: %" PRIu64 "\nevent: exit\ndata: %s\n\n", st->after + 1, text) : -ENOMEM;
@@ -190,10 +195,25 @@ static int produce(struct event_stream *st, bool check_store)
         return r;
 }
 
+/* A stream lasts only as long as the token it was opened with: revoking or letting it
+ * expire ends it (checked every few seconds), and the reconnect is refused. */
+static bool session_still_valid(struct event_stream *st)
+{
+        int64_t now = wallclock_now_ms();
+        if (now - st->session_checked_ms < SESSION_CHECK_MS)
+                return true;
+        st->session_checked_ms = now;
+        struct attach_session s;
+        int r = STORE(st->ctx, session_get, st->session_id, &s);
+        return r == 0 && !s.revoked_at_ms && s.expires_at_ms > now;
+}
+
 static ssize_t stream_read(void *cls, char *buf, size_t max)
 {
         struct event_stream *st = cls;
         for (;;) {
+                if (!session_still_valid(st))
+                        return 0;
                 if (st->out_off < st->out_len) {
                         size_t n = st->out_len - st->out_off;
                         if (n > max)
@@ -274,6 +294,8 @@ void route_command_events(struct api_request *req, struct api_response *resp)
         st->ctx = req->ctx;
         snprintf(st->sandbox_id, sizeof(st->sandbox_id), "%s", req->segments[2]);
         snprintf(st->command_id, sizeof(st->command_id), "%s", req->segments[4]);
+        snprintf(st->session_id, sizeof(st->session_id), "%s", req->session_id);
+        st->session_checked_ms = wallclock_now_ms();
         command_channels_log_dir(req->ctx, st->sandbox_id, st->command_id, st->log_dir, sizeof(st->log_dir));
         st->after = after;
         st->keepalive_ms = (int)keepalive_s * 1000;

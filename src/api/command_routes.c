@@ -27,8 +27,13 @@ json_t *api_render_command(const struct command_record *c)
         json_object_set_new(o, "exit_code", c->state == COMMAND_EXITED ? json_integer(c->exit_code) : json_null());
         json_object_set_new(o, "signal", ended && c->term_signal ? json_integer(c->term_signal) : json_null());
         json_object_set_new(o, "timed_out", json_boolean(c->timed_out));
-        if (c->reason[0])
+        /* A lost command's reason is a code; an exited one may carry why it could not start. */
+        if (c->state == COMMAND_LOST && c->reason[0]) {
                 json_object_set_new(o, "reason", json_string(c->reason));
+                json_object_set_new(o, "message", json_string(command_lost_message(c->reason)));
+        } else if (c->reason[0]) {
+                json_object_set_new(o, "message", json_string(c->reason));
+        }
         return o;
 }
 

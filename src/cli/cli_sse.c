@@ -32,11 +32,13 @@ static int grow(char **buf, size_t *cap, size_t need)
 
 static int dispatch(struct cli_sse *p)
 {
-        if (p->data_len == 0 && !p->event[0])
+        if (p->data_len == 0) {
+                /* No data line: nothing to dispatch, and the event type does not carry over. */
+                p->event[0] = '\0';
                 return 0;
+        }
         /* The data lines were joined with a '\n' after each: drop the last. */
-        if (p->data_len > 0)
-                p->data_len--;
+        p->data_len--;
         if (grow(&p->data, &p->data_cap, p->data_len + 1) < 0)
                 return -ENOMEM;
         p->data[p->data_len] = '\0';

@@ -61,6 +61,23 @@ struct command_channels {
         bool stopping;
 };
 
+const char *command_lost_message(const char *reason)
+{
+        static const struct {
+                const char *reason, *message;
+        } messages[] = {
+                { "sandbox_destroyed", "the sandbox was destroyed" },
+                { "sandbox_stopped", "the sandbox was stopped" },
+                { "sandbox_failed", "the sandbox failed" },
+                { "agent_unreachable", "the sandbox's agent stopped answering" },
+                { "agent_restarted", "the sandbox's agent does not know this command" },
+        };
+        for (size_t i = 0; i < sizeof(messages) / sizeof(messages[0]); i++)
+                if (strcmp(messages[i].reason, reason) == 0)
+                        return messages[i].message;
+        return "the command's output is gone";
+}
+
 void command_channels_log_dir(const struct spaced_context *ctx, const char *sandbox_id, const char *command_id,
                               char *buf, size_t size)
 {
@@ -224,9 +241,9 @@ static void command_end(struct channel *ch, struct command_record *rec, json_t *
 
 /* Ends every unfinished command of the sandbox that is not in keep (a JOB_SUBSCRIBED frame,
  * or NULL for all) as lost, for reason. */
-static void channel_end_unknown(struct channel *ch, const struct agent_frame *keep, const char *reason,
-                                const char *message, bool write_log)
+static void channel_end_unknown(struct channel *ch, const struct agent_frame *keep, const char *reason, bool write_log)
 {
+        const char *message = command_lost_message(reason);
         struct command_record *recs = NULL;
         size_t n = 0;
         if (STORE(ch->chs->ctx, command_list, ch->sandbox_id, true, &recs, &n) < 0)
@@ -242,7 +259,7 @@ static void channel_end_unknown(struct channel *ch, const struct agent_frame *ke
                 if (known)
                         continue;
                 recs[i].state = COMMAND_LOST;
-                snprintf(recs[i].reason, sizeof(recs[i].reason), "%s", message);
+                snprintf(recs[i].reason, sizeof(recs[i].reason), "%s", reason);
                 json_t *exit_json = json_pack("{s:n, s:b, s:s, s:s}", "exit_code", "lost", 1, "reason", reason, "message", message);
                 command_end(ch, &recs[i], exit_json, write_log);
                 json_decref(exit_json);
@@ -373,16 +390,16 @@ static void sleep_ms(int ms)
 /* Ends the sandbox's unfinished commands because its agent is gone. */
 static void channel_finish(struct channel *ch, const struct sandbox *sb)
 {
-        const char *reason = "agent_unreachable", *message = "the sandbox's agent stopped answering";
+        const char *reason = "agent_unreachable";
         bool destroyed = !sb || sb->state == SANDBOX_DESTROYED || sb->state == SANDBOX_DESTROYING;
         if (destroyed)
-                reason = "sandbox_destroyed", message = "the sandbox was destroyed";
+                reason = "sandbox_destroyed";
         else if (sb && (sb->state == SANDBOX_STOPPED || sb->state == SANDBOX_STOPPING || sb->state == SANDBOX_RESTORING))
-                reason = "sandbox_stopped", message = "the sandbox was stopped";
+                reason = "sandbox_stopped";
         else if (sb && sb->state == SANDBOX_FAILED)
-                reason = "sandbox_failed", message = "the sandbox failed";
+                reason = "sandbox_failed";
         command_channels_lock_starts(ch->chs, ch->sandbox_id);
-        channel_end_unknown(ch, NULL, reason, message, !destroyed);
+        channel_end_unknown(ch, NULL, reason, !destroyed);
         command_channels_unlock_starts(ch->chs, ch->sandbox_id);
         if (destroyed) { /* its logs go with it (the destroy removes them too) */
                 char dir[PATH_MAX];
@@ -434,8 +451,7 @@ static void *channel_main(void *arg)
                 command_channels_lock_starts(ch->chs, ch->sandbox_id);
                 int fd = agent_job_client_subscribe(sock, SUBSCRIBE_TIMEOUT_MS, &known, &buf);
                 if (fd >= 0)
-                        channel_end_unknown(ch, &known, "agent_restarted", "the sandbox's agent does not know this command",
-                                            true);
+                        channel_end_unknown(ch, &known, "agent_restarted", true);
                 command_channels_unlock_starts(ch->chs, ch->sandbox_id);
                 if (fd < 0) {
                         if (fd != -EAGAIN && fd != -EWOULDBLOCK)

@@ -36,6 +36,10 @@ void command_channels_remove_orphan_logs(struct spaced_context *ctx);
 void command_channels_lock_starts(struct command_channels *chs, const char *sandbox_id);
 void command_channels_unlock_starts(struct command_channels *chs, const char *sandbox_id);
 
+/* Why a command was lost, as a sentence: reason is one of sandbox_destroyed, sandbox_stopped,
+ * sandbox_failed, agent_unreachable, agent_restarted (stored as the command's reason). */
+const char *command_lost_message(const char *reason);
+
 /* The log directory of a command, and of all a sandbox's commands. */
 void command_channels_log_dir(const struct spaced_context *ctx, const char *sandbox_id, const char *command_id,
                               char *buf, size_t size);

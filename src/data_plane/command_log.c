@@ -327,6 +327,12 @@ static int reader_locate(struct command_log_reader *r, struct command_log_record
                 r->off += sizeof(h) + h.len;
                 seq++;
         }
+        if (seq < want) {
+                /* Positioned after what the log has yet: look again next time, as the
+                 * records up to position may go on in this segment or in a new one. */
+                close(r->fd);
+                r->fd = -1;
+        }
         return 0;
 }
 
@@ -401,7 +407,7 @@ int command_log_reader_next(struct command_log_reader *r, struct command_log_rec
                 return -errno;
         /* Ours was deleted for the cap, and maybe its successors: find the oldest left. */
         q = reader_locate(r, ret);
-        if (q != 0)
+        if (q != 0 || r->fd < 0)
                 return q;
         return reader_record(r, ret);
 }

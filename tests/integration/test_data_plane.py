@@ -4,13 +4,16 @@ signals, lost commands (sandbox destroyed or stopped mid-stream), the per-comman
 many streams at once, and resume with exact sequence continuity across kill -9 of spaced."""
 
 import base64
+import hashlib
 import json
+import os
 import re
+import signal
 import threading
 import time
 import unittest
 
-from spaced_harness import FreshSpacedTestCase, SpacedTestCase, wait_for
+from spaced_harness import FreshSpacedTestCase, SpacedTestCase, cgroup_pids, read_cmdline, wait_for
 
 TOKEN_RE = re.compile(r"^spat_[0-9a-f]{40}$")
 OUTPUT_EVENTS = ("stdout", "stderr", "pty")
@@ -264,6 +267,8 @@ class Sessions(DataPlaneClient, SpacedTestCase):
         # A session of another sandbox is not found under this one.
         s = self.session(self.other)
         self.assertError(self.spaced.request("DELETE", "/v1/sandboxes/%s/sessions/%s" % (self.sid, s["session_id"])), 404)
+        self.assertError(self.spaced.request("POST", "/v1/sandboxes/%s/sessions/%s/renew" % (self.sid, s["session_id"]),
+                                             {"ttl_s": 60}), 404)
         self.assertEqual(self.data_status(self.other, s["attach_token"])[0], 200)
         # Sessions need the control key.
         self.assertError(self.spaced.request("POST", "/v1/sandboxes/%s/sessions" % self.sid, {}, key=None), 401)
@@ -463,6 +468,8 @@ class Commands(DataPlaneClient, SpacedTestCase):
         self.assertIsNone(es.next(), "events after the last one")
         self.assertError(self.spaced.request("GET", "/v1/sandboxes/%s/commands/%s/events?after=x" % (self.sid, cid),
                                              key=self.tok), 400)
+        self.assertError(self.spaced.request("GET", "/v1/sandboxes/%s/commands/%s/events" % (self.sid, cid),
+                                             key=self.tok, headers={"Last-Event-ID": "-3"}), 400)
 
     def test_resume_many_times_while_running(self):
         c = self.start(self.sid, self.tok, shell=counting_script(60, 0.02))
@@ -500,6 +507,25 @@ class Commands(DataPlaneClient, SpacedTestCase):
         self.assertError(self.spaced.request("GET", "/v1/sandboxes/%s/commands/%s/events?keepalive_s=0" % (self.sid, cid),
                                              key=self.tok), 400)
 
+    def test_revoked_token_ends_open_stream(self):
+        s = self.session(self.sid)
+        tok = s["attach_token"]
+        c = self.start(self.sid, tok, cmd=["cat"], stdin=True)
+        cid = c["command_id"]
+        es = self.stream(self.sid, tok, cid, query="keepalive_s=1")
+        self.stdin(self.sid, tok, cid, raw=b"before\n")
+        self.read_until(es, lambda evs: output(evs) == b"before\n", "the first line")
+        self.spaced.api("DELETE", "/v1/sandboxes/%s/sessions/%s" % (self.sid, s["session_id"]), expect=204)
+        rest = list(es)  # the stream ends without an exit: the command goes on
+        self.assertNotIn("exit", [e.get("event") for e in rest], rest)
+        st, _ = self.spaced.request("GET", "/v1/sandboxes/%s/commands/%s/events" % (self.sid, cid), key=tok)
+        self.assertEqual(st, 401)
+        tok2 = self.token(self.sid)
+        self.stdin(self.sid, tok2, cid, raw=b"after\n")
+        self.close_stdin(self.sid, tok2, cid)
+        events = self.all_events(self.sid, tok2, cid)
+        self.assertEqual(output(events), b"before\nafter\n")
+
     # ---- stdin
 
     def test_stdin_chunks(self):
@@ -522,7 +548,9 @@ class Commands(DataPlaneClient, SpacedTestCase):
         expect = chunks[0] + chunks[1].encode() + chunks[2] + chunks[4] + b"".join(padded)
         self.assertEqual(output(events), expect)
         self.assertEqual(exit_data(events)["exit_code"], 0)
-        # The command has ended: input is refused.
+        # The command has ended: input is refused, and so is a second close.
+        st, r = self.dp("POST", self.sid, "commands/%s/stdin/close" % cid, token=self.tok)
+        self.assertIn(st, (400, 409), r)
         st, r = self.dp("POST", self.sid, "commands/%s/stdin" % cid, {"text": "late"}, token=self.tok)
         self.assertIn(st, (400, 409), r)
 
@@ -549,7 +577,31 @@ class Commands(DataPlaneClient, SpacedTestCase):
         _, events, end = self.go(cmd=["cat"], timeout_s=30)
         self.assertEqual((output(events), end["timed_out"]), (b"", False))
 
+    def test_background_child_does_not_hold_the_end(self):
+        """The command ends when its process does, even if a child it left keeps the output open."""
+        _, events, end = self.go(shell="sleep 45 </dev/null & echo started", timeout_s=120)
+        self.assertEqual(output(events), b"started\n")
+        self.assertEqual(end["exit_code"], 0)
+        self.assertFalse(end["timed_out"])
+        ps = self.spaced.sh(self.sid, "ps -o args")["stdout"]
+        self.assertIn("sleep 45", ps, "the exit was held until the child ended")
+        self.spaced.sh(self.sid, "pkill -f 'sleep 45' || true")
+
+    def test_large_stdin(self):
+        data = bytes(range(256)) * 4096  # 1 MiB
+        c = self.start(self.sid, self.tok, cmd=["md5sum"], stdin=True)
+        self.stdin(self.sid, self.tok, c["command_id"], raw=data)
+        self.close_stdin(self.sid, self.tok, c["command_id"])
+        events = self.all_events(self.sid, self.tok, c["command_id"])
+        self.assertEqual(output(events).split()[0].decode(), hashlib.md5(data).hexdigest())
+
     # ---- pty
+
+    def test_pty_output_complete(self):
+        """Everything a pty program writes before it exits reaches the stream."""
+        _, events, end = self.go(shell="seq 1 50000; exit 3", tty={"cols": 80, "rows": 24})
+        self.assertEqual(end["exit_code"], 3)
+        self.assertEqual(output(events).replace(b"\r\n", b"\n"), numbered(50000))
 
     def test_pty(self):
         _, events, end = self.go(cmd=["stty", "size"], tty={"cols": 100, "rows": 40})
@@ -639,7 +691,11 @@ class Commands(DataPlaneClient, SpacedTestCase):
         es = self.stream(sid, tok, cid)
         self.read_until(es, lambda evs: len(evs) >= 2, "some output")
         result = {}
-        t = threading.Thread(target=lambda: result.setdefault("r", self.spaced.action(sid, verb)))
+        if verb == "kill":  # the agent (the sandbox's PID 1, so all goes with it), from the host
+            act = lambda: self.kill_agent(sid)  # noqa: E731
+        else:
+            act = lambda: self.spaced.action(sid, verb)  # noqa: E731
+        t = threading.Thread(target=lambda: result.setdefault("r", act()))
         t.start()
         rest = []
         while True:
@@ -659,7 +715,7 @@ class Commands(DataPlaneClient, SpacedTestCase):
         return sid, tok, cid
 
     def test_destroyed_mid_stream(self):
-        sid, tok, cid = self._lost_mid_stream("destroy", ("sandbox_destroyed", "log_removed"))
+        sid, tok, cid = self._lost_mid_stream("destroy", ("sandbox_destroyed",))
         st, r = self.spaced.request("POST", "/v1/sandboxes/%s/sessions" % sid, {})
         self.assertIn(st, (404, 409), r)
         # Asked again later: refused, or just the end, saying the command was lost.
@@ -672,13 +728,25 @@ class Commands(DataPlaneClient, SpacedTestCase):
         else:
             self.assertIn(es.status, (401, 403, 404), es.body())
 
+    def kill_agent(self, sid):
+        agents = [p for p in cgroup_pids(sid) if "space-agent" in read_cmdline(p)]
+        self.assertTrue(agents, "no agent process found for %s" % sid)
+        for p in agents:
+            os.kill(p, signal.SIGKILL)
+        wait_for(lambda: not cgroup_pids(sid), timeout=30, what="the sandbox's processes to end")
+        return True
+
+    def test_agent_killed_mid_stream(self):
+        self._lost_mid_stream("kill", ("agent_unreachable", "sandbox_stopped", "sandbox_failed"))
+
     def test_stopped_mid_stream(self):
         sid, tok, cid = self._lost_mid_stream("stop", ("sandbox_stopped",))
         self.spaced.action(sid, "start")
         tok = self.token(sid)
         done = self.command(sid, tok, cid)
         self.assertEqual(done["state"], "lost")
-        self.assertIn("stopped", done.get("reason", ""))
+        self.assertEqual(done.get("reason"), "sandbox_stopped", done)
+        self.assertIn("stopped", done.get("message", ""))
         self.assertIsNone(done["exit_code"])
         # The log survives the stop: a new reader gets the output and the same end.
         events = self.all_events(sid, tok, cid)
@@ -694,33 +762,73 @@ class Commands(DataPlaneClient, SpacedTestCase):
     # ---- many at once
 
     def test_many_concurrent_commands(self):
+        """20 commands at once, all 20 streams open before any of them goes on."""
         n, lines = 20, 30
         results, errors = {}, []
+        ready = threading.Barrier(n + 1, timeout=180)
+        cids = {}
 
         def one(i):
             try:
-                script = "i=1; while [ $i -le %d ]; do echo %d-$i; i=$((i+1)); done; exit %d" % (lines, i, i)
-                c = self.start(self.sid, self.tok, shell=script)
+                script = "echo ready; read go; i=1; while [ $i -le %d ]; do echo %d-$i; i=$((i+1)); done; exit %d" % (
+                    lines, i, i)
+                c = self.start(self.sid, self.tok, shell=script, stdin=True)
+                cids[i] = c["command_id"]
                 es = self.spaced.events("/v1/sandboxes/%s/commands/%s/events" % (self.sid, c["command_id"]),
                                         key=self.tok, timeout=180)
                 try:
-                    results[i] = list(es)
+                    first = es.next()
+                    ready.wait()
+                    results[i] = [first] + list(es)
                 finally:
                     es.close()
             except Exception as e:  # noqa: BLE001 - reported below
                 errors.append((i, e))
+                ready.abort()
 
         threads = [threading.Thread(target=one, args=(i,)) for i in range(n)]
         for t in threads:
             t.start()
-        for t in threads:
-            t.join(240)
+        try:
+            ready.wait()
+            for i in range(n):
+                self.stdin(self.sid, self.tok, cids[i], raw=b"go\n")
+        finally:
+            for t in threads:
+                t.join(240)
         self.assertEqual(errors, [])
         self.assertEqual(sorted(results), list(range(n)))
         for i, events in results.items():
             assert_consecutive(self, events)
-            self.assertEqual(output(events), "".join("%d-%d\n" % (i, k) for k in range(1, lines + 1)).encode())
+            self.assertEqual(output(events), b"ready\n" + "".join("%d-%d\n" % (i, k) for k in range(1, lines + 1)).encode())
             self.assertEqual(exit_data(events)["exit_code"], i)
+        listed = {c["command_id"]: c for c in self.commands(self.sid, self.tok)}
+        for i, cid in cids.items():
+            self.assertEqual((listed[cid]["state"], listed[cid]["exit_code"]), ("exited", i))
+
+    def test_stream_survives_pause(self):
+        """A paused sandbox's command is not lost: its stream idles, then goes on after resume."""
+        sid = self.new_sandbox(metadata={"t": "data-plane-pause-stream"})
+        tok = self.token(sid)
+        c = self.start(sid, tok, shell="echo 1; read go; " + "i=2; while [ $i -le 30 ]; do echo $i; i=$((i+1)); done",
+                       stdin=True)
+        cid = c["command_id"]
+        es = self.stream(sid, tok, cid, query="keepalive_s=1")
+        head = [es.next()]
+        self.spaced.action(sid, "pause")
+        seen = []
+        while sum(1 for e in seen if e.get("comment") == "keepalive") < 3:
+            ev = es.next(comments=True)
+            self.assertIsNotNone(ev, "the stream ended while the sandbox was paused")
+            self.assertIn("comment", ev, "an event while paused: %r" % (ev,))
+            seen.append(ev)
+        self.assertEqual(self.command(sid, tok, cid)["state"], "running")
+        self.spaced.action(sid, "resume")
+        self.stdin(sid, tok, cid, raw=b"go\n")
+        got = head + list(es)
+        assert_consecutive(self, got)
+        self.assertEqual(output(got), numbered(30))
+        self.assertEqual(exit_data(got)["exit_code"], 0)
 
 
 class LogCap(DataPlaneClient, SpacedTestCase):
@@ -835,6 +943,26 @@ class Restart(DataPlaneClient, FreshSpacedTestCase):
         self.assertEqual((done["state"], done["exit_code"]), ("exited", 0))
         self.assertEqual(self.all_events(sid, tok, cid), union)
 
+    def test_heavy_output_across_kill9(self):
+        """kill -9 twice while a command writes as fast as it can: no byte lost, none twice."""
+        sp = self.spaced
+        sid = sp.create(metadata={"t": "data-plane-restart-heavy"})
+        tok = self.token(sid)
+        n = 1500000  # about 10 MB
+        c = self.start(sid, tok, cmd=["seq", "1", str(n)])
+        cid = c["command_id"]
+        got = []
+        for _ in range(2):
+            es = self.stream(sid, tok, cid, last_event_id=got[-1]["id"] if got else None, timeout=180)
+            got += self.read_until(es, lambda evs: len(evs) >= 20, "some output")
+            sp.kill9()
+            es.close()
+            sp.start()
+        got += self.all_events(sid, tok, cid, last_event_id=got[-1]["id"], timeout=180)
+        assert_consecutive(self, got)
+        self.assertEqual(exit_data(got)["exit_code"], 0)
+        self.assertEqual(output(got), numbered(n))
+
     def test_command_finishes_while_spaced_is_down(self):
         sp = self.spaced
         sid = sp.create(metadata={"t": "data-plane-restart-finish"})
@@ -879,6 +1007,30 @@ class Restart(DataPlaneClient, FreshSpacedTestCase):
             got += self.all_events(sid, tok, cid, last_event_id=got[-1]["id"], timeout=180)
         assert_consecutive(self, got)
         self.assertEqual(output(got), numbered(60))
+        self.assertEqual(exit_data(got)["exit_code"], 0)
+
+    def test_paused_sandbox_across_kill9(self):
+        """spaced restarts while the sandbox is frozen: after resume its command goes on, whole."""
+        sp = self.spaced
+        sid = sp.create(metadata={"t": "data-plane-restart-paused"})
+        tok = self.token(sid)
+        c = self.start(sid, tok, shell="echo 1; read go; i=2; while [ $i -le 40 ]; do echo $i; i=$((i+1)); done",
+                       stdin=True)
+        cid = c["command_id"]
+        es = self.stream(sid, tok, cid)
+        head = [es.next()]
+        sp.action(sid, "pause")
+        sp.kill9()
+        es.close()
+        sp.start()
+        self.assertEqual(sp.state(sid), "paused")
+        time.sleep(2)  # spaced tries its channel to the frozen agent meanwhile
+        self.assertEqual(self.command(sid, tok, cid)["state"], "running")
+        sp.action(sid, "resume")
+        self.stdin(sid, tok, cid, raw=b"go\n")
+        got = head + self.all_events(sid, tok, cid, last_event_id=head[-1]["id"], timeout=180)
+        assert_consecutive(self, got)
+        self.assertEqual(output(got), numbered(40))
         self.assertEqual(exit_data(got)["exit_code"], 0)
 
     def test_idle_command_survives_kill9(self):
