@@ -79,6 +79,21 @@ def main():
             except subprocess.TimeoutExpired:
                 print("not ok - %s: timed out" % pkg, flush=True)
                 failed.append(pkg)
+        # Processes outlive a kill -9 of spaced (and the envd access tokens stay valid).
+        pkg = PACKAGES[0]
+        script = os.path.join(HERE, "restart_test.mjs")
+        before = subprocess.run(["node", script, pkg, "before"], cwd=HERE, env=env, capture_output=True, text=True,
+                                timeout=120)
+        if before.returncode != 0:
+            print("not ok - restart (before): " + before.stdout + before.stderr, flush=True)
+            failed.append("restart")
+        else:
+            d.restart(hard=True)
+            after = subprocess.run(["node", script, pkg, "after", before.stdout.strip()], cwd=HERE, env=env,
+                                   capture_output=True, text=True, timeout=120)
+            print((after.stdout + after.stderr).strip(), flush=True)
+            if after.returncode != 0:
+                failed.append("restart")
     finally:
         if failed:
             print(d.logs(tail=60), file=sys.stderr)
