@@ -147,7 +147,9 @@ static int produce(struct process_stream *st, bool check_store)
                 return -1;
         int r = 0;
         if (rec.state == COMMAND_EXITED || rec.state == COMMAND_LOST) {
-                int again = st->reader ? produce_from_log(st, &q) : 0;
+                /* The exit reaches the log before the store: look at the log once more, also
+                 * when it did not exist a moment ago (a command that wrote nothing yet). */
+                int again = produce_from_log(st, &q);
                 if (again != 0) {
                         r = again;
                 } else {
