@@ -244,6 +244,13 @@ await check('timeout expiry kills the sandbox; with autoPause it pauses', async 
   await back.kill()
 })
 
+await check('kill a paused sandbox', async () => {
+  const p = await create()
+  await p.pause()
+  assert.equal(await Sandbox.kill(p.sandboxId), true)
+  assert.equal(await Sandbox.kill(p.sandboxId), false)
+})
+
 await check('kill the sandbox', async () => {
   const id = sbx.sandboxId
   assert.equal(await Sandbox.kill(id), true)
