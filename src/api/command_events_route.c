@@ -179,9 +179,11 @@ static int produce(struct event_stream *st, bool check_store)
                 return -1;
         int r = 0;
         if (rec.state == COMMAND_EXITED || rec.state == COMMAND_LOST) {
-                /* The exit record is written before the store says so: read the log once more
-                 * (only the log: a log that is gone would bring us back here forever). */
-                int again = st->reader ? produce_from_log(st, &q) : 0;
+                /* The exit record is written before the store says so: read the log once more,
+                 * opening it if it did not exist a moment ago (a command that printed and
+                 * ended between the two looks). Only the log: if it is gone, the store's
+                 * end is sent below and the stream is done. */
+                int again = produce_from_log(st, &q);
                 if (again != 0) {
                         r = again;
                 } else if (q != -ENOENT && log_done_at(st->log_dir, st->after)) { /* the end was sent */

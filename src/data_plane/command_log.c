@@ -280,6 +280,40 @@ uint64_t command_log_reader_position(const struct command_log_reader *r)
         return r->position;
 }
 
+#define SKIP_BLOCK (1u << 20)
+
+/* Moves r->off over the records of the open segment from *seq (its first) up to want,
+ * leaving *seq at the first record not skipped. */
+static int reader_skip(struct command_log_reader *r, uint64_t want, uint64_t *seq)
+{
+        if (r->buf_cap < SKIP_BLOCK) {
+                uint8_t *grown = realloc(r->buf, SKIP_BLOCK);
+                if (!grown)
+                        return -ENOMEM;
+                r->buf = grown;
+                r->buf_cap = SKIP_BLOCK;
+        }
+        while (*seq < want) {
+                ssize_t n = pread(r->fd, r->buf, SKIP_BLOCK, (off_t)r->off);
+                if (n < 0)
+                        return -errno;
+                size_t pos = 0;
+                while (*seq < want && pos + sizeof(struct header) <= (size_t)n) {
+                        struct header h;
+                        memcpy(&h, r->buf + pos, sizeof(h));
+                        if (h.seq != *seq || h.len > COMMAND_LOG_RECORD_MAX)
+                                return 0;
+                        pos += sizeof(h) + h.len;
+                        (*seq)++;
+                }
+                if (pos == 0)
+                        return 0; /* not even a whole header: the end of what is written */
+                /* A record whose payload runs past the block is checked when read. */
+                r->off += pos;
+        }
+        return 0;
+}
+
 /* Opens the segment that holds position + 1, or reports what was dropped before the oldest
  * segment. Returns 0 (positioned, or nothing to read yet), DROPPED, or -errno. */
 static int reader_locate(struct command_log_reader *r, struct command_log_record *ret)
@@ -318,15 +352,12 @@ static int reader_locate(struct command_log_reader *r, struct command_log_record
         r->fd = fd;
         r->first_seq = first;
         r->off = 0;
-        /* Skip to the record after position. */
+        /* Skip to the record after position, reading the headers in big blocks: a segment
+         * of short lines holds hundreds of thousands of records. */
         uint64_t seq = first;
-        while (seq < want) {
-                struct header h;
-                if (pread(fd, &h, sizeof(h), (off_t)r->off) != (ssize_t)sizeof(h) || h.seq != seq)
-                        break;
-                r->off += sizeof(h) + h.len;
-                seq++;
-        }
+        q = reader_skip(r, want, &seq);
+        if (q < 0)
+                return q;
         if (seq < want) {
                 /* Positioned after what the log has yet: look again next time, as the
                  * records up to position may go on in this segment or in a new one. */

@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <malloc.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <signal.h>
@@ -72,6 +73,9 @@ int main(int argc, char **argv)
         if (r != 0)
                 return r > 0 ? EXIT_SUCCESS : 2;
         log_set_level((enum log_level)ctx.cfg.log_level);
+        /* One thread per HTTP connection (event streams stay open for hours): glibc would give
+         * them up to 8 arenas per core, each keeping freed memory; two serve them as well. */
+        mallopt(M_ARENA_MAX, 2);
 
         /* Signals are taken synchronously by main; every thread inherits the mask. */
         sigset_t sigs;
