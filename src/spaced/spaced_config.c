@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <libgen.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -79,6 +80,21 @@ static int parse_listen(const char *v, char *addr, size_t addr_size, uint16_t *r
         return 0;
 }
 
+/* "id=name,id=name": non-empty ids and names of [A-Za-z0-9._-] (an empty map is fine). */
+static bool template_map_ok(const char *v)
+{
+        for (const char *p = v; *p;) {
+                size_t len = strcspn(p, ","), id = strcspn(p, "=");
+                if (id == 0 || id + 1 >= len || strspn(p, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-=") < len ||
+                    memchr(p + id + 1, '=', len - id - 1))
+                        return false;
+                if (p[len] == ',' && p[len + 1] == '\0')
+                        return false;
+                p += len + (p[len] == ',');
+        }
+        return true;
+}
+
 /* Applies one setting by name; returns -1 with a message on stderr if the value is bad. */
 static int apply(struct spaced_config *cfg, const char *key, const char *v)
 {
@@ -94,7 +110,7 @@ static int apply(struct spaced_config *cfg, const char *key, const char *v)
                         goto bad;
                 cfg->e2b_enabled = true;
         } else if (strcmp(key, "e2b-templates") == 0) {
-                if (strlen(v) >= sizeof(cfg->e2b_templates))
+                if (strlen(v) >= sizeof(cfg->e2b_templates) || !template_map_ok(v))
                         goto bad;
                 snprintf(cfg->e2b_templates, sizeof(cfg->e2b_templates), "%s", v);
         } else if (strcmp(key, "unix-socket") == 0)
