@@ -179,11 +179,12 @@ int e2b_server_start(struct spaced_context *ctx, struct e2b_server **ret, char *
                 e2b_server_free(s);
                 return -EINVAL;
         }
+        /* No SO_REUSEPORT (MHD_OPTION_LISTENING_ADDRESS_REUSE): a port already taken, also
+         * by spaced's own --listen, must fail here rather than be shared at random. */
         unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION | MHD_USE_POLL | MHD_USE_ITC;
         s->daemon = MHD_start_daemon(flags, ctx->cfg.e2b_listen_port, NULL, NULL, on_request, s, MHD_OPTION_SOCK_ADDR, &addr,
                                      MHD_OPTION_NOTIFY_COMPLETED, on_completed, s, MHD_OPTION_NOTIFY_CONNECTION, on_connect, s,
-                                     MHD_OPTION_CONNECTION_TIMEOUT, 3700u, MHD_OPTION_LISTENING_ADDRESS_REUSE, 1u,
-                                     MHD_OPTION_CONNECTION_LIMIT, 4096u, MHD_OPTION_END);
+                                     MHD_OPTION_CONNECTION_TIMEOUT, 3700u, MHD_OPTION_CONNECTION_LIMIT, 4096u, MHD_OPTION_END);
         if (!s->daemon) {
                 snprintf(reason, reason_size, "cannot listen on %s:%u for E2B (in use?)", ctx->cfg.e2b_listen_addr,
                          ctx->cfg.e2b_listen_port);
