@@ -121,6 +121,15 @@ await check('kill a running command', async () => {
   assert.ok(!procs.some((x) => x.pid === h.pid))
 })
 
+await check('timeoutMs ends the command: an error, and the process is gone', async () => {
+  const t0 = Date.now()
+  await assert.rejects(sbx.commands.run('sleep 30', { timeoutMs: 1000 }))
+  assert.ok(Date.now() - t0 < 10_000)
+  await sleep(500)
+  const procs = await sbx.commands.list()
+  assert.ok(!procs.some((p) => p.args && p.args[2] === 'sleep 30'), JSON.stringify(procs))
+})
+
 await check('connect to a running command by pid', async () => {
   const h = await sbx.commands.run('echo early; sleep 1; echo late', { background: true })
   await h.disconnect()
