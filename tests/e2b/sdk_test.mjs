@@ -260,11 +260,18 @@ await check('kill a paused sandbox', async () => {
   assert.equal(await Sandbox.kill(p.sandboxId), false)
 })
 
+await check('errors: unknown template, unknown sandbox', async () => {
+  await assert.rejects(Sandbox.create('no-such-template', { timeoutMs: 60_000 }), (e) => /not found/i.test(String(e)))
+  await assert.rejects(Sandbox.connect('sb-00000000deadbeef'), (e) => /not found/i.test(String(e)))
+  await assert.rejects(Sandbox.getInfo('sb-00000000deadbeef'), (e) => /not found/i.test(String(e)))
+})
+
 await check('kill the sandbox', async () => {
   const id = sbx.sandboxId
   assert.equal(await Sandbox.kill(id), true)
   assert.equal(await Sandbox.kill(id), false)
   await assert.rejects(Sandbox.getInfo(id))
+  await assert.rejects(sbx.commands.run('echo too late'))
 })
 
 for (const id of made) await Sandbox.kill(id).catch(() => {})
