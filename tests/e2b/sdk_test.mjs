@@ -82,6 +82,12 @@ await check('streaming callbacks see output as it comes', async () => {
   assert.equal(r.stdout, '1\n2\n3\n')
 })
 
+await check('large output arrives whole (8 MB)', async () => {
+  const r = await sbx.commands.run('head -c 6000000 /dev/zero | base64 -w 100')
+  assert.equal(r.stdout.length, 8000000 + 80000)
+  assert.match(r.stdout.slice(0, 101), /^A{100}\n$/)
+})
+
 await check('background command, list, then wait', async () => {
   const h = await sbx.commands.run('sleep 1; echo done', { background: true })
   assert.ok(h.pid > 0)
