@@ -27,6 +27,22 @@ enum agent_msg_type {
         AGENT_MSG_EXEC = 3,        /* spaced -> agent: ARGV+, ENV*, CWD?, STDIN?, TIMEOUT_MS?, OUTPUT_CAP? */
         AGENT_MSG_EXEC_RESULT = 4, /* agent -> spaced: see tags below */
         AGENT_MSG_ERROR = 5,       /* agent -> spaced: ERRNO, MESSAGE */
+        /* Files (docs/agent-protocol.md, "Files"). Paths are absolute and resolved inside the
+         * agent's root; every request may carry FILE_USER. */
+        AGENT_MSG_FILE_STAT = 40,    /* FILE_PATH -> FILE_ENTRY */
+        AGENT_MSG_FILE_ENTRY = 41,   /* agent -> spaced: one entry (FILE_PATH first) */
+        AGENT_MSG_FILE_READ = 42,    /* FILE_PATH -> FILE_ENTRY + the open file (SCM_RIGHTS) */
+        AGENT_MSG_FILE_LIST = 43,    /* FILE_PATH, FILE_DEPTH? -> FILE_ENTRIES */
+        AGENT_MSG_FILE_ENTRIES = 44, /* agent -> spaced: entries, each starting at FILE_PATH; FILE_TRUNCATED? */
+        AGENT_MSG_FILE_MKDIR = 45,   /* FILE_PATH, FILE_MODE?, FILE_PARENTS?, owner? -> FILE_ENTRY */
+        AGENT_MSG_FILE_MOVE = 46,    /* FILE_PATH, FILE_DEST -> FILE_ENTRY (of FILE_DEST) */
+        AGENT_MSG_FILE_REMOVE = 47,  /* FILE_PATH, FILE_RECURSIVE? -> FILE_DONE */
+        AGENT_MSG_FILE_DONE = 48,    /* agent -> spaced: no fields */
+        AGENT_MSG_FILE_CREATE = 49,  /* FILE_PATH, FILE_MODE?, FILE_PARENTS?, owner? -> FILE_UPLOAD */
+        AGENT_MSG_FILE_UPLOAD = 50,  /* agent -> spaced: the unnamed file to fill, or a pipe into it (SCM_RIGHTS) */
+        AGENT_MSG_FILE_COMMIT = 51,  /* spaced -> agent: link the filled file into place -> FILE_ENTRY */
+        AGENT_MSG_FILE_WATCH = 52,   /* FILE_PATH, FILE_RECURSIVE? -> FILE_DONE, then FILE_EVENT* */
+        AGENT_MSG_FILE_EVENT = 53,   /* agent -> spaced: FILE_EVENT_KIND, FILE_PATH, FILE_NAME, FILE_TYPE */
         /* Jobs: commands that outlive connections, with sequence-numbered output pushed to a
          * subscriber that acknowledges what it has stored (docs/agent-protocol.md). */
         AGENT_MSG_JOB_START = 10,      /* JOB_ID, ARGV+, ENV*, CWD?, USER?, STDIN_OPEN?, TTY_COLS/ROWS?, TIMEOUT_MS? */
@@ -72,7 +88,44 @@ enum agent_field_tag {
         AGENT_F_DATA = 47,        /* bytes */
         AGENT_F_SIGNAL = 48,      /* i32 */
         AGENT_F_JOB_PID = 49,     /* u32, pid in the sandbox */
+        AGENT_F_FILE_PATH = 80,       /* string: absolute path inside the sandbox */
+        AGENT_F_FILE_DEST = 81,       /* string: destination of a move */
+        AGENT_F_FILE_USER = 82,       /* string: do the operation as this user of the sandbox */
+        AGENT_F_FILE_MODE = 83,       /* u32: permission bits (request); st_mode (entry) */
+        AGENT_F_FILE_UID = 84,        /* u32 */
+        AGENT_F_FILE_GID = 85,        /* u32 */
+        AGENT_F_FILE_OWNER = 86,      /* string: user name (request: chown to it; entry: the owner) */
+        AGENT_F_FILE_PARENTS = 87,    /* u8: create missing parent directories */
+        AGENT_F_FILE_RECURSIVE = 88,  /* u8 */
+        AGENT_F_FILE_DEPTH = 89,      /* u32: levels listed, 1 = the directory's own entries */
+        AGENT_F_FILE_NAME = 90,       /* string: last path component */
+        AGENT_F_FILE_TYPE = 91,       /* u8: enum agent_file_type */
+        AGENT_F_FILE_SIZE = 92,       /* u64 */
+        AGENT_F_FILE_MTIME_MS = 93,   /* u64: modification time, ms since the epoch */
+        AGENT_F_FILE_LINK = 94,       /* string: a symlink's target */
+        AGENT_F_FILE_GROUP = 95,      /* string: group name (entry) */
+        AGENT_F_FILE_TRUNCATED = 96,  /* u8: a list stopped at AGENT_FILE_LIST_MAX entries */
+        AGENT_F_FILE_EVENT_KIND = 97, /* u8: enum agent_file_event */
 };
+
+enum agent_file_type {
+        AGENT_FILE_OTHER = 0,
+        AGENT_FILE_REGULAR = 1,
+        AGENT_FILE_DIRECTORY = 2,
+        AGENT_FILE_SYMLINK = 3,
+};
+
+enum agent_file_event {
+        AGENT_FILE_EVENT_CREATE = 1,
+        AGENT_FILE_EVENT_WRITE = 2,
+        AGENT_FILE_EVENT_REMOVE = 3,
+        AGENT_FILE_EVENT_RENAME = 4,
+        AGENT_FILE_EVENT_CHMOD = 5,
+        AGENT_FILE_EVENT_OVERFLOW = 6, /* events were lost: rescan */
+};
+
+#define AGENT_FILE_LIST_MAX 100000u
+#define AGENT_FILE_DEPTH_MAX 64u
 
 enum agent_job_stream { AGENT_STREAM_STDOUT = 1, AGENT_STREAM_STDERR = 2, AGENT_STREAM_PTY = 3 };
 

@@ -24,6 +24,9 @@ unsigned api_error_http_status(enum space_error_code code)
         case SPACE_E_UNSUPPORTED: return 422;
         case SPACE_E_UNAVAILABLE: return 503;
         case SPACE_E_TIMEOUT: return 504;
+        case SPACE_E_PERMISSION_DENIED: return 403;
+        case SPACE_E_CONFLICT: return 409;
+        case SPACE_E_RANGE_NOT_SATISFIABLE: return 416;
         case SPACE_E_INTERNAL: return 500;
         }
         return 500;

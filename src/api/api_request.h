@@ -5,6 +5,7 @@
 #include <jansson.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/types.h>
 
 #include "spaced/space_error.h"
@@ -38,6 +39,12 @@ struct api_response {
         unsigned status;
         json_t *body;             /* owned; NULL for an empty body */
         struct api_stream stream; /* instead of body when stream.read is set */
+        struct {
+                bool set;
+                int fd;           /* taken: a regular file, sent with sendfile */
+                uint64_t offset;  /* from here */
+                uint64_t size;    /* this many bytes */
+        } file;                   /* instead of body when file.set */
         const char *content_type; /* for streams */
         json_t *headers;          /* owned; extra headers, object of strings */
 };

@@ -51,6 +51,13 @@ static const struct route {
         { "GET", { "v1", "keys" }, route_key_list, API_AUTH_CONTROL },
         { "POST", { "v1", "keys" }, route_key_create, API_AUTH_CONTROL },
         { "DELETE", { "v1", "keys", "*" }, route_key_delete, API_AUTH_CONTROL },
+        { "GET", { "v1", "sandboxes", "*", "files" }, route_file_download, API_AUTH_DATA },
+        { "DELETE", { "v1", "sandboxes", "*", "files" }, route_file_remove, API_AUTH_DATA },
+        { "GET", { "v1", "sandboxes", "*", "files", "stat" }, route_file_stat, API_AUTH_DATA },
+        { "GET", { "v1", "sandboxes", "*", "files", "list" }, route_file_list, API_AUTH_DATA },
+        { "GET", { "v1", "sandboxes", "*", "files", "watch" }, route_file_watch, API_AUTH_DATA },
+        { "POST", { "v1", "sandboxes", "*", "files", "mkdir" }, route_file_mkdir, API_AUTH_DATA },
+        { "POST", { "v1", "sandboxes", "*", "files", "move" }, route_file_move, API_AUTH_DATA },
 };
 
 static bool pattern_matches(const char *const pattern[8], const struct api_request *req)
@@ -93,6 +100,7 @@ static const struct upload_route {
         enum api_auth_kind auth;
 } upload_routes[] = {
         { "POST", { "v1", "snapshots", "import" }, &snapshot_import_sink, API_AUTH_CONTROL },
+        { "PUT", { "v1", "sandboxes", "*", "files" }, &file_upload_sink, API_AUTH_DATA },
 };
 
 const struct api_upload_sink *api_router_upload_sink(const struct api_request *req, enum api_auth_kind *ret_auth)

@@ -8,6 +8,14 @@
 typedef void (*api_handler)(struct api_request *req, struct api_response *resp);
 
 extern const struct api_upload_sink snapshot_import_sink;
+extern const struct api_upload_sink file_upload_sink;
+void route_file_download(struct api_request *req, struct api_response *resp);
+void route_file_stat(struct api_request *req, struct api_response *resp);
+void route_file_list(struct api_request *req, struct api_response *resp);
+void route_file_mkdir(struct api_request *req, struct api_response *resp);
+void route_file_move(struct api_request *req, struct api_response *resp);
+void route_file_remove(struct api_request *req, struct api_response *resp);
+void route_file_watch(struct api_request *req, struct api_response *resp);
 void route_snapshot_export(struct api_request *req, struct api_response *resp);
 
 /* Looks up the route; sets *ret_auth. NULL with err (404/405) when none matches. */

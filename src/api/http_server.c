@@ -69,6 +69,21 @@ static void add_headers(struct MHD_Response *r, const json_t *headers)
 
 static enum MHD_Result send_response(struct MHD_Connection *conn, struct api_response *resp)
 {
+        if (resp->file.set) {
+                resp->file.set = false;
+                /* libmicrohttpd owns the descriptor from here, on failure too. */
+                struct MHD_Response *r = MHD_create_response_from_fd_at_offset64(resp->file.size, resp->file.fd,
+                                                                                 resp->file.offset);
+                if (!r) {
+                        close(resp->file.fd);
+                        return MHD_NO;
+                }
+                MHD_add_response_header(r, "Content-Type", resp->content_type ? resp->content_type : "application/octet-stream");
+                add_headers(r, resp->headers);
+                enum MHD_Result ret = MHD_queue_response(conn, resp->status, r);
+                MHD_destroy_response(r);
+                return ret;
+        }
         if (resp->stream.read) {
                 struct api_stream *st = malloc(sizeof(*st));
                 if (!st) {

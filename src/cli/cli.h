@@ -48,3 +48,4 @@ int cli_settings_set(struct cli *cli, int argc, char **argv);
 int cli_history_restore(struct cli *cli, int argc, char **argv);
 int cli_history_fork(struct cli *cli, int argc, char **argv);
 int cli_server_capabilities(struct cli *cli, int argc, char **argv);
+int cli_cp_main(struct cli *cli, int argc, char **argv);

@@ -21,6 +21,7 @@ static const char main_usage[] =
         "  template ls|get|build|rm        templates sandboxes are made from\n"
         "  sandbox create|ls|get|set|stop|start|pause|resume|rm\n"
         "  exec ID -- CMD [ARGS...]        run a command in a sandbox\n"
+        "  cp SRC DST                      copy a file to or from a sandbox (ID:/path)\n"
         "  snapshot create|ls|get|rm|export|import\n"
         "                                  point-in-time copies of sandboxes, and moving them\n"
         "  restore ID SNAP                 put a sandbox back to one of its snapshots\n"
@@ -122,6 +123,7 @@ int main(int argc, char **argv)
                 { "template", cli_template_main },
                 { "sandbox", cli_sandbox_main },
                 { "exec", cli_exec_main },
+                { "cp", cli_cp_main },
                 { "snapshot", cli_snapshot_main },
                 { "restore", cli_history_restore },
                 { "fork", cli_history_fork },

@@ -11,6 +11,9 @@
 
 #include "space_agent/agent_cleanup.h"
 #include "space_agent/agent_command.h"
+#include "space_agent/agent_file_transfer.h"
+#include "space_agent/agent_file_watch.h"
+#include "space_agent/agent_files.h"
 #include "space_agent/agent_job_requests.h"
 #include "space_agent/agent_subscriber.h"
 
@@ -26,7 +29,11 @@ void agent_conn_update_events(struct agent_conn *c) {
 
         if (c->dead)
                 return;
-        if (c->subscriber)
+        if (c->file_watch)
+                events = agent_file_watch_events(c->file_watch);
+        else if (agent_file_upload_committing(c->upload))
+                events = 0; /* the commit waits for the upload's pipe */
+        else if (c->subscriber)
                 events = EPOLLIN | (c->reply.data || agent_subscriber_pending(c->server) ? EPOLLOUT : 0);
         else if (c->reply.data)
                 events = EPOLLOUT;
@@ -36,6 +43,32 @@ void agent_conn_update_events(struct agent_conn *c) {
                 events = EPOLLIN;
         if (agent_server_watch_set(c->server, &c->watch, events) < 0)
                 agent_conn_close(c);
+}
+
+/* Sends the rest of the reply; the descriptor handed with it travels with its first byte. */
+static ssize_t conn_send(struct agent_conn *c) {
+        struct iovec iov = { c->reply.data + c->reply_off, c->reply.len - c->reply_off };
+        union {
+                struct cmsghdr h;
+                char buf[CMSG_SPACE(sizeof(int))];
+        } control = {};
+        struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1 };
+
+        if (c->reply_fd >= 0) {
+                msg.msg_control = control.buf;
+                msg.msg_controllen = sizeof control.buf;
+                struct cmsghdr *cm = CMSG_FIRSTHDR(&msg);
+                cm->cmsg_level = SOL_SOCKET;
+                cm->cmsg_type = SCM_RIGHTS;
+                cm->cmsg_len = CMSG_LEN(sizeof(int));
+                memcpy(CMSG_DATA(cm), &c->reply_fd, sizeof(int));
+        }
+        ssize_t n = sendmsg(c->watch.fd, &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
+        if (n > 0 && c->reply_fd >= 0) {
+                close(c->reply_fd);
+                c->reply_fd = -1;
+        }
+        return n;
 }
 
 static void conn_flush(struct agent_conn *c) {
@@ -50,8 +83,7 @@ static void conn_flush(struct agent_conn *c) {
                 }
         }
         while (c->reply_off < c->reply.len) {
-                ssize_t n = send(c->watch.fd, c->reply.data + c->reply_off, c->reply.len - c->reply_off,
-                                 MSG_NOSIGNAL | MSG_DONTWAIT);
+                ssize_t n = conn_send(c);
                 if (n < 0) {
                         if (errno == EINTR)
                                 continue;
@@ -89,19 +121,26 @@ void agent_conn_reply_error(struct agent_conn *c, int error, const char *message
         conn_flush(c);
 }
 
-/* Sends w (taken), or an ERROR frame when w could not be built. */
-void agent_conn_reply(struct agent_conn *c, struct agent_frame_writer *w) {
+/* Sends w (taken), or an ERROR frame when w could not be built; fd travels with it. */
+void agent_conn_reply_fd(struct agent_conn *c, struct agent_frame_writer *w, int fd) {
         int r = agent_frame_writer_finish(w);
 
         if (r < 0) {
+                if (fd >= 0)
+                        close(fd);
                 agent_frame_writer_release(w);
                 agent_conn_reply_error(c, -r, r == -E2BIG ? "reply too large" : "cannot build reply");
                 return;
         }
         c->reply = *w;
         c->reply_off = 0;
+        c->reply_fd = fd;
         *w = (struct agent_frame_writer) {};
         conn_flush(c);
+}
+
+void agent_conn_reply(struct agent_conn *c, struct agent_frame_writer *w) {
+        agent_conn_reply_fd(c, w, -1);
 }
 
 static void conn_on_hello(struct agent_conn *c) {
@@ -162,6 +201,10 @@ static void conn_dispatch(struct agent_conn *c, const struct agent_frame *f, uin
                 break;
         default: {
                 char msg[64];
+                if (agent_files_handles(f->type)) {
+                        agent_files_dispatch(c, f);
+                        break;
+                }
                 snprintf(msg, sizeof msg, "unsupported message type %u", f->type);
                 agent_conn_reply_error(c, EOPNOTSUPP, msg);
         }
@@ -170,7 +213,7 @@ static void conn_dispatch(struct agent_conn *c, const struct agent_frame *f, uin
 
 static void conn_read_requests(struct agent_conn *c) {
         for (int i = 0; i < REQUESTS_PER_WAKEUP; i++) {
-                if (c->dead || c->command || c->reply.data)
+                if (c->dead || c->command || c->reply.data || c->file_watch || agent_file_upload_committing(c->upload))
                         return;
 
                 int r = agent_frame_reader_fill(&c->reader, c->watch.fd);
@@ -193,6 +236,15 @@ static void conn_on_event(struct agent_watch *w, uint32_t events) {
 
         if (events & EPOLLERR) {
                 agent_conn_close(c);
+                return;
+        }
+        if (c->file_watch) {
+                agent_file_watch_on_conn(c->file_watch, events);
+                return;
+        }
+        if (agent_file_upload_committing(c->upload)) {
+                if (events & (EPOLLHUP | EPOLLRDHUP))
+                        agent_conn_close(c);
                 return;
         }
         if (c->reply.data) {
@@ -223,7 +275,9 @@ int agent_conn_new(struct agent_server *s, int fd) {
                 return -ENOMEM;
         }
         c->server = s;
+        c->reply_fd = -1;
         agent_watch_init(&c->watch);
+        agent_watch_init(&c->upload_pipe);
         r = agent_server_watch_add(s, &c->watch, fd, EPOLLIN, conn_on_event);
         if (r < 0) {
                 free(c);
@@ -255,12 +309,19 @@ void agent_conn_close(struct agent_conn *c) {
                 agent_command_abort(c->command);
                 c->command = NULL;
         }
+        agent_file_upload_free(TAKE_PTR(c->upload));
+        agent_server_watch_close(c->server, &c->upload_pipe);
+        if (c->file_watch)
+                agent_file_watch_stop(c->file_watch);
         agent_server_watch_close(c->server, &c->watch);
         agent_frame_reader_release(&c->reader);
         agent_frame_writer_release(&c->reply);
+        if (c->reply_fd >= 0)
+                close(TAKE_FD(c->reply_fd));
         c->server->n_conns--;
 }
 
 void agent_conn_free(struct agent_conn *c) {
+        agent_file_watch_free(c->file_watch);
         free(c);
 }

@@ -9,6 +9,9 @@
 #include "agent_protocol/agent_frame.h"
 #include "space_agent/agent_server.h"
 
+struct agent_file_upload;
+struct agent_file_watch;
+
 struct agent_conn {
         struct agent_server *server;
         struct agent_conn *next;
@@ -18,11 +21,17 @@ struct agent_conn {
         size_t reply_off;
         struct agent_command *command;   /* the EXEC being served */
         bool subscriber;                 /* the output channel (agent_subscriber.h) */
+        int reply_fd;                    /* sent with the reply (SCM_RIGHTS), then closed; -1 */
+        struct agent_file_upload *upload;      /* a FILE_CREATE waiting for its FILE_COMMIT */
+        struct agent_watch upload_pipe;        /* the pipe an upload to memory comes through */
+        struct agent_file_watch *file_watch;   /* after FILE_WATCH the connection carries events */
         bool dead;
 };
 
 /* Takes fd (an accepted, non-blocking socket) in every case. */
 int agent_conn_new(struct agent_server *s, int fd);
+/* agent_conn_reply with fd (taken, closed once sent) passed alongside (SCM_RIGHTS). */
+void agent_conn_reply_fd(struct agent_conn *c, struct agent_frame_writer *w, int fd);
 /* The command finished: send *reply (taken) and resume reading. */
 void agent_conn_command_done(struct agent_conn *c, struct agent_frame_writer *reply);
 /* Sends *w (taken) as the reply, or an ERROR frame if it cannot be built. */

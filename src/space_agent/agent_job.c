@@ -89,7 +89,7 @@ void agent_job_update_reading(struct agent_job *job) {
         for (int i = 0; i < 2; i++)
                 if (pause)
                         (void) agent_server_watch_detach(job->server, &job->out[i]);
-                else
+                else if (!(i == 0 && job->pty_eof))
                         (void) agent_server_watch_attach(job->server, &job->out[i]);
 }
 
@@ -115,8 +115,18 @@ static void job_read(struct agent_job *job, int i) {
                 if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
                         return;
                 if (n <= 0) {
-                        if (job->on_pty && i == 0)
+                        if (job->on_pty && i == 0) {
                                 agent_server_watch_close(job->server, &job->stdin_watch);
+                                if (!job->exited) {
+                                        /* The command closed its terminal but may not have
+                                         * exited yet (cat closes stdio, then exits): closing
+                                         * the master now would hang the terminal up and kill
+                                         * it with SIGHUP. Unwatched, it is closed at the exit. */
+                                        job->pty_eof = true;
+                                        (void) agent_server_watch_detach(job->server, w);
+                                        return;
+                                }
+                        }
                         agent_server_watch_close(job->server, w);
                         return;
                 }
@@ -201,7 +211,7 @@ static void job_finish(struct agent_job *job) {
 static void job_check_done(struct agent_job *job) {
         if (job->finished || !job->exited)
                 return;
-        if (job->out[0].fd < 0 && job->out[1].fd < 0 && job->report_watch.fd < 0)
+        if ((job->out[0].fd < 0 || job->pty_eof) && job->out[1].fd < 0 && job->report_watch.fd < 0)
                 job_finish(job);
 }
 
@@ -402,6 +412,11 @@ int agent_job_start(struct agent_server *s, const struct agent_frame *f, uint8_t
         r = -EINVAL;
         if (!job->req.job_id) {
                 *ret_reason = "JOB_START needs a JOB_ID";
+                goto fail;
+        }
+        if (job->req.has_stdin) {
+                /* It would be a stdin pipe nobody writes or closes: the command would wait forever. */
+                *ret_reason = "STDIN belongs to EXEC; jobs take STDIN_OPEN and JOB_INPUT";
                 goto fail;
         }
         if (agent_job_find(s, (const uint8_t *) job->req.job_id, strlen(job->req.job_id))) {

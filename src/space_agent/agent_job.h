@@ -42,6 +42,7 @@ struct agent_job {
         pid_t pid;
         bool on_pty;
         int pty_slave_fd;            /* closed once the command has exec'd */
+        bool pty_eof;                /* the terminal side is closed; the master waits for the exit */
         struct agent_watch out[2];   /* stdout, stderr; on a pty out[0] is the master */
         struct agent_watch stdin_watch; /* the stdin pipe, or a duplicate of the pty master */
         uint8_t *stdin_buf;

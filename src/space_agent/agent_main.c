@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "space_agent/agent_cleanup.h"
+#include "space_agent/agent_file_path.h"
 #include "space_agent/agent_server.h"
 
 #ifndef SPACE_VERSION
@@ -25,9 +26,10 @@ static void log_error(const char *what, int error) {
 }
 
 static void usage(int fd) {
-        dprintf(fd, "usage: space-agent --listen-fd N | --listen PATH | --version\n"
+        dprintf(fd, "usage: space-agent --listen-fd N | --listen PATH [--root DIR] | --version\n"
                     "  --listen-fd N   serve on the inherited listening unix socket N\n"
                     "  --listen PATH   bind and listen on the unix socket PATH\n"
+                    "  --root DIR      resolve file requests inside DIR (default /)\n"
                     "  --version       print the version and exit\n");
 }
 
@@ -102,7 +104,7 @@ static int parse_fd(const char *s) {
 }
 
 int main(int argc, char **argv) {
-        const char *listen_path = NULL;
+        const char *listen_path = NULL, *root = NULL;
         int listen_fd = -1, r;
 
         for (int i = 1; i < argc; i++) {
@@ -121,6 +123,8 @@ int main(int argc, char **argv) {
                         }
                 } else if (!strcmp(a, "--listen") && i + 1 < argc) {
                         listen_path = argv[++i];
+                } else if (!strcmp(a, "--root") && i + 1 < argc) {
+                        root = argv[++i];
                 } else {
                         usage(STDERR_FILENO);
                         return 2;
@@ -132,6 +136,10 @@ int main(int argc, char **argv) {
         }
 
         stdio_ensure_open();
+        if (root && (r = agent_file_root_set(root)) < 0) {
+                log_error("cannot open --root", -r);
+                return 1;
+        }
         r = signals_setup();
         if (r < 0) {
                 log_error("cannot set up signals", -r);

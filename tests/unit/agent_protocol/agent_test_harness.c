@@ -86,7 +86,11 @@ int agent_test_setup(void **state) {
                 sigfillset(&mask);
                 sigprocmask(SIG_BLOCK, &mask, NULL);
                 signal(SIGCHLD, SIG_IGN);
-                execl(agent_test.path, "space-agent", "--listen", agent_test.sock_path, (char *) NULL);
+                if (agent_test.root)
+                        execl(agent_test.path, "space-agent", "--listen", agent_test.sock_path, "--root", agent_test.root,
+                              (char *) NULL);
+                else
+                        execl(agent_test.path, "space-agent", "--listen", agent_test.sock_path, (char *) NULL);
                 _exit(127);
         }
         for (int i = 0; i < 500; i++) {
@@ -177,6 +181,15 @@ void agent_test_assert_str(const struct agent_test_reply *r, uint16_t tag, const
 void agent_test_assert_error(const struct agent_test_reply *r, int error) {
         assert_int_equal(r->f.type, AGENT_MSG_ERROR);
         assert_int_equal(agent_test_get_i32(r, AGENT_F_ERRNO), error);
+}
+
+void agent_test_wait_pid_gone(pid_t pid) {
+        for (int i = 0; i < 500; i++) {
+                if (kill(pid, 0) < 0 && errno == ESRCH)
+                        return;
+                agent_test_sleep_ms(10);
+        }
+        fail_msg("pid %d still runs", (int) pid);
 }
 
 long agent_test_rss_kib(pid_t pid) {

@@ -20,6 +20,7 @@ struct agent_test_agent {
         char dir[64];     /* temporary directory, emptied and removed by the teardown */
         char sock_path[128];
         pid_t pid;
+        const char *root; /* when set, the agent runs with --root ROOT */
 };
 
 extern struct agent_test_agent agent_test;
@@ -63,5 +64,7 @@ void agent_test_assert_str(const struct agent_test_reply *r, uint16_t tag, const
 /* The reply is an ERROR with this errno. */
 void agent_test_assert_error(const struct agent_test_reply *r, int error);
 
+/* Waits (up to 5 s) until pid no longer exists. */
+void agent_test_wait_pid_gone(pid_t pid);
 /* VmRSS of a process in KiB, or -1 when /proc does not say. */
 long agent_test_rss_kib(pid_t pid);

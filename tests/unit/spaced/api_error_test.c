@@ -32,6 +32,9 @@ static const struct {
         { SPACE_E_UNSUPPORTED, 422 },
         { SPACE_E_UNAVAILABLE, 503 },
         { SPACE_E_TIMEOUT, 504 },
+        { SPACE_E_PERMISSION_DENIED, 403 },
+        { SPACE_E_CONFLICT, 409 },
+        { SPACE_E_RANGE_NOT_SATISFIABLE, 416 },
         { SPACE_E_INTERNAL, 500 },
 };
 

@@ -29,6 +29,9 @@ static const struct {
         { SPACE_E_UNSUPPORTED, "unsupported" },
         { SPACE_E_UNAVAILABLE, "unavailable" },
         { SPACE_E_TIMEOUT, "timeout" },
+        { SPACE_E_PERMISSION_DENIED, "permission_denied" },
+        { SPACE_E_CONFLICT, "conflict" },
+        { SPACE_E_RANGE_NOT_SATISFIABLE, "range_not_satisfiable" },
         { SPACE_E_INTERNAL, "internal" },
 };
 

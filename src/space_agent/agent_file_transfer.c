@@ -1,0 +1,380 @@
+/* agent_file_transfer: FILE_READ, FILE_CREATE and FILE_COMMIT. */
+#include "space_agent/agent_file_transfer.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/epoll.h>
+#include <sys/stat.h>
+#include <sys/vfs.h>
+#include <unistd.h>
+
+#include "space_agent/agent_cleanup.h"
+#include "space_agent/agent_conn.h"
+#include "space_agent/agent_file_path.h"
+#include "space_agent/agent_file_user.h"
+
+struct agent_file_upload {
+        int dir;            /* where the file waits (O_PATH): the target's directory, or with
+                             * parents its deepest existing ancestor (same filesystem) */
+        bool parents;       /* make the missing directories at commit, then link there */
+        int fd;             /* the file being filled */
+        char name[256];     /* the target's name in dir */
+        char tmp_name[64];  /* the hidden name when O_TMPFILE was not available, else "" */
+        char path[PATH_MAX];
+        mode_t mode;
+        bool chown;
+        uid_t chown_uid;
+        gid_t chown_gid;
+        bool as_user;
+        uid_t fsuid;
+        gid_t fsgid;
+        /* through a pipe (memory-backed targets): the read end is c->upload_pipe */
+        bool via_pipe, drained, commit_pending;
+        int pipe_error; /* -errno of the first failed move into the file */
+};
+
+#define PIPE_ROUNDS_PER_WAKEUP 64
+#define PIPE_CHUNK (1u << 20)
+#ifndef TMPFS_MAGIC
+#define TMPFS_MAGIC 0x01021994
+#endif
+#ifndef RAMFS_MAGIC
+#define RAMFS_MAGIC 0x858458f6
+#endif
+
+bool agent_file_upload_committing(const struct agent_file_upload *u) {
+        return u && u->commit_pending;
+}
+
+/* Moves up to one chunk from the pipe into the file: > 0 moved, 0 at EOF, -errno. */
+static ssize_t pipe_move(int from, int to) {
+        ssize_t n = splice(from, NULL, to, NULL, PIPE_CHUNK, SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
+        if (n >= 0 || errno != EINVAL)
+                return n < 0 ? -errno : n;
+        /* No splice into this filesystem: copy. */
+        char buf[65536];
+        n = read(from, buf, sizeof buf);
+        if (n <= 0)
+                return n < 0 ? -errno : 0;
+        for (ssize_t off = 0; off < n;) {
+                ssize_t w = write(to, buf + off, (size_t) (n - off));
+                if (w < 0 && errno == EINTR)
+                        continue;
+                if (w <= 0)
+                        return w < 0 ? -errno : -EIO;
+                off += w;
+        }
+        return n;
+}
+
+static void upload_on_pipe(struct agent_watch *w, uint32_t events) {
+        struct agent_conn *c = agent_container_of(w, struct agent_conn, upload_pipe);
+        struct agent_file_upload *u = c->upload;
+
+        if (!u) {
+                agent_server_watch_close(c->server, w);
+                return;
+        }
+        for (int i = 0; i < PIPE_ROUNDS_PER_WAKEUP; i++) {
+                ssize_t n = pipe_move(w->fd, u->fd);
+                if (n > 0)
+                        continue;
+                if (n == -EINTR)
+                        continue;
+                if (n == -EAGAIN)
+                        return;
+                /* EOF (spaced sent everything) or a failure (ENOSPC, ENOMEM: the sandbox's
+                 * limits): either way the pipe is done; closing it tells a writer at once. */
+                if (n < 0)
+                        u->pipe_error = (int) n;
+                u->drained = true;
+                agent_server_watch_close(c->server, w);
+                if (u->commit_pending)
+                        agent_file_transfer_commit(c);
+                return;
+        }
+}
+
+/* Memory-backed target: the agent fills the file from a pipe. Returns the write end. */
+static int upload_pipe_open(struct agent_conn *c, struct agent_file_upload *u) {
+        int p[2];
+
+        if (pipe2(p, O_CLOEXEC) < 0)
+                return -errno;
+        (void) fcntl(p[1], F_SETPIPE_SZ, PIPE_CHUNK);
+        int flags = fcntl(p[0], F_GETFL);
+        if (flags < 0 || fcntl(p[0], F_SETFL, flags | O_NONBLOCK) < 0) {
+                int r = -errno;
+                close(p[0]);
+                close(p[1]);
+                return r;
+        }
+        int r = agent_server_watch_add(c->server, &c->upload_pipe, p[0], EPOLLIN, upload_on_pipe);
+        if (r < 0) {
+                close(p[1]);
+                return r;
+        }
+        u->via_pipe = true;
+        return p[1];
+}
+
+void agent_file_upload_free(struct agent_file_upload *u) {
+        if (!u)
+                return;
+        if (u->tmp_name[0])
+                (void) unlinkat(u->dir, u->tmp_name, 0);
+        if (u->fd >= 0)
+                close(u->fd);
+        if (u->dir >= 0)
+                close(u->dir);
+        free(u);
+}
+
+static int not_regular(mode_t m) {
+        return S_ISDIR(m) ? -EISDIR : -EINVAL;
+}
+
+int agent_file_transfer_read(struct agent_conn *c, struct agent_file_request *req) {
+        struct agent_frame_writer w;
+        struct stat st;
+
+        /* Look before opening: opening a device or a FIFO can have effects or block. */
+        _cleanup_close_ int probe = agent_file_open(req->path, O_PATH, 0, true);
+        if (probe < 0)
+                return probe;
+        if (fstat(probe, &st) < 0)
+                return -errno;
+        if (!S_ISREG(st.st_mode))
+                return not_regular(st.st_mode);
+        _cleanup_close_ int fd = agent_file_open(req->path, O_RDONLY | O_NONBLOCK | O_NOCTTY, 0, true);
+        if (fd < 0)
+                return fd;
+        if (fstat(fd, &st) < 0)
+                return -errno;
+        if (!S_ISREG(st.st_mode))
+                return not_regular(st.st_mode); /* swapped meanwhile */
+        int flags = fcntl(fd, F_GETFL);
+        if (flags >= 0)
+                (void) fcntl(fd, F_SETFL, flags & ~O_NONBLOCK);
+        agent_frame_writer_begin(&w, AGENT_MSG_FILE_ENTRY);
+        agent_files_put_entry(&w, &req->names, req->path, &st, -1, NULL);
+        agent_conn_reply_fd(c, &w, TAKE_FD(fd));
+        return 0;
+}
+
+/* The deepest existing directory above path's parent (which does not exist). */
+static int upload_ancestor_open(const char *path) {
+        char anc[PATH_MAX];
+
+        snprintf(anc, sizeof anc, "%s", path);
+        for (;;) {
+                char *slash = strrchr(anc, '/');
+                if (!slash)
+                        return -ENOENT;
+                if (slash == anc) {
+                        anc[1] = 0; /* the root */
+                        return agent_file_open(anc, O_PATH | O_DIRECTORY, 0, true);
+                }
+                *slash = 0;
+                int fd = agent_file_open(anc, O_PATH | O_DIRECTORY, 0, true);
+                if (fd != -ENOENT)
+                        return fd; /* found, or a real failure (ENOTDIR: a file on the way) */
+        }
+}
+
+static void random_name(char *buf, size_t size) {
+        uint8_t raw[8] = { 0 };
+        char hex[17];
+
+        if (getrandom(raw, sizeof raw, GRND_NONBLOCK) != (ssize_t) sizeof raw) {
+                uint64_t t = (uint64_t) getpid() ^ (uint64_t) (uintptr_t) buf;
+                memcpy(raw, &t, sizeof raw);
+        }
+        for (size_t i = 0; i < sizeof raw; i++)
+                snprintf(hex + 2 * i, 3, "%02x", raw[i]);
+        snprintf(buf, size, ".space-upload-%s", hex);
+}
+
+int agent_file_transfer_create(struct agent_conn *c, struct agent_file_request *req) {
+        struct agent_frame_writer w;
+        struct stat st;
+        const char *name;
+        int r;
+
+        if (c->upload)
+                return -EBUSY;
+        struct agent_file_upload *u = calloc(1, sizeof *u);
+        if (!u)
+                return -ENOMEM;
+        u->fd = -1;
+        u->dir = agent_file_open_parent(req->path, &name);
+        if (u->dir == -ENOENT && req->parents) {
+                /* Missing directories are made at commit, so a failed upload makes none:
+                 * meanwhile the file waits in the deepest directory that exists. */
+                r = upload_ancestor_open(req->path);
+                if (r < 0) {
+                        u->dir = -1;
+                        agent_file_upload_free(u);
+                        return r;
+                }
+                u->dir = r;
+                u->parents = true;
+                name = strrchr(req->path, '/') + 1;
+        }
+        if (u->dir < 0) {
+                r = u->dir == -EINVAL ? -EISDIR : u->dir; /* "/" */
+                u->dir = -1;
+                agent_file_upload_free(u);
+                return r;
+        }
+        if (strlen(name) >= sizeof u->name) {
+                agent_file_upload_free(u);
+                return -ENAMETOOLONG;
+        }
+        snprintf(u->name, sizeof u->name, "%s", name);
+        snprintf(u->path, sizeof u->path, "%s", req->path);
+        if (!u->parents && fstatat(u->dir, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode)) {
+                agent_file_upload_free(u);
+                return -EISDIR;
+        }
+        u->fd = openat(u->dir, ".", O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+        if (u->fd < 0 && (errno == EOPNOTSUPP || errno == EISDIR || errno == EINVAL)) {
+                random_name(u->tmp_name, sizeof u->tmp_name);
+                u->fd = openat(u->dir, u->tmp_name, O_CREAT | O_EXCL | O_RDWR | O_NOFOLLOW | O_CLOEXEC, 0600);
+                if (u->fd < 0)
+                        u->tmp_name[0] = 0;
+        }
+        if (u->fd < 0) {
+                r = -errno;
+                agent_file_upload_free(u);
+                return r;
+        }
+        u->mode = req->has_mode ? (mode_t) req->mode : 0644;
+        u->chown = req->chown;
+        u->chown_uid = req->chown_uid;
+        u->chown_gid = req->chown_gid;
+        u->as_user = req->as_user;
+        u->fsuid = req->fsuid;
+        u->fsgid = req->fsgid;
+        struct statfs sfs;
+        bool memory = fstatfs(u->fd, &sfs) == 0 && (sfs.f_type == TMPFS_MAGIC || sfs.f_type == RAMFS_MAGIC);
+        int send_fd = memory ? upload_pipe_open(c, u) : fcntl(u->fd, F_DUPFD_CLOEXEC, 3);
+        if (send_fd < 0) {
+                r = memory ? send_fd : -errno;
+                agent_file_upload_free(u);
+                return r;
+        }
+        c->upload = u;
+        agent_frame_writer_begin(&w, AGENT_MSG_FILE_UPLOAD);
+        agent_frame_writer_put_str(&w, AGENT_F_FILE_PATH, req->path);
+        agent_conn_reply_fd(c, &w, send_fd);
+        return 0;
+}
+
+/* Gives the unnamed file u->fd the name u->name in dir, replacing what is there. */
+static int upload_link(struct agent_file_upload *u, int dir) {
+        char proc[64], tmp[64];
+        struct stat st;
+
+        if (fstatat(dir, u->name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode))
+                return -EISDIR; /* made meanwhile */
+        if (u->tmp_name[0]) {
+                if (renameat(u->dir, u->tmp_name, dir, u->name) < 0)
+                        return -errno;
+                u->tmp_name[0] = 0;
+                return 0;
+        }
+        snprintf(proc, sizeof proc, "/proc/self/fd/%d", u->fd);
+        if (linkat(AT_FDCWD, proc, dir, u->name, AT_SYMLINK_FOLLOW) == 0)
+                return 0;
+        if (errno != EEXIST)
+                return -errno;
+        /* Something is there: link beside it, then rename over it (atomic for readers). */
+        random_name(tmp, sizeof tmp);
+        if (linkat(AT_FDCWD, proc, dir, tmp, AT_SYMLINK_FOLLOW) < 0)
+                return -errno;
+        if (renameat(dir, tmp, dir, u->name) < 0) {
+                int r = -errno;
+                (void) unlinkat(dir, tmp, 0);
+                return r;
+        }
+        return 0;
+}
+
+/* The directory the file goes into: made now when the upload asked for parents. */
+static int upload_target_dir(struct agent_file_upload *u) {
+        char parent[PATH_MAX];
+        const char *name;
+
+        if (!u->parents) {
+                int fd = fcntl(u->dir, F_DUPFD_CLOEXEC, 3);
+                return fd < 0 ? -errno : fd;
+        }
+        snprintf(parent, sizeof parent, "%s", u->path);
+        char *slash = strrchr(parent, '/');
+        if (slash && slash != parent) {
+                *slash = 0;
+                int r = agent_file_mkdir_parents(parent, 0755);
+                if (r < 0)
+                        return r;
+        }
+        return agent_file_open_parent(u->path, &name);
+}
+
+void agent_file_transfer_commit(struct agent_conn *c) {
+        struct agent_file_request req = { .saved_umask = (mode_t) -1 };
+        const char *what = "chmod";
+        int r = 0;
+
+        if (!c->upload) {
+                agent_conn_reply_error(c, EINVAL, "no upload to commit on this connection");
+                return;
+        }
+        if (c->upload->via_pipe && !c->upload->drained) {
+                /* spaced closed its end before asking: the rest is in the pipe. */
+                c->upload->commit_pending = true;
+                agent_conn_update_events(c);
+                return;
+        }
+        struct agent_file_upload *u = TAKE_PTR(c->upload);
+        if (u->pipe_error) {
+                r = u->pipe_error;
+                what = "write";
+        }
+        if (r == 0 && u->as_user && (r = agent_file_user_become(u->fsuid, u->fsgid)) < 0)
+                what = "become user for";
+        if (r == 0 && fchmod(u->fd, u->mode) < 0)
+                r = -errno;
+        if (r == 0 && u->chown && fchown(u->fd, u->chown_uid, u->chown_gid) < 0) {
+                r = -errno;
+                what = "chown";
+        }
+        /* chown may have cleared set-id bits: put the asked-for mode back. */
+        if (r == 0 && u->chown && fchmod(u->fd, u->mode) < 0)
+                r = -errno;
+        if (r == 0) {
+                what = "mkdir";
+                int dir = upload_target_dir(u);
+                r = dir < 0 ? dir : 0;
+                if (r == 0) {
+                        what = "link";
+                        r = upload_link(u, dir);
+                        close(dir);
+                }
+        }
+        if (r == 0) {
+                snprintf(req.path, sizeof req.path, "%s", u->path);
+                what = "stat";
+                r = agent_files_reply_entry(c, &req, u->path);
+        }
+        if (u->as_user)
+                agent_file_user_restore();
+        if (r < 0)
+                agent_files_reply_errno(c, -r, what, u->path);
+        agent_file_names_release(&req.names);
+        agent_file_upload_free(u);
+}

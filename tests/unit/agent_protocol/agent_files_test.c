@@ -1,0 +1,414 @@
+/* Black-box tests of space-agent's file messages: the real binary, started with --root on
+ * a temporary directory that stands in for a sandbox's root, driven over the protocol.
+ * Usage: agent_files_test PATH-TO-space-agent */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <sys/mount.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "agent_test_harness.h"
+
+static char root[64];
+static bool have_tmpfs; /* root/mem is a small tmpfs (needs root to mount) */
+
+static void root_path(const char *rel, char *buf, size_t size) {
+        snprintf(buf, size, "%s%s", root, rel);
+}
+
+static void root_put(const char *rel, const char *text) {
+        char p[256];
+        root_path(rel, p, sizeof p);
+        FILE *f = fopen(p, "w");
+        assert_non_null(f);
+        fputs(text, f);
+        fclose(f);
+}
+
+static void root_mkdir(const char *rel) {
+        char p[256];
+        root_path(rel, p, sizeof p);
+        assert_int_equal(mkdir(p, 0755), 0);
+}
+
+static void root_link(const char *target, const char *rel) {
+        char p[256];
+        root_path(rel, p, sizeof p);
+        assert_int_equal(symlink(target, p), 0);
+}
+
+static int group_setup(void **state) {
+        char p[256];
+        strcpy(root, "/tmp/agent-files-root-XXXXXX");
+        if (!mkdtemp(root))
+                return -1;
+        chmod(root, 0755);
+        root_mkdir("/etc");
+        root_put("/etc/passwd", "root:x:0:0:root:/root:/bin/sh\nuser:x:1000:1000::/home/user:/bin/sh\n");
+        root_put("/etc/group", "root:x:0:\nuser:x:1000:\n");
+        root_mkdir("/esc");
+        root_link("/", "/esc/root");
+        root_link("../../../../..", "/esc/up");
+        root_link("/etc", "/esc/etc");
+        root_link("/proc/self/root", "/esc/magic");
+        root_path("/fifo", p, sizeof p);
+        if (mkfifo(p, 0644) < 0)
+                return -1;
+        root_mkdir("/mem");
+        root_path("/mem", p, sizeof p);
+        have_tmpfs = mount("tmpfs", p, "tmpfs", MS_NOSUID | MS_NODEV, "size=8m") == 0;
+        agent_test.root = root;
+        return agent_test_setup(state);
+}
+
+static int group_teardown(void **state) {
+        char cmd[128];
+        agent_test_teardown(state);
+        if (have_tmpfs) {
+                char p[256];
+                root_path("/mem", p, sizeof p);
+                umount2(p, MNT_DETACH);
+        }
+        snprintf(cmd, sizeof cmd, "rm -rf %s", root);
+        return system(cmd) == 0 ? 0 : -1;
+}
+
+/* ---- requests ---- */
+
+static void send_file_request(int fd, enum agent_msg_type type, const char *path, const char *dest) {
+        struct agent_frame_writer w;
+        agent_frame_writer_begin(&w, type);
+        if (path)
+                agent_frame_writer_put_str(&w, AGENT_F_FILE_PATH, path);
+        if (dest)
+                agent_frame_writer_put_str(&w, AGENT_F_FILE_DEST, dest);
+        agent_test_send(fd, &w);
+}
+
+/* Reads a frame and the descriptor passed with it (-1 when none). */
+static int read_with_fd(int fd, struct agent_test_reply *r) {
+        uint8_t header[AGENT_FRAME_HEADER_SIZE];
+        union {
+                struct cmsghdr h;
+                char buf[CMSG_SPACE(sizeof(int))];
+        } control;
+        struct iovec iov = { header, sizeof header };
+        struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = control.buf,
+                              .msg_controllen = sizeof control.buf };
+        int passed = -1;
+        uint8_t type;
+
+        assert_int_equal(recvmsg(fd, &msg, MSG_WAITALL | MSG_CMSG_CLOEXEC), (ssize_t) sizeof header);
+        struct cmsghdr *cm = CMSG_FIRSTHDR(&msg);
+        if (cm && cm->cmsg_type == SCM_RIGHTS)
+                memcpy(&passed, CMSG_DATA(cm), sizeof passed);
+        int64_t len = agent_frame_header_decode(header, &type);
+        assert_true(len >= 0);
+        r->buf = malloc(len ? (size_t) len : 1);
+        assert_int_equal(recv(fd, r->buf, (size_t) len, MSG_WAITALL), len);
+        r->f = (struct agent_frame) { .type = type, .payload = r->buf, .payload_len = (uint32_t) len };
+        return passed;
+}
+
+static void expect_error(int fd, int error) {
+        struct agent_test_reply r;
+        agent_test_read(fd, &r);
+        agent_test_assert_error(&r, error);
+        agent_test_reply_release(&r);
+}
+
+/* FILE_READ path: the content read from the passed descriptor into buf. */
+static void read_file(int fd, const char *path, char *buf, size_t size) {
+        struct agent_test_reply r;
+        send_file_request(fd, AGENT_MSG_FILE_READ, path, NULL);
+        int file = read_with_fd(fd, &r);
+        if (r.f.type == AGENT_MSG_ERROR)
+                fail_msg("read %s: errno %d", path, agent_test_get_i32(&r, AGENT_F_ERRNO));
+        assert_int_equal(r.f.type, AGENT_MSG_FILE_ENTRY);
+        if (!strstr(path, ".."))
+                agent_test_assert_str(&r, AGENT_F_FILE_PATH, path); /* else: the path as normalised */
+        assert_int_equal(agent_test_get_u8(&r, AGENT_F_FILE_TYPE), AGENT_FILE_REGULAR);
+        assert_true(file >= 0);
+        ssize_t n = read(file, buf, size - 1);
+        assert_true(n >= 0);
+        buf[n] = 0;
+        close(file);
+        agent_test_reply_release(&r);
+}
+
+static void test_read_passes_the_file(void **state) {
+        int fd = agent_test_connect();
+        char buf[256];
+        read_file(fd, "/etc/passwd", buf, sizeof buf);
+        assert_non_null(strstr(buf, "user:x:1000"));
+        close(fd);
+}
+
+static void test_escapes_stay_in_root(void **state) {
+        static const char *const inside[] = { "/esc/root/etc/passwd", "/esc/up/etc/passwd", "/esc/etc/passwd",
+                                              "/../../../etc/passwd", "/esc/root/esc/up/esc/root/etc/passwd" };
+        int fd = agent_test_connect();
+        char buf[256];
+
+        for (size_t i = 0; i < sizeof inside / sizeof inside[0]; i++) {
+                read_file(fd, inside[i], buf, sizeof buf);
+                if (!strstr(buf, "user:x:1000:1000::/home/user"))
+                        fail_msg("%s gave %s", inside[i], buf);
+        }
+        /* The host has /etc/hostname and /proc; this root has neither. */
+        send_file_request(fd, AGENT_MSG_FILE_READ, "/esc/up/etc/hostname", NULL);
+        expect_error(fd, ENOENT);
+        send_file_request(fd, AGENT_MSG_FILE_READ, "/esc/magic/etc/passwd", NULL);
+        expect_error(fd, ENOENT);
+        close(fd);
+}
+
+static void test_bad_requests(void **state) {
+        int fd = agent_test_connect();
+        struct agent_frame_writer w;
+
+        send_file_request(fd, AGENT_MSG_FILE_STAT, "etc/passwd", NULL);
+        expect_error(fd, EINVAL);
+        send_file_request(fd, AGENT_MSG_FILE_STAT, NULL, NULL);
+        expect_error(fd, EINVAL);
+        agent_frame_writer_begin(&w, AGENT_MSG_FILE_STAT);
+        agent_frame_writer_put(&w, AGENT_F_FILE_PATH, "/etc\0/passwd", 12);
+        agent_test_send(fd, &w);
+        expect_error(fd, EINVAL);
+        agent_frame_writer_begin(&w, AGENT_MSG_FILE_LIST);
+        agent_frame_writer_put_str(&w, AGENT_F_FILE_PATH, "/etc");
+        agent_frame_writer_put_u8(&w, AGENT_F_FILE_DEPTH, 1); /* a u32 field */
+        agent_test_send(fd, &w);
+        expect_error(fd, EINVAL);
+        send_file_request(fd, AGENT_MSG_FILE_MOVE, "/etc/passwd", NULL);
+        expect_error(fd, EINVAL);
+        send_file_request(fd, AGENT_MSG_FILE_COMMIT, NULL, NULL);
+        expect_error(fd, EINVAL);
+        send_file_request(fd, AGENT_MSG_FILE_READ, "/fifo", NULL);
+        expect_error(fd, EINVAL);
+        send_file_request(fd, AGENT_MSG_FILE_READ, "/esc", NULL);
+        expect_error(fd, EISDIR);
+        agent_frame_writer_begin(&w, AGENT_MSG_FILE_STAT);
+        agent_frame_writer_put_str(&w, AGENT_F_FILE_PATH, "/");
+        agent_frame_writer_put_str(&w, AGENT_F_FILE_USER, "nosuchuser");
+        agent_test_send(fd, &w);
+        expect_error(fd, ESRCH);
+        /* The connection is still usable. */
+        char buf[256];
+        read_file(fd, "/etc/group", buf, sizeof buf);
+        close(fd);
+}
+
+static void test_upload_commit(void **state) {
+        int fd = agent_test_connect();
+        struct agent_test_reply r;
+        struct agent_frame_writer w;
+        char p[256], buf[64] = "";
+
+        agent_frame_writer_begin(&w, AGENT_MSG_FILE_CREATE);
+        agent_frame_writer_put_str(&w, AGENT_F_FILE_PATH, "/esc/root/up/a/new.txt");
+        agent_frame_writer_put_u8(&w, AGENT_F_FILE_PARENTS, 1);
+        agent_frame_writer_put_u32(&w, AGENT_F_FILE_MODE, 0640);
+        agent_test_send(fd, &w);
+        int file = read_with_fd(fd, &r);
+        assert_int_equal(r.f.type, AGENT_MSG_FILE_UPLOAD);
+        agent_test_reply_release(&r);
+        assert_true(file >= 0);
+        assert_int_equal(write(file, "uploaded", 8), 8);
+        close(file);
+        root_path("/up/a/new.txt", p, sizeof p);
+        assert_int_equal(access(p, F_OK), -1); /* nothing there before the commit */
+        send_file_request(fd, AGENT_MSG_FILE_COMMIT, NULL, NULL);
+        agent_test_read(fd, &r);
+        assert_int_equal(r.f.type, AGENT_MSG_FILE_ENTRY);
+        agent_test_assert_str(&r, AGENT_F_FILE_PATH, "/esc/root/up/a/new.txt");
+        assert_int_equal(agent_test_get_u64(&r, AGENT_F_FILE_SIZE), 8);
+        assert_int_equal(agent_test_get_u32(&r, AGENT_F_FILE_MODE) & 07777, 0640);
+        agent_test_reply_release(&r);
+        FILE *f = fopen(p, "r");
+        assert_non_null(f);
+        assert_non_null(fgets(buf, sizeof buf, f));
+        fclose(f);
+        assert_string_equal(buf, "uploaded");
+        close(fd);
+}
+
+static void test_dropped_upload_leaves_nothing(void **state) {
+        int fd = agent_test_connect();
+        struct agent_test_reply r;
+        char p[256];
+
+        root_mkdir("/drop");
+        send_file_request(fd, AGENT_MSG_FILE_CREATE, "/drop/never", NULL);
+        int file = read_with_fd(fd, &r);
+        assert_int_equal(r.f.type, AGENT_MSG_FILE_UPLOAD);
+        agent_test_reply_release(&r);
+        assert_int_equal(write(file, "partial", 7), 7);
+        close(file);
+        close(fd);
+        /* Ask something on a new connection: by then the agent has seen the hang-up. */
+        fd = agent_test_connect();
+        send_file_request(fd, AGENT_MSG_FILE_LIST, "/drop", NULL);
+        agent_test_read(fd, &r);
+        assert_int_equal(r.f.type, AGENT_MSG_FILE_ENTRIES);
+        assert_int_equal(r.f.payload_len, 0);
+        agent_test_reply_release(&r);
+        root_path("/drop/never", p, sizeof p);
+        assert_int_equal(access(p, F_OK), -1);
+        close(fd);
+}
+
+/* A memory-backed target: the agent passes a pipe and fills the file itself. */
+static void test_upload_to_memory_goes_through_a_pipe(void **state) {
+        struct agent_test_reply r;
+        struct stat st;
+        char p[256], buf[16] = "";
+
+        if (!have_tmpfs)
+                skip();
+        int fd = agent_test_connect();
+        send_file_request(fd, AGENT_MSG_FILE_CREATE, "/mem/piped", NULL);
+        int file = read_with_fd(fd, &r);
+        assert_int_equal(r.f.type, AGENT_MSG_FILE_UPLOAD);
+        agent_test_reply_release(&r);
+        assert_int_equal(fstat(file, &st), 0);
+        assert_true(S_ISFIFO(st.st_mode));
+        assert_int_equal(write(file, "through a pipe", 14), 14);
+        close(file);
+        send_file_request(fd, AGENT_MSG_FILE_COMMIT, NULL, NULL);
+        agent_test_read(fd, &r);
+        assert_int_equal(r.f.type, AGENT_MSG_FILE_ENTRY);
+        assert_int_equal(agent_test_get_u64(&r, AGENT_F_FILE_SIZE), 14);
+        agent_test_reply_release(&r);
+        root_path("/mem/piped", p, sizeof p);
+        FILE *f = fopen(p, "r");
+        assert_non_null(f);
+        assert_non_null(fgets(buf, sizeof buf, f));
+        fclose(f);
+        assert_string_equal(buf, "through a pipe");
+
+        /* More than the tmpfs holds: the agent closes the pipe and the commit says why. */
+        send_file_request(fd, AGENT_MSG_FILE_CREATE, "/mem/too-big", NULL);
+        file = read_with_fd(fd, &r);
+        agent_test_reply_release(&r);
+        static char chunk[1 << 20];
+        signal(SIGPIPE, SIG_IGN);
+        int failed = 0;
+        for (int i = 0; i < 16 && !failed; i++)
+                for (size_t off = 0; off < sizeof chunk && !failed;) {
+                        ssize_t n = write(file, chunk + off, sizeof chunk - off);
+                        if (n < 0)
+                                failed = errno;
+                        else
+                                off += (size_t) n;
+                }
+        assert_int_equal(failed, EPIPE);
+        close(file);
+        send_file_request(fd, AGENT_MSG_FILE_COMMIT, NULL, NULL);
+        expect_error(fd, ENOSPC);
+        root_path("/mem/too-big", p, sizeof p);
+        assert_int_equal(access(p, F_OK), -1);
+        close(fd);
+}
+
+static void test_watch_streams_events(void **state) {
+        int fd = agent_test_connect_timeout(5);
+        struct agent_test_reply r;
+        char p[256];
+
+        root_mkdir("/w");
+        send_file_request(fd, AGENT_MSG_FILE_WATCH, "/w", NULL);
+        agent_test_read(fd, &r);
+        assert_int_equal(r.f.type, AGENT_MSG_FILE_DONE);
+        agent_test_reply_release(&r);
+        root_put("/w/f", "x");
+        agent_test_read(fd, &r);
+        assert_int_equal(r.f.type, AGENT_MSG_FILE_EVENT);
+        assert_int_equal(agent_test_get_u8(&r, AGENT_F_FILE_EVENT_KIND), AGENT_FILE_EVENT_CREATE);
+        agent_test_assert_str(&r, AGENT_F_FILE_PATH, "/w/f");
+        agent_test_assert_str(&r, AGENT_F_FILE_NAME, "f");
+        agent_test_reply_release(&r);
+        agent_test_read(fd, &r);
+        assert_int_equal(agent_test_get_u8(&r, AGENT_F_FILE_EVENT_KIND), AGENT_FILE_EVENT_WRITE);
+        agent_test_reply_release(&r);
+        root_path("/w/f", p, sizeof p);
+        assert_int_equal(unlink(p), 0);
+        agent_test_read(fd, &r);
+        assert_int_equal(agent_test_get_u8(&r, AGENT_F_FILE_EVENT_KIND), AGENT_FILE_EVENT_REMOVE);
+        agent_test_reply_release(&r);
+        /* Removing the watched directory ends the stream. */
+        root_path("/w", p, sizeof p);
+        assert_int_equal(rmdir(p), 0);
+        agent_test_read(fd, &r);
+        assert_int_equal(agent_test_get_u8(&r, AGENT_F_FILE_EVENT_KIND), AGENT_FILE_EVENT_REMOVE);
+        agent_test_reply_release(&r);
+        uint8_t byte;
+        assert_int_equal(read(fd, &byte, 1), 0);
+        close(fd);
+}
+
+/* Random file requests (last: they may change the root) never bring the agent down. */
+static void test_random_requests(void **state) {
+        static const uint8_t types[] = { AGENT_MSG_FILE_STAT,   AGENT_MSG_FILE_READ,   AGENT_MSG_FILE_LIST,
+                                         AGENT_MSG_FILE_MKDIR,  AGENT_MSG_FILE_MOVE,   AGENT_MSG_FILE_REMOVE,
+                                         AGENT_MSG_FILE_CREATE, AGENT_MSG_FILE_COMMIT, AGENT_MSG_FILE_WATCH };
+        static const char *const paths[] = { "/", "/esc/root", "/esc/up/..", "/fifo", "/etc/passwd", "/x/../y",
+                                             "/mem", "/nope/a", "relative", "", "/esc/magic/x" };
+        srand(7);
+        for (int i = 0; i < 300; i++) {
+                int fd = agent_test_connect_timeout(5);
+                struct agent_frame_writer w;
+                agent_frame_writer_begin(&w, types[rand() % (int) sizeof types]);
+                int nfields = rand() % 5;
+                for (int k = 0; k < nfields; k++) {
+                        uint16_t tag = (uint16_t) (80 + rand() % 20);
+                        if (rand() % 2) {
+                                const char *p = paths[rand() % (int) (sizeof paths / sizeof paths[0])];
+                                agent_frame_writer_put(&w, tag, p, strlen(p));
+                        } else {
+                                uint8_t junk[8];
+                                for (size_t b = 0; b < sizeof junk; b++)
+                                        junk[b] = (uint8_t) rand();
+                                agent_frame_writer_put(&w, tag, junk, (size_t) (rand() % 9));
+                        }
+                }
+                agent_test_send(fd, &w);
+                /* Any answer (or none, for a watch) is fine; the agent must stay up. */
+                struct pollfd pfd = { .fd = fd, .events = POLLIN };
+                (void) poll(&pfd, 1, 200);
+                close(fd);
+        }
+        int fd = agent_test_connect();
+        struct agent_frame_writer w;
+        struct agent_test_reply r;
+        agent_frame_writer_begin(&w, AGENT_MSG_HELLO);
+        agent_test_send(fd, &w);
+        agent_test_read(fd, &r);
+        assert_int_equal(r.f.type, AGENT_MSG_HELLO_REPLY);
+        agent_test_reply_release(&r);
+        close(fd);
+}
+
+int main(int argc, char **argv) {
+        int r = agent_test_init(argc, argv);
+        if (r)
+                return r;
+        const struct CMUnitTest tests[] = {
+                cmocka_unit_test(test_read_passes_the_file),
+                cmocka_unit_test(test_escapes_stay_in_root),
+                cmocka_unit_test(test_bad_requests),
+                cmocka_unit_test(test_upload_commit),
+                cmocka_unit_test(test_dropped_upload_leaves_nothing),
+                cmocka_unit_test(test_upload_to_memory_goes_through_a_pipe),
+                cmocka_unit_test(test_watch_streams_events),
+                cmocka_unit_test(test_random_requests),
+        };
+        return cmocka_run_group_tests(tests, group_setup, group_teardown);
+}
