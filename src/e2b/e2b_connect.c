@@ -107,10 +107,13 @@ const char *e2b_connect_code_name(enum space_error_code code)
         switch (code) {
         case SPACE_E_INVALID_JSON:
         case SPACE_E_INVALID_REQUEST:
-        case SPACE_E_PAYLOAD_TOO_LARGE:
         case SPACE_E_UNSUPPORTED_MEDIA_TYPE: return "invalid_argument";
+        case SPACE_E_PAYLOAD_TOO_LARGE: return "resource_exhausted";
         case SPACE_E_UNAUTHORIZED: return "unauthenticated";
-        case SPACE_E_FORBIDDEN: return "permission_denied";
+        case SPACE_E_FORBIDDEN:
+        case SPACE_E_PERMISSION_DENIED: return "permission_denied";
+        case SPACE_E_CONFLICT: return "failed_precondition";
+        case SPACE_E_RANGE_NOT_SATISFIABLE: return "out_of_range";
         case SPACE_E_NOT_FOUND: return "not_found";
         case SPACE_E_METHOD_NOT_ALLOWED:
         case SPACE_E_UNSUPPORTED: return "unimplemented";
@@ -131,7 +134,8 @@ unsigned e2b_connect_http_status(enum space_error_code code)
                 unsigned status;
         } map[] = { { "invalid_argument", 400 }, { "unauthenticated", 401 }, { "permission_denied", 403 },
                     { "not_found", 404 },        { "unimplemented", 501 },   { "failed_precondition", 400 },
-                    { "already_exists", 409 },   { "unavailable", 503 },     { "deadline_exceeded", 504 } };
+                    { "already_exists", 409 },   { "unavailable", 503 },     { "deadline_exceeded", 504 },
+                    { "out_of_range", 400 },     { "resource_exhausted", 429 } };
         for (size_t i = 0; i < sizeof(map) / sizeof(map[0]); i++)
                 if (strcmp(map[i].name, name) == 0)
                         return map[i].status;

@@ -45,6 +45,13 @@ static const struct route {
         { "POST", { "process.Process", "SendSignal" }, e2b_process_send_signal, ENVD },
         { "POST", { "process.Process", "CloseStdin" }, e2b_process_close_stdin, ENVD },
         { "POST", { "process.Process", "Update" }, e2b_process_update, ENVD },
+        { "POST", { "filesystem.Filesystem", "Stat" }, e2b_fs_stat, ENVD },
+        { "POST", { "filesystem.Filesystem", "ListDir" }, e2b_fs_list_dir, ENVD },
+        { "POST", { "filesystem.Filesystem", "MakeDir" }, e2b_fs_make_dir, ENVD },
+        { "POST", { "filesystem.Filesystem", "Move" }, e2b_fs_move, ENVD },
+        { "POST", { "filesystem.Filesystem", "Remove" }, e2b_fs_remove, ENVD },
+        { "GET", { "files" }, e2b_files_download, ENVD },
+        { "POST", { "files" }, e2b_files_upload, ENVD },
 };
 
 const char *e2b_call_header(const struct e2b_call *call, const char *name)

@@ -79,6 +79,15 @@ void e2b_process_send_signal(struct e2b_call *call, struct api_response *resp);
 void e2b_process_close_stdin(struct e2b_call *call, struct api_response *resp);
 void e2b_process_update(struct e2b_call *call, struct api_response *resp);
 
+/* e2b_envd_files.c: envd's filesystem.Filesystem service and /files */
+void e2b_fs_stat(struct e2b_call *call, struct api_response *resp);
+void e2b_fs_list_dir(struct e2b_call *call, struct api_response *resp);
+void e2b_fs_make_dir(struct e2b_call *call, struct api_response *resp);
+void e2b_fs_move(struct e2b_call *call, struct api_response *resp);
+void e2b_fs_remove(struct e2b_call *call, struct api_response *resp);
+void e2b_files_download(struct e2b_call *call, struct api_response *resp);
+void e2b_files_upload(struct e2b_call *call, struct api_response *resp);
+
 /* e2b_process_stream.c: a command's output as a Connect server stream of process events,
  * starting with start{pid} and replaying the command's log from its first record.
  * deadline_ms 0: none; otherwise the stream ends with deadline_exceeded then (the command

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <unistd.h>
 
 #include "e2b/e2b_router.h"
 #include "spaced/log.h"
@@ -22,9 +23,12 @@ struct e2b_server {
         struct MHD_Daemon *daemon;
 };
 
+/* The largest /files upload (held in memory while it is written into the sandbox). */
+#define E2B_UPLOAD_MAX (64u << 20)
+
 struct body {
         char *data;
-        size_t len, cap;
+        size_t len, cap, limit;
         bool too_large;
         int64_t started_us;
 };
@@ -58,7 +62,16 @@ static void add_headers(struct MHD_Response *r, const json_t *headers)
 static enum MHD_Result send_response(struct MHD_Connection *conn, struct api_response *resp)
 {
         struct MHD_Response *r;
-        if (resp->stream.read) {
+        if (resp->file.set) {
+                resp->file.set = false;
+                /* libmicrohttpd owns the descriptor from here, on failure too. */
+                r = MHD_create_response_from_fd_at_offset64(resp->file.size, resp->file.fd, resp->file.offset);
+                if (!r) {
+                        close(resp->file.fd);
+                        return MHD_NO;
+                }
+                MHD_add_response_header(r, "Content-Type", resp->content_type ? resp->content_type : "application/octet-stream");
+        } else if (resp->stream.read) {
                 struct api_stream *st = malloc(sizeof(*st));
                 if (!st) {
                         if (resp->stream.free)
@@ -101,13 +114,17 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
                 if (!b)
                         return MHD_NO;
                 b->started_us = monotonic_now_us();
+                /* envd uploads (/files) are read whole too, up to their own cap. */
+                b->limit = s->front.ctx->cfg.max_body_bytes;
+                if (strncmp(url, "/files", 6) == 0 && (url[6] == '\0' || url[6] == '?') && b->limit < E2B_UPLOAD_MAX)
+                        b->limit = E2B_UPLOAD_MAX;
                 *con_cls = b;
                 return MHD_YES;
         }
         if (*upload_data_size) {
                 size_t n = *upload_data_size;
                 *upload_data_size = 0;
-                if (b->too_large || b->len + n > s->front.ctx->cfg.max_body_bytes) {
+                if (b->too_large || b->len + n > b->limit) {
                         b->too_large = true;
                         return MHD_YES;
                 }
@@ -129,7 +146,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         struct api_response resp = { 0 };
         if (b->too_large) {
                 resp.status = 413;
-                resp.body = json_pack("{s:i, s:s}", "code", 413, "message", "request body is too large");
+                resp.body = json_pack("{s:i, s:s}", "code", 413, "message",
+                                      "request body is too large (--max-body; /files uploads: 64 MiB)");
         } else {
                 e2b_router_handle(&s->front, conn, method, url, b->data ? b->data : "", b->len, &resp);
         }

@@ -177,6 +177,64 @@ await check('list with metadata filter and paging', async () => {
   await other.kill()
 })
 
+await check('files: write, read (text and bytes), relative paths, owner', async () => {
+  const w = await sbx.files.write('/home/user/hello.txt', 'hello files\n')
+  assert.equal(w.path, '/home/user/hello.txt')
+  assert.equal(await sbx.files.read('/home/user/hello.txt'), 'hello files\n')
+  assert.equal((await sbx.commands.run('cat hello.txt; stat -c %U hello.txt')).stdout, 'hello files\nuser\n')
+  const bytes = new Uint8Array(256).map((_, i) => i)
+  await sbx.files.write('rel/dir/bin.dat', bytes)
+  const back = await sbx.files.read('/home/user/rel/dir/bin.dat', { format: 'bytes' })
+  assert.deepEqual(Array.from(back), Array.from(bytes))
+  assert.match(await sbx.files.read('/home/user/empty-none').catch((e) => e.constructor.name), /NotFoundError$/)
+  await sbx.files.write('/tmp/big.bin', new Uint8Array(3 << 20).fill(7))
+  assert.equal((await sbx.commands.run('wc -c < /tmp/big.bin')).stdout.trim(), String(3 << 20))
+})
+
+await check('files: raw octet-stream and gzip uploads, gzip reads (newer SDKs)', async () => {
+  if (!/useOctetStream/.test(sbx.files.write.toString())) return 'skip'
+  await sbx.files.write('/home/user/raw.txt', 'raw body\n', { useOctetStream: true })
+  assert.equal(await sbx.files.read('/home/user/raw.txt'), 'raw body\n')
+  const text = 'zipped '.repeat(10000)
+  await sbx.files.write('/home/user/zipped.txt', text, { gzip: true })
+  assert.equal(await sbx.files.read('/home/user/zipped.txt', { gzip: true }), text)
+  assert.equal((await sbx.commands.run('wc -c < zipped.txt')).stdout.trim(), String(text.length))
+})
+
+await check('files: multi-write, list, exists, getInfo', async () => {
+  const res = await sbx.files.write([
+    { path: '/home/user/multi/a.txt', data: 'A' },
+    { path: '/home/user/multi/b.txt', data: 'BB' },
+  ])
+  assert.deepEqual(res.map((r) => r.path).sort(), ['/home/user/multi/a.txt', '/home/user/multi/b.txt'])
+  const list = await sbx.files.list('/home/user/multi')
+  assert.deepEqual(list.map((e) => e.name), ['a.txt', 'b.txt'])
+  assert.equal(list[0].type, 'file')
+  assert.equal(await sbx.files.exists('/home/user/multi/b.txt'), true)
+  assert.equal(await sbx.files.exists('/home/user/multi/c.txt'), false)
+  const info = await sbx.files.getInfo('/home/user/multi/b.txt')
+  assert.equal(info.name, 'b.txt')
+  assert.equal(info.path, '/home/user/multi/b.txt')
+  if ('size' in info) assert.equal(Number(info.size), 2)
+  const dir = await sbx.files.getInfo('/home/user/multi')
+  assert.equal(dir.type, 'dir')
+})
+
+await check('files: makeDir, rename, remove', async () => {
+  assert.equal(await sbx.files.makeDir('/home/user/made/deep'), true)
+  assert.equal(await sbx.files.makeDir('/home/user/made/deep'), false)
+  await sbx.files.write('/home/user/made/deep/x', 'x')
+  const moved = await sbx.files.rename('/home/user/made/deep/x', '/home/user/made/y')
+  assert.equal(moved.path, '/home/user/made/y')
+  assert.equal(await sbx.files.exists('/home/user/made/deep/x'), false)
+  await sbx.files.remove('/home/user/made')
+  assert.equal(await sbx.files.exists('/home/user/made'), false)
+  const perm = await sbx.files.write('/etc/nope', 'x').catch((e) => e)
+  assert.ok(perm instanceof Error, 'user cannot write /etc')
+  await sbx.files.write('/etc/yes', 'root may', { user: 'root' })
+  assert.equal(await sbx.files.read('/etc/yes', { user: 'root' }), 'root may')
+})
+
 await check('snapshot: create, list, create a sandbox from it, delete', async () => {
   await sbx.commands.run('echo kept > /home/user/note')
   const snap = await sbx.createSnapshot()
