@@ -55,8 +55,7 @@ static const char *agent_user(const char *user)
         return !user || !*user || strcmp(user, "root") == 0 ? NULL : user;
 }
 
-/* An absolute path: as given, or relative to the user's home. */
-static int resolve(const char *user, const char *path, char *buf, size_t size, struct space_error *err)
+int e2b_files_resolve(const char *user, const char *path, char *buf, size_t size, struct space_error *err)
 {
         if (!path || !*path)
                 return space_error_set(err, SPACE_E_INVALID_REQUEST, "path is required");
@@ -127,7 +126,7 @@ static int agent_call(struct e2b_call *call, enum agent_msg_type type, const str
 static int message_path(struct e2b_call *call, const json_t *msg, const char *field, char *buf, size_t size,
                         struct space_error *err)
 {
-        return resolve(call->user, json_string_value(json_object_get(msg, field)), buf, size, err);
+        return e2b_files_resolve(call->user, json_string_value(json_object_get(msg, field)), buf, size, err);
 }
 
 /* Calls type on the message's path and answers {"entry"} (or {} when want is FILE_DONE). */
@@ -270,7 +269,7 @@ static int files_query(struct e2b_call *call, char *path, size_t size, const cha
         if (!file_user_name_ok(user))
                 return space_error_set(err, SPACE_E_INVALID_REQUEST, "username is not a user name");
         *ret_user = user;
-        return resolve(user, api_request_query(&call->req, "path"), path, size, err);
+        return e2b_files_resolve(user, api_request_query(&call->req, "path"), path, size, err);
 }
 
 void e2b_files_download(struct e2b_call *call, struct api_response *resp)
@@ -407,7 +406,7 @@ static int upload_multipart(struct e2b_call *call, const char *user, const char 
                 char name[PATH_MAX] = "", path[PATH_MAX];
                 part_filename(hdr, (size_t)(hdr_end - hdr), name, sizeof(name));
                 const char *target = parts == 1 && query_path ? query_path : name;
-                if (resolve(user, target, path, sizeof(path), err) < 0 || upload_one(call, user, path, data, len, out, err) < 0)
+                if (e2b_files_resolve(user, target, path, sizeof(path), err) < 0 || upload_one(call, user, path, data, len, out, err) < 0)
                         return -1;
                 p = next;
         }
@@ -484,7 +483,7 @@ void e2b_files_upload(struct e2b_call *call, struct api_response *resp)
             strncasecmp(call->req.content_type, "multipart/form-data", 19) == 0)
                 r = upload_multipart(call, user, query_path && *query_path ? query_path : NULL, boundary, out, &err);
         else
-                r = resolve(user, query_path, path, sizeof(path), &err) < 0
+                r = e2b_files_resolve(user, query_path, path, sizeof(path), &err) < 0
                             ? -1
                             : upload_one(call, user, path, call->req.body, call->req.body_len, out, &err);
         if (r < 0) {

@@ -50,6 +50,7 @@ static const struct route {
         { "POST", { "filesystem.Filesystem", "MakeDir" }, e2b_fs_make_dir, ENVD },
         { "POST", { "filesystem.Filesystem", "Move" }, e2b_fs_move, ENVD },
         { "POST", { "filesystem.Filesystem", "Remove" }, e2b_fs_remove, ENVD },
+        { "POST", { "filesystem.Filesystem", "WatchDir" }, e2b_fs_watch_dir, ENVD },
         { "GET", { "files" }, e2b_files_download, ENVD },
         { "POST", { "files" }, e2b_files_upload, ENVD },
 };

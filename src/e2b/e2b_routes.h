@@ -87,6 +87,12 @@ void e2b_fs_move(struct e2b_call *call, struct api_response *resp);
 void e2b_fs_remove(struct e2b_call *call, struct api_response *resp);
 void e2b_files_download(struct e2b_call *call, struct api_response *resp);
 void e2b_files_upload(struct e2b_call *call, struct api_response *resp);
+/* An absolute path: as given, or relative to the user's home (/root for root, else
+ * /home/<user>), checked as the files API wants it. */
+int e2b_files_resolve(const char *user, const char *path, char *buf, size_t size, struct space_error *err);
+
+/* e2b_watch_stream.c: Filesystem.WatchDir */
+void e2b_fs_watch_dir(struct e2b_call *call, struct api_response *resp);
 
 /* e2b_process_stream.c: a command's output as a Connect server stream of process events,
  * starting with start{pid} and replaying the command's log from its first record.

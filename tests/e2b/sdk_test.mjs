@@ -235,6 +235,19 @@ await check('files: makeDir, rename, remove', async () => {
   assert.equal(await sbx.files.read('/etc/yes', { user: 'root' }), 'root may')
 })
 
+await check('files: watchDir sees creates, writes and removes', async () => {
+  await sbx.files.makeDir('/home/user/watched')
+  const events = []
+  const h = await sbx.files.watchDir('/home/user/watched', (e) => events.push(e), { recursive: true })
+  await sbx.files.write('/home/user/watched/a.txt', 'one')
+  await sbx.commands.run('mkdir /home/user/watched/sub && echo two > /home/user/watched/sub/b.txt && rm /home/user/watched/a.txt')
+  await sleep(500)
+  await h.stop()
+  const seen = events.map((e) => `${e.type}:${e.name}`)
+  for (const want of ['create:a.txt', 'remove:a.txt', 'create:sub', 'create:sub/b.txt', 'write:sub/b.txt'])
+    assert.ok(seen.includes(want), `${want} not in ${JSON.stringify(seen)}`)
+})
+
 await check('snapshot: create, list, create a sandbox from it, delete', async () => {
   await sbx.commands.run('echo kept > /home/user/note')
   const snap = await sbx.createSnapshot()
