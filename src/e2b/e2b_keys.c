@@ -9,6 +9,7 @@
 #include <openssl/hmac.h>
 #include <openssl/rand.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -104,4 +105,27 @@ bool e2b_keys_envd_token_ok(const unsigned char secret[E2B_TOKEN_SECRET_SIZE], c
         bool ok = strlen(token) == n && CRYPTO_memcmp(want, token, n) == 0;
         explicit_bzero(want, sizeof(want));
         return ok;
+}
+
+int e2b_keys_file_signature(const char *path, const char *operation, const char *user, const char *token,
+                            const char *expiration, char *buf, size_t size)
+{
+        char *raw = NULL;
+        unsigned char md[EVP_MAX_MD_SIZE];
+        unsigned len = 0;
+        int n = expiration && *expiration ? asprintf(&raw, "%s:%s:%s:%s:%s", path, operation, user, token, expiration)
+                                          : asprintf(&raw, "%s:%s:%s:%s", path, operation, user, token);
+        if (n < 0)
+                return -ENOMEM;
+        int ok = EVP_Digest(raw, (size_t)n, md, &len, EVP_sha256(), NULL);
+        explicit_bzero(raw, (size_t)n);
+        free(raw);
+        if (ok != 1 || size < 3 + 4 * ((len + 2) / 3) + 1)
+                return -EINVAL;
+        memcpy(buf, "v1_", 3);
+        int m = EVP_EncodeBlock((unsigned char *)buf + 3, md, (int)len);
+        while (m > 0 && buf[3 + m - 1] == '=')
+                m--;
+        buf[3 + m] = '\0';
+        return 0;
 }

@@ -2,9 +2,11 @@
 #include "e2b/e2b_router.h"
 
 #include <microhttpd.h>
+#include <openssl/crypto.h>
 #include <openssl/evp.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "api/api_json.h"
@@ -12,6 +14,7 @@
 #include "e2b/e2b_routes.h"
 #include "spaced/log.h"
 #include "spaced/spaced_context.h"
+#include "spaced/wallclock.h"
 
 enum route_half { CONTROL, ENVD, ENVD_OPEN }; /* ENVD_OPEN: envd without a token (/health) */
 
@@ -130,12 +133,66 @@ static void envd_user(struct e2b_call *call)
                 snprintf(call->user, sizeof(call->user), "%s", (char *)out);
 }
 
+/* A signed /files URL (?signature=v1_…[&signature_expiration=]) stands in for the access
+ * token. It may carry no header at all (a browser, curl): then the sandbox is the running
+ * one whose token makes that signature. */
+static int signed_url(struct e2b_call *call, const char *id, struct space_error *err)
+{
+        const char *sig = api_request_query(&call->req, "signature");
+        const char *expiration = api_request_query(&call->req, "signature_expiration");
+        const char *path = api_request_query(&call->req, "path");
+        const char *user = api_request_query(&call->req, "username");
+        const char *op = strcmp(call->req.method, "GET") == 0 ? "read" : "write";
+        if (expiration && *expiration) {
+                char *end;
+                long long at = strtoll(expiration, &end, 10);
+                if (*end || at < wallclock_now_ms() / 1000)
+                        return space_error_set(err, SPACE_E_UNAUTHORIZED, "the signed URL has expired");
+        }
+        struct sandbox *all = NULL;
+        size_t n = 0;
+        if (id && *id) {
+                all = calloc(1, sizeof(*all));
+                if (!all)
+                        return space_error_set(err, SPACE_E_INTERNAL, "out of memory");
+                snprintf(all[0].id, sizeof(all[0].id), "%s", id);
+                all[0].state = SANDBOX_RUNNING;
+                n = 1;
+        } else if (STORE(call->front->ctx, sandbox_list, SANDBOX_RUNNING, &all, &n) < 0) {
+                return space_error_set(err, SPACE_E_INTERNAL, "list sandboxes");
+        }
+        bool found = false;
+        for (size_t i = 0; i < n && !found; i++) {
+                char token[E2B_ENVD_TOKEN_SIZE], want[64];
+                if (e2b_keys_envd_token(call->front->token_secret, all[i].id, token, sizeof(token)) == 0 &&
+                    e2b_keys_file_signature(path ? path : "", op, user ? user : "", token, expiration, want, sizeof(want)) == 0 &&
+                    strlen(want) == strlen(sig) && CRYPTO_memcmp(want, sig, strlen(want)) == 0) {
+                        snprintf(call->sandbox_id, sizeof(call->sandbox_id), "%s", all[i].id);
+                        found = true;
+                }
+                explicit_bzero(token, sizeof(token));
+        }
+        if (id && *id)
+                free(all);
+        else
+                sandbox_array_free(all, n);
+        return found ? 0 : space_error_set(err, SPACE_E_UNAUTHORIZED, "the signature does not match");
+}
+
 /* Names and authenticates the sandbox of an envd call. */
 static int envd_authenticate(struct e2b_call *call, bool need_token, struct space_error *err)
 {
         const char *id = e2b_call_header(call, "E2b-Sandbox-Id");
         const char *token = e2b_call_header(call, "X-Access-Token");
         char from_token[32] = "";
+        if (!token && strcmp(call->req.segments[0], "files") == 0 && api_request_query(&call->req, "signature")) {
+                if (id && (!api_json_name_ok(id) || strlen(id) >= sizeof(call->sandbox_id)))
+                        return space_error_set(err, SPACE_E_NOT_FOUND, "sandbox %.64s not found", id);
+                if (signed_url(call, id, err) < 0)
+                        return -1;
+                envd_user(call);
+                return 0;
+        }
         if (token && e2b_keys_envd_token_sandbox(token, from_token, sizeof(from_token)) < 0)
                 return space_error_set(err, SPACE_E_UNAUTHORIZED, "invalid access token");
         if (!id || !*id)

@@ -235,6 +235,22 @@ await check('files: makeDir, rename, remove', async () => {
   assert.equal(await sbx.files.read('/etc/yes', { user: 'root' }), 'root may')
 })
 
+await check('files: signed upload and download URLs work without any header', async () => {
+  if (typeof sbx.uploadUrl !== 'function') return 'skip'
+  const up = await sbx.uploadUrl('/home/user/signed.txt')
+  const form = new FormData()
+  form.append('file', new Blob(['signed body']), 'signed.txt')
+  let r = await fetch(up, { method: 'POST', body: form })
+  assert.equal(r.status, 200, await r.clone().text())
+  const down = await sbx.downloadUrl('/home/user/signed.txt', { useSignatureExpiration: 60 })
+  r = await fetch(down)
+  assert.equal(r.status, 200)
+  assert.equal(await r.text(), 'signed body')
+  const bad = new URL(down)
+  bad.searchParams.set('path', '/etc/passwd')
+  assert.equal((await fetch(bad)).status, 401)
+})
+
 await check('files: watchDir sees creates, writes and removes', async () => {
   await sbx.files.makeDir('/home/user/watched')
   const events = []

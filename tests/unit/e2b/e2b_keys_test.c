@@ -62,12 +62,24 @@ static void test_tokens_name_their_sandbox_and_check(void **state)
         assert_true(e2b_keys_envd_token_sandbox(".abc", id, sizeof(id)) < 0);
 }
 
+static void test_file_signature_as_sdks_make_it(void **state)
+{
+        char sig[64];
+        assert_int_equal(e2b_keys_file_signature("/home/user/a.txt", "read", "", "tok", NULL, sig, sizeof(sig)), 0);
+        assert_string_equal(sig, "v1_Zkbb3914oLJLvMBzCAHQhm2ydBLxbSx2eQUR/kLdvIY");
+        assert_int_equal(e2b_keys_file_signature("/x", "write", "user", "tok", "1700000000", sig, sizeof(sig)), 0);
+        assert_string_equal(sig, "v1_+qQx61F+QDfJ8q6uf+CZF8FkAV0HSQiAOGtD0Ux84tE");
+        char tiny[16];
+        assert_true(e2b_keys_file_signature("/x", "read", "", "tok", NULL, tiny, sizeof(tiny)) < 0);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_space_form),
                 cmocka_unit_test(test_secret_is_made_once_and_kept),
                 cmocka_unit_test(test_tokens_name_their_sandbox_and_check),
+                cmocka_unit_test(test_file_signature_as_sdks_make_it),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
