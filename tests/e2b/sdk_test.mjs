@@ -297,7 +297,8 @@ await check('metrics answer (an empty series: not measured yet)', async () => {
   assert.ok(Array.isArray(await sbx.getMetrics()))
 })
 
-await check('pause then connect: the process is still there', async () => {
+await check('pause then connect: the process and the files are still there', async () => {
+  await sbx.files.write('/tmp/before-pause', 'in memory')
   const h = await sbx.commands.run('i=0; while [ $i -lt 100 ]; do i=$((i+1)); echo $i; sleep 0.1; done', { background: true })
   await sleep(300)
   await sbx.pause()
@@ -307,6 +308,7 @@ await check('pause then connect: the process is still there', async () => {
   assert.equal(await back.isRunning(), true)
   const procs = await back.commands.list()
   assert.ok(procs.some((x) => x.pid === h.pid), 'the process survived the pause')
+  assert.equal(await back.files.read('/tmp/before-pause'), 'in memory')
   await back.commands.kill(h.pid)
 })
 
