@@ -46,6 +46,10 @@ static const struct route {
         { "GET", { "v1", "templates", "*" }, route_template_get, API_AUTH_CONTROL },
         { "DELETE", { "v1", "templates", "*" }, route_template_delete, API_AUTH_CONTROL },
         { "POST", { "v1", "templates", "*", "build" }, route_template_build, API_AUTH_CONTROL },
+        { "GET", { "v1", "templates", "builds", "*", "log" }, route_template_build_log, API_AUTH_CONTROL },
+        { "GET", { "v1", "templates", "builds", "*", "events" }, route_template_build_events, API_AUTH_CONTROL },
+        { "POST", { "v1", "operations", "*", "cancel" }, route_operation_cancel, API_AUTH_CONTROL },
+        { "POST", { "v1", "templates", "layers", "prune" }, route_template_layers_prune, API_AUTH_CONTROL },
         { "GET", { "v1", "operations" }, route_operation_list, API_AUTH_CONTROL },
         { "GET", { "v1", "operations", "*" }, route_operation_get, API_AUTH_CONTROL },
         { "GET", { "v1", "keys" }, route_key_list, API_AUTH_CONTROL },
@@ -101,6 +105,8 @@ static const struct upload_route {
 } upload_routes[] = {
         { "POST", { "v1", "snapshots", "import" }, &snapshot_import_sink, API_AUTH_CONTROL },
         { "PUT", { "v1", "sandboxes", "*", "files" }, &file_upload_sink, API_AUTH_DATA },
+        { "POST", { "v1", "templates" }, &template_build_sink, API_AUTH_CONTROL },
+        { "POST", { "v1", "templates", "import" }, &template_import_sink, API_AUTH_CONTROL },
 };
 
 const struct api_upload_sink *api_router_upload_sink(const struct api_request *req, enum api_auth_kind *ret_auth)

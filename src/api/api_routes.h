@@ -16,6 +16,12 @@ void route_file_mkdir(struct api_request *req, struct api_response *resp);
 void route_file_move(struct api_request *req, struct api_response *resp);
 void route_file_remove(struct api_request *req, struct api_response *resp);
 void route_file_watch(struct api_request *req, struct api_response *resp);
+extern const struct api_upload_sink template_build_sink;
+extern const struct api_upload_sink template_import_sink;
+void route_template_build_log(struct api_request *req, struct api_response *resp);
+void route_template_build_events(struct api_request *req, struct api_response *resp);
+void route_operation_cancel(struct api_request *req, struct api_response *resp);
+void route_template_layers_prune(struct api_request *req, struct api_response *resp);
 void route_snapshot_export(struct api_request *req, struct api_response *resp);
 
 /* Looks up the route; sets *ret_auth. NULL with err (404/405) when none matches. */

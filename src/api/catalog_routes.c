@@ -12,10 +12,11 @@
 #include "runtime/runtime_driver.h"
 #include "spaced/spaced_context.h"
 #include "templates/template_catalog.h"
+#include "templates/template_ref.h"
 
 static bool name_segment_ok(struct api_request *req, const char *what, struct api_response *resp)
 {
-        if (api_json_name_ok(req->segments[2]))
+        if (strcmp(what, "template") == 0 ? template_ref_ok(req->segments[2]) : api_json_name_ok(req->segments[2]))
                 return true;
         struct space_error err;
         space_error_set(&err, SPACE_E_NOT_FOUND, "%s %.64s not found", what, req->segments[2]);
@@ -62,15 +63,48 @@ void route_template_list(struct api_request *req, struct api_response *resp)
         api_response_json(resp, 200, json_pack("{s:o}", "templates", arr));
 }
 
+/* The tags of a name: {"tag", "name", "digest", "state", "created_at"} per name:tag row. */
+static json_t *tags_of(struct spaced_context *ctx, const char *name)
+{
+        struct template_record *all = NULL;
+        size_t n = 0, len = strlen(name);
+        json_t *arr = json_array();
+        if (STORE(ctx, template_list, &all, &n) < 0)
+                return arr;
+        for (size_t i = 0; i < n; i++) {
+                if (strncmp(all[i].name, name, len) == 0 && all[i].name[len] == ':') {
+                        json_t *env = all[i].environment;
+                        json_array_append_new(arr, json_pack("{s:s, s:s, s:O?, s:s, s:O?}", "tag", all[i].name + len + 1, "name",
+                                                             all[i].name, "digest", json_object_get(env, "digest"), "state",
+                                                             all[i].state, "created_at", json_object_get(env, "created_at")));
+                }
+                template_record_release(&all[i]);
+        }
+        free(all);
+        return arr;
+}
+
 void route_template_get(struct api_request *req, struct api_response *resp)
 {
         struct template_record t;
         if (!name_segment_ok(req, "template", resp))
                 return;
-        int r = STORE(req->ctx, template_get, req->segments[2], &t);
-        if (r < 0)
-                return store_failure(resp, r, "template", req->segments[2]);
-        api_response_json(resp, 200, api_render_template(&t));
+        const char *ref = req->segments[2];
+        int r = template_ref_resolve(req->ctx, ref, &t);
+        json_t *tags = strchr(ref, ':') ? NULL : tags_of(req->ctx, ref);
+        if (r == -ENOENT && tags && json_array_size(tags) > 0) {
+                /* A name with tags but no "latest": list them. */
+                api_response_json(resp, 200, json_pack("{s:s, s:o}", "name", ref, "tags", tags));
+                return;
+        }
+        if (r < 0) {
+                json_decref(tags);
+                return store_failure(resp, r, "template", ref);
+        }
+        json_t *j = api_render_template(&t);
+        if (tags)
+                json_object_set_new(j, "tags", tags);
+        api_response_json(resp, 200, j);
         template_record_release(&t);
 }
 

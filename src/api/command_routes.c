@@ -107,6 +107,16 @@ void route_command_start(struct api_request *req, struct api_response *resp)
         if (load_sandbox(req, &sb, &err) < 0)
                 goto fail;
         loaded = true;
+        /* The template's USER and WORKDIR (environment.config) are the defaults. */
+        json_t *tconfig = json_object_get(sb.environment, "config");
+        char tuser[65];
+        const char *tu = json_string_value(json_object_get(tconfig, "user")), *tw = json_string_value(json_object_get(tconfig, "workdir"));
+        if (!user && tu && *tu) {
+                snprintf(tuser, sizeof(tuser), "%.*s", (int)strcspn(tu, ":"), tu); /* no group */
+                user = tuser;
+        }
+        if (!cwd && tw && tw[0] == '/')
+                cwd = tw;
         bool as_root = !user || strcmp(user, "root") == 0 || strcmp(user, "0") == 0;
         spec.argv = command_spec_argv(cmd, shell);
         spec.envp = command_spec_envp(sb.env, env, as_root);

@@ -16,7 +16,7 @@ void route_sandbox_exec(struct api_request *req, struct api_response *resp)
 {
         struct space_error err = { 0 };
         json_t *body = NULL, *cmd = NULL, *env = NULL;
-        const char *shell = NULL, *cwd = "/", *stdin_text = NULL, *encoding = "utf8";
+        const char *shell = NULL, *cwd = NULL, *stdin_text = NULL, *encoding = "utf8";
         long long timeout_s = 60;
         struct sandbox sb = { 0 };
         struct exec_result result = { 0 };
@@ -38,7 +38,7 @@ void route_sandbox_exec(struct api_request *req, struct api_response *resp)
                 space_error_set(&err, SPACE_E_INVALID_REQUEST, "encoding must be utf8 or base64");
                 goto fail;
         }
-        if (cwd[0] != '/') {
+        if (cwd && cwd[0] != '/') {
                 space_error_set(&err, SPACE_E_INVALID_REQUEST, "cwd must be an absolute path");
                 goto fail;
         }
@@ -49,6 +49,10 @@ void route_sandbox_exec(struct api_request *req, struct api_response *resp)
                 space_error_set(&err, SPACE_E_INVALID_STATE, "sandbox %s is %s; exec needs it running", sb.id,
                                 sandbox_state_name(sb.state));
                 goto fail;
+        }
+        if (!cwd) { /* the template's WORKDIR, else / */
+                const char *wd = json_string_value(json_object_get(json_object_get(sb.environment, "config"), "workdir"));
+                cwd = wd && wd[0] == '/' ? wd : "/";
         }
         argv = command_spec_argv(cmd, shell);
         envp = command_spec_envp(sb.env, env, true);

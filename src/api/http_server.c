@@ -20,6 +20,10 @@
 #include "spaced/spaced_context.h"
 #include "spaced/wallclock.h"
 
+/* Each connection has a thread (event streams stay open for hours): give it a stack that
+ * fits the deepest handler with room to spare, not glibc's 8 MiB. */
+#define CONNECTION_STACK_BYTES (512u << 10)
+
 struct http_server {
         struct spaced_context *ctx;
         struct MHD_Daemon *tcp;
@@ -289,11 +293,11 @@ static struct MHD_Daemon *start_daemon(struct http_server *s, int listen_fd, con
         unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION | MHD_USE_POLL | MHD_ALLOW_SUSPEND_RESUME;
         if (listen_fd >= 0)
                 return MHD_start_daemon(flags, 0, NULL, NULL, on_request, s, MHD_OPTION_LISTEN_SOCKET, listen_fd,
-                                        MHD_OPTION_NOTIFY_COMPLETED, on_completed, s, MHD_OPTION_CONNECTION_TIMEOUT, 3700u,
+                                        MHD_OPTION_NOTIFY_COMPLETED, on_completed, s, MHD_OPTION_CONNECTION_TIMEOUT, 3700u, MHD_OPTION_THREAD_STACK_SIZE, (size_t)CONNECTION_STACK_BYTES,
                                         MHD_OPTION_END);
         return MHD_start_daemon(flags, ntohs(addr->sin_port), NULL, NULL, on_request, s, MHD_OPTION_SOCK_ADDR, addr,
                                 MHD_OPTION_NOTIFY_COMPLETED, on_completed, s, MHD_OPTION_NOTIFY_CONNECTION, on_connect, s,
-                                MHD_OPTION_CONNECTION_TIMEOUT, 3700u, MHD_OPTION_LISTENING_ADDRESS_REUSE, 1u,
+                                MHD_OPTION_CONNECTION_TIMEOUT, 3700u, MHD_OPTION_THREAD_STACK_SIZE, (size_t)CONNECTION_STACK_BYTES, MHD_OPTION_LISTENING_ADDRESS_REUSE, 1u,
                                 MHD_OPTION_CONNECTION_LIMIT, 4096u, MHD_OPTION_END);
 }
 

@@ -7,6 +7,7 @@
 #include "api/api_json.h"
 #include "api/api_render.h"
 #include "api/api_routes.h"
+#include "templates/template_ref.h"
 #include "operations/operation_queue.h"
 #include "operations/sandbox_lifecycle.h"
 #include "spaced/spaced_context.h"
@@ -91,7 +92,7 @@ static int parse_create(struct spaced_context *ctx, const json_t *body, struct s
         long long timeout_s = 0, memory = 512, pids = 256, disk = 0;
         double cpus = 1.0;
         json_t *env = NULL, *metadata = NULL, *rolling = NULL, *res = json_object_get(body, "resources");
-        if (api_json_only(body, create_fields, "", err) < 0 || api_json_string(body, "template", 63, &template_name, err) < 0 ||
+        if (api_json_only(body, create_fields, "", err) < 0 || api_json_string(body, "template", 160, &template_name, err) < 0 ||
             api_json_string(body, "snapshot_id", 31, &snapshot_id, err) < 0 ||
             api_json_string(body, "on_timeout", 16, &on_timeout, err) < 0 ||
             api_json_int(body, "timeout_s", 0, 30LL * 24 * 3600, &timeout_s, err) < 0 ||
@@ -120,12 +121,22 @@ static int parse_create(struct spaced_context *ctx, const json_t *body, struct s
                 return space_error_set(err, SPACE_E_INVALID_REQUEST, "give template or snapshot_id, not both");
         if (snapshot_id && !api_json_name_ok(snapshot_id))
                 return space_error_set(err, SPACE_E_NOT_FOUND, "snapshot %.64s not found", snapshot_id);
-        if (!api_json_name_ok(template_name))
+        if (!template_ref_ok(template_name))
                 return space_error_set(err, SPACE_E_INVALID_REQUEST, "template name \"%s\" is not valid", template_name);
         if (strcmp(on_timeout, "pause") && strcmp(on_timeout, "stop") && strcmp(on_timeout, "destroy"))
                 return space_error_set(err, SPACE_E_INVALID_REQUEST, "on_timeout must be pause, stop or destroy");
         memset(sb, 0, sizeof(*sb));
         snprintf(sb->template_name, sizeof(sb->template_name), "%s", template_name);
+        const char *at = snapshot_id ? NULL : strchr(template_name, '@');
+        if (at) {
+                /* name@digest: the row it names now, and the digest it must still have at create. */
+                struct template_record t;
+                if (template_ref_resolve(ctx, template_name, &t) < 0)
+                        return space_error_set(err, SPACE_E_NOT_FOUND, "template %.160s not found", template_name);
+                snprintf(sb->template_name, sizeof(sb->template_name), "%s", t.name);
+                template_record_release(&t);
+                sb->environment = json_pack("{s:s}", "pinned_digest", at + 1);
+        }
         if (snapshot_id) /* sandbox_lifecycle_create takes the template from the snapshot's origin */
                 snprintf(sb->parent_snapshot_id, sizeof(sb->parent_snapshot_id), "%s", snapshot_id);
         snprintf(sb->on_timeout, sizeof(sb->on_timeout), "%s", on_timeout);

@@ -7,6 +7,7 @@
 #include "cli/cli_operation.h"
 #include "cli/cli_output.h"
 #include "cli/cli_request.h"
+#include "cli/cli_template_build.h"
 #include "cli/cli_verb.h"
 
 static const char template_usage[] =
@@ -15,14 +16,22 @@ static const char template_usage[] =
         "Commands:\n"
         "  ls                      list templates\n"
         "  get NAME                show one template\n"
-        "  build NAME [--no-wait]  build a builtin template (busybox, debian)\n"
-        "  rm NAME                 delete a template (its sandboxes keep working)\n";
+        "  build NAME [--no-wait]  build a built-in or preset template (busybox, debian, python, node)\n"
+        "  build [-f SPACEFILE] -t NAME[:TAG] DIR\n"
+        "                          build a template from a Spacefile and a context directory\n"
+        "  import [--format rootfs|oci] -t NAME[:TAG] FILE\n"
+        "                          import a rootfs tarball or an image archive\n"
+        "  rm NAME[:TAG]           delete a template (its sandboxes keep working)\n"
+        "  prune                   delete the layer cache of Spacefile builds\n";
 
 static const char template_ls_usage[] = "usage: space template ls\n";
 static const char template_get_usage[] = "usage: space template get NAME\n";
 static const char template_build_usage[] =
         "usage: space template build NAME [--no-wait]\n"
+        "       space template build [-f SPACEFILE] -t NAME[:TAG] [--no-follow] DIR\n"
         "\n"
+        "The first form builds a built-in or preset template (busybox, debian, python, node);\n"
+        "the second a template from a Spacefile and a context directory, following its log.\n"
         "Waits for the build (up to 600 s) and prints the template's state; with --no-wait prints\n"
         "the operation id at once.\n";
 static const char template_rm_usage[] = "usage: space template rm NAME\n";
@@ -31,6 +40,7 @@ static const struct cli_output_column template_columns[] = {
         { "NAME", "name" },
         { "STATE", "state" },
         { "BASE", "environment.base" },
+        { "DIGEST", "environment.digest" },
         { "CREATED", "environment.created_at" },
 };
 
@@ -75,6 +85,8 @@ static int cli_template_build(struct cli *cli, int argc, char **argv)
         _cleanup_json_ json_t *answer = NULL;
         bool no_wait = false;
 
+        if (cli_template_build_wants_context(argc, argv))
+                return cli_template_build_context(cli, argc, argv);
         int r = cli_args_simple(argc, argv, template_build_usage, 1, &no_wait);
         if (r != CLI_CONTINUE)
                 return r;
@@ -102,12 +114,30 @@ static int cli_template_rm(struct cli *cli, int argc, char **argv)
         return CLI_EXIT_OK;
 }
 
+static const char template_prune_usage[] = "usage: space template prune\n";
+
+static int cli_template_prune(struct cli *cli, int argc, char **argv)
+{
+        _cleanup_http_path_ struct http_path path = {};
+        _cleanup_json_ json_t *answer = NULL;
+
+        int r = cli_args_simple(argc, argv, template_prune_usage, 0, NULL);
+        if (r != CLI_CONTINUE)
+                return r;
+        http_path_init(&path, "/v1/templates/layers/prune");
+        if (cli_request(cli, "POST", &path, NULL, CLI_REQUEST_TIMEOUT_S, NULL, &answer) < 0)
+                return CLI_EXIT_FAILURE;
+        return cli_output_show(cli->json, answer);
+}
+
 int cli_template_main(struct cli *cli, int argc, char **argv)
 {
         static const struct cli_verb verbs[] = {
                 { "ls", cli_template_ls },
                 { "get", cli_template_get },
                 { "build", cli_template_build },
+                { "import", cli_template_import },
+                { "prune", cli_template_prune },
                 { "rm", cli_template_rm },
         };
         return cli_verb_dispatch(cli, verbs, ARRAY_SIZE(verbs), argc, argv, template_usage);

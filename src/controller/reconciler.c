@@ -189,8 +189,14 @@ int reconciler_startup(struct spaced_context *ctx)
         if (STORE(ctx, template_list, &templates, &nt) == 0) {
                 for (size_t i = 0; i < nt; i++) {
                         if (strcmp(templates[i].state, "building") == 0 && !has_op(ops, nops, templates[i].name)) {
-                                snprintf(templates[i].state, sizeof(templates[i].state), "not_built");
-                                STORE(ctx, template_upsert, &templates[i]);
+                                /* A name:tag that was never published (its build's row was written,
+                                 * its operation not) goes; a built-in or a published one stays. */
+                                if (strchr(templates[i].name, ':') && !json_object_get(templates[i].environment, "digest")) {
+                                        STORE(ctx, template_delete, templates[i].name);
+                                } else {
+                                        snprintf(templates[i].state, sizeof(templates[i].state), "not_built");
+                                        STORE(ctx, template_upsert, &templates[i]);
+                                }
                         }
                         template_record_release(&templates[i]);
                 }

@@ -26,6 +26,8 @@ static int agent_error(struct space_error *err, int r, const char *what, const c
         case ENOTTY:
         case EINVAL:
                 return space_error_set(err, SPACE_E_INVALID_REQUEST, "%s: %s", what, msg[0] ? msg : strerror(-r));
+        case EAGAIN:
+                return space_error_set(err, SPACE_E_UNAVAILABLE, "%s: the sandbox is at its process limit (pids)", what);
         case ECONNREFUSED:
         case ECONNRESET:
                 return space_error_set(err, SPACE_E_INVALID_STATE, "%s: the sandbox's agent is not reachable", what);

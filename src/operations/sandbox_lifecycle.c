@@ -16,6 +16,7 @@
 #include "spaced/spaced_context.h"
 #include "spaced/wallclock.h"
 #include "templates/template_catalog.h"
+#include "templates/template_ref.h"
 
 #define M(s) (1u << (s))
 #define UID_BASE_FIRST 1000000u
@@ -141,7 +142,7 @@ int sandbox_lifecycle_create(struct spaced_context *ctx, struct sandbox *sb, str
                         return -1;
                 goto insert;
         }
-        r = STORE(ctx, template_get, sb->template_name, &t);
+        r = template_ref_resolve(ctx, sb->template_name, &t);
         if (r == -ENOENT)
                 return space_error_set(err, SPACE_E_NOT_FOUND, "template %s not found", sb->template_name);
         if (r < 0)
@@ -151,9 +152,25 @@ int sandbox_lifecycle_create(struct spaced_context *ctx, struct sandbox *sb, str
                 return space_error_set(err, SPACE_E_TEMPLATE_NOT_READY, "template %s is %s; build it first (POST /v1/templates/%s/build)",
                                        sb->template_name, t.state, sb->template_name);
         }
-        /* The environment binding is copied from the template row in this same step. */
+        const char *pin = json_string_value(json_object_get(sb->environment, "pinned_digest"));
+        const char *digest = json_string_value(json_object_get(t.environment, "digest"));
+        if (pin && (!digest || strcmp(pin, digest) != 0)) {
+                template_record_release(&t);
+                return space_error_set(err, SPACE_E_NOT_FOUND, "template %s is no longer at %s", sb->template_name, pin);
+        }
+        /* The environment binding is copied from the template row in this same step; the
+         * template's ENV is the base of the sandbox's env (the request's values win). */
         json_decref(sb->environment);
         sb->environment = json_incref(t.environment);
+        snprintf(sb->template_name, sizeof(sb->template_name), "%s", t.name);
+        json_t *template_env = json_object_get(json_object_get(t.environment, "config"), "env");
+        if (json_is_object(template_env) && json_object_size(template_env) > 0) {
+                json_t *merged = json_deep_copy(template_env);
+                if (sb->env)
+                        json_object_update(merged, sb->env);
+                json_decref(sb->env);
+                sb->env = merged;
+        }
         template_record_release(&t);
 insert:
         random_id("sb-", 8, sb->id, sizeof(sb->id));

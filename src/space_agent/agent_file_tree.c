@@ -62,7 +62,8 @@ static int names_read(int fd, struct names *ret) {
                 ret->n++;
         }
         closedir(d);
-        qsort(ret->v, ret->n, sizeof *ret->v, names_cmp);
+        if (ret->n > 1)
+                qsort(ret->v, ret->n, sizeof *ret->v, names_cmp);
         return 0;
 oom:
         closedir(d);

@@ -23,6 +23,8 @@ static const char *const code_names[] = {
         [SPACE_E_CONFLICT] = "conflict",
         [SPACE_E_RANGE_NOT_SATISFIABLE] = "range_not_satisfiable",
         [SPACE_E_INTERNAL] = "internal",
+        [SPACE_E_BUILD_FAILED] = "build_failed",
+        [SPACE_E_CANCELLED] = "cancelled",
 };
 
 int space_error_set(struct space_error *err, enum space_error_code code, const char *fmt, ...)

@@ -24,6 +24,10 @@ static const char usage[] =
         "                         [20G; suffixes K M G T]\n"
         "  --agent PATH           the static space-agent binary [next to spaced]\n"
         "  --debian-mirror URL    mirror for the debian template [http://deb.debian.org/debian]\n"
+        "  --build-network MODE   network of template build sandboxes: slirp4netns|none\n"
+        "                         [slirp4netns when installed, else none]\n"
+        "  --presets-dir DIR      Spacefiles of the preset templates [the source tree's templates/presets]\n"
+        "  --max-context SIZE     largest build context or import archive accepted [2G]\n"
         "  --workers N            operation worker threads [4]\n"
         "  --max-body BYTES       largest request body accepted [1M]\n"
         "  --exec-output-cap SIZE bytes of stdout/stderr kept per exec stream [1M]\n"
@@ -127,7 +131,17 @@ static int apply(struct spaced_config *cfg, const char *key, const char *v)
                 snprintf(cfg->agent_path, sizeof(cfg->agent_path), "%s", v);
         else if (strcmp(key, "debian-mirror") == 0)
                 snprintf(cfg->debian_mirror, sizeof(cfg->debian_mirror), "%s", v);
-        else if (strcmp(key, "workers") == 0) {
+        else if (strcmp(key, "build-network") == 0) {
+                if (strcmp(v, "none") != 0 && strcmp(v, "slirp4netns") != 0)
+                        goto bad;
+                snprintf(cfg->build_network, sizeof(cfg->build_network), "%s", v);
+        } else if (strcmp(key, "presets-dir") == 0)
+                snprintf(cfg->presets_dir, sizeof(cfg->presets_dir), "%s", v);
+        else if (strcmp(key, "max-context") == 0) {
+                if (parse_size(v, &n) < 0 || n < (1ULL << 20) || n > (1ULL << 40))
+                        goto bad;
+                cfg->max_context_bytes = n;
+        } else if (strcmp(key, "workers") == 0) {
                 if (parse_size(v, &n) < 0 || n < 1 || n > 64)
                         goto bad;
                 cfg->workers = (int)n;
@@ -237,6 +251,8 @@ int spaced_config_load(struct spaced_config *cfg, int argc, char **argv)
         cfg->max_body_bytes = 1ULL << 20;
         cfg->exec_output_cap = 1u << 20;
         cfg->workers = 4;
+        cfg->max_context_bytes = 2ULL << 30;
+        snprintf(cfg->presets_dir, sizeof(cfg->presets_dir), "%s", SPACE_PRESETS_DIR);
         cfg->log_level = LOG_INFO;
         cfg->rolling_retain_s = 604800;
         cfg->rolling_max_count = 168;
@@ -253,6 +269,8 @@ int spaced_config_load(struct spaced_config *cfg, int argc, char **argv)
                 { "workers", required_argument, NULL, 0 }, { "max-body", required_argument, NULL, 0 },
                 { "exec-output-cap", required_argument, NULL, 0 }, { "rolling-interval", required_argument, NULL, 0 },
                 { "rolling-retain", required_argument, NULL, 0 }, { "rolling-max-count", required_argument, NULL, 0 },
+                { "build-network", required_argument, NULL, 0 }, { "presets-dir", required_argument, NULL, 0 },
+                { "max-context", required_argument, NULL, 0 },
                 { "session-ttl", required_argument, NULL, 0 }, { "command-log-cap", required_argument, NULL, 0 },
                 { "e2b-listen", required_argument, NULL, 0 }, { "e2b-templates", required_argument, NULL, 0 },
                 { "help", no_argument, NULL, 'h' },

@@ -22,6 +22,9 @@ struct spaced_config {
         char unix_socket[PATH_MAX];
         char agent_path[PATH_MAX];
         char debian_mirror[256];
+        char build_network[16]; /* "slirp4netns" | "none"; "" until chosen at start */
+        char presets_dir[PATH_MAX];
+        uint64_t max_context_bytes; /* build contexts and import archives */
         uint64_t pool_bytes;
         uint64_t max_body_bytes;
         uint32_t exec_output_cap;

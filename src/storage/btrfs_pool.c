@@ -80,7 +80,7 @@ int btrfs_pool_open(const char *state_dir, uint64_t image_bytes, struct btrfs_po
         } else if (!btrfs_pool_is_btrfs(state_dir)) {
                 snprintf(p.image, sizeof(p.image), "%s/pool.img", state_dir);
         }
-        static const char *const dirs[] = { "templates", "sandboxes", "snapshots", "staging" };
+        static const char *const dirs[] = { "templates", "sandboxes", "snapshots", "staging", "layers", "builds" };
         for (size_t i = 0; i < ARRAY_SIZE(dirs); i++) {
                 char d[PATH_MAX];
                 snprintf(d, sizeof(d), "%s/%s", p.root, dirs[i]);
@@ -114,6 +114,11 @@ int btrfs_pool_sandbox_path(const struct btrfs_pool *p, const char *id, char *bu
 int btrfs_pool_snapshot_path(const struct btrfs_pool *p, const char *id, char *buf, size_t size)
 {
         return pool_path(p, "snapshots", id, buf, size);
+}
+
+int btrfs_pool_layer_path(const struct btrfs_pool *p, const char *key, char *buf, size_t size)
+{
+        return pool_path(p, "layers", key, buf, size);
 }
 
 int btrfs_pool_staging_path(const struct btrfs_pool *p, const char *name, char *buf, size_t size)

@@ -4,6 +4,7 @@
  *   sandboxes/<id>       writable snapshot of a template: the sandbox's rootfs
  *   snapshots/<id>       read-only snapshot of a sandbox's rootfs
  *   staging/             subvolumes under construction (template builds); swept at start
+ *   layers/<key>         read-only layers of Spacefile builds, named by their cache key
  * If the state directory is not on btrfs, the pool is a sparse image file
  * <state>/pool.img formatted with btrfs and loop-mounted at <state>/pool. */
 #pragma once
@@ -25,6 +26,7 @@ int btrfs_pool_open(const char *state_dir, uint64_t image_bytes, struct btrfs_po
 int btrfs_pool_template_path(const struct btrfs_pool *p, const char *name, char *buf, size_t size);
 int btrfs_pool_sandbox_path(const struct btrfs_pool *p, const char *id, char *buf, size_t size);
 int btrfs_pool_snapshot_path(const struct btrfs_pool *p, const char *id, char *buf, size_t size);
+int btrfs_pool_layer_path(const struct btrfs_pool *p, const char *key, char *buf, size_t size);
 int btrfs_pool_staging_path(const struct btrfs_pool *p, const char *name, char *buf, size_t size);
 
 /* Writable (or read-only) snapshot of src at dst. -EEXIST if dst exists. */

@@ -7,12 +7,20 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "cleanup.h"
 #include "operations/operation_queue.h"
 #include "runtime/runtime_driver.h"
 #include "spaced/log.h"
 #include "spaced/spaced_context.h"
 #include "spaced/wallclock.h"
 #include "storage/btrfs_pool.h"
+#include "templates/build_network.h"
+#include "templates/rootfs_path.h"
+#include "templates/template_build.h"
+#include "templates/template_ref.h"
+
+#include <dirent.h>
+#include <fcntl.h>
 
 static const struct {
         const char *name;
@@ -90,8 +98,68 @@ static int build(struct spaced_context *ctx, const char *name, const char *tag, 
         return 0;
 }
 
+int template_catalog_build_now(struct spaced_context *ctx, const char *name, struct space_error *err)
+{
+        if (!template_catalog_is_builtin(name))
+                return space_error_set(err, SPACE_E_TEMPLATE_NOT_READY, "template %s is not built; build it first (POST /v1/templates/%s/build)",
+                                       name, name);
+        return build(ctx, name, "now", err);
+}
+
+/* A row (not_built) for every preset Spacefile that has none yet. */
+static void register_presets(struct spaced_context *ctx)
+{
+        DIR *d = opendir(ctx->cfg.presets_dir);
+        struct dirent *de;
+        while (d && (de = readdir(d))) {
+                char name[64];
+                size_t n = strlen(de->d_name);
+                if (n <= 10 || n - 10 >= sizeof(name) || strcmp(de->d_name + n - 10, ".Spacefile") != 0)
+                        continue;
+                snprintf(name, sizeof(name), "%.*s", (int)(n - 10), de->d_name);
+                struct template_record t;
+                if (!template_ref_ok(name) || strchr(name, ':') || template_catalog_is_builtin(name))
+                        continue;
+                if (STORE(ctx, template_get, name, &t) == 0) {
+                        template_record_release(&t);
+                        continue;
+                }
+                json_t *empty = json_object();
+                set_state(ctx, name, "not_built", empty, "");
+                json_decref(empty);
+        }
+        if (d)
+                closedir(d);
+}
+
+/* Build directories of builds that are over (their contexts) go; unfinished ones are redone. */
+static void sweep_build_dirs(struct spaced_context *ctx)
+{
+        char dir[PATH_MAX];
+        snprintf(dir, sizeof(dir), "%s/builds", ctx->pool.root);
+        mkdir(dir, 0700);
+        _cleanup_close_ int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        DIR *d = fd >= 0 ? opendir(dir) : NULL;
+        struct dirent *de;
+        while (d && (de = readdir(d))) {
+                struct operation op;
+                if (de->d_name[0] == '.')
+                        continue;
+                if (STORE(ctx, operation_get, de->d_name, &op) == 0 && (op.state == OPERATION_PENDING || op.state == OPERATION_RUNNING))
+                        continue;
+                int r = rootfs_path_remove_at(fd, de->d_name);
+                log_info("reconcile.build_dir_removed", "op=%s result=%d", de->d_name, r);
+        }
+        if (d)
+                closedir(d);
+}
+
 int template_catalog_init(struct spaced_context *ctx, struct space_error *err)
 {
+        if (!ctx->cfg.build_network[0])
+                snprintf(ctx->cfg.build_network, sizeof(ctx->cfg.build_network), "%s", build_network_default());
+        sweep_build_dirs(ctx);
+        register_presets(ctx);
         for (size_t i = 0; i < sizeof(builtins) / sizeof(builtins[0]); i++) {
                 struct template_record t;
                 char path[PATH_MAX];
@@ -120,10 +188,13 @@ int template_catalog_submit_build(struct spaced_context *ctx, const char *name, 
 {
         struct template_record t;
         int r = STORE(ctx, template_get, name, &t);
-        if (r == -ENOENT || (r == 0 && !template_catalog_is_builtin(name))) {
+        bool preset = template_build_is_preset(ctx, name);
+        if (r == -ENOENT || (r == 0 && !template_catalog_is_builtin(name) && !preset)) {
                 if (r == 0)
                         template_record_release(&t);
-                return space_error_set(err, SPACE_E_NOT_FOUND, "template %s not found (built-in templates: busybox, debian)", name);
+                return space_error_set(err, SPACE_E_NOT_FOUND,
+                                       "template %s not found (built-in templates: busybox, debian; presets: python, node;"
+                                       " build others with POST /v1/templates)", name);
         }
         if (r < 0)
                 return space_error_errno(err, r, "read template %s", name);
@@ -135,6 +206,8 @@ int template_catalog_submit_build(struct spaced_context *ctx, const char *name, 
                 return space_error_set(err, SPACE_E_INVALID_STATE, "template %s is already being built", name);
         }
         operation_init(ret_op, "template.build", name);
+        if (preset)
+                snprintf(ret_op->params, sizeof(ret_op->params), "{\"preset\":true}");
         r = set_state(ctx, name, "building", env, "");
         json_decref(env);
         if (r == 0)
@@ -147,6 +220,8 @@ int template_catalog_submit_build(struct spaced_context *ctx, const char *name, 
 
 int template_op_build(struct spaced_context *ctx, struct operation *op, struct space_error *err)
 {
+        if (op->params[0])
+                return template_build_op(ctx, op, err);
         if (build(ctx, op->target, op->id, err) == 0)
                 return 0;
         json_t *empty = json_object();
@@ -155,15 +230,16 @@ int template_op_build(struct spaced_context *ctx, struct operation *op, struct s
         return -1;
 }
 
-int template_catalog_delete(struct spaced_context *ctx, const char *name, struct space_error *err)
+int template_catalog_delete(struct spaced_context *ctx, const char *ref, struct space_error *err)
 {
         struct template_record t;
-        char path[PATH_MAX];
-        int r = STORE(ctx, template_get, name, &t);
+        char path[PATH_MAX], name[64];
+        int r = template_ref_resolve(ctx, ref, &t);
         if (r == -ENOENT)
-                return space_error_set(err, SPACE_E_NOT_FOUND, "template %s not found", name);
+                return space_error_set(err, SPACE_E_NOT_FOUND, "template %s not found", ref);
         if (r < 0)
-                return space_error_errno(err, r, "read template %s", name);
+                return space_error_errno(err, r, "read template %s", ref);
+        snprintf(name, sizeof(name), "%s", t.name);
         bool building = strcmp(t.state, "building") == 0;
         template_record_release(&t);
         if (building)
@@ -171,7 +247,7 @@ int template_catalog_delete(struct spaced_context *ctx, const char *name, struct
         /* Sandboxes made from it own independent snapshots, so the subvolume can go now. */
         if (btrfs_pool_template_path(&ctx->pool, name, path, sizeof(path)) == 0 && (r = btrfs_pool_subvolume_delete(path)) < 0)
                 return space_error_errno(err, r, "delete %s", path);
-        if (template_catalog_is_builtin(name)) {
+        if (template_catalog_is_builtin(name) || template_build_is_preset(ctx, name)) {
                 json_t *empty = json_object();
                 r = set_state(ctx, name, "not_built", empty, "");
                 json_decref(empty);

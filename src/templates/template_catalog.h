@@ -17,6 +17,8 @@ bool template_catalog_is_builtin(const char *name);
 /* Marks the template building and queues its build. */
 int template_catalog_submit_build(struct spaced_context *ctx, const char *name, struct operation *ret_op, struct space_error *err);
 int template_catalog_delete(struct spaced_context *ctx, const char *name, struct space_error *err);
+/* Builds a built-in template now, on the calling thread (a Spacefile's FROM needs it). */
+int template_catalog_build_now(struct spaced_context *ctx, const char *name, struct space_error *err);
 int template_op_build(struct spaced_context *ctx, struct operation *op, struct space_error *err);
 
 /* sha256 over the tree's paths, types, modes, owners, link targets and file contents, in

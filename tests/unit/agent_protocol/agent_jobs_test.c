@@ -247,6 +247,92 @@ static void test_large_output_backpressure(void **state) {
         agent_test_job_run_close(&jw);
 }
 
+/* A job killed while held back: the rest of its output still comes before its exit, once
+ * acknowledgements let it. */
+static void test_exit_while_held_back(void **state) {
+        struct seq_check check = {};
+        struct agent_test_job_watch jw;
+
+        int fd = agent_test_job_subscribe(agent_test_no_jobs);
+        pid_t pid = agent_test_job_start(&(struct agent_test_job_spec) { .id = "held", .argv = seq_64m });
+        agent_test_job_watch_init(&jw, fd, "held");
+        jw.ack = false;
+        jw.sink = seq_check_feed;
+        jw.sink_ctx = &check;
+        for (;;) {
+                struct pollfd p = { .fd = fd, .events = POLLIN };
+                if (poll(&p, 1, 500) == 0)
+                        break;
+                agent_test_job_watch_step(&jw);
+        }
+        uint64_t before = check.bytes;
+        agent_test_job_signal("held", SIGKILL, 0);
+        agent_test_wait_pid_gone(pid);
+        struct pollfd p = { .fd = fd, .events = POLLIN };
+        assert_int_equal(poll(&p, 1, 300), 0); /* nothing while the backlog is full */
+
+        agent_test_job_ack(fd, "held", jw.next_seq - 1);
+        jw.ack = true;
+        agent_test_job_watch_until_exit(&jw);
+        agent_test_job_assert_exit(&jw, 128 + SIGKILL, SIGKILL, 0);
+        /* What the pipe held when the command died (its 1 MiB buffer, full) was not dropped. */
+        print_message("held back: %llu bytes, then %llu more after the kill\n", (unsigned long long) before,
+                      (unsigned long long) (check.bytes - before));
+        assert_true(check.bytes - before >= 64 * 1024);
+        assert_true(check.bytes < 64 * MIB);
+        agent_test_job_run_close(&jw);
+}
+
+/* With no subscriber at all the backlog fills and the command waits; a subscriber that
+ * comes later gets all of it. */
+static void test_backlog_without_subscriber(void **state) {
+        static const char *const argv[] = { "sh", "-c", "seq 1 100000000 | head -c 16777216", NULL };
+        static const char *const listed[] = { "nobody-listens", NULL };
+        struct seq_check check = {};
+        struct agent_test_job_watch jw;
+
+        pid_t pid = agent_test_job_start(&(struct agent_test_job_spec) { .id = "nobody-listens", .argv = argv });
+        agent_test_sleep_ms(1000);
+        assert_int_equal(kill(pid, 0), 0); /* blocked on its full pipe */
+
+        agent_test_job_watch_init(&jw, agent_test_job_subscribe(listed), "nobody-listens");
+        jw.sink = seq_check_feed;
+        jw.sink_ctx = &check;
+        agent_test_job_watch_until_exit(&jw);
+        assert_int_equal(check.bytes, 16 * MIB);
+        agent_test_job_assert_exit(&jw, 0, 0, 0);
+        agent_test_job_run_close(&jw);
+}
+
+/* Two jobs on one channel: their events interleave and each job's SEQ stays its own. */
+static void test_two_jobs_interleave(void **state) {
+        static const char *const chatty[] = { "sh", "-c", "seq 1 100000000 | head -c 16777216", NULL };
+        static const char *const quiet[] = { "sh", "-c", "sleep 0.2; echo quiet", NULL };
+        struct seq_check check = {};
+        struct agent_test_job_watch a, b;
+
+        int fd = agent_test_job_subscribe(agent_test_no_jobs);
+        agent_test_job_start(&(struct agent_test_job_spec) { .id = "chatty", .argv = chatty });
+        agent_test_job_start(&(struct agent_test_job_spec) { .id = "quiet", .argv = quiet });
+        agent_test_job_watch_init(&a, fd, "chatty");
+        agent_test_job_watch_init(&b, fd, "quiet");
+        a.sink = seq_check_feed;
+        a.sink_ctx = &check;
+        while (!a.exited || !b.exited) {
+                struct agent_test_reply r;
+                const uint8_t *id;
+                agent_test_read(fd, &r);
+                uint32_t len = agent_test_get_bytes(&r, AGENT_F_JOB_ID, &id);
+                bool is_a = len == strlen(a.id) && memcmp(id, a.id, len) == 0;
+                agent_test_job_watch_take(is_a ? &a : &b, &r);
+        }
+        assert_int_equal(check.bytes, 16 * MIB);
+        agent_test_job_assert_output(&b, AGENT_STREAM_STDOUT, "quiet\n");
+        agent_test_job_watch_finish(&a);
+        agent_test_job_watch_finish(&b);
+        close(fd);
+}
+
 static void test_stdin_stream(void **state) {
         static const char *const cat[] = { "cat", NULL };
         static const char *const head[] = { "head", "-n1", NULL };
@@ -636,6 +722,9 @@ int main(int argc, char **argv) {
                 cmocka_unit_test(test_binary_output),
                 cmocka_unit_test(test_large_output_acked),
                 cmocka_unit_test(test_large_output_backpressure),
+                cmocka_unit_test(test_exit_while_held_back),
+                cmocka_unit_test(test_backlog_without_subscriber),
+                cmocka_unit_test(test_two_jobs_interleave),
                 cmocka_unit_test(test_stdin_stream),
                 cmocka_unit_test(test_stdin_queue_full),
                 cmocka_unit_test(test_signal),

@@ -195,13 +195,21 @@ void agent_test_job_watch_release(struct agent_test_job_watch *jw) {
 }
 
 void agent_test_job_watch_step(struct agent_test_job_watch *jw) {
+        struct agent_test_reply r;
+
+        agent_test_read(jw->fd, &r);
+        agent_test_job_watch_take(jw, &r);
+}
+
+void agent_test_job_watch_take(struct agent_test_job_watch *jw, struct agent_test_reply *event) {
         struct agent_test_reply *r = &jw->last;
         const uint8_t *data;
         uint32_t len;
 
         assert_false(jw->exited);
         agent_test_reply_release(r);
-        agent_test_read(jw->fd, r);
+        *r = *event;
+        *event = (struct agent_test_reply) {};
         assert_true(r->f.type == AGENT_MSG_JOB_OUTPUT || r->f.type == AGENT_MSG_JOB_EXIT);
         agent_test_assert_str(r, AGENT_F_JOB_ID, jw->id);
         uint64_t seq = agent_test_get_u64(r, AGENT_F_SEQ);

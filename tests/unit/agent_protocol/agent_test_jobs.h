@@ -68,6 +68,8 @@ void agent_test_job_watch_init(struct agent_test_job_watch *jw, int fd, const ch
 void agent_test_job_watch_release(struct agent_test_job_watch *jw);
 /* Reads one event of the job (no other job may send any) and checks its SEQ. */
 void agent_test_job_watch_step(struct agent_test_job_watch *jw);
+/* The same for an event the caller read (several jobs on one channel); takes *event. */
+void agent_test_job_watch_take(struct agent_test_job_watch *jw, struct agent_test_reply *event);
 void agent_test_job_watch_until_exit(struct agent_test_job_watch *jw);
 /* Reads until the stream's output contains text. */
 void agent_test_job_watch_until_contains(struct agent_test_job_watch *jw, uint8_t stream, const char *text);

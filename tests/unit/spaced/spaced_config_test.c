@@ -75,6 +75,22 @@ static void test_defaults(void **state)
         assert_int_equal(cfg.exec_output_cap, 1u << 20);
         assert_int_equal(cfg.workers, 4);
         assert_int_equal(cfg.log_level, LOG_INFO);
+        assert_string_equal(cfg.build_network, ""); /* chosen at start: slirp4netns when installed */
+        assert_int_equal(cfg.max_context_bytes, 2ULL << 30);
+        assert_string_equal(cfg.presets_dir, SPACE_PRESETS_DIR);
+}
+
+static void test_template_build_flags(void **state)
+{
+        struct spaced_config cfg;
+        assert_int_equal(LOAD(&cfg, "--build-network", "none", "--presets-dir", "/opt/presets", "--max-context", "64M"), 0);
+        assert_string_equal(cfg.build_network, "none");
+        assert_string_equal(cfg.presets_dir, "/opt/presets");
+        assert_int_equal(cfg.max_context_bytes, 64ULL << 20);
+        assert_int_equal(LOAD(&cfg, "--build-network", "slirp4netns"), 0);
+        assert_string_equal(cfg.build_network, "slirp4netns");
+        assert_int_equal(LOAD(&cfg, "--build-network", "host"), -1);
+        assert_int_equal(LOAD(&cfg, "--max-context", "1K"), -1);
 }
 
 static void test_every_flag(void **state)
@@ -273,6 +289,7 @@ int main(void)
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test_setup_teardown(test_defaults, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_every_flag, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_template_build_flags, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_precedence, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_bad_config_files, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_bad_command_lines, setup, teardown),
