@@ -17,6 +17,7 @@
 #include "operations/sandbox_lifecycle.h"
 #include "spaced/spaced_context.h"
 #include "spaced/wallclock.h"
+#include "templates/template_ref.h"
 
 #define OP_WAIT_MS 120000
 #define DEFAULT_TIMEOUT_S 300
@@ -24,38 +25,59 @@
 #define LIST_LIMIT_DEFAULT 100
 #define LIST_LIMIT_MAX 1000
 
-/* --e2b-templates "id=name,...": the space template an E2B template id stands for. An id
- * not in the map is taken as a space template name, or a snapshot id (snap-…). */
-static void template_for(const struct spaced_context *ctx, const char *e2b_id, char *buf, size_t size)
+/* --e2b-templates "id=name|name,...": the space template an E2B template id stands for,
+ * the first of its names that is ready (the first when none is, so that the error names it).
+ * An id not in the map is taken as a space template name, a snapshot id (snap-…) or a
+ * snapshot name. */
+static void template_for(struct spaced_context *ctx, const char *e2b_id, char *buf, size_t size)
 {
         size_t n = strlen(e2b_id);
+        snprintf(buf, size, "%s", e2b_id);
         for (const char *p = ctx->cfg.e2b_templates; *p;) {
-                const char *end = strchr(p, ',');
-                size_t len = end ? (size_t)(end - p) : strlen(p);
+                size_t len = strcspn(p, ",");
                 const char *eq = memchr(p, '=', len);
                 if (eq && (size_t)(eq - p) == n && strncmp(p, e2b_id, n) == 0) {
-                        snprintf(buf, size, "%.*s", (int)(len - n - 1), eq + 1);
+                        const char *alt = eq + 1, *end = p + len;
+                        snprintf(buf, size, "%.*s", (int)strcspn(alt, "|,"), alt);
+                        while (alt < end) {
+                                size_t alen = strcspn(alt, "|,");
+                                char name[64];
+                                struct template_record t;
+                                snprintf(name, sizeof(name), "%.*s", (int)alen, alt);
+                                if (template_ref_resolve(ctx, name, &t) == 0) {
+                                        bool ready = strcmp(t.state, "ready") == 0;
+                                        template_record_release(&t);
+                                        if (ready) {
+                                                snprintf(buf, size, "%s", name);
+                                                return;
+                                        }
+                                }
+                                alt += alen + (alt[alen] == '|');
+                        }
                         return;
                 }
-                p += len + (end ? 1 : 0);
+                p += len + (p[len] == ',');
         }
-        snprintf(buf, size, "%s", e2b_id);
 }
 
-/* The E2B id a space template is known by (the first mapping to it), else its own name. */
+/* The E2B id a space template is known by (the first mapping that names it), else its own
+ * name. */
 static void e2b_template_of(const struct spaced_context *ctx, const char *space_name, char *buf, size_t size)
 {
         size_t n = strlen(space_name);
         snprintf(buf, size, "%s", space_name);
         for (const char *p = ctx->cfg.e2b_templates; *p;) {
-                const char *end = strchr(p, ',');
-                size_t len = end ? (size_t)(end - p) : strlen(p);
+                size_t len = strcspn(p, ",");
                 const char *eq = memchr(p, '=', len);
-                if (eq && len - (size_t)(eq - p) - 1 == n && strncmp(eq + 1, space_name, n) == 0) {
-                        snprintf(buf, size, "%.*s", (int)(eq - p), p);
-                        return;
+                for (const char *alt = eq ? eq + 1 : p + len; alt < p + len;) {
+                        size_t alen = strcspn(alt, "|,");
+                        if (alen == n && strncmp(alt, space_name, n) == 0) {
+                                snprintf(buf, size, "%.*s", (int)(eq - p), p);
+                                return;
+                        }
+                        alt += alen + (alt[alen] == '|');
                 }
-                p += len + (end ? 1 : 0);
+                p += len + (p[len] == ',');
         }
 }
 
@@ -190,7 +212,7 @@ void e2b_sandbox_create(struct e2b_call *call, struct api_response *resp)
         bool auto_pause = false;
         struct sandbox sb = { 0 };
         struct operation op;
-        char space_template[64];
+        char space_template[160];
         if (e2b_body_object(call, &body, resp) < 0)
                 return;
         if (api_json_string(body, "templateID", 128, &template_id, &err) < 0 || e2b_timeout_field(body, &timeout_s, &err) < 0 ||
@@ -203,17 +225,21 @@ void e2b_sandbox_create(struct e2b_call *call, struct api_response *resp)
                 goto fail;
         }
         template_for(ctx, template_id, space_template, sizeof(space_template));
-        if (!api_json_name_ok(space_template)) {
+        if (!template_ref_ok(space_template)) {
                 space_error_set(&err, SPACE_E_NOT_FOUND, "template %.64s not found", template_id);
                 goto fail;
         }
         struct template_record t;
         char by_name[32];
+        const char *pin = strchr(space_template, '@');
         if (strncmp(space_template, "snap-", 5) == 0) {
                 snprintf(sb.parent_snapshot_id, sizeof(sb.parent_snapshot_id), "%s", space_template);
-        } else if (STORE(ctx, template_get, space_template, &t) == 0) {
+        } else if (template_ref_resolve(ctx, space_template, &t) == 0) {
+                /* name@sha256:… pins that version (checked again at create), as space's API does */
+                snprintf(sb.template_name, sizeof(sb.template_name), "%s", pin ? t.name : space_template);
+                if (pin)
+                        sb.environment = json_pack("{s:s}", "pinned_digest", pin + 1);
                 template_record_release(&t);
-                snprintf(sb.template_name, sizeof(sb.template_name), "%s", space_template);
         } else if (e2b_snapshot_by_name(ctx, space_template, by_name, sizeof(by_name)) == 0) {
                 snprintf(sb.parent_snapshot_id, sizeof(sb.parent_snapshot_id), "%s", by_name);
         } else
@@ -223,7 +249,8 @@ void e2b_sandbox_create(struct e2b_call *call, struct api_response *resp)
         sb.resources = (struct sandbox_resources){ .cpus = 1, .memory_mb = 512, .pids = 256 };
         sb.env = env ? json_deep_copy(env) : json_object();
         sb.metadata = metadata ? json_deep_copy(metadata) : json_object();
-        sb.environment = json_object();
+        if (!sb.environment)
+                sb.environment = json_object();
         if (sandbox_lifecycle_create(ctx, &sb, &op, &err) < 0 || e2b_wait_operation(ctx, &op, &err) < 0)
                 goto fail;
         api_response_json(resp, 201, e2b_render_created(call, &sb));

@@ -37,7 +37,8 @@ static const char usage[] =
         "  --session-ttl S        default lifetime of a data-plane attach token [3600; max 604800]\n"
         "  --command-log-cap SIZE output kept per streamed command; older output is dropped [64M]\n"
         "  --e2b-listen ADDR:PORT also serve the E2B API and envd protocol there [off; env SPACE_E2B_LISTEN]\n"
-        "  --e2b-templates MAP    E2B template ids to space templates, id=name,... [base=busybox]\n"
+        "  --e2b-templates MAP    E2B template ids to space templates, id=name|fallback,...\n"
+        "                         (the first ready name is used) [base=python|busybox]\n"
         "  -h, --help             show this help\n"
         "  --version              print the version\n";
 
@@ -84,14 +85,19 @@ static int parse_listen(const char *v, char *addr, size_t addr_size, uint16_t *r
         return 0;
 }
 
-/* "id=name,id=name": non-empty ids and names of [A-Za-z0-9._-] (an empty map is fine). */
+/* "id=name|name,id=name": non-empty ids and names of [A-Za-z0-9._:-] (an empty map is
+ * fine); a name list gives alternatives, the first ready one is used. */
 static bool template_map_ok(const char *v)
 {
         for (const char *p = v; *p;) {
                 size_t len = strcspn(p, ","), id = strcspn(p, "=");
-                if (id == 0 || id + 1 >= len || strspn(p, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-=") < len ||
-                    memchr(p + id + 1, '=', len - id - 1))
+                if (id == 0 || id + 1 >= len ||
+                    strspn(p, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._:-=|") < len ||
+                    memchr(p + id + 1, '=', len - id - 1) || memchr(p, '|', id) || p[id + 1] == '|' || p[len - 1] == '|')
                         return false;
+                for (const char *q = p + id + 1; q < p + len - 1; q++)
+                        if (q[0] == '|' && q[1] == '|')
+                                return false;
                 if (p[len] == ',' && p[len + 1] == '\0')
                         return false;
                 p += len + (p[len] == ',');
@@ -258,7 +264,7 @@ int spaced_config_load(struct spaced_config *cfg, int argc, char **argv)
         cfg->rolling_max_count = 168;
         cfg->session_ttl_s = 3600;
         cfg->command_log_cap = 64ULL << 20;
-        snprintf(cfg->e2b_templates, sizeof(cfg->e2b_templates), "base=busybox");
+        snprintf(cfg->e2b_templates, sizeof(cfg->e2b_templates), "base=python|busybox");
         default_agent_path(cfg);
 
         static const struct option opts[] = {
