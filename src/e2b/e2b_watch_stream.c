@@ -61,6 +61,13 @@ static int emit_event(struct watch_stream *st, const struct agent_frame *f)
                 rel += skip;
                 rel_len -= (uint32_t)skip;
         }
+        /* An unnamed file being filled (O_TMPFILE, an upload) shows in inotify as "#<inode>"
+         * until it is linked: not a file anyone made, so not an event. */
+        const char *base = memrchr(rel, '/', rel_len);
+        base = base ? base + 1 : rel;
+        size_t base_len = rel_len - (size_t)(base - rel);
+        if (base_len > 1 && base[0] == '#' && strspn(base + 1, "0123456789") >= base_len - 1)
+                return 0;
         return emit(st, json_pack("{s:{s:o, s:s}}", "filesystem", "name", output_encoding_utf8((const uint8_t *)rel, rel_len), "type",
                                   event_types[kind]));
 }

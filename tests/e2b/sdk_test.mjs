@@ -256,12 +256,14 @@ await check('files: watchDir sees creates, writes and removes', async () => {
   const events = []
   const h = await sbx.files.watchDir('/home/user/watched', (e) => events.push(e), { recursive: true })
   await sbx.files.write('/home/user/watched/a.txt', 'one')
-  await sbx.commands.run('mkdir /home/user/watched/sub && echo two > /home/user/watched/sub/b.txt && rm /home/user/watched/a.txt')
+  // A new subdirectory is watched once its create is seen: give that a moment (inotify, as in envd).
+  await sbx.commands.run('mkdir /home/user/watched/sub; sleep 0.3; echo two > /home/user/watched/sub/b.txt; rm /home/user/watched/a.txt')
   await sleep(500)
   await h.stop()
   const seen = events.map((e) => `${e.type}:${e.name}`)
   for (const want of ['create:a.txt', 'remove:a.txt', 'create:sub', 'create:sub/b.txt', 'write:sub/b.txt'])
     assert.ok(seen.includes(want), `${want} not in ${JSON.stringify(seen)}`)
+  assert.ok(!seen.some((e) => /:#\d+$/.test(e)), `an upload's unnamed file showed: ${JSON.stringify(seen)}`)
 })
 
 await check('snapshot: create, list, create a sandbox from it, delete', async () => {
