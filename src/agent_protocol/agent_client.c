@@ -47,6 +47,32 @@ void agent_client_error(const struct agent_frame *f, int *ret_errno, char *msg, 
         *ret_errno = e > 0 ? e : EIO;
 }
 
+int agent_client_roundtrip(int fd, struct agent_frame_writer *w, uint8_t want, struct agent_frame *ret_frame,
+                           uint8_t **ret_buf, char *msg, size_t msg_size)
+{
+        int r = agent_frame_writer_finish(w);
+        if (r == 0)
+                r = agent_frame_send(fd, w);
+        agent_frame_writer_release(w);
+        if (r < 0)
+                return r;
+        struct agent_frame f;
+        _cleanup_free_ uint8_t *buf = NULL;
+        r = agent_frame_read(fd, &f, &buf);
+        if (r < 0)
+                return r;
+        if (f.type == AGENT_MSG_ERROR) {
+                int e;
+                agent_client_error(&f, &e, msg, msg_size);
+                return -e;
+        }
+        if (f.type != want)
+                return -EPROTO;
+        *ret_frame = f;
+        *ret_buf = TAKE_PTR(buf);
+        return 0;
+}
+
 int agent_client_hello(const char *socket_path, int timeout_ms, uint32_t *ret_pid)
 {
         _cleanup_close_ int fd = agent_client_connect(socket_path, timeout_ms);
@@ -113,25 +139,11 @@ int agent_client_exec(const char *socket_path, const struct exec_request *req, s
         agent_frame_writer_put_u32(&w, AGENT_F_TIMEOUT_MS, req->timeout_ms);
         if (req->output_cap)
                 agent_frame_writer_put_u32(&w, AGENT_F_OUTPUT_CAP, req->output_cap);
-        int r = agent_frame_writer_finish(&w);
-        if (r == 0)
-                r = agent_frame_send(fd, &w);
-        agent_frame_writer_release(&w);
-        if (r < 0)
-                return r;
-
         struct agent_frame f;
         _cleanup_free_ uint8_t *buf = NULL;
-        r = agent_frame_read(fd, &f, &buf);
+        int r = agent_client_roundtrip(fd, &w, AGENT_MSG_EXEC_RESULT, &f, &buf, msg, msg_size);
         if (r < 0)
                 return r;
-        if (f.type == AGENT_MSG_ERROR) {
-                int e;
-                agent_client_error(&f, &e, msg, msg_size);
-                return -e;
-        }
-        if (f.type != AGENT_MSG_EXEC_RESULT)
-                return -EPROTO;
 
         memset(ret, 0, sizeof(*ret));
         int32_t exit_code = 0, sig = 0;

@@ -1,5 +1,7 @@
 #include "agent_protocol/agent_files_client.h"
 
+#include "agent_protocol/agent_client.h"
+
 #include <errno.h>
 #include <poll.h>
 #include <stdio.h>
@@ -20,22 +22,7 @@ void agent_file_reply_release(struct agent_file_reply *r) {
 }
 
 int agent_files_connect(const char *socket_path, int timeout_ms) {
-        struct sockaddr_un sa = { .sun_family = AF_UNIX };
-
-        if (strlen(socket_path) >= sizeof(sa.sun_path))
-                return -ENAMETOOLONG;
-        strcpy(sa.sun_path, socket_path);
-        _cleanup_close_ int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-        if (fd < 0)
-                return -errno;
-        if (timeout_ms > 0) {
-                struct timeval tv = { .tv_sec = timeout_ms / 1000, .tv_usec = (timeout_ms % 1000) * 1000 };
-                setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-                setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
-        }
-        if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0)
-                return -errno;
-        return TAKE_FD(fd);
+        return agent_client_connect(socket_path, timeout_ms);
 }
 
 int agent_files_send(int fd, enum agent_msg_type type, const struct agent_file_args *a) {

@@ -16,33 +16,19 @@
 static int request(const char *socket_path, struct agent_frame_writer *w, uint8_t want, struct agent_frame *ret_frame,
                    uint8_t **ret_buf, char *msg, size_t msg_size)
 {
-        int r = agent_frame_writer_finish(w);
-        _cleanup_close_ int fd = r < 0 ? r : agent_client_connect(socket_path, REQUEST_TIMEOUT_MS);
+        _cleanup_close_ int fd = agent_client_connect(socket_path, REQUEST_TIMEOUT_MS);
         if (fd < 0) {
                 agent_frame_writer_release(w);
                 return fd;
         }
-        r = agent_frame_send(fd, w);
-        agent_frame_writer_release(w);
-        if (r < 0)
-                return r;
         struct agent_frame f;
         _cleanup_free_ uint8_t *buf = NULL;
-        r = agent_frame_read(fd, &f, &buf);
-        if (r < 0)
-                return r;
-        if (f.type == AGENT_MSG_ERROR) {
-                int e;
-                agent_client_error(&f, &e, msg, msg_size);
-                return -e;
-        }
-        if (f.type != want)
-                return -EPROTO;
-        if (ret_frame) {
+        int r = agent_client_roundtrip(fd, w, want, &f, &buf, msg, msg_size);
+        if (r == 0 && ret_frame) {
                 *ret_frame = f;
                 *ret_buf = TAKE_PTR(buf);
         }
-        return 0;
+        return r;
 }
 
 int agent_job_client_start(const char *socket_path, const struct agent_job_spec *spec, uint32_t *ret_pid,

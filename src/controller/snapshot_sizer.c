@@ -52,7 +52,10 @@ static int64_t stream_size(char *const argv[], const char *id, const char *paren
         snprintf(current_ids[0], sizeof(current_ids[0]), "%s", id);
         snprintf(current_ids[1], sizeof(current_ids[1]), "%s", parent_id ? parent_id : "");
         pthread_mutex_unlock(&current_lock);
-        static __thread char buf[65536];
+        /* Only the sizer thread gets here. Not __thread: a thread-local array would be laid
+         * out (and zeroed) in the TLS block of every thread of spaced, each HTTP
+         * connection's included. */
+        static char buf[65536];
         int64_t total = 0;
         for (;;) {
                 ssize_t n = read(fd, buf, sizeof(buf));
