@@ -1,22 +1,28 @@
 /* cli_key: `space key create|ls|rm` — API keys. A new key's secret is shown once, here. */
 #include <getopt.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "cli/cli.h"
 #include "cli/cli_args.h"
 #include "cli/cli_output.h"
 #include "cli/cli_request.h"
+#include "cli/cli_usage.h"
 #include "cli/cli_verb.h"
 
 static const char key_usage[] =
         "usage: space key COMMAND [ARGS...]\n"
         "\n"
         "Commands:\n"
-        "  create NAME  make an API key and print its secret (shown only this once)\n"
+        "  create NAME  make an API key and print its secret (shown only this once);\n"
+        "               --e2b prints it in the form E2B SDKs take (e2b_ + the same digits)\n"
         "  ls           list API keys (never their secrets)\n"
         "  rm ID        revoke an API key\n";
 
-static const char key_create_usage[] = "usage: space key create NAME\n";
+static const char key_create_usage[] =
+        "usage: space key create [--e2b] NAME\n"
+        "  --e2b  print the secret as e2b_<40 hex digits>: the same key, in the form the E2B SDK's\n"
+        "         E2B_API_KEY takes (spaced's --e2b-listen front door accepts both forms)\n";
 static const char key_ls_usage[] = "usage: space key ls\n";
 static const char key_rm_usage[] = "usage: space key rm ID\n";
 
@@ -35,6 +41,20 @@ static void cli_key_answer_freep(json_t **answer)
         if (json_is_string(secret))
                 explicit_bzero((char *) json_string_value(secret), json_string_length(secret));
         json_decref(*answer);
+}
+
+/* "space_<hex>" -> "e2b_<hex>" in place (the E2B form names the same key). */
+static void cli_key_to_e2b_form(json_t *answer)
+{
+        json_t *secret = json_object_get(answer, "secret");
+        const char *s = json_string_value(secret);
+        if (!s || strncmp(s, "space_", 6) != 0)
+                return;
+        char form[160];
+        snprintf(form, sizeof(form), "e2b_%s", s + 6);
+        explicit_bzero((char *) s, strlen(s));
+        json_string_set(secret, form);
+        explicit_bzero(form, sizeof(form));
 }
 
 static int cli_key_print_created(const json_t *answer)
@@ -58,9 +78,32 @@ static int cli_key_create(struct cli *cli, int argc, char **argv)
         _cleanup_json_ json_t *body = NULL;
         _cleanup_(cli_key_answer_freep) json_t *answer = NULL;
 
-        int r = cli_args_simple(argc, argv, key_create_usage, 1, NULL);
-        if (r != CLI_CONTINUE)
-                return r;
+        enum { OPT_E2B = 1000 };
+        static const struct option options[] = {
+                { "help", no_argument, NULL, 'h' },
+                { "e2b", no_argument, NULL, OPT_E2B },
+                {},
+        };
+        bool e2b_form = false;
+        int r, c;
+
+        optind = 0;
+        opterr = 0;
+        while ((c = getopt_long(argc, argv, ":h", options, NULL)) != -1) {
+                switch (c) {
+                case 'h':
+                        return cli_usage_print(key_create_usage);
+                case OPT_E2B:
+                        e2b_form = true;
+                        break;
+                default:
+                        return cli_usage_option_error(key_create_usage, c, argv);
+                }
+        }
+        if (optind >= argc)
+                return cli_usage_error(key_create_usage, "missing key name");
+        if (optind + 1 < argc)
+                return cli_usage_error(key_create_usage, "unexpected argument '%s'", argv[optind + 1]);
         body = json_pack("{s:s}", "name", argv[optind]);
         if (!body) {
                 fputs("space: the key name is not valid UTF-8\n", stderr);
@@ -70,6 +113,8 @@ static int cli_key_create(struct cli *cli, int argc, char **argv)
         http_path_init(&path, "/v1/keys");
         if (cli_request(cli, "POST", &path, body, CLI_REQUEST_TIMEOUT_S, NULL, &answer) < 0)
                 return CLI_EXIT_FAILURE;
+        if (e2b_form)
+                cli_key_to_e2b_form(answer);
         if (cli->json)
                 return cli_output_exit(cli_output_json(answer));
 

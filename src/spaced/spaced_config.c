@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <libgen.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,6 +36,9 @@ static const char usage[] =
         "  --rolling-max-count N  default number of rolling snapshots kept [168]\n"
         "  --session-ttl S        default lifetime of a data-plane attach token [3600; max 604800]\n"
         "  --command-log-cap SIZE output kept per streamed command; older output is dropped [64M]\n"
+        "  --e2b-listen ADDR:PORT also serve the E2B API and envd protocol there [off; env SPACE_E2B_LISTEN]\n"
+        "  --e2b-templates MAP    E2B template ids to space templates, id=name|fallback,...\n"
+        "                         (the first ready name is used) [base=python|busybox]\n"
         "  -h, --help             show this help\n"
         "  --version              print the version\n";
 
@@ -65,10 +69,10 @@ static int parse_size(const char *s, uint64_t *ret)
         return 0;
 }
 
-static int parse_listen(struct spaced_config *cfg, const char *v)
+static int parse_listen(const char *v, char *addr, size_t addr_size, uint16_t *ret_port)
 {
         const char *colon = strrchr(v, ':');
-        if (!colon || colon == v || (size_t)(colon - v) >= sizeof(cfg->listen_addr))
+        if (!colon || colon == v || (size_t)(colon - v) >= addr_size)
                 return -1;
         char *end;
         if (colon[1] < '0' || colon[1] > '9')
@@ -76,9 +80,29 @@ static int parse_listen(struct spaced_config *cfg, const char *v)
         long port = strtol(colon + 1, &end, 10);
         if (*end || port < 0 || port > 65535)
                 return -1;
-        snprintf(cfg->listen_addr, sizeof(cfg->listen_addr), "%.*s", (int)(colon - v), v);
-        cfg->listen_port = (uint16_t)port;
+        snprintf(addr, addr_size, "%.*s", (int)(colon - v), v);
+        *ret_port = (uint16_t)port;
         return 0;
+}
+
+/* "id=name|name,id=name": non-empty ids and names of [A-Za-z0-9._:-] (an empty map is
+ * fine); a name list gives alternatives, the first ready one is used. */
+static bool template_map_ok(const char *v)
+{
+        for (const char *p = v; *p;) {
+                size_t len = strcspn(p, ","), id = strcspn(p, "=");
+                if (id == 0 || id + 1 >= len ||
+                    strspn(p, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._:-=|") < len ||
+                    memchr(p + id + 1, '=', len - id - 1) || memchr(p, '|', id) || p[id + 1] == '|' || p[len - 1] == '|')
+                        return false;
+                for (const char *q = p + id + 1; q < p + len - 1; q++)
+                        if (q[0] == '|' && q[1] == '|')
+                                return false;
+                if (p[len] == ',' && p[len + 1] == '\0')
+                        return false;
+                p += len + (p[len] == ',');
+        }
+        return true;
 }
 
 /* Applies one setting by name; returns -1 with a message on stderr if the value is bad. */
@@ -89,8 +113,16 @@ static int apply(struct spaced_config *cfg, const char *key, const char *v)
         if (strcmp(key, "state-dir") == 0)
                 snprintf(cfg->state_dir, sizeof(cfg->state_dir), "%s", v);
         else if (strcmp(key, "listen") == 0) {
-                if (parse_listen(cfg, v) < 0)
+                if (parse_listen(v, cfg->listen_addr, sizeof(cfg->listen_addr), &cfg->listen_port) < 0)
                         goto bad;
+        } else if (strcmp(key, "e2b-listen") == 0) {
+                if (parse_listen(v, cfg->e2b_listen_addr, sizeof(cfg->e2b_listen_addr), &cfg->e2b_listen_port) < 0)
+                        goto bad;
+                cfg->e2b_enabled = true;
+        } else if (strcmp(key, "e2b-templates") == 0) {
+                if (strlen(v) >= sizeof(cfg->e2b_templates) || !template_map_ok(v))
+                        goto bad;
+                snprintf(cfg->e2b_templates, sizeof(cfg->e2b_templates), "%s", v);
         } else if (strcmp(key, "unix-socket") == 0)
                 snprintf(cfg->unix_socket, sizeof(cfg->unix_socket), "%s", v);
         else if (strcmp(key, "log-level") == 0) {
@@ -232,6 +264,7 @@ int spaced_config_load(struct spaced_config *cfg, int argc, char **argv)
         cfg->rolling_max_count = 168;
         cfg->session_ttl_s = 3600;
         cfg->command_log_cap = 64ULL << 20;
+        snprintf(cfg->e2b_templates, sizeof(cfg->e2b_templates), "base=python|busybox");
         default_agent_path(cfg);
 
         static const struct option opts[] = {
@@ -245,6 +278,7 @@ int spaced_config_load(struct spaced_config *cfg, int argc, char **argv)
                 { "build-network", required_argument, NULL, 0 }, { "presets-dir", required_argument, NULL, 0 },
                 { "max-context", required_argument, NULL, 0 },
                 { "session-ttl", required_argument, NULL, 0 }, { "command-log-cap", required_argument, NULL, 0 },
+                { "e2b-listen", required_argument, NULL, 0 }, { "e2b-templates", required_argument, NULL, 0 },
                 { "help", no_argument, NULL, 'h' },
                 { "version", no_argument, NULL, 'V' }, { 0 },
         };
@@ -274,7 +308,8 @@ int spaced_config_load(struct spaced_config *cfg, int argc, char **argv)
         }
         static const struct {
                 const char *env, *key;
-        } envs[] = { { "SPACE_STATE_DIR", "state-dir" }, { "SPACE_LISTEN", "listen" }, { "SPACE_LOG_LEVEL", "log-level" } };
+        } envs[] = { { "SPACE_STATE_DIR", "state-dir" }, { "SPACE_LISTEN", "listen" }, { "SPACE_LOG_LEVEL", "log-level" },
+                     { "SPACE_E2B_LISTEN", "e2b-listen" } };
         for (size_t i = 0; i < sizeof(envs) / sizeof(envs[0]); i++) {
                 const char *v = getenv(envs[i].env);
                 if (v && *v && apply(cfg, envs[i].key, v) < 0)

@@ -37,6 +37,11 @@ struct spaced_config {
         /* data plane */
         int64_t session_ttl_s;    /* default attach token lifetime */
         uint64_t command_log_cap; /* bytes of output kept per command */
+        /* E2B front door (src/e2b/): off unless --e2b-listen is given */
+        bool e2b_enabled;
+        char e2b_listen_addr[64];
+        uint16_t e2b_listen_port;
+        char e2b_templates[512]; /* "e2bid=space_template,..." */
 };
 
 struct spaced_context {

@@ -20,6 +20,7 @@
 #include "cleanup.h"
 #include "controller/reconciler.h"
 #include "controller/snapshot_sizer.h"
+#include "e2b/e2b_server.h"
 #include "operations/operation_queue.h"
 #include "runtime/cgroup/cgroup_manager.h"
 #include "runtime/runtime_driver.h"
@@ -140,6 +141,11 @@ int main(int argc, char **argv)
         struct http_server *http = NULL;
         if (http_server_start(&ctx, &http, reason, sizeof(reason)) < 0)
                 return fail("spaced.listen", "%s", reason);
+        struct e2b_server *e2b = NULL;
+        if (ctx.cfg.e2b_enabled && e2b_server_start(&ctx, &e2b, reason, sizeof(reason)) < 0)
+                return fail("spaced.listen", "%s", reason);
+        if (e2b)
+                log_info("spaced.e2b_ready", "url=http://%s:%u", ctx.cfg.e2b_listen_addr, ctx.cfg.e2b_listen_port);
         struct reconciler *controller = NULL;
         if ((r = reconciler_start(&ctx, &controller)) < 0)
                 return fail("spaced.controller", "cannot start controller: %s", strerror(-r));
@@ -162,15 +168,18 @@ int main(int argc, char **argv)
         log_info("spaced.stopping", "signal=%d", sig);
         atomic_store(&ctx.shutting_down, true);
         http_server_quiesce(http);
+        e2b_server_quiesce(e2b);
         command_channels_free(ctx.channels);
         reconciler_free(controller);
         snapshot_sizer_free(sizer);
         operation_queue_free(ctx.queue);
-        for (int i = 0; i < 100 && http_server_connections(http) > 0; i++)
+        for (int i = 0; i < 100 && http_server_connections(http) + e2b_server_connections(e2b) > 0; i++)
                 usleep(50 * 1000);
-        bool drained = http_server_connections(http) == 0;
-        if (drained)
+        bool drained = http_server_connections(http) + e2b_server_connections(e2b) == 0;
+        if (drained) {
                 http_server_free(http);
+                e2b_server_free(e2b);
+        }
         ctx.store.ops->close(ctx.store.st);
         log_info("spaced.stopped", "drained=%s", drained ? "true" : "false");
         /* Long execs may still hold connections: exit without waiting for them. */

@@ -247,6 +247,31 @@ static void test_listen_needs_a_port(void **state)
                 fail_msg("--listen 127.0.0.1: (no port) was accepted as port %u", cfg.listen_port);
 }
 
+static void test_e2b_front_door(void **state)
+{
+        struct spaced_config cfg;
+        assert_int_equal(LOAD(&cfg, "--state-dir", "/x"), 0);
+        assert_false(cfg.e2b_enabled);
+        assert_string_equal(cfg.e2b_templates, "base=python|busybox");
+        assert_int_equal(LOAD(&cfg, "--e2b-listen", "127.0.0.1:49999", "--e2b-templates", "base=debian,py=python"), 0);
+        assert_true(cfg.e2b_enabled);
+        assert_string_equal(cfg.e2b_listen_addr, "127.0.0.1");
+        assert_int_equal(cfg.e2b_listen_port, 49999);
+        assert_string_equal(cfg.e2b_templates, "base=debian,py=python");
+        assert_int_equal(LOAD(&cfg, "--e2b-templates", ""), 0);
+        assert_int_equal(LOAD(&cfg, "--e2b-templates", "base=python|busybox,x=debian:v1"), 0);
+        const char *bad[] = { "base", "=busybox", "base=", "base=a=b", "base=busy box", "base=busybox,", "a=b,,c=d", "base=|a",
+                              "base=a|", "base=a||b", "ba|se=a" };
+        for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+                assert_int_not_equal(LOAD(&cfg, "--e2b-templates", bad[i]), 0);
+        assert_int_not_equal(LOAD(&cfg, "--e2b-listen", "49999"), 0);
+        setenv("SPACE_E2B_LISTEN", "127.0.0.1:1234", 1);
+        assert_int_equal(LOAD(&cfg, "--state-dir", "/x"), 0);
+        unsetenv("SPACE_E2B_LISTEN");
+        assert_true(cfg.e2b_enabled);
+        assert_int_equal(cfg.e2b_listen_port, 1234);
+}
+
 static void test_sizes_do_not_wrap(void **state)
 {
         static const char *const bad[] = { "-1", "-1G", "16777217T", "18446744073709551615K" };
@@ -275,6 +300,7 @@ int main(void)
                 cmocka_unit_test_setup_teardown(test_listen, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_listen_needs_a_port, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_sizes_do_not_wrap, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_e2b_front_door, setup, teardown),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,277 @@
+/* e2b_process_stream: follows a command's log (data_plane/command_log.h) and writes it as
+ * envd process events in Connect envelopes: start{pid}, data{stdout|stderr|pty}, keepalive
+ * while idle, end{exitCode, exited, status, error}, then the end-of-stream envelope. The
+ * read callback blocks (HTTP is thread per connection) waiting on the command's channel,
+ * like the SSE route does. */
+#include <ctype.h>
+#include <errno.h>
+#include <limits.h>
+#include <microhttpd.h>
+#include <openssl/evp.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "data_plane/command_channels.h"
+#include "data_plane/command_log.h"
+#include "e2b/e2b_connect.h"
+#include "e2b/e2b_routes.h"
+#include "spaced/spaced_context.h"
+#include "spaced/wallclock.h"
+
+#define NOT_LIVE_RETRY_MS 200
+#define WAIT_STEP_MS 1000 /* how often a waiting stream looks at its client and at shutdown */
+
+struct process_stream {
+        struct spaced_context *ctx;
+        char sandbox_id[32];
+        char command_id[32];
+        char log_dir[PATH_MAX];
+        struct command_log_reader *reader;
+        uint64_t after;
+        int64_t deadline_us; /* monotonic; 0 none */
+        int keepalive_ms;
+        int64_t idle_since_us; /* when the last event was written */
+        int client_fd;         /* the connection's socket (MHD's: only polled), or -1 */
+        struct e2b_buf out;
+        size_t out_off;
+        bool done;
+};
+
+static int emit_event(struct process_stream *st, json_t *event)
+{
+        json_t *msg = json_pack("{s:o}", "event", event);
+        int r = msg ? e2b_connect_frame(&st->out, 0, msg) : -ENOMEM;
+        json_decref(msg);
+        return r;
+}
+
+static int emit_data(struct process_stream *st, const char *kind, const uint8_t *data, size_t len)
+{
+        char *b64 = malloc(4 * ((len + 2) / 3) + 1);
+        if (!b64)
+                return -ENOMEM;
+        EVP_EncodeBlock((unsigned char *)b64, data, (int)len);
+        int r = emit_event(st, json_pack("{s:{s:s}}", "data", kind, b64));
+        free(b64);
+        return r;
+}
+
+/* Go's os.ProcessState wording, which SDKs show: "exit status 2", "signal: killed". */
+static int emit_end(struct process_stream *st, const json_t *exit_info)
+{
+        json_t *end = json_object();
+        char status[160];
+        json_t *code = json_object_get(exit_info, "exit_code");
+        int sig = (int)json_integer_value(json_object_get(exit_info, "signal"));
+        const char *message = json_string_value(json_object_get(exit_info, "message"));
+        if (json_is_true(json_object_get(exit_info, "lost")) || !json_is_integer(code)) {
+                snprintf(status, sizeof(status), "lost: %s", message ? message : "the process is gone");
+                json_object_set_new(end, "exitCode", json_integer(-1));
+                json_object_set_new(end, "exited", json_false());
+                json_object_set_new(end, "error", json_string(status));
+        } else if (sig > 0) {
+                const char *name = strsignal(sig);
+                snprintf(status, sizeof(status), "signal: %s", name ? name : "unknown");
+                status[8] = (char)tolower((unsigned char)status[8]);
+                json_object_set_new(end, "exitCode", json_integer(-1));
+                json_object_set_new(end, "exited", json_false());
+                json_object_set_new(end, "error", json_string(status));
+        } else {
+                json_int_t c = json_integer_value(code);
+                snprintf(status, sizeof(status), "exit status %lld", (long long)c);
+                if (c != 0) {
+                        json_object_set_new(end, "exitCode", json_integer(c));
+                        json_object_set_new(end, "error", json_string(message && c == 127 ? message : status));
+                }
+                json_object_set_new(end, "exited", json_true());
+        }
+        json_object_set_new(end, "status", json_string(status));
+        st->done = true;
+        int r = emit_event(st, json_pack("{s:o}", "end", end));
+        return r < 0 ? r : e2b_connect_end_frame(&st->out, NULL);
+}
+
+static int emit_record(struct process_stream *st, const struct command_log_record *rec)
+{
+        if (rec->kind == COMMAND_LOG_EXIT) {
+                json_t *info = json_loadb((const char *)rec->data, rec->len, 0, NULL);
+                int r = emit_end(st, info);
+                json_decref(info);
+                return r;
+        }
+        const char *kind = rec->kind == COMMAND_LOG_STDERR ? "stderr" : rec->kind == COMMAND_LOG_PTY ? "pty" : "stdout";
+        return emit_data(st, kind, rec->data, rec->len);
+}
+
+/* What the log has: 1 something, 0 nothing new, -1 failed; *last_q the reader's last answer. */
+static int produce_from_log(struct process_stream *st, int *last_q)
+{
+        int q = 0;
+        if (!st->reader) {
+                q = command_log_reader_open(st->log_dir, st->after, &st->reader);
+                if (q < 0 && q != -ENOENT)
+                        return -1;
+        }
+        for (int n = 0; st->reader && n < 16 && st->out.len < (1u << 20) && !st->done; n++) {
+                struct command_log_record rec;
+                q = command_log_reader_next(st->reader, &rec);
+                if (q == COMMAND_LOG_READ_RECORD) {
+                        if (emit_record(st, &rec) < 0)
+                                return -1;
+                        st->after = rec.seq;
+                } else if (q == COMMAND_LOG_READ_DROPPED) {
+                        st->after = rec.dropped_last; /* envd has no word for it: the output is just shorter */
+                } else {
+                        break;
+                }
+        }
+        *last_q = q;
+        if (st->out.len > 0)
+                return 1;
+        return q < 0 && q != -ENOENT ? -1 : 0;
+}
+
+/* As produce_from_log, and when the command has ended in the store but its log says
+ * nothing more, the end as the store has it. */
+static int produce(struct process_stream *st, bool check_store)
+{
+        int q = 0;
+        int p = produce_from_log(st, &q);
+        if (p != 0 || (!check_store && q != -ENOENT))
+                return p;
+        struct command_record rec;
+        if (STORE(st->ctx, command_get, st->sandbox_id, st->command_id, &rec) < 0)
+                return -1;
+        int r = 0;
+        if (rec.state == COMMAND_EXITED || rec.state == COMMAND_LOST) {
+                /* The exit reaches the log before the store: look at the log once more, also
+                 * when it did not exist a moment ago (a command that wrote nothing yet). */
+                int again = produce_from_log(st, &q);
+                if (again != 0) {
+                        r = again;
+                } else {
+                        json_t *info = rec.state == COMMAND_EXITED
+                                               ? json_pack("{s:i, s:i}", "exit_code", rec.exit_code, "signal", rec.term_signal)
+                                               : json_pack("{s:n, s:b, s:s}", "exit_code", "lost", 1, "message", rec.reason);
+                        r = emit_end(st, info) < 0 ? -1 : 1;
+                        json_decref(info);
+                }
+        }
+        command_record_release(&rec);
+        return r;
+}
+
+/* A wait step: short, so that a stream notices shutdown, its deadline and a client that
+ * went away within a second; keepalives go out every keepalive_ms of silence. */
+static int wait_ms(const struct process_stream *st)
+{
+        int64_t now = monotonic_now_us();
+        int64_t left = st->keepalive_ms - (now - st->idle_since_us) / 1000;
+        if (st->deadline_us && (st->deadline_us - now) / 1000 < left)
+                left = (st->deadline_us - now) / 1000;
+        if (left > WAIT_STEP_MS)
+                left = WAIT_STEP_MS;
+        return left < 1 ? 1 : (int)left;
+}
+
+/* Whether the client closed its side: then nobody reads, and the thread can go. */
+static bool client_gone(const struct process_stream *st)
+{
+        if (st->client_fd < 0)
+                return false;
+        struct pollfd p = { .fd = st->client_fd, .events = POLLRDHUP };
+        return poll(&p, 1, 0) == 1 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR));
+}
+
+static ssize_t stream_read(void *cls, char *buf, size_t max)
+{
+        struct process_stream *st = cls;
+        for (;;) {
+                if (st->out_off < st->out.len) {
+                        size_t n = st->out.len - st->out_off;
+                        if (n > max)
+                                n = max;
+                        memcpy(buf, st->out.data + st->out_off, n);
+                        st->out_off += n;
+                        if (st->out_off == st->out.len)
+                                st->out_off = st->out.len = 0;
+                        st->idle_since_us = monotonic_now_us();
+                        return (ssize_t)n;
+                }
+                if (st->done)
+                        return 0;
+                if (atomic_load(&st->ctx->shutting_down)) {
+                        struct space_error err = { .code = SPACE_E_UNAVAILABLE };
+                        snprintf(err.message, sizeof(err.message), "spaced is stopping; the process goes on: connect again");
+                        st->done = true;
+                        if (e2b_connect_end_frame(&st->out, &err) < 0)
+                                return -1;
+                        continue;
+                }
+                if (st->deadline_us && monotonic_now_us() >= st->deadline_us) {
+                        struct space_error err = { .code = SPACE_E_TIMEOUT };
+                        snprintf(err.message, sizeof(err.message), "the call's timeout passed; the process goes on");
+                        st->done = true;
+                        if (e2b_connect_end_frame(&st->out, &err) < 0)
+                                return -1;
+                        continue;
+                }
+                int p = produce(st, false);
+                if (p < 0)
+                        return -1;
+                if (p > 0)
+                        continue;
+                if (client_gone(st))
+                        return -1; /* the process goes on; a Connect call can follow it again */
+                enum command_wait w = command_channels_wait(st->ctx->channels, st->command_id, st->after, false, wait_ms(st));
+                if (w == COMMAND_WAIT_TIMEOUT) {
+                        if (monotonic_now_us() - st->idle_since_us >= (int64_t)st->keepalive_ms * 1000)
+                                if (emit_event(st, json_pack("{s:{}}", "keepalive")) < 0)
+                                        return -1;
+                } else if (w == COMMAND_WAIT_NOT_LIVE) {
+                        p = produce(st, true);
+                        if (p < 0)
+                                return -1;
+                        if (p == 0) {
+                                struct timespec ts = { 0, NOT_LIVE_RETRY_MS * 1000000L };
+                                nanosleep(&ts, NULL);
+                        }
+                }
+        }
+}
+
+static void stream_free(void *cls)
+{
+        struct process_stream *st = cls;
+        command_log_reader_close(st->reader);
+        e2b_buf_release(&st->out);
+        free(st);
+}
+
+int e2b_process_stream_begin(struct e2b_call *call, const char *command_id, int32_t pid, int64_t deadline_ms,
+                             int keepalive_ms, struct api_response *resp, struct space_error *err)
+{
+        struct process_stream *st = calloc(1, sizeof(*st));
+        if (!st)
+                return space_error_set(err, SPACE_E_INTERNAL, "out of memory");
+        st->ctx = call->req.ctx;
+        snprintf(st->sandbox_id, sizeof(st->sandbox_id), "%s", call->sandbox_id);
+        snprintf(st->command_id, sizeof(st->command_id), "%s", command_id);
+        command_channels_log_dir(st->ctx, st->sandbox_id, st->command_id, st->log_dir, sizeof(st->log_dir));
+        st->keepalive_ms = keepalive_ms > 0 ? keepalive_ms : 30000;
+        st->deadline_us = deadline_ms > 0 ? monotonic_now_us() + deadline_ms * 1000 : 0;
+        st->idle_since_us = monotonic_now_us();
+        const union MHD_ConnectionInfo *info = MHD_get_connection_info(call->req.conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+        st->client_fd = info ? info->connect_fd : -1;
+        if (emit_event(st, json_pack("{s:{s:i}}", "start", "pid", pid)) < 0) {
+                stream_free(st);
+                return space_error_set(err, SPACE_E_INTERNAL, "out of memory");
+        }
+        resp->status = 200;
+        resp->content_type = E2B_CONNECT_STREAM_TYPE;
+        resp->stream = (struct api_stream){ .read = stream_read, .free = stream_free, .cls = st };
+        return 0;
+}

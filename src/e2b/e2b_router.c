@@ -1,0 +1,274 @@
+/* e2b_router: which handler serves an E2B request, and who may call it. */
+#include "e2b/e2b_router.h"
+
+#include <microhttpd.h>
+#include <openssl/crypto.h>
+#include <openssl/evp.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "api/api_json.h"
+#include "e2b/e2b_connect.h"
+#include "e2b/e2b_routes.h"
+#include "spaced/log.h"
+#include "spaced/spaced_context.h"
+#include "spaced/wallclock.h"
+
+enum route_half { CONTROL, ENVD, ENVD_OPEN }; /* ENVD_OPEN: envd without a token (/health) */
+
+static const struct route {
+        const char *method;
+        const char *pattern[5];
+        e2b_handler handler;
+        enum route_half half;
+} routes[] = {
+        { "POST", { "sandboxes" }, e2b_sandbox_create, CONTROL },
+        { "POST", { "v2", "sandboxes" }, e2b_sandbox_create, CONTROL },
+        { "GET", { "sandboxes" }, e2b_sandbox_list_v1, CONTROL },
+        { "GET", { "v2", "sandboxes" }, e2b_sandbox_list, CONTROL },
+        { "GET", { "sandboxes", "*" }, e2b_sandbox_get, CONTROL },
+        { "DELETE", { "sandboxes", "*" }, e2b_sandbox_kill, CONTROL },
+        { "POST", { "sandboxes", "*", "timeout" }, e2b_sandbox_timeout, CONTROL },
+        { "POST", { "sandboxes", "*", "pause" }, e2b_sandbox_pause, CONTROL },
+        { "POST", { "sandboxes", "*", "connect" }, e2b_sandbox_connect, CONTROL },
+        { "POST", { "v2", "sandboxes", "*", "connect" }, e2b_sandbox_connect, CONTROL },
+        { "POST", { "sandboxes", "*", "resume" }, e2b_sandbox_resume, CONTROL },
+        { "POST", { "sandboxes", "*", "snapshots" }, e2b_snapshot_create, CONTROL },
+        { "GET", { "snapshots" }, e2b_snapshot_list, CONTROL },
+        { "DELETE", { "templates", "*" }, e2b_snapshot_delete, CONTROL },
+        { "POST", { "sandboxes", "*", "fork" }, e2b_sandbox_fork, CONTROL },
+        { "GET", { "sandboxes", "*", "metrics" }, e2b_sandbox_metrics, CONTROL },
+        { "GET", { "health" }, e2b_envd_health, ENVD_OPEN },
+        { "POST", { "process.Process", "Start" }, e2b_process_start, ENVD },
+        { "POST", { "process.Process", "Connect" }, e2b_process_connect, ENVD },
+        { "POST", { "process.Process", "List" }, e2b_process_list, ENVD },
+        { "POST", { "process.Process", "SendInput" }, e2b_process_send_input, ENVD },
+        { "POST", { "process.Process", "SendSignal" }, e2b_process_send_signal, ENVD },
+        { "POST", { "process.Process", "CloseStdin" }, e2b_process_close_stdin, ENVD },
+        { "POST", { "process.Process", "Update" }, e2b_process_update, ENVD },
+        { "POST", { "filesystem.Filesystem", "Stat" }, e2b_fs_stat, ENVD },
+        { "POST", { "filesystem.Filesystem", "ListDir" }, e2b_fs_list_dir, ENVD },
+        { "POST", { "filesystem.Filesystem", "MakeDir" }, e2b_fs_make_dir, ENVD },
+        { "POST", { "filesystem.Filesystem", "Move" }, e2b_fs_move, ENVD },
+        { "POST", { "filesystem.Filesystem", "Remove" }, e2b_fs_remove, ENVD },
+        { "POST", { "filesystem.Filesystem", "WatchDir" }, e2b_fs_watch_dir, ENVD },
+        { "GET", { "files" }, e2b_files_download, ENVD },
+        { "POST", { "files" }, e2b_files_upload, ENVD },
+};
+
+const char *e2b_call_header(const struct e2b_call *call, const char *name)
+{
+        return MHD_lookup_connection_value(call->req.conn, MHD_HEADER_KIND, name);
+}
+
+void e2b_reply_error(struct api_response *resp, unsigned status, const char *fmt, ...)
+{
+        char msg[512];
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(msg, sizeof(msg), fmt, ap);
+        va_end(ap);
+        resp->status = status;
+        resp->body = json_pack("{s:i, s:s}", "code", (int)status, "message", msg);
+}
+
+void e2b_reply_space_error(struct api_response *resp, const struct space_error *err)
+{
+        e2b_reply_error(resp, api_error_http_status(err->code), "%s", err->message);
+}
+
+void e2b_reply_empty(struct api_response *resp)
+{
+        resp->status = 204;
+        resp->body = NULL;
+}
+
+/* Whether the path belongs to envd: /health, /files, or a Connect method (/pkg.Service/Method). */
+static bool envd_path(const struct api_request *req)
+{
+        if (req->nsegments < 1)
+                return false;
+        const char *first = req->segments[0];
+        return strcmp(first, "health") == 0 || strcmp(first, "files") == 0 || strchr(first, '.') != NULL;
+}
+
+static bool matches(const struct route *rt, const struct api_request *req, const char **ret_id)
+{
+        int n = 0;
+        while (n < 5 && rt->pattern[n])
+                n++;
+        if (n != req->nsegments)
+                return false;
+        for (int i = 0; i < n; i++) {
+                if (strcmp(rt->pattern[i], "*") == 0)
+                        *ret_id = req->segments[i];
+                else if (strcmp(rt->pattern[i], req->segments[i]) != 0)
+                        return false;
+        }
+        return true;
+}
+
+/* "Basic base64(user:)" -> user; absent: envd's default user. */
+static void envd_user(struct e2b_call *call)
+{
+        snprintf(call->user, sizeof(call->user), "user");
+        const char *auth = e2b_call_header(call, MHD_HTTP_HEADER_AUTHORIZATION);
+        if (!auth || strncasecmp(auth, "Basic ", 6) != 0)
+                return;
+        const char *b64 = auth + 6;
+        size_t n = strlen(b64);
+        unsigned char out[160];
+        if (n == 0 || n % 4 != 0 || n / 4 * 3 >= sizeof(out))
+                return;
+        int got = EVP_DecodeBlock(out, (const unsigned char *)b64, (int)n);
+        if (got <= 0)
+                return;
+        out[got] = '\0';
+        char *colon = strchr((char *)out, ':');
+        if (colon)
+                *colon = '\0';
+        if (out[0] && strlen((char *)out) < sizeof(call->user))
+                snprintf(call->user, sizeof(call->user), "%s", (char *)out);
+}
+
+/* A signed /files URL (?signature=v1_…[&signature_expiration=]) stands in for the access
+ * token. It may carry no header at all (a browser, curl): then the sandbox is the running
+ * one whose token makes that signature. */
+static int signed_url(struct e2b_call *call, const char *id, struct space_error *err)
+{
+        const char *sig = api_request_query(&call->req, "signature");
+        const char *expiration = api_request_query(&call->req, "signature_expiration");
+        const char *path = api_request_query(&call->req, "path");
+        const char *user = api_request_query(&call->req, "username");
+        const char *op = strcmp(call->req.method, "GET") == 0 ? "read" : "write";
+        if (expiration && *expiration) {
+                char *end;
+                long long at = strtoll(expiration, &end, 10);
+                if (*end || at < wallclock_now_ms() / 1000)
+                        return space_error_set(err, SPACE_E_UNAUTHORIZED, "the signed URL has expired");
+        }
+        struct sandbox *all = NULL;
+        size_t n = 0;
+        if (id && *id) {
+                all = calloc(1, sizeof(*all));
+                if (!all)
+                        return space_error_set(err, SPACE_E_INTERNAL, "out of memory");
+                snprintf(all[0].id, sizeof(all[0].id), "%s", id);
+                all[0].state = SANDBOX_RUNNING;
+                n = 1;
+        } else if (STORE(call->front->ctx, sandbox_list, SANDBOX_RUNNING, &all, &n) < 0) {
+                return space_error_set(err, SPACE_E_INTERNAL, "list sandboxes");
+        }
+        bool found = false;
+        for (size_t i = 0; i < n && !found; i++) {
+                char token[E2B_ENVD_TOKEN_SIZE], want[64];
+                if (e2b_keys_envd_token(call->front->token_secret, all[i].id, token, sizeof(token)) == 0 &&
+                    e2b_keys_file_signature(path ? path : "", op, user ? user : "", token, expiration, want, sizeof(want)) == 0 &&
+                    strlen(want) == strlen(sig) && CRYPTO_memcmp(want, sig, strlen(want)) == 0) {
+                        snprintf(call->sandbox_id, sizeof(call->sandbox_id), "%s", all[i].id);
+                        found = true;
+                }
+                explicit_bzero(token, sizeof(token));
+        }
+        if (id && *id)
+                free(all);
+        else
+                sandbox_array_free(all, n);
+        return found ? 0 : space_error_set(err, SPACE_E_UNAUTHORIZED, "the signature does not match");
+}
+
+/* Names and authenticates the sandbox of an envd call. */
+static int envd_authenticate(struct e2b_call *call, bool need_token, struct space_error *err)
+{
+        const char *id = e2b_call_header(call, "E2b-Sandbox-Id");
+        const char *token = e2b_call_header(call, "X-Access-Token");
+        char from_token[32] = "";
+        if (!token && strcmp(call->req.segments[0], "files") == 0 && api_request_query(&call->req, "signature")) {
+                if (id && (!api_json_name_ok(id) || strlen(id) >= sizeof(call->sandbox_id)))
+                        return space_error_set(err, SPACE_E_NOT_FOUND, "sandbox %.64s not found", id);
+                if (signed_url(call, id, err) < 0)
+                        return -1;
+                envd_user(call);
+                return 0;
+        }
+        if (token && e2b_keys_envd_token_sandbox(token, from_token, sizeof(from_token)) < 0)
+                return space_error_set(err, SPACE_E_UNAUTHORIZED, "invalid access token");
+        if (!id || !*id)
+                id = from_token;
+        if (!*id)
+                return space_error_set(err, SPACE_E_NOT_FOUND, "no sandbox named: send E2b-Sandbox-Id or X-Access-Token");
+        if (!api_json_name_ok(id) || strlen(id) >= sizeof(call->sandbox_id))
+                return space_error_set(err, SPACE_E_NOT_FOUND, "sandbox %.64s not found", id);
+        snprintf(call->sandbox_id, sizeof(call->sandbox_id), "%s", id);
+        if (token && !e2b_keys_envd_token_ok(call->front->token_secret, call->sandbox_id, token))
+                return space_error_set(err, SPACE_E_UNAUTHORIZED, "invalid access token for sandbox %s", call->sandbox_id);
+        if (need_token && !token)
+                return space_error_set(err, SPACE_E_UNAUTHORIZED, "missing X-Access-Token");
+        envd_user(call);
+        return 0;
+}
+
+static int split_path(struct api_request *req, char *copy)
+{
+        req->nsegments = 0;
+        for (char *save = NULL, *seg = strtok_r(copy, "/", &save); seg; seg = strtok_r(NULL, "/", &save)) {
+                if (req->nsegments == (int)(sizeof(req->segments) / sizeof(req->segments[0])))
+                        return -1;
+                req->segments[req->nsegments++] = seg;
+        }
+        return 0;
+}
+
+void e2b_router_handle(struct e2b_front *front, struct MHD_Connection *conn, const char *method, const char *url,
+                       const char *body, size_t body_len, struct api_response *resp)
+{
+        struct space_error err = { 0 };
+        struct e2b_call call = { .front = front };
+        char path_copy[1024];
+        call.req = (struct api_request){ .ctx = front->ctx, .conn = conn, .method = method, .path = url, .body = body,
+                                         .body_len = body_len };
+        call.req.content_type = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_TYPE);
+        if (strlen(url) >= sizeof(path_copy) || (snprintf(path_copy, sizeof(path_copy), "%s", url), split_path(&call.req, path_copy) < 0))
+                return e2b_reply_error(resp, 404, "no route for %s", method);
+        bool envd = envd_path(&call.req);
+        const struct route *found = NULL;
+        const char *id = NULL;
+        bool path_known = false;
+        for (size_t i = 0; i < sizeof(routes) / sizeof(routes[0]) && !found; i++) {
+                if (!matches(&routes[i], &call.req, &id))
+                        continue;
+                path_known = true;
+                if (strcmp(routes[i].method, method) == 0)
+                        found = &routes[i];
+        }
+        if (!found) {
+                space_error_set(&err, path_known ? SPACE_E_METHOD_NOT_ALLOWED : SPACE_E_NOT_FOUND, "%s %s is not %s", method,
+                                url, path_known ? "allowed" : "supported by space's E2B front door");
+                if (envd)
+                        return e2b_connect_reply_error(resp, &err);
+                return e2b_reply_space_error(resp, &err);
+        }
+        if (found->half == CONTROL) {
+                if (e2b_keys_authenticate(front->ctx, e2b_call_header(&call, "X-API-KEY"), call.req.key_id,
+                                          sizeof(call.req.key_id), &err) < 0)
+                        return e2b_reply_space_error(resp, &err);
+                if (id) {
+                        if (!api_json_name_ok(id) || strlen(id) >= sizeof(call.sandbox_id))
+                                return e2b_reply_error(resp, 404, "sandbox %.64s not found", id);
+                        snprintf(call.sandbox_id, sizeof(call.sandbox_id), "%s", id);
+                }
+        } else if (envd_authenticate(&call, found->half == ENVD, &err) < 0) {
+                if (found->half == ENVD_OPEN)
+                        return e2b_reply_space_error(resp, &err);
+                return e2b_connect_reply_error(resp, &err);
+        }
+        if (atomic_load(&front->ctx->shutting_down) && strcmp(method, "GET") != 0) {
+                space_error_set(&err, SPACE_E_UNAVAILABLE, "spaced is shutting down");
+                return envd ? e2b_connect_reply_error(resp, &err) : e2b_reply_space_error(resp, &err);
+        }
+        found->handler(&call, resp);
+        if (!resp->status)
+                e2b_reply_error(resp, 500, "handler gave no answer");
+}

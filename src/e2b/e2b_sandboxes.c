@@ -1,0 +1,524 @@
+/* e2b_sandboxes: E2B's control API on space's sandbox lifecycle. Calls that change state
+ * submit the usual operation and wait for it, as E2B answers only when it is done. */
+#include <errno.h>
+#include <inttypes.h>
+#include <microhttpd.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "api/api_json.h"
+#include "api/api_render.h"
+#include "e2b/e2b_keys.h"
+#include "e2b/e2b_router.h"
+#include "e2b/e2b_routes.h"
+#include "e2b/e2b_version.h"
+#include "operations/operation_queue.h"
+#include "operations/sandbox_lifecycle.h"
+#include "spaced/spaced_context.h"
+#include "spaced/wallclock.h"
+#include "templates/template_ref.h"
+
+#define OP_WAIT_MS 120000
+#define DEFAULT_TIMEOUT_S 300
+#define MAX_TIMEOUT_S (30LL * 24 * 3600)
+#define LIST_LIMIT_DEFAULT 100
+#define LIST_LIMIT_MAX 1000
+
+/* --e2b-templates "id=name|name,...": the space template an E2B template id stands for,
+ * the first of its names that is ready (the first when none is, so that the error names it).
+ * An id not in the map is taken as a space template name, a snapshot id (snap-…) or a
+ * snapshot name. */
+static void template_for(struct spaced_context *ctx, const char *e2b_id, char *buf, size_t size)
+{
+        size_t n = strlen(e2b_id);
+        snprintf(buf, size, "%s", e2b_id);
+        for (const char *p = ctx->cfg.e2b_templates; *p;) {
+                size_t len = strcspn(p, ",");
+                const char *eq = memchr(p, '=', len);
+                if (eq && (size_t)(eq - p) == n && strncmp(p, e2b_id, n) == 0) {
+                        const char *alt = eq + 1, *end = p + len;
+                        snprintf(buf, size, "%.*s", (int)strcspn(alt, "|,"), alt);
+                        while (alt < end) {
+                                size_t alen = strcspn(alt, "|,");
+                                char name[64];
+                                struct template_record t;
+                                snprintf(name, sizeof(name), "%.*s", (int)alen, alt);
+                                if (template_ref_resolve(ctx, name, &t) == 0) {
+                                        bool ready = strcmp(t.state, "ready") == 0;
+                                        template_record_release(&t);
+                                        if (ready) {
+                                                snprintf(buf, size, "%s", name);
+                                                return;
+                                        }
+                                }
+                                alt += alen + (alt[alen] == '|');
+                        }
+                        return;
+                }
+                p += len + (p[len] == ',');
+        }
+}
+
+/* The E2B id a space template is known by (the first mapping that names it), else its own
+ * name. */
+static void e2b_template_of(const struct spaced_context *ctx, const char *space_name, char *buf, size_t size)
+{
+        size_t n = strlen(space_name);
+        snprintf(buf, size, "%s", space_name);
+        for (const char *p = ctx->cfg.e2b_templates; *p;) {
+                size_t len = strcspn(p, ",");
+                const char *eq = memchr(p, '=', len);
+                for (const char *alt = eq ? eq + 1 : p + len; alt < p + len;) {
+                        size_t alen = strcspn(alt, "|,");
+                        if (alen == n && strncmp(alt, space_name, n) == 0) {
+                                snprintf(buf, size, "%.*s", (int)(eq - p), p);
+                                return;
+                        }
+                        alt += alen + (alt[alen] == '|');
+                }
+                p += len + (p[len] == ',');
+        }
+}
+
+/* E2B knows two states; the transient ones show as what they lead to. */
+static const char *e2b_state(enum sandbox_state s)
+{
+        switch (s) {
+        case SANDBOX_PAUSED:
+        case SANDBOX_STOPPING:
+        case SANDBOX_STOPPED: return "paused";
+        default: return "running";
+        }
+}
+
+static bool listed(enum sandbox_state s)
+{
+        return s != SANDBOX_DESTROYING && s != SANDBOX_DESTROYED && s != SANDBOX_FAILED;
+}
+
+static json_t *time_or_now(int64_t ms)
+{
+        return api_render_time(ms > 0 ? ms : wallclock_now_ms());
+}
+
+/* The answer of create and connect. */
+json_t *e2b_render_created(struct e2b_call *call, const struct sandbox *sb)
+{
+        char tmpl[64], token[E2B_ENVD_TOKEN_SIZE] = "";
+        e2b_template_of(call->req.ctx, sb->template_name, tmpl, sizeof(tmpl));
+        e2b_keys_envd_token(call->front->token_secret, sb->id, token, sizeof(token));
+        json_t *j = json_pack("{s:s, s:s, s:s, s:s, s:s, s:n, s:n}", "sandboxID", sb->id, "templateID", tmpl, "clientID", "space",
+                              "envdVersion", E2B_ENVD_VERSION, "envdAccessToken", token, "alias", "domain");
+        explicit_bzero(token, sizeof(token));
+        return j;
+}
+
+static json_t *render_listed(struct e2b_call *call, const struct sandbox *sb)
+{
+        char tmpl[64];
+        e2b_template_of(call->req.ctx, sb->template_name, tmpl, sizeof(tmpl));
+        int64_t end = sb->expires_at_ms > 0 ? sb->expires_at_ms : sb->created_at_ms + sb->timeout_s * 1000;
+        json_t *j = json_pack("{s:s, s:s, s:s, s:O, s:s, s:o, s:o, s:s, s:i, s:I, s:i, s:s}", "sandboxID", sb->id, "templateID",
+                              tmpl, "clientID", "space", "metadata", sb->metadata, "envdVersion", E2B_ENVD_VERSION, "startedAt",
+                              time_or_now(sb->created_at_ms), "endAt", time_or_now(end), "state", e2b_state(sb->state),
+                              "cpuCount", sb->resources.cpus < 1 ? 1 : (int)(sb->resources.cpus + 0.5), "memoryMB",
+                              (json_int_t)sb->resources.memory_mb, "diskSizeMB", 0, "alias", tmpl);
+        return j;
+}
+
+static json_t *render_info(struct e2b_call *call, const struct sandbox *sb)
+{
+        json_t *j = render_listed(call, sb);
+        json_object_set_new(j, "allowInternetAccess", json_false());
+        json_object_set_new(j, "domain", json_null());
+        json_object_set_new(j, "lifecycle", json_pack("{s:s, s:b}", "onTimeout", strcmp(sb->on_timeout, "pause") == 0 ? "pause" : "kill",
+                                                      "autoResume", 0));
+        return j;
+}
+
+/* Loads the sandbox of the path; 404 (E2B style) for unknown and destroyed ones. */
+static int load(struct e2b_call *call, struct sandbox *sb, struct api_response *resp)
+{
+        int r = STORE(call->req.ctx, sandbox_get, call->sandbox_id, sb);
+        if (r == 0 && listed(sb->state))
+                return 0;
+        if (r == 0)
+                sandbox_release(sb);
+        if (r < 0 && r != -ENOENT)
+                e2b_reply_error(resp, 500, "load sandbox %s: %s", call->sandbox_id, strerror(-r));
+        else
+                e2b_reply_error(resp, 404, "sandbox %s not found", call->sandbox_id);
+        return -1;
+}
+
+int e2b_wait_operation(struct spaced_context *ctx, const struct operation *op, struct space_error *err)
+{
+        struct operation latest;
+        int r = operation_queue_wait(ctx->queue, op->id, OP_WAIT_MS, &latest);
+        if (r == -ETIMEDOUT)
+                return space_error_set(err, SPACE_E_TIMEOUT, "%s of %s is still running after %d s", op->kind, op->target,
+                                       OP_WAIT_MS / 1000);
+        if (r < 0)
+                return space_error_errno(err, r, "wait for %s", op->id);
+        if (latest.state == OPERATION_FAILED)
+                return space_error_set(err, space_error_code_from_name(latest.error_code), "%s", latest.error_message);
+        return 0;
+}
+
+static int submit_and_wait(struct spaced_context *ctx, const char *id, enum sandbox_action action, struct space_error *err)
+{
+        struct operation op;
+        if (sandbox_lifecycle_submit(ctx, id, action, &op, err) < 0)
+                return -1;
+        return e2b_wait_operation(ctx, &op, err);
+}
+
+int e2b_body_object(struct e2b_call *call, json_t **ret, struct api_response *resp)
+{
+        struct space_error err = { 0 };
+        json_t *j = NULL;
+        if (call->req.body_len == 0) {
+                *ret = json_object();
+                return 0;
+        }
+        json_error_t jerr;
+        j = json_loadb(call->req.body, call->req.body_len, 0, &jerr);
+        if (!j || !json_is_object(j)) {
+                json_decref(j);
+                space_error_set(&err, SPACE_E_INVALID_JSON, "body must be a JSON object");
+                e2b_reply_space_error(resp, &err);
+                return -1;
+        }
+        *ret = j;
+        return 0;
+}
+
+int e2b_timeout_field(const json_t *body, long long *ret, struct space_error *err)
+{
+        json_t *v = json_object_get(body, "timeout");
+        if (!v || json_is_null(v))
+                return 0;
+        return api_json_int(body, "timeout", 0, MAX_TIMEOUT_S, ret, err);
+}
+
+void e2b_sandbox_create(struct e2b_call *call, struct api_response *resp)
+{
+        struct spaced_context *ctx = call->req.ctx;
+        struct space_error err = { 0 };
+        json_t *body = NULL, *env = NULL, *metadata = NULL;
+        const char *template_id = "base";
+        long long timeout_s = DEFAULT_TIMEOUT_S;
+        bool auto_pause = false;
+        struct sandbox sb = { 0 };
+        struct operation op;
+        char space_template[160];
+        if (e2b_body_object(call, &body, resp) < 0)
+                return;
+        if (api_json_string(body, "templateID", 128, &template_id, &err) < 0 || e2b_timeout_field(body, &timeout_s, &err) < 0 ||
+            api_json_bool(body, "autoPause", &auto_pause, &err) < 0 ||
+            api_json_string_map(body, "envVars", api_json_env_name_ok, 256, 32768, &env, &err) < 0 ||
+            api_json_string_map(body, "metadata", api_json_metadata_key_ok, 64, 256, &metadata, &err) < 0)
+                goto fail;
+        if (json_array_size(json_object_get(body, "volumeMounts")) > 0) {
+                space_error_set(&err, SPACE_E_INVALID_REQUEST, "volume mounts are not supported by space");
+                goto fail;
+        }
+        template_for(ctx, template_id, space_template, sizeof(space_template));
+        if (!template_ref_ok(space_template)) {
+                space_error_set(&err, SPACE_E_NOT_FOUND, "template %.64s not found", template_id);
+                goto fail;
+        }
+        struct template_record t;
+        char by_name[32];
+        const char *pin = strchr(space_template, '@');
+        if (strncmp(space_template, "snap-", 5) == 0) {
+                snprintf(sb.parent_snapshot_id, sizeof(sb.parent_snapshot_id), "%s", space_template);
+        } else if (template_ref_resolve(ctx, space_template, &t) == 0) {
+                /* name@sha256:… pins that version (checked again at create), as space's API does */
+                snprintf(sb.template_name, sizeof(sb.template_name), "%s", pin ? t.name : space_template);
+                if (pin)
+                        sb.environment = json_pack("{s:s}", "pinned_digest", pin + 1);
+                template_record_release(&t);
+        } else if (e2b_snapshot_by_name(ctx, space_template, by_name, sizeof(by_name)) == 0) {
+                snprintf(sb.parent_snapshot_id, sizeof(sb.parent_snapshot_id), "%s", by_name);
+        } else
+                snprintf(sb.template_name, sizeof(sb.template_name), "%s", space_template);
+        snprintf(sb.on_timeout, sizeof(sb.on_timeout), "%s", auto_pause ? "pause" : "destroy");
+        sb.timeout_s = timeout_s;
+        sb.resources = (struct sandbox_resources){ .cpus = 1, .memory_mb = 512, .pids = 256 };
+        sb.env = env ? json_deep_copy(env) : json_object();
+        sb.metadata = metadata ? json_deep_copy(metadata) : json_object();
+        if (!sb.environment)
+                sb.environment = json_object();
+        if (sandbox_lifecycle_create(ctx, &sb, &op, &err) < 0 || e2b_wait_operation(ctx, &op, &err) < 0)
+                goto fail;
+        api_response_json(resp, 201, e2b_render_created(call, &sb));
+        goto out;
+fail:
+        e2b_reply_space_error(resp, &err);
+out:
+        sandbox_release(&sb);
+        json_decref(body);
+}
+
+void e2b_sandbox_get(struct e2b_call *call, struct api_response *resp)
+{
+        struct sandbox sb;
+        if (load(call, &sb, resp) < 0)
+                return;
+        api_response_json(resp, 200, render_info(call, &sb));
+        sandbox_release(&sb);
+}
+
+/* A query value split as the SDK encodes metadata: "k=v&k2=v2", each part percent-encoded
+ * (after the query string's own decoding). */
+static void unescape(char *s)
+{
+        for (char *p = s; *p; p++)
+                if (*p == '+')
+                        *p = ' ';
+        MHD_http_unescape(s);
+}
+
+static bool metadata_matches(const char *filter, const json_t *metadata)
+{
+        if (!filter || !*filter)
+                return true;
+        char *copy = strdup(filter);
+        bool ok = copy != NULL;
+        for (char *save = NULL, *pair = copy ? strtok_r(copy, "&", &save) : NULL; ok && pair; pair = strtok_r(NULL, "&", &save)) {
+                char *eq = strchr(pair, '=');
+                const char *value = "";
+                if (eq) {
+                        *eq = '\0';
+                        value = eq + 1;
+                }
+                unescape(pair);
+                unescape((char *)value);
+                const char *have = json_string_value(json_object_get(metadata, pair));
+                ok = have && strcmp(have, value) == 0;
+        }
+        free(copy);
+        return ok;
+}
+
+/* ?state=running,paused */
+static bool state_matches(const char *filter, enum sandbox_state s)
+{
+        if (!filter || !*filter)
+                return true;
+        const char *want = e2b_state(s);
+        size_t n = strlen(want);
+        for (const char *p = filter; *p;) {
+                const char *end = strchr(p, ',');
+                size_t len = end ? (size_t)(end - p) : strlen(p);
+                if (len == n && strncmp(p, want, n) == 0)
+                        return true;
+                p += len + (end ? 1 : 0);
+        }
+        return false;
+}
+
+static int by_created(const void *a, const void *b)
+{
+        const struct sandbox *x = a, *y = b;
+        if (x->created_at_ms != y->created_at_ms)
+                return x->created_at_ms < y->created_at_ms ? -1 : 1;
+        return strcmp(x->id, y->id);
+}
+
+/* Page tokens are "<created ms>_<sandbox id>" of the last sandbox of the previous page. */
+static bool after_token(const struct sandbox *sb, long long token_ms, const char *token_id)
+{
+        if (sb->created_at_ms != token_ms)
+                return sb->created_at_ms > token_ms;
+        return strcmp(sb->id, token_id) > 0;
+}
+
+static void list(struct e2b_call *call, struct api_response *resp, bool paged)
+{
+        struct spaced_context *ctx = call->req.ctx;
+        struct space_error err = { 0 };
+        const char *metadata = api_request_query(&call->req, "metadata");
+        const char *state = api_request_query(&call->req, "state");
+        const char *token = api_request_query(&call->req, "nextToken");
+        long long limit = LIST_LIMIT_DEFAULT, token_ms = -1;
+        char token_id[32] = "";
+        if (api_request_query_int(&call->req, "limit", 1, LIST_LIMIT_MAX, &limit, &err) < 0)
+                return e2b_reply_space_error(resp, &err);
+        if (token && *token) {
+                char *end;
+                token_ms = strtoll(token, &end, 10);
+                if (*end != '_' || strlen(end + 1) >= sizeof(token_id))
+                        return e2b_reply_error(resp, 400, "nextToken is not one this server gave");
+                snprintf(token_id, sizeof(token_id), "%s", end + 1);
+        }
+        if (!paged && !state)
+                state = "running";
+        struct sandbox *all = NULL;
+        size_t n = 0;
+        int r = STORE(ctx, sandbox_list, -1, &all, &n);
+        if (r < 0)
+                return e2b_reply_error(resp, 500, "list sandboxes: %s", strerror(-r));
+        qsort(all, n, sizeof(*all), by_created);
+        json_t *arr = json_array();
+        const struct sandbox *last = NULL;
+        bool more = false;
+        for (size_t i = 0; i < n; i++) {
+                const struct sandbox *sb = &all[i];
+                if (!listed(sb->state) || !state_matches(state, sb->state) || !metadata_matches(metadata, sb->metadata) ||
+                    (token_ms >= 0 && !after_token(sb, token_ms, token_id)))
+                        continue;
+                if (paged && (long long)json_array_size(arr) == limit) {
+                        more = true;
+                        break;
+                }
+                json_array_append_new(arr, render_listed(call, sb));
+                last = sb;
+        }
+        if (more && last) {
+                char next[64];
+                snprintf(next, sizeof(next), "%" PRId64 "_%s", last->created_at_ms, last->id);
+                resp->headers = json_pack("{s:s}", "X-Next-Token", next);
+        }
+        sandbox_array_free(all, n);
+        api_response_json(resp, 200, arr);
+}
+
+void e2b_sandbox_list(struct e2b_call *call, struct api_response *resp)
+{
+        list(call, resp, true);
+}
+
+void e2b_sandbox_list_v1(struct e2b_call *call, struct api_response *resp)
+{
+        list(call, resp, false);
+}
+
+void e2b_sandbox_kill(struct e2b_call *call, struct api_response *resp)
+{
+        struct space_error err = { 0 };
+        struct sandbox sb;
+        if (load(call, &sb, resp) < 0)
+                return;
+        sandbox_release(&sb);
+        if (submit_and_wait(call->req.ctx, call->sandbox_id, SANDBOX_ACTION_DESTROY, &err) < 0)
+                return e2b_reply_space_error(resp, &err);
+        e2b_reply_empty(resp);
+}
+
+int e2b_set_timeout(struct spaced_context *ctx, struct sandbox *sb, long long timeout_s, bool only_extend)
+{
+        int64_t now = wallclock_now_ms();
+        if (only_extend && sb->state == SANDBOX_RUNNING && sb->expires_at_ms > now + timeout_s * 1000)
+                return 0;
+        sb->timeout_s = timeout_s;
+        int r = STORE(ctx, sandbox_set_settings, sb);
+        if (r == 0 && sb->state == SANDBOX_RUNNING)
+                sandbox_step_arm_expiry(ctx, sb);
+        return r;
+}
+
+void e2b_sandbox_timeout(struct e2b_call *call, struct api_response *resp)
+{
+        struct space_error err = { 0 };
+        json_t *body = NULL;
+        long long timeout_s = -1;
+        struct sandbox sb;
+        if (e2b_body_object(call, &body, resp) < 0)
+                return;
+        int r = e2b_timeout_field(body, &timeout_s, &err);
+        json_decref(body);
+        if (r < 0)
+                return e2b_reply_space_error(resp, &err);
+        if (timeout_s < 0)
+                return e2b_reply_error(resp, 400, "give timeout (seconds)");
+        if (load(call, &sb, resp) < 0)
+                return;
+        r = e2b_set_timeout(call->req.ctx, &sb, timeout_s, false);
+        sandbox_release(&sb);
+        if (r < 0)
+                return e2b_reply_error(resp, 500, "store timeout: %s", strerror(-r));
+        e2b_reply_empty(resp);
+}
+
+void e2b_sandbox_pause(struct e2b_call *call, struct api_response *resp)
+{
+        struct space_error err = { 0 };
+        struct sandbox sb;
+        if (load(call, &sb, resp) < 0)
+                return;
+        enum sandbox_state state = sb.state;
+        sandbox_release(&sb);
+        if (state == SANDBOX_PAUSED || state == SANDBOX_STOPPED)
+                return e2b_reply_error(resp, 409, "sandbox %s is already paused", call->sandbox_id);
+        if (submit_and_wait(call->req.ctx, call->sandbox_id, SANDBOX_ACTION_PAUSE, &err) < 0)
+                return e2b_reply_space_error(resp, &err);
+        /* An E2B paused sandbox waits for its connect: it does not time out meanwhile. */
+        STORE(call->req.ctx, sandbox_set_expiry, call->sandbox_id, 0);
+        e2b_reply_empty(resp);
+}
+
+/* Brings a paused (or stopped) sandbox back; *ret_resumed says whether it had to. */
+static int wake(struct spaced_context *ctx, const struct sandbox *sb, bool *ret_resumed, struct space_error *err)
+{
+        *ret_resumed = false;
+        if (sb->state == SANDBOX_RUNNING)
+                return 0;
+        enum sandbox_action action;
+        if (sb->state == SANDBOX_PAUSED)
+                action = SANDBOX_ACTION_RESUME;
+        else if (sb->state == SANDBOX_STOPPED)
+                action = SANDBOX_ACTION_START;
+        else
+                return space_error_set(err, SPACE_E_INVALID_STATE, "sandbox %s is %s; try again shortly", sb->id,
+                                       sandbox_state_name(sb->state));
+        if (submit_and_wait(ctx, sb->id, action, err) < 0)
+                return -1;
+        *ret_resumed = true;
+        return 0;
+}
+
+static void resume_or_connect(struct e2b_call *call, struct api_response *resp, bool is_connect)
+{
+        struct spaced_context *ctx = call->req.ctx;
+        struct space_error err = { 0 };
+        json_t *body = NULL;
+        long long timeout_s = -1;
+        struct sandbox sb;
+        bool resumed = false;
+        if (e2b_body_object(call, &body, resp) < 0)
+                return;
+        int r = e2b_timeout_field(body, &timeout_s, &err);
+        json_decref(body);
+        if (r < 0)
+                return e2b_reply_space_error(resp, &err);
+        if (load(call, &sb, resp) < 0)
+                return;
+        if (!is_connect && sb.state == SANDBOX_RUNNING) {
+                sandbox_release(&sb);
+                return e2b_reply_error(resp, 409, "sandbox %s is already running", call->sandbox_id);
+        }
+        if (wake(ctx, &sb, &resumed, &err) < 0) {
+                sandbox_release(&sb);
+                return e2b_reply_space_error(resp, &err);
+        }
+        sandbox_release(&sb);
+        if (STORE(ctx, sandbox_get, call->sandbox_id, &sb) < 0)
+                return e2b_reply_error(resp, 404, "sandbox %s not found", call->sandbox_id);
+        if (timeout_s >= 0)
+                e2b_set_timeout(ctx, &sb, timeout_s, is_connect);
+        api_response_json(resp, resumed ? 201 : 200, e2b_render_created(call, &sb));
+        sandbox_release(&sb);
+}
+
+void e2b_sandbox_connect(struct e2b_call *call, struct api_response *resp)
+{
+        resume_or_connect(call, resp, true);
+}
+
+void e2b_sandbox_resume(struct e2b_call *call, struct api_response *resp)
+{
+        resume_or_connect(call, resp, false);
+}

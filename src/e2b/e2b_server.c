@@ -1,0 +1,236 @@
+/* e2b_server: libmicrohttpd plumbing for the E2B front door: bodies are read whole (up to
+ * --max-body), answers are JSON, empty, or a stream whose read callback may block. */
+#include "e2b/e2b_server.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <microhttpd.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "e2b/e2b_router.h"
+#include "spaced/log.h"
+#include "spaced/spaced_context.h"
+#include "spaced/wallclock.h"
+
+struct e2b_server {
+        struct e2b_front front;
+        struct MHD_Daemon *daemon;
+};
+
+/* The largest /files upload (held in memory while it is written into the sandbox). */
+#define E2B_UPLOAD_MAX (64u << 20)
+
+struct body {
+        char *data;
+        size_t len, cap, limit;
+        bool too_large;
+        int64_t started_us;
+};
+
+static ssize_t stream_reader(void *cls, uint64_t pos, char *buf, size_t max)
+{
+        struct api_stream *st = cls;
+        ssize_t n = st->read(st->cls, buf, max);
+        if (n > 0)
+                return n;
+        return n == 0 ? MHD_CONTENT_READER_END_OF_STREAM : MHD_CONTENT_READER_END_WITH_ERROR;
+}
+
+static void stream_free(void *cls)
+{
+        struct api_stream *st = cls;
+        if (st->free)
+                st->free(st->cls);
+        free(st);
+}
+
+static void add_headers(struct MHD_Response *r, const json_t *headers)
+{
+        const char *k;
+        json_t *v;
+        json_object_foreach((json_t *)headers, k, v)
+                if (json_is_string(v))
+                        MHD_add_response_header(r, k, json_string_value(v));
+}
+
+static enum MHD_Result send_response(struct MHD_Connection *conn, struct api_response *resp)
+{
+        struct MHD_Response *r;
+        if (resp->file.set) {
+                resp->file.set = false;
+                /* libmicrohttpd owns the descriptor from here, on failure too. */
+                r = MHD_create_response_from_fd_at_offset64(resp->file.size, resp->file.fd, resp->file.offset);
+                if (!r) {
+                        close(resp->file.fd);
+                        return MHD_NO;
+                }
+                MHD_add_response_header(r, "Content-Type", resp->content_type ? resp->content_type : "application/octet-stream");
+        } else if (resp->stream.read) {
+                struct api_stream *st = malloc(sizeof(*st));
+                if (!st) {
+                        if (resp->stream.free)
+                                resp->stream.free(resp->stream.cls);
+                        return MHD_NO;
+                }
+                *st = resp->stream;
+                memset(&resp->stream, 0, sizeof(resp->stream));
+                r = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 64 * 1024, stream_reader, st, stream_free);
+                if (!r) {
+                        stream_free(st);
+                        return MHD_NO;
+                }
+                MHD_add_response_header(r, "Content-Type", resp->content_type ? resp->content_type : "application/octet-stream");
+        } else {
+                char *text = resp->body ? json_dumps(resp->body, JSON_COMPACT | JSON_ENCODE_ANY) : NULL;
+                size_t len = text ? strlen(text) : 0;
+                r = MHD_create_response_from_buffer(len, text ? text : (void *)"", text ? MHD_RESPMEM_MUST_FREE : MHD_RESPMEM_PERSISTENT);
+                if (!r) {
+                        free(text);
+                        return MHD_NO;
+                }
+                if (text)
+                        MHD_add_response_header(r, "Content-Type", "application/json");
+        }
+        MHD_add_response_header(r, "Cache-Control", "no-store");
+        add_headers(r, resp->headers);
+        enum MHD_Result ret = MHD_queue_response(conn, resp->status, r);
+        MHD_destroy_response(r);
+        return ret;
+}
+
+static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url, const char *method,
+                                  const char *version, const char *upload_data, size_t *upload_data_size, void **con_cls)
+{
+        struct e2b_server *s = cls;
+        struct body *b = *con_cls;
+        if (!b) {
+                b = calloc(1, sizeof(*b));
+                if (!b)
+                        return MHD_NO;
+                b->started_us = monotonic_now_us();
+                /* envd uploads (/files) are read whole too, up to their own cap. */
+                b->limit = s->front.ctx->cfg.max_body_bytes;
+                if (strncmp(url, "/files", 6) == 0 && (url[6] == '\0' || url[6] == '?') && b->limit < E2B_UPLOAD_MAX)
+                        b->limit = E2B_UPLOAD_MAX;
+                *con_cls = b;
+                return MHD_YES;
+        }
+        if (*upload_data_size) {
+                size_t n = *upload_data_size;
+                *upload_data_size = 0;
+                if (b->too_large || b->len + n > b->limit) {
+                        b->too_large = true;
+                        return MHD_YES;
+                }
+                if (b->len + n + 1 > b->cap) {
+                        size_t cap = b->cap ? b->cap : 4096;
+                        while (cap < b->len + n + 1)
+                                cap *= 2;
+                        char *grown = realloc(b->data, cap);
+                        if (!grown)
+                                return MHD_NO;
+                        b->data = grown;
+                        b->cap = cap;
+                }
+                memcpy(b->data + b->len, upload_data, n);
+                b->len += n;
+                b->data[b->len] = '\0';
+                return MHD_YES;
+        }
+        struct api_response resp = { 0 };
+        if (b->too_large) {
+                resp.status = 413;
+                resp.body = json_pack("{s:i, s:s}", "code", 413, "message",
+                                      "request body is too large (--max-body; /files uploads: 64 MiB)");
+        } else {
+                e2b_router_handle(&s->front, conn, method, url, b->data ? b->data : "", b->len, &resp);
+        }
+        enum MHD_Result r = send_response(conn, &resp);
+        log_debug("e2b.request", "method=%s path=%s status=%u duration_us=%lld", method, url, resp.status,
+                  (long long)(monotonic_now_us() - b->started_us));
+        json_decref(resp.body);
+        json_decref(resp.headers);
+        return r;
+}
+
+static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls, enum MHD_RequestTerminationCode toe)
+{
+        struct body *b = *con_cls;
+        if (b) {
+                free(b->data);
+                free(b);
+                *con_cls = NULL;
+        }
+}
+
+static void on_connect(void *cls, struct MHD_Connection *conn, void **socket_context, enum MHD_ConnectionNotificationCode code)
+{
+        if (code != MHD_CONNECTION_NOTIFY_STARTED)
+                return;
+        const union MHD_ConnectionInfo *info = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+        int one = 1;
+        if (info)
+                setsockopt(info->connect_fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+}
+
+int e2b_server_start(struct spaced_context *ctx, struct e2b_server **ret, char *reason, size_t reason_size)
+{
+        struct e2b_server *s = calloc(1, sizeof(*s));
+        if (!s)
+                return -ENOMEM;
+        s->front.ctx = ctx;
+        int r = e2b_keys_load_secret(ctx->cfg.state_dir, s->front.token_secret);
+        if (r < 0) {
+                snprintf(reason, reason_size, "cannot read or create %s/e2b-token.key: %s", ctx->cfg.state_dir, strerror(-r));
+                free(s);
+                return r;
+        }
+        struct sockaddr_in addr = { .sin_family = AF_INET, .sin_port = htons(ctx->cfg.e2b_listen_port) };
+        if (inet_pton(AF_INET, ctx->cfg.e2b_listen_addr, &addr.sin_addr) != 1) {
+                snprintf(reason, reason_size, "invalid E2B listen address %s (want an IPv4 address)", ctx->cfg.e2b_listen_addr);
+                e2b_server_free(s);
+                return -EINVAL;
+        }
+        /* No SO_REUSEPORT (MHD_OPTION_LISTENING_ADDRESS_REUSE): a port already taken, also
+         * by spaced's own --listen, must fail here rather than be shared at random. */
+        unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION | MHD_USE_POLL | MHD_USE_ITC;
+        s->daemon = MHD_start_daemon(flags, ctx->cfg.e2b_listen_port, NULL, NULL, on_request, s, MHD_OPTION_SOCK_ADDR, &addr,
+                                     MHD_OPTION_NOTIFY_COMPLETED, on_completed, s, MHD_OPTION_NOTIFY_CONNECTION, on_connect, s,
+                                     MHD_OPTION_CONNECTION_TIMEOUT, 3700u, MHD_OPTION_CONNECTION_LIMIT, 4096u, MHD_OPTION_END);
+        if (!s->daemon) {
+                snprintf(reason, reason_size, "cannot listen on %s:%u for E2B (in use?)", ctx->cfg.e2b_listen_addr,
+                         ctx->cfg.e2b_listen_port);
+                e2b_server_free(s);
+                return -EADDRINUSE;
+        }
+        *ret = s;
+        return 0;
+}
+
+void e2b_server_quiesce(struct e2b_server *s)
+{
+        if (s && s->daemon)
+                MHD_quiesce_daemon(s->daemon);
+}
+
+unsigned e2b_server_connections(struct e2b_server *s)
+{
+        const union MHD_DaemonInfo *info = s && s->daemon ? MHD_get_daemon_info(s->daemon, MHD_DAEMON_INFO_CURRENT_CONNECTIONS) : NULL;
+        return info ? info->num_connections : 0;
+}
+
+void e2b_server_free(struct e2b_server *s)
+{
+        if (!s)
+                return;
+        if (s->daemon)
+                MHD_stop_daemon(s->daemon);
+        explicit_bzero(s->front.token_secret, sizeof(s->front.token_secret));
+        free(s);
+}

@@ -1,0 +1,376 @@
+// Runs the official E2B JavaScript SDK against a real spaced (tests/e2b/run_e2b_tests.py
+// starts it and sets E2B_API_URL, E2B_SANDBOX_URL, E2B_API_KEY). Usage:
+//   node sdk_test.mjs <package>     e.g. e2b-latest or e2b-2.14 (aliases in package.json)
+// Prints one "ok - name" / "not ok - name" line per check and exits non-zero on a failure.
+import assert from 'node:assert/strict'
+
+const pkg = process.argv[2] || 'e2b-latest'
+const { Sandbox, CommandExitError, AuthenticationError } = await import(pkg)
+const { readFileSync } = await import('node:fs')
+const { createRequire } = await import('node:module')
+const version = JSON.parse(readFileSync(createRequire(import.meta.url).resolve(`${pkg}/package.json`))).version
+const url = process.env.E2B_SANDBOX_URL
+const only = process.env.E2B_TEST_ONLY ? new RegExp(process.env.E2B_TEST_ONLY) : null
+
+let failed = 0
+const made = []
+
+async function check(name, fn) {
+  if (only && !only.test(name)) return
+  const t0 = Date.now()
+  try {
+    const skipped = await fn()
+    console.log(`ok - ${version} ${name} (${Date.now() - t0} ms)${skipped === 'skip' ? ' # SKIP not in this SDK' : ''}`)
+  } catch (e) {
+    failed++
+    console.log(`not ok - ${version} ${name}: ${e && e.stack ? e.stack : e}`)
+  }
+}
+
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms))
+
+async function create(opts = {}) {
+  const sbx = opts.template ? await Sandbox.create(opts.template, { timeoutMs: 300_000, ...opts })
+    : await Sandbox.create({ timeoutMs: 300_000, ...opts })
+  made.push(sbx.sandboxId)
+  return sbx
+}
+
+const sbx = await create({ metadata: { suite: 'e2b', run: String(process.pid) }, envs: { FROM_CREATE: 'yes' } })
+
+await check('create returns a running sandbox', async () => {
+  assert.ok(sbx.sandboxId)
+  assert.equal(await sbx.isRunning(), true)
+  const info = await sbx.getInfo()
+  assert.equal(info.sandboxId, sbx.sandboxId)
+  assert.equal(info.metadata.suite, 'e2b')
+  assert.equal(info.state, 'running')
+})
+
+await check('commands.run foreground: stdout and exit code', async () => {
+  const r = await sbx.commands.run('echo hello; echo oops >&2')
+  assert.equal(r.exitCode, 0)
+  assert.equal(r.stdout, 'hello\n')
+  assert.equal(r.stderr, 'oops\n')
+})
+
+await check('default user is user in /home/user', async () => {
+  const r = await sbx.commands.run('id -un; pwd; echo $HOME')
+  assert.equal(r.stdout, 'user\n/home/user\n/home/user\n')
+  const root = await sbx.commands.run('id -u', { user: 'root' })
+  assert.equal(root.stdout, '0\n')
+})
+
+await check('non-zero exit raises CommandExitError', async () => {
+  await assert.rejects(sbx.commands.run('echo before; exit 3'), (e) => {
+    assert.ok(e instanceof CommandExitError, `got ${e}`)
+    assert.equal(e.exitCode, 3)
+    assert.equal(e.stdout, 'before\n')
+    return true
+  })
+})
+
+await check('env vars: create-time and per command, cwd', async () => {
+  const r = await sbx.commands.run('echo $FROM_CREATE $FOO; pwd', { envs: { FOO: 'bar' }, cwd: '/tmp' })
+  assert.equal(r.stdout, 'yes bar\n/tmp\n')
+})
+
+await check('streaming callbacks see output as it comes', async () => {
+  const seen = []
+  const r = await sbx.commands.run('for i in 1 2 3; do echo $i; sleep 0.1; done', { onStdout: (d) => seen.push(d) })
+  assert.equal(seen.join(''), '1\n2\n3\n')
+  assert.equal(r.stdout, '1\n2\n3\n')
+})
+
+await check('large output arrives whole (8 MB)', async () => {
+  const r = await sbx.commands.run('head -c 6000000 /dev/zero | base64 -w 100')
+  assert.equal(r.stdout.length, 8000000 + 80000)
+  assert.match(r.stdout.slice(0, 101), /^A{100}\n$/)
+})
+
+await check('background command, list, then wait', async () => {
+  const h = await sbx.commands.run('sleep 1; echo done', { background: true })
+  assert.ok(h.pid > 0)
+  const procs = await sbx.commands.list()
+  const p = procs.find((x) => x.pid === h.pid)
+  assert.ok(p, `pid ${h.pid} not in ${JSON.stringify(procs)}`)
+  assert.equal(p.cmd, '/bin/bash')
+  assert.deepEqual(p.args.slice(0, 2), ['-l', '-c'])
+  const r = await h.wait()
+  assert.equal(r.exitCode, 0)
+  assert.equal(r.stdout, 'done\n')
+})
+
+await check('stdin: sendStdin then closeStdin', async () => {
+  const h = await sbx.commands.run('head -n 2', { background: true, stdin: true })
+  await sbx.commands.sendStdin(h.pid, 'one\n')
+  await sbx.commands.sendStdin(h.pid, 'two\n')
+  const r = await h.wait()
+  assert.equal(r.stdout, 'one\ntwo\n')
+  const c = await sbx.commands.run('cat', { background: true, stdin: true })
+  await sbx.commands.sendStdin(c.pid, 'eof next\n')
+  if (sbx.commands.closeStdin) {
+    await sbx.commands.closeStdin(c.pid)
+    const rc = await c.wait()
+    assert.equal(rc.stdout, 'eof next\n')
+  } else {
+    await c.kill()
+  }
+})
+
+await check('kill a running command', async () => {
+  const h = await sbx.commands.run('sleep 600', { background: true })
+  assert.equal(await sbx.commands.kill(h.pid), true)
+  await assert.rejects(h.wait(), (e) => e instanceof CommandExitError && e.exitCode !== 0)
+  assert.equal(await sbx.commands.kill(h.pid), false)
+  const procs = await sbx.commands.list()
+  assert.ok(!procs.some((x) => x.pid === h.pid))
+})
+
+await check('timeoutMs ends the command: an error, and the process is gone', async () => {
+  const t0 = Date.now()
+  await assert.rejects(sbx.commands.run('sleep 30', { timeoutMs: 1000 }))
+  assert.ok(Date.now() - t0 < 10_000)
+  await sleep(500)
+  const procs = await sbx.commands.list()
+  assert.ok(!procs.some((p) => p.args && p.args[2] === 'sleep 30'), JSON.stringify(procs))
+})
+
+await check('connect to a running command by pid', async () => {
+  const h = await sbx.commands.run('echo early; sleep 1; echo late', { background: true })
+  await h.disconnect()
+  const again = await sbx.commands.connect(h.pid)
+  const r = await again.wait()
+  assert.equal(r.stdout, 'early\nlate\n')
+})
+
+await check('pty: create, send input, resize, output', async () => {
+  let out = ''
+  const dec = new TextDecoder()
+  const term = await sbx.pty.create({ cols: 80, rows: 24, onData: (d) => { out += dec.decode(d) } })
+  await sbx.pty.resize(term.pid, { cols: 100, rows: 30 })
+  await sbx.pty.sendInput(term.pid, new TextEncoder().encode('stty size; echo pty-$((6*7)); exit\n'))
+  await term.wait().catch(() => {})
+  assert.match(out, /30 100/)
+  assert.match(out, /pty-42/)
+})
+
+await check('timeout: setTimeout and getInfo endAt', async () => {
+  await sbx.setTimeout(120_000)
+  const info = await sbx.getInfo()
+  const left = new Date(info.endAt).getTime() - Date.now()
+  assert.ok(left > 100_000 && left <= 121_000, `endAt in ${left} ms`)
+})
+
+await check('list with metadata filter and paging', async () => {
+  const other = await create({ metadata: { suite: 'e2b', run: String(process.pid), second: 'yes' } })
+  const paginator = Sandbox.list({ query: { metadata: { run: String(process.pid) } }, limit: 1 })
+  const ids = []
+  while (paginator.hasNext) {
+    const items = await paginator.nextItems()
+    assert.ok(items.length <= 1)
+    ids.push(...items.map((s) => s.sandboxId))
+  }
+  assert.deepEqual(ids.sort(), [sbx.sandboxId, other.sandboxId].sort())
+  const only2 = await Sandbox.list({ query: { metadata: { second: 'yes' } } }).nextItems()
+  assert.deepEqual(only2.map((s) => s.sandboxId), [other.sandboxId])
+  await other.kill()
+})
+
+await check('files: write, read (text and bytes), relative paths, owner', async () => {
+  const w = await sbx.files.write('/home/user/hello.txt', 'hello files\n')
+  assert.equal(w.path, '/home/user/hello.txt')
+  assert.equal(await sbx.files.read('/home/user/hello.txt'), 'hello files\n')
+  assert.equal((await sbx.commands.run('cat hello.txt; stat -c %U hello.txt')).stdout, 'hello files\nuser\n')
+  const bytes = new Uint8Array(256).map((_, i) => i)
+  await sbx.files.write('rel/dir/bin.dat', bytes)
+  const back = await sbx.files.read('/home/user/rel/dir/bin.dat', { format: 'bytes' })
+  assert.deepEqual(Array.from(back), Array.from(bytes))
+  assert.match(await sbx.files.read('/home/user/empty-none').catch((e) => e.constructor.name), /NotFoundError$/)
+  await sbx.files.write('/tmp/big.bin', new Uint8Array(3 << 20).fill(7))
+  assert.equal((await sbx.commands.run('wc -c < /tmp/big.bin')).stdout.trim(), String(3 << 20))
+})
+
+await check('files: raw octet-stream and gzip uploads, gzip reads (newer SDKs)', async () => {
+  if (!/useOctetStream/.test(sbx.files.write.toString())) return 'skip'
+  await sbx.files.write('/home/user/raw.txt', 'raw body\n', { useOctetStream: true })
+  assert.equal(await sbx.files.read('/home/user/raw.txt'), 'raw body\n')
+  const text = 'zipped '.repeat(10000)
+  await sbx.files.write('/home/user/zipped.txt', text, { gzip: true })
+  assert.equal(await sbx.files.read('/home/user/zipped.txt', { gzip: true }), text)
+  assert.equal((await sbx.commands.run('wc -c < zipped.txt')).stdout.trim(), String(text.length))
+})
+
+await check('files: multi-write, list, exists, getInfo', async () => {
+  const res = await sbx.files.write([
+    { path: '/home/user/multi/a.txt', data: 'A' },
+    { path: '/home/user/multi/b.txt', data: 'BB' },
+  ])
+  assert.deepEqual(res.map((r) => r.path).sort(), ['/home/user/multi/a.txt', '/home/user/multi/b.txt'])
+  const list = await sbx.files.list('/home/user/multi')
+  assert.deepEqual(list.map((e) => e.name), ['a.txt', 'b.txt'])
+  assert.equal(list[0].type, 'file')
+  assert.equal(await sbx.files.exists('/home/user/multi/b.txt'), true)
+  assert.equal(await sbx.files.exists('/home/user/multi/c.txt'), false)
+  const info = await sbx.files.getInfo('/home/user/multi/b.txt')
+  assert.equal(info.name, 'b.txt')
+  assert.equal(info.path, '/home/user/multi/b.txt')
+  if ('size' in info) assert.equal(Number(info.size), 2)
+  const dir = await sbx.files.getInfo('/home/user/multi')
+  assert.equal(dir.type, 'dir')
+})
+
+await check('files: makeDir, rename, remove', async () => {
+  assert.equal(await sbx.files.makeDir('/home/user/made/deep'), true)
+  assert.equal(await sbx.files.makeDir('/home/user/made/deep'), false)
+  await sbx.files.write('/home/user/made/deep/x', 'x')
+  const moved = await sbx.files.rename('/home/user/made/deep/x', '/home/user/made/y')
+  assert.equal(moved.path, '/home/user/made/y')
+  assert.equal(await sbx.files.exists('/home/user/made/deep/x'), false)
+  await sbx.files.remove('/home/user/made')
+  assert.equal(await sbx.files.exists('/home/user/made'), false)
+  const perm = await sbx.files.write('/etc/nope', 'x').catch((e) => e)
+  assert.ok(perm instanceof Error, 'user cannot write /etc')
+  await sbx.files.write('/etc/yes', 'root may', { user: 'root' })
+  assert.equal(await sbx.files.read('/etc/yes', { user: 'root' }), 'root may')
+})
+
+await check('files: signed upload and download URLs work without any header', async () => {
+  if (typeof sbx.uploadUrl !== 'function') return 'skip'
+  const up = await sbx.uploadUrl('/home/user/signed.txt')
+  const form = new FormData()
+  form.append('file', new Blob(['signed body']), 'signed.txt')
+  let r = await fetch(up, { method: 'POST', body: form })
+  assert.equal(r.status, 200, await r.clone().text())
+  const down = await sbx.downloadUrl('/home/user/signed.txt', { useSignatureExpiration: 60 })
+  r = await fetch(down)
+  assert.equal(r.status, 200)
+  assert.equal(await r.text(), 'signed body')
+  const bad = new URL(down)
+  bad.searchParams.set('path', '/etc/passwd')
+  assert.equal((await fetch(bad)).status, 401)
+})
+
+await check('files: watchDir sees creates, writes and removes', async () => {
+  await sbx.files.makeDir('/home/user/watched')
+  const events = []
+  const h = await sbx.files.watchDir('/home/user/watched', (e) => events.push(e), { recursive: true })
+  await sbx.files.write('/home/user/watched/a.txt', 'one')
+  // A new subdirectory is watched once its create is seen: give that a moment (inotify, as in envd).
+  await sbx.commands.run('mkdir /home/user/watched/sub; sleep 0.3; echo two > /home/user/watched/sub/b.txt; rm /home/user/watched/a.txt')
+  await sleep(500)
+  await h.stop()
+  const seen = events.map((e) => `${e.type}:${e.name}`)
+  for (const want of ['create:a.txt', 'remove:a.txt', 'create:sub', 'create:sub/b.txt', 'write:sub/b.txt'])
+    assert.ok(seen.includes(want), `${want} not in ${JSON.stringify(seen)}`)
+  assert.ok(!seen.some((e) => /:#\d+$/.test(e)), `an upload's unnamed file showed: ${JSON.stringify(seen)}`)
+})
+
+await check('snapshot: create, list, create a sandbox from it, delete', async () => {
+  await sbx.commands.run('echo kept > /home/user/note')
+  const snap = await sbx.createSnapshot()
+  assert.ok(snap.snapshotId)
+  const listed = await Sandbox.listSnapshots({ sandboxId: sbx.sandboxId }).nextItems()
+  assert.ok(listed.some((s) => s.snapshotId === snap.snapshotId), JSON.stringify(listed))
+  const copy = await create({ template: snap.snapshotId })
+  assert.equal((await copy.commands.run('cat /home/user/note')).stdout, 'kept\n')
+  await copy.kill()
+  assert.equal(await Sandbox.deleteSnapshot(snap.snapshotId), true)
+  assert.equal(await Sandbox.deleteSnapshot(snap.snapshotId), false)
+})
+
+await check('fork: independent copies of the filesystem (SDK 2.35+)', async () => {
+  if (typeof sbx.fork !== 'function') return 'skip'
+  await sbx.commands.run('echo parent > /home/user/fork-me')
+  const forks = await sbx.fork({ count: 2 })
+  assert.equal(forks.length, 2)
+  for (const f of forks) {
+    assert.ok(f instanceof Sandbox, `fork failed: ${f}`)
+    made.push(f.sandboxId)
+    assert.equal((await f.commands.run('cat /home/user/fork-me')).stdout, 'parent\n')
+  }
+  await forks[0].commands.run('echo changed > /home/user/fork-me')
+  assert.equal((await forks[1].commands.run('cat /home/user/fork-me')).stdout, 'parent\n')
+  assert.equal((await sbx.commands.run('cat /home/user/fork-me')).stdout, 'parent\n')
+  for (const f of forks) await f.kill()
+})
+
+await check('metrics answer (an empty series: not measured yet)', async () => {
+  assert.ok(Array.isArray(await sbx.getMetrics()))
+})
+
+await check('pause then connect: the process and the files are still there', async () => {
+  await sbx.files.write('/tmp/before-pause', 'in memory')
+  const h = await sbx.commands.run('i=0; while [ $i -lt 100 ]; do i=$((i+1)); echo $i; sleep 0.1; done', { background: true })
+  await sleep(300)
+  await sbx.pause()
+  const info = await Sandbox.getInfo(sbx.sandboxId)
+  assert.equal(info.state, 'paused')
+  const back = await Sandbox.connect(sbx.sandboxId)
+  assert.equal(await back.isRunning(), true)
+  const procs = await back.commands.list()
+  assert.ok(procs.some((x) => x.pid === h.pid), 'the process survived the pause')
+  assert.equal(await back.files.read('/tmp/before-pause'), 'in memory')
+  await back.commands.kill(h.pid)
+})
+
+await check('envd routed by access token alone (older SDKs), and refused without it', async () => {
+  const token = sbx.envdAccessToken
+  assert.ok(token, 'create returned an envd access token')
+  let r = await fetch(`${url}/health`, { headers: { 'X-Access-Token': token } })
+  assert.equal(r.status, 204)
+  r = await fetch(`${url}/health`, { headers: { 'X-Access-Token': token.slice(0, -1) + (token.endsWith('0') ? '1' : '0') } })
+  assert.equal(r.status, 401)
+  r = await fetch(`${url}/process.Process/List`, {
+    method: 'POST', headers: { 'Content-Type': 'application/json', 'E2b-Sandbox-Id': sbx.sandboxId }, body: '{}' })
+  assert.equal(r.status, 401)
+  assert.equal((await r.json()).code, 'unauthenticated')
+  r = await fetch(`${url}/health`, { headers: { 'e2b-sandbox-id': 'sb-00000000deadbeef' } })
+  assert.equal(r.status, 502)
+})
+
+await check('a wrong API key is refused with AuthenticationError', async () => {
+  await assert.rejects(Sandbox.list({ apiKey: 'e2b_' + '0'.repeat(40) }).nextItems(), (e) => {
+    assert.ok(e instanceof AuthenticationError, `got ${e}`)
+    return true
+  })
+})
+
+await check('timeout expiry kills the sandbox; with autoPause it pauses', async () => {
+  const short = await create({ timeoutMs: 2000 })
+  const paused = await create(Number(version.split('.')[1]) >= 30 ? { timeoutMs: 2000, lifecycle: { onTimeout: 'pause' } }
+    : { timeoutMs: 2000, autoPause: true })
+  const r = await paused.commands.run('sleep 600', { background: true })
+  await sleep(4500)
+  assert.equal(await Sandbox.kill(short.sandboxId), false, 'expired sandbox is gone')
+  const info = await Sandbox.getInfo(paused.sandboxId)
+  assert.equal(info.state, 'paused')
+  const back = await Sandbox.connect(paused.sandboxId)
+  assert.ok((await back.commands.list()).some((p) => p.pid === r.pid))
+  await back.kill()
+})
+
+await check('kill a paused sandbox', async () => {
+  const p = await create()
+  await p.pause()
+  assert.equal(await Sandbox.kill(p.sandboxId), true)
+  assert.equal(await Sandbox.kill(p.sandboxId), false)
+})
+
+await check('errors: unknown template, unknown sandbox', async () => {
+  await assert.rejects(Sandbox.create('no-such-template', { timeoutMs: 60_000 }), (e) => /not found/i.test(String(e)))
+  await assert.rejects(Sandbox.connect('sb-00000000deadbeef'), (e) => /not found/i.test(String(e)))
+  await assert.rejects(Sandbox.getInfo('sb-00000000deadbeef'), (e) => /not found/i.test(String(e)))
+})
+
+await check('kill the sandbox', async () => {
+  const id = sbx.sandboxId
+  assert.equal(await Sandbox.kill(id), true)
+  assert.equal(await Sandbox.kill(id), false)
+  await assert.rejects(Sandbox.getInfo(id))
+  await assert.rejects(sbx.commands.run('echo too late'))
+})
+
+for (const id of made) await Sandbox.kill(id).catch(() => {})
+console.log(failed ? `# ${version}: ${failed} failed` : `# ${version}: all passed`)
+process.exit(failed ? 1 : 0)
