@@ -89,7 +89,8 @@ static int segments_list(const char *dir, struct segment **ret, size_t *ret_n)
                 free(segs);
                 return r;
         }
-        qsort(segs, n, sizeof(*segs), cmp_segment);
+        if (n > 1)
+                qsort(segs, n, sizeof(*segs), cmp_segment);
         *ret = segs;
         *ret_n = n;
         return 0;
