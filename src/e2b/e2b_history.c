@@ -3,11 +3,14 @@
  * processes afresh (docs/e2b.md). */
 #include <errno.h>
 #include <inttypes.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "api/api_json.h"
+#include "e2b/e2b_metrics.h"
+#include "e2b/e2b_router.h"
 #include "e2b/e2b_routes.h"
 #include "operations/sandbox_history.h"
 #include "spaced/spaced_context.h"
@@ -176,15 +179,22 @@ void e2b_sandbox_fork(struct e2b_call *call, struct api_response *resp)
         api_response_json(resp, 201, arr);
 }
 
-/* Usage is not measured per sandbox yet: an empty series (the SDK's answer for "no data"). */
+/* ?start=&end= (unix seconds): the samples of e2b_metrics in that window. */
 void e2b_sandbox_metrics(struct e2b_call *call, struct api_response *resp)
 {
+        struct space_error err = { 0 };
+        long long start = 0, end = 0;
+        if (api_request_query_int(&call->req, "start", 0, INT64_MAX / 1000, &start, &err) < 0 ||
+            api_request_query_int(&call->req, "end", 0, INT64_MAX / 1000, &end, &err) < 0)
+                return e2b_reply_space_error(resp, &err);
         struct sandbox sb;
         if (STORE(call->req.ctx, sandbox_get, call->sandbox_id, &sb) < 0)
                 return e2b_reply_error(resp, 404, "sandbox %s not found", call->sandbox_id);
-        bool gone = sb.state == SANDBOX_DESTROYED;
-        sandbox_release(&sb);
-        if (gone)
+        if (sb.state == SANDBOX_DESTROYED) {
+                sandbox_release(&sb);
                 return e2b_reply_error(resp, 404, "sandbox %s not found", call->sandbox_id);
-        api_response_json(resp, 200, json_array());
+        }
+        json_t *series = e2b_metrics_series(call->front->metrics, &sb, start, end);
+        sandbox_release(&sb);
+        api_response_json(resp, 200, series);
 }

@@ -12,9 +12,11 @@
 
 struct spaced_context;
 struct MHD_Connection;
+struct e2b_metrics;
 
 struct e2b_front {
         struct spaced_context *ctx;
+        struct e2b_metrics *metrics;
         unsigned char token_secret[E2B_TOKEN_SECRET_SIZE];
 };
 

@@ -13,6 +13,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "e2b/e2b_metrics.h"
 #include "e2b/e2b_router.h"
 #include "spaced/log.h"
 #include "spaced/spaced_context.h"
@@ -191,6 +192,12 @@ int e2b_server_start(struct spaced_context *ctx, struct e2b_server **ret, char *
                 free(s);
                 return r;
         }
+        r = e2b_metrics_start(ctx, &s->front.metrics);
+        if (r < 0) {
+                snprintf(reason, reason_size, "cannot start the E2B metrics sampler: %s", strerror(-r));
+                e2b_server_free(s);
+                return r;
+        }
         struct sockaddr_in addr = { .sin_family = AF_INET, .sin_port = htons(ctx->cfg.e2b_listen_port) };
         if (inet_pton(AF_INET, ctx->cfg.e2b_listen_addr, &addr.sin_addr) != 1) {
                 snprintf(reason, reason_size, "invalid E2B listen address %s (want an IPv4 address)", ctx->cfg.e2b_listen_addr);
@@ -231,6 +238,7 @@ void e2b_server_free(struct e2b_server *s)
                 return;
         if (s->daemon)
                 MHD_stop_daemon(s->daemon);
+        e2b_metrics_free(s->front.metrics);
         explicit_bzero(s->front.token_secret, sizeof(s->front.token_secret));
         free(s);
 }

@@ -162,6 +162,12 @@ static int v1_read_events(const char *id, struct cgroup_events *ret)
         ret->oom_kills = cgroup_read_keyed(dir, "memory.oom_control", "oom_kill");
         if (cgroup_read_file(dir, "memory.usage_in_bytes", buf, sizeof(buf)) > 0)
                 ret->memory_bytes = strtoull(buf, NULL, 10);
+        ret->memory_cache_bytes = cgroup_read_keyed(dir, "memory.stat", "cache");
+        /* "No limit" reads as a huge page-aligned number. */
+        if (cgroup_read_file(dir, "memory.limit_in_bytes", buf, sizeof(buf)) > 0) {
+                uint64_t limit = strtoull(buf, NULL, 10);
+                ret->memory_limit_bytes = limit >= (1ull << 62) ? 0 : limit;
+        }
         dir_of(V1_PIDS, id, dir, sizeof(dir));
         ret->pids_max_hits = cgroup_read_keyed(dir, "pids.events", "max");
         dir_of(v1_base[V1_CPUACCT][0] ? V1_CPUACCT : V1_CPU, id, dir, sizeof(dir));

@@ -144,6 +144,9 @@ static int v2_read_events(const char *id, struct cgroup_events *ret)
         ret->cpu_usage_us = cgroup_read_keyed(dir, "cpu.stat", "usage_usec");
         if (cgroup_read_file(dir, "memory.current", buf, sizeof(buf)) > 0)
                 ret->memory_bytes = strtoull(buf, NULL, 10);
+        ret->memory_cache_bytes = cgroup_read_keyed(dir, "memory.stat", "file");
+        if (cgroup_read_file(dir, "memory.max", buf, sizeof(buf)) > 0 && strncmp(buf, "max", 3) != 0)
+                ret->memory_limit_bytes = strtoull(buf, NULL, 10);
         return 0;
 }
 
