@@ -276,6 +276,39 @@ int command_log_reader_open(const char *dir, uint64_t after_seq, struct command_
         return 0;
 }
 
+int command_log_end_seq(const char *dir, uint64_t *ret)
+{
+        struct segment *segs;
+        size_t n;
+        int r = segments_list(dir, &segs, &n);
+        if (r < 0)
+                return r;
+        uint64_t last = 0;
+        /* The newest segment holds the end; an empty one (just started) follows the one
+         * before it, whose last record is first_seq - 1. */
+        if (n > 0) {
+                char path[PATH_MAX + 32];
+                segment_path(dir, segs[n - 1].first_seq, path, sizeof(path));
+                int fd = open(path, O_RDONLY | O_CLOEXEC);
+                struct stat st;
+                if (fd < 0 || fstat(fd, &st) < 0) {
+                        r = -errno;
+                        if (fd >= 0)
+                                close(fd);
+                        free(segs);
+                        return r == -ENOENT ? command_log_end_seq(dir, ret) : r; /* dropped for the cap */
+                }
+                uint64_t good;
+                r = segment_scan(fd, (uint64_t)st.st_size, segs[n - 1].first_seq, &good, &last);
+                close(fd);
+        }
+        free(segs);
+        if (r < 0)
+                return r;
+        *ret = last;
+        return 0;
+}
+
 uint64_t command_log_reader_position(const struct command_log_reader *r)
 {
         return r->position;

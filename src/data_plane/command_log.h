@@ -57,6 +57,9 @@ struct command_log_reader;
 
 /* A reader positioned after after_seq (0: from the start). */
 int command_log_reader_open(const char *dir, uint64_t after_seq, struct command_log_reader **ret);
+/* The sequence number of the last whole record of the log in dir (0 when it has none):
+ * where a reader that wants only what comes next starts. -ENOENT when there is no log. */
+int command_log_end_seq(const char *dir, uint64_t *ret);
 /* Returns an enum command_log_read or -errno (-ENOENT: the log is gone). */
 int command_log_reader_next(struct command_log_reader *r, struct command_log_record *ret);
 /* The sequence number of the last record (or drop) returned. */

@@ -219,7 +219,7 @@ void e2b_process_start(struct e2b_call *call, struct api_response *resp)
         if (command_service_start(call->req.ctx, &sb, &spec, tag ? tag : "", asked, &rec, &err) < 0)
                 goto fail;
         /* The process's own deadline is the agent's (the timeout above); the stream just follows. */
-        if (e2b_process_stream_begin(call, rec.id, rec.pid, 0, keepalive_ms(call), resp, &err) < 0)
+        if (e2b_process_stream_begin(call, rec.id, rec.pid, false, 0, keepalive_ms(call), resp, &err) < 0)
                 goto fail;
         goto out;
 fail:
@@ -244,7 +244,7 @@ void e2b_process_connect(struct e2b_call *call, struct api_response *resp)
                 goto fail;
         sandbox_release(&sb);
         if (find_process(call, msg, &rec, &err) < 0 ||
-            e2b_process_stream_begin(call, rec.id, rec.pid, call_timeout_ms(call), keepalive_ms(call), resp, &err) < 0)
+            e2b_process_stream_begin(call, rec.id, rec.pid, true, call_timeout_ms(call), keepalive_ms(call), resp, &err) < 0)
                 goto fail;
         goto out;
 fail:

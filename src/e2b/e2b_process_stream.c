@@ -251,7 +251,7 @@ static void stream_free(void *cls)
         free(st);
 }
 
-int e2b_process_stream_begin(struct e2b_call *call, const char *command_id, int32_t pid, int64_t deadline_ms,
+int e2b_process_stream_begin(struct e2b_call *call, const char *command_id, int32_t pid, bool from_end, int64_t deadline_ms,
                              int keepalive_ms, struct api_response *resp, struct space_error *err)
 {
         struct process_stream *st = calloc(1, sizeof(*st));
@@ -261,6 +261,12 @@ int e2b_process_stream_begin(struct e2b_call *call, const char *command_id, int3
         snprintf(st->sandbox_id, sizeof(st->sandbox_id), "%s", call->sandbox_id);
         snprintf(st->command_id, sizeof(st->command_id), "%s", command_id);
         command_channels_log_dir(st->ctx, st->sandbox_id, st->command_id, st->log_dir, sizeof(st->log_dir));
+        /* No log yet: nothing was written, so its start is its end. */
+        int q = from_end ? command_log_end_seq(st->log_dir, &st->after) : 0;
+        if (q < 0 && q != -ENOENT) {
+                free(st);
+                return space_error_set(err, SPACE_E_INTERNAL, "read the output log of %s: %s", command_id, strerror(-q));
+        }
         st->keepalive_ms = keepalive_ms > 0 ? keepalive_ms : 30000;
         st->deadline_us = deadline_ms > 0 ? monotonic_now_us() + deadline_ms * 1000 : 0;
         st->idle_since_us = monotonic_now_us();

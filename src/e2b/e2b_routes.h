@@ -95,8 +95,9 @@ int e2b_files_resolve(const char *user, const char *path, char *buf, size_t size
 void e2b_fs_watch_dir(struct e2b_call *call, struct api_response *resp);
 
 /* e2b_process_stream.c: a command's output as a Connect server stream of process events,
- * starting with start{pid} and replaying the command's log from its first record.
+ * starting with start{pid}, then the command's log from its first record (Start) or, with
+ * from_end, only what it gets after this call (Connect, as envd).
  * deadline_ms 0: none; otherwise the stream ends with deadline_exceeded then (the command
  * goes on). keepalive_ms: how often an idle stream carries a keepalive event. */
-int e2b_process_stream_begin(struct e2b_call *call, const char *command_id, int32_t pid, int64_t deadline_ms,
+int e2b_process_stream_begin(struct e2b_call *call, const char *command_id, int32_t pid, bool from_end, int64_t deadline_ms,
                              int keepalive_ms, struct api_response *resp, struct space_error *err);
