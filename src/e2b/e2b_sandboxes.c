@@ -328,12 +328,64 @@ static int by_created(const void *a, const void *b)
         return strcmp(x->id, y->id);
 }
 
-/* Page tokens are "<created ms>_<sandbox id>" of the last sandbox of the previous page. */
-static bool after_token(const struct sandbox *sb, long long token_ms, const char *token_id)
+static int by_created_desc(const void *a, const void *b)
 {
-        if (sb->created_at_ms != token_ms)
-                return sb->created_at_ms > token_ms;
-        return strcmp(sb->id, token_id) > 0;
+        return by_created(b, a);
+}
+
+/* Page tokens are "<created ms>_<sandbox id>" of the last sandbox of the previous page;
+ * the next page has what sorts after it (in the list's order). */
+static bool after_token(const struct sandbox *sb, long long token_ms, const char *token_id, bool desc)
+{
+        int c = sb->created_at_ms != token_ms ? (sb->created_at_ms > token_ms ? 1 : -1) : strcmp(sb->id, token_id);
+        return desc ? c < 0 : c > 0;
+}
+
+static int64_t days_from_civil(int64_t y, unsigned m, unsigned d)
+{
+        y -= m <= 2;
+        int64_t era = (y >= 0 ? y : y - 399) / 400;
+        unsigned yoe = (unsigned)(y - era * 400);
+        unsigned doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
+        unsigned doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+        return era * 146097 + (int64_t)doe - 719468;
+}
+
+/* An RFC 3339 time (2026-12-01T08:00:00.123Z, or with an offset) as unix ms; -1 if malformed. */
+static int64_t parse_time(const char *s)
+{
+        int y, mo, d, h, mi, sec, n = 0;
+        if (sscanf(s, "%4d-%2d-%2d%*1[Tt ]%2d:%2d:%2d%n", &y, &mo, &d, &h, &mi, &sec, &n) != 6 || n == 0 || mo < 1 || mo > 12 ||
+            d < 1 || d > 31 || h > 23 || mi > 59 || sec > 60)
+                return -1;
+        const char *p = s + n;
+        int64_t ms = 0;
+        if (*p == '.') {
+                int64_t scale = 100;
+                for (p++; *p >= '0' && *p <= '9'; p++, scale /= 10)
+                        ms += (*p - '0') * scale;
+        }
+        int64_t offset_s = 0;
+        if (*p == '+' || *p == '-') {
+                int oh, om, m = 0;
+                if (sscanf(p + 1, "%2d:%2d%n", &oh, &om, &m) != 2 || p[1 + m] != '\0')
+                        return -1;
+                offset_s = (*p == '+' ? 1 : -1) * (oh * 3600 + om * 60);
+        } else if (!((*p == 'Z' || *p == 'z') && p[1] == '\0')) {
+                return -1;
+        }
+        int64_t t = days_from_civil(y, (unsigned)mo, (unsigned)d) * 86400 + h * 3600 + mi * 60 + sec - offset_s;
+        return t * 1000 + ms;
+}
+
+/* ?template= names a template by its E2B id or by the space template's name. */
+static bool template_matches(struct e2b_call *call, const char *filter, const struct sandbox *sb)
+{
+        if (!filter || !*filter || strcmp(filter, sb->template_name) == 0)
+                return true;
+        char tmpl[64];
+        e2b_template_of(call->req.ctx, sb->template_name, tmpl, sizeof(tmpl));
+        return strcmp(filter, tmpl) == 0;
 }
 
 static void list(struct e2b_call *call, struct api_response *resp, bool paged)
@@ -343,10 +395,20 @@ static void list(struct e2b_call *call, struct api_response *resp, bool paged)
         const char *metadata = api_request_query(&call->req, "metadata");
         const char *state = api_request_query(&call->req, "state");
         const char *token = api_request_query(&call->req, "nextToken");
+        const char *template = api_request_query(&call->req, "template");
+        const char *started_after = api_request_query(&call->req, "startedAfter");
+        const char *order = api_request_query(&call->req, "order");
         long long limit = LIST_LIMIT_DEFAULT, token_ms = -1;
+        int64_t after_ms = -1;
         char token_id[32] = "";
         if (api_request_query_int(&call->req, "limit", 1, LIST_LIMIT_MAX, &limit, &err) < 0)
                 return e2b_reply_space_error(resp, &err);
+        /* E2B lists newest first unless asked otherwise. */
+        bool desc = !order || !*order || strcmp(order, "desc") == 0;
+        if (!desc && strcmp(order, "asc") != 0)
+                return e2b_reply_error(resp, 400, "order must be asc or desc");
+        if (started_after && *started_after && (after_ms = parse_time(started_after)) < 0)
+                return e2b_reply_error(resp, 400, "startedAfter must be an RFC 3339 time, e.g. 2026-01-02T15:04:05Z");
         if (token && *token) {
                 char *end;
                 token_ms = strtoll(token, &end, 10);
@@ -361,14 +423,16 @@ static void list(struct e2b_call *call, struct api_response *resp, bool paged)
         int r = STORE(ctx, sandbox_list, -1, &all, &n);
         if (r < 0)
                 return e2b_reply_error(resp, 500, "list sandboxes: %s", strerror(-r));
-        qsort(all, n, sizeof(*all), by_created);
+        if (n > 1)
+                qsort(all, n, sizeof(*all), desc ? by_created_desc : by_created);
         json_t *arr = json_array();
         const struct sandbox *last = NULL;
         bool more = false;
         for (size_t i = 0; i < n; i++) {
                 const struct sandbox *sb = &all[i];
                 if (!listed(sb->state) || !state_matches(state, sb->state) || !metadata_matches(metadata, sb->metadata) ||
-                    (token_ms >= 0 && !after_token(sb, token_ms, token_id)))
+                    !template_matches(call, template, sb) || (after_ms >= 0 && sb->created_at_ms < after_ms) ||
+                    (token_ms >= 0 && !after_token(sb, token_ms, token_id, desc)))
                         continue;
                 if (paged && (long long)json_array_size(arr) == limit) {
                         more = true;

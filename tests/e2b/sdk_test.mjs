@@ -136,12 +136,25 @@ await check('timeoutMs ends the command: an error, and the process is gone', asy
   assert.ok(!procs.some((p) => p.args && p.args[2] === 'sleep 30'), JSON.stringify(procs))
 })
 
+await check('connect follows from now: earlier output is not replayed', async () => {
+  const h = await sbx.commands.run('i=1; while [ $i -le 40 ]; do echo line$i; i=$((i+1)); sleep 0.1; done',
+    { background: true })
+  await h.disconnect()
+  await sleep(1000)
+  let first = null
+  const again = await sbx.commands.connect(h.pid, { onStdout: (d) => { if (first === null) first = d } })
+  const r = await again.wait()
+  assert.ok(first !== null, 'no output after connect')
+  assert.ok(!/^line1\n/.test(first), `first data after connect: ${JSON.stringify(first)}`)
+  assert.ok(!r.stdout.startsWith('line1\n') && r.stdout.endsWith('line40\n'), r.stdout)
+})
+
 await check('connect to a running command by pid', async () => {
-  const h = await sbx.commands.run('echo early; sleep 1; echo late', { background: true })
+  const h = await sbx.commands.run('sleep 1; echo late', { background: true })
   await h.disconnect()
   const again = await sbx.commands.connect(h.pid)
   const r = await again.wait()
-  assert.equal(r.stdout, 'early\nlate\n')
+  assert.equal(r.stdout, 'late\n')
 })
 
 await check('pty: create, send input, resize, output', async () => {
@@ -175,6 +188,33 @@ await check('list with metadata filter and paging', async () => {
   const only2 = await Sandbox.list({ query: { metadata: { second: 'yes' } } }).nextItems()
   assert.deepEqual(only2.map((s) => s.sandboxId), [other.sandboxId])
   await other.kill()
+})
+
+await check('list: order, startedAfter and template filters (newer SDKs)', async () => {
+  if (!Sandbox.list().nextItems.toString().includes('startedAfter')) return 'skip'
+  const since = new Date()
+  await sleep(5)
+  const a = await create({ metadata: { run: String(process.pid), filt: 'yes' } })
+  const b = await create({ metadata: { run: String(process.pid), filt: 'yes' } })
+  const ids = async (opts) => (await Sandbox.list(opts).nextItems()).map((s) => s.sandboxId)
+  const q = { metadata: { filt: 'yes' } }
+  assert.deepEqual(await ids({ query: q, order: 'asc' }), [a.sandboxId, b.sandboxId])
+  assert.deepEqual(await ids({ query: q, order: 'desc' }), [b.sandboxId, a.sandboxId])
+  assert.deepEqual(await ids({ query: q }), [b.sandboxId, a.sandboxId], 'newest first by default')
+  for (const order of ['asc', 'desc']) {
+    const pages = Sandbox.list({ query: q, order, limit: 1 })
+    const seen = []
+    while (pages.hasNext) seen.push(...(await pages.nextItems()).map((s) => s.sandboxId))
+    assert.deepEqual(seen, order === 'asc' ? [a.sandboxId, b.sandboxId] : [b.sandboxId, a.sandboxId], `${order} pages`)
+  }
+  const mine = { metadata: { run: String(process.pid) } }
+  assert.deepEqual(await ids({ query: { ...mine, startedAfter: since }, order: 'asc' }), [a.sandboxId, b.sandboxId])
+  assert.deepEqual(await ids({ query: { ...mine, startedAfter: new Date(Date.now() + 60_000) } }), [])
+  const template = (await a.getInfo()).templateId
+  assert.deepEqual(await ids({ query: { ...q, template }, order: 'asc' }), [a.sandboxId, b.sandboxId])
+  assert.deepEqual(await ids({ query: { ...q, template: 'no-such-template' } }), [])
+  await a.kill()
+  await b.kill()
 })
 
 await check('files: write, read (text and bytes), relative paths, owner', async () => {
@@ -295,8 +335,27 @@ await check('fork: independent copies of the filesystem (SDK 2.35+)', async () =
   for (const f of forks) await f.kill()
 })
 
-await check('metrics answer (an empty series: not measured yet)', async () => {
-  assert.ok(Array.isArray(await sbx.getMetrics()))
+await check('metrics: memory, CPU and disk of the sandbox, and memory grows with use', async () => {
+  const info = await sbx.getInfo()
+  const last = async () => {
+    const series = await sbx.getMetrics()
+    assert.ok(series.length >= 1, JSON.stringify(series))
+    return series[series.length - 1]
+  }
+  const m = await last()
+  assert.ok(m.memUsed > 0, JSON.stringify(m))
+  assert.equal(m.memTotal, info.memoryMB * 1024 * 1024)
+  assert.ok(m.cpuCount > 0 && m.cpuCount === info.cpuCount, JSON.stringify(m))
+  assert.ok(m.cpuUsedPct >= 0 && m.cpuUsedPct <= 100 && !(m.memCache < 0), JSON.stringify(m)) // 2.14 drops memCache
+  assert.ok(m.diskTotal > 0 && m.diskUsed > 0 && m.diskUsed <= m.diskTotal, JSON.stringify(m))
+  assert.ok(Math.abs(m.timestamp.getTime() - Date.now()) < 10_000, String(m.timestamp))
+  // /tmp is the sandbox's memory: 64 MiB there count against its cgroup
+  await sbx.commands.run('dd if=/dev/zero of=/tmp/metrics.fill bs=1048576 count=64 2>/dev/null')
+  const grown = await last()
+  assert.ok(grown.memUsed >= m.memUsed + (48 << 20), `${m.memUsed} -> ${grown.memUsed}`)
+  await sbx.commands.run('rm -f /tmp/metrics.fill')
+  const past = await sbx.getMetrics({ start: new Date(Date.now() - 7200_000), end: new Date(Date.now() - 3600_000) })
+  assert.deepEqual(past, [])
 })
 
 await check('pause then connect: the process and the files are still there', async () => {
