@@ -1,5 +1,5 @@
 /* e2b_envd_files: envd's filesystem.Filesystem service (Stat, ListDir, MakeDir, Move,
- * Remove) and its /files download and upload, on the agent's file operations (the same ones
+ * Remove) and its /files download (the upload is e2b_files_upload.c), on the agent's file operations (the same ones
  * space's files API uses, docs/api.md "Files"). Paths that are not absolute are taken
  * relative to the user's home, as envd does; operations run with that user's permissions. */
 #include <errno.h>
@@ -10,7 +10,6 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include <zlib.h>
 
 #include "agent_protocol/agent_files_client.h"
 #include "api/api_render.h"
@@ -23,7 +22,6 @@
 #include "spaced/spaced_context.h"
 
 #define FILES_TIMEOUT_MS 30000
-#define GUNZIP_MAX (256u << 20) /* the most a gzip upload may expand to */
 
 /* A connection to the agent of the call's running sandbox. */
 static int agent_connect(struct e2b_call *call, struct space_error *err)
@@ -49,8 +47,7 @@ static int agent_connect(struct e2b_call *call, struct space_error *err)
         return fd;
 }
 
-/* The user files are handled as: the call's (Basic auth), or ?username= for /files. */
-static const char *agent_user(const char *user)
+const char *e2b_files_agent_user(const char *user)
 {
         return !user || !*user || strcmp(user, "root") == 0 ? NULL : user;
 }
@@ -62,7 +59,7 @@ int e2b_files_resolve(const char *user, const char *path, char *buf, size_t size
         int n;
         if (path[0] == '/')
                 n = snprintf(buf, size, "%s", path);
-        else if (!agent_user(user))
+        else if (!e2b_files_agent_user(user))
                 n = snprintf(buf, size, "/root/%s", path);
         else
                 n = snprintf(buf, size, "/home/%s/%s", user, path);
@@ -137,7 +134,7 @@ static void entry_method(struct e2b_call *call, struct api_response *resp, enum 
         struct agent_file_reply reply = { .fd = -1 };
         struct agent_file_entry e;
         size_t cursor = 0;
-        a->user = agent_user(call->user);
+        a->user = e2b_files_agent_user(call->user);
         if (agent_call(call, type, a, want, &reply, &err) < 0) {
                 e2b_connect_reply_error(resp, &err);
         } else if (want == AGENT_MSG_FILE_DONE) {
@@ -177,7 +174,7 @@ void e2b_fs_list_dir(struct e2b_call *call, struct api_response *resp)
         json_int_t depth = json_integer_value(json_object_get(msg, "depth"));
         if (depth > 0)
                 a.depth = depth > AGENT_FILE_DEPTH_MAX ? AGENT_FILE_DEPTH_MAX : (uint32_t)depth;
-        a.user = agent_user(call->user);
+        a.user = e2b_files_agent_user(call->user);
         if (agent_call(call, AGENT_MSG_FILE_LIST, &a, AGENT_MSG_FILE_ENTRIES, &reply, &err) < 0)
                 goto fail;
         json_t *entries = json_array();
@@ -201,7 +198,7 @@ void e2b_fs_make_dir(struct e2b_call *call, struct api_response *resp)
         struct space_error err = { 0 };
         json_t *msg = NULL;
         char path[PATH_MAX];
-        struct agent_file_args a = { .path = path, .user = agent_user(call->user) };
+        struct agent_file_args a = { .path = path, .user = e2b_files_agent_user(call->user) };
         struct agent_file_reply reply = { .fd = -1 };
         if (e2b_connect_request(&call->req, &msg, &err) < 0 || message_path(call, msg, "path", path, sizeof(path), &err) < 0) {
                 json_decref(msg);
@@ -249,8 +246,7 @@ void e2b_fs_remove(struct e2b_call *call, struct api_response *resp)
 
 /* ---- /files ---- */
 
-/* /files errors are plain JSON {"code": <status>, "message"}, like the control API's. */
-static void files_error(struct api_response *resp, const struct space_error *err)
+void e2b_files_reply_error(struct api_response *resp, const struct space_error *err)
 {
         unsigned status = e2b_connect_http_status(err->code);
         if (err->code == SPACE_E_UNAVAILABLE)
@@ -280,21 +276,21 @@ void e2b_files_download(struct e2b_call *call, struct api_response *resp)
         struct agent_file_reply reply = { .fd = -1 };
         struct stat st;
         if (files_query(call, path, sizeof(path), &user, &err) < 0)
-                return files_error(resp, &err);
-        struct agent_file_args a = { .path = path, .user = agent_user(user) };
+                return e2b_files_reply_error(resp, &err);
+        struct agent_file_args a = { .path = path, .user = e2b_files_agent_user(user) };
         int fd = agent_connect(call, &err);
         if (fd < 0)
-                return files_error(resp, &err);
+                return e2b_files_reply_error(resp, &err);
         int r = agent_files_call(fd, AGENT_MSG_FILE_READ, &a, AGENT_MSG_FILE_ENTRY, &reply, msg, sizeof(msg));
         close(fd);
         if (r < 0) {
                 file_error_from_agent(&err, r, msg);
-                return files_error(resp, &err);
+                return e2b_files_reply_error(resp, &err);
         }
         if (reply.fd < 0 || fstat(reply.fd, &st) < 0 || !S_ISREG(st.st_mode)) {
                 agent_file_reply_release(&reply);
                 space_error_set(&err, SPACE_E_INVALID_REQUEST, "%s is not a regular file", path);
-                return files_error(resp, &err);
+                return e2b_files_reply_error(resp, &err);
         }
         resp->status = 200;
         resp->file.fd = TAKE_FD(reply.fd);
@@ -303,192 +299,4 @@ void e2b_files_download(struct e2b_call *call, struct api_response *resp)
         resp->file.set = true;
         resp->content_type = "application/octet-stream";
         agent_file_reply_release(&reply);
-}
-
-/* Writes one whole file through the agent (an unnamed file linked into place); its entry
- * is appended to out as {"name", "type": "file", "path"}. */
-static int upload_one(struct e2b_call *call, const char *user, const char *path, const char *data, size_t len, json_t *out,
-                      struct space_error *err)
-{
-        struct agent_file_args a = { .path = path, .user = agent_user(user), .parents = true, .owner = agent_user(user) };
-        struct agent_file_reply reply = { .fd = -1 };
-        char msg[512] = "";
-        _cleanup_close_ int agent = agent_connect(call, err);
-        if (agent < 0)
-                return -1;
-        int r = agent_files_call(agent, AGENT_MSG_FILE_CREATE, &a, AGENT_MSG_FILE_UPLOAD, &reply, msg, sizeof(msg));
-        if (r < 0)
-                return file_error_from_agent(err, r, msg);
-        int werr = 0;
-        for (size_t off = 0; off < len && !werr;) {
-                ssize_t n = write(reply.fd, data + off, len - off);
-                if (n < 0 && errno == EINTR)
-                        continue;
-                if (n <= 0)
-                        werr = n < 0 ? -errno : -EIO;
-                else
-                        off += (size_t)n;
-        }
-        close(TAKE_FD(reply.fd));
-        agent_file_reply_release(&reply);
-        if (werr && werr != -EPIPE) {
-                snprintf(msg, sizeof(msg), "write %s: %s", path, strerror(-werr));
-                return file_error_from_agent(err, werr, msg);
-        }
-        r = agent_files_call(agent, AGENT_MSG_FILE_COMMIT, NULL, AGENT_MSG_FILE_ENTRY, &reply, msg, sizeof(msg));
-        if (r < 0)
-                return file_error_from_agent(err, r, msg);
-        struct agent_file_entry e;
-        size_t cursor = 0;
-        if (agent_files_next_entry(&reply.frame, &cursor, &e) == 1)
-                json_array_append_new(out, json_pack("{s:o, s:s, s:o}", "name", output_encoding_utf8((const uint8_t *)e.name, e.name_len),
-                                                     "type", "file", "path", output_encoding_utf8((const uint8_t *)e.path, e.path_len)));
-        agent_file_reply_release(&reply);
-        return 0;
-}
-
-/* The boundary of a multipart/form-data content type, or NULL. */
-static bool boundary_of(const char *ct, char *buf, size_t size)
-{
-        const char *b = ct ? strcasestr(ct, "boundary=") : NULL;
-        if (!b)
-                return false;
-        b += 9;
-        bool quoted = *b == '"';
-        b += quoted;
-        size_t n = strcspn(b, quoted ? "\"" : "; ");
-        if (n == 0 || n + 3 >= size)
-                return false;
-        snprintf(buf, size, "--%.*s", (int)n, b);
-        return true;
-}
-
-/* filename="..." of a part's headers (hdr_len bytes), copied to buf. */
-static bool part_filename(const char *hdr, size_t hdr_len, char *buf, size_t size)
-{
-        char *copy = strndup(hdr, hdr_len);
-        const char *f = copy ? strcasestr(copy, "filename=\"") : NULL;
-        bool ok = false;
-        if (f) {
-                f += 10;
-                size_t n = strcspn(f, "\"");
-                if (n < size) {
-                        snprintf(buf, size, "%.*s", (int)n, f);
-                        ok = true;
-                }
-        }
-        free(copy);
-        return ok;
-}
-
-/* multipart/form-data: every part named "file"; the query's path wins over a part's
- * filename when there is one part (several: each filename is its path). */
-static int upload_multipart(struct e2b_call *call, const char *user, const char *query_path, const char *boundary,
-                            json_t *out, struct space_error *err)
-{
-        const char *body = call->req.body, *end = body + call->req.body_len;
-        size_t blen = strlen(boundary);
-        const char *p = memmem(body, (size_t)(end - body), boundary, blen);
-        int parts = 0;
-        /* Count the parts first: the query path names the file only when there is one. */
-        for (const char *q = p; q && (q = memmem(q + blen, (size_t)(end - q - blen), boundary, blen));)
-                parts++;
-        while (p && p + blen + 2 <= end && memcmp(p + blen, "--", 2) != 0) {
-                const char *hdr = p + blen + 2; /* after the CRLF */
-                const char *hdr_end = memmem(hdr, (size_t)(end - hdr), "\r\n\r\n", 4);
-                if (!hdr_end)
-                        break;
-                const char *data = hdr_end + 4;
-                const char *next = memmem(data, (size_t)(end - data), boundary, blen);
-                if (!next || next - data < 2)
-                        break;
-                size_t len = (size_t)(next - data) - 2; /* the CRLF before the boundary */
-                char name[PATH_MAX] = "", path[PATH_MAX];
-                part_filename(hdr, (size_t)(hdr_end - hdr), name, sizeof(name));
-                const char *target = parts == 1 && query_path ? query_path : name;
-                if (e2b_files_resolve(user, target, path, sizeof(path), err) < 0 || upload_one(call, user, path, data, len, out, err) < 0)
-                        return -1;
-                p = next;
-        }
-        if (json_array_size(out) == 0)
-                return space_error_set(err, SPACE_E_INVALID_REQUEST, "no file part in the multipart body");
-        return 0;
-}
-
-/* A Content-Encoding: gzip body, expanded (caller frees *ret). */
-static int gunzip(const char *data, size_t len, char **ret, size_t *ret_len, struct space_error *err)
-{
-        z_stream zs = { .next_in = (Bytef *)data, .avail_in = (uInt)len };
-        size_t cap = len * 4 + 4096, n = 0;
-        char *out = malloc(cap);
-        if (!out || len > UINT32_MAX || inflateInit2(&zs, 16 + MAX_WBITS) != Z_OK) {
-                free(out);
-                return space_error_set(err, SPACE_E_INTERNAL, "cannot start gzip decoding");
-        }
-        int z = Z_OK;
-        while (z == Z_OK) {
-                if (n == cap) {
-                        char *grown = cap < GUNZIP_MAX ? realloc(out, cap * 2 > GUNZIP_MAX ? GUNZIP_MAX : cap * 2) : NULL;
-                        if (!grown) {
-                                z = Z_MEM_ERROR;
-                                break;
-                        }
-                        cap = cap * 2 > GUNZIP_MAX ? GUNZIP_MAX : cap * 2;
-                        out = grown;
-                }
-                zs.next_out = (Bytef *)out + n;
-                zs.avail_out = (uInt)(cap - n);
-                z = inflate(&zs, Z_NO_FLUSH);
-                n = cap - zs.avail_out;
-        }
-        inflateEnd(&zs);
-        if (z != Z_STREAM_END) {
-                free(out);
-                if (z == Z_MEM_ERROR)
-                        return space_error_set(err, SPACE_E_PAYLOAD_TOO_LARGE, "the gzip body expands beyond %u MiB", GUNZIP_MAX >> 20);
-                return space_error_set(err, SPACE_E_INVALID_REQUEST, "the body is not valid gzip");
-        }
-        *ret = out;
-        *ret_len = n;
-        return 0;
-}
-
-void e2b_files_upload(struct e2b_call *call, struct api_response *resp)
-{
-        struct space_error err = { 0 };
-        const char *user = api_request_query(&call->req, "username");
-        const char *query_path = api_request_query(&call->req, "path");
-        const char *encoding = e2b_call_header(call, "Content-Encoding");
-        char boundary[256], path[PATH_MAX];
-        if (!user || !*user)
-                user = call->user;
-        if (!file_user_name_ok(user)) {
-                space_error_set(&err, SPACE_E_INVALID_REQUEST, "username is not a user name");
-                return files_error(resp, &err);
-        }
-        _cleanup_free_ char *expanded = NULL;
-        if (encoding && strcasecmp(encoding, "gzip") == 0) {
-                size_t n = 0;
-                if (gunzip(call->req.body, call->req.body_len, &expanded, &n, &err) < 0)
-                        return files_error(resp, &err);
-                call->req.body = expanded;
-                call->req.body_len = n;
-        } else if (encoding && strcasecmp(encoding, "identity") != 0) {
-                space_error_set(&err, SPACE_E_INVALID_REQUEST, "Content-Encoding %.32s is not supported (gzip is)", encoding);
-                return files_error(resp, &err);
-        }
-        json_t *out = json_array();
-        int r;
-        if (boundary_of(call->req.content_type, boundary, sizeof(boundary)) &&
-            strncasecmp(call->req.content_type, "multipart/form-data", 19) == 0)
-                r = upload_multipart(call, user, query_path && *query_path ? query_path : NULL, boundary, out, &err);
-        else
-                r = e2b_files_resolve(user, query_path, path, sizeof(path), &err) < 0
-                            ? -1
-                            : upload_one(call, user, path, call->req.body, call->req.body_len, out, &err);
-        if (r < 0) {
-                json_decref(out);
-                return files_error(resp, &err);
-        }
-        api_response_json(resp, 200, out);
 }

@@ -11,6 +11,7 @@
 
 #include "api/api_json.h"
 #include "e2b/e2b_connect.h"
+#include "e2b/e2b_files_upload.h"
 #include "e2b/e2b_routes.h"
 #include "spaced/log.h"
 #include "spaced/spaced_context.h"
@@ -55,7 +56,7 @@ static const struct route {
         { "POST", { "filesystem.Filesystem", "Remove" }, e2b_fs_remove, ENVD },
         { "POST", { "filesystem.Filesystem", "WatchDir" }, e2b_fs_watch_dir, ENVD },
         { "GET", { "files" }, e2b_files_download, ENVD },
-        { "POST", { "files" }, e2b_files_upload, ENVD },
+        { "POST", { "files" }, NULL, ENVD }, /* streamed: e2b_router_upload_begin */
 };
 
 const char *e2b_call_header(const struct e2b_call *call, const char *name)
@@ -221,23 +222,24 @@ static int split_path(struct api_request *req, char *copy)
         return 0;
 }
 
-void e2b_router_handle(struct e2b_front *front, struct MHD_Connection *conn, const char *method, const char *url,
-                       const char *body, size_t body_len, struct api_response *resp)
+/* Finds the route of the request in call->req and authenticates it. NULL with resp filled
+ * when there is none or the caller may not call it. */
+static const struct route *route_call(struct e2b_call *call, char *path_copy, size_t copy_size, struct api_response *resp)
 {
         struct space_error err = { 0 };
-        struct e2b_call call = { .front = front };
-        char path_copy[1024];
-        call.req = (struct api_request){ .ctx = front->ctx, .conn = conn, .method = method, .path = url, .body = body,
-                                         .body_len = body_len };
-        call.req.content_type = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_TYPE);
-        if (strlen(url) >= sizeof(path_copy) || (snprintf(path_copy, sizeof(path_copy), "%s", url), split_path(&call.req, path_copy) < 0))
-                return e2b_reply_error(resp, 404, "no route for %s", method);
-        bool envd = envd_path(&call.req);
+        const char *method = call->req.method, *url = call->req.path;
+        struct e2b_front *front = call->front;
+        call->req.content_type = MHD_lookup_connection_value(call->req.conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_TYPE);
+        if (strlen(url) >= copy_size || (snprintf(path_copy, copy_size, "%s", url), split_path(&call->req, path_copy) < 0)) {
+                e2b_reply_error(resp, 404, "no route for %s", method);
+                return NULL;
+        }
+        bool envd = envd_path(&call->req);
         const struct route *found = NULL;
         const char *id = NULL;
         bool path_known = false;
         for (size_t i = 0; i < sizeof(routes) / sizeof(routes[0]) && !found; i++) {
-                if (!matches(&routes[i], &call.req, &id))
+                if (!matches(&routes[i], &call->req, &id))
                         continue;
                 path_known = true;
                 if (strcmp(routes[i].method, method) == 0)
@@ -247,27 +249,75 @@ void e2b_router_handle(struct e2b_front *front, struct MHD_Connection *conn, con
                 space_error_set(&err, path_known ? SPACE_E_METHOD_NOT_ALLOWED : SPACE_E_NOT_FOUND, "%s %s is not %s", method,
                                 url, path_known ? "allowed" : "supported by space's E2B front door");
                 if (envd)
-                        return e2b_connect_reply_error(resp, &err);
-                return e2b_reply_space_error(resp, &err);
+                        e2b_connect_reply_error(resp, &err);
+                else
+                        e2b_reply_space_error(resp, &err);
+                return NULL;
         }
         if (found->half == CONTROL) {
-                if (e2b_keys_authenticate(front->ctx, e2b_call_header(&call, "X-API-KEY"), call.req.key_id,
-                                          sizeof(call.req.key_id), &err) < 0)
-                        return e2b_reply_space_error(resp, &err);
-                if (id) {
-                        if (!api_json_name_ok(id) || strlen(id) >= sizeof(call.sandbox_id))
-                                return e2b_reply_error(resp, 404, "sandbox %.64s not found", id);
-                        snprintf(call.sandbox_id, sizeof(call.sandbox_id), "%s", id);
+                if (e2b_keys_authenticate(front->ctx, e2b_call_header(call, "X-API-KEY"), call->req.key_id,
+                                          sizeof(call->req.key_id), &err) < 0) {
+                        e2b_reply_space_error(resp, &err);
+                        return NULL;
                 }
-        } else if (envd_authenticate(&call, found->half == ENVD, &err) < 0) {
+                if (id) {
+                        if (!api_json_name_ok(id) || strlen(id) >= sizeof(call->sandbox_id)) {
+                                e2b_reply_error(resp, 404, "sandbox %.64s not found", id);
+                                return NULL;
+                        }
+                        snprintf(call->sandbox_id, sizeof(call->sandbox_id), "%s", id);
+                }
+        } else if (envd_authenticate(call, found->half == ENVD, &err) < 0) {
                 if (found->half == ENVD_OPEN)
-                        return e2b_reply_space_error(resp, &err);
-                return e2b_connect_reply_error(resp, &err);
+                        e2b_reply_space_error(resp, &err);
+                else
+                        e2b_connect_reply_error(resp, &err);
+                return NULL;
         }
         if (atomic_load(&front->ctx->shutting_down) && strcmp(method, "GET") != 0) {
                 space_error_set(&err, SPACE_E_UNAVAILABLE, "spaced is shutting down");
-                return envd ? e2b_connect_reply_error(resp, &err) : e2b_reply_space_error(resp, &err);
+                if (envd)
+                        e2b_connect_reply_error(resp, &err);
+                else
+                        e2b_reply_space_error(resp, &err);
+                return NULL;
         }
+        return found;
+}
+
+bool e2b_router_streams_body(const char *method, const char *url)
+{
+        return strcmp(method, "POST") == 0 && strncmp(url, "/files", 6) == 0 && (url[6] == '\0' || url[6] == '?');
+}
+
+int e2b_router_upload_begin(struct e2b_front *front, struct MHD_Connection *conn, const char *method, const char *url,
+                            struct e2b_upload **ret, struct api_response *resp)
+{
+        struct space_error err = { 0 };
+        struct e2b_call call = { .front = front };
+        char path_copy[1024];
+        call.req = (struct api_request){ .ctx = front->ctx, .conn = conn, .method = method, .path = url, .body = "" };
+        if (!route_call(&call, path_copy, sizeof(path_copy), resp))
+                return -1;
+        if (e2b_upload_begin(&call, ret, &err) < 0) {
+                e2b_files_reply_error(resp, &err);
+                return -1;
+        }
+        return 0;
+}
+
+void e2b_router_handle(struct e2b_front *front, struct MHD_Connection *conn, const char *method, const char *url,
+                       const char *body, size_t body_len, struct api_response *resp)
+{
+        struct e2b_call call = { .front = front };
+        char path_copy[1024];
+        call.req = (struct api_request){ .ctx = front->ctx, .conn = conn, .method = method, .path = url, .body = body,
+                                         .body_len = body_len };
+        const struct route *found = route_call(&call, path_copy, sizeof(path_copy), resp);
+        if (!found)
+                return;
+        if (!found->handler)
+                return e2b_reply_error(resp, 500, "%s %s takes a streamed body", method, url);
         found->handler(&call, resp);
         if (!resp->status)
                 e2b_reply_error(resp, 500, "handler gave no answer");

@@ -5,6 +5,7 @@
  *    the envd access token (X-Access-Token), which is also what authenticates it. */
 #pragma once
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "api/api_request.h"
@@ -20,5 +21,13 @@ struct e2b_front {
         unsigned char token_secret[E2B_TOKEN_SECRET_SIZE];
 };
 
+struct e2b_upload;
+
+/* Whether the request's body is streamed into an upload rather than read whole (POST /files). */
+bool e2b_router_streams_body(const char *method, const char *url);
+/* For such a request, before its body: routes and authenticates it and starts the upload.
+ * 0 with *ret; -1 with resp filled (to answer once the body has been discarded). */
+int e2b_router_upload_begin(struct e2b_front *front, struct MHD_Connection *conn, const char *method, const char *url,
+                            struct e2b_upload **ret, struct api_response *resp);
 void e2b_router_handle(struct e2b_front *front, struct MHD_Connection *conn, const char *method, const char *url,
                        const char *body, size_t body_len, struct api_response *resp);

@@ -86,7 +86,11 @@ void e2b_fs_make_dir(struct e2b_call *call, struct api_response *resp);
 void e2b_fs_move(struct e2b_call *call, struct api_response *resp);
 void e2b_fs_remove(struct e2b_call *call, struct api_response *resp);
 void e2b_files_download(struct e2b_call *call, struct api_response *resp);
-void e2b_files_upload(struct e2b_call *call, struct api_response *resp);
+/* /files errors are plain JSON {"code": <status>, "message"}, like the control API's
+ * (a sandbox not running: 502 as envd's proxy; full disk or memory: 507). */
+void e2b_files_reply_error(struct api_response *resp, const struct space_error *err);
+/* The user files are handled as: the call's (Basic auth), or ?username=; NULL for root. */
+const char *e2b_files_agent_user(const char *user);
 /* An absolute path: as given, or relative to the user's home (/root for root, else
  * /home/<user>), checked as the files API wants it. */
 int e2b_files_resolve(const char *user, const char *path, char *buf, size_t size, struct space_error *err);

@@ -1,5 +1,6 @@
 /* e2b_server: libmicrohttpd plumbing for the E2B front door: bodies are read whole (up to
- * --max-body), answers are JSON, empty, or a stream whose read callback may block. */
+ * --max-body), except /files uploads, which stream into e2b_files_upload as they arrive;
+ * answers are JSON, empty, or a stream whose read callback may block. */
 #include "e2b/e2b_server.h"
 
 #include <arpa/inet.h>
@@ -13,6 +14,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "e2b/e2b_files_upload.h"
 #include "e2b/e2b_metrics.h"
 #include "e2b/e2b_router.h"
 #include "spaced/log.h"
@@ -24,14 +26,14 @@ struct e2b_server {
         struct MHD_Daemon *daemon;
 };
 
-/* The largest /files upload (held in memory while it is written into the sandbox). */
-#define E2B_UPLOAD_MAX (64u << 20)
-
 struct body {
         char *data;
         size_t len, cap, limit;
         bool too_large;
         int64_t started_us;
+        bool streamed;             /* a /files upload */
+        struct e2b_upload *upload; /* NULL once finished, or when it could not start */
+        struct api_response early; /* why it could not start (sent after the body) */
 };
 
 static ssize_t stream_reader(void *cls, uint64_t pos, char *buf, size_t max)
@@ -115,12 +117,33 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
                 if (!b)
                         return MHD_NO;
                 b->started_us = monotonic_now_us();
-                /* envd uploads (/files) are read whole too, up to their own cap. */
                 b->limit = s->front.ctx->cfg.max_body_bytes;
-                if (strncmp(url, "/files", 6) == 0 && (url[6] == '\0' || url[6] == '?') && b->limit < E2B_UPLOAD_MAX)
-                        b->limit = E2B_UPLOAD_MAX;
                 *con_cls = b;
+                if (e2b_router_streams_body(method, url)) {
+                        b->streamed = true;
+                        e2b_router_upload_begin(&s->front, conn, method, url, &b->upload, &b->early);
+                }
                 return MHD_YES;
+        }
+        if (b->streamed) {
+                if (*upload_data_size) {
+                        if (b->upload)
+                                e2b_upload_write(b->upload, upload_data, *upload_data_size);
+                        *upload_data_size = 0;
+                        return MHD_YES;
+                }
+                struct api_response resp = b->early;
+                memset(&b->early, 0, sizeof(b->early));
+                if (b->upload) {
+                        e2b_upload_finish(b->upload, &resp);
+                        b->upload = NULL;
+                }
+                enum MHD_Result r = send_response(conn, &resp);
+                log_debug("e2b.request", "method=%s path=%s status=%u duration_us=%lld", method, url, resp.status,
+                          (long long)(monotonic_now_us() - b->started_us));
+                json_decref(resp.body);
+                json_decref(resp.headers);
+                return r;
         }
         if (*upload_data_size) {
                 size_t n = *upload_data_size;
@@ -148,7 +171,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         if (b->too_large) {
                 resp.status = 413;
                 resp.body = json_pack("{s:i, s:s}", "code", 413, "message",
-                                      "request body is too large (--max-body; /files uploads: 64 MiB)");
+                                      "request body is too large (--max-body)");
         } else {
                 e2b_router_handle(&s->front, conn, method, url, b->data ? b->data : "", b->len, &resp);
         }
@@ -164,6 +187,9 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 {
         struct body *b = *con_cls;
         if (b) {
+                e2b_upload_abort(b->upload); /* the client went away mid-body */
+                json_decref(b->early.body);
+                json_decref(b->early.headers);
                 free(b->data);
                 free(b);
                 *con_cls = NULL;

@@ -71,7 +71,8 @@ def main():
         url = "http://127.0.0.1:%d" % e2b_port
         env = dict(os.environ)
         env.pop("E2B_DEBUG", None)
-        env.update({"E2B_API_URL": url, "E2B_SANDBOX_URL": url, "E2B_API_KEY": e2b_key})
+        env.update({"E2B_API_URL": url, "E2B_SANDBOX_URL": url, "E2B_API_KEY": e2b_key,
+                    "SPACED_PID": str(d.proc.pid)})  # sdk_test.mjs watches its memory during big uploads
         for pkg in PACKAGES:
             print("# %s against %s" % (pkg, url), flush=True)
             try:
