@@ -354,6 +354,46 @@ static void test_segment_rollover(void **state)
         command_log_close(w);
 }
 
+/* The end of a log: none, empty, one segment, several (and past the cap), a torn tail. */
+static void test_end_seq(void **state)
+{
+        struct fixture *f = *state;
+        struct command_log_writer *w;
+        struct command_log_reader *r;
+        uint64_t end = 99;
+        assert_int_equal(command_log_end_seq(f->dir, &end), -ENOENT);
+        assert_int_equal(end, 99);
+        assert_int_equal(command_log_open(f->dir, SMALL_CAP, &w), 0);
+        assert_int_equal(command_log_end_seq(f->dir, &end), 0);
+        assert_int_equal(end, 0);
+        append_range(w, 1, 5, REC_LEN);
+        assert_int_equal(command_log_end_seq(f->dir, &end), 0);
+        assert_int_equal(end, 5);
+        append_range(w, 6, 200, REC_LEN); /* many segments, the oldest dropped for the cap */
+        assert_int_equal(command_log_end_seq(f->dir, &end), 0);
+        assert_int_equal(end, 200);
+        /* A reader from there sees only what comes next. */
+        assert_int_equal(command_log_reader_open(f->dir, end, &r), 0);
+        expect_none(r);
+        append(w, 201, 3);
+        expect_record(r, 201, 3);
+        command_log_reader_close(r);
+        command_log_close(w);
+        /* Half a record at the tail is not counted. */
+        char path[PATH_MAX + 32];
+        struct listing l = list_segments(f->dir);
+        uint64_t last_first = 0;
+        for (uint64_t k = l.oldest; k <= 201; k++) {
+                segment_file(f->dir, k, path, sizeof(path));
+                if (access(path, F_OK) == 0)
+                        last_first = k;
+        }
+        segment_file(f->dir, last_first, path, sizeof(path));
+        assert_int_equal(truncate(path, file_size(path) - 1), 0);
+        assert_int_equal(command_log_end_seq(f->dir, &end), 0);
+        assert_int_equal(end, 200);
+}
+
 static void test_cap_drops_oldest(void **state)
 {
         struct fixture *f = *state;
@@ -680,6 +720,7 @@ int main(void)
                 T(test_reader_after_what_exists),
                 T(test_reader_at_end_sees_appends),
                 T(test_segment_rollover),
+                T(test_end_seq),
                 T(test_cap_drops_oldest),
                 T(test_cap_keeps_the_segment_being_written),
                 T(test_torn_tail_mid_payload),
