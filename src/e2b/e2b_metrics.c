@@ -256,9 +256,16 @@ json_t *e2b_metrics_series(struct e2b_metrics *m, const struct sandbox *sb, int6
                 if (in_range(s->ts_ms, start_s, end_s))
                         json_array_append_new(arr, sample_render(s));
         }
-        if (ring_last(r)) {
-                prev = *ring_last(r);
-                have_prev = true;
+        /* CPU use now is measured against the newest sample at least a second old: one
+         * taken a few ms ago would make it noise. */
+        int64_t now_ms = wallclock_now_ms();
+        for (size_t i = r ? r->n : 0; i-- > 0;) {
+                const struct sample *s = &r->s[(r->head + E2B_METRICS_RING - r->n + i) % E2B_METRICS_RING];
+                if (s->ts_ms <= now_ms - 1000) {
+                        prev = *s;
+                        have_prev = true;
+                        break;
+                }
         }
         pthread_mutex_unlock(&m->lock);
         if (sb->state == SANDBOX_RUNNING) {
