@@ -269,8 +269,26 @@ await check('files: a 128 MiB upload streams through spaced (multipart; raw and 
     assert.equal(got[0], String(size), way)
     assert.equal(got[1], md5, way)
     assert.ok(peak - before < 32 << 10, `${way}: spaced's RSS went from ${before} kB to ${peak} kB`)
+    console.log(`# ${version} ${way} upload of 128 MiB: spaced's RSS ${before} kB before, at most ${peak} kB during`)
   }
   await sbx.commands.run('rm -f /home/user/big.upload')
+})
+
+await check('files: an upload into /tmp (the sandbox memory) stops where its memory limit would be passed', async () => {
+  const { gzipSync } = await import('node:zlib')
+  const info = await sbx.getInfo()
+  // gzip keeps the request small; it expands past the sandbox's memory limit
+  const body = gzipSync(Buffer.alloc((info.memoryMB + 64) << 20))
+  const r = await fetch(`${url}/files?path=/tmp/too-big&username=user`, {
+    method: 'POST', body,
+    headers: { 'Content-Type': 'application/octet-stream', 'Content-Encoding': 'gzip', 'E2b-Sandbox-Id': sbx.sandboxId,
+      'X-Access-Token': sbx.envdAccessToken } })
+  const text = await r.text()
+  assert.equal(r.status, 507, text)
+  assert.match(JSON.parse(text).message, /memory limit/)
+  const left = await sbx.commands.run('ls /tmp/too-big 2>&1; echo alive', { user: 'root' }).catch((e) => e.result)
+  assert.match(left.stdout, /alive/)
+  assert.doesNotMatch(left.stdout, /^\/tmp\/too-big$/m)
 })
 
 await check('files: multi-write, list, exists, getInfo', async () => {
