@@ -134,6 +134,8 @@ int agent_client_exec(const char *socket_path, const struct exec_request *req, s
                 agent_frame_writer_put_str(&w, AGENT_F_ENV, *e);
         if (req->cwd)
                 agent_frame_writer_put_str(&w, AGENT_F_CWD, req->cwd);
+        if (req->user)
+                agent_frame_writer_put_str(&w, AGENT_F_USER, req->user);
         if (req->has_stdin)
                 agent_frame_writer_put(&w, AGENT_F_STDIN, req->stdin_data, req->stdin_len);
         agent_frame_writer_put_u32(&w, AGENT_F_TIMEOUT_MS, req->timeout_ms);

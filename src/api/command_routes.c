@@ -61,17 +61,6 @@ static int parse_tty(const json_t *body, uint32_t *cols, uint32_t *rows, struct 
         return 0;
 }
 
-static bool user_ok(const char *s)
-{
-        size_t n = strlen(s);
-        if (n == 0 || n > 64 || s[0] == '-')
-                return false;
-        for (const char *p = s; *p; p++)
-                if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') || strchr("._-$", *p)))
-                        return false;
-        return true;
-}
-
 void route_command_start(struct api_request *req, struct api_response *resp)
 {
         struct space_error err = { 0 };
@@ -100,7 +89,7 @@ void route_command_start(struct api_request *req, struct api_response *resp)
                 space_error_set(&err, SPACE_E_INVALID_REQUEST, "cwd must be an absolute path");
                 goto fail;
         }
-        if (user && !user_ok(user)) {
+        if (user && !command_spec_user_ok(user)) {
                 space_error_set(&err, SPACE_E_INVALID_REQUEST, "user must be a user name or uid of the sandbox");
                 goto fail;
         }
@@ -108,16 +97,9 @@ void route_command_start(struct api_request *req, struct api_response *resp)
                 goto fail;
         loaded = true;
         /* The template's USER and WORKDIR (environment.config) are the defaults. */
-        json_t *tconfig = json_object_get(sb.environment, "config");
         char tuser[65];
-        const char *tu = json_string_value(json_object_get(tconfig, "user")), *tw = json_string_value(json_object_get(tconfig, "workdir"));
-        if (!user && tu && *tu) {
-                snprintf(tuser, sizeof(tuser), "%.*s", (int)strcspn(tu, ":"), tu); /* no group */
-                user = tuser;
-        }
-        if (!cwd && tw && tw[0] == '/')
-                cwd = tw;
-        bool as_root = !user || strcmp(user, "root") == 0 || strcmp(user, "0") == 0;
+        command_spec_template_defaults(sb.environment, &user, &cwd, tuser, sizeof(tuser));
+        bool as_root = command_spec_user_is_root(user);
         spec.argv = command_spec_argv(cmd, shell);
         spec.envp = command_spec_envp(sb.env, env, as_root);
         if (!spec.argv || !spec.envp) {

@@ -62,3 +62,33 @@ char **command_spec_argv(const json_t *cmd, const char *shell)
         return argv;
 }
 
+
+void command_spec_template_defaults(const json_t *environment, const char **user, const char **cwd, char *buf,
+                                    size_t size)
+{
+        json_t *config = json_object_get(environment, "config");
+        const char *tu = json_string_value(json_object_get(config, "user"));
+        const char *tw = json_string_value(json_object_get(config, "workdir"));
+        if (!*user && tu && *tu) {
+                snprintf(buf, size, "%.*s", (int)strcspn(tu, ":"), tu); /* no group */
+                *user = buf;
+        }
+        if (!*cwd && tw && tw[0] == '/')
+                *cwd = tw;
+}
+
+bool command_spec_user_ok(const char *s)
+{
+        size_t n = strlen(s);
+        if (n == 0 || n > 64 || s[0] == '-')
+                return false;
+        for (const char *p = s; *p; p++)
+                if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') || strchr("._-$", *p)))
+                        return false;
+        return true;
+}
+
+bool command_spec_user_is_root(const char *user)
+{
+        return !user || strcmp(user, "root") == 0 || strcmp(user, "0") == 0;
+}

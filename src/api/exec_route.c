@@ -10,13 +10,14 @@
 #include "runtime/runtime_driver.h"
 #include "spaced/spaced_context.h"
 
-static const char *const exec_fields[] = { "cmd", "shell", "env", "cwd", "stdin", "timeout_s", "encoding", NULL };
+static const char *const exec_fields[] = { "cmd", "shell", "env", "cwd", "user", "stdin", "timeout_s", "encoding", NULL };
 
 void route_sandbox_exec(struct api_request *req, struct api_response *resp)
 {
         struct space_error err = { 0 };
         json_t *body = NULL, *cmd = NULL, *env = NULL;
-        const char *shell = NULL, *cwd = NULL, *stdin_text = NULL, *encoding = "utf8";
+        const char *shell = NULL, *cwd = NULL, *user = NULL, *stdin_text = NULL, *encoding = "utf8";
+        char tuser[65];
         long long timeout_s = 60;
         struct sandbox sb = { 0 };
         struct exec_result result = { 0 };
@@ -26,7 +27,8 @@ void route_sandbox_exec(struct api_request *req, struct api_response *resp)
         if (api_request_json(req, &body, &err) < 0 || api_json_only(body, exec_fields, "", &err) < 0 ||
             api_json_string_array(body, "cmd", 4096, &cmd, &err) < 0 || api_json_string(body, "shell", 262144, &shell, &err) < 0 ||
             api_json_string_map(body, "env", api_json_env_name_ok, 256, 32768, &env, &err) < 0 ||
-            api_json_string(body, "cwd", 4095, &cwd, &err) < 0 || api_json_string(body, "stdin", 64u << 20, &stdin_text, &err) < 0 ||
+            api_json_string(body, "cwd", 4095, &cwd, &err) < 0 || api_json_string(body, "user", 64, &user, &err) < 0 ||
+            api_json_string(body, "stdin", 64u << 20, &stdin_text, &err) < 0 ||
             api_json_int(body, "timeout_s", 1, 3600, &timeout_s, &err) < 0 ||
             api_json_string(body, "encoding", 16, &encoding, &err) < 0)
                 goto fail;
@@ -50,12 +52,17 @@ void route_sandbox_exec(struct api_request *req, struct api_response *resp)
                                 sandbox_state_name(sb.state));
                 goto fail;
         }
-        if (!cwd) { /* the template's WORKDIR, else / */
-                const char *wd = json_string_value(json_object_get(json_object_get(sb.environment, "config"), "workdir"));
-                cwd = wd && wd[0] == '/' ? wd : "/";
+        if (user && !command_spec_user_ok(user)) {
+                space_error_set(&err, SPACE_E_INVALID_REQUEST, "user must be a user name or uid of the sandbox");
+                goto fail;
         }
+        /* The template's USER and WORKDIR are the defaults; a user's own default cwd is home. */
+        command_spec_template_defaults(sb.environment, &user, &cwd, tuser, sizeof(tuser));
+        bool as_root = command_spec_user_is_root(user);
+        if (!cwd && as_root)
+                cwd = "/";
         argv = command_spec_argv(cmd, shell);
-        envp = command_spec_envp(sb.env, env, true);
+        envp = command_spec_envp(sb.env, env, as_root);
         if (!argv || !envp) {
                 space_error_set(&err, SPACE_E_INTERNAL, "out of memory");
                 goto fail;
@@ -64,6 +71,7 @@ void route_sandbox_exec(struct api_request *req, struct api_response *resp)
                 .argv = argv,
                 .envp = envp,
                 .cwd = cwd,
+                .user = as_root ? NULL : user,
                 .stdin_data = (const uint8_t *)stdin_text,
                 .stdin_len = stdin_text ? strlen(stdin_text) : 0,
                 .has_stdin = stdin_text != NULL,

@@ -16,6 +16,7 @@
 #include "api/api_auth.h"
 #include "api/api_request.h"
 #include "api/api_routes.h"
+#include "api/http_response.h"
 #include "spaced/log.h"
 #include "spaced/spaced_context.h"
 #include "spaced/wallclock.h"
@@ -45,96 +46,9 @@ struct upload {
         struct api_request req;
 };
 
-static ssize_t stream_reader(void *cls, uint64_t pos, char *buf, size_t max)
-{
-        struct api_stream *st = cls;
-        ssize_t n = st->read(st->cls, buf, max);
-        if (n > 0)
-                return n;
-        return n == 0 ? MHD_CONTENT_READER_END_OF_STREAM : MHD_CONTENT_READER_END_WITH_ERROR;
-}
-
-static void stream_free(void *cls)
-{
-        struct api_stream *st = cls;
-        if (st->free)
-                st->free(st->cls);
-        free(st);
-}
-
-static void add_headers(struct MHD_Response *r, const json_t *headers)
-{
-        const char *k;
-        json_t *v;
-        json_object_foreach((json_t *)headers, k, v)
-                if (json_is_string(v))
-                        MHD_add_response_header(r, k, json_string_value(v));
-}
-
 static enum MHD_Result send_response(struct MHD_Connection *conn, struct api_response *resp)
 {
-        if (resp->file.set) {
-                resp->file.set = false;
-                /* libmicrohttpd owns the descriptor from here, on failure too. */
-                struct MHD_Response *r = MHD_create_response_from_fd_at_offset64(resp->file.size, resp->file.fd,
-                                                                                 resp->file.offset);
-                if (!r) {
-                        close(resp->file.fd);
-                        return MHD_NO;
-                }
-                MHD_add_response_header(r, "Content-Type", resp->content_type ? resp->content_type : "application/octet-stream");
-                add_headers(r, resp->headers);
-                enum MHD_Result ret = MHD_queue_response(conn, resp->status, r);
-                MHD_destroy_response(r);
-                return ret;
-        }
-        if (resp->stream.read) {
-                struct api_stream *st = malloc(sizeof(*st));
-                if (!st) {
-                        if (resp->stream.free)
-                                resp->stream.free(resp->stream.cls);
-                        return MHD_NO;
-                }
-                *st = resp->stream;
-                memset(&resp->stream, 0, sizeof(resp->stream));
-                struct MHD_Response *r = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 256 * 1024, stream_reader, st, stream_free);
-                if (!r) {
-                        stream_free(st);
-                        return MHD_NO;
-                }
-                MHD_add_response_header(r, "Content-Type", resp->content_type ? resp->content_type : "application/octet-stream");
-                add_headers(r, resp->headers);
-                enum MHD_Result ret = MHD_queue_response(conn, resp->status, r);
-                MHD_destroy_response(r);
-                return ret;
-        }
-        char *text = NULL;
-        size_t len = 0;
-        if (resp->body) {
-                text = json_dumps(resp->body, JSON_COMPACT | JSON_ENCODE_ANY | JSON_REAL_PRECISION(12));
-                if (text) {
-                        len = strlen(text);
-                        char *grown = realloc(text, len + 2);
-                        if (grown) {
-                                text = grown;
-                                text[len++] = '\n';
-                                text[len] = '\0';
-                        }
-                }
-        }
-        struct MHD_Response *r = MHD_create_response_from_buffer(len, text ? text : (void *)"", text ? MHD_RESPMEM_MUST_FREE
-                                                                                                 : MHD_RESPMEM_PERSISTENT);
-        if (!r) {
-                free(text);
-                return MHD_NO;
-        }
-        if (text)
-                MHD_add_response_header(r, "Content-Type", "application/json");
-        MHD_add_response_header(r, "Cache-Control", "no-store");
-        add_headers(r, resp->headers);
-        enum MHD_Result ret = MHD_queue_response(conn, resp->status, r);
-        MHD_destroy_response(r);
-        return ret;
+        return http_response_send(conn, resp, true, 256 * 1024);
 }
 
 static int split_path(struct api_request *req, char *copy)

@@ -1,6 +1,7 @@
 /* e2b_server: libmicrohttpd plumbing for the E2B front door: bodies are read whole (up to
  * --max-body), except /files uploads, which stream into e2b_files_upload as they arrive;
  * answers are JSON, empty, or a stream whose read callback may block. */
+#include "api/http_response.h"
 #include "e2b/e2b_server.h"
 
 #include <arpa/inet.h>
@@ -36,75 +37,9 @@ struct body {
         struct api_response early; /* why it could not start (sent after the body) */
 };
 
-static ssize_t stream_reader(void *cls, uint64_t pos, char *buf, size_t max)
-{
-        struct api_stream *st = cls;
-        ssize_t n = st->read(st->cls, buf, max);
-        if (n > 0)
-                return n;
-        return n == 0 ? MHD_CONTENT_READER_END_OF_STREAM : MHD_CONTENT_READER_END_WITH_ERROR;
-}
-
-static void stream_free(void *cls)
-{
-        struct api_stream *st = cls;
-        if (st->free)
-                st->free(st->cls);
-        free(st);
-}
-
-static void add_headers(struct MHD_Response *r, const json_t *headers)
-{
-        const char *k;
-        json_t *v;
-        json_object_foreach((json_t *)headers, k, v)
-                if (json_is_string(v))
-                        MHD_add_response_header(r, k, json_string_value(v));
-}
-
 static enum MHD_Result send_response(struct MHD_Connection *conn, struct api_response *resp)
 {
-        struct MHD_Response *r;
-        if (resp->file.set) {
-                resp->file.set = false;
-                /* libmicrohttpd owns the descriptor from here, on failure too. */
-                r = MHD_create_response_from_fd_at_offset64(resp->file.size, resp->file.fd, resp->file.offset);
-                if (!r) {
-                        close(resp->file.fd);
-                        return MHD_NO;
-                }
-                MHD_add_response_header(r, "Content-Type", resp->content_type ? resp->content_type : "application/octet-stream");
-        } else if (resp->stream.read) {
-                struct api_stream *st = malloc(sizeof(*st));
-                if (!st) {
-                        if (resp->stream.free)
-                                resp->stream.free(resp->stream.cls);
-                        return MHD_NO;
-                }
-                *st = resp->stream;
-                memset(&resp->stream, 0, sizeof(resp->stream));
-                r = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 64 * 1024, stream_reader, st, stream_free);
-                if (!r) {
-                        stream_free(st);
-                        return MHD_NO;
-                }
-                MHD_add_response_header(r, "Content-Type", resp->content_type ? resp->content_type : "application/octet-stream");
-        } else {
-                char *text = resp->body ? json_dumps(resp->body, JSON_COMPACT | JSON_ENCODE_ANY) : NULL;
-                size_t len = text ? strlen(text) : 0;
-                r = MHD_create_response_from_buffer(len, text ? text : (void *)"", text ? MHD_RESPMEM_MUST_FREE : MHD_RESPMEM_PERSISTENT);
-                if (!r) {
-                        free(text);
-                        return MHD_NO;
-                }
-                if (text)
-                        MHD_add_response_header(r, "Content-Type", "application/json");
-        }
-        MHD_add_response_header(r, "Cache-Control", "no-store");
-        add_headers(r, resp->headers);
-        enum MHD_Result ret = MHD_queue_response(conn, resp->status, r);
-        MHD_destroy_response(r);
-        return ret;
+        return http_response_send(conn, resp, false, 64 * 1024);
 }
 
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url, const char *method,

@@ -25,6 +25,7 @@ struct exec_request {
         char **argv; /* NULL-terminated */
         char **envp; /* NULL-terminated, "K=V" */
         const char *cwd;
+        const char *user; /* NULL: root of the sandbox */
         const uint8_t *stdin_data;
         size_t stdin_len;
         bool has_stdin;

@@ -247,8 +247,18 @@ int agent_command_start(struct agent_server *s, struct agent_conn *conn, const s
                 free(cmd);
                 return -EINVAL;
         }
+        struct agent_spawn_user user;
+        if (cmd->req.user) {
+                r = agent_spawn_user_resolve(cmd->req.user, &user);
+                if (r < 0) {
+                        *ret_reason = r == -ENOENT ? "no such user in the sandbox" : "cannot resolve the user";
+                        agent_exec_request_release(&cmd->req);
+                        free(cmd);
+                        return r;
+                }
+        }
         cmd->start_us = agent_clock_now_us();
-        r = agent_spawn_start(&cmd->req, NULL, &fds, &cmd->pid);
+        r = agent_spawn_start(&cmd->req, cmd->req.user ? &user : NULL, &fds, &cmd->pid);
         if (r < 0) {
                 *ret_reason = "cannot start the command";
                 agent_exec_request_release(&cmd->req);

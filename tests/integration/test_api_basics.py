@@ -250,7 +250,7 @@ class ApiBasics(SpacedTestCase):
             ("exec cmd not array", dict(method="POST", path="/v1/sandboxes/%s/exec" % running, body={"cmd": "true"}), 400, "invalid_request"),
             ("exec cmd empty", dict(method="POST", path="/v1/sandboxes/%s/exec" % running, body={"cmd": []}), 400, "invalid_request"),
             ("exec cmd non-string", dict(method="POST", path="/v1/sandboxes/%s/exec" % running, body={"cmd": ["echo", 1]}), 400, "invalid_request"),
-            ("exec unknown field", dict(method="POST", path="/v1/sandboxes/%s/exec" % running, body={"cmd": ["true"], "user": "root"}), 400, "invalid_request"),
+            ("exec unknown field", dict(method="POST", path="/v1/sandboxes/%s/exec" % running, body={"cmd": ["true"], "as_user": "root"}), 400, "invalid_request"),
             ("exec timeout 0", dict(method="POST", path="/v1/sandboxes/%s/exec" % running, body={"cmd": ["true"], "timeout_s": 0}), 400, "invalid_request"),
             ("exec timeout too big", dict(method="POST", path="/v1/sandboxes/%s/exec" % running, body={"cmd": ["true"], "timeout_s": 3601}), 400, "invalid_request"),
             ("exec bad encoding", dict(method="POST", path="/v1/sandboxes/%s/exec" % running, body={"cmd": ["true"], "encoding": "latin1"}), 400, "invalid_request"),

@@ -38,6 +38,24 @@ class Exec(SpacedTestCase):
         self.assertIsInstance(r["duration_ms"], (int, float))
         self.assertGreaterEqual(r["duration_ms"], 0)
 
+    def test_user(self):
+        r = self.ex(shell="id -u; id -g; echo $HOME; pwd", user="nobody")
+        self.assertEqual(r["exit_code"], 0, r)
+        uid, gid, home, cwd = r["stdout"].split("\n")[:4]
+        self.assertEqual((uid, gid), ("65534", "65534"), r)
+        # A user's default cwd is its home, or / when that does not exist (nobody's
+        # /nonexistent).
+        self.assertEqual(cwd, home if home != "/nonexistent" else "/", r)
+        # A non-root user holds no capabilities, root keeps its set.
+        r = self.ex(shell="grep CapEff /proc/self/status", user="65534")
+        self.assertIn("0000000000000000", r["stdout"], r)
+        r = self.ex(shell="id -u", user="root")
+        self.assertEqual(r["stdout"], "0\n")
+        st, body = self.spaced.request("POST", "/v1/sandboxes/%s/exec" % self.sid, {"cmd": ["id"], "user": "no-such-user"})
+        self.assertEqual(st, 400, body)
+        st, body = self.spaced.request("POST", "/v1/sandboxes/%s/exec" % self.sid, {"cmd": ["id"], "user": "-x"})
+        self.assertEqual(st, 400, body)
+
     def test_signal(self):
         r = self.ex(shell="kill -TERM $$")
         self.assertEqual(r["signal"], 15, r)

@@ -281,7 +281,10 @@ static int ns_exec(const struct sandbox *sb, const struct exec_request *req, str
         int r = agent_client_exec(sock, req, ret, msg, sizeof(msg));
         if (r < 0) {
                 if (msg[0])
-                        return space_error_set(err, r == -EINVAL ? SPACE_E_INVALID_REQUEST : SPACE_E_INTERNAL, "%s", msg);
+                        return space_error_set(err, r == -EINVAL || r == -ENOENT ? SPACE_E_INVALID_REQUEST
+                                                    : r == -EAGAIN ? SPACE_E_UNAVAILABLE
+                                                                   : SPACE_E_INTERNAL,
+                                               "%s", msg);
                 if (r == -ECONNREFUSED || r == -ENOENT || r == -ECONNRESET || r == -EPIPE)
                         return space_error_set(err, SPACE_E_UNAVAILABLE, "the sandbox's agent is not running (%s)", strerror(-r));
                 return space_error_errno(err, r, "exec in %s", sb->id);

@@ -1,0 +1,14 @@
+/* http_response: turns an api_response (JSON body, stream, or file) into a libmicrohttpd
+ * response and queues it. Shared by spaced's API server and the E2B front door. */
+#pragma once
+
+#include <microhttpd.h>
+#include <stdbool.h>
+
+#include "api/api_request.h"
+
+/* Queues resp on conn, taking what it owns (body text, stream, file descriptor).
+ * json_newline: end a JSON body with '\n' (spaced's API does; E2B's does not). Streams
+ * are read in blocks of stream_block bytes. */
+enum MHD_Result http_response_send(struct MHD_Connection *conn, struct api_response *resp, bool json_newline,
+                                   size_t stream_block);
