@@ -1,5 +1,6 @@
 #include "api/http_response.h"
 
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -104,4 +105,26 @@ enum MHD_Result http_response_send(struct MHD_Connection *conn, struct api_respo
         enum MHD_Result ret = MHD_queue_response(conn, resp->status, r);
         MHD_destroy_response(r);
         return ret;
+}
+
+int http_body_append(struct http_body *b, const char *data, size_t n, size_t limit)
+{
+        if (b->too_large || b->len + n > limit) {
+                b->too_large = true;
+                return 0;
+        }
+        if (b->len + n + 1 > b->cap) {
+                size_t cap = b->cap ? b->cap : 4096;
+                while (cap < b->len + n + 1)
+                        cap *= 2;
+                char *grown = realloc(b->data, cap);
+                if (!grown)
+                        return -ENOMEM;
+                b->data = grown;
+                b->cap = cap;
+        }
+        memcpy(b->data + b->len, data, n);
+        b->len += n;
+        b->data[b->len] = '\0';
+        return 0;
 }

@@ -10,5 +10,15 @@
 /* Queues resp on conn, taking what it owns (body text, stream, file descriptor).
  * json_newline: end a JSON body with '\n' (spaced's API does; E2B's does not). Streams
  * are read in blocks of stream_block bytes. */
+/* A request body gathered in memory up to a limit (NUL-terminated for the JSON parser). */
+struct http_body {
+        char *data;
+        size_t len, cap;
+        bool too_large; /* more than the limit came: the rest is dropped, the answer is 413 */
+};
+
+/* Appends n bytes; over limit only marks too_large. Returns 0, or -ENOMEM. */
+int http_body_append(struct http_body *b, const char *data, size_t n, size_t limit);
+
 enum MHD_Result http_response_send(struct MHD_Connection *conn, struct api_response *resp, bool json_newline,
                                    size_t stream_block);

@@ -33,9 +33,7 @@ struct http_server {
 };
 
 struct upload {
-        char *data;
-        size_t len, cap;
-        bool too_large;
+        struct http_body body;
         int64_t started_us;
         /* a streamed body: the sink, its state, and the request it was begun with */
         const struct api_upload_sink *sink;
@@ -66,9 +64,9 @@ static void handle(struct spaced_context *ctx, struct MHD_Connection *conn, cons
                    struct upload *up, struct api_response *resp)
 {
         struct space_error err = { 0 };
-        struct api_request req = { .ctx = ctx, .conn = conn, .method = method, .path = url, .body = up->data, .body_len = up->len };
+        struct api_request req = { .ctx = ctx, .conn = conn, .method = method, .path = url, .body = up->body.data, .body_len = up->body.len };
         char path_copy[1024];
-        if (up->too_large) {
+        if (up->body.too_large) {
                 space_error_set(&err, SPACE_E_PAYLOAD_TOO_LARGE, "request body is larger than %llu bytes",
                                 (unsigned long long)ctx->cfg.max_body_bytes);
                 return api_response_error(resp, &err);
@@ -151,24 +149,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         if (*upload_data_size) {
                 size_t n = *upload_data_size;
                 *upload_data_size = 0;
-                if (up->too_large || up->len + n > s->ctx->cfg.max_body_bytes) {
-                        up->too_large = true;
-                        return MHD_YES;
-                }
-                if (up->len + n + 1 > up->cap) {
-                        size_t cap = up->cap ? up->cap : 4096;
-                        while (cap < up->len + n + 1)
-                                cap *= 2;
-                        char *grown = realloc(up->data, cap);
-                        if (!grown)
-                                return MHD_NO;
-                        up->data = grown;
-                        up->cap = cap;
-                }
-                memcpy(up->data + up->len, upload_data, n);
-                up->len += n;
-                up->data[up->len] = '\0';
-                return MHD_YES;
+                return http_body_append(&up->body, upload_data, n, s->ctx->cfg.max_body_bytes) < 0 ? MHD_NO : MHD_YES;
         }
         struct api_response resp = { 0 };
         handle(s->ctx, conn, url, method, up, &resp);
@@ -186,7 +167,7 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
         if (up) {
                 if (up->sink && up->sink_state)
                         up->sink->abort(up->sink_state);
-                free(up->data);
+                free(up->body.data);
                 free(up);
                 *con_cls = NULL;
         }

@@ -28,9 +28,8 @@ struct e2b_server {
 };
 
 struct body {
-        char *data;
-        size_t len, cap, limit;
-        bool too_large;
+        struct http_body in;
+        size_t limit;
         int64_t started_us;
         bool streamed;             /* a /files upload */
         struct e2b_upload *upload; /* NULL once finished, or when it could not start */
@@ -83,32 +82,15 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         if (*upload_data_size) {
                 size_t n = *upload_data_size;
                 *upload_data_size = 0;
-                if (b->too_large || b->len + n > b->limit) {
-                        b->too_large = true;
-                        return MHD_YES;
-                }
-                if (b->len + n + 1 > b->cap) {
-                        size_t cap = b->cap ? b->cap : 4096;
-                        while (cap < b->len + n + 1)
-                                cap *= 2;
-                        char *grown = realloc(b->data, cap);
-                        if (!grown)
-                                return MHD_NO;
-                        b->data = grown;
-                        b->cap = cap;
-                }
-                memcpy(b->data + b->len, upload_data, n);
-                b->len += n;
-                b->data[b->len] = '\0';
-                return MHD_YES;
+                return http_body_append(&b->in, upload_data, n, b->limit) < 0 ? MHD_NO : MHD_YES;
         }
         struct api_response resp = { 0 };
-        if (b->too_large) {
+        if (b->in.too_large) {
                 resp.status = 413;
                 resp.body = json_pack("{s:i, s:s}", "code", 413, "message",
                                       "request body is too large (--max-body)");
         } else {
-                e2b_router_handle(&s->front, conn, method, url, b->data ? b->data : "", b->len, &resp);
+                e2b_router_handle(&s->front, conn, method, url, b->in.data ? b->in.data : "", b->in.len, &resp);
         }
         enum MHD_Result r = send_response(conn, &resp);
         log_debug("e2b.request", "method=%s path=%s status=%u duration_us=%lld", method, url, resp.status,
@@ -125,7 +107,7 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
                 e2b_upload_abort(b->upload); /* the client went away mid-body */
                 json_decref(b->early.body);
                 json_decref(b->early.headers);
-                free(b->data);
+                free(b->in.data);
                 free(b);
                 *con_cls = NULL;
         }
