@@ -1,6 +1,7 @@
 /* cli_attach: `space exec` over the data plane — start a streamed command, copy its output
  * here as it comes (resuming after a dropped connection), feed it stdin, pass Ctrl-C and
  * window size changes on, and exit with its exit code. */
+#include "cli/cli_fd.h"
 #include "cli/cli_attach.h"
 
 #include <errno.h>
@@ -93,19 +94,6 @@ static void close_session(struct attach *a)
         (void)cli_request(a->cli, "DELETE", &path, NULL, CLI_REQUEST_TIMEOUT_S, NULL, &answer);
 }
 
-static int write_all(int fd, const unsigned char *p, size_t n)
-{
-        while (n > 0) {
-                ssize_t w = write(fd, p, n);
-                if (w < 0 && errno == EINTR)
-                        continue;
-                if (w < 0)
-                        return -errno;
-                p += w;
-                n -= (size_t)w;
-        }
-        return 0;
-}
 
 static int on_event(void *userdata, const char *id, const char *event, const char *data, size_t len)
 {
@@ -147,7 +135,7 @@ static int on_event(void *userdata, const char *id, const char *event, const cha
                 if (!b64 || base64_decode(b64, strlen(b64), &bytes, &n) < 0)
                         return 0;
         }
-        int r = write_all(fd, bytes, n);
+        int r = cli_fd_write_all(fd, bytes, n);
         if (r < 0)
                 a->write_error = r;
         return r;

@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "cli/cli_fd.h"
 #include "cli/cli.h"
 #include "cli/cli_args.h"
 #include "cli/cli_config.h"
@@ -133,29 +134,12 @@ static void cp_session_close(struct cp_session *s)
 
 static int cp_write(void *userdata, const char *data, size_t len)
 {
-        int fd = *(int *)userdata;
-        while (len > 0) {
-                ssize_t n = write(fd, data, len);
-                if (n < 0 && errno == EINTR)
-                        continue;
-                if (n < 0)
-                        return -errno;
-                data += n;
-                len -= (size_t)n;
-        }
-        return 0;
+        return cli_fd_write_all(*(int *)userdata, data, len);
 }
 
 static ssize_t cp_read(void *userdata, char *buf, size_t max)
 {
-        int fd = *(int *)userdata;
-        for (;;) {
-                ssize_t n = read(fd, buf, max);
-                if (n >= 0)
-                        return n;
-                if (errno != EINTR)
-                        return -errno;
-        }
+        return cli_fd_read(*(int *)userdata, buf, max);
 }
 
 struct cp_options {

@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "cli/cli_fd.h"
 #include "cli/cli.h"
 #include "cli/cli_output.h"
 #include "cli/cli_request.h"
@@ -131,29 +132,12 @@ static int cli_transfer_write(void *userdata, const char *data, size_t len)
 {
         struct cli_transfer_output *out = userdata;
 
-        while (len > 0) {
-                ssize_t n = write(out->fd, data, len);
-                if (n < 0 && errno == EINTR)
-                        continue;
-                if (n < 0)
-                        return -errno;
-                data += n;
-                len -= (size_t) n;
-        }
-        return 0;
+        return cli_fd_write_all(out->fd, data, len);
 }
 
 static ssize_t cli_transfer_read(void *userdata, char *buf, size_t max)
 {
-        int fd = *(int *) userdata;
-
-        for (;;) {
-                ssize_t n = read(fd, buf, max);
-                if (n >= 0)
-                        return n;
-                if (errno != EINTR)
-                        return -errno;
-        }
+        return cli_fd_read(*(int *) userdata, buf, max);
 }
 
 /* An incremental stream is of no use without its parent: say which it is. */
