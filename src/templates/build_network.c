@@ -138,10 +138,12 @@ int build_network_attach(struct build_network *n, pid_t sandbox_pid, const char 
         char pid[16];
         snprintf(pid, sizeof(pid), "%d", (int)sandbox_pid);
         /* --enable-sandbox and --enable-seccomp confine slirp4netns itself (its own mount
-         * namespace, a syscall filter): it parses the sandbox's packets. */
+         * namespace, a syscall filter): it parses the sandbox's packets. Its stdin is a pipe
+         * whose other end only spaced holds (helper_fd), and --exit-fd=0 ends it when that
+         * closes: also when spaced is killed mid-build, where it would otherwise run on. */
         char *argv[] = { "slirp4netns", "--configure", "--mtu=65520", "--disable-host-loopback", "--enable-sandbox",
-                         "--enable-seccomp", pid, "tap0", NULL };
-        int r = host_command_spawn_piped(argv, true, log_path, &n->helper_fd, &n->helper_pid);
+                         "--enable-seccomp", "--exit-fd=0", pid, "tap0", NULL };
+        int r = host_command_spawn_piped(argv, false, log_path, &n->helper_fd, &n->helper_pid);
         if (r < 0)
                 return space_error_errno(err, r, "start slirp4netns (install it or run spaced with --build-network none)");
         for (int i = 0; i < 500; i++) {
