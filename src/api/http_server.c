@@ -173,16 +173,6 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
         }
 }
 
-static void on_connect(void *cls, struct MHD_Connection *conn, void **socket_context, enum MHD_ConnectionNotificationCode code)
-{
-        if (code != MHD_CONNECTION_NOTIFY_STARTED)
-                return;
-        const union MHD_ConnectionInfo *info = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
-        int one = 1;
-        if (info)
-                setsockopt(info->connect_fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-}
-
 static struct MHD_Daemon *start_daemon(struct http_server *s, int listen_fd, const struct sockaddr_in *addr)
 {
         unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION | MHD_USE_POLL | MHD_ALLOW_SUSPEND_RESUME;
@@ -191,7 +181,7 @@ static struct MHD_Daemon *start_daemon(struct http_server *s, int listen_fd, con
                                         MHD_OPTION_NOTIFY_COMPLETED, on_completed, s, MHD_OPTION_CONNECTION_TIMEOUT, 3700u, MHD_OPTION_THREAD_STACK_SIZE, (size_t)CONNECTION_STACK_BYTES,
                                         MHD_OPTION_END);
         return MHD_start_daemon(flags, ntohs(addr->sin_port), NULL, NULL, on_request, s, MHD_OPTION_SOCK_ADDR, addr,
-                                MHD_OPTION_NOTIFY_COMPLETED, on_completed, s, MHD_OPTION_NOTIFY_CONNECTION, on_connect, s,
+                                MHD_OPTION_NOTIFY_COMPLETED, on_completed, s, MHD_OPTION_NOTIFY_CONNECTION, http_response_on_connect, s,
                                 MHD_OPTION_CONNECTION_TIMEOUT, 3700u, MHD_OPTION_THREAD_STACK_SIZE, (size_t)CONNECTION_STACK_BYTES, MHD_OPTION_LISTENING_ADDRESS_REUSE, 1u,
                                 MHD_OPTION_CONNECTION_LIMIT, 4096u, MHD_OPTION_END);
 }

@@ -113,16 +113,6 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
         }
 }
 
-static void on_connect(void *cls, struct MHD_Connection *conn, void **socket_context, enum MHD_ConnectionNotificationCode code)
-{
-        if (code != MHD_CONNECTION_NOTIFY_STARTED)
-                return;
-        const union MHD_ConnectionInfo *info = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
-        int one = 1;
-        if (info)
-                setsockopt(info->connect_fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-}
-
 int e2b_server_start(struct spaced_context *ctx, struct e2b_server **ret, char *reason, size_t reason_size)
 {
         struct e2b_server *s = calloc(1, sizeof(*s));
@@ -151,7 +141,7 @@ int e2b_server_start(struct spaced_context *ctx, struct e2b_server **ret, char *
          * by spaced's own --listen, must fail here rather than be shared at random. */
         unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION | MHD_USE_POLL | MHD_USE_ITC;
         s->daemon = MHD_start_daemon(flags, ctx->cfg.e2b_listen_port, NULL, NULL, on_request, s, MHD_OPTION_SOCK_ADDR, &addr,
-                                     MHD_OPTION_NOTIFY_COMPLETED, on_completed, s, MHD_OPTION_NOTIFY_CONNECTION, on_connect, s,
+                                     MHD_OPTION_NOTIFY_COMPLETED, on_completed, s, MHD_OPTION_NOTIFY_CONNECTION, http_response_on_connect, s,
                                      MHD_OPTION_CONNECTION_TIMEOUT, 3700u, MHD_OPTION_CONNECTION_LIMIT, 4096u, MHD_OPTION_END);
         if (!s->daemon) {
                 snprintf(reason, reason_size, "cannot listen on %s:%u for E2B (in use?)", ctx->cfg.e2b_listen_addr,
