@@ -80,19 +80,11 @@ int agent_client_hello(const char *socket_path, int timeout_ms, uint32_t *ret_pi
                 return fd;
         struct agent_frame_writer w;
         agent_frame_writer_begin(&w, AGENT_MSG_HELLO);
-        int r = agent_frame_writer_finish(&w);
-        if (r == 0)
-                r = agent_frame_send(fd, &w);
-        agent_frame_writer_release(&w);
-        if (r < 0)
-                return r;
         struct agent_frame f;
         _cleanup_free_ uint8_t *buf = NULL;
-        r = agent_frame_read(fd, &f, &buf);
+        int r = agent_client_roundtrip(fd, &w, AGENT_MSG_HELLO_REPLY, &f, &buf, NULL, 0);
         if (r < 0)
                 return r;
-        if (f.type != AGENT_MSG_HELLO_REPLY)
-                return -EPROTO;
         uint32_t pid = 0;
         agent_frame_get_u32(&f, AGENT_F_AGENT_PID, &pid);
         if (ret_pid)

@@ -110,20 +110,9 @@ int agent_job_client_subscribe(const char *socket_path, int reply_timeout_ms, st
                 return fd;
         struct agent_frame_writer w;
         agent_frame_writer_begin(&w, AGENT_MSG_JOB_SUBSCRIBE);
-        int r = agent_frame_writer_finish(&w);
-        if (r == 0)
-                r = agent_frame_send(fd, &w);
-        agent_frame_writer_release(&w);
+        int r = agent_client_roundtrip(fd, &w, AGENT_MSG_JOB_SUBSCRIBED, ret_frame, ret_buf, NULL, 0);
         if (r < 0)
                 return r;
-        r = agent_frame_read(fd, ret_frame, ret_buf);
-        if (r < 0)
-                return r;
-        if (ret_frame->type != AGENT_MSG_JOB_SUBSCRIBED) {
-                free(*ret_buf);
-                *ret_buf = NULL;
-                return -EPROTO;
-        }
         /* From now on the channel waits for output for as long as it takes. */
         struct timeval none = { 0 };
         setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &none, sizeof(none));
