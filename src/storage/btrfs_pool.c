@@ -162,7 +162,11 @@ int btrfs_pool_subvolume_delete(const char *path)
                 errno = 0;
                 e = btrfs_util_delete_subvolume(path, BTRFS_UTIL_DELETE_SUBVOLUME_RECURSIVE);
         }
-        return errno_from_btrfsutil(e);
+        int r = errno_from_btrfsutil(e);
+        /* Someone else deleted it between the lstat and here: gone is what was asked. */
+        if (r < 0 && lstat(path, &st) < 0 && errno == ENOENT)
+                return 0;
+        return r;
 }
 
 int btrfs_pool_changed_since(const char *path, const char *snapshot_path)
