@@ -12,6 +12,7 @@
 
 #include "cleanup.h"
 #include "spaced/host_command.h"
+#include "templates/build_route_policy.h"
 #include "templates/rootfs_path.h"
 
 static const char *const names[2] = { "hosts", "resolv.conf" };
@@ -147,8 +148,14 @@ int build_network_attach(struct build_network *n, pid_t sandbox_pid, const char 
         if (r < 0)
                 return space_error_errno(err, r, "start slirp4netns (install it or run spaced with --build-network none)");
         for (int i = 0; i < 500; i++) {
-                if (has_default_route(sandbox_pid))
+                if (has_default_route(sandbox_pid)) {
+                        /* Fail closed: no step runs with a network that reaches private addresses. */
+                        int q = build_route_policy_apply(sandbox_pid, log_path);
+                        if (q != 0)
+                                return space_error_set(err, SPACE_E_INTERNAL,
+                                                       "could not refuse private destinations in the build network (%d)", q);
                         return 0;
+                }
                 nanosleep(&(struct timespec){ .tv_nsec = 10 * 1000 * 1000 }, NULL);
         }
         return space_error_set(err, SPACE_E_INTERNAL, "slirp4netns did not configure the build sandbox's network in 5 s");

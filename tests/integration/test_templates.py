@@ -409,6 +409,48 @@ class Templates(SpacedTestCase):
         self.assertIn("blocked-10.0.2.2:%d" % sp.port, log)
         self.assertIn("blocked-127.0.0.1:%d" % sp.port, log)
 
+    def test_build_sandbox_cannot_reach_private_addresses(self):
+        """A RUN step with slirp4netns reaches the internet through the host, so without a
+        policy it would reach whatever the host reaches: internal services on private
+        addresses and cloud metadata at 169.254.169.254. A network namespace made here plays
+        the internal host (10.213.77.2 and 169.254.169.254 on a veth); the host itself can
+        reach it, the build cannot."""
+        import socket
+        import subprocess
+        ns, host_if, ns_if = "spt-priv-%d" % os.getpid(), "sptp%d" % (os.getpid() % 100000), "sptq%d" % (os.getpid() % 100000)
+        run = lambda *a: subprocess.run(a, check=True, capture_output=True)
+        run("ip", "netns", "add", ns)
+        self.addCleanup(subprocess.run, ["ip", "netns", "del", ns], capture_output=True)
+        run("ip", "link", "add", host_if, "type", "veth", "peer", "name", ns_if)
+        self.addCleanup(subprocess.run, ["ip", "link", "del", host_if], capture_output=True)
+        run("ip", "link", "set", ns_if, "netns", ns)
+        run("ip", "addr", "add", "10.213.77.1/30", "dev", host_if)
+        run("ip", "link", "set", host_if, "up")
+        run("ip", "route", "add", "169.254.169.254/32", "dev", host_if)
+        for a in (("ip", "addr", "add", "10.213.77.2/30", "dev", ns_if), ("ip", "addr", "add", "169.254.169.254/32", "dev", ns_if),
+                  ("ip", "link", "set", ns_if, "up"), ("ip", "link", "set", "lo", "up"),
+                  ("ip", "route", "add", "default", "dev", ns_if)):
+            run("ip", "netns", "exec", ns, *a)
+        server = subprocess.Popen(["ip", "netns", "exec", ns, "python3", "-c",
+                                   "import socket\ns=socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)\n"
+                                   "s.bind(('0.0.0.0', 8081)); s.listen(16)\nwhile True:\n c, _ = s.accept(); c.sendall(b'internal\\n'); c.close()"])
+        self.addCleanup(server.wait)
+        self.addCleanup(server.kill)
+        # The probe is real: from the host, both addresses answer.
+        for addr in ("10.213.77.2", "169.254.169.254"):
+            def probe(addr=addr):
+                with socket.create_connection((addr, 8081), timeout=2) as c:
+                    return c.recv(64)
+            got = wait_for(probe, timeout=10, what="the test's internal host at %s" % addr)
+            self.assertEqual(got, b"internal\n")
+        script = ("for t in 10.213.77.2 169.254.169.254; do if nc -w 3 $t 8081 </dev/null | grep -q internal; "
+                  "then echo \"r\"\"eached-$t\"; else echo \"b\"\"locked-$t\"; fi; done").encode()
+        _, d = self.build("privcheck:1", {"Spacefile": b"FROM busybox\nRUN " + script + b"\n"})
+        log = self.log_of(d["operation"]["id"])
+        self.assertIn("blocked-10.213.77.2", log)
+        self.assertIn("blocked-169.254.169.254", log)
+        self.assertNotIn("reached-", log)
+
     # ---- imports
 
     def test_import_rootfs_tarball(self):
