@@ -7,6 +7,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "spaced/fault_point.h"
 #include "spaced/log.h"
 #include "spaced/spaced_context.h"
 #include "spaced/wallclock.h"
@@ -41,6 +42,21 @@ void operation_init(struct operation *op, const char *kind, const char *target)
         op->created_at_ms = wallclock_now_ms();
 }
 
+void operation_mark_succeeded(struct operation *op)
+{
+        op->state = OPERATION_SUCCEEDED;
+        op->finished_at_ms = wallclock_now_ms();
+        op->error_code[0] = op->error_message[0] = '\0';
+}
+
+void operation_mark_failed(struct operation *op, const struct space_error *err)
+{
+        op->state = OPERATION_FAILED;
+        op->finished_at_ms = wallclock_now_ms();
+        snprintf(op->error_code, sizeof(op->error_code), "%s", space_error_code_name(err->code));
+        snprintf(op->error_message, sizeof(op->error_message), "%s", err->message);
+}
+
 static unsigned stripe_of(const char *target)
 {
         unsigned h = 2166136261u;
@@ -65,15 +81,16 @@ static void run_one(struct operation_queue *q, const char *id)
         operation_handler h = operation_handler_for(op.kind);
         int64_t t0 = monotonic_now_us();
         int r = h ? h(ctx, &op, &err) : space_error_set(&err, SPACE_E_INTERNAL, "no handler for %s", op.kind);
-        op.finished_at_ms = wallclock_now_ms();
+        /* Where an older spaced had committed the handler's change but not the operation's end. */
+        fault_point("operation.after_handler", op.kind);
         if (r < 0) {
-                op.state = OPERATION_FAILED;
-                snprintf(op.error_code, sizeof(op.error_code), "%s", space_error_code_name(err.code));
-                snprintf(op.error_message, sizeof(op.error_message), "%s", err.message);
+                if (op.state != OPERATION_FAILED)
+                        operation_mark_failed(&op, &err);
                 log_warn("operation.failed", "op=%s kind=%s target=%s code=%s message=\"%s\"", op.id, op.kind, op.target,
                          op.error_code, op.error_message);
         } else {
-                op.state = OPERATION_SUCCEEDED;
+                if (op.state != OPERATION_SUCCEEDED)
+                        operation_mark_succeeded(&op);
                 log_info("operation.succeeded", "op=%s kind=%s target=%s duration_us=%lld", op.id, op.kind, op.target,
                          (long long)(monotonic_now_us() - t0));
         }

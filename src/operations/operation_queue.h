@@ -30,5 +30,10 @@ void operation_queue_submit(struct operation_queue *q, const char *op_id);
 /* Waits until the operation has finished or timeout_ms passed; *ret holds its latest row.
  * Returns 0 finished, -ETIMEDOUT, or -errno. */
 int operation_queue_wait(struct operation_queue *q, const char *op_id, int timeout_ms, struct operation *ret);
+/* Fill the operation's final fields (state, finished_at; error from err) for a handler
+ * that writes its end together with the sandbox's (sandbox_settle); the worker writes the
+ * same row again afterwards, which changes nothing. */
+void operation_mark_succeeded(struct operation *op);
+void operation_mark_failed(struct operation *op, const struct space_error *err);
 /* The handler for a kind ("sandbox.create", …), or NULL. */
 operation_handler operation_handler_for(const char *kind);

@@ -267,17 +267,20 @@ int sandbox_op_restore(struct spaced_context *ctx, struct operation *op, struct 
         }
         STORE(ctx, sandbox_set_head, sb.id, snap_id);
         STORE(ctx, sandbox_set_runtime, sb.id, 0, 0);
-        if (!restart) {
-                r = sandbox_step_move(ctx, sb.id, M(SANDBOX_RESTORING), SANDBOX_STOPPED, "", err);
-        } else if (sandbox_step_launch(ctx, &sb, err) < 0) {
+        struct sandbox_settlement done = { .from_mask = M(SANDBOX_RESTORING), .to = SANDBOX_STOPPED, .reason = "" };
+        if (restart && sandbox_step_launch(ctx, &sb, err) < 0) {
                 snprintf(reason, sizeof(reason), "restored, but start failed: %s", err->message);
                 sandbox_step_move(ctx, sb.id, M(SANDBOX_RESTORING), SANDBOX_STOPPED, reason, &ignored);
-        } else if (sandbox_step_move(ctx, sb.id, M(SANDBOX_RESTORING), SANDBOX_RUNNING, "", err) == 0) {
-                sandbox_step_arm_expiry(ctx, &sb);
-                r = 0;
+                goto out;
         }
-        if (r == 0)
-                set_result(op, json_pack("{s:s}", "snapshot_id", snap_id));
+        if (restart) {
+                done.to = SANDBOX_RUNNING;
+                done.set_expiry = true;
+                done.expires_at_ms = sandbox_step_expiry_at(&sb);
+        }
+        /* The result goes into the operation's final row, written with the sandbox's state. */
+        set_result(op, json_pack("{s:s}", "snapshot_id", snap_id));
+        r = sandbox_step_settle(ctx, op, sb.id, &done, NULL, err);
 out:
         sandbox_release(&sb);
 out_params:

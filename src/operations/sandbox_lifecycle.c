@@ -229,10 +229,33 @@ int sandbox_step_move(struct spaced_context *ctx, const char *id, unsigned from,
         return r < 0 ? space_error_errno(err, r, "store state of %s", id) : 0;
 }
 
+int64_t sandbox_step_expiry_at(const struct sandbox *sb)
+{
+        return sb->timeout_s > 0 ? wallclock_now_ms() + sb->timeout_s * 1000 : 0;
+}
+
 void sandbox_step_arm_expiry(struct spaced_context *ctx, const struct sandbox *sb)
 {
-        int64_t at = sb->timeout_s > 0 ? wallclock_now_ms() + sb->timeout_s * 1000 : 0;
-        STORE(ctx, sandbox_set_expiry, sb->id, at);
+        STORE(ctx, sandbox_set_expiry, sb->id, sandbox_step_expiry_at(sb));
+}
+
+int sandbox_step_settle(struct spaced_context *ctx, struct operation *op, const char *id, struct sandbox_settlement *set,
+                        const struct space_error *fail_err, struct space_error *err)
+{
+        struct operation before = *op;
+        if (fail_err)
+                operation_mark_failed(op, fail_err);
+        else
+                operation_mark_succeeded(op);
+        set->op = op;
+        enum sandbox_state current;
+        int r = STORE(ctx, sandbox_settle, id, set, &current);
+        if (r == 0)
+                return 0;
+        *op = before;
+        if (r == -ESTALE)
+                return space_error_set(err, SPACE_E_INVALID_STATE, "sandbox %s became %s meanwhile", id, sandbox_state_name(current));
+        return space_error_errno(err, r, "store state of %s", id);
 }
 
 /* Launches processes and records the runtime handle; on failure leaves nothing running. */
@@ -270,18 +293,17 @@ int sandbox_op_create(struct spaced_context *ctx, struct operation *op, struct s
          * rootfs: clear them before the rootfs is made again. */
         if (ctx->driver->stop(&sb, err) < 0 || ctx->driver->create_rootfs(&sb, tpath, err) < 0 || sandbox_step_launch(ctx, &sb, err) < 0)
                 goto fail;
-        if (sandbox_step_move(ctx, sb.id, M(SANDBOX_CREATING), SANDBOX_RUNNING, "", err) < 0) {
-                /* Destroyed while being created: the destroy operation cleans up after us. */
-                goto out;
-        }
-        sandbox_step_arm_expiry(ctx, &sb);
-        r = 0;
+        struct sandbox_settlement running = { .from_mask = M(SANDBOX_CREATING), .to = SANDBOX_RUNNING, .reason = "",
+                                               .set_expiry = true, .expires_at_ms = sandbox_step_expiry_at(&sb) };
+        /* On invalid_state it was destroyed while being created: the destroy cleans up after us. */
+        r = sandbox_step_settle(ctx, op, sb.id, &running, NULL, err);
         goto out;
 fail: {
         struct space_error ignored;
         ctx->driver->stop(&sb, &ignored);
         ctx->driver->destroy_rootfs(&sb, &ignored);
-        sandbox_step_move(ctx, sb.id, M(SANDBOX_CREATING), SANDBOX_FAILED, err->message, &ignored);
+        struct sandbox_settlement failed = { .from_mask = M(SANDBOX_CREATING), .to = SANDBOX_FAILED, .reason = err->message };
+        sandbox_step_settle(ctx, op, sb.id, &failed, err, &ignored);
 }
 out:
         sandbox_release(&sb);
@@ -301,9 +323,10 @@ int sandbox_op_start(struct spaced_context *ctx, struct operation *op, struct sp
                 char reason[300];
                 snprintf(reason, sizeof(reason), "start failed: %s", err->message);
                 sandbox_step_move(ctx, sb.id, M(SANDBOX_STARTING), SANDBOX_STOPPED, reason, &ignored);
-        } else if (sandbox_step_move(ctx, sb.id, M(SANDBOX_STARTING), SANDBOX_RUNNING, "", err) == 0) {
-                sandbox_step_arm_expiry(ctx, &sb);
-                r = 0;
+        } else {
+                struct sandbox_settlement running = { .from_mask = M(SANDBOX_STARTING), .to = SANDBOX_RUNNING, .reason = "",
+                                                       .set_expiry = true, .expires_at_ms = sandbox_step_expiry_at(&sb) };
+                r = sandbox_step_settle(ctx, op, sb.id, &running, NULL, err);
         }
         sandbox_release(&sb);
         return r;
@@ -317,16 +340,16 @@ int sandbox_op_stop(struct spaced_context *ctx, struct operation *op, struct spa
         int r = -1;
         if (sb.state != SANDBOX_STOPPING)
                 space_error_set(err, SPACE_E_INVALID_STATE, "sandbox %s is %s, not stopping", sb.id, sandbox_state_name(sb.state));
-        else if (ctx->driver->stop(&sb, err) == 0 && sandbox_step_move(ctx, sb.id, M(SANDBOX_STOPPING), SANDBOX_STOPPED, "", err) == 0) {
-                STORE(ctx, sandbox_set_runtime, sb.id, 0, 0);
-                STORE(ctx, sandbox_set_expiry, sb.id, 0);
-                r = 0;
+        else if (ctx->driver->stop(&sb, err) == 0) {
+                struct sandbox_settlement stopped = { .from_mask = M(SANDBOX_STOPPING), .to = SANDBOX_STOPPED, .reason = "",
+                                                       .set_runtime = true, .set_expiry = true };
+                r = sandbox_step_settle(ctx, op, sb.id, &stopped, NULL, err);
         }
         sandbox_release(&sb);
         return r;
 }
 
-static int freeze_op(struct spaced_context *ctx, const struct operation *op, bool pause, struct space_error *err)
+static int freeze_op(struct spaced_context *ctx, struct operation *op, bool pause, struct space_error *err)
 {
         struct sandbox sb;
         if (sandbox_step_load(ctx, op->target, &sb, err) < 0)
@@ -338,11 +361,10 @@ static int freeze_op(struct spaced_context *ctx, const struct operation *op, boo
                 r = 0; /* redone after a restart: already there */
         else if (sb.state != from)
                 space_error_set(err, SPACE_E_INVALID_STATE, "sandbox %s is %s", sb.id, sandbox_state_name(sb.state));
-        else if ((pause ? ctx->driver->pause(&sb, err) : ctx->driver->resume(&sb, err)) == 0 &&
-                 sandbox_step_move(ctx, sb.id, M(from), to, "", err) == 0) {
-                if (!pause)
-                        sandbox_step_arm_expiry(ctx, &sb);
-                r = 0;
+        else if ((pause ? ctx->driver->pause(&sb, err) : ctx->driver->resume(&sb, err)) == 0) {
+                struct sandbox_settlement moved = { .from_mask = M(from), .to = to, .reason = "", .set_expiry = !pause,
+                                                    .expires_at_ms = pause ? 0 : sandbox_step_expiry_at(&sb) };
+                r = sandbox_step_settle(ctx, op, sb.id, &moved, NULL, err);
         }
         sandbox_release(&sb);
         return r;
@@ -368,15 +390,15 @@ int sandbox_op_destroy(struct spaced_context *ctx, struct operation *op, struct 
                 r = 0;
         else if (sb.state != SANDBOX_DESTROYING)
                 space_error_set(err, SPACE_E_INVALID_STATE, "sandbox %s is %s, not destroying", sb.id, sandbox_state_name(sb.state));
-        else if (ctx->driver->stop(&sb, err) == 0 && ctx->driver->destroy_rootfs(&sb, err) == 0 &&
-                 sandbox_step_move(ctx, sb.id, M(SANDBOX_DESTROYING), SANDBOX_DESTROYED, "", err) == 0) {
-                STORE(ctx, sandbox_set_runtime, sb.id, 0, 0);
-                STORE(ctx, sandbox_set_expiry, sb.id, 0);
-                sandbox_uid_release(sb.uid_base);
+        else if (ctx->driver->stop(&sb, err) == 0 && ctx->driver->destroy_rootfs(&sb, err) == 0) {
+                /* Everything on disk goes before the row says destroyed (a re-run then has it all). */
                 char logs[PATH_MAX];
                 command_channels_log_dir(ctx, sb.id, NULL, logs, sizeof(logs));
                 (void)command_log_remove(logs);
-                r = 0;
+                struct sandbox_settlement destroyed = { .from_mask = M(SANDBOX_DESTROYING), .to = SANDBOX_DESTROYED, .reason = "",
+                                                         .set_runtime = true, .set_expiry = true };
+                if ((r = sandbox_step_settle(ctx, op, sb.id, &destroyed, NULL, err)) == 0)
+                        sandbox_uid_release(sb.uid_base);
         }
         sandbox_release(&sb);
         return r;

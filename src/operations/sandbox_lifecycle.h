@@ -32,6 +32,13 @@ int sandbox_step_load(struct spaced_context *ctx, const char *id, struct sandbox
 int sandbox_step_move(struct spaced_context *ctx, const char *id, unsigned from, enum sandbox_state to, const char *reason,
                       struct space_error *err);
 void sandbox_step_arm_expiry(struct spaced_context *ctx, const struct sandbox *sb);
+/* When the sandbox's timeout would end it if armed now (0: no timeout). */
+int64_t sandbox_step_expiry_at(const struct sandbox *sb);
+/* The handler's last step: the move from `from` (with what `set` adds) and the operation's
+ * end, in one transaction. op ends succeeded, or failed with fail_err when given. On
+ * invalid_state (another change came first) op is left running and nothing is written. */
+int sandbox_step_settle(struct spaced_context *ctx, struct operation *op, const char *id, struct sandbox_settlement *set,
+                        const struct space_error *fail_err, struct space_error *err);
 /* Starts the sandbox's processes and records the runtime handle. */
 int sandbox_step_launch(struct spaced_context *ctx, struct sandbox *sb, struct space_error *err);
 /* A unique host uid range for a new sandbox, and its release on destroy. */

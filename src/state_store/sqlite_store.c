@@ -300,44 +300,105 @@ out:
         return r;
 }
 
-static int sqlite_sandbox_transition(struct state_store *st, const char *id, unsigned from_mask, enum sandbox_state to,
-                                     const char *reason, const struct operation *op, enum sandbox_state *ret_current)
+/* Moves the sandbox if it is in from_mask; the caller holds the lock and a transaction. */
+static int transition_locked(struct state_store *st, const char *id, unsigned from_mask, enum sandbox_state to,
+                             const char *reason, enum sandbox_state *ret_current)
 {
         struct sandbox cur;
         sqlite3_stmt *s;
-        pthread_mutex_lock(&st->lock);
-        int r = sq_begin(st);
+        int r = sb_get_locked(st, id, &cur);
         if (r < 0)
-                goto out;
-        r = sb_get_locked(st, id, &cur);
-        if (r < 0)
-                goto fail;
+                return r;
         sandbox_release(&cur);
         if (!(from_mask & (1u << cur.state))) {
                 if (ret_current)
                         *ret_current = cur.state;
-                r = -ESTALE;
-                goto fail;
+                return -ESTALE;
         }
         r = sq_prepare(st, "UPDATE sandboxes SET state=?, state_reason=?, updated_at=? WHERE id=?", &s);
         if (r < 0)
-                goto fail;
+                return r;
         sq_bind_text(s, 1, sandbox_state_name(to));
         sq_bind_text(s, 2, reason ? reason : "");
         sqlite3_bind_int64(s, 3, sq_now_ms());
         sq_bind_text(s, 4, id);
-        r = sq_exec_done(s);
-        if (r == 0 && op)
-                r = op_insert_locked(st, op);
+        return sq_exec_done(s);
+}
+
+static int sqlite_sandbox_transition(struct state_store *st, const char *id, unsigned from_mask, enum sandbox_state to,
+                                     const char *reason, const struct operation *op, enum sandbox_state *ret_current)
+{
+        pthread_mutex_lock(&st->lock);
+        int r = sq_begin(st);
+        if (r == 0) {
+                r = transition_locked(st, id, from_mask, to, reason, ret_current);
+                if (r == 0 && op)
+                        r = op_insert_locked(st, op);
+                if (r == 0)
+                        r = sq_commit(st);
+                if (r < 0)
+                        sq_rollback(st);
+                else if (ret_current)
+                        *ret_current = to;
+        }
+        pthread_mutex_unlock(&st->lock);
+        return r;
+}
+
+static int exec_bound(struct state_store *st, const char *sql, int64_t a, int64_t b, const char *text, const char *id)
+{
+        sqlite3_stmt *s;
+        int r = sq_prepare(st, sql, &s);
+        if (r < 0)
+                return r;
+        int i = 1;
+        if (text)
+                sq_bind_text(s, i++, text);
+        else {
+                sqlite3_bind_int64(s, i++, a);
+                sqlite3_bind_int64(s, i++, b);
+        }
+        sq_bind_text(s, i, id);
+        return sq_exec_done(s);
+}
+
+static int sqlite_sandbox_settle(struct state_store *st, const char *id, const struct sandbox_settlement *set,
+                                 enum sandbox_state *ret_current)
+{
+        pthread_mutex_lock(&st->lock);
+        int r = sq_begin(st);
+        if (r < 0)
+                goto out;
+        r = transition_locked(st, id, set->from_mask, set->to, set->reason, ret_current);
+        if (r == 0 && set->set_runtime)
+                r = exec_bound(st, "UPDATE sandboxes SET pid=?, pid_start=? WHERE id=?", set->pid, (int64_t)set->pid_start,
+                               NULL, id);
+        if (r == 0 && set->set_expiry)
+                r = exec_bound(st, "UPDATE sandboxes SET expires_at=?, updated_at=? WHERE id=?", set->expires_at_ms, sq_now_ms(),
+                               NULL, id);
+        if (r == 0 && set->head_snapshot_id)
+                r = exec_bound(st, "UPDATE sandboxes SET head_snapshot_id=? WHERE id=?", 0, 0, set->head_snapshot_id, id);
+        if (r == 0 && set->op) {
+                sqlite3_stmt *s;
+                r = sq_prepare(st, "UPDATE operations SET state=?, error_code=?, error_message=?, finished_at=?, result=? WHERE id=?", &s);
+                if (r == 0) {
+                        sq_bind_text(s, 1, operation_state_name(set->op->state));
+                        sq_bind_text(s, 2, set->op->error_code);
+                        sq_bind_text(s, 3, set->op->error_message);
+                        sqlite3_bind_int64(s, 4, set->op->finished_at_ms);
+                        sq_bind_text(s, 5, set->op->result);
+                        sq_bind_text(s, 6, set->op->id);
+                        r = sq_exec_done(s);
+                        if (r == 0 && sqlite3_changes(st->db) == 0)
+                                r = -ENOENT;
+                }
+        }
         if (r == 0)
                 r = sq_commit(st);
-        if (r == 0) {
-                if (ret_current)
-                        *ret_current = to;
-                goto out;
-        }
-fail:
-        sq_rollback(st);
+        if (r < 0)
+                sq_rollback(st);
+        else if (ret_current)
+                *ret_current = set->to;
 out:
         pthread_mutex_unlock(&st->lock);
         return r;
@@ -418,6 +479,7 @@ const struct state_store_ops state_store_sqlite = {
         .sandbox_get = sqlite_sandbox_get,
         .sandbox_list = sqlite_sandbox_list,
         .sandbox_transition = sqlite_sandbox_transition,
+        .sandbox_settle = sqlite_sandbox_settle,
         .sandbox_set_runtime = sqlite_sandbox_set_runtime,
         .sandbox_set_expiry = sqlite_sandbox_set_expiry,
         .sandbox_set_head = sqlite_sandbox_set_head,

@@ -140,6 +140,23 @@ void command_record_array_free(struct command_record *arr, size_t n);
 
 struct state_store;
 
+/* The end of an operation's handler, written in one transaction (sandbox_settle): the
+ * sandbox's move from one of `from_mask` to `to`, the parts of its row that go with it, and
+ * the operation's final row. A crash leaves all of it or none, so a re-run never finds the
+ * change made but the operation unfinished. */
+struct sandbox_settlement {
+        unsigned from_mask;
+        enum sandbox_state to;
+        const char *reason;
+        bool set_runtime; /* pid, pid_start */
+        int32_t pid;
+        uint64_t pid_start;
+        bool set_expiry; /* expires_at_ms (0: none) */
+        int64_t expires_at_ms;
+        const char *head_snapshot_id; /* NULL: unchanged */
+        const struct operation *op;   /* its final state, error, finished_at and result; or NULL */
+};
+
 struct state_store_ops {
         const char *name;
         int (*open)(const char *location, struct state_store **ret);
@@ -157,6 +174,10 @@ struct state_store_ops {
          * if op != NULL, inserts op, all in one transaction. Otherwise -ESTALE and *ret_current. */
         int (*sandbox_transition)(struct state_store *st, const char *id, unsigned from_mask, enum sandbox_state to,
                                   const char *reason, const struct operation *op, enum sandbox_state *ret_current);
+        /* As sandbox_transition, with what struct sandbox_settlement says, in one transaction.
+         * -ESTALE and *ret_current when the sandbox is not in from_mask (nothing written). */
+        int (*sandbox_settle)(struct state_store *st, const char *id, const struct sandbox_settlement *s,
+                              enum sandbox_state *ret_current);
         int (*sandbox_set_runtime)(struct state_store *st, const char *id, int32_t pid, uint64_t pid_start);
         int (*sandbox_set_expiry)(struct state_store *st, const char *id, int64_t expires_at_ms);
         int (*sandbox_set_head)(struct state_store *st, const char *id, const char *snapshot_id);

@@ -287,6 +287,7 @@ class Spaced:
         self.runs = 0
         self.known_ids = set()
         self.saved_logs = None
+        self.env = None  # extra environment for the next start() (e.g. a fault point)
 
     # ---- process control
 
@@ -307,7 +308,8 @@ class Spaced:
         self.out_path, self.err_path = out_path, err_path
         with open(out_path, "wb") as out, open(err_path, "wb") as err:
             self.proc = subprocess.Popen(self.args(), stdout=out, stderr=err, stdin=subprocess.DEVNULL,
-                                         start_new_session=True, close_fds=True)
+                                         start_new_session=True, close_fds=True,
+                                         env=dict(os.environ, **self.env) if self.env else None)
 
         def ready():
             if self.proc.poll() is not None:

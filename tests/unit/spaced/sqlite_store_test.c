@@ -232,6 +232,56 @@ static void test_transition_rolls_back_on_duplicate_operation(void **state)
         assert_int_equal(state_of(st, "sb-r"), SANDBOX_RUNNING);
 }
 
+/* The end of a handler: state, runtime, expiry, head and the operation's end together. */
+static void test_settle_writes_all_or_nothing(void **state)
+{
+        struct state_store *st = *state;
+        insert(st, "sb-e", SANDBOX_STARTING, 1, "op-start");
+        struct operation op = store_fixture_operation("op-start", "sandbox.start", "sb-e", OPERATION_SUCCEEDED, 1);
+        op.finished_at_ms = 77;
+        snprintf(op.result, sizeof(op.result), "{\"ok\":true}");
+        struct sandbox_settlement set = { .from_mask = STATE_MASK(SANDBOX_STARTING), .to = SANDBOX_RUNNING, .reason = "",
+                                          .set_runtime = true, .pid = 42, .pid_start = 4242, .set_expiry = true,
+                                          .expires_at_ms = 99000, .head_snapshot_id = "snap-h", .op = &op };
+        enum sandbox_state cur = SANDBOX_FAILED;
+        assert_int_equal(ops->sandbox_settle(st, "sb-e", &set, &cur), 0);
+        assert_int_equal(cur, SANDBOX_RUNNING);
+        struct sandbox sb;
+        assert_int_equal(ops->sandbox_get(st, "sb-e", &sb), 0);
+        assert_int_equal(sb.state, SANDBOX_RUNNING);
+        assert_int_equal(sb.pid, 42);
+        assert_int_equal(sb.pid_start, 4242);
+        assert_int_equal(sb.expires_at_ms, 99000);
+        assert_string_equal(sb.head_snapshot_id, "snap-h");
+        sandbox_release(&sb);
+        struct operation got;
+        assert_int_equal(ops->operation_get(st, "op-start", &got), 0);
+        assert_int_equal(got.state, OPERATION_SUCCEEDED);
+        assert_int_equal(got.finished_at_ms, 77);
+        assert_string_equal(got.result, "{\"ok\":true}");
+
+        /* Not in from_mask: nothing at all is written, the operation included. */
+        struct operation op2 = store_fixture_operation("op-stop2", "sandbox.stop", "sb-e", OPERATION_PENDING, 2);
+        assert_int_equal(ops->operation_insert(st, &op2), 0);
+        op2.state = OPERATION_SUCCEEDED;
+        struct sandbox_settlement stale = { .from_mask = STATE_MASK(SANDBOX_STOPPING), .to = SANDBOX_STOPPED,
+                                            .set_runtime = true, .set_expiry = true, .op = &op2 };
+        assert_int_equal(ops->sandbox_settle(st, "sb-e", &stale, &cur), -ESTALE);
+        assert_int_equal(cur, SANDBOX_RUNNING);
+        assert_int_equal(ops->operation_get(st, "op-stop2", &got), 0);
+        assert_int_equal(got.state, OPERATION_PENDING);
+        assert_int_equal(ops->sandbox_get(st, "sb-e", &sb), 0);
+        assert_int_equal(sb.pid, 42);
+        assert_int_equal(sb.expires_at_ms, 99000);
+        sandbox_release(&sb);
+
+        /* An operation that is not there rolls the state change back. */
+        struct operation ghost = store_fixture_operation("op-ghost", "sandbox.stop", "sb-e", OPERATION_SUCCEEDED, 3);
+        struct sandbox_settlement lost = { .from_mask = STATE_MASK(SANDBOX_RUNNING), .to = SANDBOX_STOPPED, .op = &ghost };
+        assert_int_equal(ops->sandbox_settle(st, "sb-e", &lost, NULL), -ENOENT);
+        assert_int_equal(state_of(st, "sb-e"), SANDBOX_RUNNING);
+}
+
 struct race {
         struct state_store *st;
         int result;
@@ -403,6 +453,7 @@ int main(void)
                 cmocka_unit_test_setup_teardown(test_transition_stale, open_store, close_store),
                 cmocka_unit_test_setup_teardown(test_transition_rolls_back_on_duplicate_operation, open_store, close_store),
                 cmocka_unit_test_setup_teardown(test_transition_is_compare_and_set_under_threads, open_store, close_store),
+                cmocka_unit_test_setup_teardown(test_settle_writes_all_or_nothing, open_store, close_store),
                 cmocka_unit_test_setup_teardown(test_set_runtime_and_expiry, open_store, close_store),
                 cmocka_unit_test_setup_teardown(test_operation_update_and_duplicate, open_store, close_store),
                 cmocka_unit_test_setup_teardown(test_operation_list_filters, open_store, close_store),
