@@ -24,6 +24,7 @@ unsigned api_error_http_status(enum space_error_code code)
         case SPACE_E_UNSUPPORTED:
         case SPACE_E_BUILD_FAILED: return 422;
         case SPACE_E_CANCELLED: return 409;
+        case SPACE_E_GONE: return 410;
         case SPACE_E_UNAVAILABLE: return 503;
         case SPACE_E_TIMEOUT: return 504;
         case SPACE_E_PERMISSION_DENIED: return 403;

@@ -96,10 +96,40 @@ static int emit_record(struct event_stream *st, const struct command_log_record 
         return out_printf(st, "\"}\n\n");
 }
 
-/* The end as the store has it, when the log has none (it was removed with the sandbox). */
+/* Whether the command's log went with its sandbox (destroyed, or being destroyed: the
+ * logs are removed before the row says destroyed). */
+static bool log_removed_with_sandbox(struct spaced_context *ctx, const char *sandbox_id)
+{
+        struct sandbox sb;
+        if (STORE(ctx, sandbox_get, sandbox_id, &sb) < 0)
+                return false;
+        bool gone = sb.state == SANDBOX_DESTROYED || sb.state == SANDBOX_DESTROYING;
+        sandbox_release(&sb);
+        return gone;
+}
+
+/* The end as the store has it, when the log has none: a command that never wrote one.
+ * When the log was removed with its sandbox, what the reader missed is unknown: a `gone`
+ * event (no id: there is nothing to resume from) says so, and no exit is made up. */
 static int emit_end_from_store(struct event_stream *st, const struct command_record *rec)
 {
         st->done = true;
+        if (log_removed_with_sandbox(st->ctx, st->sandbox_id)) {
+                char msg[160];
+                snprintf(msg, sizeof(msg), "the command's output was removed with its sandbox (destroyed): events after %" PRIu64
+                         " cannot be sent", st->after);
+                json_t *g = json_pack("{s:s, s:s, s:s}", "reason", "log_removed", "message", msg, "command_state",
+                                      rec->state == COMMAND_EXITED ? "exited" : "lost");
+                if (g && rec->state == COMMAND_EXITED)
+                        json_object_set_new(g, "exit_code", json_integer(rec->exit_code));
+                else if (g && rec->reason[0])
+                        json_object_set_new(g, "command_reason", json_string(rec->reason));
+                char *text = g ? json_dumps(g, JSON_COMPACT) : NULL;
+                json_decref(g);
+                int r = text ? out_printf(st, "event: gone\ndata: %s\n\n", text) : -ENOMEM;
+                free(text);
+                return r;
+        }
         if (rec->state == COMMAND_EXITED)
                 return out_printf(st, "id: %" PRIu64 "\nevent: exit\ndata: {\"exit_code\":%d,\"signal\":%d,\"timed_out\":%s}\n\n",
                                   st->after + 1, rec->exit_code, rec->term_signal, rec->timed_out ? "true" : "false");
@@ -288,6 +318,11 @@ void route_command_events(struct api_request *req, struct api_response *resp)
             command_service_get(req->ctx, req->segments[2], req->segments[4], &rec, &err) < 0)
                 return api_response_error(resp, &err);
         command_record_release(&rec);
+        if (log_removed_with_sandbox(req->ctx, req->segments[2])) {
+                space_error_set(&err, SPACE_E_GONE, "the output of command %s was removed with sandbox %s (destroyed)",
+                                req->segments[4], req->segments[2]);
+                return api_response_error(resp, &err);
+        }
         struct event_stream *st = calloc(1, sizeof(*st));
         if (!st) {
                 space_error_set(&err, SPACE_E_INTERNAL, "out of memory");

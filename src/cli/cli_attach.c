@@ -116,6 +116,14 @@ static int on_event(void *userdata, const char *id, const char *event, const cha
                 }
                 return 0;
         }
+        if (strcmp(event, "gone") == 0) { /* the log went with its destroyed sandbox */
+                _cleanup_json_ json_t *j = json_loadb(data, len, 0, NULL);
+                const char *msg = json_string_value(json_object_get(j, "message"));
+                fprintf(stderr, "space: %s\n", msg ? msg : "the command's output is gone");
+                a->ended = true;
+                a->exit_status = 255;
+                return 0;
+        }
         if (strcmp(event, "dropped") == 0) {
                 fputs("space: some output was dropped (it went over spaced's per-command cap)\n", stderr);
                 return 0;

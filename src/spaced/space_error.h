@@ -28,6 +28,7 @@ enum space_error_code {
         SPACE_E_INTERNAL,
         SPACE_E_BUILD_FAILED, /* a template build step failed (the log says why) */
         SPACE_E_CANCELLED,
+        SPACE_E_GONE, /* it existed, and what was asked for was removed (a destroyed sandbox's command log) */
 };
 
 struct space_error {

@@ -683,7 +683,7 @@ class Commands(DataPlaneClient, SpacedTestCase):
 
     # ---- lost commands
 
-    def _lost_mid_stream(self, verb, reasons):
+    def _lost_mid_stream(self, verb, reasons, gone_ok=False):
         sid = self.new_sandbox(metadata={"t": "data-plane-" + verb})
         tok = self.token(sid)
         c = self.start(sid, tok, shell="while true; do echo tick; sleep 0.1; done")
@@ -705,6 +705,15 @@ class Commands(DataPlaneClient, SpacedTestCase):
             rest.append(ev)
         t.join(180)
         self.assertIn("r", result, "%s did not finish" % verb)
+        if gone_ok and rest and rest[-1]["event"] == "gone":
+            # The log went with the sandbox before this reader had read it all: it is told
+            # so, with how the command ended, and no exit is made up.
+            gone = json.loads(rest[-1]["data"])
+            self.assertEqual((gone["reason"], gone["command_state"]), ("log_removed", "lost"), gone)
+            self.assertIn(gone.get("command_reason"), reasons, gone)
+            self.assertNotIn("id", rest[-1], rest[-1])
+            self.assertEqual(set(e["event"] for e in rest[:-1]) - {"stdout"}, set(), rest)
+            return sid, tok, cid
         self.assertTrue(rest and rest[-1]["event"] == "exit", "stream did not end with exit: %r" % rest[-3:])
         end = json.loads(rest[-1]["data"])
         self.assertTrue(end.get("lost"), end)
@@ -715,18 +724,28 @@ class Commands(DataPlaneClient, SpacedTestCase):
         return sid, tok, cid
 
     def test_destroyed_mid_stream(self):
-        sid, tok, cid = self._lost_mid_stream("destroy", ("sandbox_destroyed",))
+        sid, tok, cid = self._lost_mid_stream("destroy", ("sandbox_destroyed",), gone_ok=True)
         st, r = self.spaced.request("POST", "/v1/sandboxes/%s/sessions" % sid, {})
         self.assertIn(st, (404, 409), r)
-        # Asked again later: refused, or just the end, saying the command was lost.
+        # Asked again later: the log went with the sandbox, and the answer says so.
         es = self.spaced.events("/v1/sandboxes/%s/commands/%s/events" % (sid, cid), key=tok)
         self.addCleanup(es.close)
-        if es.status == 200:
-            events = list(es)
-            self.assertEqual([e["event"] for e in events], ["exit"], events)
-            self.assertTrue(exit_data(events)["lost"])
-        else:
-            self.assertIn(es.status, (401, 403, 404), es.body())
+        self.assertIn(es.status, (401, 410), es.body())
+
+    def test_destroyed_sandbox_log_is_gone_not_made_up(self):
+        """After its sandbox is destroyed, a command's events never invent an exit: a reader
+        that was behind is told the log is gone (410 gone), and so is one that had the real
+        exit (no second exit)."""
+        sid = self.new_sandbox(metadata={"t": "data-plane-gone"})
+        tok = self.token(sid)
+        c, events, end = self.run_command(sid, tok, shell="for i in $(seq 1 50); do echo line $i; done")
+        self.assertEqual(end["exit_code"], 0, end)
+        self.spaced.destroy(sid)
+        for after in (0, int(events[0]["id"]), int(events[-1]["id"])):
+            st, body = self.spaced.request("GET", "/v1/sandboxes/%s/commands/%s/events?after=%d" % (sid, c["command_id"], after),
+                                           key=tok)
+            self.assertEqual(st, 410, body)
+            self.assertEqual(body["error"]["code"], "gone", body)
 
     def kill_agent(self, sid):
         agents = [p for p in cgroup_pids(sid) if "space-agent" in read_cmdline(p)]
