@@ -120,12 +120,12 @@ static void reconcile_snapshots(struct spaced_context *ctx, const struct operati
         for (size_t i = 0; i < n; i++)
                 if (strcmp(snaps[i].state, "ready") == 0 && btrfs_pool_snapshot_path(&ctx->pool, snaps[i].id, path, sizeof(path)) == 0 &&
                     access(path, F_OK) < 0 && errno == ENOENT) {
-                        STORE(ctx, snapshot_delete, snaps[i].id);
+                        STORE(ctx, snapshot_delete, snaps[i].id, false, NULL);
                         log_warn("reconcile.snapshot_lost", "snapshot=%s reason=\"its subvolume is missing\"", snaps[i].id);
                 } else if (strcmp(snaps[i].state, "ready") != 0 && !has_op(ops, nops, snaps[i].id)) {
                         if (btrfs_pool_snapshot_path(&ctx->pool, snaps[i].id, path, sizeof(path)) == 0)
                                 btrfs_pool_subvolume_delete(path);
-                        STORE(ctx, snapshot_delete, snaps[i].id);
+                        STORE(ctx, snapshot_delete, snaps[i].id, false, NULL);
                         log_info("reconcile.snapshot_dropped", "snapshot=%s reason=\"taken when spaced stopped\"", snaps[i].id);
                 }
         char dir[PATH_MAX];

@@ -16,6 +16,7 @@
 
 struct queued {
         char id[32];
+        unsigned stripe; /* of its target */
         struct queued *next;
 };
 
@@ -28,8 +29,10 @@ struct operation_queue {
         bool stopping;
         int nworkers;
         pthread_t *workers;
-        /* Serialises operations on one target (hash of the target name). */
-        pthread_mutex_t target_locks[TARGET_STRIPES];
+        /* One operation at a time per target (hash of the target name), in the order they
+         * were accepted: a worker takes the first queued operation whose stripe is idle, so
+         * a fork accepted before a destroy of its parent runs before it. */
+        bool stripe_busy[TARGET_STRIPES];
 };
 
 void operation_init(struct operation *op, const char *kind, const char *target)
@@ -65,14 +68,13 @@ static unsigned stripe_of(const char *target)
         return h % TARGET_STRIPES;
 }
 
+/* Runs one operation; its stripe is marked busy by the caller. */
 static void run_one(struct operation_queue *q, const char *id)
 {
         struct spaced_context *ctx = q->ctx;
         struct operation op;
         if (STORE(ctx, operation_get, id, &op) < 0 || op.state == OPERATION_SUCCEEDED || op.state == OPERATION_FAILED)
                 return;
-        pthread_mutex_t *tl = &q->target_locks[stripe_of(op.target)];
-        pthread_mutex_lock(tl);
         op.state = OPERATION_RUNNING;
         op.started_at_ms = wallclock_now_ms();
         STORE(ctx, operation_update, &op);
@@ -95,30 +97,50 @@ static void run_one(struct operation_queue *q, const char *id)
                          (long long)(monotonic_now_us() - t0));
         }
         STORE(ctx, operation_update, &op);
-        pthread_mutex_unlock(tl);
+}
 
-        pthread_mutex_lock(&q->lock);
-        pthread_cond_broadcast(&q->finished);
-        pthread_mutex_unlock(&q->lock);
+/* The first queued item whose stripe is idle, taken off the queue; NULL if none. */
+static struct queued *take_runnable_locked(struct operation_queue *q)
+{
+        for (struct queued **p = &q->head, *prev = NULL; *p; prev = *p, p = &(*p)->next) {
+                struct queued *item = *p;
+                if (q->stripe_busy[item->stripe])
+                        continue;
+                *p = item->next;
+                if (q->tail == item)
+                        q->tail = prev;
+                q->stripe_busy[item->stripe] = true;
+                return item;
+        }
+        return NULL;
 }
 
 static void *worker_main(void *arg)
 {
         struct operation_queue *q = arg;
         for (;;) {
+                struct queued *item = NULL;
                 pthread_mutex_lock(&q->lock);
-                while (!q->head && !q->stopping)
+                while (!q->stopping && !(item = take_runnable_locked(q)))
                         pthread_cond_wait(&q->work, &q->lock);
                 if (q->stopping) {
+                        if (item) { /* back at the head: it stays pending for the next start */
+                                q->stripe_busy[item->stripe] = false;
+                                item->next = q->head;
+                                q->head = item;
+                                if (!q->tail)
+                                        q->tail = item;
+                        }
                         pthread_mutex_unlock(&q->lock);
                         return NULL;
                 }
-                struct queued *item = q->head;
-                q->head = item->next;
-                if (!q->head)
-                        q->tail = NULL;
                 pthread_mutex_unlock(&q->lock);
                 run_one(q, item->id);
+                pthread_mutex_lock(&q->lock);
+                q->stripe_busy[item->stripe] = false;
+                pthread_cond_broadcast(&q->work); /* what waited behind it may run now */
+                pthread_cond_broadcast(&q->finished);
+                pthread_mutex_unlock(&q->lock);
                 free(item);
         }
 }
@@ -132,8 +154,6 @@ int operation_queue_new(struct spaced_context *ctx, int workers, struct operatio
         pthread_mutex_init(&q->lock, NULL);
         pthread_cond_init(&q->work, NULL);
         pthread_cond_init(&q->finished, NULL);
-        for (int i = 0; i < TARGET_STRIPES; i++)
-                pthread_mutex_init(&q->target_locks[i], NULL);
         q->workers = calloc((size_t)workers, sizeof(pthread_t));
         if (!q->workers) {
                 free(q);
@@ -177,6 +197,13 @@ int operation_queue_push(struct operation_queue *q, const char *op_id)
         if (!item)
                 return -ENOMEM;
         snprintf(item->id, sizeof(item->id), "%s", op_id);
+        struct operation op;
+        int r = STORE(q->ctx, operation_get, op_id, &op);
+        if (r < 0) {
+                free(item);
+                return r;
+        }
+        item->stripe = stripe_of(op.target);
         pthread_mutex_lock(&q->lock);
         if (q->stopping) {
                 pthread_mutex_unlock(&q->lock);

@@ -103,6 +103,7 @@ int sandbox_history_snapshot(struct spaced_context *ctx, const char *sandbox_id,
         ret_snap->rolling = rolling;
         operation_init(ret_op, "sandbox.snapshot", sandbox_id);
         set_params(ret_op, json_pack("{s:s}", "snapshot_id", ret_snap->id));
+        snprintf(ret_op->snapshot_id, sizeof(ret_op->snapshot_id), "%s", ret_snap->id);
         int r = STORE(ctx, insert_batch, NULL, 0, ret_snap, 1, ret_op);
         if (r < 0)
                 return space_error_errno(err, r, "store snapshot");
@@ -134,7 +135,7 @@ static void drop_snapshot(struct spaced_context *ctx, const char *id)
         struct space_error ignored;
         if (snapshot_dir(ctx, id, dir, sizeof(dir), &ignored) == 0)
                 btrfs_pool_subvolume_delete(dir);
-        STORE(ctx, snapshot_delete, id);
+        STORE(ctx, snapshot_delete, id, false, NULL);
 }
 
 int sandbox_op_snapshot(struct spaced_context *ctx, struct operation *op, struct space_error *err)
@@ -177,25 +178,19 @@ int sandbox_history_delete_snapshot(struct spaced_context *ctx, const char *snap
                 return -1;
         if (strcmp(snap.state, "ready") != 0)
                 return space_error_set(err, SPACE_E_INVALID_STATE, "snapshot %s is still being taken", snapshot_id);
-        /* A restore or fork that has not run yet would lose its source. */
-        struct operation *ops = NULL;
-        size_t n = 0;
-        int r = STORE(ctx, operation_list, NULL, -1, true, &ops, &n);
-        if (r < 0)
-                return space_error_errno(err, r, "list operations");
-        for (size_t i = 0; i < n; i++)
-                if (strstr(ops[i].params, snapshot_id)) {
-                        space_error_set(err, SPACE_E_INVALID_STATE, "snapshot %s is in use by operation %s", snapshot_id, ops[i].id);
-                        free(ops);
-                        return -1;
-                }
-        free(ops);
-        char dir[PATH_MAX];
+        char dir[PATH_MAX], user[32] = "";
         if (snapshot_dir(ctx, snapshot_id, dir, sizeof(dir), err) < 0)
                 return -1;
-        /* The row goes first: a crash after it leaves a subvolume without a row, which the
+        /* A create, restore or fork accepted but not finished would lose its source: the store
+         * refuses in the same transaction as the deletion, and an operation that needs the
+         * snapshot is stored only while the row is there (struct operation.snapshot_id).
+         * The row goes first: a crash after it leaves a subvolume without a row, which the
          * next start removes; the other order could leave a row without its data. */
-        if ((r = STORE(ctx, snapshot_delete, snapshot_id)) < 0 && r != -ENOENT)
+        int r = STORE(ctx, snapshot_delete, snapshot_id, true, user);
+        if (r == -EBUSY)
+                return space_error_set(err, SPACE_E_INVALID_STATE, "snapshot %s is needed by operation %s, which has not finished",
+                                       snapshot_id, user);
+        if (r < 0 && r != -ENOENT)
                 return space_error_errno(err, r, "store deletion of %s", snapshot_id);
         /* Our own background reader steps aside (and may pick it up again in between: retry). */
         for (int attempt = 0; attempt < 5; attempt++) {
@@ -234,11 +229,14 @@ int sandbox_history_restore(struct spaced_context *ctx, const char *sandbox_id, 
         operation_init(ret_op, "sandbox.restore", sandbox_id);
         /* A sandbox that was running (or paused) runs again on the restored filesystem. */
         set_params(ret_op, json_pack("{s:s, s:b}", "snapshot_id", snapshot_id, "restart", state != SANDBOX_STOPPED));
+        snprintf(ret_op->snapshot_id, sizeof(ret_op->snapshot_id), "%s", snapshot_id);
         enum sandbox_state current;
         int r = STORE(ctx, sandbox_transition, sandbox_id, M(state), SANDBOX_RESTORING, "", ret_op, &current);
         if (r == -ESTALE)
                 return space_error_set(err, SPACE_E_INVALID_STATE, "sandbox %s changed to %s meanwhile", sandbox_id,
                                        sandbox_state_name(current));
+        if (r == -ENOENT)
+                return space_error_set(err, SPACE_E_NOT_FOUND, "snapshot %s not found (deleted meanwhile)", snapshot_id);
         if (r < 0)
                 return space_error_errno(err, r, "store restore");
         return queue(ctx, ret_op, err);
@@ -360,7 +358,12 @@ int sandbox_history_fork(struct spaced_context *ctx, const char *sandbox_id, con
         }
         operation_init(ret_op, "sandbox.fork", sandbox_id);
         set_params(ret_op, json_pack("{s:s, s:b, s:o}", "snapshot_id", snap.id, "take_snapshot", take, "children", child_ids));
+        snprintf(ret_op->snapshot_id, sizeof(ret_op->snapshot_id), "%s", snap.id);
         r = STORE(ctx, insert_batch, children, (size_t)count, take ? &snap : NULL, take ? 1 : 0, ret_op);
+        if (r == -ENOENT) {
+                space_error_set(err, SPACE_E_NOT_FOUND, "snapshot %s not found (deleted meanwhile)", snap.id);
+                goto out;
+        }
         if (r < 0) {
                 space_error_errno(err, r, "store fork");
                 goto out;

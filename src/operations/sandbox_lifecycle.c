@@ -177,6 +177,8 @@ insert:
         sb->state = SANDBOX_CREATING;
         sb->created_at_ms = sb->updated_at_ms = wallclock_now_ms();
         operation_init(ret_op, "sandbox.create", sb->id);
+        /* A snapshot it is made from stays until the create has run (checked as it is stored). */
+        snprintf(ret_op->snapshot_id, sizeof(ret_op->snapshot_id), "%s", sb->parent_snapshot_id);
 
         pthread_mutex_lock(&uid_lock);
         r = allocate_uid_base_locked(ctx, &sb->uid_base);
@@ -188,6 +190,8 @@ insert:
         pthread_mutex_unlock(&uid_lock);
         if (r == -ENOSPC)
                 return space_error_set(err, SPACE_E_UNAVAILABLE, "no free uid range for another sandbox");
+        if (r == -ENOENT && sb->parent_snapshot_id[0])
+                return space_error_set(err, SPACE_E_NOT_FOUND, "snapshot %s not found (deleted meanwhile)", sb->parent_snapshot_id);
         if (r < 0)
                 return space_error_errno(err, r, "store sandbox");
         operation_queue_submit(ctx->queue, ret_op->id);
@@ -205,6 +209,11 @@ int sandbox_lifecycle_submit(struct spaced_context *ctx, const char *id, enum sa
         if (r == -ESTALE)
                 return space_error_set(err, SPACE_E_INVALID_STATE, "cannot %s sandbox %s while it is %s", actions[action].name, id,
                                        sandbox_state_name(current));
+        if (r == -EBUSY)
+                return space_error_set(err, SPACE_E_INVALID_STATE,
+                                       "cannot %s sandbox %s while a fork or snapshot of it that was accepted first has not finished; "
+                                       "try again when it has",
+                                       actions[action].name, id);
         if (r < 0)
                 return space_error_errno(err, r, "store transition");
         operation_queue_submit(ctx->queue, ret_op->id);

@@ -54,6 +54,13 @@ static const char *const migrations[] = {
         "  finished_at INTEGER NOT NULL DEFAULT 0);"
         "CREATE INDEX commands_sandbox ON commands(sandbox_id, created_at);"
         "CREATE INDEX commands_state ON commands(state);",
+        /* 5: the snapshot an operation needs until it ends (a snapshot is not deleted under it) */
+        "ALTER TABLE operations ADD COLUMN snapshot_id TEXT NOT NULL DEFAULT '';"
+        "UPDATE operations SET snapshot_id = json_extract(params, '$.snapshot_id')"
+        "  WHERE state IN ('pending', 'running') AND json_valid(params) AND json_extract(params, '$.snapshot_id') IS NOT NULL;"
+        "UPDATE operations SET snapshot_id = (SELECT parent_snapshot_id FROM sandboxes WHERE sandboxes.id = operations.target)"
+        "  WHERE kind = 'sandbox.create' AND state IN ('pending', 'running') AND snapshot_id = '';"
+        "CREATE INDEX operations_snapshot ON operations(snapshot_id, state);",
 };
 
 int sqlite_migrations_apply(sqlite3 *db, int *ret_version)

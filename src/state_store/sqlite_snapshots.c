@@ -95,7 +95,22 @@ int sqlite_snapshot_update(struct state_store *st, const struct snapshot *snap)
 
 /* Deletes a snapshot and keeps lineage a chain: whatever named it as its parent (later
  * snapshots) or as its head (the sandbox) now names its parent instead. */
-int sqlite_snapshot_delete(struct state_store *st, const char *id)
+/* -EBUSY (and the operation's id) while an unfinished operation needs the snapshot. */
+static int needed_locked(struct state_store *st, const char *id, char *ret_user)
+{
+        sqlite3_stmt *s;
+        int r = sq_prepare(st, "SELECT id FROM operations WHERE snapshot_id=? AND state IN ('pending', 'running') LIMIT 1", &s);
+        if (r < 0)
+                return r;
+        sq_bind_text(s, 1, id);
+        int rc = sqlite3_step(s);
+        if (rc == SQLITE_ROW && ret_user)
+                sq_copy_col(s, 0, ret_user, 32);
+        sqlite3_finalize(s);
+        return rc == SQLITE_ROW ? -EBUSY : rc == SQLITE_DONE ? 0 : sq_error(rc);
+}
+
+int sqlite_snapshot_delete(struct state_store *st, const char *id, bool if_unused, char *ret_user)
 {
         sqlite3_stmt *s;
         char parent[32] = "";
@@ -103,6 +118,10 @@ int sqlite_snapshot_delete(struct state_store *st, const char *id)
         int r = sq_begin(st);
         if (r < 0)
                 goto out;
+        if (if_unused && (r = needed_locked(st, id, ret_user)) < 0) {
+                sq_rollback(st);
+                goto out;
+        }
         r = sq_prepare(st, "SELECT parent_snapshot_id FROM snapshots WHERE id=?", &s);
         if (r == 0) {
                 sq_bind_text(s, 1, id);

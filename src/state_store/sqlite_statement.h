@@ -49,7 +49,7 @@ int sq_snapshot_insert_locked(struct state_store *st, const struct snapshot *sna
 int sqlite_snapshot_get(struct state_store *st, const char *id, struct snapshot *ret);
 int sqlite_snapshot_list(struct state_store *st, const char *sandbox_id, struct snapshot **ret, size_t *ret_n);
 int sqlite_snapshot_update(struct state_store *st, const struct snapshot *snap);
-int sqlite_snapshot_delete(struct state_store *st, const char *id);
+int sqlite_snapshot_delete(struct state_store *st, const char *id, bool if_unused, char *ret_user);
 
 /* sqlite_data_plane.c: attach sessions and commands */
 int sqlite_session_insert(struct state_store *st, const struct attach_session *s);

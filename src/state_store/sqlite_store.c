@@ -53,8 +53,18 @@ static void sqlite_close(struct state_store *st)
 static int op_insert_locked(struct state_store *st, const struct operation *op)
 {
         sqlite3_stmt *s;
+        if (op->snapshot_id[0]) { /* what it needs is still there, in this same transaction */
+                int r = sq_prepare(st, "SELECT 1 FROM snapshots WHERE id=?", &s);
+                if (r < 0)
+                        return r;
+                sq_bind_text(s, 1, op->snapshot_id);
+                int rc = sqlite3_step(s);
+                sqlite3_finalize(s);
+                if (rc != SQLITE_ROW)
+                        return rc == SQLITE_DONE ? -ENOENT : sq_error(rc);
+        }
         int r = sq_prepare(st, "INSERT INTO operations(id, kind, target, state, error_code, error_message, created_at, started_at, finished_at,"
-                               " params, result) VALUES (?,?,?,?,?,?,?,?,?,?,?)", &s);
+                               " params, result, snapshot_id) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)", &s);
         if (r < 0)
                 return r;
         sq_bind_text(s, 1, op->id);
@@ -68,10 +78,11 @@ static int op_insert_locked(struct state_store *st, const struct operation *op)
         sqlite3_bind_int64(s, 9, op->finished_at_ms);
         sq_bind_text(s, 10, op->params);
         sq_bind_text(s, 11, op->result);
+        sq_bind_text(s, 12, op->snapshot_id);
         return sq_exec_done(s);
 }
 
-#define OP_COLUMNS "id, kind, target, state, error_code, error_message, created_at, started_at, finished_at, params, result"
+#define OP_COLUMNS "id, kind, target, state, error_code, error_message, created_at, started_at, finished_at, params, result, snapshot_id"
 
 static void op_from_row(sqlite3_stmt *s, struct operation *op);
 static void op_row(sqlite3_stmt *s, void *elem) { op_from_row(s, elem); }
@@ -90,6 +101,7 @@ static void op_from_row(sqlite3_stmt *s, struct operation *op)
         op->finished_at_ms = sqlite3_column_int64(s, 8);
         sq_copy_col(s, 9, op->params, sizeof(op->params));
         sq_copy_col(s, 10, op->result, sizeof(op->result));
+        sq_copy_col(s, 11, op->snapshot_id, sizeof(op->snapshot_id));
 }
 
 static int sqlite_operation_insert(struct state_store *st, const struct operation *op)
@@ -325,13 +337,30 @@ static int transition_locked(struct state_store *st, const char *id, unsigned fr
         return sq_exec_done(s);
 }
 
+/* -EBUSY while an unfinished fork or snapshot of the sandbox waits to capture it. */
+static int capture_pending_locked(struct state_store *st, const char *id)
+{
+        sqlite3_stmt *s;
+        int r = sq_prepare(st, "SELECT 1 FROM operations WHERE target=? AND state IN ('pending', 'running')"
+                               " AND kind IN ('sandbox.fork', 'sandbox.snapshot') LIMIT 1", &s);
+        if (r < 0)
+                return r;
+        sq_bind_text(s, 1, id);
+        int rc = sqlite3_step(s);
+        sqlite3_finalize(s);
+        return rc == SQLITE_ROW ? -EBUSY : rc == SQLITE_DONE ? 0 : sq_error(rc);
+}
+
 static int sqlite_sandbox_transition(struct state_store *st, const char *id, unsigned from_mask, enum sandbox_state to,
                                      const char *reason, const struct operation *op, enum sandbox_state *ret_current)
 {
         pthread_mutex_lock(&st->lock);
         int r = sq_begin(st);
         if (r == 0) {
-                r = transition_locked(st, id, from_mask, to, reason, ret_current);
+                if (op && strcmp(op->kind, "sandbox.destroy") == 0)
+                        r = capture_pending_locked(st, id);
+                if (r == 0)
+                        r = transition_locked(st, id, from_mask, to, reason, ret_current);
                 if (r == 0 && op)
                         r = op_insert_locked(st, op);
                 if (r == 0)

@@ -73,6 +73,9 @@ struct operation {
         int64_t created_at_ms, started_at_ms, finished_at_ms;
         char params[1024]; /* JSON object text, "" for none: what the handler needs to redo it */
         char result[1024]; /* JSON object text, "" until it succeeds */
+        /* The snapshot it needs until it ends ("" none): inserting it fails with -ENOENT when
+         * that snapshot is gone, and the snapshot cannot be deleted while it is unfinished. */
+        char snapshot_id[32];
 };
 
 struct snapshot {
@@ -171,7 +174,9 @@ struct state_store_ops {
         /* state_filter < 0: all but destroyed. */
         int (*sandbox_list)(struct state_store *st, int state_filter, struct sandbox **ret, size_t *ret_n);
         /* If the sandbox is in one of `from` (mask of 1<<state), moves it to `to` with reason and,
-         * if op != NULL, inserts op, all in one transaction. Otherwise -ESTALE and *ret_current. */
+         * if op != NULL, inserts op, all in one transaction. Otherwise -ESTALE and *ret_current.
+         * A sandbox.destroy is refused with -EBUSY while a fork or snapshot of the sandbox that
+         * was accepted before it is unfinished (they need the sandbox as it is). */
         int (*sandbox_transition)(struct state_store *st, const char *id, unsigned from_mask, enum sandbox_state to,
                                   const char *reason, const struct operation *op, enum sandbox_state *ret_current);
         /* As sandbox_transition, with what struct sandbox_settlement says, in one transaction.
@@ -188,7 +193,9 @@ struct state_store_ops {
         /* sandbox_id NULL: all. Oldest first. */
         int (*snapshot_list)(struct state_store *st, const char *sandbox_id, struct snapshot **ret, size_t *ret_n);
         int (*snapshot_update)(struct state_store *st, const struct snapshot *snap);
-        int (*snapshot_delete)(struct state_store *st, const char *id);
+        /* With if_unused, refuses (-EBUSY, the operation's id in ret_user[32] when given)
+         * while an unfinished operation needs the snapshot; checked in the same transaction. */
+        int (*snapshot_delete)(struct state_store *st, const char *id, bool if_unused, char *ret_user);
 
         int (*operation_insert)(struct state_store *st, const struct operation *op);
         int (*operation_update)(struct state_store *st, const struct operation *op);

@@ -89,5 +89,89 @@ class AcknowledgementWindow(SpacedTestCase):
         self.assertEqual(sp.state(sid), "destroyed")
 
 
+
+def op_of(resp):
+    status, d = resp
+    assert status == 202, "expected 202: %s %r" % (status, d)
+    return d["operation"]["id"]
+
+
+class SnapshotAndForkRaces(SpacedTestCase):
+    """What an accepted operation needs is not taken away under it. One worker, and a slow
+    fork queued first, so the operations under test are surely still pending when the
+    racing request arrives (where an older spaced deleted the snapshot, or destroyed the
+    parent, and the acknowledged operation then failed)."""
+
+    spaced_kwargs = {"workers": 1}
+
+    def wait_op(self, op):
+        return wait_for(lambda: (lambda o: o if o["state"] in ("succeeded", "failed") else None)(
+            self.spaced.api("GET", "/v1/operations/" + op, expect=200)[1]), timeout=120, what="operation " + op)
+
+    def blocker(self):
+        """A fork of four of another sandbox: the one worker is busy with it for a while."""
+        sp = self.spaced
+        if not hasattr(self, "_busy"):
+            self._busy = self.new_sandbox(metadata={"t": "busy"})
+        d = sp.api("POST", "/v1/sandboxes/%s/fork" % self._busy, {"count": 4}, expect=202)[1]
+        for c in d.get("sandbox_ids", []):
+            self.addCleanup(self._destroy_quietly, c)
+        return d["operation"]["id"]
+
+    def snapshot(self, sid):
+        d = self.spaced.api("POST", "/v1/sandboxes/%s/snapshots?wait=true" % sid, {"label": "race"}, expect=200)[1]
+        return d["operation"]["result"]["snapshot_id"]
+
+    def test_delete_refused_while_an_accepted_operation_needs_the_snapshot(self):
+        sp = self.spaced
+        sid = self.new_sandbox(metadata={"t": "race-src"})
+        sp.sh(sid, "echo kept > /kept")
+        snap = self.snapshot(sid)
+        ops = []
+        for body_path, body in (("/v1/sandboxes", {"snapshot_id": snap}),
+                                ("/v1/sandboxes/%s/fork" % sid, {"snapshot_id": snap, "count": 1}),
+                                ("/v1/sandboxes/%s/restore" % sid, {"snapshot_id": snap})):
+            self.blocker()
+            op = op_of(sp.request("POST", body_path, body))
+            st, d = sp.request("DELETE", "/v1/snapshots/" + snap)
+            self.assertEqual(st, 409, "deleted under accepted %s: %r" % (body_path, d))
+            self.assertEqual(d["error"]["code"], "invalid_state", d)
+            self.assertIn(op, d["error"]["message"], d)
+            row = self.wait_op(op)
+            self.assertEqual(row["state"], "succeeded", repr(row))
+            ops.append(row)
+        created = ops[0]["target"]
+        self.addCleanup(self._destroy_quietly, created)
+        self.assertEqual(sp.sh(created, "cat /kept")["stdout"], "kept\n")
+        for c in ops[1]["result"]["sandbox_ids"]:
+            self.addCleanup(self._destroy_quietly, c)
+            self.assertEqual(sp.state(c), "running")
+        # Nothing needs it any more: now it goes, and a create from it is refused, not failed.
+        self.assertEqual(sp.request("DELETE", "/v1/snapshots/" + snap)[0], 204)
+        st, d = sp.request("POST", "/v1/sandboxes", {"snapshot_id": snap})
+        self.assertEqual(st, 404, d)
+
+    def test_parent_destroyed_after_its_fork_was_accepted(self):
+        """The destroy is refused (409, nothing changes) while an accepted fork or snapshot
+        of the sandbox has not captured it; once they have, it goes."""
+        sp = self.spaced
+        parent = sp.create(metadata={"t": "race-parent"})
+        for kind, path, body in (("fork", "/v1/sandboxes/%s/fork" % parent, {"count": 1}),
+                                 ("snapshot", "/v1/sandboxes/%s/snapshots" % parent, {"label": "last"})):
+            self.blocker()
+            op = op_of(sp.request("POST", path, body))
+            st, d = sp.request("DELETE", "/v1/sandboxes/" + parent)
+            self.assertEqual(st, 409, "destroy accepted under a pending %s: %r" % (kind, d))
+            self.assertEqual(d["error"]["code"], "invalid_state", d)
+            self.assertEqual(sp.state(parent), "running")
+            row = self.wait_op(op)
+            self.assertEqual(row["state"], "succeeded", "the acknowledged %s failed: %r" % (kind, row))
+            for c in (row["result"] or {}).get("sandbox_ids", []):
+                self.addCleanup(self._destroy_quietly, c)
+                self.assertEqual(sp.state(c), "running")
+        sp.destroy(parent)
+        self.assertEqual(sp.state(parent), "destroyed")
+
+
 if __name__ == "__main__":
     unittest.main()

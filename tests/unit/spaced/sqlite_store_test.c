@@ -282,6 +282,47 @@ static void test_settle_writes_all_or_nothing(void **state)
         assert_int_equal(state_of(st, "sb-e"), SANDBOX_RUNNING);
 }
 
+/* An operation that needs a snapshot is stored only while the snapshot is there, and the
+ * snapshot is not deleted while that operation is unfinished. */
+static void test_snapshot_needed_by_operation(void **state)
+{
+        struct state_store *st = *state;
+        insert(st, "sb-n", SANDBOX_RUNNING, 1, "op-create-n");
+        struct snapshot snap = { 0 };
+        snprintf(snap.id, sizeof(snap.id), "snap-n");
+        snprintf(snap.sandbox_id, sizeof(snap.sandbox_id), "sb-n");
+        snprintf(snap.state, sizeof(snap.state), "ready");
+        snprintf(snap.kind, sizeof(snap.kind), "filesystem");
+        snap.created_at_ms = 5;
+        assert_int_equal(ops->insert_batch(st, NULL, 0, &snap, 1, NULL), 0);
+
+        struct operation gone = store_fixture_operation("op-gone", "sandbox.restore", "sb-n", OPERATION_PENDING, 6);
+        snprintf(gone.snapshot_id, sizeof(gone.snapshot_id), "snap-missing");
+        assert_int_equal(ops->operation_insert(st, &gone), -ENOENT);
+        struct operation got;
+        assert_int_equal(ops->operation_get(st, "op-gone", &got), -ENOENT);
+
+        struct operation op = store_fixture_operation("op-restore", "sandbox.restore", "sb-n", OPERATION_PENDING, 7);
+        snprintf(op.snapshot_id, sizeof(op.snapshot_id), "snap-n");
+        assert_int_equal(ops->sandbox_transition(st, "sb-n", STATE_MASK(SANDBOX_RUNNING), SANDBOX_RESTORING, "", &op, NULL), 0);
+        assert_int_equal(ops->operation_get(st, "op-restore", &got), 0);
+        assert_string_equal(got.snapshot_id, "snap-n");
+
+        char user[32] = "";
+        assert_int_equal(ops->snapshot_delete(st, "snap-n", true, user), -EBUSY);
+        assert_string_equal(user, "op-restore");
+        struct snapshot still;
+        assert_int_equal(ops->snapshot_get(st, "snap-n", &still), 0);
+
+        op.state = OPERATION_RUNNING;
+        assert_int_equal(ops->operation_update(st, &op), 0);
+        assert_int_equal(ops->snapshot_delete(st, "snap-n", true, NULL), -EBUSY);
+        op.state = OPERATION_SUCCEEDED;
+        assert_int_equal(ops->operation_update(st, &op), 0);
+        assert_int_equal(ops->snapshot_delete(st, "snap-n", true, user), 0);
+        assert_int_equal(ops->snapshot_get(st, "snap-n", &still), -ENOENT);
+}
+
 struct race {
         struct state_store *st;
         int result;
@@ -454,6 +495,7 @@ int main(void)
                 cmocka_unit_test_setup_teardown(test_transition_rolls_back_on_duplicate_operation, open_store, close_store),
                 cmocka_unit_test_setup_teardown(test_transition_is_compare_and_set_under_threads, open_store, close_store),
                 cmocka_unit_test_setup_teardown(test_settle_writes_all_or_nothing, open_store, close_store),
+                cmocka_unit_test_setup_teardown(test_snapshot_needed_by_operation, open_store, close_store),
                 cmocka_unit_test_setup_teardown(test_set_runtime_and_expiry, open_store, close_store),
                 cmocka_unit_test_setup_teardown(test_operation_update_and_duplicate, open_store, close_store),
                 cmocka_unit_test_setup_teardown(test_operation_list_filters, open_store, close_store),
