@@ -21,7 +21,8 @@ class RollingSnapshots(SpacedTestCase):
         sp = self.spaced
         before = sp.list_ids()
         for bad in ({"interval_s": 59}, {"interval_s": 60, "retain_s": 604801}, {"retain_s": 3600},
-                    {"interval_s": 60, "max_count": 0}, {"interval_s": 60, "extra": 1}, {"interval_s": "60"}, [60]):
+                    {"interval_s": 60, "max_count": 0}, {"interval_s": 60, "extra": 1}, {"interval_s": "60"}, [60],
+                    {"interval_s": None}, {"interval_s": None, "retain_s": 3600}):
             self.assertError(sp.request("POST", "/v1/sandboxes", {"rolling_snapshots": bad}), 400, "invalid_request")
         self.assertError(sp.request("POST", "/v1/sandboxes", {"rolling_snapshots": {"interval_s": 60, "memory": True}}),
                          422, "unsupported")
@@ -29,6 +30,8 @@ class RollingSnapshots(SpacedTestCase):
         sid = self.new_sandbox()
         self.assertIsNone(sp.get(sid)["rolling_snapshots"])
         self.assertError(sp.request("PATCH", "/v1/sandboxes/" + sid, {"rolling_snapshots": {"interval_s": 1}}),
+                         400, "invalid_request")
+        self.assertError(sp.request("PATCH", "/v1/sandboxes/" + sid, {"rolling_snapshots": {"interval_s": None}}),
                          400, "invalid_request")
         self.assertError(sp.request("PATCH", "/v1/sandboxes/" + sid, {"state": "running"}), 400, "invalid_request")
         self.assertError(sp.request("PATCH", "/v1/sandboxes/sb-doesnotexist00", {"timeout_s": 5}), 404, "not_found")
