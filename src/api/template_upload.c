@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "operations/storage_gate.h"
 #include "api/api_render.h"
 #include "api/api_routes.h"
 #include "cleanup.h"
@@ -83,6 +84,8 @@ static int upload_begin(struct api_request *req, void **ret_state, struct space_
         u->fd = -1;
         u->ctx = req->ctx;
         u->import = import;
+        if (storage_gate_check(req->ctx, STORAGE_GROWS, err) < 0)
+                goto fail;
         const char *spacefile = api_request_query(req, "spacefile"), *format = api_request_query(req, "format");
         char clean[256];
         if (row_from_query(req->ctx, api_request_query(req, "name"), u->row, sizeof(u->row), err) < 0 ||

@@ -1,5 +1,6 @@
 #include "data_plane/command_channels.h"
 #include "controller/reconciler.h"
+#include "controller/pool_watch.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -313,6 +314,7 @@ static void *controller_main(void *arg)
                         break;
                 pthread_mutex_unlock(&rc->lock);
                 reconciler_tick(rc->ctx, ++ticks % 10 == 0);
+                pool_watch_tick(rc->ctx, ticks);
                 if (ticks % 10 == 5)
                         rolling_snapshots_tick(rc->ctx);
                 pthread_mutex_lock(&rc->lock);

@@ -9,6 +9,7 @@
 #include "controller/snapshot_sizer.h"
 #include "operations/operation_queue.h"
 #include "operations/sandbox_lifecycle.h"
+#include "operations/storage_gate.h"
 #include "runtime/runtime_driver.h"
 #include "spaced/log.h"
 #include "spaced/spaced_context.h"
@@ -92,7 +93,7 @@ int sandbox_history_snapshot(struct spaced_context *ctx, const char *sandbox_id,
                 return space_error_set(err, SPACE_E_UNSUPPORTED, "memory snapshots are not available with the %s runtime on this host: %s",
                                        ctx->driver->name, ctx->driver->caps_detected->memory_snapshot_detail);
         struct sandbox sb;
-        if (load_sandbox(ctx, sandbox_id, &sb, err) < 0)
+        if (storage_gate_check(ctx, STORAGE_WRITES, err) < 0 || load_sandbox(ctx, sandbox_id, &sb, err) < 0)
                 return -1;
         enum sandbox_state state = sb.state;
         sandbox_release(&sb);
@@ -212,7 +213,7 @@ int sandbox_history_restore(struct spaced_context *ctx, const char *sandbox_id, 
 {
         struct snapshot snap;
         struct sandbox sb;
-        if (load_sandbox(ctx, sandbox_id, &sb, err) < 0)
+        if (storage_gate_check(ctx, STORAGE_WRITES, err) < 0 || load_sandbox(ctx, sandbox_id, &sb, err) < 0)
                 return -1;
         enum sandbox_state state = sb.state;
         sandbox_release(&sb);
@@ -315,7 +316,7 @@ int sandbox_history_fork(struct spaced_context *ctx, const char *sandbox_id, con
         bool take = !snapshot_id;
         if (count < 1 || count > FORK_MAX)
                 return space_error_set(err, SPACE_E_INVALID_REQUEST, "count must be between 1 and %d", FORK_MAX);
-        if (load_sandbox(ctx, sandbox_id, &parent, err) < 0)
+        if (storage_gate_check(ctx, STORAGE_GROWS, err) < 0 || load_sandbox(ctx, sandbox_id, &parent, err) < 0)
                 return -1;
         int r = -1;
         struct sandbox *children = calloc((size_t)count, sizeof(*children));

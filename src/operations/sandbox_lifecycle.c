@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "operations/operation_queue.h"
+#include "operations/storage_gate.h"
 #include "operations/sandbox_history.h"
 #include "runtime/runtime_driver.h"
 #include "spaced/log.h"
@@ -137,6 +138,8 @@ int sandbox_lifecycle_create(struct spaced_context *ctx, struct sandbox *sb, str
 {
         struct template_record t;
         int r;
+        if (storage_gate_check(ctx, STORAGE_GROWS, err) < 0)
+                return -1;
         if (sb->parent_snapshot_id[0]) {
                 if (bind_to_snapshot(ctx, sb, err) < 0)
                         return -1;
@@ -202,6 +205,8 @@ int sandbox_lifecycle_submit(struct spaced_context *ctx, const char *id, enum sa
                              struct space_error *err)
 {
         enum sandbox_state current;
+        if (action == SANDBOX_ACTION_DESTROY && storage_gate_check(ctx, STORAGE_WRITES, err) < 0)
+                return -1; /* its subvolume could not be deleted */
         operation_init(ret_op, actions[action].kind, id);
         int r = STORE(ctx, sandbox_transition, id, actions[action].from, actions[action].to, "", ret_op, &current);
         if (r == -ENOENT)

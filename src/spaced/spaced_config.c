@@ -21,7 +21,12 @@ static const char usage[] =
         "  --config FILE          read `key = value` lines (keys as these flags, no dashes)\n"
         "  --log-level LEVEL      debug|info|warn|error [info; env SPACE_LOG_LEVEL]\n"
         "  --pool-size SIZE       size of the btrfs pool image when the state dir is not btrfs\n"
-        "                         [20G; suffixes K M G T]\n"
+        "                         [20G; suffixes K M G T]; a new image is made no larger than its\n"
+        "                         filesystem can hold: the default is capped, an explicit size refused\n"
+        "  --pool-overcommit on|off  allow a pool image larger than its filesystem's free space [off]\n"
+        "  --pool-low-space SIZE  host free space under the image below which the pool is low on space\n"
+        "                         and new sandboxes, forks and builds are refused [1G]\n"
+        "  --pool-trim-interval S give space freed in the pool back to the host every S s [600; 0 = off]\n"
         "  --agent PATH           the static space-agent binary [next to spaced]\n"
         "  --debian-mirror URL    mirror for the debian template [http://deb.debian.org/debian]\n"
         "  --build-network MODE   network of template build sandboxes: slirp4netns|none\n"
@@ -133,6 +138,19 @@ static int apply(struct spaced_config *cfg, const char *key, const char *v)
                 if (parse_size(v, &n) < 0 || n < (256ULL << 20) || n > (1ULL << 50))
                         goto bad;
                 cfg->pool_bytes = n;
+                cfg->pool_size_explicit = true;
+        } else if (strcmp(key, "pool-overcommit") == 0) {
+                if (strcmp(v, "on") != 0 && strcmp(v, "off") != 0)
+                        goto bad;
+                cfg->pool_overcommit = strcmp(v, "on") == 0;
+        } else if (strcmp(key, "pool-low-space") == 0) {
+                if (parse_size(v, &n) < 0 || n > (1ULL << 50))
+                        goto bad;
+                cfg->pool_low_space_bytes = n;
+        } else if (strcmp(key, "pool-trim-interval") == 0) {
+                if (parse_size(v, &n) < 0 || (n != 0 && n < 10) || n > 604800)
+                        goto bad;
+                cfg->pool_trim_interval_s = (int64_t)n;
         } else if (strcmp(key, "agent") == 0)
                 snprintf(cfg->agent_path, sizeof(cfg->agent_path), "%s", v);
         else if (strcmp(key, "debian-mirror") == 0)
@@ -254,6 +272,8 @@ int spaced_config_load(struct spaced_config *cfg, int argc, char **argv)
         cfg->listen_port = 7070;
         snprintf(cfg->debian_mirror, sizeof(cfg->debian_mirror), "http://deb.debian.org/debian");
         cfg->pool_bytes = 20ULL << 30;
+        cfg->pool_low_space_bytes = 1ULL << 30;
+        cfg->pool_trim_interval_s = 600;
         cfg->max_body_bytes = 1ULL << 20;
         cfg->exec_output_cap = 1u << 20;
         cfg->workers = 4;
@@ -271,6 +291,8 @@ int spaced_config_load(struct spaced_config *cfg, int argc, char **argv)
                 { "state-dir", required_argument, NULL, 0 }, { "listen", required_argument, NULL, 0 },
                 { "unix-socket", required_argument, NULL, 0 }, { "config", required_argument, NULL, 0 },
                 { "log-level", required_argument, NULL, 0 }, { "pool-size", required_argument, NULL, 0 },
+                { "pool-overcommit", required_argument, NULL, 0 }, { "pool-low-space", required_argument, NULL, 0 },
+                { "pool-trim-interval", required_argument, NULL, 0 },
                 { "agent", required_argument, NULL, 0 }, { "debian-mirror", required_argument, NULL, 0 },
                 { "workers", required_argument, NULL, 0 }, { "max-body", required_argument, NULL, 0 },
                 { "exec-output-cap", required_argument, NULL, 0 }, { "rolling-interval", required_argument, NULL, 0 },

@@ -9,6 +9,7 @@
 
 #include "state_store/state_store.h"
 #include "storage/btrfs_pool.h"
+#include "storage/pool_health.h"
 
 struct runtime_driver;
 struct cgroup_manager;
@@ -26,6 +27,10 @@ struct spaced_config {
         char presets_dir[PATH_MAX];
         uint64_t max_context_bytes; /* build contexts and import archives */
         uint64_t pool_bytes;
+        bool pool_size_explicit;       /* --pool-size was given: refuse rather than cap it */
+        bool pool_overcommit;          /* allow an image larger than its filesystem's free space */
+        uint64_t pool_low_space_bytes; /* host free space under the image that counts as low */
+        int64_t pool_trim_interval_s;  /* 0: never trim */
         uint64_t max_body_bytes;
         uint32_t exec_output_cap;
         int workers;
@@ -52,6 +57,7 @@ struct spaced_context {
         struct btrfs_pool pool;
         struct operation_queue *queue;
         struct command_channels *channels; /* data plane: per-sandbox output channels */
+        struct pool_monitor pool_health;   /* the latest check of the pool (controller) */
         atomic_bool shutting_down;
 };
 

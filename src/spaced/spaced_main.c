@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -64,6 +65,62 @@ static int check_kernel(char *reason, size_t size)
         return 0;
 }
 
+/* A new pool image no larger than its filesystem can hold (the sparse image would otherwise
+ * fill it one day and btrfs would force the pool read-only): the default size is capped, an
+ * explicit one refused, unless the operator allows overcommit. */
+static int plan_pool_image(struct spaced_config *cfg, char *reason, size_t reason_size)
+{
+        char image[PATH_MAX + 16];
+        snprintf(image, sizeof(image), "%s/pool.img", cfg->state_dir);
+        if (btrfs_pool_is_btrfs(cfg->state_dir) || access(image, F_OK) == 0 || cfg->pool_overcommit)
+                return 0;
+        uint64_t fits = 0, avail = 0;
+        int r = pool_health_image_size(cfg->state_dir, cfg->pool_bytes, 256ULL << 20, &fits, &avail);
+        if (r == -ENOSPC || (r == 0 && fits < cfg->pool_bytes && cfg->pool_size_explicit)) {
+                snprintf(reason, reason_size,
+                         "a %llu MiB pool image does not fit in %s (%llu MiB free): give a smaller --pool-size, free space, "
+                         "or --pool-overcommit on",
+                         (unsigned long long)(cfg->pool_bytes >> 20), cfg->state_dir, (unsigned long long)(avail >> 20));
+                return -ENOSPC;
+        }
+        if (r < 0) {
+                snprintf(reason, reason_size, "cannot measure free space in %s: %s", cfg->state_dir, strerror(-r));
+                return r;
+        }
+        if (fits < cfg->pool_bytes) {
+                log_warn("pool.capped", "wanted_mib=%llu size_mib=%llu free_mib=%llu note=\"the default pool size does not fit\"",
+                         (unsigned long long)(cfg->pool_bytes >> 20), (unsigned long long)(fits >> 20),
+                         (unsigned long long)(avail >> 20));
+                cfg->pool_bytes = fits;
+        }
+        return 0;
+}
+
+/* At a clean stop the pool image is unmounted (its loop device goes with it), unless
+ * sandboxes still run on it: they keep running across a restart of spaced. */
+static void release_pool(struct spaced_context *ctx)
+{
+        if (!ctx->pool.image[0])
+                return;
+        struct sandbox *all = NULL;
+        size_t n = 0, live = 0;
+        if (STORE(ctx, sandbox_list, -1, &all, &n) < 0)
+                return;
+        for (size_t i = 0; i < n; i++)
+                if (all[i].pid > 0 || all[i].state == SANDBOX_RUNNING || all[i].state == SANDBOX_PAUSED)
+                        live++;
+        sandbox_array_free(all, n);
+        if (live > 0) {
+                log_info("pool.kept_mounted", "sandboxes=%zu note=\"running sandboxes keep the pool; it is unmounted at a stop with none\"",
+                         live);
+                return;
+        }
+        if (umount2(ctx->pool.root, 0) < 0)
+                log_warn("pool.unmount_failed", "pool=%s error=\"%s\"", ctx->pool.root, strerror(errno));
+        else
+                log_info("pool.unmounted", "pool=%s", ctx->pool.root);
+}
+
 int main(int argc, char **argv)
 {
         static struct spaced_context ctx;
@@ -111,8 +168,17 @@ int main(int argc, char **argv)
         ctx.store.ops = &state_store_sqlite;
         if ((r = ctx.store.ops->open(path, &ctx.store.st)) < 0)
                 return fail("spaced.store", "cannot open %s: %s", path, strerror(-r));
+        if (plan_pool_image(&ctx.cfg, reason, sizeof(reason)) < 0)
+                return fail("spaced.pool", "btrfs pool: %s", reason);
         if ((r = btrfs_pool_open(ctx.cfg.state_dir, ctx.cfg.pool_bytes, &ctx.pool, reason, sizeof(reason))) < 0)
                 return fail("spaced.pool", "btrfs pool: %s", reason);
+        /* Health is known before the first request: a pool left read-only is reported as such. */
+        pool_monitor_init(&ctx.pool_health);
+        struct pool_health health = { 0 };
+        pool_health_check(&ctx.pool, ctx.cfg.pool_low_space_bytes, &health);
+        pool_monitor_set(&ctx.pool_health, &health);
+        if (health.condition != POOL_OK)
+                log_error("pool.unhealthy", "condition=%s reason=\"%s\"", pool_condition_name(health.condition), health.reason);
         char instance[32];
         if ((r = instance_id_load(ctx.cfg.state_dir, instance, sizeof(instance))) < 0)
                 return fail("spaced.instance", "cannot read or create %s/instance: %s", ctx.cfg.state_dir, strerror(-r));
@@ -180,6 +246,7 @@ int main(int argc, char **argv)
                 http_server_free(http);
                 e2b_server_free(e2b);
         }
+        release_pool(&ctx);
         ctx.store.ops->close(ctx.store.st);
         log_info("spaced.stopped", "drained=%s", drained ? "true" : "false");
         /* Long execs may still hold connections: exit without waiting for them. */

@@ -14,6 +14,7 @@
 #include "spaced/spaced_context.h"
 #include "spaced/wallclock.h"
 #include "storage/btrfs_pool.h"
+#include "operations/storage_gate.h"
 #include "templates/build_network.h"
 #include "templates/rootfs_path.h"
 #include "templates/template_build.h"
@@ -186,6 +187,8 @@ int template_catalog_init(struct spaced_context *ctx, struct space_error *err)
 
 int template_catalog_submit_build(struct spaced_context *ctx, const char *name, struct operation *ret_op, struct space_error *err)
 {
+        if (storage_gate_check(ctx, STORAGE_GROWS, err) < 0)
+                return -1;
         struct template_record t;
         int r = STORE(ctx, template_get, name, &t);
         bool preset = template_build_is_preset(ctx, name);

@@ -300,7 +300,7 @@ class Spaced:
             a += ["--workers", str(self.workers)]
         return a + self.extra_args
 
-    def start(self, timeout=60):
+    def start(self, timeout=60, health=200):
         assert self.proc is None or self.proc.poll() is not None, "spaced already running"
         self.runs += 1
         out_path = os.path.join(self.tmp, "spaced-%d.out" % self.runs)
@@ -329,7 +329,7 @@ class Spaced:
                 raise RuntimeError("spaced did not start within %ds:\n%s" % (timeout, self.logs()))
             time.sleep(0.05)
         status, body = self.request("GET", "/v1/health", key=None)
-        if status != 200:
+        if status != health:
             raise RuntimeError("health after start: %s %r" % (status, body))
         with open(os.path.join(self.state_dir, "admin.key")) as f:
             self.key = f.readline().strip()

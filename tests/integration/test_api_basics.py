@@ -22,7 +22,12 @@ class ApiBasics(SpacedTestCase):
     def test_health_needs_no_key(self):
         status, body = self.spaced.request("GET", "/v1/health", key=None)
         self.assertEqual(status, 200)
-        self.assertEqual(body, {"status": "ok"})
+        self.assertEqual(body["status"], "ok", body)
+        pool = body["checks"]["pool"]
+        self.assertEqual(pool["condition"], "ok", body)
+        self.assertGreater(pool["bytes"], 0)
+        self.assertEqual(pool["device_errors"], 0)
+        self.assertNotIn("reason", pool)
         self.assertTrue(self.spaced.last_headers.get("Content-Type", "").startswith("application/json"))
 
     def test_version(self):
