@@ -1,6 +1,7 @@
 #include "data_plane/command_channels.h"
 #include "controller/reconciler.h"
 #include "controller/pool_watch.h"
+#include "controller/retention.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -315,6 +316,7 @@ static void *controller_main(void *arg)
                 pthread_mutex_unlock(&rc->lock);
                 reconciler_tick(rc->ctx, ++ticks % 10 == 0);
                 pool_watch_tick(rc->ctx, ticks);
+                retention_tick(rc->ctx, ticks);
                 if (ticks % 10 == 5)
                         rolling_snapshots_tick(rc->ctx);
                 pthread_mutex_lock(&rc->lock);

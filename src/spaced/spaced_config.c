@@ -27,6 +27,7 @@ static const char usage[] =
         "  --pool-low-space SIZE  host free space under the image below which the pool is low on space\n"
         "                         and new sandboxes, forks and builds are refused [1G]\n"
         "  --pool-trim-interval S give space freed in the pool back to the host every S s [600; 0 = off]\n"
+        "  --destroyed-retention S  keep rows of destroyed sandboxes this long [604800 = 7 days]\n"
         "  --agent PATH           the static space-agent binary [next to spaced]\n"
         "  --debian-mirror URL    mirror for the debian template [http://deb.debian.org/debian]\n"
         "  --build-network MODE   network of template build sandboxes: slirp4netns|none\n"
@@ -151,6 +152,10 @@ static int apply(struct spaced_config *cfg, const char *key, const char *v)
                 if (parse_size(v, &n) < 0 || (n != 0 && n < 10) || n > 604800)
                         goto bad;
                 cfg->pool_trim_interval_s = (int64_t)n;
+        } else if (strcmp(key, "destroyed-retention") == 0) {
+                if (parse_size(v, &n) < 0 || n < 1 || n > (366ULL * 86400))
+                        goto bad;
+                cfg->destroyed_retention_s = (int64_t)n;
         } else if (strcmp(key, "agent") == 0)
                 snprintf(cfg->agent_path, sizeof(cfg->agent_path), "%s", v);
         else if (strcmp(key, "debian-mirror") == 0)
@@ -274,6 +279,7 @@ int spaced_config_load(struct spaced_config *cfg, int argc, char **argv)
         cfg->pool_bytes = 20ULL << 30;
         cfg->pool_low_space_bytes = 1ULL << 30;
         cfg->pool_trim_interval_s = 600;
+        cfg->destroyed_retention_s = 604800;
         cfg->max_body_bytes = 1ULL << 20;
         cfg->exec_output_cap = 1u << 20;
         cfg->workers = 4;
@@ -292,7 +298,7 @@ int spaced_config_load(struct spaced_config *cfg, int argc, char **argv)
                 { "unix-socket", required_argument, NULL, 0 }, { "config", required_argument, NULL, 0 },
                 { "log-level", required_argument, NULL, 0 }, { "pool-size", required_argument, NULL, 0 },
                 { "pool-overcommit", required_argument, NULL, 0 }, { "pool-low-space", required_argument, NULL, 0 },
-                { "pool-trim-interval", required_argument, NULL, 0 },
+                { "pool-trim-interval", required_argument, NULL, 0 }, { "destroyed-retention", required_argument, NULL, 0 },
                 { "agent", required_argument, NULL, 0 }, { "debian-mirror", required_argument, NULL, 0 },
                 { "workers", required_argument, NULL, 0 }, { "max-body", required_argument, NULL, 0 },
                 { "exec-output-cap", required_argument, NULL, 0 }, { "rolling-interval", required_argument, NULL, 0 },

@@ -31,6 +31,7 @@ struct spaced_config {
         bool pool_overcommit;          /* allow an image larger than its filesystem's free space */
         uint64_t pool_low_space_bytes; /* host free space under the image that counts as low */
         int64_t pool_trim_interval_s;  /* 0: never trim */
+        int64_t destroyed_retention_s; /* rows of destroyed sandboxes are kept this long */
         uint64_t max_body_bytes;
         uint32_t exec_output_cap;
         int workers;

@@ -184,6 +184,10 @@ struct state_store_ops {
         int (*sandbox_settle)(struct state_store *st, const char *id, const struct sandbox_settlement *s,
                               enum sandbox_state *ret_current);
         int (*sandbox_set_runtime)(struct state_store *st, const char *id, int32_t pid, uint64_t pid_start);
+        /* Deletes up to `limit` rows of sandboxes destroyed before before_ms (by updated_at)
+         * that no snapshot names and no unfinished operation targets, with their commands,
+         * sessions and operations; *ret_n how many. */
+        int (*sandbox_purge_destroyed)(struct state_store *st, int64_t before_ms, int limit, int *ret_n);
         int (*sandbox_set_expiry)(struct state_store *st, const char *id, int64_t expires_at_ms);
         int (*sandbox_set_head)(struct state_store *st, const char *id, const char *snapshot_id);
         /* Writes the settings a client may change later: metadata, timeout_s, on_timeout, rolling. */

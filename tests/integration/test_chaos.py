@@ -1,14 +1,19 @@
-"""Chaos: a seeded random sequence of sandbox lifecycle operations (create, exec, snapshot,
-fork, restore, pause, resume, stop, start, destroy, delete snapshot), mostly submitted
-without waiting, against a real spaced that is killed with SIGKILL (now and then stopped
-with SIGTERM) at random moments and restarted on the same state directory.
+"""Chaos: a seeded random sequence of sandbox lifecycle operations (create, create from a
+snapshot raced by its deletion, exec, streamed commands, snapshot, fork, restore, pause,
+resume, stop, start, destroy, delete snapshot), mostly submitted without waiting, against a
+real spaced that is killed with SIGKILL (now and then stopped with SIGTERM, or killed through
+its fault point right after an operation's handler: the acknowledgement window) at random
+moments and restarted on the same state directory.
 
 At the end, after a last restart and once every operation has finished, the state must be
 consistent: every operation ended, every sandbox in a final state with exactly the host
 resources its state implies (rootfs subvolume, processes, cgroups, run dir), no orphan
 subvolumes / cgroups / run dirs, no snapshot that was seen ready lost, files written before
 a snapshot present in it (on disk, and when forked from or restored to), no zombies or
-strays, and spaced.lock free once spaced stops.
+strays, and spaced.lock free once spaced stops. No accepted operation failed because its
+work had been done already ("… is stopped, not stopping") or because what it needed was
+deleted after it was accepted, and a destroyed sandbox's command log is answered 410 (never
+a made-up exit).
 
 Environment:
   CHAOS_SEED  seed of the run (default: random; always printed)
@@ -41,6 +46,7 @@ OPS = int(os.environ.get("CHAOS_OPS") or 300)
 MAX_LIVE = 12                      # live (not destroyed) sandboxes the test keeps at most
 KILL_EVERY = (10, 40)              # operations between two daemon kills
 GRACEFUL_SHARE = 0.15              # share of kills that are a SIGTERM instead of a SIGKILL
+WINDOW_SHARE = 0.15                # share of kills through the fault point after a handler
 INFLIGHT_SHARE = 0.35              # share of SIGKILLs with a POST in flight
 WAIT_SHARE = 0.15                  # share of operations submitted with ?wait=true
 OFF_STATE_SHARE = 0.15             # share of targets picked regardless of their state (-> 409s)
@@ -50,9 +56,11 @@ FINAL_STATES = ("running", "paused", "stopped", "failed", "destroyed")
 TRANSIENT = ("creating", "starting", "stopping", "restoring", "destroying")
 
 WEIGHTS = [("create", 9), ("exec", 16), ("snapshot", 12), ("fork", 6), ("restore", 7), ("pause", 7),
-           ("resume", 6), ("stop", 7), ("start", 7), ("destroy", 6), ("delete_snapshot", 5)]
+           ("resume", 6), ("stop", 7), ("start", 7), ("destroy", 6), ("delete_snapshot", 5),
+           ("create_from_snapshot", 4), ("command", 4)]
 FITS = {
     "exec": ("running",),
+    "command": ("running",),
     "snapshot": ("running", "paused", "stopped"),
     "fork": ("running", "paused", "stopped"),
     "restore": ("running", "paused", "stopped"),
@@ -173,6 +181,7 @@ class Chaos:
         self.missing_subvol = set()
         self.trace = []                          # the last few steps, for problem reports
         self.shutdown_503 = []                   # (seq, what, target) answered 503 while stopping
+        self.commands = []                       # (sandbox id, token, command id, last event id) read to the end
 
     # ------------------------------------------------------------------ reporting
 
@@ -336,6 +345,57 @@ class Chaos:
             self.adopt_sb(data["sandbox"]["id"])
         return st
 
+    def do_create_from_snapshot(self):
+        """A create from a ready snapshot, then at once a delete of that snapshot: the delete must
+        be refused while the accepted create needs it (or the create refused if it came last)."""
+        ready = [s for s in self.snaps.values() if s.ready_seq is not None and not s.deleted and not s.ambiguous]
+        if not ready or len(self.live()) >= MAX_LIVE:
+            return self.do_create()
+        snap = self.rng.choice(ready)
+        body = {"snapshot_id": snap.id, "metadata": {"chaos": str(self.seq)}}
+        st, data = self.submit("POST", "/v1/sandboxes", body, "create_from_snapshot", None)
+        if isinstance(data, dict) and isinstance(data.get("sandbox"), dict):
+            self.adopt_sb(data["sandbox"]["id"], parent_snap=snap.id)
+        if st == 202 and self.rng.random() < 0.6:
+            dst, ddata = self.call("DELETE", "/v1/snapshots/" + snap.id, what="delete_snapshot")
+            self.trace_step("DELETE %s right after a create from it -> %s" % (snap.id, dst))
+            if dst == 204:
+                snap.deleted = True
+            elif dst is None:
+                snap.ambiguous = True
+        return st
+
+    def do_command(self, sb):
+        """A streamed command through the data plane, read to its exit; remembered so that the
+        end can check what its events say once the sandbox may be destroyed."""
+        st, sess = self.call("POST", "/v1/sandboxes/%s/sessions" % sb.id, {}, what="session")
+        if st != 201:
+            return st
+        token = sess["attach_token"]
+        try:
+            st, c = self.sp.request("POST", "/v1/sandboxes/%s/commands" % sb.id, {"shell": "echo c-%d; echo e >&2" % self.seq},
+                                    key=token, timeout=30)
+        except (OSError, http.client.HTTPException):
+            return None
+        self.trace_step("command %s -> %s" % (sb.id, st))
+        if st != 201:
+            return st
+        last = None
+        try:
+            es = self.sp.events("/v1/sandboxes/%s/commands/%s/events" % (sb.id, c["command_id"]), key=token, timeout=30)
+            try:
+                for ev in es:
+                    last = ev.get("id") or last
+                    if ev.get("event") == "gone":
+                        last = None
+            finally:
+                es.close()
+        except (OSError, http.client.HTTPException):
+            return st
+        if last:
+            self.commands.append((sb.id, token, c["command_id"], last))
+        return st
+
     def do_exec(self, sb):
         write = self.rng.random() < 0.6
         if write:
@@ -418,11 +478,15 @@ class Chaos:
             return self.do_create()
         if kind == "delete_snapshot":
             return self.do_delete_snapshot()
+        if kind == "create_from_snapshot":
+            return self.do_create_from_snapshot()
         sb = self.pick_sandbox(kind)
         if sb is None:
             return None
         if kind == "exec":
             return self.do_exec(sb)
+        if kind == "command":
+            return self.do_command(sb)
         if kind == "snapshot":
             return self.do_snapshot(sb)
         if kind == "fork":
@@ -436,9 +500,9 @@ class Chaos:
         if live > MAX_LIVE:
             return "destroy"
         kind = self.rng.choices([k for k, _ in WEIGHTS], [w for _, w in WEIGHTS])[0]
-        if kind in ("create", "fork") and live >= MAX_LIVE:
+        if kind in ("create", "fork", "create_from_snapshot") and live >= MAX_LIVE:
             kind = "destroy"
-        if kind != "create" and live == 0:
+        if kind not in ("create", "create_from_snapshot") and live == 0:
             kind = "create"
         return kind
 
@@ -569,6 +633,21 @@ class Chaos:
             if rc not in (0, None):
                 self.problem("spaced exited with %s after SIGTERM" % rc)
             self.stats["sigterm seconds x10"] += int((time.monotonic() - t0) * 10)
+        elif how == "window" and sp.alive():
+            # spaced again, set to die right after the next operation's handler (before the
+            # worker writes the operation's end, where an older spaced left it unfinished).
+            sp.kill9()
+            sp.env = {"SPACED_FAULT_KILL": "operation.after_handler"}
+            sp.start(timeout=120)
+            req = self.inflight_request()
+            st, data = self.call(req[0], req[1], req[2], timeout=30, what="window " + req[3])
+            self.settle_inflight(req, {"r": (st, data)} if st is not None else {"e": data})
+            try:
+                wait_for(lambda: not sp.alive(), timeout=30, what="spaced to die at the fault point")
+            except AssertionError:
+                self.note("no handler ran within 30 s of a %s in the window mode" % req[3])
+            sp.kill9()
+            sp.env = None
         elif how == "sigkill-inflight" and sp.alive():
             req = self.inflight_request()
             result = {}
@@ -659,8 +738,9 @@ class Chaos:
                 next_kill = self.seq + self.rng.randint(*KILL_EVERY)
             elif self.seq >= next_kill:
                 r = self.rng.random()
-                how = "sigterm" if r < GRACEFUL_SHARE else (
-                    "sigkill-inflight" if r < GRACEFUL_SHARE + (1 - GRACEFUL_SHARE) * INFLIGHT_SHARE else "sigkill")
+                how = "sigterm" if r < GRACEFUL_SHARE else "window" if r < GRACEFUL_SHARE + WINDOW_SHARE else (
+                    "sigkill-inflight" if r < GRACEFUL_SHARE + WINDOW_SHARE + (1 - GRACEFUL_SHARE - WINDOW_SHARE) * INFLIGHT_SHARE
+                    else "sigkill")
                 self.kill(how)
                 next_kill = self.seq + self.rng.randint(*KILL_EVERY)
             else:
@@ -762,6 +842,12 @@ class Chaos:
                 if not err.get("code"):
                     self.problem("failed operation without an error: %r" % op)
                 failed[(op["kind"], err.get("code"))] += 1
+                if any(", not " + t in (err.get("message") or "") for t in TRANSIENT):
+                    self.problem("operation %s %s of %s re-ran into work already done: %s" % (
+                        op_id, op["kind"], op["target"], err.get("message")))
+                if kind == "create_from_snapshot":
+                    self.problem("accepted create from a snapshot %s failed: %s %s" % (
+                        op_id, err.get("code"), err.get("message")))
                 if err.get("code") not in ("invalid_state", "not_found"):
                     self.problem("operation %s %s of %s failed with %s: %s" % (
                         op_id, op["kind"], op["target"], err.get("code"), err.get("message")))
@@ -853,6 +939,29 @@ class Chaos:
             if snap.deleted and snap.id in snap_rows:
                 self.problem("snapshot %s deleted (204) but still listed" % snap.id)
         self.stats["final snapshots"] = len(snap_rows)
+
+        # ---- command logs: after its exit nothing more, and once destroyed 410 (never a made-up exit)
+        for sid, token, cid, last in self.commands:
+            path = "/v1/sandboxes/%s/commands/%s/events?after=%s" % (sid, cid, last)
+            if states.get(sid) == "destroyed":
+                try:
+                    st, data = sp.request("GET", path, key=token, timeout=30)
+                except (OSError, http.client.HTTPException) as e:
+                    self.problem("events of %s in destroyed %s: %r" % (cid, sid, e))
+                    continue
+                self.stats["events destroyed %s" % st] += 1
+                if st not in (401, 410):
+                    self.problem("events of %s after its sandbox %s was destroyed -> %s %r" % (cid, sid, st, data))
+                continue
+            try:
+                es = sp.events(path, key=token, timeout=30)
+                after = list(es) if es.status == 200 else None
+                es.close()
+            except (OSError, http.client.HTTPException) as e:
+                self.problem("events of %s in %s after its exit: %r" % (cid, sid, e))
+                continue
+            if after:
+                self.problem("events of %s after its exit (id %s) sent more: %r" % (cid, last, after[:3]))
 
         # ---- files written before a snapshot are in it (on disk)
         for snap_id in sorted(snap_rows):

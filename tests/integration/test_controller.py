@@ -11,7 +11,7 @@ import subprocess
 import time
 import unittest
 
-from spaced_harness import SpacedTestCase, cgroup_pids, wait_for
+from spaced_harness import FreshSpacedTestCase, SpacedTestCase, cgroup_pids, wait_for
 
 
 class Controller(SpacedTestCase):
@@ -74,6 +74,33 @@ class Controller(SpacedTestCase):
         self.assertEqual(sp.request("GET", "/v1/snapshots/" + snap)[0], 404)
         self.assertFalse(os.path.exists(os.path.join(sp.state_dir, "pool", "snapshots", snap)))
         self.assertEqual(sp.state(sid), "running")
+
+
+
+class DestroyedRowRetention(FreshSpacedTestCase):
+    """Rows of destroyed sandboxes are purged after --destroyed-retention (with their
+    commands, sessions and operations), unless a snapshot still names the sandbox."""
+
+    spaced_kwargs = {"extra_args": ["--destroyed-retention", "2"]}
+
+    def test_old_destroyed_rows_are_purged(self):
+        sp = self.spaced
+        gone = sp.create(metadata={"t": "purged"})
+        kept = sp.create(metadata={"t": "snapshotted"})
+        snap = sp.api("POST", "/v1/sandboxes/%s/snapshots?wait=true" % kept, {"label": "keep"}, expect=200)[1]
+        snap_id = snap["operation"]["result"]["snapshot_id"]
+        _, d = sp.action(gone, "destroy")
+        destroy_op = d["operation"]["id"]
+        sp.action(kept, "destroy")
+        self.assertEqual(sp.state(gone), "destroyed")
+        time.sleep(2.5)
+        sp.restart()  # the sweep runs at start and every ten minutes
+        wait_for(lambda: sp.request("GET", "/v1/sandboxes/" + gone)[0] == 404, timeout=20, what="the old row to go")
+        self.assertEqual(sp.request("GET", "/v1/operations/" + destroy_op)[0], 404)
+        ids = [s["id"] for s in sp.api("GET", "/v1/sandboxes?state=destroyed", expect=200)[1]["sandboxes"]]
+        self.assertNotIn(gone, ids)
+        self.assertIn(kept, ids)  # its snapshot names it
+        self.assertEqual(sp.api("GET", "/v1/snapshots/" + snap_id, expect=200)[1]["sandbox_id"], kept)
 
 
 if __name__ == "__main__":

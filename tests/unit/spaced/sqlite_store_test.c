@@ -323,6 +323,46 @@ static void test_snapshot_needed_by_operation(void **state)
         assert_int_equal(ops->snapshot_get(st, "snap-n", &still), -ENOENT);
 }
 
+/* Old destroyed rows go with their operations; recent ones, ones a snapshot names and
+ * live ones stay. */
+static void test_purge_destroyed(void **state)
+{
+        struct state_store *st = *state;
+        insert(st, "sb-old", SANDBOX_DESTROYED, 1, "op-old");
+        insert(st, "sb-new", SANDBOX_DESTROYED, 5000, "op-new");
+        insert(st, "sb-snapped", SANDBOX_DESTROYED, 1, "op-snapped");
+        insert(st, "sb-live", SANDBOX_RUNNING, 1, "op-live");
+        struct snapshot snap = { 0 };
+        snprintf(snap.id, sizeof(snap.id), "snap-keep");
+        snprintf(snap.sandbox_id, sizeof(snap.sandbox_id), "sb-snapped");
+        snprintf(snap.state, sizeof(snap.state), "ready");
+        snprintf(snap.kind, sizeof(snap.kind), "filesystem");
+        assert_int_equal(ops->insert_batch(st, NULL, 0, &snap, 1, NULL), 0);
+        int n = -1;
+        /* An unfinished operation on it keeps the row. */
+        assert_int_equal(ops->sandbox_purge_destroyed(st, 1000, 10, &n), 0);
+        assert_int_equal(n, 0);
+        const char *const done[] = { "op-old", "op-new", "op-snapped" };
+        for (size_t i = 0; i < 3; i++) {
+                struct operation d;
+                assert_int_equal(ops->operation_get(st, done[i], &d), 0);
+                d.state = OPERATION_SUCCEEDED;
+                assert_int_equal(ops->operation_update(st, &d), 0);
+        }
+        assert_int_equal(ops->sandbox_purge_destroyed(st, 1000, 10, &n), 0);
+        assert_int_equal(n, 1);
+        struct sandbox sb;
+        assert_int_equal(ops->sandbox_get(st, "sb-old", &sb), -ENOENT);
+        struct operation op;
+        assert_int_equal(ops->operation_get(st, "op-old", &op), -ENOENT);
+        assert_int_equal(ops->operation_get(st, "op-new", &op), 0);
+        assert_int_equal(state_of(st, "sb-new"), SANDBOX_DESTROYED);
+        assert_int_equal(state_of(st, "sb-snapped"), SANDBOX_DESTROYED);
+        assert_int_equal(state_of(st, "sb-live"), SANDBOX_RUNNING);
+        assert_int_equal(ops->sandbox_purge_destroyed(st, 1000, 10, &n), 0);
+        assert_int_equal(n, 0);
+}
+
 struct race {
         struct state_store *st;
         int result;
@@ -496,6 +536,7 @@ int main(void)
                 cmocka_unit_test_setup_teardown(test_transition_is_compare_and_set_under_threads, open_store, close_store),
                 cmocka_unit_test_setup_teardown(test_settle_writes_all_or_nothing, open_store, close_store),
                 cmocka_unit_test_setup_teardown(test_snapshot_needed_by_operation, open_store, close_store),
+                cmocka_unit_test_setup_teardown(test_purge_destroyed, open_store, close_store),
                 cmocka_unit_test_setup_teardown(test_set_runtime_and_expiry, open_store, close_store),
                 cmocka_unit_test_setup_teardown(test_operation_update_and_duplicate, open_store, close_store),
                 cmocka_unit_test_setup_teardown(test_operation_list_filters, open_store, close_store),

@@ -1,0 +1,8 @@
+/* retention: the controller's sweep of rows kept past their use: sandboxes destroyed more
+ * than --destroyed-retention seconds ago (with their commands, sessions and operations). */
+#pragma once
+
+struct spaced_context;
+
+/* Called once a second by the controller thread; sweeps at the first call and every 10 min. */
+void retention_tick(struct spaced_context *ctx, unsigned tick);
