@@ -306,6 +306,18 @@ int e2b_router_upload_begin(struct e2b_front *front, struct MHD_Connection *conn
         return 0;
 }
 
+bool e2b_router_authenticates(struct e2b_front *front, struct MHD_Connection *conn, const char *method, const char *url)
+{
+        struct e2b_call call = { .front = front };
+        struct api_response resp = { 0 };
+        char path_copy[1024];
+        call.req = (struct api_request){ .ctx = front->ctx, .conn = conn, .method = method, .path = url, .body = "" };
+        const struct route *found = route_call(&call, path_copy, sizeof(path_copy), &resp);
+        json_decref(resp.body);
+        json_decref(resp.headers);
+        return found && found->half != ENVD_OPEN;
+}
+
 void e2b_router_handle(struct e2b_front *front, struct MHD_Connection *conn, const char *method, const char *url,
                        const char *body, size_t body_len, struct api_response *resp)
 {
