@@ -191,7 +191,10 @@ static int envd_authenticate(struct e2b_call *call, bool need_token, struct spac
                         return space_error_set(err, SPACE_E_NOT_FOUND, "sandbox %.64s not found", id);
                 if (signed_url(call, id, err) < 0)
                         return -1;
-                envd_user(call);
+                /* The user is the signed username (the handlers read it), else envd's
+                 * default: never an Authorization header the signature does not cover. */
+                snprintf(call->user, sizeof(call->user), "user");
+                call->signed_url = true;
                 return 0;
         }
         if (token && e2b_keys_envd_token_sandbox(token, from_token, sizeof(from_token)) < 0)
