@@ -167,5 +167,90 @@ class SignedUpload(SpacedTestCase):
         self.assertEqual(self.exists("/tmp/many-1", "/tmp/many-2"), ["/tmp/many-1", "/tmp/many-2"])
 
 
+class StateDir(unittest.TestCase):
+    """spaced makes its state directory private at every start, and refuses one it cannot."""
+
+    @classmethod
+    def setUpClass(cls):
+        require_root()
+
+    def new_spaced(self, **kw):
+        sp = Spaced(**kw)
+        self.addCleanup(sp.cleanup)
+        return sp
+
+    def refused(self, sp, *words):
+        r = subprocess.run(sp.args(), capture_output=True, timeout=60, stdin=subprocess.DEVNULL)
+        self.assertNotEqual(r.returncode, 0, "spaced started on an insecure state directory")
+        for w in words:
+            self.assertIn(w, r.stderr.decode(), r.stderr)
+        return r
+
+    def test_modes_are_fixed_at_start(self):
+        sp = self.new_spaced(extra_args=["--e2b-listen", "127.0.0.1:%d" % free_port()])
+        sd = sp.state_dir
+        os.makedirs(os.path.join(sd, "logs"))
+        os.makedirs(os.path.join(sd, "logs", "sub"))
+        os.makedirs(os.path.join(sd, "command-logs"))
+        for rel, mode in (("state.db", 0o644), ("logs/old.log", 0o644), ("logs/sub/deep.log", 0o604)):
+            with open(os.path.join(sd, rel), "w"):
+                pass
+            os.chmod(os.path.join(sd, rel), mode)
+        for d in (sd, os.path.join(sd, "logs"), os.path.join(sd, "command-logs"), os.path.join(sd, "logs", "sub")):
+            os.chmod(d, 0o755)
+        sp.start()
+        self.assertEqual(stat.S_IMODE(os.stat(sd).st_mode), 0o700)
+        for name in ("state.db", "state.db-wal", "state.db-shm", "admin.key", "instance", "e2b-token.key", "spaced.lock",
+                     "logs/old.log", "logs/sub/deep.log"):
+            p = os.path.join(sd, name)
+            self.assertTrue(os.path.exists(p), name)
+            self.assertEqual(stat.S_IMODE(os.stat(p).st_mode), 0o600, "%s is %o" % (name, os.stat(p).st_mode))
+        for name in ("logs", "run", "command-logs", "logs/sub"):
+            self.assertEqual(stat.S_IMODE(os.stat(os.path.join(sd, name)).st_mode), 0o700, name)
+        # Nothing at the top of the state directory is open to others.
+        for e in os.scandir(sd):
+            st = os.lstat(e.path)
+            if e.name != "pool":
+                self.assertEqual(st.st_mode & 0o077, 0, "%s is %o" % (e.name, st.st_mode))
+        # And at the next start too, after someone opened them up again.
+        os.chmod(os.path.join(sd, "state.db"), 0o644)
+        sp.stop()
+        os.chmod(sd, 0o755)
+        sp.start()
+        self.assertEqual(stat.S_IMODE(os.stat(sd).st_mode), 0o700)
+        self.assertEqual(stat.S_IMODE(os.stat(os.path.join(sd, "state.db")).st_mode), 0o600)
+
+    def test_foreign_owner_is_refused(self):
+        sp = self.new_spaced()
+        os.makedirs(sp.state_dir, mode=0o700)
+        os.chown(sp.state_dir, 4321, 4321)
+        self.refused(sp, "belongs to uid 4321")
+        self.assertFalse(os.path.exists(os.path.join(sp.state_dir, "state.db")))
+
+    def test_writable_by_others_is_refused(self):
+        sp = self.new_spaced()
+        os.makedirs(sp.state_dir)
+        os.chmod(sp.state_dir, 0o777)
+        self.refused(sp, "writable by others")
+
+    def test_swappable_path_component_is_refused(self):
+        """A directory on the way that others can write lets them swap in a symlink."""
+        sp = self.new_spaced()
+        open_dir = os.path.join(sp.tmp, "open")
+        os.makedirs(os.path.join(sp.tmp, "real"))
+        os.makedirs(open_dir)
+        os.chmod(open_dir, 0o777)
+        os.symlink(os.path.join(sp.tmp, "real"), os.path.join(open_dir, "link"))
+        sp.state_dir = os.path.join(open_dir, "link", "s")
+        self.refused(sp, "writable by others")
+        self.assertFalse(os.path.exists(os.path.join(sp.tmp, "real", "s", "state.db")))
+
+    def test_symlinked_database_is_refused(self):
+        sp = self.new_spaced()
+        os.makedirs(sp.state_dir, mode=0o700)
+        os.symlink("/etc/hostname", os.path.join(sp.state_dir, "state.db"))
+        self.refused(sp, "symlink")
+
+
 if __name__ == "__main__":
     unittest.main()
