@@ -39,7 +39,7 @@ struct http_server {
 struct upload {
         struct http_body body;
         int64_t started_us;
-        /* a buffered body: the route found and why it was refused (err.code set) */
+        /* a buffered body: the route found, or why there is none (its query checked too) */
         api_handler handler;
         struct space_error err;
         /* a streamed body: the sink, its state, and the request it was begun with */
@@ -89,6 +89,8 @@ static void begin_request(struct spaced_context *ctx, struct MHD_Connection *con
         }
         if (auth_kind != API_AUTH_NONE)
                 http_listener_authenticated(conn);
+        if (api_request_check_query(req, &up->err) < 0)
+                up->handler = NULL;
 }
 
 static void handle(struct spaced_context *ctx, const char *method, struct upload *up, struct api_response *resp)
@@ -105,6 +107,8 @@ static void handle(struct spaced_context *ctx, const char *method, struct upload
         req->body = up->body.data;
         req->body_len = up->body.len;
         req->content_type = MHD_lookup_connection_value(req->conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_TYPE);
+        if (api_request_check_body(req, &err) < 0)
+                return api_response_error(resp, &err);
         if (atomic_load(&ctx->shutting_down) && strcmp(method, "GET") != 0) {
                 space_error_set(&err, SPACE_E_UNAVAILABLE, "spaced is shutting down");
                 return api_response_error(resp, &err);
@@ -134,7 +138,8 @@ static bool begin_sink(struct spaced_context *ctx, struct MHD_Connection *conn, 
         } else if (api_auth_request(req, auth_kind, &up->sink_err) == 0) {
                 if (auth_kind != API_AUTH_NONE)
                         http_listener_authenticated(conn);
-                up->sink->begin(req, &up->sink_state, &up->sink_err);
+                if (api_request_check_query(req, &up->sink_err) == 0)
+                        up->sink->begin(req, &up->sink_state, &up->sink_err);
         }
         return true;
 }

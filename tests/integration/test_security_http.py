@@ -243,5 +243,116 @@ class HeaderTimeout(FloodCase):
         self.assertTrue(head.startswith(b"HTTP/1.1 20"), head[:200])
 
 
+class StrictInput(SpacedTestCase):
+    """Input that used to be accepted: a body on a route that takes none, JSON without its
+    Content-Type, query parameters without a value or with a NUL, a mode above 4 digits.
+    Each is refused with a JSON 4xx and changes nothing."""
+
+    @classmethod
+    def setUpClass(cls):
+        super().setUpClass()
+        cls.sid = cls.spaced.create()
+        _, s = cls.spaced.api("POST", "/v1/sandboxes/%s/sessions" % cls.sid, {}, expect=201)
+        cls.session, cls.token = s["session_id"], s["attach_token"]
+
+    def refused(self, resp, status=400, code="invalid_request"):
+        self.assertError(resp, status, code)
+
+    def key_ids(self):
+        return [k["id"] for k in self.spaced.api("GET", "/v1/keys", expect=200)[1]["keys"]]
+
+    def test_body_on_routes_without_one(self):
+        _, k = self.spaced.api("POST", "/v1/keys", {"name": "strict"}, expect=201)
+        kid = k["key"]["id"] if "key" in k else k["id"]
+        self.refused(self.spaced.request("DELETE", "/v1/keys/%s" % kid, {"why": "not"}))
+        self.refused(self.spaced.request("DELETE", "/v1/keys/%s" % kid, {}))
+        self.assertIn(kid, self.key_ids())
+        self.refused(self.spaced.request("DELETE", "/v1/sandboxes/%s/sessions/%s" % (self.sid, self.session), {}))
+        self.assertEqual(self.spaced.request("GET", "/v1/sandboxes/%s/commands" % self.sid, key=self.token)[0], 200)
+        self.spaced.sh(self.sid, "echo keep > /tmp/keep")
+        self.refused(self.spaced.request("DELETE", "/v1/sandboxes/%s/files?path=/tmp/keep" % self.sid, {}, key=self.token))
+        self.assertEqual(self.spaced.sh(self.sid, "cat /tmp/keep")["stdout"], "keep\n")
+        self.refused(self.spaced.request("DELETE", "/v1/snapshots/snap-0000000000000000", {}))
+        self.refused(self.spaced.request("POST", "/v1/templates/layers/prune", {}))
+        self.refused(self.spaced.request("GET", "/v1/sandboxes", {"a": 1}))
+        # No-fields routes take nothing but {} or no body.
+        self.refused(self.spaced.request("POST", "/v1/sandboxes/%s/commands/cmd-0/stdin/close" % self.sid, {"x": 1},
+                                         key=self.token))
+        self.refused(self.spaced.request("POST", "/v1/sandboxes/%s/pause" % self.sid, {"x": 1}))
+        self.assertEqual(self.spaced.get(self.sid)["state"], "running")
+        # and the same without a body are fine
+        self.assertEqual(self.spaced.request("DELETE", "/v1/keys/%s" % kid)[0], 204)
+
+    def test_json_without_content_type(self):
+        before = self.key_ids()
+        for ct in (None, "text/plain", "application/jsonp"):
+            headers = {"Content-Type": ct} if ct else {}
+            self.refused(self.spaced.request("POST", "/v1/keys", raw=b'{"name": "no-ct"}', headers=headers), 415,
+                         "unsupported_media_type")
+        self.assertEqual(self.key_ids(), before)
+
+    def test_query_without_value_or_with_nul(self):
+        before = self.spaced.list_ids()
+        for q in ("wait", "wait=%00", "wait=true%00", "wait=", "wait&timeout_s=5"):
+            self.refused(self.spaced.request("POST", "/v1/sandboxes?" + q, {}))
+        self.assertEqual(self.spaced.list_ids(), before)
+        self.refused(self.spaced.request("GET", "/v1/sandboxes?state"))
+
+    def test_mode_above_four_digits(self):
+        for mode in ("07777", "000644"):
+            self.refused(self.spaced.request("PUT", "/v1/sandboxes/%s/files?path=/tmp/m&mode=%s" % (self.sid, mode),
+                                             raw=b"x", key=self.token, headers={"Content-Type": "application/octet-stream"}))
+        self.assertEqual(self.spaced.sh(self.sid, "test -e /tmp/m; echo $?")["stdout"], "1\n")
+
+
+class ErrorShape(FloodCase):
+    """Every error spaced itself answers has its front door's JSON shape, on bad requests
+    too; what libmicrohttpd answers before spaced sees the request (docs/api.md) keeps its
+    status and closes the connection."""
+
+    def answer(self, port, payload):
+        out = raw_exchange(port, payload, timeout=5)
+        head, _, body = out.partition(b"\r\n\r\n")
+        lines = head.decode(errors="replace").split("\r\n")
+        return int(lines[0].split()[1]), {l.split(":", 1)[0].lower(): l.split(":", 1)[1].strip() for l in lines[1:] if ":" in l}, body
+
+    def test_spaced_errors_are_json(self):
+        cases = [
+            (b"GET /v1/" + b"a" * 2000 + b" HTTP/1.1\r\nHost: x\r\n\r\n", 404),
+            (b"FOO /v1/health HTTP/1.1\r\nHost: x\r\n\r\n", None),
+            (b"GET /v1/sandboxes HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n", None),
+            (b"POST /v1/sandboxes HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Type: application/json\r\n"
+             b"Content-Length: 1100000\r\n\r\n" + b" " * 1100000, None),
+        ]
+        for port, shape in ((self.spaced.port, "api"), (self.e2b_port, "e2b")):
+            for payload, want in cases:
+                status, headers, body = self.answer(port, payload)
+                self.assertGreaterEqual(status, 400)
+                if want:
+                    self.assertEqual(status, want)
+                self.assertTrue(headers.get("content-type", "").startswith("application/json"), (payload[:40], headers))
+                j = json.loads(body)
+                if shape == "api":
+                    self.assertIsInstance(j["error"]["code"], str)
+                    self.assertIsInstance(j["error"]["message"], str)
+                else:
+                    self.assertIsInstance(j["code"], int)
+                    self.assertIsInstance(j["message"], str)
+
+    def test_library_errors_keep_status_and_close(self):
+        cases = [
+            (b"GET /v1/sandboxes HTTP/1.1\r\nHost: x\r\nX-Big: " + b"a" * 40000 + b"\r\n\r\n", 431),
+            (b"GET /v1/" + b"a" * 40000 + b" HTTP/1.1\r\nHost: x\r\n\r\n", 414),
+            (b"POST /v1/sandboxes HTTP/1.1\r\nHost: x\r\nContent-Length: abc\r\n\r\n", 400),
+            (b"POST /v1/sandboxes HTTP/1.1\r\nHost: x\r\nContent-Length: 99999999999999999999999\r\n\r\n", 413),
+            (b"GET /v1/health HTTP/1.1\r\nHost: x\r\nno colon here\r\n\r\n", 400),
+        ]
+        for port in (self.spaced.port, self.e2b_port):
+            for payload, want in cases:
+                status, headers, _ = self.answer(port, payload)
+                self.assertEqual(status, want, payload[:60])
+                self.assertEqual(headers.get("connection", "").lower(), "close")
+
+
 if __name__ == "__main__":
     unittest.main()
