@@ -37,7 +37,8 @@ static const char usage[] =
         "  --max-connections N    connections per listener [4096]\n"
         "  --max-connections-per-ip N  connections per listener from one address [512]\n"
         "  --max-unauthenticated N     connections per listener with no authenticated request;\n"
-        "                         past it the oldest is cut [1024; < --max-connections]\n"
+        "                         past it the oldest is cut [a quarter of --max-connections,\n"
+        "                         at most 1024; below --max-connections]\n"
         "  --rolling-interval S   default rolling snapshot interval for new sandboxes [0 = off; >= 60]\n"
         "  --rolling-retain S     default retention of rolling snapshots [604800 = 7 days]\n"
         "  --rolling-max-count N  default number of rolling snapshots kept [168]\n"
@@ -287,7 +288,7 @@ int spaced_config_load(struct spaced_config *cfg, int argc, char **argv)
         cfg->http_idle_timeout_s = 3700;
         cfg->http_max_connections = 4096;
         cfg->http_max_per_ip = 512;
-        cfg->http_max_unauthenticated = 1024;
+        cfg->http_max_unauthenticated = 0; /* chosen after the flags: see below */
         cfg->workers = 4;
         cfg->max_context_bytes = 2ULL << 30;
         snprintf(cfg->presets_dir, sizeof(cfg->presets_dir), "%s", SPACE_PRESETS_DIR);
@@ -354,7 +355,10 @@ int spaced_config_load(struct spaced_config *cfg, int argc, char **argv)
         while ((c = getopt_long(argc, argv, "h", opts, &idx)) != -1)
                 if (c == 0 && strcmp(opts[idx].name, "config") != 0 && apply(cfg, opts[idx].name, optarg) < 0)
                         return -1;
-        /* The connections past --max-unauthenticated are the reserve of authenticated ones. */
+        /* The connections past --max-unauthenticated are the reserve of authenticated ones:
+         * by default a quarter of the listener's, at most 1024. */
+        if (!cfg->http_max_unauthenticated)
+                cfg->http_max_unauthenticated = cfg->http_max_connections / 4 < 1024 ? cfg->http_max_connections / 4 : 1024;
         if (cfg->http_max_unauthenticated >= cfg->http_max_connections) {
                 fprintf(stderr, "spaced: --max-unauthenticated (%u) must be below --max-connections (%u)\n",
                         cfg->http_max_unauthenticated, cfg->http_max_connections);
