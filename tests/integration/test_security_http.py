@@ -273,7 +273,8 @@ class StrictInput(SpacedTestCase):
         self.refused(self.spaced.request("DELETE", "/v1/sandboxes/%s/files?path=/tmp/keep" % self.sid, {}, key=self.token))
         self.assertEqual(self.spaced.sh(self.sid, "cat /tmp/keep")["stdout"], "keep\n")
         self.refused(self.spaced.request("DELETE", "/v1/snapshots/snap-0000000000000000", {}))
-        self.refused(self.spaced.request("POST", "/v1/templates/layers/prune", {}))
+        self.refused(self.spaced.request("POST", "/v1/templates/layers/prune", {"older_than": 0}))
+        self.refused(self.spaced.request("POST", "/v1/operations/op-0000000000000000/cancel", {"x": 1}))
         self.refused(self.spaced.request("GET", "/v1/sandboxes", {"a": 1}))
         # No-fields routes take nothing but {} or no body.
         self.refused(self.spaced.request("POST", "/v1/sandboxes/%s/commands/cmd-0/stdin/close" % self.sid, {"x": 1},
