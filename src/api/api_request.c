@@ -2,8 +2,67 @@
 
 #include <errno.h>
 #include <microhttpd.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
+
+struct query_check {
+        struct space_error *err;
+        bool bad;
+};
+
+static enum MHD_Result query_arg(void *cls, enum MHD_ValueKind kind, const char *key, size_t key_size, const char *value,
+                                 size_t value_size)
+{
+        struct query_check *c = cls;
+        if (memchr(key, 0, key_size) || (value && memchr(value, 0, value_size)))
+                space_error_set(c->err, SPACE_E_INVALID_REQUEST, "query parameter %.64s holds a NUL byte", key);
+        else if (!value)
+                space_error_set(c->err, SPACE_E_INVALID_REQUEST, "query parameter %.64s has no value (write %.64s=...)", key,
+                                key);
+        else
+                return MHD_YES;
+        c->bad = true;
+        return MHD_NO;
+}
+
+int api_request_check_query(const struct api_request *req, struct space_error *err)
+{
+        struct query_check c = { .err = err };
+        MHD_get_connection_values_n(req->conn, MHD_GET_ARGUMENT_KIND, query_arg, &c);
+        return c.bad ? -1 : 0;
+}
+
+int api_request_check_body(const struct api_request *req, struct space_error *err)
+{
+        json_t *j = NULL;
+        switch (req->body_rule) {
+        case API_BODY_ANY:
+                return 0;
+        case API_BODY_NONE:
+                if (req->body_len)
+                        return space_error_set(err, SPACE_E_INVALID_REQUEST, "%s %s takes no request body", req->method,
+                                               req->path);
+                return 0;
+        case API_BODY_NO_FIELDS:
+                if (api_request_json(req, &j, err) < 0)
+                        return -1;
+                size_t n = json_object_size(j);
+                json_decref(j);
+                if (n)
+                        return space_error_set(err, SPACE_E_INVALID_REQUEST, "%s %s takes no fields: send no body or {}",
+                                               req->method, req->path);
+                return 0;
+        }
+        return 0;
+}
+
+/* "application/json", any case, alone or before parameters ("; charset=utf-8"). */
+static bool is_json_type(const char *ct)
+{
+        return ct && strncasecmp(ct, "application/json", 16) == 0 && (ct[16] == '\0' || ct[16] == ';' || ct[16] == ' ' || ct[16] == '\t');
+}
 
 const char *api_request_query(const struct api_request *req, const char *name)
 {
@@ -15,7 +74,7 @@ int api_request_query_bool(const struct api_request *req, const char *name, bool
         const char *v = api_request_query(req, name);
         if (!v)
                 return 0;
-        if (strcmp(v, "true") == 0 || strcmp(v, "1") == 0 || strcmp(v, "") == 0)
+        if (strcmp(v, "true") == 0 || strcmp(v, "1") == 0)
                 *ret = true;
         else if (strcmp(v, "false") == 0 || strcmp(v, "0") == 0)
                 *ret = false;
@@ -46,9 +105,9 @@ int api_request_json(const struct api_request *req, json_t **ret, struct space_e
                 *ret = json_object();
                 return 0;
         }
-        if (req->content_type && strncasecmp(req->content_type, "application/json", 16) != 0)
+        if (!is_json_type(req->content_type))
                 return space_error_set(err, SPACE_E_UNSUPPORTED_MEDIA_TYPE, "send the body as application/json, not %.64s",
-                                       req->content_type);
+                                       req->content_type ? req->content_type : "without a Content-Type");
         json_error_t jerr;
         json_t *j = json_loadb(req->body, req->body_len, JSON_REJECT_DUPLICATES, &jerr);
         if (!j)

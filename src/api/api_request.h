@@ -13,6 +13,13 @@
 struct spaced_context;
 struct MHD_Connection;
 
+/* What a route takes as its body (set by the router, checked before the handler runs). */
+enum api_body_rule {
+        API_BODY_ANY,       /* the handler reads it */
+        API_BODY_NONE,      /* no body at all: one byte is refused */
+        API_BODY_NO_FIELDS, /* empty, or a JSON object without members */
+};
+
 struct api_request {
         struct spaced_context *ctx;
         struct MHD_Connection *conn;
@@ -25,6 +32,7 @@ struct api_request {
         const char *content_type; /* of the body, or NULL */
         char key_id[32];     /* the authenticated key (control routes) */
         char session_id[32]; /* the attach session (data-plane routes) */
+        enum api_body_rule body_rule;
 };
 
 /* A body produced piece by piece (downloads): read returns bytes written to buf, 0 at the
@@ -60,14 +68,20 @@ struct api_upload_sink {
         void (*abort)(void *state);
 };
 
+/* Every query parameter has a value (?wait is refused: write wait=true) with no NUL byte
+ * in it (wait=%00). -1 with err (400) otherwise. */
+int api_request_check_query(const struct api_request *req, struct space_error *err);
+/* The body is what req->body_rule allows. -1 with err (400, 415) otherwise. */
+int api_request_check_body(const struct api_request *req, struct space_error *err);
 /* Query parameter or NULL. */
 const char *api_request_query(const struct api_request *req, const char *name);
-/* ?name=true|false|1|0; *ret unchanged when absent. -1 with err when malformed. */
+/* ?name=true|false|1|0 (nothing else, an empty value neither); *ret unchanged when
+ * absent. -1 with err when malformed. */
 int api_request_query_bool(const struct api_request *req, const char *name, bool *ret, struct space_error *err);
 int api_request_query_int(const struct api_request *req, const char *name, long long min, long long max, long long *ret,
                           struct space_error *err);
-/* Parses the body as a JSON object (an empty body gives an empty object); a body of another
- * content type is unsupported_media_type. */
+/* Parses the body as a JSON object (an empty body gives an empty object); a body sent
+ * without Content-Type: application/json is unsupported_media_type. */
 int api_request_json(const struct api_request *req, json_t **ret, struct space_error *err);
 
 /* Fills resp from err: the one place where error codes become HTTP statuses. */

@@ -120,7 +120,7 @@ int file_mode_parse(const char *s, uint32_t *ret)
 {
         size_t n = strlen(s);
         uint32_t v = 0;
-        if (n == 0 || n > 5)
+        if (n == 0 || n > 4) /* the spec's ^[0-7]{1,4}$: 07777 is refused */
                 return -EINVAL;
         for (size_t i = 0; i < n; i++) {
                 if (s[i] < '0' || s[i] > '7')

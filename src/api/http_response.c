@@ -1,9 +1,6 @@
 #include "api/http_response.h"
 
 #include <errno.h>
-#include <netinet/in.h>
-#include <netinet/tcp.h>
-#include <sys/socket.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -130,15 +127,4 @@ int http_body_append(struct http_body *b, const char *data, size_t n, size_t lim
         b->len += n;
         b->data[b->len] = '\0';
         return 0;
-}
-
-void http_response_on_connect(void *cls, struct MHD_Connection *conn, void **socket_context,
-                              enum MHD_ConnectionNotificationCode code)
-{
-        if (code != MHD_CONNECTION_NOTIFY_STARTED)
-                return;
-        const union MHD_ConnectionInfo *info = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
-        int one = 1;
-        if (info)
-                setsockopt(info->connect_fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 }

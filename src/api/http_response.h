@@ -20,10 +20,5 @@ struct http_body {
 /* Appends n bytes; over limit only marks too_large. Returns 0, or -ENOMEM. */
 int http_body_append(struct http_body *b, const char *data, size_t n, size_t limit);
 
-/* MHD_OPTION_NOTIFY_CONNECTION callback: TCP_NODELAY on every new connection (streams
- * send small events that must not wait for Nagle). */
-void http_response_on_connect(void *cls, struct MHD_Connection *conn, void **socket_context,
-                              enum MHD_ConnectionNotificationCode code);
-
 enum MHD_Result http_response_send(struct MHD_Connection *conn, struct api_response *resp, bool json_newline,
                                    size_t stream_block);

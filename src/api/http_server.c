@@ -16,6 +16,7 @@
 #include "api/api_auth.h"
 #include "api/api_request.h"
 #include "api/api_routes.h"
+#include "api/http_listener.h"
 #include "api/http_response.h"
 #include "spaced/log.h"
 #include "spaced/spaced_context.h"
@@ -27,14 +28,20 @@
 
 struct http_server {
         struct spaced_context *ctx;
-        struct MHD_Daemon *tcp;
-        struct MHD_Daemon *local;
+        struct http_listener *tcp;
+        struct http_listener *local;
         int local_fd;
 };
 
+/* One request. It is routed and authenticated as soon as its headers are in, before any
+ * body byte is read: an unauthenticated client gets no more than the listener's header
+ * timeout, and its body is drained only to answer it. */
 struct upload {
         struct http_body body;
         int64_t started_us;
+        /* a buffered body: the route found, or why there is none (its query checked too) */
+        api_handler handler;
+        struct space_error err;
         /* a streamed body: the sink, its state, and the request it was begun with */
         const struct api_upload_sink *sink;
         void *sink_state;
@@ -60,33 +67,53 @@ static int split_path(struct api_request *req, char *copy)
         return 0;
 }
 
-static void handle(struct spaced_context *ctx, struct MHD_Connection *conn, const char *url, const char *method,
-                   struct upload *up, struct api_response *resp)
+/* Routes and authenticates a request whose body is buffered; a refusal is kept in up->err
+ * and answered once the body is in. */
+static void begin_request(struct spaced_context *ctx, struct MHD_Connection *conn, const char *url, const char *method,
+                          struct upload *up)
+{
+        struct api_request *req = &up->req;
+        *req = (struct api_request){ .ctx = ctx, .conn = conn, .method = method, .path = url };
+        if (strlen(url) >= sizeof(up->path_copy) ||
+            (snprintf(up->path_copy, sizeof(up->path_copy), "%s", url), split_path(req, up->path_copy) < 0)) {
+                space_error_set(&up->err, SPACE_E_NOT_FOUND, "no route for %s", method);
+                return;
+        }
+        enum api_auth_kind auth_kind = API_AUTH_CONTROL;
+        up->handler = api_router_match(req, &auth_kind, &up->err);
+        if (!up->handler)
+                return;
+        if (api_auth_request(req, auth_kind, &up->err) < 0) {
+                up->handler = NULL;
+                return;
+        }
+        if (auth_kind != API_AUTH_NONE)
+                http_listener_authenticated(conn);
+        if (api_request_check_query(req, &up->err) < 0)
+                up->handler = NULL;
+}
+
+static void handle(struct spaced_context *ctx, const char *method, struct upload *up, struct api_response *resp)
 {
         struct space_error err = { 0 };
-        struct api_request req = { .ctx = ctx, .conn = conn, .method = method, .path = url, .body = up->body.data, .body_len = up->body.len };
-        char path_copy[1024];
+        struct api_request *req = &up->req;
         if (up->body.too_large) {
                 space_error_set(&err, SPACE_E_PAYLOAD_TOO_LARGE, "request body is larger than %llu bytes",
                                 (unsigned long long)ctx->cfg.max_body_bytes);
                 return api_response_error(resp, &err);
         }
-        if (strlen(url) >= sizeof(path_copy) || (snprintf(path_copy, sizeof(path_copy), "%s", url), split_path(&req, path_copy) < 0)) {
-                space_error_set(&err, SPACE_E_NOT_FOUND, "no route for %s", method);
+        if (!up->handler)
+                return api_response_error(resp, &up->err);
+        req->body = up->body.data;
+        req->body_len = up->body.len;
+        req->content_type = MHD_lookup_connection_value(req->conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_TYPE);
+        if (api_request_check_body(req, &err) < 0)
                 return api_response_error(resp, &err);
-        }
-        enum api_auth_kind auth_kind = API_AUTH_CONTROL;
-        api_handler h = api_router_match(&req, &auth_kind, &err);
-        if (!h)
-                return api_response_error(resp, &err);
-        if (api_auth_request(&req, auth_kind, &err) < 0)
-                return api_response_error(resp, &err);
-        req.content_type = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_TYPE);
         if (atomic_load(&ctx->shutting_down) && strcmp(method, "GET") != 0) {
                 space_error_set(&err, SPACE_E_UNAVAILABLE, "spaced is shutting down");
                 return api_response_error(resp, &err);
         }
-        h(&req, resp);
+        up->handler(req, resp);
         if (!resp->status) {
                 space_error_set(&err, SPACE_E_INTERNAL, "handler gave no answer");
                 api_response_error(resp, &err);
@@ -95,21 +122,26 @@ static void handle(struct spaced_context *ctx, struct MHD_Connection *conn, cons
 
 /* A route whose body is streamed is authenticated and begun on the first call, before any
  * body byte arrives; its failure is answered once the body has been drained. */
-static void begin_sink(struct spaced_context *ctx, struct MHD_Connection *conn, const char *url, const char *method,
+static bool begin_sink(struct spaced_context *ctx, struct MHD_Connection *conn, const char *url, const char *method,
                        struct upload *up)
 {
         struct api_request *req = &up->req;
         *req = (struct api_request){ .ctx = ctx, .conn = conn, .method = method, .path = url };
         if (strlen(url) >= sizeof(up->path_copy))
-                return;
+                return false;
         snprintf(up->path_copy, sizeof(up->path_copy), "%s", url);
         enum api_auth_kind auth_kind = API_AUTH_CONTROL;
         if (split_path(req, up->path_copy) < 0 || !(up->sink = api_router_upload_sink(req, &auth_kind)))
-                return;
-        if (atomic_load(&ctx->shutting_down))
+                return false;
+        if (atomic_load(&ctx->shutting_down)) {
                 space_error_set(&up->sink_err, SPACE_E_UNAVAILABLE, "spaced is shutting down");
-        else if (api_auth_request(req, auth_kind, &up->sink_err) == 0)
-                up->sink->begin(req, &up->sink_state, &up->sink_err);
+        } else if (api_auth_request(req, auth_kind, &up->sink_err) == 0) {
+                if (auth_kind != API_AUTH_NONE)
+                        http_listener_authenticated(conn);
+                if (api_request_check_query(req, &up->sink_err) == 0)
+                        up->sink->begin(req, &up->sink_state, &up->sink_err);
+        }
+        return true;
 }
 
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url, const char *method,
@@ -123,7 +155,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
                         return MHD_NO;
                 up->started_us = monotonic_now_us();
                 *con_cls = up;
-                begin_sink(s->ctx, conn, url, method, up);
+                if (!begin_sink(s->ctx, conn, url, method, up))
+                        begin_request(s->ctx, conn, url, method, up);
                 return MHD_YES;
         }
         if (up->sink) {
@@ -152,7 +185,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
                 return http_body_append(&up->body, upload_data, n, s->ctx->cfg.max_body_bytes) < 0 ? MHD_NO : MHD_YES;
         }
         struct api_response resp = { 0 };
-        handle(s->ctx, conn, url, method, up, &resp);
+        handle(s->ctx, method, up, &resp);
         enum MHD_Result r = send_response(conn, &resp);
         log_debug("http.request", "method=%s path=%s status=%u duration_us=%lld", method, url, resp.status,
                   (long long)(monotonic_now_us() - up->started_us));
@@ -173,17 +206,12 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
         }
 }
 
-static struct MHD_Daemon *start_daemon(struct http_server *s, int listen_fd, const struct sockaddr_in *addr)
+static int start_listener(struct http_server *s, int listen_fd, const struct sockaddr_in *addr, struct http_listener **ret)
 {
-        unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION | MHD_USE_POLL | MHD_ALLOW_SUSPEND_RESUME;
-        if (listen_fd >= 0)
-                return MHD_start_daemon(flags, 0, NULL, NULL, on_request, s, MHD_OPTION_LISTEN_SOCKET, listen_fd,
-                                        MHD_OPTION_NOTIFY_COMPLETED, on_completed, s, MHD_OPTION_CONNECTION_TIMEOUT, 3700u, MHD_OPTION_THREAD_STACK_SIZE, (size_t)CONNECTION_STACK_BYTES,
-                                        MHD_OPTION_END);
-        return MHD_start_daemon(flags, ntohs(addr->sin_port), NULL, NULL, on_request, s, MHD_OPTION_SOCK_ADDR, addr,
-                                MHD_OPTION_NOTIFY_COMPLETED, on_completed, s, MHD_OPTION_NOTIFY_CONNECTION, http_response_on_connect, s,
-                                MHD_OPTION_CONNECTION_TIMEOUT, 3700u, MHD_OPTION_THREAD_STACK_SIZE, (size_t)CONNECTION_STACK_BYTES, MHD_OPTION_LISTENING_ADDRESS_REUSE, 1u,
-                                MHD_OPTION_CONNECTION_LIMIT, 4096u, MHD_OPTION_END);
+        struct http_listener_options o = { .addr = addr, .listen_fd = listen_fd, .reuse_port = addr != NULL,
+                                           .stack_size = CONNECTION_STACK_BYTES, .on_request = on_request,
+                                           .on_completed = on_completed, .cls = s };
+        return http_listener_start(&s->ctx->cfg, &o, ret);
 }
 
 static int listen_unix(const char *path)
@@ -217,15 +245,14 @@ int http_server_start(struct spaced_context *ctx, struct http_server **ret, char
                 free(s);
                 return -EINVAL;
         }
-        s->tcp = start_daemon(s, -1, &addr);
-        if (!s->tcp) {
+        if (start_listener(s, -1, &addr, &s->tcp) < 0) {
                 snprintf(reason, reason_size, "cannot listen on %s:%u (in use?)", ctx->cfg.listen_addr, ctx->cfg.listen_port);
                 free(s);
                 return -EADDRINUSE;
         }
         if (ctx->cfg.unix_socket[0]) {
                 s->local_fd = listen_unix(ctx->cfg.unix_socket);
-                if (s->local_fd < 0 || !(s->local = start_daemon(s, s->local_fd, NULL))) {
+                if (s->local_fd < 0 || start_listener(s, s->local_fd, NULL, &s->local) < 0) {
                         snprintf(reason, reason_size, "cannot listen on unix socket %s", ctx->cfg.unix_socket);
                         http_server_free(s);
                         return -EADDRINUSE;
@@ -237,32 +264,21 @@ int http_server_start(struct spaced_context *ctx, struct http_server **ret, char
 
 void http_server_quiesce(struct http_server *s)
 {
-        if (s->tcp)
-                MHD_quiesce_daemon(s->tcp);
-        if (s->local)
-                MHD_quiesce_daemon(s->local);
+        http_listener_quiesce(s->tcp);
+        http_listener_quiesce(s->local);
 }
 
 unsigned http_server_connections(struct http_server *s)
 {
-        unsigned n = 0;
-        struct MHD_Daemon *d[2] = { s->tcp, s->local };
-        for (int i = 0; i < 2; i++) {
-                const union MHD_DaemonInfo *info = d[i] ? MHD_get_daemon_info(d[i], MHD_DAEMON_INFO_CURRENT_CONNECTIONS) : NULL;
-                if (info)
-                        n += info->num_connections;
-        }
-        return n;
+        return http_listener_connections(s->tcp) + http_listener_connections(s->local);
 }
 
 void http_server_free(struct http_server *s)
 {
         if (!s)
                 return;
-        if (s->tcp)
-                MHD_stop_daemon(s->tcp);
-        if (s->local)
-                MHD_stop_daemon(s->local);
+        http_listener_free(s->tcp);
+        http_listener_free(s->local);
         if (s->local_fd >= 0)
                 close(s->local_fd);
         if (s->ctx->cfg.unix_socket[0])

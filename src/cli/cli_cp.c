@@ -27,10 +27,12 @@ static const char cp_usage[] =
         "  space cp sb-0123456789abcdef:/etc/os-release ./os-release\n"
         "  space cp build.tar.gz sb-0123456789abcdef:/work/\n"
         "A local DST that is a directory, or a sandbox DST ending in '/', gets SRC's name.\n"
-        "A local file is written aside and renamed into place once complete, with the\n"
-        "sandbox file's permission bits; an upload replaces the sandbox file atomically.\n"
+        "A local file is written aside and renamed into place once complete, as a new file\n"
+        "(0666 less the umask); an upload replaces the sandbox file atomically.\n"
         "\n"
-        "  -p, --parents   create missing directories in the sandbox\n"
+        "  -p, --parents   upload: create missing directories in the sandbox\n"
+        "  -p, --preserve  download: keep the sandbox file's permission bits (rwx only: never\n"
+        "                  setuid, setgid or sticky; the owner is always you)\n"
         "  --mode MODE     permission bits of the uploaded file, octal (default: the local\n"
         "                  file's, 0644 from stdin)\n"
         "  --owner USER    owner of the uploaded file (a user of the sandbox)\n"
@@ -144,8 +146,27 @@ static ssize_t cp_read(void *userdata, char *buf, size_t max)
 
 struct cp_options {
         const char *mode, *owner, *user;
-        bool parents;
+        bool parents;  /* upload */
+        bool preserve; /* download */
 };
+
+/* The mode a downloaded file gets. The sandbox chooses X-Space-File-Mode, so it is never
+ * trusted with more than rwx bits: a setuid-root file chosen by a sandbox must not appear
+ * on the host. Without --preserve the file is made as any new file would be. */
+static mode_t cp_download_mode(const char *header, bool preserve)
+{
+        mode_t mask = umask(0);
+        umask(mask);
+        unsigned long bits = 0666;
+        if (preserve && header) {
+                char *end;
+                errno = 0;
+                unsigned long v = strtoul(header, &end, 8);
+                if (!errno && end != header && !*end && v <= 07777)
+                        return (mode_t)(v & 0777);
+        }
+        return (mode_t)(bits & ~mask);
+}
 
 static void cp_path(struct http_path *path, const struct cp_remote *remote, const char *remote_path)
 {
@@ -194,11 +215,8 @@ static int cp_download(struct cli *data, const struct cp_remote *remote, const c
         if (r == -ECANCELED)
                 fprintf(stderr, "space: cannot write %s: %s\n", target ? target : "stdout", strerror(-stream.error));
         if (r == 0 && partial) {
-                const char *mode = http_client_header(data->http, "X-Space-File-Mode");
-                long long bits = 0644;
-                if (mode)
-                        (void)sscanf(mode, "%llo", &bits);
-                if (fchmod(fd, (mode_t)(bits & 07777)) < 0 || fsync(fd) < 0 || rename(partial, target) < 0) {
+                mode_t mode = cp_download_mode(http_client_header(data->http, "X-Space-File-Mode"), o->preserve);
+                if (fchmod(fd, mode) < 0 || fsync(fd) < 0 || rename(partial, target) < 0) {
                         fprintf(stderr, "space: cannot write %s: %m\n", target);
                         r = -EIO;
                 }
@@ -266,16 +284,18 @@ static int cp_upload(struct cli *data, const char *local, const struct cp_remote
 
 int cli_cp_main(struct cli *cli, int argc, char **argv)
 {
-        enum { OPT_MODE = 256, OPT_OWNER, OPT_USER };
+        enum { OPT_MODE = 256, OPT_OWNER, OPT_USER, OPT_PARENTS, OPT_PRESERVE };
         static const struct option options[] = {
                 { "help", no_argument, NULL, 'h' },
-                { "parents", no_argument, NULL, 'p' },
+                { "parents", no_argument, NULL, OPT_PARENTS },
+                { "preserve", no_argument, NULL, OPT_PRESERVE },
                 { "mode", required_argument, NULL, OPT_MODE },
                 { "owner", required_argument, NULL, OPT_OWNER },
                 { "user", required_argument, NULL, OPT_USER },
                 {},
         };
         struct cp_options o = { 0 };
+        bool short_p = false;
         struct cp_remote src, dst;
         struct cp_session session;
         int c;
@@ -287,7 +307,13 @@ int cli_cp_main(struct cli *cli, int argc, char **argv)
                 case 'h':
                         return cli_usage_print(cp_usage);
                 case 'p':
+                        short_p = true;
+                        break;
+                case OPT_PARENTS:
                         o.parents = true;
+                        break;
+                case OPT_PRESERVE:
+                        o.preserve = true;
                         break;
                 case OPT_MODE:
                         o.mode = optarg;
@@ -310,6 +336,13 @@ int cli_cp_main(struct cli *cli, int argc, char **argv)
                 return cli_usage_error(cp_usage, "one of SRC and DST must be SANDBOX:/path, the other local");
         if (src_remote && (o.mode || o.owner || o.parents))
                 return cli_usage_error(cp_usage, "--mode, --owner and --parents are for uploads");
+        if (!src_remote && o.preserve)
+                return cli_usage_error(cp_usage, "--preserve is for downloads (an upload takes --mode)");
+        /* -p is --preserve one way and --parents the other, as cp and mkdir read it */
+        if (short_p && src_remote)
+                o.preserve = true;
+        else if (short_p)
+                o.parents = true;
         const struct cp_remote *remote = src_remote ? &src : &dst;
         if (cp_session_open(cli, remote->sandbox, &session) < 0) {
                 cp_session_close(&session);

@@ -29,6 +29,7 @@ struct e2b_upload {
         char socket[PATH_MAX];
         char user[65];
         char query_path[PATH_MAX]; /* "" when not given */
+        bool signed_url;           /* only query_path may be written, all or nothing */
         int parts;
         bool gzip, z_live, z_end;
         z_stream zs;
@@ -121,13 +122,20 @@ static int file_close(struct e2b_upload *u)
 }
 
 /* multipart/form-data: each part is a file. The query's path names the first one; a
- * part's filename names it otherwise (the SDK's multi-file writes send no query path). */
+ * part's filename names it otherwise (the SDK's multi-file writes send no query path).
+ * A signed URL covers one path, the query's: its upload is one part written there, and a
+ * body with another part is refused whole — the first part is committed only at the end
+ * of the body, so a refused body leaves nothing written. */
 static int part_begin(void *cls, const char *headers, size_t len)
 {
         struct e2b_upload *u = cls;
         char name[PATH_MAX] = "";
         e2b_multipart_filename(headers, len, name, sizeof(name));
         u->parts++;
+        if (u->signed_url && (u->parts > 1 || !u->query_path[0]))
+                return fail_with(u, SPACE_E_FORBIDDEN,
+                                 u->query_path[0] ? "a signed URL writes one file, its path: this body has more parts"
+                                                  : "a signed URL without a path writes nothing");
         return file_open(u, u->parts == 1 && u->query_path[0] ? u->query_path : name, UINT64_MAX);
 }
 
@@ -138,7 +146,10 @@ static int part_data(void *cls, const char *data, size_t len)
 
 static int part_end(void *cls)
 {
-        return file_close(cls);
+        struct e2b_upload *u = cls;
+        if (u->signed_url)
+                return 0; /* committed by e2b_upload_finish once the body is whole */
+        return file_close(u);
 }
 
 static const struct e2b_multipart_ops multipart_ops = { .part_begin = part_begin, .part_data = part_data, .part_end = part_end };
@@ -182,6 +193,7 @@ int e2b_upload_begin(struct e2b_call *call, struct e2b_upload **ret, struct spac
         u->ctx = call->req.ctx;
         snprintf(u->user, sizeof(u->user), "%s", user);
         snprintf(u->query_path, sizeof(u->query_path), "%s", path ? path : "");
+        u->signed_url = call->signed_url;
         int r = STORE(u->ctx, sandbox_get, call->sandbox_id, &u->sb);
         if (r < 0) {
                 upload_free(u);

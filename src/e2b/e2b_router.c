@@ -191,7 +191,10 @@ static int envd_authenticate(struct e2b_call *call, bool need_token, struct spac
                         return space_error_set(err, SPACE_E_NOT_FOUND, "sandbox %.64s not found", id);
                 if (signed_url(call, id, err) < 0)
                         return -1;
-                envd_user(call);
+                /* The user is the signed username (the handlers read it), else envd's
+                 * default: never an Authorization header the signature does not cover. */
+                snprintf(call->user, sizeof(call->user), "user");
+                call->signed_url = true;
                 return 0;
         }
         if (token && e2b_keys_envd_token_sandbox(token, from_token, sizeof(from_token)) < 0)
@@ -304,6 +307,18 @@ int e2b_router_upload_begin(struct e2b_front *front, struct MHD_Connection *conn
                 return -1;
         }
         return 0;
+}
+
+bool e2b_router_authenticates(struct e2b_front *front, struct MHD_Connection *conn, const char *method, const char *url)
+{
+        struct e2b_call call = { .front = front };
+        struct api_response resp = { 0 };
+        char path_copy[1024];
+        call.req = (struct api_request){ .ctx = front->ctx, .conn = conn, .method = method, .path = url, .body = "" };
+        const struct route *found = route_call(&call, path_copy, sizeof(path_copy), &resp);
+        json_decref(resp.body);
+        json_decref(resp.headers);
+        return found && found->half != ENVD_OPEN;
 }
 
 void e2b_router_handle(struct e2b_front *front, struct MHD_Connection *conn, const char *method, const char *url,

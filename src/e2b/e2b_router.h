@@ -29,5 +29,9 @@ bool e2b_router_streams_body(const char *method, const char *url);
  * 0 with *ret; -1 with resp filled (to answer once the body has been discarded). */
 int e2b_router_upload_begin(struct e2b_front *front, struct MHD_Connection *conn, const char *method, const char *url,
                             struct e2b_upload **ret, struct api_response *resp);
+/* Whether the request (its headers) names a route and passes that route's authentication
+ * (an API key, an envd access token or a signed URL; /health needs none and does not
+ * count). Answers nothing: e2b_router_handle does, once the body is in. */
+bool e2b_router_authenticates(struct e2b_front *front, struct MHD_Connection *conn, const char *method, const char *url);
 void e2b_router_handle(struct e2b_front *front, struct MHD_Connection *conn, const char *method, const char *url,
                        const char *body, size_t body_len, struct api_response *resp);

@@ -22,6 +22,9 @@ struct e2b_call {
          * or a snapshot's for DELETE /templates/{id}) */
         char sandbox_id[32];
         char user[65];
+        /* authenticated by a signed /files URL, which covers its query's path, username
+         * and operation and nothing else: no other path may be written with it */
+        bool signed_url;
 };
 
 typedef void (*e2b_handler)(struct e2b_call *call, struct api_response *resp);

@@ -1,6 +1,7 @@
 /* e2b_server: libmicrohttpd plumbing for the E2B front door: bodies are read whole (up to
  * --max-body), except /files uploads, which stream into e2b_files_upload as they arrive;
  * answers are JSON, empty, or a stream whose read callback may block. */
+#include "api/http_listener.h"
 #include "api/http_response.h"
 #include "e2b/e2b_server.h"
 
@@ -24,7 +25,7 @@
 
 struct e2b_server {
         struct e2b_front front;
-        struct MHD_Daemon *daemon;
+        struct http_listener *listener;
 };
 
 struct body {
@@ -53,9 +54,13 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
                 b->started_us = monotonic_now_us();
                 b->limit = s->front.ctx->cfg.max_body_bytes;
                 *con_cls = b;
+                /* Authenticated as soon as the headers are in (http_listener.h). */
                 if (e2b_router_streams_body(method, url)) {
                         b->streamed = true;
-                        e2b_router_upload_begin(&s->front, conn, method, url, &b->upload, &b->early);
+                        if (e2b_router_upload_begin(&s->front, conn, method, url, &b->upload, &b->early) == 0)
+                                http_listener_authenticated(conn);
+                } else if (e2b_router_authenticates(&s->front, conn, method, url)) {
+                        http_listener_authenticated(conn);
                 }
                 return MHD_YES;
         }
@@ -137,13 +142,11 @@ int e2b_server_start(struct spaced_context *ctx, struct e2b_server **ret, char *
                 e2b_server_free(s);
                 return -EINVAL;
         }
-        /* No SO_REUSEPORT (MHD_OPTION_LISTENING_ADDRESS_REUSE): a port already taken, also
-         * by spaced's own --listen, must fail here rather than be shared at random. */
-        unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION | MHD_USE_POLL | MHD_USE_ITC;
-        s->daemon = MHD_start_daemon(flags, ctx->cfg.e2b_listen_port, NULL, NULL, on_request, s, MHD_OPTION_SOCK_ADDR, &addr,
-                                     MHD_OPTION_NOTIFY_COMPLETED, on_completed, s, MHD_OPTION_NOTIFY_CONNECTION, http_response_on_connect, s,
-                                     MHD_OPTION_CONNECTION_TIMEOUT, 3700u, MHD_OPTION_CONNECTION_LIMIT, 4096u, MHD_OPTION_END);
-        if (!s->daemon) {
+        /* No SO_REUSEPORT: a port already taken, also by spaced's own --listen, must fail
+         * here rather than be shared at random. */
+        struct http_listener_options o = { .addr = &addr, .listen_fd = -1, .on_request = on_request,
+                                           .on_completed = on_completed, .cls = s };
+        if (http_listener_start(&ctx->cfg, &o, &s->listener) < 0) {
                 snprintf(reason, reason_size, "cannot listen on %s:%u for E2B (in use?)", ctx->cfg.e2b_listen_addr,
                          ctx->cfg.e2b_listen_port);
                 e2b_server_free(s);
@@ -155,22 +158,20 @@ int e2b_server_start(struct spaced_context *ctx, struct e2b_server **ret, char *
 
 void e2b_server_quiesce(struct e2b_server *s)
 {
-        if (s && s->daemon)
-                MHD_quiesce_daemon(s->daemon);
+        if (s)
+                http_listener_quiesce(s->listener);
 }
 
 unsigned e2b_server_connections(struct e2b_server *s)
 {
-        const union MHD_DaemonInfo *info = s && s->daemon ? MHD_get_daemon_info(s->daemon, MHD_DAEMON_INFO_CURRENT_CONNECTIONS) : NULL;
-        return info ? info->num_connections : 0;
+        return s ? http_listener_connections(s->listener) : 0;
 }
 
 void e2b_server_free(struct e2b_server *s)
 {
         if (!s)
                 return;
-        if (s->daemon)
-                MHD_stop_daemon(s->daemon);
+        http_listener_free(s->listener);
         e2b_metrics_free(s->front.metrics);
         explicit_bzero(s->front.token_secret, sizeof(s->front.token_secret));
         free(s);

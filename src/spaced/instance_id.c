@@ -45,7 +45,7 @@ int instance_id_load(const char *state_dir, char *buf, size_t size)
         if (r < 0)
                 return r;
         snprintf(tmp, sizeof(tmp), "%s.tmp", path);
-        _cleanup_close_ int out = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+        _cleanup_close_ int out = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
         size_t len = strlen(text);
         if (out < 0 || write(out, text, len) != (ssize_t)len || write(out, "\n", 1) != 1 || fsync(out) < 0 ||
             rename(tmp, path) < 0)

@@ -37,6 +37,14 @@ static const char usage[] =
         "  --workers N            operation worker threads [4]\n"
         "  --max-body BYTES       largest request body accepted [1M]\n"
         "  --exec-output-cap SIZE bytes of stdout/stderr kept per exec stream [1M]\n"
+        "  --header-timeout S     close a connection silent this long before a request of it\n"
+        "                         is authenticated [10]\n"
+        "  --idle-timeout S       close an authenticated connection silent this long [3700]\n"
+        "  --max-connections N    connections per listener [4096]\n"
+        "  --max-connections-per-ip N  connections per listener from one address [512]\n"
+        "  --max-unauthenticated N     connections per listener with no authenticated request;\n"
+        "                         past it the oldest is cut [a quarter of --max-connections,\n"
+        "                         at most 1024; below --max-connections]\n"
         "  --rolling-interval S   default rolling snapshot interval for new sandboxes [0 = off; >= 60]\n"
         "  --rolling-retain S     default retention of rolling snapshots [604800 = 7 days]\n"
         "  --rolling-max-count N  default number of rolling snapshots kept [168]\n"
@@ -182,6 +190,26 @@ static int apply(struct spaced_config *cfg, const char *key, const char *v)
                 if (parse_size(v, &n) < 0 || n < 1024 || n > (64ULL << 20))
                         goto bad;
                 cfg->exec_output_cap = (uint32_t)n;
+        } else if (strcmp(key, "header-timeout") == 0) {
+                if (parse_size(v, &n) < 0 || n < 1 || n > 3600)
+                        goto bad;
+                cfg->http_header_timeout_s = (unsigned)n;
+        } else if (strcmp(key, "idle-timeout") == 0) {
+                if (parse_size(v, &n) < 0 || n < 1 || n > 86400)
+                        goto bad;
+                cfg->http_idle_timeout_s = (unsigned)n;
+        } else if (strcmp(key, "max-connections") == 0) {
+                if (parse_size(v, &n) < 0 || n < 16 || n > 65536)
+                        goto bad;
+                cfg->http_max_connections = (unsigned)n;
+        } else if (strcmp(key, "max-connections-per-ip") == 0) {
+                if (parse_size(v, &n) < 0 || n < 1 || n > 65536)
+                        goto bad;
+                cfg->http_max_per_ip = (unsigned)n;
+        } else if (strcmp(key, "max-unauthenticated") == 0) {
+                if (parse_size(v, &n) < 0 || n < 1 || n > 65536)
+                        goto bad;
+                cfg->http_max_unauthenticated = (unsigned)n;
         } else if (strcmp(key, "rolling-interval") == 0) {
                 if (parse_size(v, &n) < 0 || (n != 0 && n < 60) || n > 604800)
                         goto bad;
@@ -282,6 +310,11 @@ int spaced_config_load(struct spaced_config *cfg, int argc, char **argv)
         cfg->destroyed_retention_s = 604800;
         cfg->max_body_bytes = 1ULL << 20;
         cfg->exec_output_cap = 1u << 20;
+        cfg->http_header_timeout_s = 10;
+        cfg->http_idle_timeout_s = 3700;
+        cfg->http_max_connections = 4096;
+        cfg->http_max_per_ip = 512;
+        cfg->http_max_unauthenticated = 0; /* chosen after the flags: see below */
         cfg->workers = 4;
         cfg->max_context_bytes = 2ULL << 30;
         snprintf(cfg->presets_dir, sizeof(cfg->presets_dir), "%s", SPACE_PRESETS_DIR);
@@ -307,6 +340,9 @@ int spaced_config_load(struct spaced_config *cfg, int argc, char **argv)
                 { "max-context", required_argument, NULL, 0 },
                 { "session-ttl", required_argument, NULL, 0 }, { "command-log-cap", required_argument, NULL, 0 },
                 { "e2b-listen", required_argument, NULL, 0 }, { "e2b-templates", required_argument, NULL, 0 },
+                { "header-timeout", required_argument, NULL, 0 }, { "idle-timeout", required_argument, NULL, 0 },
+                { "max-connections", required_argument, NULL, 0 }, { "max-connections-per-ip", required_argument, NULL, 0 },
+                { "max-unauthenticated", required_argument, NULL, 0 },
                 { "help", no_argument, NULL, 'h' },
                 { "version", no_argument, NULL, 'V' }, { 0 },
         };
@@ -347,5 +383,16 @@ int spaced_config_load(struct spaced_config *cfg, int argc, char **argv)
         while ((c = getopt_long(argc, argv, "h", opts, &idx)) != -1)
                 if (c == 0 && strcmp(opts[idx].name, "config") != 0 && apply(cfg, opts[idx].name, optarg) < 0)
                         return -1;
+        /* The connections past --max-unauthenticated are the reserve of authenticated ones:
+         * by default a quarter of the listener's, at most 1024. */
+        if (!cfg->http_max_unauthenticated)
+                cfg->http_max_unauthenticated = cfg->http_max_connections / 4 < 1024 ? cfg->http_max_connections / 4 : 1024;
+        if (cfg->http_max_unauthenticated >= cfg->http_max_connections) {
+                fprintf(stderr, "spaced: --max-unauthenticated (%u) must be below --max-connections (%u)\n",
+                        cfg->http_max_unauthenticated, cfg->http_max_connections);
+                return -1;
+        }
+        if (cfg->http_max_per_ip > cfg->http_max_connections)
+                cfg->http_max_per_ip = cfg->http_max_connections;
         return 0;
 }

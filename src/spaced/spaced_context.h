@@ -34,6 +34,12 @@ struct spaced_config {
         int64_t destroyed_retention_s; /* rows of destroyed sandboxes are kept this long */
         uint64_t max_body_bytes;
         uint32_t exec_output_cap;
+        /* every HTTP listener (src/api/http_listener.h) */
+        unsigned http_header_timeout_s;    /* inactivity before a request is authenticated */
+        unsigned http_idle_timeout_s;      /* inactivity after */
+        unsigned http_max_connections;     /* per listener */
+        unsigned http_max_per_ip;          /* per listener and client address (TCP) */
+        unsigned http_max_unauthenticated; /* per listener; < http_max_connections */
         int workers;
         int log_level;
         /* server default rolling snapshot policy for sandboxes that do not set one */

@@ -12,6 +12,7 @@
 #include <string.h>
 #include <sys/file.h>
 #include <sys/mount.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -29,6 +30,7 @@
 #include "spaced/log.h"
 #include "spaced/spaced_config.h"
 #include "spaced/spaced_context.h"
+#include "spaced/state_dir.h"
 #include "templates/template_catalog.h"
 
 static int fail(const char *event, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -44,13 +46,15 @@ static int fail(const char *event, const char *fmt, ...)
         return EXIT_FAILURE;
 }
 
-static int make_dir(const char *base, const char *leaf)
+/* Every HTTP connection holds a descriptor (and a thread): let the listeners' own limits,
+ * not RLIMIT_NOFILE's soft default, decide how many there may be. */
+static void raise_fd_limit(void)
 {
-        char path[PATH_MAX];
-        snprintf(path, sizeof(path), "%s%s%s", base, leaf ? "/" : "", leaf ? leaf : "");
-        if (mkdir(path, 0700) < 0 && errno != EEXIST)
-                return -errno;
-        return 0;
+        struct rlimit rl;
+        if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+                rl.rlim_cur = rl.rlim_max;
+                (void)setrlimit(RLIMIT_NOFILE, &rl);
+        }
 }
 
 static int check_kernel(char *reason, size_t size)
@@ -154,9 +158,9 @@ int main(int argc, char **argv)
         if (!ctx.cfg.agent_path[0] || access(ctx.cfg.agent_path, X_OK) < 0)
                 return fail("spaced.agent", "space-agent not found (%s); pass --agent PATH",
                             ctx.cfg.agent_path[0] ? ctx.cfg.agent_path : "not next to spaced");
-        if ((r = make_dir(ctx.cfg.state_dir, NULL)) < 0 || (r = make_dir(ctx.cfg.state_dir, "logs")) < 0 ||
-            (r = make_dir(ctx.cfg.state_dir, "run")) < 0)
-                return fail("spaced.state_dir", "cannot create state directory %s: %s", ctx.cfg.state_dir, strerror(-r));
+        if (state_dir_secure(ctx.cfg.state_dir, reason, sizeof(reason)) < 0)
+                return fail("spaced.state_dir", "%s", reason);
+        raise_fd_limit();
 
         char path[PATH_MAX];
         snprintf(path, sizeof(path), "%s/spaced.lock", ctx.cfg.state_dir);

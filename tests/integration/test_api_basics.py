@@ -136,7 +136,7 @@ class ApiBasics(SpacedTestCase):
         self.assertEqual(t["name"], "busybox")
         self.assertError(self.spaced.request("GET", "/v1/templates/nope"), 404, "not_found")
         self.assertError(self.spaced.request("GET", "/v1/templates/..%2F..%2Fetc"), 404, "not_found")
-        self.assertError(self.spaced.request("POST", "/v1/templates/nope/build", {}), 404, "not_found")
+        self.assertError(self.spaced.request("POST", "/v1/templates/nope/build"), 404, "not_found")
 
     # ------------------------------------------------------------ operations
 

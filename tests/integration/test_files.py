@@ -527,7 +527,13 @@ class Files(SpacedTestCase):
         self.assertEqual(r.returncode, 0, r.stderr)
         with open(os.path.join(tmp, "cp-src.bin"), "rb") as f:
             self.assertEqual(f.read(), data)
-        self.assertEqual(os.stat(os.path.join(tmp, "cp-src.bin")).st_mode & 0o777, 0o751)
+        # A new file of the caller's (0666 less the umask); -p keeps the sandbox's rwx bits.
+        umask = os.umask(0)
+        os.umask(umask)
+        self.assertEqual(os.stat(os.path.join(tmp, "cp-src.bin")).st_mode & 0o7777, 0o666 & ~umask)
+        r = self.spaced.cli("cp", "-p", "%s:/cp/cp-src.bin" % self.sid, os.path.join(tmp, "cp-kept.bin"))
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(os.stat(os.path.join(tmp, "cp-kept.bin")).st_mode & 0o7777, 0o751)
         # stdin and stdout
         r = self.spaced.cli("cp", "--mode", "0600", "--owner", "user", "-", "%s:/cp/from-stdin" % self.sid,
                             input=b"piped\n")

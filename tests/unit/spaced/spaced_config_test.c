@@ -272,6 +272,32 @@ static void test_e2b_front_door(void **state)
         assert_int_equal(cfg.e2b_listen_port, 1234);
 }
 
+static void test_listener_limits(void **state)
+{
+        struct spaced_config cfg;
+        assert_int_equal(LOAD(&cfg, "--state-dir", "/x"), 0);
+        assert_int_equal(cfg.http_header_timeout_s, 10);
+        assert_int_equal(cfg.http_idle_timeout_s, 3700);
+        assert_int_equal(cfg.http_max_connections, 4096);
+        assert_int_equal(cfg.http_max_per_ip, 512);
+        assert_int_equal(cfg.http_max_unauthenticated, 1024);
+        assert_int_equal(LOAD(&cfg, "--header-timeout", "3", "--idle-timeout", "60", "--max-connections", "100",
+                              "--max-connections-per-ip", "500", "--max-unauthenticated", "99"),
+                         0);
+        assert_int_equal(cfg.http_header_timeout_s, 3);
+        assert_int_equal(cfg.http_idle_timeout_s, 60);
+        assert_int_equal(cfg.http_max_connections, 100);
+        assert_int_equal(cfg.http_max_per_ip, 100); /* never above the listener's limit */
+        assert_int_equal(cfg.http_max_unauthenticated, 99);
+        /* The unauthenticated may never take every connection: no reserve is refused. */
+        assert_int_equal(LOAD(&cfg, "--max-connections", "100", "--max-unauthenticated", "100"), -1);
+        assert_int_equal(LOAD(&cfg, "--max-connections", "100"), 0);
+        assert_int_equal(cfg.http_max_unauthenticated, 25); /* by default a quarter */
+        assert_int_equal(LOAD(&cfg, "--header-timeout", "0"), -1);
+        assert_int_equal(LOAD(&cfg, "--max-connections-per-ip", "0"), -1);
+        assert_int_equal(LOAD(&cfg, "--max-unauthenticated", "0"), -1);
+}
+
 static void test_sizes_do_not_wrap(void **state)
 {
         static const char *const bad[] = { "-1", "-1G", "16777217T", "18446744073709551615K" };
@@ -298,6 +324,7 @@ int main(void)
                 cmocka_unit_test_setup_teardown(test_bad_values, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_size_suffixes, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_listen, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_listener_limits, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_listen_needs_a_port, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_sizes_do_not_wrap, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_e2b_front_door, setup, teardown),

@@ -1,0 +1,183 @@
+#include "api/http_listener.h"
+
+#include <errno.h>
+#include <netinet/tcp.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <sys/socket.h>
+
+#include "spaced/log.h"
+#include "spaced/spaced_context.h"
+
+/* One per connection (MHD's socket context), from MHD_CONNECTION_NOTIFY_STARTED to
+ * MHD_CONNECTION_NOTIFY_CLOSED. MHD calls CLOSED before it closes the socket, and the peer
+ * leaves the pending list under the lock there: so while a peer is on the list its fd is
+ * the connection's, and shutdown() on it cannot hit a reused descriptor. */
+struct http_peer {
+        struct http_peer *prev, *next; /* on the pending list while pending */
+        struct http_listener *listener;
+        int fd;
+        bool pending; /* no request authenticated yet, and not cut */
+};
+
+struct http_listener {
+        struct MHD_Daemon *daemon;
+        pthread_mutex_t lock;
+        struct http_peer *head, *tail; /* pending connections, oldest first */
+        unsigned npending, max_pending;
+        unsigned idle_timeout_s;
+        atomic_ulong evicted;
+};
+
+static void pending_unlink(struct http_listener *l, struct http_peer *p)
+{
+        if (p->prev)
+                p->prev->next = p->next;
+        else
+                l->head = p->next;
+        if (p->next)
+                p->next->prev = p->prev;
+        else
+                l->tail = p->prev;
+        p->prev = p->next = NULL;
+        p->pending = false;
+        l->npending--;
+}
+
+static void pending_append(struct http_listener *l, struct http_peer *p)
+{
+        p->prev = l->tail;
+        p->next = NULL;
+        if (l->tail)
+                l->tail->next = p;
+        else
+                l->head = p;
+        l->tail = p;
+        p->pending = true;
+        l->npending++;
+}
+
+static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_context,
+                          enum MHD_ConnectionNotificationCode code)
+{
+        struct http_listener *l = cls;
+        struct http_peer *p = *socket_context;
+        if (code == MHD_CONNECTION_NOTIFY_CLOSED) {
+                if (!p)
+                        return;
+                pthread_mutex_lock(&l->lock);
+                if (p->pending)
+                        pending_unlink(l, p);
+                pthread_mutex_unlock(&l->lock);
+                free(p);
+                *socket_context = NULL;
+                return;
+        }
+        const union MHD_ConnectionInfo *info = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+        if (!info)
+                return;
+        /* Streams send small events that must not wait for Nagle (fails harmlessly on unix
+         * sockets). */
+        int one = 1;
+        (void)setsockopt(info->connect_fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+        p = calloc(1, sizeof(*p));
+        if (!p)
+                return; /* untracked: it still has the header timeout */
+        p->listener = l;
+        p->fd = info->connect_fd;
+        *socket_context = p;
+        unsigned cut = 0;
+        pthread_mutex_lock(&l->lock);
+        pending_append(l, p);
+        while (l->npending > l->max_pending) {
+                struct http_peer *oldest = l->head;
+                pending_unlink(l, oldest);
+                (void)shutdown(oldest->fd, SHUT_RDWR); /* its thread sees the end and closes it */
+                cut++;
+        }
+        pthread_mutex_unlock(&l->lock);
+        if (cut) {
+                atomic_fetch_add(&l->evicted, cut);
+                log_debug("http.evicted", "connections=%u reason=\"too many unauthenticated connections\"", cut);
+        }
+}
+
+void http_listener_authenticated(struct MHD_Connection *conn)
+{
+        const union MHD_ConnectionInfo *info = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+        struct http_peer *p = info ? info->socket_context : NULL;
+        if (!p)
+                return;
+        struct http_listener *l = p->listener;
+        pthread_mutex_lock(&l->lock);
+        bool was_pending = p->pending;
+        if (was_pending)
+                pending_unlink(l, p);
+        pthread_mutex_unlock(&l->lock);
+        /* A connection cut meanwhile keeps its short timeout: it is closing anyway. */
+        if (was_pending)
+                MHD_set_connection_option(conn, MHD_CONNECTION_OPTION_TIMEOUT, l->idle_timeout_s);
+}
+
+int http_listener_start(const struct spaced_config *cfg, const struct http_listener_options *o,
+                        struct http_listener **ret)
+{
+        struct http_listener *l = calloc(1, sizeof(*l));
+        if (!l)
+                return -ENOMEM;
+        pthread_mutex_init(&l->lock, NULL);
+        l->max_pending = cfg->http_max_unauthenticated;
+        l->idle_timeout_s = cfg->http_idle_timeout_s;
+        /* Suspend/resume brings the inter-thread channel that quiesce needs. */
+        unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION | MHD_USE_POLL |
+                         MHD_ALLOW_SUSPEND_RESUME;
+        struct MHD_OptionItem opts[] = {
+                { MHD_OPTION_NOTIFY_COMPLETED, (intptr_t)o->on_completed, o->cls },
+                { MHD_OPTION_NOTIFY_CONNECTION, (intptr_t)on_connection, l },
+                { MHD_OPTION_CONNECTION_TIMEOUT, cfg->http_header_timeout_s, NULL },
+                { MHD_OPTION_CONNECTION_LIMIT, cfg->http_max_connections, NULL },
+                { MHD_OPTION_PER_IP_CONNECTION_LIMIT, o->addr ? cfg->http_max_per_ip : 0, NULL },
+                { MHD_OPTION_THREAD_STACK_SIZE, (intptr_t)o->stack_size, NULL },
+                { o->addr ? MHD_OPTION_SOCK_ADDR : MHD_OPTION_LISTEN_SOCKET, o->addr ? 0 : o->listen_fd,
+                  (void *)o->addr },
+                { o->reuse_port ? MHD_OPTION_LISTENING_ADDRESS_REUSE : MHD_OPTION_END, 1, NULL },
+                { MHD_OPTION_END, 0, NULL },
+        };
+        uint16_t port = o->addr ? ntohs(o->addr->sin_port) : 0;
+        l->daemon = MHD_start_daemon(flags, port, NULL, NULL, o->on_request, o->cls, MHD_OPTION_ARRAY, opts,
+                                     MHD_OPTION_END);
+        if (!l->daemon) {
+                pthread_mutex_destroy(&l->lock);
+                free(l);
+                return -EADDRINUSE;
+        }
+        *ret = l;
+        return 0;
+}
+
+void http_listener_quiesce(struct http_listener *l)
+{
+        if (l)
+                MHD_quiesce_daemon(l->daemon);
+}
+
+unsigned http_listener_connections(const struct http_listener *l)
+{
+        const union MHD_DaemonInfo *info = l ? MHD_get_daemon_info(l->daemon, MHD_DAEMON_INFO_CURRENT_CONNECTIONS) : NULL;
+        return info ? info->num_connections : 0;
+}
+
+unsigned long http_listener_evicted(const struct http_listener *l)
+{
+        return l ? atomic_load(&l->evicted) : 0;
+}
+
+void http_listener_free(struct http_listener *l)
+{
+        if (!l)
+                return;
+        MHD_stop_daemon(l->daemon);
+        pthread_mutex_destroy(&l->lock);
+        free(l);
+}

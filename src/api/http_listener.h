@@ -1,0 +1,47 @@
+/* http_listener: one libmicrohttpd listener (a thread per connection), set up the same way
+ * for every front door: spaced's API and data plane (TCP and the unix socket) and the E2B
+ * front door. It holds the limits that keep clients who have not authenticated from taking
+ * a listener away (slowloris):
+ *  - header timeout: a connection none of whose requests has been authenticated is closed
+ *    after header_timeout_s without a byte from the client (MHD's timeout counts
+ *    inactivity); once a request is authenticated the connection gets idle_timeout_s, so
+ *    event streams, downloads and uploads that keep moving are never cut;
+ *  - a per-client-address connection limit (TCP);
+ *  - a global connection limit, of which at most max_unauthenticated are connections with
+ *    no authenticated request: past that the oldest such connection is cut to make room,
+ *    so a flood of half-open connections cannot keep an authenticated client out.
+ * The front door says when a request has been authenticated (http_listener_authenticated). */
+#pragma once
+
+#include <microhttpd.h>
+#include <netinet/in.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+struct spaced_config;
+struct http_listener;
+
+struct http_listener_options {
+        const struct sockaddr_in *addr; /* TCP, or NULL with listen_fd */
+        int listen_fd;                  /* a listening socket (unix), or -1 */
+        bool reuse_port;                /* SO_REUSEPORT on the TCP socket */
+        size_t stack_size;              /* of each connection thread; 0: the default */
+        MHD_AccessHandlerCallback on_request;
+        MHD_RequestCompletedCallback on_completed;
+        void *cls;
+};
+
+/* Starts listening with the limits of cfg. Returns 0, -ENOMEM, or -EADDRINUSE when
+ * libmicrohttpd could not start (port taken, bad socket). */
+int http_listener_start(const struct spaced_config *cfg, const struct http_listener_options *o,
+                        struct http_listener **ret);
+/* Called by the access handler once a request on conn has been authenticated: the
+ * connection stops counting as unauthenticated and gets the idle timeout. */
+void http_listener_authenticated(struct MHD_Connection *conn);
+/* Stops accepting new connections. */
+void http_listener_quiesce(struct http_listener *l);
+/* Connections still open. */
+unsigned http_listener_connections(const struct http_listener *l);
+/* Unauthenticated connections cut to make room since the start. */
+unsigned long http_listener_evicted(const struct http_listener *l);
+void http_listener_free(struct http_listener *l);
