@@ -20,6 +20,8 @@ struct file_upload {
         uint64_t written;
         int write_error;      /* -errno of the first failed write */
         uint64_t memory_left; /* a memory-backed target: what the sandbox's memory limit leaves */
+        const struct btrfs_pool *durable_pool; /* --durability power: synced before the answer */
+        mode_t fd_mode;
         char path[PATH_MAX];
 };
 
@@ -81,8 +83,10 @@ int file_upload_begin(struct spaced_context *ctx, const struct sandbox *sb, cons
                 return space_error_set(err, SPACE_E_INTERNAL, "out of memory");
         }
         u->agent = TAKE_FD(agent);
+        u->fd_mode = st.st_mode;
         u->fd = TAKE_FD(reply.fd);
         u->memory_left = memory_left;
+        u->durable_pool = ctx->cfg.durability_power ? &ctx->pool : NULL;
         snprintf(u->path, sizeof(u->path), "%s", a->path);
         agent_file_reply_release(&reply);
         *ret = u;
@@ -139,8 +143,19 @@ int file_upload_commit(struct file_upload *u, struct agent_file_reply *ret_reply
                 file_error_from_agent(err, u->write_error, msg);
                 goto out;
         }
+        if (u->durable_pool && !S_ISFIFO(u->fd_mode) && fdatasync(u->fd) < 0) {
+                snprintf(msg, sizeof(msg), "sync %s: %s", u->path, strerror(errno));
+                r = file_error_from_agent(err, -errno, msg);
+                goto out;
+        }
         close(TAKE_FD(u->fd));
         r = agent_files_call(u->agent, AGENT_MSG_FILE_COMMIT, NULL, AGENT_MSG_FILE_ENTRY, &reply, msg, sizeof(msg));
+        /* The file's new name, in the pool's next commit: made now (a tmpfs target has none to make). */
+        if (r == 0 && u->durable_pool && !S_ISFIFO(u->fd_mode) && (r = btrfs_pool_sync(u->durable_pool)) < 0) {
+                agent_file_reply_release(&reply);
+                r = space_error_errno(err, r, "%s was written but could not be made durable (sync the pool)", u->path);
+                goto out;
+        }
         if (r == 0 && u->write_error) {
                 agent_file_reply_release(&reply);
                 r = u->write_error; /* cannot happen with a sane agent: it took less than was sent */

@@ -198,6 +198,7 @@ static struct command_log_writer *channel_log(struct channel *ch, const char *co
                 free(l);
                 return NULL;
         }
+        command_log_set_durable(l->w, ch->chs->ctx->cfg.durability_power);
         snprintf(l->command_id, sizeof(l->command_id), "%s", command_id);
         l->next = ch->logs;
         ch->logs = l;

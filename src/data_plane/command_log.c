@@ -35,6 +35,7 @@ struct command_log_writer {
         uint64_t total;
         int fd; /* the last segment, O_APPEND */
         uint64_t last_seq;
+        bool durable; /* each append reaches the disk before it returns (--durability power) */
 };
 
 struct header {
@@ -130,6 +131,11 @@ static int segment_start(struct command_log_writer *w, uint64_t first_seq)
         }
         w->segs = grown;
         w->segs[w->nsegs++] = (struct segment){ .first_seq = first_seq, .size = 0 };
+        if (w->durable) { /* the new segment's name too, and the log directory's own entry */
+                _cleanup_close_ int dfd = open(w->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+                if (dfd >= 0)
+                        fsync(dfd);
+        }
         if (w->fd >= 0)
                 close(w->fd);
         w->fd = fd;
@@ -234,11 +240,22 @@ int command_log_append(struct command_log_writer *w, uint64_t seq, enum command_
                         r = -errno;
                 return r;
         }
+        if (w->durable && fdatasync(w->fd) < 0) {
+                r = -errno;
+                if (ftruncate(w->fd, (off_t)cur->size) < 0)
+                        r = -errno;
+                return r; /* not acknowledged: the agent keeps it and sends it again */
+        }
         cur->size += rec;
         w->total += rec;
         w->last_seq = seq;
         enforce_cap(w);
         return 0;
+}
+
+void command_log_set_durable(struct command_log_writer *w, bool durable)
+{
+        w->durable = durable;
 }
 
 void command_log_close(struct command_log_writer *w)

@@ -36,6 +36,9 @@ uint64_t command_log_last_seq(const struct command_log_writer *w);
 /* Appends one record; seq must be last_seq + 1 (-EINVAL otherwise). */
 int command_log_append(struct command_log_writer *w, uint64_t seq, enum command_log_kind kind, const void *data,
                        size_t len);
+/* Durable: every append is on disk (fdatasync, and the directory on a new segment) before
+ * it returns, so that what is acknowledged survives a power loss (--durability power). */
+void command_log_set_durable(struct command_log_writer *w, bool durable);
 void command_log_close(struct command_log_writer *w);
 
 struct command_log_record {

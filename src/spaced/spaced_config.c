@@ -28,6 +28,8 @@ static const char usage[] =
         "                         and new sandboxes, forks and builds are refused [1G]\n"
         "  --pool-trim-interval S give space freed in the pool back to the host every S s [600; 0 = off]\n"
         "  --destroyed-retention S  keep rows of destroyed sandboxes this long [604800 = 7 days]\n"
+        "  --durability MODE      process: nothing acknowledged is lost when spaced crashes; power: nor\n"
+        "                         when the machine does (every acknowledgement is on disk first) [process]\n"
         "  --agent PATH           the static space-agent binary [next to spaced]\n"
         "  --debian-mirror URL    mirror for the debian template [http://deb.debian.org/debian]\n"
         "  --build-network MODE   network of template build sandboxes: slirp4netns|none\n"
@@ -160,6 +162,10 @@ static int apply(struct spaced_config *cfg, const char *key, const char *v)
                 if (parse_size(v, &n) < 0 || (n != 0 && n < 10) || n > 604800)
                         goto bad;
                 cfg->pool_trim_interval_s = (int64_t)n;
+        } else if (strcmp(key, "durability") == 0) {
+                if (strcmp(v, "process") != 0 && strcmp(v, "power") != 0)
+                        goto bad;
+                cfg->durability_power = strcmp(v, "power") == 0;
         } else if (strcmp(key, "destroyed-retention") == 0) {
                 if (parse_size(v, &n) < 0 || n < 1 || n > (366ULL * 86400))
                         goto bad;
@@ -332,6 +338,7 @@ int spaced_config_load(struct spaced_config *cfg, int argc, char **argv)
                 { "log-level", required_argument, NULL, 0 }, { "pool-size", required_argument, NULL, 0 },
                 { "pool-overcommit", required_argument, NULL, 0 }, { "pool-low-space", required_argument, NULL, 0 },
                 { "pool-trim-interval", required_argument, NULL, 0 }, { "destroyed-retention", required_argument, NULL, 0 },
+                { "durability", required_argument, NULL, 0 },
                 { "agent", required_argument, NULL, 0 }, { "debian-mirror", required_argument, NULL, 0 },
                 { "workers", required_argument, NULL, 0 }, { "max-body", required_argument, NULL, 0 },
                 { "exec-output-cap", required_argument, NULL, 0 }, { "rolling-interval", required_argument, NULL, 0 },

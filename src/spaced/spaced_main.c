@@ -172,6 +172,8 @@ int main(int argc, char **argv)
         ctx.store.ops = &state_store_sqlite;
         if ((r = ctx.store.ops->open(path, &ctx.store.st)) < 0)
                 return fail("spaced.store", "cannot open %s: %s", path, strerror(-r));
+        if ((r = ctx.store.ops->set_durability(ctx.store.st, ctx.cfg.durability_power)) < 0)
+                return fail("spaced.store", "cannot set the durability of %s: %s", path, strerror(-r));
         if (plan_pool_image(&ctx.cfg, reason, sizeof(reason)) < 0)
                 return fail("spaced.pool", "btrfs pool: %s", reason);
         if ((r = btrfs_pool_open(ctx.cfg.state_dir, ctx.cfg.pool_bytes, &ctx.pool, reason, sizeof(reason))) < 0)

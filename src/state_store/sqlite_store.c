@@ -499,10 +499,19 @@ static int sqlite_sandbox_set_head(struct state_store *st, const char *id, const
         return r;
 }
 
+static int sqlite_set_durability(struct state_store *st, bool power)
+{
+        pthread_mutex_lock(&st->lock);
+        int rc = sqlite3_exec(st->db, power ? "PRAGMA synchronous=FULL;" : "PRAGMA synchronous=NORMAL;", NULL, NULL, NULL);
+        pthread_mutex_unlock(&st->lock);
+        return rc == SQLITE_OK ? 0 : -EIO;
+}
+
 const struct state_store_ops state_store_sqlite = {
         .name = "sqlite",
         .open = sqlite_open,
         .close = sqlite_close,
+        .set_durability = sqlite_set_durability,
         .sandbox_insert = sqlite_sandbox_insert,
         .insert_batch = sqlite_insert_batch,
         .sandbox_get = sqlite_sandbox_get,

@@ -163,6 +163,9 @@ struct sandbox_settlement {
 struct state_store_ops {
         const char *name;
         int (*open)(const char *location, struct state_store **ret);
+        /* power: every commit is on disk before it returns (SQLite synchronous=FULL); else a
+         * commit survives a crash of the process, not of the machine (NORMAL, the default). */
+        int (*set_durability)(struct state_store *st, bool power);
         void (*close)(struct state_store *st);
 
         /* Inserts the sandbox and its create operation atomically. */
