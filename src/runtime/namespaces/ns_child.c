@@ -99,19 +99,19 @@ static void setup_dev(const struct ns_child_config *c)
 }
 
 /* What /proc tells about the host and nothing in a sandbox needs (runc's masked paths and
- * more): the host's devices, disks, interrupts, file locks, memory zones and kernel state,
- * and the host kernel's command line. Files are covered by /dev/null, directories by an
- * empty read-only tmpfs; a name this kernel lacks is skipped. /proc/meminfo, stat, cpuinfo,
- * loadavg and uptime stay (tools read them; sysinfo(2) tells the same, docs/security.md). */
+ * more): the host's devices, disks, interrupts, file locks, memory zones, timers and kernel
+ * state, and the host kernel's command line. Files are covered by /dev/null, directories by
+ * an empty read-only tmpfs; a name this kernel lacks is skipped. Files only host root may
+ * read (kcore, kmsg, kpage*, slabinfo, vmallocinfo, sysrq-trigger) need no mask: root inside
+ * is not host root. /proc/meminfo, stat, cpuinfo, loadavg and uptime stay (tools read them;
+ * sysinfo(2) tells the same; docs/isolation.md). */
 static const char *const masked_proc_files[] = {
         "buddyinfo", "cmdline", "config.gz", "consoles", "devices", "diskstats", "interrupts", "iomem",
-        "ioports", "kallsyms", "kcore", "key-users", "keys", "kmsg", "kpagecgroup", "kpagecount",
-        "kpageflags", "latency_stats", "locks", "modules", "mtrr", "pagetypeinfo", "partitions",
-        "sched_debug", "schedstat", "slabinfo", "softirqs", "swaps", "sysrq-trigger", "timer_list",
-        "vmallocinfo", "zoneinfo",
+        "ioports", "kallsyms", "key-users", "keys", "latency_stats", "locks", "modules", "mtrr",
+        "pagetypeinfo", "partitions", "sched_debug", "schedstat", "softirqs", "swaps", "timer_list",
+        "timer_stats", "zoneinfo",
 };
-static const char *const masked_proc_dirs[] = { "acpi", "asound", "bus", "driver", "dynamic_debug", "fs", "irq",
-                                                "scsi" };
+static const char *const masked_proc_dirs[] = { "acpi", "asound", "bus", "fs", "irq", "scsi" };
 
 static void proc_path(char *buf, size_t size, const char *leaf)
 {
