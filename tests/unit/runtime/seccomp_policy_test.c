@@ -200,7 +200,9 @@ static int status_of(void (*fn)(void), bool filtered)
 static void int80_getpid(void)
 {
         long r = 20; /* getpid in the i386 table */
-        __asm__ volatile("int $0x80" : "+a"(r) : : "memory");
+#if defined(__x86_64__)
+        __asm__ volatile("int $0x80" : "+a"(r) : : "memory", "r8", "r9", "r10", "r11", "cc");
+#endif
         _exit(r == getpid() ? 0 : 1);
 }
 
