@@ -98,6 +98,78 @@ static void setup_dev(const struct ns_child_config *c)
                 fail(c, "symlink /dev");
 }
 
+/* What /proc tells about the host and nothing in a sandbox needs (runc's masked paths and
+ * more): the host's devices, disks, interrupts, file locks, memory zones, timers and kernel
+ * state, and the host kernel's command line. Files are covered by /dev/null, directories by
+ * an empty read-only tmpfs; a name this kernel lacks is skipped. Files only host root may
+ * read (kcore, kmsg, kpage*, slabinfo, vmallocinfo, sysrq-trigger) need no mask: root inside
+ * is not host root. /proc/meminfo, stat, cpuinfo, loadavg and uptime stay (tools read them;
+ * sysinfo(2) tells the same; docs/isolation.md). */
+static const char *const masked_proc_files[] = {
+        "buddyinfo", "cmdline", "config.gz", "consoles", "devices", "diskstats", "interrupts", "iomem",
+        "ioports", "kallsyms", "key-users", "keys", "latency_stats", "locks", "modules", "mtrr",
+        "pagetypeinfo", "partitions", "sched_debug", "schedstat", "softirqs", "swaps", "timer_list",
+        "timer_stats", "zoneinfo",
+};
+static const char *const masked_proc_dirs[] = { "acpi", "asound", "bus", "fs", "irq", "scsi" };
+
+static void proc_path(char *buf, size_t size, const char *leaf)
+{
+        size_t n = 0;
+        for (const char *p = "proc/"; *p && n + 1 < size; p++)
+                buf[n++] = *p;
+        for (const char *p = leaf; *p && n + 1 < size; p++)
+                buf[n++] = *p;
+        buf[n] = 0;
+}
+
+static void mask_proc(const struct ns_child_config *c)
+{
+        char path[64];
+        for (size_t i = 0; i < sizeof(masked_proc_files) / sizeof(masked_proc_files[0]); i++) {
+                proc_path(path, sizeof(path), masked_proc_files[i]);
+                if (mount("dev/null", path, NULL, MS_BIND, NULL) < 0 && errno != ENOENT)
+                        fail(c, "mask /proc file");
+        }
+        for (size_t i = 0; i < sizeof(masked_proc_dirs) / sizeof(masked_proc_dirs[0]); i++) {
+                proc_path(path, sizeof(path), masked_proc_dirs[i]);
+                if (mount("tmpfs", path, "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, "size=0,mode=0555") < 0 &&
+                    errno != ENOENT)
+                        fail(c, "mask /proc directory");
+        }
+}
+
+/* A boot_id of the sandbox's own, new at every start: the host's would tie every sandbox
+ * to one machine and to each other. A random version 4 UUID on a file of the /dev tmpfs,
+ * bound over /proc/sys/kernel/random/boot_id; the file's name is removed again. */
+static void own_boot_id(const struct ns_child_config *c)
+{
+        unsigned char b[16];
+        if (syscall(SYS_getrandom, b, sizeof(b), 0) != (long)sizeof(b))
+                fail(c, "random boot_id");
+        b[6] = (unsigned char)((b[6] & 0x0f) | 0x40);
+        b[8] = (unsigned char)((b[8] & 0x3f) | 0x80);
+        static const char hex[] = "0123456789abcdef";
+        char text[37];
+        size_t n = 0;
+        for (int i = 0; i < 16; i++) {
+                if (i == 4 || i == 6 || i == 8 || i == 10)
+                        text[n++] = '-';
+                text[n++] = hex[b[i] >> 4];
+                text[n++] = hex[b[i] & 15];
+        }
+        text[n++] = '\n';
+        int fd = open("dev/.boot_id", O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC | O_NOFOLLOW, 0444);
+        if (fd < 0 || write(fd, text, n) != (ssize_t)n)
+                fail(c, "write boot_id");
+        close(fd);
+        if (mount("dev/.boot_id", "proc/sys/kernel/random/boot_id", NULL, MS_BIND, NULL) < 0 ||
+            mount(NULL, "proc/sys/kernel/random/boot_id", NULL, MS_BIND | MS_REMOUNT | MS_RDONLY, NULL) < 0)
+                fail(c, "bind boot_id");
+        if (unlink("dev/.boot_id") < 0)
+                fail(c, "unlink boot_id");
+}
+
 static void ensure_dir(const struct ns_child_config *c, const char *path, mode_t mode)
 {
         if (mkdir(path, mode) < 0 && errno != EEXIST)
@@ -224,6 +296,8 @@ int ns_child_main(void *arg)
         if (mount("proc", "proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0)
                 fail(c, "mount /proc");
         setup_dev(c);
+        mask_proc(c);
+        own_boot_id(c);
         if (mount("tmpfs", "tmp", "tmpfs", MS_NOSUID | MS_NODEV, "mode=1777") < 0)
                 fail(c, "mount /tmp");
 

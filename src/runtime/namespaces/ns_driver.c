@@ -18,6 +18,7 @@
 #include "agent_protocol/agent_client.h"
 #include "cleanup.h"
 #include "runtime/cgroup/cgroup_manager.h"
+#include "runtime/namespaces/ns_agent_image.h"
 #include "runtime/namespaces/ns_launch.h"
 #include "runtime/namespaces/seccomp_policy.h"
 #include "runtime/runtime_driver.h"
@@ -86,9 +87,9 @@ static void reaper_watch(int pidfd)
 static int ns_init(const struct runtime_config *cfg, struct space_error *err)
 {
         config = *cfg;
-        agent_fd = open(cfg->agent_path, O_RDONLY | O_CLOEXEC);
+        agent_fd = ns_agent_image_open(cfg->agent_path);
         if (agent_fd < 0)
-                return space_error_errno(err, errno, "open space-agent %s", cfg->agent_path);
+                return space_error_errno(err, -agent_fd, "load space-agent %s", cfg->agent_path);
         detect_criu();
         int r = seccomp_policy_build(&seccomp_program);
         if (r < 0)

@@ -1,4 +1,4 @@
-/* seccomp_policy: the deny-list every namespace sandbox runs under, compiled once at start
+/* seccomp_policy: the allow-list every namespace sandbox runs under, compiled once at start
  * into a BPF program that the clone()d child loads with a single system call. */
 #pragma once
 
