@@ -156,6 +156,9 @@ void send_stream_check_free(struct send_stream_check *c)
         free(c);
 }
 
+/* Commands that may name the subvolume's own root directory, as the empty path. */
+#define ROOT_OK (BIT(C_CHOWN) | BIT(C_CHMOD) | BIT(C_UTIMES) | BIT(C_SET_XATTR) | BIT(C_REMOVE_XATTR) | BIT(C_FILEATTR))
+
 /* A path below the subvolume: relative, components neither empty nor "." nor "..". */
 static bool path_ok(const struct attr *a)
 {
@@ -291,6 +294,8 @@ static int check_paths(struct send_stream_check *c, unsigned cmd, const struct a
                         continue;
                 }
                 char show[84];
+                if (a->len == 0 && t == A_PATH && (ROOT_OK & BIT(cmd)))
+                        continue;
                 if (!path_ok(a))
                         return refuse(c, "path \"%s\" is not a plain relative path", shown(a, show, sizeof(show)));
                 if (t == A_CLONE_PATH && memcmp(attrs[A_CLONE_UUID].data, c->uuid, 16) != 0)
