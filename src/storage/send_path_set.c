@@ -12,6 +12,7 @@ struct slot {
         char *key; /* NULL: empty; TOMBSTONE: deleted */
         size_t len;
         size_t count;
+        uint64_t hash;
 };
 
 struct table {
@@ -21,30 +22,41 @@ struct table {
 
 struct send_path_set {
         struct table paths, dirs;
+        size_t bytes; /* of every key in both tables */
+        size_t max_bytes;
 };
 
 static char tombstone;
 #define TOMBSTONE (&tombstone)
 
+#define FNV_BASIS 1469598103934665603ull
+#define FNV_STEP(h, c) (((h) ^ (uint8_t)(c)) * 1099511628211ull)
+
+/* FNV-1a: a prefix's hash is a step of the walk over the whole path. */
 static uint64_t hash(const char *s, size_t n)
 {
-        uint64_t h = 1469598103934665603ull;
+        uint64_t h = FNV_BASIS;
         while (n--)
-                h = (h ^ (uint8_t)*s++) * 1099511628211ull;
+                h = FNV_STEP(h, *s++);
         return h;
+}
+
+static struct slot *find_hashed(const struct table *t, const char *key, size_t len, uint64_t h)
+{
+        if (t->cap == 0)
+                return NULL;
+        for (size_t i = h & (t->cap - 1);; i = (i + 1) & (t->cap - 1)) {
+                struct slot *s = &t->slots[i];
+                if (!s->key)
+                        return NULL;
+                if (s->key != TOMBSTONE && s->hash == h && s->len == len && memcmp(s->key, key, len) == 0)
+                        return s;
+        }
 }
 
 static struct slot *find(const struct table *t, const char *key, size_t len)
 {
-        if (t->cap == 0)
-                return NULL;
-        for (size_t i = hash(key, len) & (t->cap - 1);; i = (i + 1) & (t->cap - 1)) {
-                struct slot *s = &t->slots[i];
-                if (!s->key)
-                        return NULL;
-                if (s->key != TOMBSTONE && s->len == len && memcmp(s->key, key, len) == 0)
-                        return s;
-        }
+        return find_hashed(t, key, len, hash(key, len));
 }
 
 static int grow(struct table *t)
@@ -59,7 +71,7 @@ static int grow(struct table *t)
                 struct slot *s = &t->slots[i];
                 if (!s->key || s->key == TOMBSTONE)
                         continue;
-                size_t j = hash(s->key, s->len) & (cap - 1);
+                size_t j = s->hash & (cap - 1);
                 while (slots[j].key)
                         j = (j + 1) & (cap - 1);
                 slots[j] = *s;
@@ -72,31 +84,35 @@ static int grow(struct table *t)
 }
 
 /* Adds n to key's count, inserting it when absent. */
-static int table_add(struct table *t, const char *key, size_t len, size_t n)
+static int table_add(struct send_path_set *set, struct table *t, const char *key, size_t len, size_t n)
 {
         struct slot *s = find(t, key, len);
         if (s) {
                 s->count += n;
                 return 0;
         }
+        if (set->bytes + len > set->max_bytes)
+                return -E2BIG;
         if ((t->used + 1) * 4 > t->cap * 3 && grow(t) < 0)
                 return -ENOMEM;
         char *copy = malloc(len ? len : 1);
         if (!copy)
                 return -ENOMEM;
         memcpy(copy, key, len);
-        size_t i = hash(key, len) & (t->cap - 1);
+        uint64_t h = hash(key, len);
+        size_t i = h & (t->cap - 1);
         while (t->slots[i].key && t->slots[i].key != TOMBSTONE)
                 i = (i + 1) & (t->cap - 1);
         if (!t->slots[i].key)
                 t->used++;
-        t->slots[i] = (struct slot){ copy, len, n };
+        t->slots[i] = (struct slot){ copy, len, n, h };
         t->live++;
+        set->bytes += len;
         return 0;
 }
 
 /* Takes n from key's count, dropping it at zero. */
-static void table_sub(struct table *t, const char *key, size_t len, size_t n)
+static void table_sub(struct send_path_set *set, struct table *t, const char *key, size_t len, size_t n)
 {
         struct slot *s = find(t, key, len);
         if (!s)
@@ -105,6 +121,7 @@ static void table_sub(struct table *t, const char *key, size_t len, size_t n)
                 s->count -= n;
                 return;
         }
+        set->bytes -= s->len;
         free(s->key);
         s->key = TOMBSTONE;
         t->live--;
@@ -118,11 +135,12 @@ static void table_free(struct table *t)
         free(t->slots);
 }
 
-int send_path_set_new(struct send_path_set **ret)
+int send_path_set_new(size_t max_bytes, struct send_path_set **ret)
 {
         struct send_path_set *set = calloc(1, sizeof(*set));
         if (!set)
                 return -ENOMEM;
+        set->max_bytes = max_bytes;
         *ret = set;
         return 0;
 }
@@ -146,14 +164,33 @@ size_t send_path_set_count(const struct send_path_set *set)
         return set->paths.live;
 }
 
+size_t send_path_set_bytes(const struct send_path_set *set)
+{
+        return set->bytes;
+}
+
+bool send_path_set_has_prefix(const struct send_path_set *set, const char *path, size_t len)
+{
+        if (set->paths.live == 0)
+                return false;
+        uint64_t h = FNV_BASIS;
+        for (size_t i = 0; i < len; i++) {
+                if (path[i] == '/' && i > 0 && find_hashed(&set->paths, path, i, h))
+                        return true;
+                h = FNV_STEP(h, path[i]);
+        }
+        return false;
+}
+
 int send_path_set_add(struct send_path_set *set, const char *path, size_t len)
 {
+        int r;
         if (find(&set->paths, path, len))
                 return 0;
         for (size_t i = 1; i < len; i++)
-                if (path[i] == '/' && table_add(&set->dirs, path, i, 1) < 0)
-                        return -ENOMEM; /* counts above may be high: only ever over-scans */
-        return table_add(&set->paths, path, len, 1);
+                if (path[i] == '/' && (r = table_add(set, &set->dirs, path, i, 1)) < 0)
+                        return r; /* counts above may be high: only ever over-scans */
+        return table_add(set, &set->paths, path, len, 1);
 }
 
 void send_path_set_remove(struct send_path_set *set, const char *path, size_t len)
@@ -162,16 +199,17 @@ void send_path_set_remove(struct send_path_set *set, const char *path, size_t le
                 return;
         for (size_t i = 1; i < len; i++)
                 if (path[i] == '/')
-                        table_sub(&set->dirs, path, i, 1);
-        table_sub(&set->paths, path, len, 1); /* last: path may be the key it frees */
+                        table_sub(set, &set->dirs, path, i, 1);
+        table_sub(set, &set->paths, path, len, 1); /* last: path may be the key it frees */
 }
 
 int send_path_set_move(struct send_path_set *set, const char *from, size_t from_len, const char *to, size_t to_len)
 {
         if (find(&set->paths, from, from_len)) {
                 send_path_set_remove(set, from, from_len);
-                if (send_path_set_add(set, to, to_len) < 0)
-                        return -ENOMEM;
+                int r = send_path_set_add(set, to, to_len);
+                if (r < 0)
+                        return r;
         }
         if (!find(&set->dirs, from, from_len))
                 return 0;

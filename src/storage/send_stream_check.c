@@ -82,7 +82,7 @@ struct send_stream_check {
         enum phase phase;
         uint32_t version;
         uint8_t *buf; /* the command being assembled */
-        size_t have, need;
+        size_t have, need, cap;
         uint64_t commands;
         uint8_t parent_uuids[2][16];
         size_t n_parent_uuids;
@@ -105,12 +105,35 @@ static void crc32c_init(void)
         }
 }
 
-/* btrfs send's crc32c: seed 0, no final inversion. */
-static uint32_t crc32c(uint32_t crc, const uint8_t *p, size_t n)
+static uint32_t crc32c_bytes(uint32_t crc, const uint8_t *p, size_t n)
 {
         while (n--)
                 crc = crc32c_table[(crc ^ *p++) & 0xff] ^ (crc >> 8);
         return crc;
+}
+
+#if defined(__x86_64__)
+/* The SSE 4.2 crc32 instruction is this very CRC (Castagnoli, reflected, no inversion). */
+__attribute__((target("sse4.2"))) static uint32_t crc32c_sse42(uint32_t crc, const uint8_t *p, size_t n)
+{
+        uint64_t c = crc;
+        for (; n >= 8; p += 8, n -= 8) {
+                uint64_t v;
+                memcpy(&v, p, 8);
+                c = __builtin_ia32_crc32di(c, v);
+        }
+        return crc32c_bytes((uint32_t)c, p, n);
+}
+#endif
+
+/* btrfs send's crc32c: seed 0, no final inversion. */
+static uint32_t crc32c(uint32_t crc, const uint8_t *p, size_t n)
+{
+#if defined(__x86_64__)
+        if (__builtin_cpu_supports("sse4.2"))
+                return crc32c_sse42(crc, p, n);
+#endif
+        return crc32c_bytes(crc, p, n);
 }
 
 static uint16_t le16(const uint8_t *p) { return (uint16_t)(p[0] | p[1] << 8); }
@@ -135,8 +158,8 @@ int send_stream_check_new(const uint8_t (*parent_uuids)[16], size_t n_parent_uui
         if (!crc32c_table[1])
                 crc32c_init(); /* idempotent: racing threads write the same values */
         struct send_stream_check *c = calloc(1, sizeof(*c));
-        if (!c || !(c->buf = malloc(SEND_STREAM_CHECK_MAX_CMD + CMD_HEADER_SIZE)) ||
-            send_path_set_new(&c->symlinks) < 0) {
+        if (!c || !(c->buf = malloc(c->cap = 4096)) ||
+            send_path_set_new(SEND_STREAM_CHECK_MAX_SYMLINK_BYTES, &c->symlinks) < 0) {
                 send_stream_check_free(c);
                 return -ENOMEM;
         }
@@ -180,10 +203,7 @@ static bool path_ok(const struct attr *a)
 /* Goes through a symlink of this stream: one of its proper prefixes is one. */
 static bool through_symlink(const struct send_stream_check *c, const struct attr *a)
 {
-        for (uint32_t i = 1; i < a->len; i++)
-                if (a->data[i] == '/' && send_path_set_contains(c->symlinks, (const char *)a->data, i))
-                        return true;
-        return false;
+        return send_path_set_has_prefix(c->symlinks, (const char *)a->data, a->len);
 }
 
 /* A bounded, printable copy of stream bytes for messages (they end up in JSON). */
@@ -336,6 +356,8 @@ static int track_symlinks(struct send_stream_check *c, unsigned cmd, const struc
         default:
                 break;
         }
+        if (r == -E2BIG)
+                return refuse(c, "more than %u bytes of symlink paths", SEND_STREAM_CHECK_MAX_SYMLINK_BYTES);
         return r < 0 ? refuse(c, "out of memory tracking symlinks") : 0;
 }
 
@@ -420,6 +442,14 @@ int send_stream_check_feed(struct send_stream_check *c, const void *data, size_t
                         if (clen > SEND_STREAM_CHECK_MAX_CMD)
                                 return refuse(c, "a command of %u bytes (at most %u)", clen, SEND_STREAM_CHECK_MAX_CMD);
                         c->need += clen;
+                        if (c->need > c->cap) {
+                                uint8_t *grown = realloc(c->buf, c->need);
+                                if (!grown) {
+                                        refuse(c, "out of memory");
+                                        return -ENOMEM;
+                                }
+                                c->buf = grown, c->cap = c->need;
+                        }
                         if (clen > 0)
                                 continue;
                 }

@@ -23,6 +23,7 @@
 
 #define SEND_STREAM_CHECK_MAX_CMD (256u * 1024u)
 #define SEND_STREAM_CHECK_MAX_SYMLINKS (1u << 20)
+#define SEND_STREAM_CHECK_MAX_SYMLINK_BYTES (64u << 20) /* their paths and the directories above */
 
 struct send_stream_check;
 

@@ -1,4 +1,5 @@
 /* Unit tests of the path set that follows a stream's symlinks through renames. */
+#include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -15,7 +16,7 @@
 static void test_add_remove_move(void **state)
 {
         struct send_path_set *set;
-        assert_int_equal(send_path_set_new(&set), 0);
+        assert_int_equal(send_path_set_new(1 << 20, &set), 0);
         assert_int_equal(send_path_set_add(set, "a/b/l", 5), 0);
         assert_int_equal(send_path_set_add(set, "a/c", 3), 0);
         assert_int_equal(send_path_set_add(set, "ab", 2), 0);
@@ -42,7 +43,7 @@ static void test_many(void **state)
 {
         struct send_path_set *set;
         char p[64];
-        assert_int_equal(send_path_set_new(&set), 0);
+        assert_int_equal(send_path_set_new(1 << 20, &set), 0);
         for (int i = 0; i < 20000; i++) {
                 int n = snprintf(p, sizeof(p), "d%d/l%d", i % 7, i);
                 assert_int_equal(send_path_set_add(set, p, (size_t)n), 0);
@@ -63,11 +64,30 @@ static void test_many(void **state)
         send_path_set_free(NULL);
 }
 
+static void test_bounded(void **state)
+{
+        struct send_path_set *set;
+        char p[300];
+        memset(p, 'a', sizeof(p));
+        assert_int_equal(send_path_set_new(1000, &set), 0);
+        assert_int_equal(send_path_set_add(set, p, 300), 0);
+        assert_int_equal(send_path_set_add(set, p + 1, 299), 0);
+        assert_int_equal(send_path_set_add(set, p + 2, 298), 0);
+        assert_int_equal(send_path_set_add(set, p + 3, 297), -E2BIG);
+        assert_true(send_path_set_bytes(set) <= 1000);
+        /* A rename that would grow past the bound is refused too. */
+        send_path_set_remove(set, p + 2, 298);
+        assert_int_equal(send_path_set_add(set, "d/x", 3), 0);
+        assert_int_equal(send_path_set_move(set, "d", 1, p, 290), -E2BIG);
+        send_path_set_free(set);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_add_remove_move),
                 cmocka_unit_test(test_many),
+                cmocka_unit_test(test_bounded),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
