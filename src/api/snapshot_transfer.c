@@ -143,8 +143,7 @@ static void receive_free(struct receive *rc)
 {
         receive_stop(rc, true, NULL);
         if (rc->staging[0])
-                btrfs_pool_subvolume_delete(rc->staging); /* whatever receive made in it goes too */
-        unlink(rc->log_path);
+                btrfs_pool_subvolume_delete(rc->staging); /* its log and whatever receive made go too */
         send_stream_check_free(rc->check);
         free(rc);
 }
@@ -202,13 +201,15 @@ static int import_begin(struct api_request *req, void **ret_state, struct space_
         snprintf(rc->parent, sizeof(rc->parent), "%s", parent ? parent : "");
         char tag[32], name[48];
         random_id("", 6, tag, sizeof(tag));
-        snprintf(rc->log_path, sizeof(rc->log_path), "%s/logs/import-%s.log", req->ctx->cfg.state_dir, tag);
         snprintf(name, sizeof(name), "import-%s", tag);
         char staging[PATH_MAX];
         int r = send_stream_check_new((const uint8_t (*)[16])uuids, n_uuids, &rc->check);
         if (r == 0 && (r = btrfs_pool_staging_path(&req->ctx->pool, name, staging, sizeof(staging))) == 0 &&
-            (r = btrfs_pool_subvolume_create(staging)) == 0)
+            (r = btrfs_pool_subvolume_create(staging)) == 0) {
                 snprintf(rc->staging, sizeof(rc->staging), "%s", staging); /* from here on, removed at the end */
+                /* receive's log lives in the staging subvolume: it goes with it, also after a crash */
+                snprintf(rc->log_path, sizeof(rc->log_path), "%s/receive.log", staging);
+        }
         struct import_confine spec = { .pool_root = req->ctx->pool.root, .staging_dir = rc->staging,
                                        .parent_id = parent, .log_path = rc->log_path };
         if (r == 0 && (r = import_confine_spawn(&spec, &rc->fd, &rc->pid)) == 0)
@@ -278,7 +279,8 @@ static int import_write(void *state, const char *data, size_t len)
         return 0;
 }
 
-/* The last line btrfs receive wrote, or its error line, for messages. */
+/* The last line btrfs receive wrote, or its error line, for messages (printable ASCII only:
+ * it quotes paths from the stream, and ends up in JSON). */
 static void read_receive_log(const char *path, char *last, size_t last_size)
 {
         char line[512];
@@ -286,6 +288,9 @@ static void read_receive_log(const char *path, char *last, size_t last_size)
         _cleanup_fclose_ FILE *f = fopen(path, "re");
         while (f && fgets(line, sizeof(line), f)) {
                 line[strcspn(line, "\n")] = '\0';
+                for (char *c = line; *c; c++)
+                        if ((unsigned char)*c < 0x20 || (unsigned char)*c >= 0x7f)
+                                *c = '?';
                 /* stdout is flushed at exit, after stderr: keep the error line, not the last one. */
                 if (strncmp(line, "ERROR", 5) == 0 || (line[0] && strncmp(last, "ERROR", 5) != 0))
                         snprintf(last, last_size, "%s", line);

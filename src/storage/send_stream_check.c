@@ -227,7 +227,7 @@ static bool is_symlink(const struct send_stream_check *c, const struct attr *a)
 
 static bool snapshot_name_ok(const struct attr *a)
 {
-        if (a->len <= 5 || a->len > 40 || memcmp(a->data, "snap-", 5) != 0)
+        if (a->len <= 5 || a->len > 31 || memcmp(a->data, "snap-", 5) != 0) /* ids fit struct snapshot */
                 return false;
         for (uint32_t i = 5; i < a->len; i++) {
                 uint8_t ch = a->data[i];

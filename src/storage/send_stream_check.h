@@ -1,7 +1,8 @@
 /* send_stream_check: a streaming validator of btrfs send streams (format v1 and v2), fed
  * the bytes of an upload before they reach btrfs receive. It refuses every stream that could
  * make receive touch anything outside the one new subvolume it creates:
- *   - the first command is SUBVOL or SNAPSHOT named like a space snapshot id (snap-…), and
+ *   - the first command is SUBVOL or SNAPSHOT named like a space snapshot id (snap-[a-z0-9]+,
+ *     at most 31 bytes), and
  *     there is exactly one; nothing may follow END;
  *   - every path is relative: no empty, ".", ".." or absolute components, no NUL;
  *   - no path goes through a symlink this stream made (tracked across RENAME and LINK), and

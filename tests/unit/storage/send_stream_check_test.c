@@ -191,6 +191,10 @@ static void test_legitimate_v1(void **state)
         char name[64];
         assert_int_equal(verdict(&B, 7, 0, name, sizeof(name)), 0);
         assert_string_equal(name, "snap-0123abcd");
+        start(&B, 1);
+        subvol(&B, "snap-0123456789abcdef0123456789"); /* 31 bytes: the longest id */
+        end(&B);
+        expect(&B, 0, 0);
 }
 
 static void test_legitimate_v2_and_incremental(void **state)
@@ -321,7 +325,8 @@ static void test_framing(void **state)
         start(&B, 1);
         path_cmd(&B, MKDIR, "a"), end(&B);
         expect(&B, 0, -EINVAL);
-        const char *names[] = { "sandboxes", "snap-", "snap-A", "snap-a/b", "../snap-a", "snap-a\n" };
+        const char *names[] = { "sandboxes", "snap-", "snap-A", "snap-a/b", "../snap-a", "snap-a\n",
+                                "snap-0123456789abcdef0123456789a" /* 32 bytes: longer than any id */ };
         for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
                 start(&B, 1);
                 subvol(&B, names[i]), end(&B);
