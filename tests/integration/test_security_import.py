@@ -404,7 +404,13 @@ class PoolMount(SpacedTestCase):
     def test_setuid_file_from_a_sandbox_gives_no_root(self):
         sp = self.spaced
         sid = self.new_sandbox()
-        sp.sh(sid, "cp /bin/busybox /root/id && chmod 4755 /root/id")
+        # The host's id(1), written and made setuid by the sandbox's root (busybox would drop
+        # its setuid privileges by itself and prove nothing).
+        import base64
+        with open("/usr/bin/id", "rb") as f:
+            b64 = base64.b64encode(f.read()).decode()
+        r = sp.sh(sid, "base64 -d > /root/id && chmod 4755 /root/id", stdin=b64)
+        self.assertEqual(r["exit_code"], 0, r)
         path = os.path.join(sp.subvolume(sid), "root", "id")
         st = os.stat(path)
         self.assertEqual(st.st_uid, 0, "the sandbox's root is not host root on disk: this test proves nothing")
@@ -417,6 +423,32 @@ class PoolMount(SpacedTestCase):
             os.close(fd)
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertEqual(r.stdout.strip(), "65534", "a setuid-root file of a sandbox ran as root on the host")
+
+
+    def test_setuid_root_file_carried_in_by_an_import_gives_no_root(self):
+        sp = self.spaced
+        with open("/usr/bin/id", "rb") as f:
+            binary = f.read()
+        name = snapshot_name()
+        writes = [cmd("WRITE", tlv("PATH", "id"), tlv("FILE_OFFSET", off), tlv("DATA", binary[off:off + 49152]))
+                  for off in range(0, len(binary), 49152)]
+        data = stream(subvol(name), cmd("MKFILE", tlv("PATH", "id"), tlv("INO", 257)), *writes,
+                      cmd("CHOWN", tlv("PATH", "id"), tlv("UID", 0), tlv("GID", 0)),
+                      cmd("CHMOD", tlv("PATH", "id"), tlv("MODE", 0o4755)), end())
+        st, snap = sp.request("POST", "/v1/snapshots/import", raw=data, headers={"Content-Type": "application/octet-stream"})
+        self.assertEqual(st, 201, snap)
+        self.addCleanup(sp.request, "DELETE", "/v1/snapshots/" + name)
+        path = os.path.join(sp.state_dir, "pool", "snapshots", name, "id")
+        st = os.stat(path)
+        self.assertEqual((st.st_uid, st.st_mode & 0o7777), (0, 0o4755), "the import did not carry a setuid-root file")
+        fd = os.open(path, os.O_PATH)
+        try:
+            r = subprocess.run(["id", "-u"], executable="/proc/self/fd/%d" % fd, pass_fds=(fd,), user=65534, group=65534,
+                               capture_output=True, text=True, timeout=30)
+        finally:
+            os.close(fd)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(r.stdout.strip(), "65534", "an imported setuid-root file ran as root on the host")
 
 
 class PoolRemount(FreshSpacedTestCase):
