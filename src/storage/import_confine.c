@@ -8,6 +8,9 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <linux/capability.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+#include <seccomp.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -15,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
@@ -46,8 +50,59 @@ struct plan {
         char strings[STRINGS_SIZE];
         size_t used;
         char exe[PATH_MAX];
+        struct sock_filter filter[1024];
+        unsigned short filter_len;
         bool overflow;
 };
+
+/* Calls receive never makes: refused, so that a stream that took over receive still could
+ * not unmount its covers, leave its namespace, or reach the kernel's wider surfaces. */
+static const char *const denied_calls[] = {
+        "mount", "umount2", "pivot_root", "move_mount", "open_tree", "fsopen", "fsmount", "fsconfig", "fspick",
+        "mount_setattr", "unshare", "setns", "ptrace", "process_vm_readv", "process_vm_writev", "kexec_load",
+        "kexec_file_load", "init_module", "finit_module", "delete_module", "bpf", "perf_event_open", "keyctl",
+        "add_key", "request_key", "open_by_handle_at", "name_to_handle_at", "reboot", "swapon", "swapoff", "iopl",
+        "ioperm", "userfaultfd", "io_uring_setup", "io_uring_enter", "io_uring_register",
+};
+
+static void seccomp_releasep(scmp_filter_ctx *ctx)
+{
+        if (*ctx)
+                seccomp_release(*ctx);
+}
+
+/* Built here, loaded by the child with one prctl (libseccomp allocates). */
+static int filter_build(struct plan *p)
+{
+        _cleanup_(seccomp_releasep) scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_ALLOW);
+        if (!ctx)
+                return -ENOMEM;
+        int r = 0;
+#if defined(__x86_64__)
+        if ((r = seccomp_arch_add(ctx, SCMP_ARCH_X86)) < 0 && r != -EEXIST)
+                return r;
+        if ((r = seccomp_arch_add(ctx, SCMP_ARCH_X32)) < 0 && r != -EEXIST)
+                return r;
+#endif
+        for (size_t i = 0; i < ARRAY_SIZE(denied_calls); i++) {
+                int nr = seccomp_syscall_resolve_name(denied_calls[i]);
+                if (nr == __NR_SCMP_ERROR)
+                        continue;
+                r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), nr, 0);
+                if (r < 0 && r != -EDOM) /* -EDOM: not on one of the ABIs */
+                        return r;
+        }
+        _cleanup_close_ int fd = memfd_create("import-seccomp", MFD_CLOEXEC);
+        if (fd < 0)
+                return -errno;
+        if ((r = seccomp_export_bpf(ctx, fd)) < 0)
+                return r;
+        ssize_t n = pread(fd, p->filter, sizeof(p->filter), 0);
+        if (n <= 0 || n % (ssize_t)sizeof(struct sock_filter) != 0 || (size_t)n == sizeof(p->filter))
+                return -E2BIG;
+        p->filter_len = (unsigned short)(n / (ssize_t)sizeof(struct sock_filter));
+        return 0;
+}
 
 /* What receive needs to run as root in its box; the bounding set loses everything else. */
 static const int kept_caps[] = { CAP_CHOWN,  CAP_DAC_OVERRIDE, CAP_DAC_READ_SEARCH, CAP_FOWNER,         CAP_FSETID,
@@ -104,7 +159,7 @@ static int plan_build(const struct import_confine *spec, struct plan *p)
         if (mkdir(root, 0700) < 0 || mkdir(recv, 0700) < 0)
                 return -errno;
         int r = find_exe("btrfs", p->exe, sizeof(p->exe));
-        if (r < 0)
+        if (r < 0 || (r = filter_build(p)) < 0)
                 return r;
 
         add(p, S_TMPFS, "mode=0755,size=64k", root, MS_NOSUID | MS_NODEV | MS_NOEXEC);
@@ -258,6 +313,9 @@ static __attribute__((noreturn)) void child_run(const struct plan *p, int in_fd,
         child_bounding_set();
         if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
                 child_fail("no_new_privs", errno);
+        struct sock_fprog prog = { .len = p->filter_len, .filter = (struct sock_filter *)p->filter };
+        if (prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog, 0, 0) < 0)
+                child_fail("seccomp", errno);
         syscall(SYS_close_range, 3, ~0u, 0);
         char *argv[] = { "btrfs", "receive", "-e", "--chroot", "-m", "/pool", "/pool/staging", NULL };
         char *envp[] = { "PATH=/usr/sbin:/usr/bin:/sbin:/bin", "LC_ALL=C", NULL };

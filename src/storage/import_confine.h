@@ -13,8 +13,9 @@
  *     its path relative to the mount root: snapshots/<id>);
  *   /pool/staging: the import's receive directory, the only writable mount.
  * receive runs with --chroot into /pool/staging, -e (stop at END), with a bounding set
- * reduced to the capabilities it needs and no_new_privs. Every mount is nosuid,nodev and,
- * but /usr, noexec. Low level: -errno. */
+ * reduced to the capabilities it needs, no_new_privs, and a seccomp filter refusing the
+ * mount family, unshare/setns, ptrace, module/kexec/bpf/keyring/io_uring calls. Every mount
+ * is nosuid,nodev and, but /usr, noexec. Low level: -errno. */
 #pragma once
 
 #include <sys/types.h>

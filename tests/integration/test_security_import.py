@@ -100,6 +100,14 @@ def parse_first_command(data):
     return attrs
 
 
+def read_file(path):
+    try:
+        with open(path, "rb") as f:
+            return f.read()
+    except OSError:
+        return b""
+
+
 def snapshot_name():
     return "snap-" + os.urandom(8).hex()
 
@@ -468,18 +476,52 @@ class PoolRemount(FreshSpacedTestCase):
 
 class ImportCrash(FreshSpacedTestCase):
 
+    def start_import(self, name, extra=1000):
+        """Sends the start of an import and leaves it open; returns the socket."""
+        sp = self.spaced
+        head = stream(subvol(name), *[c for i in range(20) for c in new_file("f%d" % i, 300 + i, os.urandom(20000))])
+        s = socket.create_connection(("127.0.0.1", sp.port), timeout=30)
+        s.sendall(("POST /v1/snapshots/import HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\n"
+                   "Content-Type: application/octet-stream\r\nContent-Length: %d\r\n\r\n" % (sp.key, len(head) + extra)).encode())
+        s.sendall(head)
+        staging = os.path.join(sp.state_dir, "pool", "staging")
+        wait_for(lambda: any(os.path.exists(os.path.join(staging, d, "recv", name, "f19")) for d in os.listdir(staging)),
+                 what="receive to apply the stream so far")
+        return s
+
+    def test_receive_runs_confined(self):
+        """The receive process itself: its own mount namespace, rooted in the import's recv
+        directory, no_new_privs, a seccomp filter, a cut bounding set."""
+        sp = self.spaced
+        name = snapshot_name()
+        s = self.start_import(name)
+        try:
+            pids = [int(d) for d in os.listdir("/proc") if d.isdigit() and read_file("/proc/%s/cmdline" % d).startswith(b"btrfs\0receive")]
+            mine = [pid for pid in pids if os.path.exists("/proc/%d/root/%s/f19" % (pid, name))]
+            self.assertEqual(len(mine), 1, "no receive process of this import found: %r" % pids)
+            pid = mine[0]
+            self.assertNotEqual(os.readlink("/proc/%d/ns/mnt" % pid), os.readlink("/proc/self/ns/mnt"))
+            self.assertEqual(os.listdir("/proc/%d/root" % pid), [name], "receive's root is not its recv directory")
+            status = dict(line.split(":", 1) for line in read_file("/proc/%d/status" % pid).decode().splitlines() if ":" in line)
+            self.assertEqual(status["NoNewPrivs"].strip(), "1")
+            self.assertEqual(status["Seccomp"].strip(), "2")
+            bnd = int(status["CapBnd"], 16)
+            for cap in (16, 17, 19, 22, 25):  # SYS_MODULE, SYS_RAWIO, SYS_PTRACE, SYS_BOOT, SYS_TIME
+                self.assertFalse(bnd & (1 << cap), "capability %d left in receive's bounding set" % cap)
+            self.assertTrue(bnd & (1 << 21), "receive needs CAP_SYS_ADMIN for its ioctls")
+            # Its mounts: the writable ones are its staging only.
+            rw = [line.split()[4] for line in read_file("/proc/%d/mountinfo" % pid).decode().splitlines()
+                  if "rw" in line.split()[5].split(",")]
+            self.assertEqual(rw, ["/"], "writable mounts seen by receive (from its chroot): %r" % rw)
+        finally:
+            s.close()
+        wait_for(lambda: os.listdir(os.path.join(sp.state_dir, "pool", "staging")) == [], what="the import to be undone")
+
     def test_kill9_mid_import_leaves_only_swept_debris(self):
         sp = self.spaced
         staging = os.path.join(sp.state_dir, "pool", "staging")
         name = snapshot_name()
-        head = stream(subvol(name), *[c for i in range(20) for c in new_file("f%d" % i, 300 + i, os.urandom(20000))])
-        s = socket.create_connection(("127.0.0.1", sp.port), timeout=30)
-        s.sendall(("POST /v1/snapshots/import HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\n"
-                   "Content-Type: application/octet-stream\r\nContent-Length: %d\r\n\r\n" % (sp.key, len(head) + 1000)).encode())
-        s.sendall(head)
-        wait_for(lambda: os.listdir(staging), what="the import's staging directory")
-        wait_for(lambda: any(os.path.exists(os.path.join(staging, d, "recv", name, "f19")) for d in os.listdir(staging)),
-                 what="receive to apply the stream so far")
+        s = self.start_import(name)
         sp.kill9()
         s.close()
         sp.start()
