@@ -1,7 +1,11 @@
 /* Moving snapshots between hosts: GET /v1/snapshots/{id}/export streams a btrfs send stream
  * (incremental against the snapshot's parent when that is here, so only what changed
- * travels); POST /v1/snapshots/import feeds the request body to btrfs receive as it arrives.
- * The stream carries the snapshot's id (its subvolume's name). */
+ * travels); POST /v1/snapshots/import checks the request body command by command
+ * (send_stream_check) and feeds what passed to btrfs receive, confined to a staging
+ * directory of its own (import_confine); the received subvolume is moved into snapshots/
+ * only when the whole stream passed and receive succeeded. The stream carries the
+ * snapshot's id (its subvolume's name). */
+#include <btrfsutil.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -20,6 +24,8 @@
 #include "spaced/log.h"
 #include "spaced/spaced_context.h"
 #include "spaced/wallclock.h"
+#include "storage/import_confine.h"
+#include "storage/send_stream_check.h"
 
 struct send_stream {
         int fd;
@@ -111,12 +117,51 @@ void route_snapshot_export(struct api_request *req, struct api_response *resp)
 
 struct receive {
         struct spaced_context *ctx;
+        struct send_stream_check *check;
         int fd;
         pid_t pid;
-        bool write_failed;
-        char log_path[PATH_MAX];
+        bool reaped, write_failed, first_checked;
+        struct space_error refusal; /* why the stream was refused before its end */
+        char staging[PATH_MAX], log_path[PATH_MAX];
         char sandbox_id[32], label[128], parent[32];
 };
+
+static void receive_stop(struct receive *rc, bool kill_first, int *ret_status)
+{
+        if (rc->fd >= 0)
+                close(rc->fd);
+        rc->fd = -1;
+        int status = -1;
+        if (!rc->reaped)
+                status = host_command_wait(rc->pid, kill_first);
+        rc->reaped = true;
+        if (ret_status)
+                *ret_status = status;
+}
+
+static void receive_free(struct receive *rc)
+{
+        receive_stop(rc, true, NULL);
+        if (rc->staging[0])
+                btrfs_pool_subvolume_delete(rc->staging); /* its log and whatever receive made go too */
+        send_stream_check_free(rc->check);
+        free(rc);
+}
+
+/* The UUIDs receive may know the parent by: its own and, for an imported one, the one it
+ * was received as. */
+static size_t parent_uuids(const char *path, uint8_t (*uuids)[16])
+{
+        struct btrfs_util_subvolume_info info;
+        static const uint8_t zero[16];
+        size_t n = 0;
+        if (btrfs_util_subvolume_info(path, 0, &info) != BTRFS_UTIL_OK)
+                return 0;
+        memcpy(uuids[n++], info.uuid, 16);
+        if (memcmp(info.received_uuid, zero, 16) != 0)
+                memcpy(uuids[n++], info.received_uuid, 16);
+        return n;
+}
 
 static int import_begin(struct api_request *req, void **ret_state, struct space_error *err)
 {
@@ -128,30 +173,98 @@ static int import_begin(struct api_request *req, void **ret_state, struct space_
         if ((sandbox_id && !api_json_name_ok(sandbox_id)) || (parent && !api_json_name_ok(parent)) || !label_ok)
                 return space_error_set(err, SPACE_E_INVALID_REQUEST,
                                        "sandbox_id and parent_snapshot_id must be ids; label at most 127 bytes of UTF-8");
+        char parent_path[PATH_MAX];
+        struct snapshot p = { 0 };
+        if (parent && (!usable_parent(req->ctx, parent, parent_path, sizeof(parent_path)) ||
+                       STORE(req->ctx, snapshot_get, parent, &p) < 0))
+                return space_error_set(err, SPACE_E_INVALID_REQUEST, "parent_snapshot_id %s is not a ready snapshot on this host",
+                                       parent);
+        /* An import joins a sandbox's lineage only as an increment on a snapshot of that
+         * sandbox: receive can see no other parent, and the check holds the stream to it. */
+        if (sandbox_id && (!parent || strcmp(p.sandbox_id, sandbox_id) != 0))
+                return space_error_set(err, SPACE_E_FORBIDDEN,
+                                       "sandbox_id %s: an imported snapshot belongs to a sandbox only when it is an incremental "
+                                       "stream against one of that sandbox's snapshots (parent_snapshot_id)", sandbox_id);
+        uint8_t uuids[2][16];
+        size_t n_uuids = parent ? parent_uuids(parent_path, uuids) : 0;
+        if (parent && n_uuids == 0)
+                return space_error_set(err, SPACE_E_INTERNAL, "cannot read the subvolume of %s", parent);
+
         struct receive *rc = calloc(1, sizeof(*rc));
         if (!rc)
                 return space_error_set(err, SPACE_E_INTERNAL, "out of memory");
         rc->ctx = req->ctx;
+        rc->fd = -1;
+        rc->reaped = true;
         snprintf(rc->sandbox_id, sizeof(rc->sandbox_id), "%s", sandbox_id ? sandbox_id : "");
         snprintf(rc->label, sizeof(rc->label), "%s", label ? label : "imported");
         snprintf(rc->parent, sizeof(rc->parent), "%s", parent ? parent : "");
-        char tag[32], dir[PATH_MAX];
+        char tag[32], name[48];
         random_id("", 6, tag, sizeof(tag));
-        snprintf(rc->log_path, sizeof(rc->log_path), "%s/logs/import-%s.log", req->ctx->cfg.state_dir, tag);
-        snprintf(dir, sizeof(dir), "%s/snapshots", req->ctx->pool.root);
-        char *argv[] = { "btrfs", "receive", "-e", dir, NULL };
-        int r = host_command_spawn_piped(argv, false, rc->log_path, &rc->fd, &rc->pid);
+        snprintf(name, sizeof(name), "import-%s", tag);
+        char staging[PATH_MAX];
+        int r = send_stream_check_new((const uint8_t (*)[16])uuids, n_uuids, &rc->check);
+        if (r == 0 && (r = btrfs_pool_staging_path(&req->ctx->pool, name, staging, sizeof(staging))) == 0 &&
+            (r = btrfs_pool_subvolume_create(staging)) == 0) {
+                snprintf(rc->staging, sizeof(rc->staging), "%s", staging); /* from here on, removed at the end */
+                /* receive's log lives in the staging subvolume: it goes with it, also after a crash */
+                snprintf(rc->log_path, sizeof(rc->log_path), "%s/receive.log", staging);
+        }
+        struct import_confine spec = { .pool_root = req->ctx->pool.root, .staging_dir = rc->staging,
+                                       .parent_id = parent, .log_path = rc->log_path };
+        if (r == 0 && (r = import_confine_spawn(&spec, &rc->fd, &rc->pid)) == 0)
+                rc->reaped = false;
         if (r < 0) {
-                free(rc);
+                receive_free(rc);
                 return space_error_errno(err, r, "start btrfs receive");
         }
         *ret_state = rc;
         return 0;
 }
 
+static bool snapshot_here(struct receive *rc, const char *id)
+{
+        struct snapshot existing;
+        char path[PATH_MAX];
+        return STORE(rc->ctx, snapshot_get, id, &existing) == 0 ||
+               (btrfs_pool_snapshot_path(&rc->ctx->pool, id, path, sizeof(path)) == 0 && access(path, F_OK) == 0);
+}
+
+/* Once the stream's first command is known: what it makes must be new, and an import that
+ * names a sandbox must be an increment. */
+static int check_first(struct receive *rc)
+{
+        const char *name = send_stream_check_subvolume(rc->check);
+        if (rc->first_checked || !name[0])
+                return 0;
+        rc->first_checked = true;
+        if (snapshot_here(rc, name))
+                return space_error_set(&rc->refusal, SPACE_E_ALREADY_EXISTS, "snapshot %s is already here", name);
+        if (rc->sandbox_id[0] && !send_stream_check_incremental(rc->check))
+                return space_error_set(&rc->refusal, SPACE_E_FORBIDDEN,
+                                       "sandbox_id %s: a full stream does not come from that sandbox's lineage", rc->sandbox_id);
+        return 0;
+}
+
 static int import_write(void *state, const char *data, size_t len)
 {
         struct receive *rc = state;
+        if (rc->refusal.code)
+                return -1;
+        if (send_stream_check_feed(rc->check, data, len) < 0) {
+                const char *name = send_stream_check_subvolume(rc->check);
+                if (name[0] && !rc->first_checked && snapshot_here(rc, name))
+                        space_error_set(&rc->refusal, SPACE_E_ALREADY_EXISTS, "snapshot %s is already here", name);
+                else
+                        space_error_set(&rc->refusal, SPACE_E_INVALID_REQUEST, "refused send stream: %s",
+                                        send_stream_check_error(rc->check));
+        } else {
+                check_first(rc);
+        }
+        if (rc->refusal.code) {
+                receive_stop(rc, true, NULL); /* receive has applied only commands that passed */
+                return -1;
+        }
         while (len > 0) {
                 ssize_t n = write(rc->fd, data, len);
                 if (n < 0 && errno == EINTR)
@@ -166,89 +279,103 @@ static int import_write(void *state, const char *data, size_t len)
         return 0;
 }
 
-/* The subvolume btrfs receive made ("At subvol NAME" / "At snapshot NAME"), and the last
- * line it wrote, for error messages. */
-static void read_receive_log(const char *path, char *name, size_t name_size, char *last, size_t last_size)
+/* The last line btrfs receive wrote, or its error line, for messages (printable ASCII only:
+ * it quotes paths from the stream, and ends up in JSON). */
+static void read_receive_log(const char *path, char *last, size_t last_size)
 {
         char line[512];
-        name[0] = last[0] = '\0';
+        last[0] = '\0';
         _cleanup_fclose_ FILE *f = fopen(path, "re");
         while (f && fgets(line, sizeof(line), f)) {
                 line[strcspn(line, "\n")] = '\0';
-                if (strncmp(line, "At subvol ", 10) == 0)
-                        snprintf(name, name_size, "%s", line + 10);
-                else if (strncmp(line, "At snapshot ", 12) == 0)
-                        snprintf(name, name_size, "%s", line + 12);
+                for (char *c = line; *c; c++)
+                        if ((unsigned char)*c < 0x20 || (unsigned char)*c >= 0x7f)
+                                *c = '?';
                 /* stdout is flushed at exit, after stderr: keep the error line, not the last one. */
                 if (strncmp(line, "ERROR", 5) == 0 || (line[0] && strncmp(last, "ERROR", 5) != 0))
                         snprintf(last, last_size, "%s", line);
         }
 }
 
-static void drop_received(struct receive *rc, const char *name)
+/* Moves the received subvolume from staging into snapshots/ (never over anything). */
+static int publish(struct receive *rc, const char *name, struct space_error *err)
 {
-        char path[PATH_MAX];
-        if (name[0] && strchr(name, '/') == NULL && btrfs_pool_snapshot_path(&rc->ctx->pool, name, path, sizeof(path)) == 0) {
-                struct snapshot existing;
-                if (STORE(rc->ctx, snapshot_get, name, &existing) == -ENOENT)
-                        btrfs_pool_subvolume_delete(path);
+        char from[PATH_MAX], to[PATH_MAX];
+        struct btrfs_util_subvolume_info info;
+        bool ro = false;
+        if (snprintf(from, sizeof(from), "%s/recv/%s", rc->staging, name) >= (int)sizeof(from) ||
+            btrfs_pool_snapshot_path(&rc->ctx->pool, name, to, sizeof(to)) < 0)
+                return space_error_set(err, SPACE_E_INVALID_REQUEST, "bad snapshot name");
+        if (btrfs_util_subvolume_info(from, 0, &info) != BTRFS_UTIL_OK || btrfs_util_get_subvolume_read_only(from, &ro) != BTRFS_UTIL_OK ||
+            !ro)
+                return space_error_set(err, SPACE_E_INVALID_REQUEST, "btrfs receive did not finish subvolume %s", name);
+        /* A read-only subvolume cannot move (its root's ctime would change): writable for the
+         * move, read-only again at once. Its received UUID stays, for increments on top of it. */
+        int r = btrfs_pool_set_read_only(from, false);
+        if (r < 0)
+                return space_error_errno(err, r, "make %s writable to move it", name);
+        if (renameat2(AT_FDCWD, from, AT_FDCWD, to, RENAME_NOREPLACE) < 0)
+                return errno == EEXIST ? space_error_set(err, SPACE_E_ALREADY_EXISTS, "snapshot %s is already here", name)
+                                       : space_error_errno(err, -errno, "move %s into snapshots", name);
+        r = btrfs_pool_set_read_only(to, true);
+        if (r < 0) {
+                btrfs_pool_subvolume_delete(to);
+                return space_error_errno(err, r, "make %s read-only", name);
         }
+        return 0;
 }
 
 static void import_finish(void *state, struct api_request *req, struct api_response *resp)
 {
         struct receive *rc = state;
-        struct space_error err = { 0 };
-        char name[256], last[512];
-        close(rc->fd);
-        int status = host_command_wait(rc->pid, rc->write_failed);
-        read_receive_log(rc->log_path, name, sizeof(name), last, sizeof(last));
+        struct space_error err = rc->refusal;
+        char last[512];
+        const char *name = send_stream_check_subvolume(rc->check);
+        if (!err.code && !rc->write_failed && send_stream_check_finish(rc->check) < 0)
+                space_error_set(&err, SPACE_E_INVALID_REQUEST, "refused send stream: %s", send_stream_check_error(rc->check));
+        int status = -1;
+        receive_stop(rc, err.code != 0 || rc->write_failed, &status);
+        read_receive_log(rc->log_path, last, sizeof(last));
         struct snapshot snap = { 0 };
-        if (status != 0) {
-                drop_received(rc, name);
-                if (strstr(last, "exists"))
-                        space_error_set(&err, SPACE_E_ALREADY_EXISTS, "snapshot %s is already here", name[0] ? name : "in the stream");
+        if (!err.code && status != 0) {
+                if (name[0] && snapshot_here(rc, name))
+                        space_error_set(&err, SPACE_E_ALREADY_EXISTS, "snapshot %s is already here", name);
                 else
                         space_error_set(&err, SPACE_E_INVALID_REQUEST, "not a usable btrfs send stream (btrfs receive: %s)",
                                         last[0] ? last : "failed");
-        } else if (!api_json_name_ok(name) || strncmp(name, "snap-", 5) != 0) {
-                drop_received(rc, name);
-                space_error_set(&err, SPACE_E_INVALID_REQUEST, "the stream holds \"%.64s\", not a space snapshot", name);
-        } else {
+        }
+        if (!err.code && publish(rc, name, &err) == 0) {
                 snprintf(snap.id, sizeof(snap.id), "%s", name);
                 snprintf(snap.sandbox_id, sizeof(snap.sandbox_id), "%s", rc->sandbox_id);
                 snprintf(snap.state, sizeof(snap.state), "ready");
                 snprintf(snap.label, sizeof(snap.label), "%s", rc->label);
                 snprintf(snap.kind, sizeof(snap.kind), "filesystem");
-                snprintf(snap.parent_snapshot_id, sizeof(snap.parent_snapshot_id), "%s", rc->parent);
+                if (send_stream_check_incremental(rc->check))
+                        snprintf(snap.parent_snapshot_id, sizeof(snap.parent_snapshot_id), "%s", rc->parent);
                 snap.bytes_exclusive = -1;
                 snap.created_at_ms = wallclock_now_ms();
                 int r = STORE(rc->ctx, insert_batch, NULL, 0, &snap, 1, NULL);
                 if (r < 0) {
-                        drop_received(rc, name);
+                        char path[PATH_MAX];
+                        if (btrfs_pool_snapshot_path(&rc->ctx->pool, name, path, sizeof(path)) == 0)
+                                btrfs_pool_subvolume_delete(path);
                         space_error_errno(&err, r, "store imported snapshot");
                 }
         }
-        unlink(rc->log_path);
-        if (err.code)
+        (void)req;
+        if (err.code) {
+                log_info("snapshot.import_refused", "code=%s reason=\"%s\"", space_error_code_name(err.code), err.message);
                 api_response_error(resp, &err);
-        else {
+        } else {
                 log_info("snapshot.import", "snapshot=%s", snap.id);
                 api_response_json(resp, 201, api_render_snapshot(&snap));
         }
-        free(rc);
+        receive_free(rc);
 }
 
 static void import_abort(void *state)
 {
-        struct receive *rc = state;
-        char name[256], last[512];
-        close(rc->fd);
-        host_command_wait(rc->pid, true);
-        read_receive_log(rc->log_path, name, sizeof(name), last, sizeof(last));
-        drop_received(rc, name);
-        unlink(rc->log_path);
-        free(rc);
+        receive_free(state);
 }
 
 const struct api_upload_sink snapshot_import_sink = {

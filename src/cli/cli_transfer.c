@@ -36,10 +36,11 @@ static const char import_usage[] =
         "Sends a stream made by 'space snapshot export' to spaced, which adds the snapshot it\n"
         "holds, under the same id. Prints the snapshot's id (with --json, the API's answer).\n"
         "\n"
-        "  --sandbox ID  record ID as the sandbox it was taken of\n"
+        "  --sandbox ID  join sandbox ID (only for an incremental stream whose parent P is\n"
+        "                a snapshot of ID)\n"
         "  --label L     its label (default \"imported\", at most 127 bytes)\n"
-        "  --parent P    record P as its parent snapshot (give the parent an incremental\n"
-        "                export named; such a stream needs P to be on spaced already)\n"
+        "  --parent P    the parent an incremental export named: the stream is applied to\n"
+        "                it, which must be on spaced already\n"
         "  -i FILE       read FILE; default stdin, which must not be a terminal\n";
 
 /* Where an export goes: stdout or a device (written in place), or a regular file, written as

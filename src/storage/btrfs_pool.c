@@ -48,7 +48,9 @@ static int ensure_image_mounted(struct btrfs_pool *p, uint64_t image_bytes, char
                         return r < 0 ? r : -EIO;
                 }
         }
-        char *mount[] = { "mount", "-o", "loop,noatime,user_subvol_rm_allowed", p->image, p->root, NULL };
+        /* nosuid,nodev: setuid-root files and device nodes made in sandboxes (host uid 0 on
+         * disk through the idmap) or carried in by imports are inert on the host. */
+        char *mount[] = { "mount", "-o", "loop,noatime,nosuid,nodev,user_subvol_rm_allowed", p->image, p->root, NULL };
         int r = host_command_run(mount, NULL, out, sizeof(out), 60);
         if (r != 0) {
                 snprintf(reason, reason_size, "mounting %s on %s failed (%d): %s", p->image, p->root, r, out);
@@ -79,6 +81,14 @@ int btrfs_pool_open(const char *state_dir, uint64_t image_bytes, struct btrfs_po
                 }
         } else if (!btrfs_pool_is_btrfs(state_dir)) {
                 snprintf(p.image, sizeof(p.image), "%s/pool.img", state_dir);
+                /* Mounted by an older spaced, perhaps without nosuid,nodev: add them. */
+                char out[1024];
+                char *remount[] = { "mount", "-o", "remount,nosuid,nodev", p.root, NULL };
+                r = host_command_run(remount, NULL, out, sizeof(out), 60);
+                if (r != 0) {
+                        snprintf(reason, reason_size, "remounting %s nosuid,nodev failed (%d): %s", p.root, r, out);
+                        return r < 0 ? r : -EIO;
+                }
         }
         static const char *const dirs[] = { "templates", "sandboxes", "snapshots", "staging", "layers", "builds" };
         for (size_t i = 0; i < ARRAY_SIZE(dirs); i++) {
