@@ -20,6 +20,7 @@
 #include "api/api_render.h"
 #include "api/api_routes.h"
 #include "cleanup.h"
+#include "operations/storage_gate.h"
 #include "spaced/host_command.h"
 #include "spaced/log.h"
 #include "spaced/spaced_context.h"
@@ -173,6 +174,8 @@ static int import_begin(struct api_request *req, void **ret_state, struct space_
         if ((sandbox_id && !api_json_name_ok(sandbox_id)) || (parent && !api_json_name_ok(parent)) || !label_ok)
                 return space_error_set(err, SPACE_E_INVALID_REQUEST,
                                        "sandbox_id and parent_snapshot_id must be ids; label at most 127 bytes of UTF-8");
+        if (storage_gate_check(req->ctx, STORAGE_GROWS, err) < 0)
+                return -1;
         char parent_path[PATH_MAX];
         struct snapshot p = { 0 };
         if (parent && (!usable_parent(req->ctx, parent, parent_path, sizeof(parent_path)) ||
