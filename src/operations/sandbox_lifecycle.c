@@ -14,6 +14,7 @@
 #include "runtime/runtime_driver.h"
 #include "spaced/log.h"
 #include "spaced/spaced_context.h"
+#include "storage/btrfs_quota.h"
 #include "spaced/wallclock.h"
 #include "templates/template_catalog.h"
 #include "templates/template_ref.h"
@@ -238,6 +239,22 @@ void sandbox_step_arm_expiry(struct spaced_context *ctx, const struct sandbox *s
 /* Launches processes and records the runtime handle; on failure leaves nothing running. */
 int sandbox_step_launch(struct spaced_context *ctx, struct sandbox *sb, struct space_error *err)
 {
+        /* Every way a sandbox comes to run (create, start, restore, fork, the reconciler)
+         * passes here: its current rootfs gets its disk limit before anything runs in it,
+         * again on every start, so a rootfs made new by a restore or a redone create is
+         * never without one. */
+        if (ctx->cfg.disk_quota) {
+                char rootfs[PATH_MAX];
+                int q = btrfs_pool_sandbox_path(&ctx->pool, sb->id, rootfs, sizeof(rootfs));
+                if (q == 0)
+                        q = btrfs_quota_limit_subvolume(rootfs, (uint64_t)sb->resources.disk_mb << 20);
+                if (q == -EDQUOT)
+                        return space_error_set(err, SPACE_E_UNAVAILABLE,
+                                               "the pool's space for sandboxes is used up (all sandboxes together are at the "
+                                               "pool size less its reserve): delete sandboxes or snapshots to free some");
+                if (q < 0)
+                        return space_error_errno(err, q, "disk limit of %s", sb->id);
+        }
         if (ctx->driver->start(sb, err) < 0)
                 return -1;
         int r = STORE(ctx, sandbox_set_runtime, sb->id, sb->pid, sb->pid_start);

@@ -12,6 +12,7 @@
 #include <string.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <unistd.h>
 
 #include "data_plane/command_channels.h"
@@ -28,6 +29,7 @@
 #include "spaced/log.h"
 #include "spaced/spaced_config.h"
 #include "spaced/spaced_context.h"
+#include "storage/btrfs_quota.h"
 #include "templates/template_catalog.h"
 
 static int fail(const char *event, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -41,6 +43,26 @@ static int fail(const char *event, const char *fmt, ...)
         log_error(event, "message=\"%s\"", msg);
         fprintf(stderr, "spaced: %s\n", msg);
         return EXIT_FAILURE;
+}
+
+/* Quotas on (the sandboxes' group limited to the pool less the reserve) or off, as asked. */
+static int pool_quota_setup(const struct spaced_config *cfg, const char *pool_root)
+{
+        if (!cfg->disk_quota)
+                return btrfs_quota_disable(pool_root);
+        struct statfs sfs;
+        if (statfs(pool_root, &sfs) < 0)
+                return -errno;
+        uint64_t total = (uint64_t)sfs.f_blocks * (uint64_t)sfs.f_bsize, limit = 0;
+        uint64_t reserve = cfg->pool_reserve_bytes ? cfg->pool_reserve_bytes : total / 10;
+        int r = btrfs_quota_enable(pool_root, reserve, &limit);
+        if (r < 0)
+                return r;
+        char mode[16] = "";
+        btrfs_quota_enabled(pool_root, mode, sizeof(mode));
+        log_info("spaced.quota", "mode=%s pool_bytes=%llu reserve_bytes=%llu sandboxes_limit_bytes=%llu", mode,
+                 (unsigned long long)total, (unsigned long long)reserve, (unsigned long long)limit);
+        return 0;
 }
 
 static int make_dir(const char *base, const char *leaf)
@@ -113,6 +135,9 @@ int main(int argc, char **argv)
                 return fail("spaced.store", "cannot open %s: %s", path, strerror(-r));
         if ((r = btrfs_pool_open(ctx.cfg.state_dir, ctx.cfg.pool_bytes, &ctx.pool, reason, sizeof(reason))) < 0)
                 return fail("spaced.pool", "btrfs pool: %s", reason);
+        if ((r = pool_quota_setup(&ctx.cfg, ctx.pool.root)) < 0)
+                return fail("spaced.quota", "cannot %s btrfs quotas on %s: %s%s", ctx.cfg.disk_quota ? "enable" : "disable",
+                            ctx.pool.root, strerror(-r), ctx.cfg.disk_quota ? " (pass --disk-quota off to run without disk limits)" : "");
         char instance[32];
         if ((r = instance_id_load(ctx.cfg.state_dir, instance, sizeof(instance))) < 0)
                 return fail("spaced.instance", "cannot read or create %s/instance: %s", ctx.cfg.state_dir, strerror(-r));
