@@ -12,6 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "agent_protocol/agent_client.h"
 #include "agent_protocol/agent_job_client.h"
 #include "cleanup.h"
 #include "data_plane/command_log.h"
@@ -360,7 +361,8 @@ static void channel_pump(struct channel *ch, int fd)
         for (;;) {
                 struct agent_frame f;
                 _cleanup_free_ uint8_t *buf = NULL;
-                if (agent_frame_read(fd, &f, &buf) < 0)
+                /* One event at a time, of bounded size; an agent that sends more loses its channel. */
+                if (agent_client_read(fd, AGENT_CLIENT_EVENT_MAX, 0, &f, &buf) < 0)
                         return;
                 const uint8_t *id;
                 uint32_t len;
