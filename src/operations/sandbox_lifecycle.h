@@ -33,6 +33,11 @@ int sandbox_step_move(struct spaced_context *ctx, const char *id, unsigned from,
                       struct space_error *err);
 void sandbox_step_arm_expiry(struct spaced_context *ctx, const struct sandbox *sb);
 /* Starts the sandbox's processes and records the runtime handle. */
+/* At start, with quotas on: every sandbox that has a rootfs gets its disk limit and joins
+ * the quota group (those left running while spaced was away are not launched again, and
+ * quotas may have just been turned on). Failures are logged; returns -errno only when the
+ * store cannot be read. */
+int sandbox_lifecycle_disk_limits(struct spaced_context *ctx);
 int sandbox_step_launch(struct spaced_context *ctx, struct sandbox *sb, struct space_error *err);
 /* A unique host uid range for a new sandbox, and its release on destroy. */
 int sandbox_uid_allocate(struct spaced_context *ctx, uint32_t *ret);

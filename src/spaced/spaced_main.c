@@ -23,6 +23,7 @@
 #include "controller/snapshot_sizer.h"
 #include "e2b/e2b_server.h"
 #include "operations/operation_queue.h"
+#include "operations/sandbox_lifecycle.h"
 #include "runtime/cgroup/cgroup_manager.h"
 #include "runtime/runtime_driver.h"
 #include "spaced/instance_id.h"
@@ -158,6 +159,8 @@ int main(int argc, char **argv)
                 return fail("spaced.auth", "%s", err.message);
         if ((r = command_channels_create(&ctx, &ctx.channels)) < 0)
                 return fail("spaced.data_plane", "cannot create command logs: %s", strerror(-r));
+        if ((r = sandbox_lifecycle_disk_limits(&ctx)) < 0)
+                return fail("spaced.quota", "cannot read sandboxes: %s", strerror(-r));
         if ((r = reconciler_startup(&ctx)) < 0)
                 return fail("spaced.reconcile", "reconciliation failed: %s", strerror(-r));
         /* Streamed commands that ran on while spaced was away: collect what they wrote. */

@@ -139,6 +139,14 @@ int btrfs_quota_limit_subvolume(const char *path, uint64_t limit_bytes)
         /* EEXIST: a member already. A positive return (full qgroups only: the group's count
          * is now inconsistent) asks for a rescan; squota adds the member's usage at once. */
         int r = ioctl(fd, BTRFS_IOC_QGROUP_ASSIGN, &a);
+        if (r < 0 && errno == ENOENT) {
+                /* A subvolume made while quotas were off (before an upgrade, or with
+                 * --disk-quota off) has no qgroup yet. */
+                struct btrfs_ioctl_qgroup_create_args c = { .create = 1, .qgroupid = id };
+                if (ioctl(fd, BTRFS_IOC_QGROUP_CREATE, &c) < 0 && errno != EEXIST)
+                        return -errno;
+                r = ioctl(fd, BTRFS_IOC_QGROUP_ASSIGN, &a);
+        }
         if (r < 0 && errno != EEXIST)
                 return -errno;
         if (r > 0) {

@@ -149,6 +149,25 @@ class DiskQuotaKept(FreshSpacedTestCase):
         sp.request("DELETE", "/v1/snapshots/" + snap)
 
 
+class DiskQuotaTurnedOn(FreshSpacedTestCase):
+    spaced_kwargs = {"extra_args": ["--disk-quota", "off"]}
+
+    def test_sandbox_from_before_quotas_starts_and_is_bounded_by_the_pool_group(self):
+        sp = self.spaced
+        sid = self.new_sandbox(metadata={"t": "before-quotas"})
+        self.assertEqual(sp.get(sid)["resources"]["disk_mb"], 0)
+        sp.stop()
+        sp.extra_args = ["--disk-quota", "on", "--pool-reserve", "1536M"]
+        sp.start()
+        sp.wait_state(sid, "running", timeout=60)
+        # No limit of its own (it was made without one), but inside the sandboxes' group:
+        # it stops at the pool less the reserve (2G - 1.5G).
+        r = sp.sh(sid, FILL % ("/root/big", 1024, "/root/big"), timeout_s=300)
+        self.assertTrue(quota_refused(r), r)
+        self.assertLessEqual(mb_written(r), 512, r)
+        sp.sh(sid, "rm -f /root/big; sync")
+
+
 class DiskQuotaOff(SpacedTestCase):
     spaced_kwargs = {"extra_args": ["--disk-quota", "off"]}
 
