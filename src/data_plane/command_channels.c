@@ -209,6 +209,21 @@ static struct command_log_writer *channel_log(struct channel *ch, const char *co
         return l->w;
 }
 
+/* Whether command_id is a starting or running command of the channel's sandbox: only those
+ * get output logs, so an agent cannot make logs (and use disk) for ids it makes up. */
+static bool channel_job_live(struct channel *ch, const char *command_id)
+{
+        for (struct open_log *l = ch->logs; l; l = l->next)
+                if (strcmp(l->command_id, command_id) == 0)
+                        return true;
+        struct command_record rec;
+        if (STORE(ch->chs->ctx, command_get, ch->sandbox_id, command_id, &rec) < 0)
+                return false;
+        bool live = rec.state == COMMAND_STARTING || rec.state == COMMAND_RUNNING;
+        command_record_release(&rec);
+        return live;
+}
+
 static void channel_log_close(struct channel *ch, const char *command_id)
 {
         for (struct open_log **p = &ch->logs; *p; p = &(*p)->next)
@@ -315,6 +330,12 @@ static void on_output(struct channel *ch, int fd, const struct agent_frame *f, c
         if (agent_frame_get_u64(f, AGENT_F_SEQ, &seq) != 1 || agent_frame_get_u8(f, AGENT_F_STREAM, &stream) != 1)
                 return;
         (void)agent_frame_find(f, AGENT_F_DATA, &data, &len);
+        if (!channel_job_live(ch, job_id)) {
+                /* Not a running command of this sandbox (an agent's invention, or one spaced
+                 * has ended): no log is made for it, and the agent may forget it. */
+                (void)agent_job_client_ack(fd, job_id, seq);
+                return;
+        }
         struct command_log_writer *w = channel_log(ch, job_id);
         if (!w)
                 return; /* not acknowledged: the agent keeps it, and resends after a reconnect */

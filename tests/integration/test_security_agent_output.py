@@ -114,6 +114,22 @@ class HostileAgent(SpacedTestCase):
         self.assertMemoryBounded("a 40 MiB file entry")
         self.assertStillServes()
 
+    def test_job_events_for_commands_spaced_never_started(self):
+        """Starting a command makes spaced subscribe to the agent's job events; the hostile
+        agent answers with output for 200 made-up jobs (64 KiB each) and one 8 MiB event.
+        spaced keeps no log for any of them and its memory does not grow by them."""
+        sp = self.spaced
+        _, s = sp.api("POST", "/v1/sandboxes/%s/sessions" % self.sid, {}, expect=201)
+        status, body = sp.request("POST", "/v1/sandboxes/%s/commands" % self.sid, {"cmd": ["true"]},
+                                  key=s["attach_token"])
+        self.assertNotEqual(status, 201, body)  # the hostile agent refuses to start jobs
+        time.sleep(3)  # the channel has had the flood
+        root = os.path.join(sp.state_dir, "command-logs", self.sid)
+        fakes = [d for d in (os.listdir(root) if os.path.isdir(root) else []) if d.startswith("fake-")]
+        self.assertEqual(fakes, [], "spaced made logs for jobs it never started")
+        self.assertMemoryBounded("job events for unknown jobs")
+        self.assertStillServes()
+
 
 if __name__ == "__main__":
     unittest.main()

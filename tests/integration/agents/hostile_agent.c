@@ -8,7 +8,8 @@
  *   bigerror N   an ERROR frame with an N MiB message
  *   hugeframe    a header announcing 64 MiB, then nothing
  *   (else)       a small honest reply "ok\n"
- * FILE_STAT gets a 40 MiB FILE_ENTRY. JOB_SUBSCRIBE is answered and kept open.
+ * FILE_STAT gets a 40 MiB FILE_ENTRY. JOB_SUBSCRIBE is answered, then the channel gets
+ * output for 200 jobs spaced never started and one 8 MiB event, and is kept open.
  * Every connection is served by a child process; libc only, built static by the test. */
 #include <poll.h>
 #include <signal.h>
@@ -19,9 +20,10 @@
 #include <unistd.h>
 
 enum { HELLO = 1, HELLO_REPLY = 2, EXEC = 3, EXEC_RESULT = 4, ERROR = 5, FILE_STAT = 40, FILE_ENTRY = 41,
-       JOB_SUBSCRIBE = 12, JOB_SUBSCRIBED = 13 };
+       JOB_SUBSCRIBE = 12, JOB_SUBSCRIBED = 13, JOB_OUTPUT = 14 };
 enum { F_VERSION = 1, F_AGENT_PID = 2, F_ARGV = 10, F_EXIT_CODE = 20, F_TERM_SIGNAL = 21, F_STDOUT = 22,
-       F_STDERR = 23, F_TRUNCATED = 24, F_ERRNO = 30, F_MESSAGE = 31, F_FILE_PATH = 80, F_FILE_NAME = 90 };
+       F_STDERR = 23, F_TRUNCATED = 24, F_ERRNO = 30, F_MESSAGE = 31, F_JOB_ID = 40, F_SEQ = 45, F_STREAM = 46,
+       F_DATA = 47, F_FILE_PATH = 80, F_FILE_NAME = 90 };
 
 static int write_all(int fd, const void *buf, size_t len)
 {
@@ -174,6 +176,30 @@ static void serve(int fd)
                         return;
                 } else if (h[4] == JOB_SUBSCRIBE) {
                         frame_header(fd, JOB_SUBSCRIBED, 0);
+                        uint8_t seq[8] = { 1 }, stream = 1;
+                        uint32_t piece = 64u << 10;
+                        for (int i = 0; i < 200; i++) {
+                                char id[32];
+                                int n = 0;
+                                memcpy(id, "fake-", 5);
+                                n = 5;
+                                id[n++] = (char)('0' + i / 100);
+                                id[n++] = (char)('0' + i / 10 % 10);
+                                id[n++] = (char)('0' + i % 10);
+                                frame_header(fd, JOB_OUTPUT, (6 + (uint32_t)n) + (6 + 8) + (6 + 1) + (6 + piece));
+                                field(fd, F_JOB_ID, id, (uint32_t)n);
+                                field(fd, F_SEQ, seq, 8);
+                                field(fd, F_STREAM, &stream, 1);
+                                field_header(fd, F_DATA, piece);
+                                filler(fd, piece);
+                        }
+                        uint32_t big = 8u << 20;
+                        frame_header(fd, JOB_OUTPUT, (6 + 8) + (6 + 8) + (6 + 1) + (6 + big));
+                        field(fd, F_JOB_ID, "fake-big", 8);
+                        field(fd, F_SEQ, seq, 8);
+                        field(fd, F_STREAM, &stream, 1);
+                        field_header(fd, F_DATA, big);
+                        filler(fd, big);
                         pause();
                 } else if (h[4] == FILE_STAT) {
                         uint32_t big = 40u << 20;
