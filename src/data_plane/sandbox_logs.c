@@ -15,6 +15,7 @@ struct candidate {
         char name[64]; /* the command's directory */
         uint64_t first_seq, size;
         int64_t mtime_ns;
+        bool newest; /* the log's newest segment: compacted to the exit (if finished), not dropped */
 };
 
 struct census {
@@ -23,7 +24,7 @@ struct census {
         uint64_t total;
 };
 
-static int census_add(struct census *s, const char *name, const struct command_log_segment *seg)
+static int census_add(struct census *s, const char *name, const struct command_log_segment *seg, bool newest)
 {
         if (s->n == s->cap) {
                 size_t cap = s->cap ? s->cap * 2 : 64;
@@ -38,12 +39,12 @@ static int census_add(struct census *s, const char *name, const struct command_l
         c->first_seq = seg->first_seq;
         c->size = seg->size;
         c->mtime_ns = seg->mtime_ns;
+        c->newest = newest;
         return 0;
 }
 
-/* Every segment under root into s->total; into s->c the droppable ones (newest_too: each
- * log's newest instead, the candidates for compaction). */
-static int census_take(const char *root, bool newest_too, struct census *s)
+/* Every segment under root: its size into s->total, itself into s->c. */
+static int census_take(const char *root, struct census *s)
 {
         DIR *d = opendir(root);
         if (!d)
@@ -61,8 +62,7 @@ static int census_take(const char *root, bool newest_too, struct census *s)
                         continue; /* not a log (or gone meanwhile) */
                 for (size_t i = 0; r == 0 && i < n; i++) {
                         s->total += segs[i].size;
-                        if ((i + 1 < n) != newest_too)
-                                r = census_add(s, e->d_name, &segs[i]);
+                        r = census_add(s, e->d_name, &segs[i], i + 1 == n);
                 }
                 free(segs);
         }
@@ -79,29 +79,30 @@ static int by_mtime(const void *a, const void *b)
 int sandbox_logs_usage(const char *root, uint64_t *ret_bytes)
 {
         struct census s = { 0 };
-        int r = census_take(root, false, &s);
+        int r = census_take(root, &s);
         free(s.c);
         if (r == 0)
                 *ret_bytes = s.total;
         return r;
 }
 
-/* One pass: drops (or, compact, compacts) candidates oldest first while over target. */
-static int trim_pass(const char *root, uint64_t target, bool compact, uint64_t *total)
+int sandbox_logs_trim(const char *root, uint64_t target, uint64_t *ret_bytes)
 {
         struct census s = { 0 };
-        int r = census_take(root, compact, &s);
+        int r = census_take(root, &s);
         if (r < 0) {
                 free(s.c);
                 return r;
         }
-        *total = s.total;
+        uint64_t total = s.total;
+        /* Oldest first over every log: an old finished command gives up its output (down to
+         * its exit) before a newer command loses any. */
         qsort(s.c, s.n, sizeof(*s.c), by_mtime);
-        for (size_t i = 0; i < s.n && *total > target; i++) {
+        for (size_t i = 0; i < s.n && total > target; i++) {
                 char dir[PATH_MAX];
                 snprintf(dir, sizeof(dir), "%s/%s", root, s.c[i].name);
                 uint64_t freed = 0;
-                if (compact)
+                if (s.c[i].newest)
                         r = command_log_compact_end(dir, &freed);
                 else if ((r = command_log_drop_segment(dir, s.c[i].first_seq)) == 0)
                         freed = s.c[i].size;
@@ -109,18 +110,9 @@ static int trim_pass(const char *root, uint64_t target, bool compact, uint64_t *
                         r = 0; /* still running, rotated meanwhile, or gone: not this one */
                 if (r < 0)
                         break;
-                *total -= freed < *total ? freed : *total;
+                total -= freed < total ? freed : total;
         }
         free(s.c);
-        return r;
-}
-
-int sandbox_logs_trim(const char *root, uint64_t target, uint64_t *ret_bytes)
-{
-        uint64_t total = 0;
-        int r = trim_pass(root, target, false, &total);
-        if (r == 0 && total > target)
-                r = trim_pass(root, target, true, &total);
         if (r == 0)
                 *ret_bytes = total;
         return r;

@@ -1,11 +1,11 @@
 /* sandbox_logs: the command logs of one sandbox as a whole (command-logs/<sandbox>/<command>/),
  * held under the per-sandbox cap (--sandbox-log-cap) on top of each log's own cap.
  *
- * Over the cap, output is dropped oldest first across all of the sandbox's commands, with
- * the same `dropped` semantics as one log's cap: whole segments that are not a log's newest
- * go first (by when they were last written); then finished commands keep only their exit
- * record (readers see a drop, then the end). What is left is at most each running command's
- * current segment and the exit records. Returns -errno; logs nothing. */
+ * Over the cap, output is dropped oldest first (by when a segment was last written) across
+ * all of the sandbox's commands, with the same `dropped` semantics as one log's cap: a
+ * segment that is not its log's newest is deleted; a finished command's newest segment is
+ * cut down to the exit record (readers see a drop, then the end). What is never dropped:
+ * each running command's current segment and the exit records. Returns -errno; logs nothing. */
 #pragma once
 
 #include <stdint.h>
