@@ -5,10 +5,11 @@
 # btrfs pool mount and its loop device, the state dir. See docs/benchmarks.md.
 #
 #   bench/run.sh [--out DIR] [--workers N] [--pool-size SIZE] [--peer-n N] [--no-peers] [--no-build]
-#                [--no-isolate] [-- SPACE_BENCH_ARGS...]
+#                [--no-isolate] [--spaced-arg ARG]... [-- SPACE_BENCH_ARGS...]
 #
 # Defaults: space-bench -n 100 -c 10 --exec-n 1000 --density 200; peers -n 200.
 # --out DIR keeps space-bench's text and JSON reports, the peers' table and spaced's log.
+# --spaced-arg ARG is passed on to spaced (repeat it; e.g. --spaced-arg --disk-quota=off).
 # --pool-size: spaced's btrfs pool image [2G]; the history measures with 1 GiB of files want 8G,
 # and so do 1000 snapshots of the storage measure (~1 GiB of kept data):
 #   bench/run.sh --no-peers --pool-size 8G -- --only history,storage --storage-n 1000
@@ -32,6 +33,7 @@ PEERS=1
 BUILD=1
 ISOLATE=1
 BENCH_ARGS=(-n 100 -c 10 --exec-n 1000 --density 200)
+SPACED_ARGS=()
 while [ $# -gt 0 ]; do
   case $1 in
     --out) OUT=$2; shift 2 ;;
@@ -41,6 +43,7 @@ while [ $# -gt 0 ]; do
     --no-peers) PEERS=0; shift ;;
     --no-build) BUILD=0; shift ;;
     --no-isolate) ISOLATE=0; shift ;;
+    --spaced-arg) SPACED_ARGS+=("$2"); shift 2 ;;
     --) shift; BENCH_ARGS=("$@"); break ;;
     -h|--help) awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; exit 0 ;;
     *) echo "run.sh: unknown argument $1 (space-bench arguments go after --)" >&2; exit 2 ;;
@@ -226,7 +229,7 @@ URL=http://127.0.0.1:$PORT
 # In isolated mode spaced first joins the root of its cgroup namespace (our private cgroup).
 "${IN_NS[@]}" bash -c 'if [ "$1" = 1 ]; then for f in /sys/fs/cgroup/*/cgroup.procs; do echo $$ >"$f"; done; fi; exec "${@:2}"' \
   spaced "$ISOLATE" "$SPACED" --state-dir "$STATE" --listen "127.0.0.1:$PORT" --pool-size "$POOL_SIZE" --agent "$AGENT" \
-  --workers "$WORKERS" --log-level warn >"$STATE/spaced.log" 2>&1 &
+  --workers "$WORKERS" --log-level warn ${SPACED_ARGS[@]+"${SPACED_ARGS[@]}"} >"$STATE/spaced.log" 2>&1 &
 SPACED_PID=$!
 
 # Up, and the busybox template (built at start) ready.

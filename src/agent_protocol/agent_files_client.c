@@ -59,10 +59,13 @@ int agent_files_send(int fd, enum agent_msg_type type, const struct agent_file_a
 }
 
 /* Reads exactly len bytes; the first recvmsg may carry a descriptor (SCM_RIGHTS). */
-static int read_exact(int fd, uint8_t *buf, size_t len, int *ret_fd) {
+static int read_exact(int fd, uint8_t *buf, size_t len, int64_t deadline, int *ret_fd) {
         size_t got = 0;
 
         while (got < len) {
+                int w = agent_client_wait(fd, deadline);
+                if (w < 0)
+                        return w;
                 union {
                         struct cmsghdr h;
                         char buf[CMSG_SPACE(sizeof(int))];
@@ -77,7 +80,7 @@ static int read_exact(int fd, uint8_t *buf, size_t len, int *ret_fd) {
                 if (n < 0 && errno == EINTR)
                         continue;
                 if (n < 0)
-                        return -errno;
+                        return errno == EAGAIN || errno == EWOULDBLOCK ? -ETIMEDOUT : -errno;
                 if (ret_fd) {
                         for (struct cmsghdr *cm = CMSG_FIRSTHDR(&msg); cm; cm = CMSG_NXTHDR(&msg, cm)) {
                                 if (cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_RIGHTS)
@@ -102,21 +105,26 @@ int agent_files_read(int fd, struct agent_file_reply *ret, char *msg, size_t msg
         uint8_t type;
         int passed = -1;
 
+        /* The socket's receive timeout bounds the whole reply, not each read of it. */
+        int64_t deadline = agent_client_socket_deadline(fd);
         *ret = (struct agent_file_reply){ .fd = -1 };
-        int r = read_exact(fd, header, sizeof(header), &passed);
+        int r = read_exact(fd, header, sizeof(header), deadline, &passed);
         if (r < 0) {
                 if (passed >= 0)
                         close(passed);
                 return r;
         }
         int64_t len = agent_frame_header_decode(header, &type);
+        /* Only a listing may be large; anything else of this size is not an honest agent. */
+        if (len >= 0 && (uint64_t)len > (type == AGENT_MSG_FILE_ENTRIES ? AGENT_CLIENT_LIST_MAX : AGENT_CLIENT_REPLY_MAX))
+                len = -EMSGSIZE;
         if (len < 0) {
                 if (passed >= 0)
                         close(passed);
                 return (int)len;
         }
         uint8_t *buf = malloc(len > 0 ? (size_t)len : 1);
-        if (!buf || (r = read_exact(fd, buf, (size_t)len, NULL)) < 0) {
+        if (!buf || (r = read_exact(fd, buf, (size_t)len, deadline, NULL)) < 0) {
                 free(buf);
                 if (passed >= 0)
                         close(passed);

@@ -23,7 +23,7 @@ static int request(const char *socket_path, struct agent_frame_writer *w, uint8_
         }
         struct agent_frame f;
         _cleanup_free_ uint8_t *buf = NULL;
-        int r = agent_client_roundtrip(fd, w, want, &f, &buf, msg, msg_size);
+        int r = agent_client_roundtrip(fd, w, want, AGENT_CLIENT_REPLY_MAX, &f, &buf, msg, msg_size);
         if (r == 0 && ret_frame) {
                 *ret_frame = f;
                 *ret_buf = TAKE_PTR(buf);
@@ -110,7 +110,7 @@ int agent_job_client_subscribe(const char *socket_path, int reply_timeout_ms, st
                 return fd;
         struct agent_frame_writer w;
         agent_frame_writer_begin(&w, AGENT_MSG_JOB_SUBSCRIBE);
-        int r = agent_client_roundtrip(fd, &w, AGENT_MSG_JOB_SUBSCRIBED, ret_frame, ret_buf, NULL, 0);
+        int r = agent_client_roundtrip(fd, &w, AGENT_MSG_JOB_SUBSCRIBED, AGENT_CLIENT_LIST_MAX, ret_frame, ret_buf, NULL, 0);
         if (r < 0)
                 return r;
         /* From now on the channel waits for output for as long as it takes. */

@@ -178,7 +178,7 @@ static int produce_from_log(struct event_stream *st, int *last_q)
                         st->after = rec.seq;
                 } else if (q == COMMAND_LOG_READ_DROPPED) {
                         if (out_printf(st, "id: %" PRIu64 "\nevent: dropped\ndata: {\"first_seq\":%" PRIu64 ",\"last_seq\":%" PRIu64
-                                           ",\"message\":\"older output was dropped: the command's log is capped\"}\n\n",
+                                           ",\"message\":\"older output was dropped: the command's log (or the sandbox's logs) reached its cap\"}\n\n",
                                        rec.dropped_last, rec.dropped_first, rec.dropped_last) < 0)
                                 return -1;
                         st->after = rec.dropped_last;

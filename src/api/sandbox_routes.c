@@ -89,7 +89,8 @@ static const char *const resource_fields[] = { "cpus", "memory_mb", "pids", "dis
 static int parse_create(struct spaced_context *ctx, const json_t *body, struct sandbox *sb, struct space_error *err)
 {
         const char *template_name = "busybox", *on_timeout = "stop", *snapshot_id = NULL;
-        long long timeout_s = 0, memory = 512, pids = 256, disk = 0;
+        long long timeout_s = 0, memory = 512, pids = 256, disk = ctx->cfg.disk_quota ? ctx->cfg.sandbox_disk_mb : 0;
+        bool disk_given = false;
         double cpus = 1.0;
         json_t *env = NULL, *metadata = NULL, *rolling = NULL, *res = json_object_get(body, "resources");
         if (api_json_only(body, create_fields, "", err) < 0 || api_json_string(body, "template", 160, &template_name, err) < 0 ||
@@ -106,11 +107,14 @@ static int parse_create(struct spaced_context *ctx, const json_t *body, struct s
                     api_json_number(res, "cpus", 0.01, 64, &cpus, err) < 0 ||
                     api_json_int(res, "memory_mb", 16, 65536, &memory, err) < 0 ||
                     api_json_int(res, "pids", 16, 65536, &pids, err) < 0 ||
-                    api_json_int(res, "disk_mb", 0, 16LL * 1024 * 1024, &disk, err) < 0)
+                    api_json_int(res, "disk_mb", 16, ctx->cfg.sandbox_disk_max_mb, &disk, err) < 0)
                         return -1;
+                const json_t *d = json_object_get(res, "disk_mb");
+                disk_given = d && !json_is_null(d);
         }
-        if (disk > 0)
-                return space_error_set(err, SPACE_E_UNSUPPORTED, "resources.disk_mb: disk quotas are not supported yet; use 0");
+        if (disk_given && !ctx->cfg.disk_quota)
+                return space_error_set(err, SPACE_E_UNSUPPORTED,
+                                       "resources.disk_mb: disk quotas are off on this server (--disk-quota off)");
         if (json_object_get(body, "rolling_snapshots")) {
                 if (api_rolling_policy_parse(ctx, json_object_get(body, "rolling_snapshots"), &rolling, err) < 0)
                         return -1;

@@ -12,9 +12,11 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "agent_protocol/agent_client.h"
 #include "agent_protocol/agent_job_client.h"
 #include "cleanup.h"
 #include "data_plane/command_log.h"
+#include "data_plane/sandbox_logs.h"
 #include "runtime/runtime_driver.h"
 #include "spaced/dir_tree.h"
 #include "spaced/log.h"
@@ -51,6 +53,9 @@ struct channel {
         int fd; /* the output channel while connected, under chs->lock */
         bool running;
         struct open_log *logs;
+        /* the per-sandbox cap: bytes its logs hold (an upper bound), and when to trim next */
+        bool log_bytes_known;
+        uint64_t log_bytes, log_trim_at;
 };
 
 struct command_channels {
@@ -205,6 +210,21 @@ static struct command_log_writer *channel_log(struct channel *ch, const char *co
         return l->w;
 }
 
+/* Whether command_id is a starting or running command of the channel's sandbox: only those
+ * get output logs, so an agent cannot make logs (and use disk) for ids it makes up. */
+static bool channel_job_live(struct channel *ch, const char *command_id)
+{
+        for (struct open_log *l = ch->logs; l; l = l->next)
+                if (strcmp(l->command_id, command_id) == 0)
+                        return true;
+        struct command_record rec;
+        if (STORE(ch->chs->ctx, command_get, ch->sandbox_id, command_id, &rec) < 0)
+                return false;
+        bool live = rec.state == COMMAND_STARTING || rec.state == COMMAND_RUNNING;
+        command_record_release(&rec);
+        return live;
+}
+
 static void channel_log_close(struct channel *ch, const char *command_id)
 {
         for (struct open_log **p = &ch->logs; *p; p = &(*p)->next)
@@ -215,6 +235,36 @@ static void channel_log_close(struct channel *ch, const char *command_id)
                         free(l);
                         return;
                 }
+}
+
+/* Counts an appended record against the sandbox's cap (--sandbox-log-cap) and, past it,
+ * drops the sandbox's oldest output down to three quarters of the cap. */
+static void channel_logs_account(struct channel *ch, size_t len)
+{
+        uint64_t cap = ch->chs->ctx->cfg.sandbox_log_cap;
+        char root[PATH_MAX];
+        command_channels_log_dir(ch->chs->ctx, ch->sandbox_id, NULL, root, sizeof(root));
+        if (!ch->log_bytes_known) {
+                if (sandbox_logs_usage(root, &ch->log_bytes) < 0)
+                        ch->log_bytes = 0;
+                ch->log_bytes_known = true;
+                ch->log_trim_at = cap;
+        }
+        ch->log_bytes += COMMAND_LOG_HEADER_SIZE + len;
+        if (ch->log_bytes <= ch->log_trim_at)
+                return;
+        uint64_t left = 0;
+        int r = sandbox_logs_trim(root, cap - cap / 4, &left);
+        if (r < 0) {
+                log_warn("command.sandbox_log_trim_failed", "sandbox=%s error=\"%s\"", ch->sandbox_id, strerror(-r));
+                return;
+        }
+        log_info("command.sandbox_log_trimmed", "sandbox=%s bytes_before=%" PRIu64 " bytes_after=%" PRIu64 " cap=%" PRIu64,
+                 ch->sandbox_id, ch->log_bytes, left, cap);
+        ch->log_bytes = left;
+        /* What could not go (running commands' current segments) does not make every
+         * append rescan: the next trim waits for another quarter of the cap. */
+        ch->log_trim_at = left + cap / 4 > cap ? left + cap / 4 : cap;
 }
 
 /* Appends the final record (unless the log is going away) and records how the command ended. */
@@ -229,6 +279,8 @@ static void command_end(struct channel *ch, struct command_record *rec, json_t *
                 if (r < 0)
                         log_warn("command.log_append_failed", "sandbox=%s command=%s error=\"%s\"", ch->sandbox_id, rec->id,
                                  strerror(-r));
+                else
+                        channel_logs_account(ch, strlen(text));
         }
         rec->finished_at_ms = wallclock_now_ms();
         int r = STORE(ch->chs->ctx, command_update, rec);
@@ -279,6 +331,12 @@ static void on_output(struct channel *ch, int fd, const struct agent_frame *f, c
         if (agent_frame_get_u64(f, AGENT_F_SEQ, &seq) != 1 || agent_frame_get_u8(f, AGENT_F_STREAM, &stream) != 1)
                 return;
         (void)agent_frame_find(f, AGENT_F_DATA, &data, &len);
+        if (!channel_job_live(ch, job_id)) {
+                /* Not a running command of this sandbox (an agent's invention, or one spaced
+                 * has ended): no log is made for it, and the agent may forget it. */
+                (void)agent_job_client_ack(fd, job_id, seq);
+                return;
+        }
         struct command_log_writer *w = channel_log(ch, job_id);
         if (!w)
                 return; /* not acknowledged: the agent keeps it, and resends after a reconnect */
@@ -294,6 +352,7 @@ static void on_output(struct channel *ch, int fd, const struct agent_frame *f, c
                         return;
                 }
                 command_channels_notify(ch->chs, job_id, seq, false);
+                channel_logs_account(ch, len);
         } else if (seq > last + 1) {
                 log_warn("command.sequence_gap", "sandbox=%s command=%s have=%" PRIu64 " got=%" PRIu64, ch->sandbox_id, job_id,
                          last, seq);
@@ -361,7 +420,8 @@ static void channel_pump(struct channel *ch, int fd)
         for (;;) {
                 struct agent_frame f;
                 _cleanup_free_ uint8_t *buf = NULL;
-                if (agent_frame_read(fd, &f, &buf) < 0)
+                /* One event at a time, of bounded size; an agent that sends more loses its channel. */
+                if (agent_client_read(fd, AGENT_CLIENT_EVENT_MAX, 0, &f, &buf) < 0)
                         return;
                 const uint8_t *id;
                 uint32_t len;

@@ -504,6 +504,104 @@ void command_log_reader_close(struct command_log_reader *r)
         free(r);
 }
 
+int command_log_segments(const char *dir, struct command_log_segment **ret, size_t *ret_n)
+{
+        struct segment *segs;
+        size_t n;
+        int r = segments_list(dir, &segs, &n);
+        if (r < 0)
+                return r;
+        struct command_log_segment *out = calloc(n ? n : 1, sizeof(*out));
+        if (!out) {
+                free(segs);
+                return -ENOMEM;
+        }
+        for (size_t i = 0; i < n; i++) {
+                char path[PATH_MAX + 32];
+                struct stat st;
+                segment_path(dir, segs[i].first_seq, path, sizeof(path));
+                out[i] = (struct command_log_segment){ .first_seq = segs[i].first_seq, .size = segs[i].size };
+                if (stat(path, &st) == 0)
+                        out[i].mtime_ns = (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec;
+        }
+        free(segs);
+        *ret = out;
+        *ret_n = n;
+        return 0;
+}
+
+int command_log_drop_segment(const char *dir, uint64_t first_seq)
+{
+        struct segment *segs;
+        size_t n;
+        int r = segments_list(dir, &segs, &n);
+        if (r < 0)
+                return r;
+        bool newest = n == 0 || segs[n - 1].first_seq <= first_seq;
+        free(segs);
+        if (newest)
+                return -EBUSY;
+        char path[PATH_MAX + 32];
+        segment_path(dir, first_seq, path, sizeof(path));
+        return unlink(path) < 0 && errno != ENOENT ? -errno : 0;
+}
+
+int command_log_compact_end(const char *dir, uint64_t *ret_freed)
+{
+        struct segment *segs;
+        size_t n;
+        int r = segments_list(dir, &segs, &n);
+        if (r < 0)
+                return r;
+        if (n == 0) {
+                free(segs);
+                return -EAGAIN;
+        }
+        struct segment last = segs[n - 1];
+        free(segs);
+        char path[PATH_MAX + 32];
+        segment_path(dir, last.first_seq, path, sizeof(path));
+        _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
+        if (fd < 0)
+                return -errno;
+        /* Find the last record: it must be the exit. */
+        uint64_t off = 0, exit_off = UINT64_MAX, seq = last.first_seq - 1;
+        struct header h, exit_h = { 0 };
+        while (off + sizeof(h) <= last.size && pread(fd, &h, sizeof(h), (off_t)off) == (ssize_t)sizeof(h) &&
+               h.seq == seq + 1 && h.len <= COMMAND_LOG_RECORD_MAX && off + sizeof(h) + h.len <= last.size) {
+                exit_off = h.kind == COMMAND_LOG_EXIT ? off : UINT64_MAX;
+                exit_h = h;
+                seq = h.seq;
+                off += sizeof(h) + h.len;
+        }
+        if (exit_off == UINT64_MAX)
+                return -EAGAIN;
+        if (exit_h.seq == last.first_seq) {
+                *ret_freed = 0; /* holds just the exit already */
+                return 0;
+        }
+        _cleanup_free_ uint8_t *rec = malloc(sizeof(h) + exit_h.len);
+        if (!rec || pread(fd, rec, sizeof(h) + exit_h.len, (off_t)exit_off) != (ssize_t)(sizeof(h) + exit_h.len))
+                return rec ? -EIO : -ENOMEM;
+        /* Beside, then in place: at every instant the log ends with its exit. */
+        char tmp[PATH_MAX + 48], dst[PATH_MAX + 32];
+        segment_path(dir, exit_h.seq, dst, sizeof(dst));
+        snprintf(tmp, sizeof(tmp), "%s/compact.tmp", dir);
+        _cleanup_close_ int out = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+        if (out < 0)
+                return -errno;
+        if (write(out, rec, sizeof(h) + exit_h.len) != (ssize_t)(sizeof(h) + exit_h.len) || fsync(out) < 0 ||
+            rename(tmp, dst) < 0) {
+                r = -errno;
+                unlink(tmp);
+                return r ? r : -EIO;
+        }
+        if (unlink(path) < 0 && errno != ENOENT)
+                return -errno;
+        *ret_freed = last.size - (sizeof(h) + exit_h.len);
+        return 0;
+}
+
 int command_log_remove(const char *dir)
 {
         return dir_tree_remove(dir);

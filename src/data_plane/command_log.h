@@ -69,6 +69,21 @@ int command_log_reader_next(struct command_log_reader *r, struct command_log_rec
 uint64_t command_log_reader_position(const struct command_log_reader *r);
 void command_log_reader_close(struct command_log_reader *r);
 
+/* For caps over many logs (sandbox_logs.h): a log's segments, oldest first. */
+struct command_log_segment {
+        uint64_t first_seq;
+        uint64_t size;
+        int64_t mtime_ns; /* last written */
+};
+int command_log_segments(const char *dir, struct command_log_segment **ret, size_t *ret_n);
+/* Deletes one segment that is not the log's newest (-EBUSY for the newest): readers that
+ * had not read it are told its records were dropped, as for the log's own cap. */
+int command_log_drop_segment(const char *dir, uint64_t first_seq);
+/* A finished log (its last record is the exit) keeps only that record: the newest segment
+ * is replaced by one that holds just the exit, so readers see a drop and then the end.
+ * *ret_freed gets the bytes freed; -EAGAIN if the log has not ended. */
+int command_log_compact_end(const char *dir, uint64_t *ret_freed);
+
 /* Deletes a log's directory and segments (a destroyed sandbox's). */
 int command_log_remove(const char *dir);
 /* Removes the log directories under root (one per sandbox) for which keep(name, userdata)

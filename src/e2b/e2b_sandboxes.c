@@ -123,7 +123,7 @@ static json_t *render_listed(struct e2b_call *call, const struct sandbox *sb)
                               tmpl, "clientID", "space", "metadata", sb->metadata, "envdVersion", E2B_ENVD_VERSION, "startedAt",
                               time_or_now(sb->created_at_ms), "endAt", time_or_now(end), "state", e2b_state(sb->state),
                               "cpuCount", sb->resources.cpus < 1 ? 1 : (int)(sb->resources.cpus + 0.5), "memoryMB",
-                              (json_int_t)sb->resources.memory_mb, "diskSizeMB", 0, "alias", tmpl);
+                              (json_int_t)sb->resources.memory_mb, "diskSizeMB", (int)sb->resources.disk_mb, "alias", tmpl);
         return j;
 }
 
@@ -246,7 +246,8 @@ void e2b_sandbox_create(struct e2b_call *call, struct api_response *resp)
                 snprintf(sb.template_name, sizeof(sb.template_name), "%s", space_template);
         snprintf(sb.on_timeout, sizeof(sb.on_timeout), "%s", auto_pause ? "pause" : "destroy");
         sb.timeout_s = timeout_s;
-        sb.resources = (struct sandbox_resources){ .cpus = 1, .memory_mb = 512, .pids = 256 };
+        sb.resources = (struct sandbox_resources){ .cpus = 1, .memory_mb = 512, .pids = 256,
+                                                   .disk_mb = ctx->cfg.disk_quota ? ctx->cfg.sandbox_disk_mb : 0 };
         sb.env = env ? json_deep_copy(env) : json_object();
         sb.metadata = metadata ? json_deep_copy(metadata) : json_object();
         if (!sb.environment)

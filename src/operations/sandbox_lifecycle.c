@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "operations/operation_queue.h"
 #include "operations/storage_gate.h"
@@ -15,6 +16,7 @@
 #include "runtime/runtime_driver.h"
 #include "spaced/log.h"
 #include "spaced/spaced_context.h"
+#include "storage/btrfs_quota.h"
 #include "spaced/wallclock.h"
 #include "templates/template_catalog.h"
 #include "templates/template_ref.h"
@@ -272,9 +274,51 @@ int sandbox_step_settle(struct spaced_context *ctx, struct operation *op, const 
         return space_error_errno(err, r, "store state of %s", id);
 }
 
+/* The sandbox's current rootfs gets its disk limit and joins the sandboxes' quota group. */
+static int sandbox_disk_limit(struct spaced_context *ctx, const struct sandbox *sb, struct space_error *err)
+{
+        if (!ctx->cfg.disk_quota)
+                return 0;
+        char rootfs[PATH_MAX];
+        int q = btrfs_pool_sandbox_path(&ctx->pool, sb->id, rootfs, sizeof(rootfs));
+        if (q == 0)
+                q = btrfs_quota_limit_subvolume(rootfs, (uint64_t)sb->resources.disk_mb << 20);
+        if (q == -EDQUOT)
+                return space_error_set(err, SPACE_E_UNAVAILABLE,
+                                       "the pool's space for sandboxes is used up (all sandboxes together are at the "
+                                       "pool size less its reserve): delete sandboxes or snapshots to free some");
+        return q < 0 ? space_error_errno(err, q, "disk limit of %s", sb->id) : 0;
+}
+
+int sandbox_lifecycle_disk_limits(struct spaced_context *ctx)
+{
+        struct sandbox *all = NULL;
+        size_t n = 0;
+        int r = STORE(ctx, sandbox_list, -1, &all, &n);
+        if (r < 0)
+                return r;
+        for (size_t i = 0; i < n; i++) {
+                struct space_error err = { 0 };
+                char rootfs[PATH_MAX];
+                if (all[i].state == SANDBOX_DESTROYED ||
+                    btrfs_pool_sandbox_path(&ctx->pool, all[i].id, rootfs, sizeof(rootfs)) < 0 || access(rootfs, F_OK) < 0)
+                        continue;
+                if (sandbox_disk_limit(ctx, &all[i], &err) < 0)
+                        log_warn("sandbox.disk_limit_failed", "sandbox=%s error=\"%s\"", all[i].id, err.message);
+        }
+        sandbox_array_free(all, n);
+        return 0;
+}
+
 /* Launches processes and records the runtime handle; on failure leaves nothing running. */
 int sandbox_step_launch(struct spaced_context *ctx, struct sandbox *sb, struct space_error *err)
 {
+        /* Every way a sandbox comes to run (create, start, restore, fork, the reconciler)
+         * passes here: its current rootfs gets its disk limit before anything runs in it,
+         * again on every start, so a rootfs made new by a restore or a redone create is
+         * never without one. */
+        if (sandbox_disk_limit(ctx, sb, err) < 0)
+                return -1;
         if (ctx->driver->start(sb, err) < 0)
                 return -1;
         int r = STORE(ctx, sandbox_set_runtime, sb->id, sb->pid, sb->pid_start);

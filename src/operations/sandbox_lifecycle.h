@@ -40,6 +40,11 @@ int64_t sandbox_step_expiry_at(const struct sandbox *sb);
 int sandbox_step_settle(struct spaced_context *ctx, struct operation *op, const char *id, struct sandbox_settlement *set,
                         const struct space_error *fail_err, struct space_error *err);
 /* Starts the sandbox's processes and records the runtime handle. */
+/* At start, with quotas on: every sandbox that has a rootfs gets its disk limit and joins
+ * the quota group (those left running while spaced was away are not launched again, and
+ * quotas may have just been turned on). Failures are logged; returns -errno only when the
+ * store cannot be read. */
+int sandbox_lifecycle_disk_limits(struct spaced_context *ctx);
 int sandbox_step_launch(struct spaced_context *ctx, struct sandbox *sb, struct space_error *err);
 /* A unique host uid range for a new sandbox, and its release on destroy. */
 int sandbox_uid_allocate(struct spaced_context *ctx, uint32_t *ret);

@@ -52,6 +52,12 @@ static const char usage[] =
         "  --rolling-max-count N  default number of rolling snapshots kept [168]\n"
         "  --session-ttl S        default lifetime of a data-plane attach token [3600; max 604800]\n"
         "  --command-log-cap SIZE output kept per streamed command; older output is dropped [64M]\n"
+        "  --sandbox-log-cap SIZE output kept per sandbox over all its commands; the oldest\n"
+        "                         commands' output is dropped first [512M]\n"
+        "  --disk-quota on|off    enforce per-sandbox disk limits with btrfs quotas [on]\n"
+        "  --pool-reserve SIZE    pool space sandboxes together can never use [10% of the pool]\n"
+        "  --sandbox-disk-mb N    disk limit of a sandbox that does not ask for one [10240]\n"
+        "  --sandbox-disk-max-mb N  largest disk_mb a create may ask for [1048576]\n"
         "  --e2b-listen ADDR:PORT also serve the E2B API and envd protocol there [off; env SPACE_E2B_LISTEN]\n"
         "  --e2b-templates MAP    E2B template ids to space templates, id=name|fallback,...\n"
         "                         (the first ready name is used) [base=python|busybox]\n"
@@ -236,6 +242,26 @@ static int apply(struct spaced_config *cfg, const char *key, const char *v)
                 if (parse_size(v, &n) < 0 || n < (256ULL << 10) || n > (1ULL << 40))
                         goto bad;
                 cfg->command_log_cap = n;
+        } else if (strcmp(key, "sandbox-log-cap") == 0) {
+                if (parse_size(v, &n) < 0 || n < (256ULL << 10) || n > (1ULL << 42))
+                        goto bad;
+                cfg->sandbox_log_cap = n;
+        } else if (strcmp(key, "disk-quota") == 0) {
+                if (strcmp(v, "on") != 0 && strcmp(v, "off") != 0)
+                        goto bad;
+                cfg->disk_quota = strcmp(v, "on") == 0;
+        } else if (strcmp(key, "pool-reserve") == 0) {
+                if (parse_size(v, &n) < 0 || n < (16ULL << 20) || n > (1ULL << 50))
+                        goto bad;
+                cfg->pool_reserve_bytes = n;
+        } else if (strcmp(key, "sandbox-disk-mb") == 0) {
+                if (parse_size(v, &n) < 0 || n < 16 || n > SPACED_DISK_MB_MAX)
+                        goto bad;
+                cfg->sandbox_disk_mb = (int64_t)n;
+        } else if (strcmp(key, "sandbox-disk-max-mb") == 0) {
+                if (parse_size(v, &n) < 0 || n < 16 || n > SPACED_DISK_MB_MAX)
+                        goto bad;
+                cfg->sandbox_disk_max_mb = (int64_t)n;
         } else {
                 fprintf(stderr, "spaced: unknown setting \"%s\"\n", key);
                 return -1;
@@ -329,6 +355,10 @@ int spaced_config_load(struct spaced_config *cfg, int argc, char **argv)
         cfg->rolling_max_count = 168;
         cfg->session_ttl_s = 3600;
         cfg->command_log_cap = 64ULL << 20;
+        cfg->sandbox_log_cap = 512ULL << 20;
+        cfg->disk_quota = true;
+        cfg->sandbox_disk_mb = 10240;
+        cfg->sandbox_disk_max_mb = 1048576;
         snprintf(cfg->e2b_templates, sizeof(cfg->e2b_templates), "base=python|busybox");
         default_agent_path(cfg);
 
@@ -346,6 +376,9 @@ int spaced_config_load(struct spaced_config *cfg, int argc, char **argv)
                 { "build-network", required_argument, NULL, 0 }, { "presets-dir", required_argument, NULL, 0 },
                 { "max-context", required_argument, NULL, 0 },
                 { "session-ttl", required_argument, NULL, 0 }, { "command-log-cap", required_argument, NULL, 0 },
+                { "sandbox-log-cap", required_argument, NULL, 0 }, { "disk-quota", required_argument, NULL, 0 },
+                { "pool-reserve", required_argument, NULL, 0 }, { "sandbox-disk-mb", required_argument, NULL, 0 },
+                { "sandbox-disk-max-mb", required_argument, NULL, 0 },
                 { "e2b-listen", required_argument, NULL, 0 }, { "e2b-templates", required_argument, NULL, 0 },
                 { "header-timeout", required_argument, NULL, 0 }, { "idle-timeout", required_argument, NULL, 0 },
                 { "max-connections", required_argument, NULL, 0 }, { "max-connections-per-ip", required_argument, NULL, 0 },
@@ -401,5 +434,10 @@ int spaced_config_load(struct spaced_config *cfg, int argc, char **argv)
         }
         if (cfg->http_max_per_ip > cfg->http_max_connections)
                 cfg->http_max_per_ip = cfg->http_max_connections;
+        if (cfg->sandbox_disk_mb > cfg->sandbox_disk_max_mb) {
+                fprintf(stderr, "spaced: --sandbox-disk-mb %lld is above --sandbox-disk-max-mb %lld\n",
+                        (long long)cfg->sandbox_disk_mb, (long long)cfg->sandbox_disk_max_mb);
+                return -1;
+        }
         return 0;
 }

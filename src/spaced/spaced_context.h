@@ -16,6 +16,8 @@ struct cgroup_manager;
 struct operation_queue;
 struct command_channels;
 
+#define SPACED_DISK_MB_MAX (16LL * 1024 * 1024) /* 16 TiB */
+
 struct spaced_config {
         char state_dir[PATH_MAX];
         char listen_addr[64];
@@ -50,6 +52,12 @@ struct spaced_config {
         /* data plane */
         int64_t session_ttl_s;    /* default attach token lifetime */
         uint64_t command_log_cap; /* bytes of output kept per command */
+        uint64_t sandbox_log_cap; /* bytes of output kept per sandbox, all its commands */
+        /* disk quotas (storage/btrfs_quota.h) */
+        bool disk_quota;             /* enforced; off: disk_mb is refused */
+        uint64_t pool_reserve_bytes; /* 0: 10% of the pool */
+        int64_t sandbox_disk_mb;     /* default limit of a new sandbox */
+        int64_t sandbox_disk_max_mb; /* largest limit a create may ask for */
         /* E2B front door (src/e2b/): off unless --e2b-listen is given */
         bool e2b_enabled;
         char e2b_listen_addr[64];

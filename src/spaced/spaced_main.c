@@ -14,6 +14,7 @@
 #include <sys/mount.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <unistd.h>
 
 #include "data_plane/command_channels.h"
@@ -24,6 +25,7 @@
 #include "controller/snapshot_sizer.h"
 #include "e2b/e2b_server.h"
 #include "operations/operation_queue.h"
+#include "operations/sandbox_lifecycle.h"
 #include "runtime/cgroup/cgroup_manager.h"
 #include "runtime/runtime_driver.h"
 #include "spaced/instance_id.h"
@@ -31,6 +33,7 @@
 #include "spaced/spaced_config.h"
 #include "spaced/spaced_context.h"
 #include "spaced/state_dir.h"
+#include "storage/btrfs_quota.h"
 #include "templates/template_catalog.h"
 
 static int fail(const char *event, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -44,6 +47,26 @@ static int fail(const char *event, const char *fmt, ...)
         log_error(event, "message=\"%s\"", msg);
         fprintf(stderr, "spaced: %s\n", msg);
         return EXIT_FAILURE;
+}
+
+/* Quotas on (the sandboxes' group limited to the pool less the reserve) or off, as asked. */
+static int pool_quota_setup(const struct spaced_config *cfg, const char *pool_root)
+{
+        if (!cfg->disk_quota)
+                return btrfs_quota_disable(pool_root);
+        struct statfs sfs;
+        if (statfs(pool_root, &sfs) < 0)
+                return -errno;
+        uint64_t total = (uint64_t)sfs.f_blocks * (uint64_t)sfs.f_bsize, limit = 0;
+        uint64_t reserve = cfg->pool_reserve_bytes ? cfg->pool_reserve_bytes : total / 10;
+        int r = btrfs_quota_enable(pool_root, reserve, &limit);
+        if (r < 0)
+                return r;
+        char mode[16] = "";
+        btrfs_quota_enabled(pool_root, mode, sizeof(mode));
+        log_info("spaced.quota", "mode=%s pool_bytes=%llu reserve_bytes=%llu sandboxes_limit_bytes=%llu", mode,
+                 (unsigned long long)total, (unsigned long long)reserve, (unsigned long long)limit);
+        return 0;
 }
 
 /* Every HTTP connection holds a descriptor (and a thread): let the listeners' own limits,
@@ -178,6 +201,9 @@ int main(int argc, char **argv)
                 return fail("spaced.pool", "btrfs pool: %s", reason);
         if ((r = btrfs_pool_open(ctx.cfg.state_dir, ctx.cfg.pool_bytes, &ctx.pool, reason, sizeof(reason))) < 0)
                 return fail("spaced.pool", "btrfs pool: %s", reason);
+        if ((r = pool_quota_setup(&ctx.cfg, ctx.pool.root)) < 0)
+                return fail("spaced.quota", "cannot %s btrfs quotas on %s: %s%s", ctx.cfg.disk_quota ? "enable" : "disable",
+                            ctx.pool.root, strerror(-r), ctx.cfg.disk_quota ? " (pass --disk-quota off to run without disk limits)" : "");
         /* Health is known before the first request: a pool left read-only is reported as such. */
         pool_monitor_init(&ctx.pool_health);
         struct pool_health health = { 0 };
@@ -205,6 +231,8 @@ int main(int argc, char **argv)
                 return fail("spaced.auth", "%s", err.message);
         if ((r = command_channels_create(&ctx, &ctx.channels)) < 0)
                 return fail("spaced.data_plane", "cannot create command logs: %s", strerror(-r));
+        if ((r = sandbox_lifecycle_disk_limits(&ctx)) < 0)
+                return fail("spaced.quota", "cannot read sandboxes: %s", strerror(-r));
         if ((r = reconciler_startup(&ctx)) < 0)
                 return fail("spaced.reconcile", "reconciliation failed: %s", strerror(-r));
         /* Streamed commands that ran on while spaced was away: collect what they wrote. */

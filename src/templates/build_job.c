@@ -8,6 +8,7 @@
 #include <sys/time.h>
 #include <unistd.h>
 
+#include "agent_protocol/agent_client.h"
 #include "agent_protocol/agent_job_client.h"
 #include "cleanup.h"
 #include "templates/build_log.h"
@@ -43,7 +44,7 @@ int build_job_run(const char *socket_path, char **argv, char **envp, const char 
         for (;;) {
                 struct agent_frame f;
                 _cleanup_free_ uint8_t *buf = NULL;
-                if ((r = agent_frame_read(fd, &f, &buf)) < 0)
+                if ((r = agent_client_read(fd, AGENT_CLIENT_EVENT_MAX, 0, &f, &buf)) < 0)
                         return r; /* the sandbox was killed (a cancelled build) or the agent died */
                 uint64_t seq = 0;
                 if (agent_frame_get_u64(&f, AGENT_F_SEQ, &seq) != 1)

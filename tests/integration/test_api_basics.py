@@ -271,7 +271,8 @@ class ApiBasics(SpacedTestCase):
             ("unknown action", dict(method="POST", path="/v1/sandboxes/%s/explode" % running), 404, "not_found"),
             ("bad state filter", dict(method="GET", path="/v1/sandboxes?state=bogus"), 400, "invalid_request"),
             ("bad wait timeout, unknown id", dict(method="DELETE", path="/v1/sandboxes/sb-0123456789abcdef?wait=true&timeout_s=0"), None, None),
-            ("disk quota not supported", dict(method="POST", path="/v1/sandboxes", body={"resources": {"disk_mb": 100}}), 422, "unsupported"),
+            ("disk limit too small", dict(method="POST", path="/v1/sandboxes", body={"resources": {"disk_mb": 15}}), 400, "invalid_request"),
+            ("disk limit above the maximum", dict(method="POST", path="/v1/sandboxes", body={"resources": {"disk_mb": 1048577}}), 400, "invalid_request"),
             ("disk negative", dict(method="POST", path="/v1/sandboxes", body={"resources": {"disk_mb": -1}}), 400, "invalid_request"),
         ]
         failures = []

@@ -937,6 +937,49 @@ class LogCap(DataPlaneClient, SpacedTestCase):
         self.assertEqual(output(events), numbered(1000))
 
 
+class SandboxLogCap(DataPlaneClient, SpacedTestCase):
+    """Many commands, each under the per-command cap, together far over the per-sandbox cap:
+    the sandbox's logs stay under it, the oldest commands' output goes first (announced as
+    dropped, ending with their exit), and the newest command keeps all of its output."""
+    CAP = 1024 * 1024
+    spaced_kwargs = {"extra_args": ["--command-log-cap", "1M", "--sandbox-log-cap", "1M"]}
+
+    def log_bytes(self, sid):
+        root = os.path.join(self.spaced.state_dir, "command-logs", sid)
+        total = 0
+        for d, _dirs, files in os.walk(root):
+            total += sum(os.path.getsize(os.path.join(d, f)) for f in files if f.endswith(".seg"))
+        return total
+
+    def test_many_commands_are_capped_together(self):
+        sid = self.new_sandbox(metadata={"t": "sandbox-log-cap"})
+        tok = self.token(sid)
+        n = 100000  # ~590 KB each: under the 1 MiB per-command cap
+        full = numbered(n)
+        self.assertLess(len(full), self.CAP)
+        ids = []
+        for _ in range(12):  # ~7 MB together
+            c = self.start(sid, tok, cmd=["seq", "1", str(n)])
+            self.assertEqual(self.command(sid, tok, c["command_id"], wait=True)["exit_code"], 0)
+            ids.append(c["command_id"])
+        held = self.log_bytes(sid)
+        self.assertLessEqual(held, self.CAP + 300 * 1024, "the sandbox's logs hold %d bytes with a 1 MiB cap" % held)
+        # The newest command is whole; the oldest was dropped, said so, and still ends.
+        newest = self.all_events(sid, tok, ids[-1])
+        self.assertNotIn("dropped", [e["event"] for e in newest])
+        self.assertEqual(output(newest), full)
+        oldest = self.all_events(sid, tok, ids[0])
+        self.assertEqual(oldest[0]["event"], "dropped", oldest[:2])
+        self.assertEqual(json.loads(oldest[0]["data"])["first_seq"], 1)
+        self.assertEqual(exit_data(oldest)["exit_code"], 0)
+        self.assertTrue(full.endswith(output(oldest)))
+        # Another sandbox's logs are its own: untouched by this one's cap.
+        other = self.new_sandbox(metadata={"t": "sandbox-log-cap-other"})
+        otok = self.token(other)
+        _, events, _ = self.run_command(other, otok, cmd=["seq", "1", str(n)])
+        self.assertEqual(output(events), full)
+
+
 class Restart(DataPlaneClient, FreshSpacedTestCase):
 
     def test_stream_continues_across_kill9(self):

@@ -18,7 +18,7 @@ class SandboxLifecycle(SpacedTestCase):
         self.assertEqual(sb["state"], "running")
         self.assertIsNone(sb["state_reason"])
         self.assertEqual(sb["template"], "busybox")
-        self.assertEqual(sb["resources"], {"cpus": 0.5, "memory_mb": 128, "pids": 64, "disk_mb": 0})
+        self.assertEqual(sb["resources"], {"cpus": 0.5, "memory_mb": 128, "pids": 64, "disk_mb": 10240})
         self.assertEqual(sb["env"], {"FOO": "bar"})
         self.assertEqual(sb["metadata"], {"owner": "lifecycle", "k.v-1_x": "y"})
         self.assertEqual(sb["timeout_s"], 0)
@@ -29,7 +29,7 @@ class SandboxLifecycle(SpacedTestCase):
         # Defaults
         sid2 = self.new_sandbox()
         sb2 = sp.get(sid2)
-        self.assertEqual(sb2["resources"], {"cpus": 1.0, "memory_mb": 512, "pids": 256, "disk_mb": 0})
+        self.assertEqual(sb2["resources"], {"cpus": 1.0, "memory_mb": 512, "pids": 256, "disk_mb": 10240})
         self.assertEqual(sb2["on_timeout"], "stop")
         self.assertEqual(sb2["env"], {})
         self.assertEqual(sb2["metadata"], {})

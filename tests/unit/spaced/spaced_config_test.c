@@ -171,6 +171,35 @@ static void test_bad_command_lines(void **state)
         assert_int_equal(load(&cfg, NULL), -1);
 }
 
+static void test_quota_and_log_caps(void **state)
+{
+        struct spaced_config cfg;
+        assert_int_equal(load(&cfg, NULL), 0);
+        assert_true(cfg.disk_quota);
+        assert_int_equal(cfg.pool_reserve_bytes, 0); /* 10% of the pool, decided at start */
+        assert_int_equal(cfg.sandbox_disk_mb, 10240);
+        assert_int_equal(cfg.sandbox_disk_max_mb, 1048576);
+        assert_int_equal(cfg.sandbox_log_cap, 512ULL << 20);
+        assert_int_equal(LOAD(&cfg, "--disk-quota", "off", "--pool-reserve", "1G", "--sandbox-disk-mb", "64",
+                              "--sandbox-disk-max-mb", "128", "--sandbox-log-cap", "1M"),
+                         0);
+        assert_false(cfg.disk_quota);
+        assert_int_equal(cfg.pool_reserve_bytes, 1ULL << 30);
+        assert_int_equal(cfg.sandbox_disk_mb, 64);
+        assert_int_equal(cfg.sandbox_disk_max_mb, 128);
+        assert_int_equal(cfg.sandbox_log_cap, 1ULL << 20);
+        /* A default above the maximum is refused, not clamped. */
+        assert_int_equal(LOAD(&cfg, "--sandbox-disk-mb", "200", "--sandbox-disk-max-mb", "100"), -1);
+        static const char *const bad[][2] = {
+                { "--disk-quota", "yes" },         { "--disk-quota", "" },          { "--pool-reserve", "1M" },
+                { "--sandbox-disk-mb", "15" },     { "--sandbox-disk-max-mb", "0" },
+                { "--sandbox-disk-mb", "16777217" }, { "--sandbox-log-cap", "100K" }, { "--sandbox-log-cap", "-1" },
+        };
+        for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+                if (LOAD(&cfg, bad[i][0], bad[i][1]) != -1)
+                        fail_msg("%s %s was accepted", bad[i][0], bad[i][1]);
+}
+
 static void test_bad_values(void **state)
 {
         static const char *const bad[][2] = {
@@ -328,6 +357,7 @@ int main(void)
                 cmocka_unit_test_setup_teardown(test_listen_needs_a_port, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_sizes_do_not_wrap, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_e2b_front_door, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_quota_and_log_caps, setup, teardown),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
