@@ -201,16 +201,20 @@ int main(int argc, char **argv)
                 return fail("spaced.pool", "btrfs pool: %s", reason);
         if ((r = btrfs_pool_open(ctx.cfg.state_dir, ctx.cfg.pool_bytes, &ctx.pool, reason, sizeof(reason))) < 0)
                 return fail("spaced.pool", "btrfs pool: %s", reason);
-        if ((r = pool_quota_setup(&ctx.cfg, ctx.pool.root)) < 0)
-                return fail("spaced.quota", "cannot %s btrfs quotas on %s: %s%s", ctx.cfg.disk_quota ? "enable" : "disable",
-                            ctx.pool.root, strerror(-r), ctx.cfg.disk_quota ? " (pass --disk-quota off to run without disk limits)" : "");
-        /* Health is known before the first request: a pool left read-only is reported as such. */
+        /* Health is known before the first request: a pool left read-only is reported as such,
+         * and spaced starts to say so (quotas cannot be set up on it until it is repaired). */
         pool_monitor_init(&ctx.pool_health);
         struct pool_health health = { 0 };
         pool_health_check(&ctx.pool, ctx.cfg.pool_low_space_bytes, &health);
         pool_monitor_set(&ctx.pool_health, &health);
+        bool pool_writable = health.condition == POOL_OK || health.condition == POOL_LOW_SPACE;
         if (health.condition != POOL_OK)
                 log_error("pool.unhealthy", "condition=%s reason=\"%s\"", pool_condition_name(health.condition), health.reason);
+        if (!pool_writable)
+                log_warn("spaced.quota", "note=\"quotas are left as they are: the pool cannot take writes\"");
+        else if ((r = pool_quota_setup(&ctx.cfg, ctx.pool.root)) < 0)
+                return fail("spaced.quota", "cannot %s btrfs quotas on %s: %s%s", ctx.cfg.disk_quota ? "enable" : "disable",
+                            ctx.pool.root, strerror(-r), ctx.cfg.disk_quota ? " (pass --disk-quota off to run without disk limits)" : "");
         char instance[32];
         if ((r = instance_id_load(ctx.cfg.state_dir, instance, sizeof(instance))) < 0)
                 return fail("spaced.instance", "cannot read or create %s/instance: %s", ctx.cfg.state_dir, strerror(-r));
