@@ -6,9 +6,19 @@ asserts that the host's value is not there (and that the host has one to leak)."
 import hashlib
 import os
 import re
+import shutil
+import subprocess
+import tempfile
 import unittest
+import urllib.parse
 
-from spaced_harness import SPACE_AGENT, SpacedTestCase
+from spaced_harness import SPACE_AGENT, SpacedTestCase, log
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+EPERM = 1
+# What fsinfo_probe asks; the first four name the pool on any btrfs the host has.
+FSINFO_REQUESTS = ["fs_info", "dev_info", "get_subvol_info", "getfsuuid", "getfssysfspath", "getfslabel",
+                   "get_dev_stats", "ino_lookup", "space_info", "get_features", "subvol_create"]
 
 # Empty inside (masked with /dev/null), or unreadable (host root's only), whatever the host has.
 MASKED_FILES = ["locks", "diskstats", "zoneinfo", "interrupts", "partitions", "cmdline", "buddyinfo",
@@ -111,6 +121,111 @@ class ProcView(SpacedTestCase):
         self.assertGreater(int(lines[1]), 0)
         self.assertEqual(lines[2:4], ["2", "cpu"])
         self.assertIn("1", lines[4])
+
+
+def build_fsinfo_probe(out_dir):
+    out = os.path.join(out_dir, "fsinfo_probe")
+    for cc in ("musl-gcc", "gcc"):
+        if shutil.which(cc):
+            r = subprocess.run([cc, "-static", "-O1", "-o", out, os.path.join(HERE, "fsinfo_probe.c")],
+                               capture_output=True, text=True)
+            if r.returncode == 0:
+                return out
+            log("%s failed: %s" % (cc, r.stderr))
+    raise AssertionError("cannot build fsinfo_probe (musl-gcc or gcc with a static libc is needed)")
+
+
+def probe_lines(text):
+    return {line.split(" ", 1)[0]: line.split(" ", 1)[1] for line in text.strip().splitlines()}
+
+
+def field(line, name):
+    m = re.search(r"\b%s=(\S+)" % name, line)
+    return m.group(1) if m else None
+
+
+class PoolIdentity(SpacedTestCase):
+    """The btrfs pool's identity (fsid, devices: the host's loop device, subvolume UUIDs)
+    through ioctls on the sandbox's own root: the probe gets them on the host, and must get
+    EPERM and none of them inside, with and without high bits in the request."""
+
+    @classmethod
+    def setUpClass(cls):
+        super().setUpClass()
+        cls.tmp = tempfile.mkdtemp(prefix="fsinfo-probe-")
+        try:
+            cls.probe = build_fsinfo_probe(cls.tmp)
+            cls.sid = cls.spaced.create()
+            with open(cls.probe, "rb") as f:
+                data = f.read()
+            status, body = cls.spaced.request("POST", "/v1/sandboxes/%s/sessions" % cls.sid, {})
+            assert status in (200, 201), (status, body)
+            q = urllib.parse.urlencode({"path": "/root/fsinfo_probe", "mode": "0755"})
+            status, body = cls.spaced.request("PUT", "/v1/sandboxes/%s/files?%s" % (cls.sid, q), raw=data,
+                                              key=body["attach_token"],
+                                              headers={"Content-Type": "application/octet-stream"})
+            assert status == 201, (status, body)
+        except Exception:
+            shutil.rmtree(cls.tmp, ignore_errors=True)
+            cls.spaced.cleanup()
+            raise
+
+    @classmethod
+    def tearDownClass(cls):
+        shutil.rmtree(cls.tmp, ignore_errors=True)
+        super().tearDownClass()
+
+    def host_secrets(self):
+        """What the pool tells host root through the same requests on the sandbox's subvolume
+        (the subvolume the sandbox sees as /): each as hex and in the forms tools print."""
+        out = subprocess.run([self.probe, self.spaced.subvolume(self.sid)], capture_output=True, text=True)
+        self.assertEqual(out.returncode, 0, out.stderr)
+        host = probe_lines(out.stdout)
+        log("host answers: %r" % host)
+        # FS_IOC_GETFSUUID answers only where the file system set a UUID for it (btrfs does not,
+        # as of 6.18: ENOTTY); it is refused inside all the same.
+        for name in ("fs_info", "dev_info", "get_subvol_info"):
+            self.assertTrue(host.get(name, "").startswith("ok"), "the host gets no %s: the test would prove "
+                                                                 "nothing (%r)" % (name, host.get(name)))
+        fsid, dev_uuid = field(host["fs_info"], "fsid"), field(host["dev_info"], "uuid")
+        device = field(host["dev_info"], "path")  # /dev/loopN
+        subvol_raw = field(host["get_subvol_info"], "raw")
+        # btrfs_ioctl_get_subvol_info_args: uuid at 296, parent_uuid (the template snapshot's) at 312
+        subvol_uuids = [subvol_raw[2 * o:2 * o + 32] for o in (296, 312)]
+        secrets = [fsid, dev_uuid, field(host.get("getfsuuid", ""), "uuid"), device, os.path.basename(device),
+                   field(host["dev_info"], "pathhex")] + [u for u in subvol_uuids if u.strip("0")]
+        dashed = ["%s-%s-%s-%s-%s" % (h[:8], h[8:12], h[12:16], h[16:20], h[20:]) for h in secrets
+                  if h and re.fullmatch(r"[0-9a-f]{32}", h)]
+        return [s for s in secrets + dashed if s]
+
+    def run_inside(self, *args):
+        r = self.spaced.exec(self.sid, cmd=["/root/fsinfo_probe", "/", "create"] + list(args))
+        self.assertEqual(r["exit_code"], 0, repr(r))
+        return r["stdout"]
+
+    def check_refused(self, out):
+        got = probe_lines(out)
+        wrong = {n: got.get(n) for n in FSINFO_REQUESTS if got.get(n) != "errno %d" % EPERM}
+        self.assertEqual(wrong, {}, "pool ioctls not refused with EPERM inside")
+        for secret in self.host_secrets():
+            self.assertNotIn(secret, out, "the sandbox learnt %s" % secret)
+
+    def test_pool_ioctls_refused(self):
+        self.check_refused(self.run_inside())
+
+    def test_pool_ioctls_refused_with_high_bits(self):
+        self.check_refused(self.run_inside("high"))
+
+    def test_reflink_copy_still_works(self):
+        # FICLONE, coreutils 9's default for cp: must still make a shared-extent copy.
+        out = self.sh_ok("head -c 1048576 /dev/urandom > /root/a && cp --reflink=always /root/a /root/b "
+                         "&& cmp /root/a /root/b && echo same; rm -f /root/a /root/b")
+        self.assertEqual(out, "same\n")
+
+    def sh_ok(self, script):
+        r = self.spaced.sh(self.sid, script)
+        self.assertEqual(r["exit_code"], 0, repr(r))
+        return r["stdout"]
 
 
 if __name__ == "__main__":

@@ -1,7 +1,7 @@
 /* seccomp_allowlist: the system calls a sandbox may make without conditions. Everything
  * else is refused by seccomp_policy (with ENOSYS, or EPERM where the call is named there),
  * and the calls allowed only for some arguments (clone, unshare, socket, socketpair,
- * personality) are ruled on there too. */
+ * personality, ioctl) are ruled on there too. */
 #pragma once
 
 #include <stddef.h>

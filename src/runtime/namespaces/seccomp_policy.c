@@ -145,6 +145,67 @@ static int add_socket_rules(scmp_filter_ctx ctx)
         return r;
 }
 
+/* ioctl requests, by the two bytes that name the driver ("type") and the request number
+ * within it (see ioctl-number.rst); the kernel truncates the request to 32 bits and, for
+ * these, matches the whole 32-bit value, so refusing by type and number whatever the size,
+ * direction and high bits is refusing every spelling of the request. Refused with EPERM:
+ * - every btrfs request (type 0x94) but the three data ones that ordinary programs make:
+ *   FICLONE (9), FICLONERANGE (13), FIDEDUPERANGE (54); cp --reflink is coreutils 9's
+ *   default. The rest tell the sandbox the pool's fsid, label, devices (the host's loop
+ *   device), subvolume UUIDs, tree contents and space (FS_INFO DEV_INFO GET_DEV_STATS
+ *   GET_SUBVOL_INFO GET_SUBVOL_ROOTREF INO_LOOKUP(_USER) TREE_SEARCH(_V2) SPACE_INFO
+ *   GET_FEATURES GET_SUPPORTED_FEATURES FS_IOC_GETFSLABEL…), or would let it make
+ *   subvolumes inside its own, whose data the sandbox's quota (its subvolume's qgroup)
+ *   does not count and its snapshots leave out; a request btrfs adds later is refused
+ *   until reviewed. Numbers 9, 13 and 54 name no other btrfs request, so the
+ *   other spellings of them reach the kernel only to get ENOTTY.
+ * - type 0x15, the generic file-system identity requests of Linux 6.8: FS_IOC_GETFSUUID (0)
+ *   and FS_IOC_GETFSSYSFSPATH (1, "btrfs/<fsid>").
+ * Everything else passes (terminals, FIONREAD, FS_IOC_GETFLAGS…). */
+#define IOCTL_TYPE_BTRFS 0x94
+#define IOCTL_TYPE_FS_IDENTITY 0x15
+static const unsigned btrfs_data_requests[] = { 9, 13, 54 };
+#define IOCTL_BITS 16 /* the type and number: all the filter looks at */
+
+static bool ioctl_refused(unsigned v)
+{
+        unsigned type = v >> 8, nr = v & 0xff;
+        if (type == IOCTL_TYPE_FS_IDENTITY)
+                return true;
+        if (type != IOCTL_TYPE_BTRFS)
+                return false;
+        for (size_t i = 0; i < ARRAY_SIZE(btrfs_data_requests); i++)
+                if (nr == btrfs_data_requests[i])
+                        return false;
+        return true;
+}
+
+/* "Allow all but these" cannot be said with rules that do not overlap: a rule without
+ * conditions silently swallows the conditional ones (libseccomp 2.5.4 accepts them and
+ * emits only the allow), and which of two overlapping conditional rules wins is libseccomp's
+ * choice. So the 2^16 values of type and number are split into aligned blocks, each as
+ * large as it can be while all its values get the same answer, one masked rule per block:
+ * the rules partition the space (31 of them), so no order matters and every request
+ * matches exactly one. The masks have no high 32 bits, so the bits the kernel ignores are
+ * ignored here too. */
+static int add_ioctl_block(scmp_filter_ctx ctx, unsigned prefix, unsigned bits)
+{
+        unsigned size = 1u << (IOCTL_BITS - bits);
+        bool refuse = ioctl_refused(prefix);
+        bool uniform = true;
+        for (unsigned v = prefix + 1; uniform && v < prefix + size; v++)
+                uniform = ioctl_refused(v) == refuse;
+        if (uniform) {
+                scmp_datum_t mask = (0xffffu << (IOCTL_BITS - bits)) & 0xffffu;
+                return seccomp_rule_add(ctx, refuse ? SCMP_ACT_ERRNO(EPERM) : SCMP_ACT_ALLOW, SCMP_SYS(ioctl), 1,
+                                        SCMP_A1(SCMP_CMP_MASKED_EQ, mask, prefix));
+        }
+        int r = add_ioctl_block(ctx, prefix, bits + 1);
+        if (r == 0)
+                r = add_ioctl_block(ctx, prefix | size >> 1, bits + 1);
+        return r;
+}
+
 /* Unlisted personalities fall to the default action (ENOSYS): libseccomp cannot refuse
  * "any unsafe bit, except in the query value" with EPERM in rules that do not overlap. */
 static int add_personality_rules(scmp_filter_ctx ctx)
@@ -204,6 +265,8 @@ int seccomp_policy_build(struct sock_fprog *ret)
                 r = add_socket_rules(ctx);
         if (r == 0)
                 r = add_personality_rules(ctx);
+        if (r == 0)
+                r = add_ioctl_block(ctx, 0, 0);
         if (r == 0)
                 r = export_program(ctx, ret);
         seccomp_release(ctx);

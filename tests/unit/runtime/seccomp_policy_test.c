@@ -2,6 +2,8 @@
  * makes each call of a table (with arguments the kernel would reject, so that an allowed
  * call does nothing) and reports what came back. */
 #include <errno.h>
+#include <linux/btrfs.h>
+#include <linux/fs.h>
 #include <linux/netlink.h>
 #include <linux/seccomp.h>
 #include <sched.h>
@@ -14,6 +16,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/personality.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
@@ -28,6 +31,16 @@
 #include "runtime/namespaces/seccomp_policy.h"
 
 #define OK 0 /* the call succeeded (returned >= 0) */
+
+/* Linux 6.8; older uapi headers lack them. */
+#ifndef FS_IOC_GETFSUUID
+#define FS_IOC_GETFSUUID _IOR(0x15, 0, struct { __u8 len; __u8 uuid[16]; })
+#endif
+#ifndef FS_IOC_GETFSSYSFSPATH
+#define FS_IOC_GETFSSYSFSPATH _IOR(0x15, 1, struct { __u8 len; __u8 name[128]; })
+#endif
+/* Bits above the 32 the kernel keeps of an ioctl request. */
+#define HIGH 0x5a5a000100000000L
 
 struct probe {
         const char *what;
@@ -100,6 +113,38 @@ static const struct probe probes[] = {
         { "socket(AF_NETLINK, UEVENT)", SYS_socket, { AF_NETLINK, SOCK_RAW, NETLINK_KOBJECT_UEVENT }, EPROTONOSUPPORT },
         { "socketpair(AF_INET)", SYS_socketpair, { AF_INET, SOCK_STREAM, 0, 0 }, EAFNOSUPPORT },
         { "socketpair(AF_VSOCK)", SYS_socketpair, { 40, SOCK_STREAM, 0, 0 }, EAFNOSUPPORT },
+        /* ioctl (on fd -1: an allowed request fails with EBADF): what names the host's pool
+         * is refused, whatever the high bits; data and terminal requests pass */
+        { "ioctl(BTRFS_IOC_FS_INFO)", SYS_ioctl, { -1, BTRFS_IOC_FS_INFO }, EPERM },
+        { "ioctl(BTRFS_IOC_DEV_INFO)", SYS_ioctl, { -1, BTRFS_IOC_DEV_INFO }, EPERM },
+        { "ioctl(BTRFS_IOC_GET_DEV_STATS)", SYS_ioctl, { -1, BTRFS_IOC_GET_DEV_STATS }, EPERM },
+        { "ioctl(BTRFS_IOC_GET_SUBVOL_INFO)", SYS_ioctl, { -1, BTRFS_IOC_GET_SUBVOL_INFO }, EPERM },
+        { "ioctl(BTRFS_IOC_GET_SUBVOL_ROOTREF)", SYS_ioctl, { -1, BTRFS_IOC_GET_SUBVOL_ROOTREF }, EPERM },
+        { "ioctl(BTRFS_IOC_INO_LOOKUP)", SYS_ioctl, { -1, BTRFS_IOC_INO_LOOKUP }, EPERM },
+        { "ioctl(BTRFS_IOC_INO_LOOKUP_USER)", SYS_ioctl, { -1, BTRFS_IOC_INO_LOOKUP_USER }, EPERM },
+        { "ioctl(BTRFS_IOC_TREE_SEARCH)", SYS_ioctl, { -1, BTRFS_IOC_TREE_SEARCH }, EPERM },
+        { "ioctl(BTRFS_IOC_TREE_SEARCH_V2)", SYS_ioctl, { -1, BTRFS_IOC_TREE_SEARCH_V2 }, EPERM },
+        { "ioctl(BTRFS_IOC_SPACE_INFO)", SYS_ioctl, { -1, BTRFS_IOC_SPACE_INFO }, EPERM },
+        { "ioctl(BTRFS_IOC_GET_FEATURES)", SYS_ioctl, { -1, BTRFS_IOC_GET_FEATURES }, EPERM },
+        { "ioctl(BTRFS_IOC_GET_SUPPORTED_FEATURES)", SYS_ioctl, { -1, BTRFS_IOC_GET_SUPPORTED_FEATURES }, EPERM },
+        { "ioctl(BTRFS_IOC_SUBVOL_CREATE)", SYS_ioctl, { -1, BTRFS_IOC_SUBVOL_CREATE }, EPERM },
+        { "ioctl(BTRFS_IOC_SNAP_CREATE_V2)", SYS_ioctl, { -1, BTRFS_IOC_SNAP_CREATE_V2 }, EPERM },
+        { "ioctl(FS_IOC_GETFSLABEL)", SYS_ioctl, { -1, FS_IOC_GETFSLABEL }, EPERM },
+        { "ioctl(FS_IOC_GETFSUUID)", SYS_ioctl, { -1, FS_IOC_GETFSUUID }, EPERM },
+        { "ioctl(FS_IOC_GETFSSYSFSPATH)", SYS_ioctl, { -1, FS_IOC_GETFSSYSFSPATH }, EPERM },
+        { "ioctl(BTRFS_IOC_FS_INFO with high bits)", SYS_ioctl, { -1, HIGH | BTRFS_IOC_FS_INFO }, EPERM },
+        { "ioctl(BTRFS_IOC_DEV_INFO with high bits)", SYS_ioctl, { -1, HIGH | BTRFS_IOC_DEV_INFO }, EPERM },
+        { "ioctl(FS_IOC_GETFSUUID with high bits)", SYS_ioctl, { -1, HIGH | FS_IOC_GETFSUUID }, EPERM },
+        { "ioctl(FS_IOC_GETFSUUID, all high bits)", SYS_ioctl, { -1, (long)(~0UL << 32) | FS_IOC_GETFSUUID }, EPERM },
+        { "ioctl(FICLONE)", SYS_ioctl, { -1, FICLONE }, EBADF },
+        { "ioctl(FICLONERANGE)", SYS_ioctl, { -1, FICLONERANGE }, EBADF },
+        { "ioctl(FIDEDUPERANGE)", SYS_ioctl, { -1, FIDEDUPERANGE }, EBADF },
+        { "ioctl(FICLONE with high bits)", SYS_ioctl, { -1, HIGH | FICLONE }, EBADF },
+        { "ioctl(TCGETS)", SYS_ioctl, { -1, TCGETS }, EBADF },
+        { "ioctl(TIOCGWINSZ)", SYS_ioctl, { -1, TIOCGWINSZ }, EBADF },
+        { "ioctl(TCGETS with high bits)", SYS_ioctl, { -1, HIGH | TCGETS }, EBADF },
+        { "ioctl(FIONREAD)", SYS_ioctl, { -1, FIONREAD }, EBADF },
+        { "ioctl(FS_IOC_GETFLAGS)", SYS_ioctl, { -1, FS_IOC_GETFLAGS }, EBADF },
         /* calls on no list: the default */
         { "listmount (newer than the lists)", 458, { 0 }, ENOSYS },
         { "lsm_list_modules", 461, { 0 }, ENOSYS },
@@ -258,6 +303,40 @@ static void test_fork_works(void **state)
         assert_int_equal(WEXITSTATUS(status), 0);
 }
 
+/* What the policy means for an ioctl request: by its type and number alone. */
+static int ioctl_want(unsigned long request)
+{
+        unsigned type = (request >> 8) & 0xff, nr = request & 0xff;
+        if (type == 0x15)
+                return EPERM;
+        if (type == 0x94 && nr != 9 && nr != 13 && nr != 54)
+                return EPERM;
+        return EBADF;
+}
+
+/* Every type and number, each under several sizes, directions and high bits: the filter's
+ * blocks must add up to exactly the policy, with no value falling to the default. */
+static void exhaustive_ioctls(void)
+{
+        static const unsigned long upper[] = { 0, 0x40040000UL, 0x80110000UL, 0xc0ff0000UL, 0x3fff0000UL,
+                                               0x5a5a000100000000UL, 0xffffffff00000000UL, 0x8000000000000000UL };
+        for (size_t u = 0; u < ARRAY_SIZE(upper); u++)
+                for (unsigned long v = 0; v < 0x10000; v++) {
+                        unsigned long request = upper[u] | v;
+                        long r = syscall(SYS_ioctl, -1, request, 0L);
+                        if (r >= 0 || errno != ioctl_want(request))
+                                _exit(10 + (int)u); /* the status says which pattern */
+                }
+}
+
+static void test_ioctl_every_request(void **state)
+{
+        (void)state;
+        int status = status_of(exhaustive_ioctls, true);
+        assert_true(WIFEXITED(status));
+        assert_int_equal(WEXITSTATUS(status), 0);
+}
+
 /* A misspelt name would silently allow nothing: every name must resolve here. */
 static void test_allowlist_names_resolve(void **state)
 {
@@ -273,6 +352,7 @@ int main(void)
                 cmocka_unit_test(test_table),
                 cmocka_unit_test(test_32bit_abis_killed),
                 cmocka_unit_test(test_fork_works),
+                cmocka_unit_test(test_ioctl_every_request),
                 cmocka_unit_test(test_allowlist_names_resolve),
         };
         return cmocka_run_group_tests(tests, setup, teardown);
