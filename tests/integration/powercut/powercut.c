@@ -13,9 +13,10 @@
  *
  * SIGUSR1 cuts the power: it waits for the operations in flight, makes every later one
  * fail with EIO, puts every file in the backing directory back to its state at its last
- * sync, then writes "cut files=F blocks=B bytes_beyond=N" to FILE (atomically). The
- * backing directory is then the disk after the crash: unmount MOUNTPOINT (umount -l) and
- * use it. SIGUSR2 writes what a cut would undo now ("pending ..." and one line per file).
+ * sync, then writes "cut files=F blocks=B bytes_beyond=N error=E" and one line per file it
+ * undid ("file PATH size=S synced=Y blocks=K") to FILE (atomically). The backing directory
+ * is then the disk after the crash: unmount MOUNTPOINT (umount -l) and use it. SIGUSR2
+ * writes what a cut would undo now, the same way ("pending ...").
  *
  * The backing files are never fsync'ed themselves: the backing filesystem is not the one
  * that loses power, and skipping it keeps the tests fast. */
@@ -393,23 +394,42 @@ static const struct fuse_operations pc_ops = {
         .fsyncdir = pc_fsyncdir,
 };
 
-/* Writes the status file whole, by rename, so that a reader never sees half of it. */
-static void status_write(bool cut, const struct undo_log_stats *s, int apply_error)
+/* The status file is written whole and renamed into place: a reader never sees half. */
+static FILE *status_open(char *tmp, size_t size)
 {
         if (!status_path)
-                return;
-        char tmp[PATH_MAX];
-        snprintf(tmp, sizeof(tmp), "%s.tmp", status_path);
-        FILE *out = fopen(tmp, "we");
+                return NULL;
+        snprintf(tmp, size, "%s.tmp", status_path);
+        return fopen(tmp, "we");
+}
+
+static void status_close(FILE *out, const char *tmp, const char *kind, const struct undo_log_stats *s, int error)
+{
         if (!out)
                 return;
-        fprintf(out, "%s files=%llu blocks=%llu bytes_beyond=%llu error=%d\n", cut ? "cut" : "pending",
-                (unsigned long long)s->files, (unsigned long long)s->blocks, (unsigned long long)s->bytes_beyond,
-                apply_error);
-        if (!cut)
-                undo_log_stats(undo, NULL, out);
-        if (fclose(out) == 0)
+        /* The head line goes last in the file's order of writing but first in the file: the
+         * per-file lines were written after a placeholder of fixed width. */
+        fflush(out);
+        char head[160];
+        int n = snprintf(head, sizeof(head), "%s files=%llu blocks=%llu bytes_beyond=%llu error=%d", kind,
+                         (unsigned long long)s->files, (unsigned long long)s->blocks,
+                         (unsigned long long)s->bytes_beyond, error);
+        memset(head + n, ' ', sizeof(head) - 1 - (size_t)n);
+        head[sizeof(head) - 1] = '\n';
+        bool ok = fseek(out, 0, SEEK_SET) == 0 && fwrite(head, 1, sizeof(head), out) == sizeof(head);
+        if (fclose(out) == 0 && ok)
                 rename(tmp, status_path);
+}
+
+static FILE *status_begin(char *tmp, size_t size)
+{
+        FILE *out = status_open(tmp, size);
+        if (out) {
+                char blank[160];
+                memset(blank, ' ', sizeof(blank));
+                fwrite(blank, 1, sizeof(blank), out); /* room for the head line */
+        }
+        return out;
 }
 
 static void *signal_thread(void *arg)
@@ -420,24 +440,25 @@ static void *signal_thread(void *arg)
                 if (sigwait(set, &sig) != 0)
                         continue;
                 struct undo_log_stats s = { 0 };
+                char tmp[PATH_MAX];
+                pthread_rwlock_wrlock(&gate);
+                FILE *out = status_begin(tmp, sizeof(tmp));
                 if (sig == SIGUSR2) {
-                        pthread_rwlock_wrlock(&gate);
-                        undo_log_stats(undo, &s, NULL);
-                        status_write(false, &s, 0);
+                        undo_log_stats(undo, &s, out);
                         pthread_rwlock_unlock(&gate);
+                        status_close(out, tmp, "pending", &s, 0);
                         continue;
                 }
-                pthread_rwlock_wrlock(&gate);
                 int r = 0;
                 if (!power_cut) {
                         power_cut = true;
-                        r = undo_log_apply(undo, &s);
+                        r = undo_log_apply(undo, &s, out);
                 }
                 pthread_rwlock_unlock(&gate);
                 fprintf(stderr, "powercut: power cut: files=%llu blocks=%llu bytes_beyond=%llu error=%d\n",
                         (unsigned long long)s.files, (unsigned long long)s.blocks, (unsigned long long)s.bytes_beyond,
                         r);
-                status_write(true, &s, r);
+                status_close(out, tmp, "cut", &s, r);
         }
         return NULL;
 }

@@ -246,15 +246,24 @@ static bool all_zero(const unsigned char *p, size_t n)
         return true;
 }
 
-static int file_apply(struct undo_file *f, struct undo_log_stats *stats)
+static void file_report(const struct undo_file *f, uint64_t size, FILE *out)
+{
+        if (out)
+                fprintf(out, "file %s size=%llu synced=%llu blocks=%zu\n", f->name, (unsigned long long)size,
+                        (unsigned long long)f->synced_size, f->block_count);
+}
+
+static int file_apply(struct undo_file *f, struct undo_log_stats *stats, FILE *out)
 {
         struct stat st;
         if (fstat(f->fd, &st) < 0)
                 return -errno;
         if ((uint64_t)st.st_size > f->synced_size)
                 stats->bytes_beyond += (uint64_t)st.st_size - f->synced_size;
-        if (f->block_count || (uint64_t)st.st_size != f->synced_size)
+        if (f->block_count || (uint64_t)st.st_size != f->synced_size) {
                 stats->files++;
+                file_report(f, (uint64_t)st.st_size, out);
+        }
         if (ftruncate(f->fd, (off_t)f->synced_size) < 0)
                 return -errno;
         for (size_t i = 0; i < f->slot_count; i++) {
@@ -273,7 +282,7 @@ static int file_apply(struct undo_file *f, struct undo_log_stats *stats)
         return 0;
 }
 
-int undo_log_apply(struct undo_log *log, struct undo_log_stats *ret_stats)
+int undo_log_apply(struct undo_log *log, struct undo_log_stats *ret_stats, FILE *out)
 {
         struct undo_log_stats stats = { 0 };
         int result = 0;
@@ -282,7 +291,7 @@ int undo_log_apply(struct undo_log *log, struct undo_log_stats *ret_stats)
                 struct undo_file *f = log->files;
                 log->files = f->next;
                 pthread_mutex_lock(&f->lock);
-                int r = file_apply(f, &stats);
+                int r = file_apply(f, &stats, out);
                 pthread_mutex_unlock(&f->lock);
                 if (r < 0 && result == 0)
                         result = r;
@@ -307,10 +316,7 @@ void undo_log_stats(struct undo_log *log, struct undo_log_stats *ret_stats, FILE
                         stats.blocks += f->block_count;
                         if (size > f->synced_size)
                                 stats.bytes_beyond += size - f->synced_size;
-                        if (out)
-                                fprintf(out, "file %s size=%llu synced=%llu blocks=%zu\n", f->name,
-                                        (unsigned long long)size, (unsigned long long)f->synced_size,
-                                        f->block_count);
+                        file_report(f, size, out);
                 }
                 pthread_mutex_unlock(&f->lock);
         }

@@ -44,8 +44,9 @@ int undo_file_save_truncate(struct undo_file *f, uint64_t size);
 int undo_log_synced(struct undo_log *log, int fd);
 
 /* The power cut: puts every file back to its state at its last sync and forgets the
- * records. Fills ret_stats with what was undone (may be NULL). */
-int undo_log_apply(struct undo_log *log, struct undo_log_stats *ret_stats);
+ * records. Fills ret_stats with what was undone (may be NULL); with out, one line per file
+ * as undo_log_stats() writes them. */
+int undo_log_apply(struct undo_log *log, struct undo_log_stats *ret_stats, FILE *out);
 
 /* What would be undone now; with out, one line per file ("name size synced blocks"). */
 void undo_log_stats(struct undo_log *log, struct undo_log_stats *ret_stats, FILE *out);
