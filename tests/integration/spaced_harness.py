@@ -459,6 +459,17 @@ class Spaced:
         """Runs a shell script, returns the exec result (asserts HTTP 200)."""
         return self.exec(sandbox_id, shell=script, **body)
 
+    def put_file(self, sandbox_id, path, data, mode="0644"):
+        """Writes a file into a sandbox through the data plane (a session of its own)."""
+        import urllib.parse
+        status, body = self.request("POST", "/v1/sandboxes/%s/sessions" % sandbox_id, {})
+        assert status in (200, 201), (status, body)
+        q = urllib.parse.urlencode({"path": path, "mode": mode})
+        status, body = self.request("PUT", "/v1/sandboxes/%s/files?%s" % (sandbox_id, q), raw=data,
+                                    key=body["attach_token"], headers={"Content-Type": "application/octet-stream"})
+        assert status == 201, (status, body)
+        return body
+
     def wait_state(self, sandbox_id, states, timeout=20):
         if isinstance(states, str):
             states = (states,)

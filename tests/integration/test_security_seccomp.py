@@ -14,7 +14,6 @@ import subprocess
 import tarfile
 import tempfile
 import unittest
-import urllib.parse
 
 from spaced_harness import SpacedTestCase, log, wait_for
 
@@ -75,14 +74,7 @@ class SeccompRefusals(SpacedTestCase):
             cls.probe = build_probe(cls.tmp)
             cls.sid = cls.spaced.create()
             with open(cls.probe, "rb") as f:
-                data = f.read()
-            status, body = cls.spaced.request("POST", "/v1/sandboxes/%s/sessions" % cls.sid, {})
-            assert status in (200, 201), (status, body)
-            q = urllib.parse.urlencode({"path": "/root/probe", "mode": "0755"})
-            status, body = cls.spaced.request("PUT", "/v1/sandboxes/%s/files?%s" % (cls.sid, q), raw=data,
-                                              key=body["attach_token"],
-                                              headers={"Content-Type": "application/octet-stream"})
-            assert status == 201, (status, body)
+                cls.spaced.put_file(cls.sid, "/root/probe", f.read(), mode="0755")
         except Exception:
             shutil.rmtree(cls.tmp, ignore_errors=True)
             cls.spaced.cleanup()
