@@ -2,7 +2,7 @@
  * power cut, for crash-consistency tests on a kernel without device-mapper (no dm-flakey,
  * no dm-log-writes), nbd or ublk.
  *
- *   powercut [--status FILE] BACKING MOUNTPOINT [FUSE options]
+ *   powercut [--status FILE] [--torn SEED] BACKING MOUNTPOINT [FUSE options]
  *
  * Runs in the foreground, multithreaded. Every operation goes straight through to the
  * backing directory (reads see every write at once); undo_log.c remembers, per file, what
@@ -17,6 +17,9 @@
  * undid ("file PATH size=S synced=Y blocks=K") to FILE (atomically). The backing directory
  * is then the disk after the crash: unmount MOUNTPOINT (umount -l) and use it. SIGUSR2
  * writes what a cut would undo now, the same way ("pending ...").
+ *
+ * With --torn SEED the cut is a disk whose volatile cache wrote out part of what it held:
+ * each unsynced block is kept or undone by a seeded coin flip (see undo_log.h).
  *
  * The backing files are never fsync'ed themselves: the backing filesystem is not the one
  * that loses power, and skipping it keeps the tests fast. */
@@ -466,12 +469,17 @@ static void *signal_thread(void *arg)
 int main(int argc, char **argv)
 {
         int i = 1;
-        if (i + 1 < argc && strcmp(argv[i], "--status") == 0) {
-                status_path = argv[i + 1];
-                i += 2;
+        uint64_t torn_seed = 0;
+        for (; i + 1 < argc; i += 2) {
+                if (strcmp(argv[i], "--status") == 0)
+                        status_path = argv[i + 1];
+                else if (strcmp(argv[i], "--torn") == 0)
+                        torn_seed = strtoull(argv[i + 1], NULL, 10);
+                else
+                        break;
         }
         if (argc - i < 2) {
-                fprintf(stderr, "usage: %s [--status FILE] BACKING MOUNTPOINT [FUSE options]\n", argv[0]);
+                fprintf(stderr, "usage: %s [--status FILE] [--torn SEED] BACKING MOUNTPOINT [FUSE options]\n", argv[0]);
                 return 2;
         }
         backing_fd = open(argv[i], O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -480,6 +488,9 @@ int main(int argc, char **argv)
                 return 1;
         }
         undo = undo_log_new();
+        if (!undo)
+                return 1;
+        undo_log_set_torn(undo, torn_seed);
         pthread_rwlockattr_t attr;
         pthread_rwlockattr_init(&attr);
         /* A cut must not wait behind an endless stream of operations. */

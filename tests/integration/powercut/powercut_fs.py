@@ -42,11 +42,12 @@ def parse_status(text):
 class PowercutFs:
     """One powercut mount: backing directory `backing` shown at `mountpoint`."""
 
-    def __init__(self, backing, mountpoint, log_path=None):
+    def __init__(self, backing, mountpoint, log_path=None, torn_seed=None):
         self.backing = os.path.abspath(backing)
         self.mountpoint = os.path.abspath(mountpoint)
         self.status_path = self.backing + ".powercut-status"
         self.log_path = log_path or self.backing + ".powercut-log"
+        self.torn_seed = torn_seed  # a cut keeps a seeded random part of the unsynced writes
         self.proc = None
 
     def mount(self):
@@ -54,8 +55,9 @@ class PowercutFs:
         os.makedirs(self.backing, exist_ok=True)
         os.makedirs(self.mountpoint, exist_ok=True)
         with open(self.log_path, "wb") as log:
-            self.proc = subprocess.Popen([POWERCUT, "--status", self.status_path, self.backing, self.mountpoint,
-                                          "-o", "max_threads=16"],
+            torn = ["--torn", str(self.torn_seed)] if self.torn_seed else []
+            self.proc = subprocess.Popen([POWERCUT, "--status", self.status_path] + torn +
+                                         [self.backing, self.mountpoint, "-o", "max_threads=16"],
                                          stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                          start_new_session=True, close_fds=True)
         deadline = time.monotonic() + 10

@@ -26,13 +26,15 @@ def pattern(seed, n):
 
 class PowercutTestCase(unittest.TestCase):
 
+    torn_seed = None
+
     def setUp(self):
         if os.geteuid() != 0:
             self.fail("the powercut tests need root (FUSE mounts, loop devices)")
         require_powercut()
         self.tmp = tempfile.mkdtemp(prefix="powercut-", dir="/tmp")
         self.addCleanup(shutil.rmtree, self.tmp, True)
-        self.fs = PowercutFs(os.path.join(self.tmp, "backing"), os.path.join(self.tmp, "mnt"))
+        self.fs = PowercutFs(os.path.join(self.tmp, "backing"), os.path.join(self.tmp, "mnt"), torn_seed=self.torn_seed)
         self.fs.mount()
         self.addCleanup(self.fs.unmount)
 
@@ -141,6 +143,35 @@ class Files(PowercutTestCase):
         with self.assertRaises(OSError):
             open(self.m("other"), "wb")
         self.assertEqual(self.backing_bytes("f"), b"x")
+
+
+class Torn(PowercutTestCase):
+    """--torn: each unsynced block is kept or undone by a seeded coin; synced bytes never change."""
+
+    torn_seed = 12345
+
+    def test_each_block_is_old_or_new_and_both_happen(self):
+        old, new = pattern(7, 64 * BLOCK), pattern(8, 96 * BLOCK)
+        self.write_synced("f", old)
+        with open(self.m("f"), "r+b") as f:
+            f.write(new)
+        self.write_synced("g", b"synced")  # untouched since its sync
+        self.fs.cut()
+        got = self.backing_bytes("f")
+        self.assertIn(len(got), (len(old), len(new)))
+        kinds = set()
+        for i in range(len(got) // BLOCK):
+            block = got[i * BLOCK:(i + 1) * BLOCK]
+            choices = {"new": new[i * BLOCK:(i + 1) * BLOCK]}
+            if i < 64:
+                choices["old"] = old[i * BLOCK:(i + 1) * BLOCK]
+            else:
+                choices["zero"] = b"\0" * BLOCK
+            kind = [k for k, v in choices.items() if v == block]
+            self.assertTrue(kind, "block %d is neither its synced nor its new bytes" % i)
+            kinds.add(kind[0])
+        self.assertTrue({"old", "new"} <= kinds, kinds)
+        self.assertEqual(self.backing_bytes("g"), b"synced")
 
 
 class Sqlite(PowercutTestCase):

@@ -31,7 +31,24 @@ struct undo_file {
 struct undo_log {
         pthread_mutex_t lock;
         struct undo_file *files;
+        uint64_t torn; /* xorshift state; 0: not torn */
 };
+
+void undo_log_set_torn(struct undo_log *log, uint64_t seed)
+{
+        log->torn = seed;
+}
+
+/* A coin flip of torn mode (never true when not torn). */
+static bool log_coin(struct undo_log *log)
+{
+        if (!log->torn)
+                return false;
+        log->torn ^= log->torn << 13;
+        log->torn ^= log->torn >> 7;
+        log->torn ^= log->torn << 17;
+        return log->torn & 1;
+}
 
 struct undo_log *undo_log_new(void)
 {
@@ -253,7 +270,24 @@ static void file_report(const struct undo_file *f, uint64_t size, FILE *out)
                         (unsigned long long)f->synced_size, f->block_count);
 }
 
-static int file_apply(struct undo_file *f, struct undo_log_stats *stats, FILE *out)
+/* Torn mode: the file keeps its new size, and each new block past the synced size is kept
+ * or zeroed. Returns 1 when it did (the file is not truncated then). */
+static int file_keep_tail(struct undo_log *log, struct undo_file *f, uint64_t size)
+{
+        if (size <= f->synced_size || !log_coin(log))
+                return 0;
+        uint64_t first = (f->synced_size + UNDO_LOG_BLOCK - 1) / UNDO_LOG_BLOCK;
+        for (uint64_t index = first; index * UNDO_LOG_BLOCK < size; index++) {
+                if (!log_coin(log))
+                        continue;
+                off_t start = (off_t)(index * UNDO_LOG_BLOCK);
+                if (fallocate(f->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, start, UNDO_LOG_BLOCK) < 0)
+                        return -errno;
+        }
+        return 1;
+}
+
+static int file_apply(struct undo_log *log, struct undo_file *f, struct undo_log_stats *stats, FILE *out)
 {
         struct stat st;
         if (fstat(f->fd, &st) < 0)
@@ -264,12 +298,15 @@ static int file_apply(struct undo_file *f, struct undo_log_stats *stats, FILE *o
                 stats->files++;
                 file_report(f, (uint64_t)st.st_size, out);
         }
-        if (ftruncate(f->fd, (off_t)f->synced_size) < 0)
+        int kept = file_keep_tail(log, f, (uint64_t)st.st_size);
+        if (kept < 0)
+                return kept;
+        if (!kept && ftruncate(f->fd, (off_t)f->synced_size) < 0)
                 return -errno;
         for (size_t i = 0; i < f->slot_count; i++) {
                 struct undo_block *b = f->slots[i];
-                if (!b)
-                        continue;
+                if (!b || log_coin(log))
+                        continue; /* torn: this block keeps its new bytes */
                 off_t start = (off_t)(b->index * UNDO_LOG_BLOCK);
                 stats->blocks++;
                 /* Keep sparse images sparse: a block that was a hole (or zeros) becomes one. */
@@ -291,7 +328,7 @@ int undo_log_apply(struct undo_log *log, struct undo_log_stats *ret_stats, FILE 
                 struct undo_file *f = log->files;
                 log->files = f->next;
                 pthread_mutex_lock(&f->lock);
-                int r = file_apply(f, &stats, out);
+                int r = file_apply(log, f, &stats, out);
                 pthread_mutex_unlock(&f->lock);
                 if (r < 0 && result == 0)
                         result = r;

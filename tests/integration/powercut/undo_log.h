@@ -43,6 +43,12 @@ int undo_file_save_truncate(struct undo_file *f, uint64_t size);
 /* The file at fd was fsync'ed: what it holds now is durable. */
 int undo_log_synced(struct undo_log *log, int fd);
 
+/* Torn mode (seed != 0): at the cut, as a disk whose volatile cache wrote out some of what
+ * it held, each unsynced block keeps its new bytes or gets its synced ones back by a coin
+ * flip, and a file grown since its sync keeps its new size or not, with the new blocks
+ * past its synced size each kept or zeroed. What was synced is never touched. */
+void undo_log_set_torn(struct undo_log *log, uint64_t seed);
+
 /* The power cut: puts every file back to its state at its last sync and forgets the
  * records. Fills ret_stats with what was undone (may be NULL); with out, one line per file
  * as undo_log_stats() writes them. */
