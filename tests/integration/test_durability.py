@@ -269,6 +269,18 @@ class Scenario:
             time.sleep(0.1)
         return r["stdout"] if st == 200 else "(exec: %s %r)" % (st, r)
 
+    def on_disk(self, sid, path):
+        """The file as the post-crash disk has it, in the sandbox's root subvolume (read on the
+        host: what is checked is the disk, not the path of a sandbox coming back)."""
+        full = os.path.join(self.spaced.subvolume(sid), path.lstrip("/"))
+        if not os.path.isdir(self.spaced.subvolume(sid)):
+            return "(sandbox gone)"
+        try:
+            with open(full) as f:
+                return f.read()
+        except OSError as e:
+            return "(%s)" % e.strerror
+
     def ensure_running(self, sid, started):
         if sid in started:
             return started[sid]
@@ -350,7 +362,7 @@ class Scenario:
         for r in records:
             if r[0] == "file":
                 checked += 1
-                got = self.cat(r[1], r[2]) if self.ensure_running(r[1], started) else "(sandbox gone)"
+                got = self.on_disk(r[1], r[2])
                 if got != r[3]:
                     lost.append("file %s in %s answered written: now %r" % (r[2], r[1], got[:80]))
             elif r[0] == "events" and r[3]:
