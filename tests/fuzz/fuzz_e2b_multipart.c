@@ -1,7 +1,7 @@
 /* Fuzz target for the incremental multipart/form-data parser of E2B uploads. The first
  * byte of the input picks the size of the pieces the rest is fed in (1-256 bytes), so that
  * boundaries straddle pieces in every way; the boundary is "XyZ". Built with clang
- * -fsanitize=fuzzer it is a libFuzzer target; built normally it reads one input from stdin. */
+ * -fsanitize=fuzzer it is a libFuzzer target; built normally (with fuzz_stdin_main.c) it reads one input from stdin. */
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -47,26 +47,3 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         e2b_multipart_free(m);
         return 0;
 }
-
-#ifndef SPACE_LIBFUZZER
-int main(void)
-{
-        size_t cap = 1 << 16, len = 0;
-        uint8_t *buf = malloc(cap);
-        size_t n;
-        while (buf && (n = fread(buf + len, 1, cap - len, stdin)) > 0) {
-                len += n;
-                if (len == cap) {
-                        uint8_t *grown = realloc(buf, cap * 2);
-                        if (!grown)
-                                break;
-                        buf = grown;
-                        cap *= 2;
-                }
-        }
-        if (buf)
-                LLVMFuzzerTestOneInput(buf, len);
-        free(buf);
-        return 0;
-}
-#endif

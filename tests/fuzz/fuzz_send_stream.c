@@ -2,7 +2,7 @@
  * of the pieces the rest is fed in (1-256 bytes); the verdict (and the subvolume named) must
  * be the same as when the whole stream is fed at once, or the target aborts. The parent
  * snapshot is known by the UUID of sixteen 0x11 bytes. Built with clang -fsanitize=fuzzer
- * it is a libFuzzer target; built normally it reads one input from stdin. */
+ * it is a libFuzzer target; built normally (with fuzz_stdin_main.c) it reads one input from stdin. */
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -43,26 +43,3 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                 abort();
         return 0;
 }
-
-#ifndef SPACE_LIBFUZZER
-int main(void)
-{
-        size_t cap = 1 << 16, len = 0;
-        uint8_t *buf = malloc(cap);
-        size_t n;
-        while (buf && (n = fread(buf + len, 1, cap - len, stdin)) > 0) {
-                len += n;
-                if (len == cap) {
-                        uint8_t *grown = realloc(buf, cap * 2);
-                        if (!grown)
-                                break;
-                        buf = grown;
-                        cap *= 2;
-                }
-        }
-        if (buf)
-                LLVMFuzzerTestOneInput(buf, len);
-        free(buf);
-        return 0;
-}
-#endif
