@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,6 +15,7 @@
 
 #include "space_agent/agent_cleanup.h"
 #include "space_agent/agent_file_path.h"
+#include "space_agent/agent_proc_view.h"
 #include "space_agent/agent_server.h"
 
 #ifndef SPACE_VERSION
@@ -26,8 +28,11 @@ static void log_error(const char *what, int error) {
 }
 
 static void usage(int fd) {
-        dprintf(fd, "usage: space-agent --listen-fd N | --listen PATH [--root DIR] | --version\n"
+        dprintf(fd, "usage: space-agent --listen-fd N | --listen PATH [--root DIR] [--proc-view FD ...] | --version\n"
                     "  --listen-fd N   serve on the inherited listening unix socket N\n"
+                    "  --proc-view FD  serve the /proc views on the FUSE descriptors FD..FD+3\n"
+                    "                  (meminfo, stat, loadavg, uptime; a closed one is skipped)\n"
+                    "  --memory-bytes N, --cpus N   the limits those views show\n"
                     "  --listen PATH   bind and listen on the unix socket PATH\n"
                     "  --root DIR      resolve file requests inside DIR (default /)\n"
                     "  --version       print the version and exit\n");
@@ -103,9 +108,20 @@ static int parse_fd(const char *s) {
         return (int) v;
 }
 
+static int parse_u64(const char *s, uint64_t *ret) {
+        char *end;
+        errno = 0;
+        unsigned long long v = strtoull(s, &end, 10);
+        if (errno || end == s || *end || *s == '-')
+                return -EINVAL;
+        *ret = v;
+        return 0;
+}
+
 int main(int argc, char **argv) {
         const char *listen_path = NULL, *root = NULL;
-        int listen_fd = -1, r;
+        int listen_fd = -1, proc_view_fd = -1, r;
+        uint64_t memory_bytes = 0, cpus = 1;
 
         for (int i = 1; i < argc; i++) {
                 const char *a = argv[i];
@@ -123,6 +139,22 @@ int main(int argc, char **argv) {
                         }
                 } else if (!strcmp(a, "--listen") && i + 1 < argc) {
                         listen_path = argv[++i];
+                } else if (!strcmp(a, "--proc-view") && i + 1 < argc) {
+                        proc_view_fd = parse_fd(argv[++i]);
+                        if (proc_view_fd < 3) {
+                                log_error("bad --proc-view", EINVAL);
+                                return 2;
+                        }
+                } else if (!strcmp(a, "--memory-bytes") && i + 1 < argc) {
+                        if (parse_u64(argv[++i], &memory_bytes) < 0) {
+                                log_error("bad --memory-bytes", EINVAL);
+                                return 2;
+                        }
+                } else if (!strcmp(a, "--cpus") && i + 1 < argc) {
+                        if (parse_u64(argv[++i], &cpus) < 0 || cpus < 1 || cpus > 4096) {
+                                log_error("bad --cpus", EINVAL);
+                                return 2;
+                        }
                 } else if (!strcmp(a, "--root") && i + 1 < argc) {
                         root = argv[++i];
                 } else {
@@ -135,7 +167,15 @@ int main(int argc, char **argv) {
                 return 2;
         }
 
+        /* Taken before anything else opens a descriptor: a closed one stays -1. */
+        int view_fds[_AGENT_PROC_MAX];
+        for (int i = 0; i < _AGENT_PROC_MAX; i++)
+                view_fds[i] = proc_view_fd >= 3 && fcntl(proc_view_fd + i, F_GETFD) >= 0 ? proc_view_fd + i : -1;
+
         stdio_ensure_open();
+        /* Without its views a sandbox still works: /proc then shows the host's figures. */
+        if (proc_view_fd >= 3 && (r = agent_proc_view_start(view_fds, memory_bytes, (unsigned) cpus)) < 0)
+                log_error("cannot serve the /proc views", -r);
         if (root && (r = agent_file_root_set(root)) < 0) {
                 log_error("cannot open --root", -r);
                 return 1;

@@ -4,6 +4,7 @@ zones and kernel command line, and the host's boot_id. Each test reads from insi
 asserts that the host's value is not there (and that the host has one to leak)."""
 
 import hashlib
+import json
 import os
 import re
 import shutil
@@ -120,6 +121,133 @@ class ProcView(SpacedTestCase):
         self.assertGreater(int(lines[1]), 0)
         self.assertEqual(lines[2:4], ["2", "cpu"])
         self.assertIn("1", lines[4])
+
+
+def host_cpus():
+    with open("/proc/cpuinfo") as f:
+        return sum(1 for line in f if line.startswith("processor"))
+
+
+class ProcFigures(SpacedTestCase):
+    """/proc/meminfo, stat, loadavg, uptime and cpuinfo show the sandbox's own limits and
+    processes (docs/isolation.md), not the host's totals."""
+    MEMORY_MB = 256
+
+    @classmethod
+    def setUpClass(cls):
+        super().setUpClass()
+        try:
+            cls.sid = cls.spaced.create(resources={"memory_mb": cls.MEMORY_MB, "cpus": 1})
+        except Exception:
+            cls.spaced.cleanup()
+            raise
+
+    def sh(self, script, sid=None):
+        r = self.spaced.sh(sid or self.sid, script)
+        self.assertEqual(r["exit_code"], 0, repr(r))
+        return r["stdout"]
+
+    def meminfo(self, sid=None):
+        out = {}
+        for line in self.sh("cat /proc/meminfo", sid=sid).splitlines():
+            k, v = line.split(":", 1)
+            out[k] = int(v.split()[0])
+        return out
+
+    def test_meminfo_shows_the_memory_limit(self):
+        with open("/proc/meminfo") as f:
+            host_total = int(f.readline().split()[1])
+        self.assertGreater(host_total, self.MEMORY_MB * 1024)
+        m = self.meminfo()
+        self.assertEqual(m["MemTotal"], self.MEMORY_MB * 1024)
+        self.assertLessEqual(m["MemAvailable"], m["MemTotal"])
+        self.assertGreater(m["MemAvailable"], 0)
+        # Memory the sandbox holds shows: 64 MiB on its /tmp (a tmpfs, charged to its cgroup).
+        self.sh("dd if=/dev/zero of=/tmp/blob bs=1M count=64 2>/dev/null")
+        after = self.meminfo()
+        try:
+            self.assertGreaterEqual(after["Shmem"], 64 * 1024)
+            self.assertLessEqual(after["MemFree"], m["MemFree"] - 60 * 1024)
+        finally:
+            self.sh("rm -f /tmp/blob")
+
+    def test_cpu_count_is_the_limit(self):
+        self.assertEqual(self.sh("grep -c ^processor /proc/cpuinfo").strip(), "1")
+        stat = self.sh("cat /proc/stat")
+        cpu_lines = [l for l in stat.splitlines() if re.match(r"^cpu\d", l)]
+        self.assertEqual(len(cpu_lines), 1, stat)
+        if host_cpus() > 1:  # with one host CPU the host's figure is 1 too: the count above still holds
+            self.assertNotEqual(len(cpu_lines), host_cpus())
+
+    def test_boot_time_and_uptime_are_the_sandboxes(self):
+        with open("/proc/stat") as f:
+            host_btime = int([l for l in f if l.startswith("btime")][0].split()[1])
+        with open("/proc/uptime") as f:
+            host_up = float(f.read().split()[0])
+        sid = self.new_sandbox()
+        out = self.sh("grep ^btime /proc/stat; cat /proc/uptime; cat /proc/loadavg", sid=sid).splitlines()
+        btime = int(out[0].split()[1])
+        up = float(out[1].split()[0])
+        self.assertNotEqual(btime, host_btime)
+        self.assertGreater(btime, host_btime)
+        self.assertLess(up, 300)
+        self.assertLess(up, host_up)
+        fields = out[2].split()
+        self.assertEqual(len(fields), 5, out[2])
+        self.assertRegex(fields[3], r"^\d+/\d+$")
+
+    def test_every_reader_sees_the_same_text(self):
+        # busybox cat reads with sendfile(2), dd with read(2), head through stdio.
+        for name in ("meminfo", "stat", "loadavg", "uptime"):
+            out = self.sh("cat /proc/%s | wc -l; dd if=/proc/%s bs=7 2>/dev/null | wc -l; "
+                          "stat -c %%s /proc/%s; cat /proc/%s | wc -c" % (name, name, name, name)).split()
+            self.assertEqual(out[0], out[1], (name, out))
+            self.assertGreater(int(out[0]), 0, name)
+            self.assertEqual(out[2], out[3], (name, out))
+
+    def test_views_cannot_be_written_or_removed(self):
+        r = self.spaced.sh(self.sid, "echo 'MemTotal: 1 kB' > /proc/meminfo; echo rc=$?; "
+                                     "umount /proc/meminfo; umount -l /proc/stat; head -1 /proc/meminfo")
+        self.assertIn("rc=1", r["stdout"], repr(r))
+        self.assertIn("MemTotal:           %d kB" % (self.MEMORY_MB * 1024), r["stdout"], repr(r))
+
+    def test_file_api_on_a_view_neither_hangs_nor_leaks(self):
+        # The agent's own file operations must not wait on the view server (it is a process
+        # of its own), and spaced, outside the sandbox's user namespace, is refused by the
+        # kernel at once rather than waiting on a FUSE server the sandbox runs.
+        import urllib.parse
+        with open("/proc/meminfo") as f:
+            host_total = f.readline().split()[1]
+        status, body = self.spaced.request("POST", "/v1/sandboxes/%s/sessions" % self.sid, {})
+        self.assertIn(status, (200, 201), body)
+        q = urllib.parse.urlencode({"path": "/proc/meminfo"})
+        status, data = self.spaced.request("GET", "/v1/sandboxes/%s/files?%s" % (self.sid, q),
+                                           key=body["attach_token"], timeout=30)
+        text = data if isinstance(data, bytes) else json.dumps(data).encode()
+        self.assertIn(status, (200, 400), text)
+        if status == 200:
+            self.assertIn(b"MemTotal:           %d kB" % (self.MEMORY_MB * 1024), text)
+        self.assertNotIn(host_total.encode(), text)
+        # The sandbox still answers afterwards.
+        self.assertEqual(self.sh("head -1 /proc/meminfo").split()[1], str(self.MEMORY_MB * 1024))
+
+    def test_open_handles_are_bounded_and_come_back(self):
+        sid = self.new_sandbox(resources={"memory_mb": self.MEMORY_MB, "cpus": 1})
+        r = self.spaced.sh(sid, "i=0; while [ $i -lt 80 ]; do sleep 60 < /proc/meminfo & i=$((i+1)); done; "
+                                "sleep 1; head -1 /proc/meminfo; echo rc=$?; kill $(jobs -p) 2>/dev/null; "
+                                "wait 2>/dev/null; head -1 /proc/meminfo")
+        lines = r["stdout"].splitlines()
+        self.assertIn("rc=1", lines, repr(r))
+        self.assertTrue(lines[-1].startswith("MemTotal:"), repr(r))
+
+    def test_a_killed_view_server_shows_nothing_of_the_host(self):
+        sid = self.new_sandbox(resources={"memory_mb": self.MEMORY_MB, "cpus": 1})
+        r = self.spaced.sh(sid, "kill -9 $(pidof space-agent | tr ' ' '\\n' | grep -vx 1); sleep 0.5; "
+                                "cat /proc/meminfo; echo rc=$?")
+        self.assertNotIn("MemTotal", r["stdout"], repr(r))
+        self.assertIn("rc=1", r["stdout"], repr(r))
+        # The sandbox itself goes on working.
+        self.assertEqual(self.sh("echo alive", sid=sid), "alive\n")
 
 
 def build_fsinfo_probe(out_dir):

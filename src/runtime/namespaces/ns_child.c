@@ -1,4 +1,5 @@
 #include "runtime/namespaces/ns_child.h"
+#include "runtime/namespaces/ns_proc_view.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -255,6 +256,19 @@ static void close_all_but(const struct ns_child_config *c, int keep[3])
                 fail(c, "close inherited descriptors");
 }
 
+void ns_child_format_uint(char *buf, size_t size, uint64_t v)
+{
+        char digits[24];
+        size_t k = 0, n = 0;
+        do {
+                digits[k++] = (char)('0' + v % 10);
+                v /= 10;
+        } while (v && k < sizeof(digits));
+        while (k > 0 && n + 1 < size)
+                buf[n++] = digits[--k];
+        buf[n] = 0;
+}
+
 int ns_child_main(void *arg)
 {
         const struct ns_child_config *c = arg;
@@ -298,6 +312,9 @@ int ns_child_main(void *arg)
         setup_dev(c);
         mask_proc(c);
         own_boot_id(c);
+        int views[NS_PROC_VIEWS];
+        ns_proc_view_mount(views);
+        ns_proc_view_cpuinfo(c->cpus);
         if (mount("tmpfs", "tmp", "tmpfs", MS_NOSUID | MS_NODEV, "mode=1777") < 0)
                 fail(c, "mount /tmp");
 
@@ -313,20 +330,34 @@ int ns_child_main(void *arg)
         loopback_up(c);
 
         /* 5. File descriptors: 0-2 /dev/null, 3 the listening socket, 4 the agent binary,
-         *    5 the sync socket (close-on-exec: its EOF tells the parent exec succeeded). */
+         *    5 the sync socket (close-on-exec: its EOF tells the parent exec succeeded),
+         *    6-9 the /proc views' FUSE descriptors (closed where a view is missing). */
         int devnull = open("/dev/null", O_RDWR | O_CLOEXEC);
         int lfd = fcntl(c->listen_fd, F_DUPFD_CLOEXEC, 100);
         int afd = fcntl(c->agent_fd, F_DUPFD_CLOEXEC, 100);
         int sfd = fcntl(c->sync_fd, F_DUPFD_CLOEXEC, 100);
         if (devnull < 0 || lfd < 0 || afd < 0 || sfd < 0)
                 fail(c, "dup descriptors");
+        bool any_view = false;
+        for (int i = 0; i < NS_PROC_VIEWS; i++)
+                if (views[i] >= 0 && (views[i] = fcntl(views[i], F_DUPFD_CLOEXEC, 100)) < 0)
+                        fail(c, "dup view descriptors");
         if (dup2(devnull, 0) < 0 || dup2(devnull, 1) < 0 || dup2(devnull, 2) < 0 || dup2(lfd, 3) < 0 ||
             dup3(afd, 4, O_CLOEXEC) < 0 || dup3(sfd, 5, O_CLOEXEC) < 0)
                 fail(c, "place descriptors");
         struct ns_child_config moved = *c;
         moved.sync_fd = 5;
         c = &moved;
-        if (syscall(SYS_close_range, 6, ~0U, 0) < 0)
+        for (int i = 0; i < NS_PROC_VIEWS; i++) {
+                if (views[i] < 0) {
+                        (void)close(6 + i);
+                } else {
+                        if (dup3(views[i], 6 + i, 0) < 0)
+                                fail(c, "place view descriptors");
+                        any_view = true;
+                }
+        }
+        if (syscall(SYS_close_range, 6 + NS_PROC_VIEWS, ~0U, 0) < 0)
                 fail(c, "close descriptors");
 
         /* 6. No way back: no capabilities, no new privileges, a seccomp filter. */
@@ -334,7 +365,11 @@ int ns_child_main(void *arg)
         if (syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &c->seccomp) < 0)
                 fail(c, "load seccomp filter");
 
-        char *const argv[] = { "space-agent", "--listen-fd", "3", NULL };
+        char memory[24], cpus[12];
+        ns_child_format_uint(memory, sizeof(memory), c->memory_bytes);
+        ns_child_format_uint(cpus, sizeof(cpus), c->cpus ? c->cpus : 1);
+        char *const argv[] = { "space-agent", "--listen-fd", "3", "--memory-bytes", memory, "--cpus", cpus,
+                               any_view ? "--proc-view" : NULL, "6", NULL };
         char *const envp[] = { "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", NULL };
         syscall(SYS_execveat, 4, "", argv, envp, AT_EMPTY_PATH);
         fail(c, "exec space-agent");

@@ -4,6 +4,8 @@
 #pragma once
 
 #include <limits.h>
+#include <stddef.h>
+#include <stdint.h>
 #include <linux/filter.h>
 
 struct ns_child_config {
@@ -12,8 +14,13 @@ struct ns_child_config {
         int agent_fd;  /* the space-agent executable, opened O_RDONLY */
         char root_dir[PATH_MAX];
         char hostname[64];
+        uint64_t memory_bytes; /* the limits the sandbox's /proc views show (0: none) */
+        uint32_t cpus;
         struct sock_fprog seccomp;
 };
+
+/* Decimal text of v into buf (no stdio in the child). */
+void ns_child_format_uint(char *buf, size_t size, uint64_t v);
 
 /* clone() entry point; arg is a struct ns_child_config. Never returns on success (execs the
  * agent). On failure writes "step: errno" to sync_fd and exits 1. */

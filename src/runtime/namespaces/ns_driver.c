@@ -20,6 +20,8 @@
 #include "runtime/cgroup/cgroup_manager.h"
 #include "runtime/namespaces/ns_agent_image.h"
 #include "runtime/namespaces/ns_launch.h"
+#include "runtime/namespaces/ns_proc_view.h"
+#include "spaced/log.h"
 #include "runtime/namespaces/seccomp_policy.h"
 #include "runtime/runtime_driver.h"
 #include "spaced/host_command.h"
@@ -91,6 +93,9 @@ static int ns_init(const struct runtime_config *cfg, struct space_error *err)
         if (agent_fd < 0)
                 return space_error_errno(err, -agent_fd, "load space-agent %s", cfg->agent_path);
         detect_criu();
+        char why[200];
+        if (!ns_proc_view_available(why, sizeof(why)))
+                log_warn("runtime.proc_views_off", "reason=\"%s\" effect=\"sandboxes' /proc/meminfo, stat, loadavg and uptime show the host's figures\"", why);
         int r = seccomp_policy_build(&seccomp_program);
         if (r < 0)
                 return space_error_errno(err, r, "build seccomp filter");
@@ -210,6 +215,18 @@ static int ns_stop(const struct sandbox *sb, struct space_error *err)
         return 0;
 }
 
+/* The CPUs a sandbox's /proc shows: its limit rounded up, at least one, at most the host's. */
+static uint32_t ns_shown_cpus(double cpus)
+{
+        long host = sysconf(_SC_NPROCESSORS_ONLN);
+        uint32_t n = cpus > 0 ? (uint32_t)cpus : 0;
+        if ((double)n < cpus)
+                n++;
+        if (n < 1 || (host > 0 && n > (uint32_t)host))
+                n = host > 0 ? (uint32_t)host : 1;
+        return n;
+}
+
 static int ns_start(struct sandbox *sb, struct space_error *err)
 {
         char rootfs[PATH_MAX], dir[PATH_MAX], sock[PATH_MAX];
@@ -232,6 +249,8 @@ static int ns_start(struct sandbox *sb, struct space_error *err)
                 .run_dir = dir,
                 .socket_path = sock,
                 .uid_base = sb->uid_base,
+                .memory_bytes = sb->resources.memory_mb > 0 ? (uint64_t)sb->resources.memory_mb << 20 : 0,
+                .cpus = ns_shown_cpus(sb->resources.cpus),
                 .agent_fd = agent_fd,
                 .seccomp = &seccomp_program,
                 .cgroups = config.cgroups,

@@ -17,6 +17,8 @@ struct ns_launch_params {
         const char *run_dir;     /* <state>/run/<id>, created by the caller */
         const char *socket_path; /* <run_dir>/agent.sock */
         uint32_t uid_base;       /* host uid/gid that is root inside; 65536 ids are mapped */
+        uint64_t memory_bytes;   /* what the sandbox's /proc views show: its limits */
+        uint32_t cpus;
         int agent_fd;
         const struct sock_fprog *seccomp;
         const struct cgroup_manager *cgroups;
