@@ -1,5 +1,6 @@
 #include "spaced/space_error.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -49,7 +50,9 @@ int space_error_errno(struct space_error *err, int r, const char *fmt, ...)
         va_start(ap, fmt);
         vsnprintf(buf, sizeof(buf), fmt, ap);
         va_end(ap);
-        err->code = SPACE_E_INTERNAL;
+        /* A deadline that passed (an agent that did not answer in time) is the caller's 504,
+         * not spaced's own failure. */
+        err->code = (r < 0 ? -r : r) == ETIMEDOUT ? SPACE_E_TIMEOUT : SPACE_E_INTERNAL;
         snprintf(err->message, sizeof(err->message), "%s: %s", buf, strerror(r < 0 ? -r : r));
         return -1;
 }

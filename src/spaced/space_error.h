@@ -39,7 +39,8 @@ struct space_error {
 /* Fills err (if not NULL) and returns -1 so callers can `return space_error_set(...)`. */
 int space_error_set(struct space_error *err, enum space_error_code code, const char *fmt, ...)
         __attribute__((format(printf, 3, 4)));
-/* Like space_error_set with SPACE_E_INTERNAL, appending ": strerror(-r)". */
+/* Like space_error_set with SPACE_E_INTERNAL (SPACE_E_TIMEOUT for ETIMEDOUT), appending
+ * ": strerror(-r)". */
 int space_error_errno(struct space_error *err, int r, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 /* Prefixes context to an existing message: "context: message". */
 void space_error_wrap(struct space_error *err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

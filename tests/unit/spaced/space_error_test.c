@@ -68,6 +68,13 @@ static void test_errno(void **state)
         space_error_errno(&err, EACCES, "write");
         assert_string_equal(err.message, "write: Permission denied");
         assert_int_equal(space_error_errno(NULL, -EIO, "nothing"), -1);
+        /* A passed deadline is a timeout (504), either sign. */
+        space_error_errno(&err, -ETIMEDOUT, "agent");
+        assert_int_equal(err.code, SPACE_E_TIMEOUT);
+        space_error_errno(&err, ETIMEDOUT, "agent");
+        assert_int_equal(err.code, SPACE_E_TIMEOUT);
+        space_error_errno(&err, -EIO, "agent");
+        assert_int_equal(err.code, SPACE_E_INTERNAL);
 }
 
 static void test_wrap(void **state)
