@@ -15,6 +15,7 @@
 #include <cmocka.h>
 
 #include "api/api_auth.h"
+#include "auth/secret_hash.h"
 #include "spaced/spaced_context.h"
 #include "store_fixture.h"
 
@@ -46,12 +47,12 @@ static int teardown(void **state)
 static void test_hash(void **state)
 {
         char buf[65];
-        assert_int_equal(api_auth_hash("abc", buf, sizeof(buf)), 0);
+        assert_int_equal(secret_hash("abc", buf, sizeof(buf)), 0);
         assert_string_equal(buf, "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
-        assert_int_equal(api_auth_hash("", buf, sizeof(buf)), 0);
+        assert_int_equal(secret_hash("", buf, sizeof(buf)), 0);
         assert_string_equal(buf, "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
         char small[64];
-        assert_int_equal(api_auth_hash("abc", small, sizeof(small)), -EINVAL);
+        assert_int_equal(secret_hash("abc", small, sizeof(small)), -EINVAL);
 }
 
 static void test_create_and_check(void **state)
@@ -59,7 +60,8 @@ static void test_create_and_check(void **state)
         struct spaced_context *ctx = *state;
         struct space_error err = { 0 };
         struct api_key k;
-        char secret[64], header[128], id[32];
+        char secret[64], header[128];
+        struct principal who;
         assert_int_equal(api_auth_create_key(ctx, "ci", &k, secret, sizeof(secret), &err), 0);
         assert_int_equal(strlen(secret), 46);
         assert_memory_equal(secret, "space_", 6);
@@ -68,16 +70,16 @@ static void test_create_and_check(void **state)
         assert_int_equal(strlen(k.id), 20);
         assert_string_equal(k.name, "ci");
         char hash[65];
-        api_auth_hash(secret, hash, sizeof(hash));
+        secret_hash(secret, hash, sizeof(hash));
         assert_string_equal(k.hash, hash); /* only the hash is kept */
         assert_null(strstr(k.hash, secret + 6));
 
         static const char *const schemes[] = { "Bearer ", "bearer ", "BEARER   " };
         for (size_t i = 0; i < sizeof(schemes) / sizeof(schemes[0]); i++) {
                 snprintf(header, sizeof(header), "%s%s", schemes[i], secret);
-                memset(id, 0, sizeof(id));
-                assert_int_equal(api_auth_check(ctx, header, id, sizeof(id), &err), 0);
-                assert_string_equal(id, k.id);
+                memset(&who, 0, sizeof(who));
+                assert_int_equal(api_auth_check(ctx, header, &who, &err), 0);
+                assert_string_equal(who.key_id, k.id);
         }
 }
 
@@ -86,7 +88,8 @@ static void test_check_refuses(void **state)
         struct spaced_context *ctx = *state;
         struct space_error err = { 0 };
         struct api_key k;
-        char secret[64], header[300], id[32] = "untouched";
+        char secret[64], header[300];
+        struct principal who = { .key_id = "untouched" };
         assert_int_equal(api_auth_create_key(ctx, "ci", &k, secret, sizeof(secret), &err), 0);
         char wrong[64];
         snprintf(wrong, sizeof(wrong), "%s", secret);
@@ -104,17 +107,17 @@ static void test_check_refuses(void **state)
                                   with_space, long_header, "Bearer space_" };
         for (size_t i = 0; i < sizeof(headers) / sizeof(headers[0]); i++) {
                 memset(&err, 0, sizeof(err));
-                if (api_auth_check(ctx, headers[i], id, sizeof(id), &err) != -1)
+                if (api_auth_check(ctx, headers[i], &who, &err) != -1)
                         fail_msg("header %zu was accepted", i);
                 assert_int_equal(err.code, SPACE_E_UNAUTHORIZED);
                 assert_null(strstr(err.message, secret)); /* never echo a secret */
         }
-        assert_string_equal(id, "untouched");
+        assert_string_equal(who.key_id, "untouched");
         /* A deleted key stops working at once. */
         snprintf(header, sizeof(header), "Bearer %s", secret);
-        assert_int_equal(api_auth_check(ctx, header, id, sizeof(id), &err), 0);
+        assert_int_equal(api_auth_check(ctx, header, &who, &err), 0);
         assert_int_equal(ctx->store.ops->key_delete(ctx->store.st, k.id), 0);
-        assert_int_equal(api_auth_check(ctx, header, id, sizeof(id), &err), -1);
+        assert_int_equal(api_auth_check(ctx, header, &who, &err), -1);
         assert_int_equal(err.code, SPACE_E_UNAUTHORIZED);
 }
 
@@ -122,7 +125,8 @@ static void test_bootstrap(void **state)
 {
         struct spaced_context *ctx = *state;
         struct space_error err = { 0 };
-        char path[PATH_MAX + 16], secret[80] = "", header[128], id[32];
+        char path[PATH_MAX + 16], secret[80] = "", header[128];
+        struct principal who;
         snprintf(path, sizeof(path), "%s/admin.key", ctx->cfg.state_dir);
         assert_int_equal(api_auth_bootstrap(ctx, &err), 0);
 
@@ -137,7 +141,7 @@ static void test_bootstrap(void **state)
         assert_int_equal(secret[46], '\n');
         secret[46] = '\0';
         snprintf(header, sizeof(header), "Bearer %s", secret);
-        assert_int_equal(api_auth_check(ctx, header, id, sizeof(id), &err), 0);
+        assert_int_equal(api_auth_check(ctx, header, &who, &err), 0);
 
         /* Second start: nothing new. */
         assert_int_equal(api_auth_bootstrap(ctx, &err), 0);
