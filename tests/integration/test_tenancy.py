@@ -287,6 +287,39 @@ class Tenancy(SpacedTestCase):
         _, p = sp.api("GET", "/v1/projects/ta", key=self.a, expect=200)
         self.assertEqual(p["id"], "ta")
 
+    # ---------------------------------------------------------------- CLI
+
+    def test_cli_projects_and_scoped_keys(self):
+        sp = self.spaced
+        r = sp.cli("project", "create", "tcli")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(r.stdout.decode().strip(), "tcli")
+        r = sp.cli("project", "ls")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("tcli", r.stdout.decode())
+        r = sp.cli("--json", "key", "create", "--project", "tcli", "--role", "viewer", "--expires", "2h", "cli-viewer")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        k = json.loads(r.stdout)
+        self.assertEqual((k["project"], k["role"]), ("tcli", "viewer"))
+        left = time.mktime(time.strptime(k["expires_at"][:19], "%Y-%m-%dT%H:%M:%S")) - time.mktime(time.gmtime())
+        self.assertTrue(7000 < left <= 7200, (k["expires_at"], left))
+        # the viewer lists, cannot create, cannot make keys or projects
+        r = sp.cli("sandbox", "ls", key=k["secret"])
+        self.assertEqual(r.returncode, 0, r.stderr)
+        for args in (("key", "create", "more"), ("project", "create", "tcli2"), ("project", "ls")):
+            r = sp.cli(*args, key=k["secret"])
+            self.assertEqual(r.returncode, 1, (args, r.stdout))
+            self.assertIn(b"forbidden", r.stderr.lower() + r.stdout.lower(), args)
+        r = sp.cli("key", "ls", "--json")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        row = [x for x in json.loads(r.stdout)["keys"] if x["id"] == k["id"]][0]
+        self.assertEqual(row["role"], "viewer")
+        r = sp.cli("key", "create", "--expires", "soon", "bad")
+        self.assertEqual(r.returncode, 2, r.stderr)
+        r = sp.cli("--json", "key", "create", "--permission", "sandbox.read", "--role", "developer", "narrow")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(json.loads(r.stdout)["permissions"], ["sandbox.read"])
+
     # ---------------------------------------------------------------- E2B
 
     def e2b(self, method, path, key, body=None):
