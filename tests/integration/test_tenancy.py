@@ -272,6 +272,18 @@ class Tenancy(SpacedTestCase):
         self.assertIn("expired", body["error"]["message"])
         self.assertNotIn(k["secret"], json.dumps(body))
 
+    def test_a_session_never_outlives_its_key(self):
+        sp = self.spaced
+        _, k = sp.api("POST", "/v1/keys", {"name": "short", "expires_in_s": 60}, key=self.a, expect=201)
+        _, s = sp.api("POST", "/v1/sandboxes/%s/sessions" % self.a_sb, {"ttl_s": 3600}, key=k["secret"], expect=201)
+        self.assertLessEqual(s["expires_at"], k["expires_at"])
+        _, r = sp.api("POST", "/v1/sandboxes/%s/sessions/%s/renew" % (self.a_sb, s["session_id"]), {"ttl_s": 7200},
+                      key=k["secret"], expect=200)
+        self.assertLessEqual(r["expires_at"], k["expires_at"])
+        # a key without an expiry gets what it asks
+        _, s2 = sp.api("POST", "/v1/sandboxes/%s/sessions" % self.a_sb, {"ttl_s": 3600}, key=self.a, expect=201)
+        self.assertGreater(s2["expires_at"], k["expires_at"])
+
     def test_projects_api(self):
         sp = self.spaced
         st, body = sp.request("POST", "/v1/projects", {"id": "ta"})
