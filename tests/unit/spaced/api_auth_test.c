@@ -16,6 +16,7 @@
 
 #include "api/api_auth.h"
 #include "auth/secret_hash.h"
+#include "service/key_service.h"
 #include "spaced/spaced_context.h"
 #include "store_fixture.h"
 
@@ -156,6 +157,60 @@ static void test_bootstrap(void **state)
         assert_int_equal(access(path, F_OK), -1);
 }
 
+/* The guard every control route passes: permission first (a route without one is refused),
+ * then the object's project (another project's is not_found, like an unknown id). */
+static void test_authorize(void **state)
+{
+        struct spaced_context *ctx = *state;
+        struct space_error err = { 0 };
+        struct sandbox sb = store_fixture_sandbox("sb-guarded", SANDBOX_RUNNING, 1);
+        snprintf(sb.project_id, sizeof(sb.project_id), "pa");
+        struct operation op = store_fixture_operation("op-guarded", "sandbox.create", sb.id, OPERATION_PENDING, 1);
+        assert_int_equal(ctx->store.ops->sandbox_insert(ctx->store.st, &sb, &op), 0);
+        sandbox_release(&sb);
+        struct principal viewer = { .project_id = "pa", .role = ROLE_VIEWER,
+                                    .permissions = principal_role_permissions(ROLE_VIEWER) };
+        struct principal other = { .project_id = "pb", .role = ROLE_OWNER, .permissions = principal_role_permissions(ROLE_OWNER) };
+        struct principal admin = { .project_id = "default", .role = ROLE_ADMIN, .permissions = PERM_ALL };
+
+        assert_int_equal(api_auth_authorize(ctx, &viewer, PERM_SANDBOX_READ, OBJECT_SANDBOX, "sb-guarded", &err), 0);
+        assert_int_equal(api_auth_authorize(ctx, &viewer, PERM_SANDBOX_WRITE, OBJECT_SANDBOX, "sb-guarded", &err), -1);
+        assert_int_equal(err.code, SPACE_E_FORBIDDEN);
+        assert_non_null(strstr(err.message, "sandbox.write"));
+        assert_int_equal(api_auth_authorize(ctx, &viewer, 0, OBJECT_NONE, NULL, &err), -1); /* fail closed */
+        assert_int_equal(err.code, SPACE_E_FORBIDDEN);
+
+        struct space_error foreign = { 0 }, unknown = { 0 };
+        assert_int_equal(api_auth_authorize(ctx, &other, PERM_SANDBOX_READ, OBJECT_SANDBOX, "sb-guarded", &foreign), -1);
+        assert_int_equal(api_auth_authorize(ctx, &other, PERM_SANDBOX_READ, OBJECT_SANDBOX, "sb-unknownxx", &unknown), -1);
+        assert_int_equal(foreign.code, SPACE_E_NOT_FOUND);
+        assert_int_equal(unknown.code, SPACE_E_NOT_FOUND);
+        assert_string_equal(foreign.message, "sandbox sb-guarded not found");
+        assert_string_equal(unknown.message, "sandbox sb-unknownxx not found");
+        assert_int_equal(api_auth_authorize(ctx, &other, PERM_OPERATION_READ, OBJECT_OPERATION, "op-guarded", &err), -1);
+        assert_int_equal(err.code, SPACE_E_NOT_FOUND);
+        assert_int_equal(api_auth_authorize(ctx, &admin, PERM_SANDBOX_WRITE, OBJECT_SANDBOX, "sb-guarded", &err), 0);
+        assert_int_equal(api_auth_authorize(ctx, &admin, PERM_OPERATION_READ, OBJECT_OPERATION, "op-guarded", &err), 0);
+}
+
+/* An expired key is refused like an unknown one (401), never echoing its secret. */
+static void test_expired_key(void **state)
+{
+        struct spaced_context *ctx = *state;
+        struct space_error err = { 0 };
+        struct key_spec spec = { .name = "brief", .project_id = "default", .role = ROLE_VIEWER, .expires_at_ms = 1000 };
+        struct api_key k;
+        char secret[KEY_SECRET_SIZE], header[128];
+        struct principal who = { .key_id = "untouched" };
+        assert_int_equal(key_service_mint(ctx, &spec, &k, secret, sizeof(secret), &err), 0);
+        snprintf(header, sizeof(header), "Bearer %s", secret);
+        assert_int_equal(api_auth_check(ctx, header, &who, &err), -1);
+        assert_int_equal(err.code, SPACE_E_UNAUTHORIZED);
+        assert_non_null(strstr(err.message, "expired"));
+        assert_null(strstr(err.message, secret));
+        assert_string_equal(who.key_id, "untouched");
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -163,6 +218,8 @@ int main(void)
                 cmocka_unit_test_setup_teardown(test_create_and_check, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_check_refuses, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_bootstrap, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_authorize, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_expired_key, setup, teardown),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
