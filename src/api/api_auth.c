@@ -3,47 +3,24 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <microhttpd.h>
-#include <openssl/evp.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "api/api_request.h"
+#include "auth/secret_hash.h"
 #include "cleanup.h"
 #include "data_plane/attach_session.h"
+#include "service/key_service.h"
 #include "spaced/log.h"
 #include "spaced/spaced_context.h"
 #include "spaced/wallclock.h"
 
-int api_auth_hash(const char *secret, char *buf, size_t size)
-{
-        unsigned char md[EVP_MAX_MD_SIZE];
-        unsigned len = 0;
-        if (size < 65 || EVP_Digest(secret, strlen(secret), md, &len, EVP_sha256(), NULL) != 1)
-                return -EINVAL;
-        for (unsigned i = 0; i < len; i++)
-                snprintf(buf + 2 * i, 3, "%02x", md[i]);
-        return 0;
-}
-
 int api_auth_create_key(struct spaced_context *ctx, const char *name, struct api_key *ret_key, char *ret_secret,
                         size_t secret_size, struct space_error *err)
 {
-        struct api_key k = { 0 };
-        int r = random_id("space_", 20, ret_secret, secret_size);
-        if (r < 0)
-                return space_error_errno(err, r, "random key");
-        random_id("key-", 8, k.id, sizeof(k.id));
-        snprintf(k.name, sizeof(k.name), "%s", name);
-        api_auth_hash(ret_secret, k.hash, sizeof(k.hash));
-        k.created_at_ms = wallclock_now_ms();
-        r = STORE(ctx, key_insert, &k);
-        if (r < 0) {
-                explicit_bzero(ret_secret, secret_size);
-                return space_error_errno(err, r, "store key");
-        }
-        *ret_key = k;
-        return 0;
+        struct key_spec spec = { .name = name, .project_id = PROJECT_DEFAULT, .role = ROLE_ADMIN };
+        return key_service_mint(ctx, &spec, ret_key, ret_secret, secret_size, err);
 }
 
 int api_auth_bootstrap(struct spaced_context *ctx, struct space_error *err)
@@ -80,7 +57,7 @@ int api_auth_bootstrap(struct spaced_context *ctx, struct space_error *err)
         return 0;
 }
 
-int api_auth_check(struct spaced_context *ctx, const char *header, char *ret_key_id, size_t id_size, struct space_error *err)
+int api_auth_check(struct spaced_context *ctx, const char *header, struct principal *ret, struct space_error *err)
 {
         if (!header)
                 return space_error_set(err, SPACE_E_UNAUTHORIZED, "missing Authorization: Bearer <api key>");
@@ -89,17 +66,43 @@ int api_auth_check(struct spaced_context *ctx, const char *header, char *ret_key
         const char *secret = header + 7;
         while (*secret == ' ')
                 secret++;
-        char hash[65];
+        char hash[SECRET_HASH_SIZE];
         struct api_key k;
-        if (!*secret || strlen(secret) > 128 || api_auth_hash(secret, hash, sizeof(hash)) < 0)
+        enum principal_role role;
+        if (!*secret || strlen(secret) > 128 || secret_hash(secret, hash, sizeof(hash)) < 0)
                 return space_error_set(err, SPACE_E_UNAUTHORIZED, "invalid api key");
         int r = STORE(ctx, key_authenticate, hash, &k);
         if (r == -ENOENT)
                 return space_error_set(err, SPACE_E_UNAUTHORIZED, "invalid api key");
         if (r < 0)
                 return space_error_errno(err, r, "look up key");
-        snprintf(ret_key_id, id_size, "%s", k.id);
+        if (k.expires_at_ms && k.expires_at_ms <= wallclock_now_ms())
+                return space_error_set(err, SPACE_E_UNAUTHORIZED, "api key %s has expired", k.id);
+        if (principal_role_from_name(k.role, &role) < 0)
+                return space_error_set(err, SPACE_E_UNAUTHORIZED, "api key %s has no valid role", k.id);
+        /* request_id is the caller's to fill; everything else comes from the key */
+        snprintf(ret->key_id, sizeof(ret->key_id), "%s", k.id);
+        snprintf(ret->project_id, sizeof(ret->project_id), "%s", k.project_id);
+        ret->role = role;
+        ret->permissions = key_service_permissions(&k);
+        ret->expires_at_ms = k.expires_at_ms;
         return 0;
+}
+
+int api_auth_authorize(struct spaced_context *ctx, const struct principal *p, uint32_t permission, enum object_kind kind,
+                       const char *object_id, struct space_error *err)
+{
+        if (!permission) /* a control route the table gives no permission: fail closed */
+                return space_error_set(err, SPACE_E_FORBIDDEN, "this route has no permission in the route table");
+        if (!principal_may(p, permission)) {
+                char need[256];
+                permission_format(permission & ~p->permissions, ", ", need, sizeof(need));
+                return space_error_set(err, SPACE_E_FORBIDDEN, "this %s key may not do this: it lacks permission %s",
+                                       principal_role_name(p->role), need);
+        }
+        bool write = permission & (PERM_SANDBOX_WRITE | PERM_SNAPSHOT_WRITE | PERM_TEMPLATE_WRITE | PERM_OPERATION_WRITE |
+                                   PERM_KEY_WRITE | PERM_SANDBOX_EXEC);
+        return object_id ? object_access_check(ctx, p, kind, object_id, write, err) : 0;
 }
 
 int api_auth_request(struct api_request *req, enum api_auth_kind kind, struct space_error *err)
@@ -109,7 +112,11 @@ int api_auth_request(struct api_request *req, enum api_auth_kind kind, struct sp
         case API_AUTH_NONE:
                 return 0;
         case API_AUTH_CONTROL:
-                return api_auth_check(req->ctx, header, req->key_id, sizeof(req->key_id), err);
+                if (api_auth_check(req->ctx, header, &req->principal, err) < 0)
+                        return -1;
+                return api_auth_authorize(req->ctx, &req->principal, req->permission, req->object,
+                                          req->object && req->object_segment < req->nsegments ? req->segments[req->object_segment] : NULL,
+                                          err);
         case API_AUTH_DATA:
                 break;
         }
@@ -120,5 +127,11 @@ int api_auth_request(struct api_request *req, enum api_auth_kind kind, struct sp
                 token++;
         if (req->nsegments < 3)
                 return space_error_set(err, SPACE_E_FORBIDDEN, "data-plane route without a sandbox");
-        return attach_session_check(req->ctx, token, req->segments[2], req->session_id, err);
+        struct attach_session s;
+        if (attach_session_authenticate(req->ctx, token, req->segments[2], &s, err) < 0)
+                return -1;
+        /* The token's bearer acts in the sandbox's project and nowhere else. */
+        snprintf(req->session_id, sizeof(req->session_id), "%s", s.id);
+        snprintf(req->principal.project_id, sizeof(req->principal.project_id), "%s", s.project_id);
+        return 0;
 }

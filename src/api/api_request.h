@@ -8,6 +8,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "auth/principal.h"
+#include "service/object_access.h"
 #include "spaced/space_error.h"
 
 struct spaced_context;
@@ -30,9 +32,14 @@ struct api_request {
         const char *body;
         size_t body_len;
         const char *content_type; /* of the body, or NULL */
-        char key_id[32];     /* the authenticated key (control routes) */
+        struct principal principal; /* the authenticated key (control routes) */
         char session_id[32]; /* the attach session (data-plane routes) */
         enum api_body_rule body_rule;
+        /* set by the router, checked once the caller is known: what the route needs and the
+         * object its path names (in its first wildcard segment) */
+        uint32_t permission;
+        enum object_kind object;
+        int object_segment;
 };
 
 /* A body produced piece by piece (downloads): read returns bytes written to buf, 0 at the

@@ -24,11 +24,12 @@ void route_operation_cancel(struct api_request *req, struct api_response *resp);
 void route_template_layers_prune(struct api_request *req, struct api_response *resp);
 void route_snapshot_export(struct api_request *req, struct api_response *resp);
 
-/* Looks up the route; sets *ret_auth. NULL with err (404/405) when none matches. */
+/* Looks up the route; sets *ret_auth, and req's body rule, permission and object (checked
+ * by api_auth_request). NULL with err (404/405) when none matches. */
 api_handler api_router_match(struct api_request *req, enum api_auth_kind *ret_auth, struct space_error *err);
 /* The upload sink for a request whose body is streamed (POST /v1/snapshots/import), or NULL;
  * sets *ret_auth when found. */
-const struct api_upload_sink *api_router_upload_sink(const struct api_request *req, enum api_auth_kind *ret_auth);
+const struct api_upload_sink *api_router_upload_sink(struct api_request *req, enum api_auth_kind *ret_auth);
 
 /* ?wait=true&timeout_s=N, read before anything is submitted so a bad value changes nothing. */
 struct api_wait {
@@ -83,6 +84,12 @@ void route_session_create(struct api_request *req, struct api_response *resp);
 void route_session_list(struct api_request *req, struct api_response *resp);
 void route_session_renew(struct api_request *req, struct api_response *resp);
 void route_session_revoke(struct api_request *req, struct api_response *resp);
+void route_project_create(struct api_request *req, struct api_response *resp);
+void route_project_list(struct api_request *req, struct api_response *resp);
+void route_project_get(struct api_request *req, struct api_response *resp);
+/* The project a list shows: the caller's; an admin's: ?project= or every one (NULL).
+ * not_found when ?project= names one the caller does not see. */
+int api_list_project(const struct api_request *req, const char **ret, struct space_error *err);
 
 struct spaced_context;
 /* rolling_snapshots: object -> normalised policy in *ret, null -> *ret = NULL. */

@@ -8,9 +8,14 @@
 #include "api/api_json.h"
 #include "api/api_render.h"
 #include "api/api_routes.h"
+#include "api/key_request.h"
 #include "runtime/cgroup/cgroup_manager.h"
 #include "runtime/runtime_driver.h"
+#include "service/key_service.h"
+#include "service/operation_access.h"
+#include "service/template_access.h"
 #include "spaced/spaced_context.h"
+#include "spaced/wallclock.h"
 #include "templates/template_catalog.h"
 #include "templates/template_ref.h"
 
@@ -65,9 +70,13 @@ void route_version(struct api_request *req, struct api_response *resp)
 
 void route_template_list(struct api_request *req, struct api_response *resp)
 {
+        struct space_error err = { 0 };
         struct template_record *all = NULL;
         size_t n = 0;
-        int r = STORE(req->ctx, template_list, &all, &n);
+        const char *project;
+        if (api_list_project(req, &project, &err) < 0)
+                return api_response_error(resp, &err);
+        int r = STORE(req->ctx, template_list, project, &all, &n);
         if (r < 0)
                 return store_failure(resp, r, "templates", "");
         json_t *arr = json_array();
@@ -80,15 +89,15 @@ void route_template_list(struct api_request *req, struct api_response *resp)
 }
 
 /* The tags of a name: {"tag", "name", "digest", "state", "created_at"} per name:tag row. */
-static json_t *tags_of(struct spaced_context *ctx, const char *name)
+static json_t *tags_of(struct spaced_context *ctx, const struct principal *p, const char *name)
 {
         struct template_record *all = NULL;
         size_t n = 0, len = strlen(name);
         json_t *arr = json_array();
-        if (STORE(ctx, template_list, &all, &n) < 0)
+        if (STORE(ctx, template_list, NULL, &all, &n) < 0)
                 return arr;
         for (size_t i = 0; i < n; i++) {
-                if (strncmp(all[i].name, name, len) == 0 && all[i].name[len] == ':') {
+                if (strncmp(all[i].name, name, len) == 0 && all[i].name[len] == ':' && template_access_sees(p, &all[i])) {
                         json_t *env = all[i].environment;
                         json_array_append_new(arr, json_pack("{s:s, s:s, s:O?, s:s, s:O?}", "tag", all[i].name + len + 1, "name",
                                                              all[i].name, "digest", json_object_get(env, "digest"), "state",
@@ -107,7 +116,7 @@ void route_template_get(struct api_request *req, struct api_response *resp)
                 return;
         const char *ref = req->segments[2];
         int r = template_ref_resolve(req->ctx, ref, &t);
-        json_t *tags = strchr(ref, ':') ? NULL : tags_of(req->ctx, ref);
+        json_t *tags = strchr(ref, ':') ? NULL : tags_of(req->ctx, &req->principal, ref);
         if (r == -ENOENT && tags && json_array_size(tags) > 0) {
                 /* A name with tags but no "latest": list them. */
                 api_response_json(resp, 200, json_pack("{s:s, s:o}", "name", ref, "tags", tags));
@@ -159,7 +168,10 @@ void route_operation_list(struct api_request *req, struct api_response *resp)
         }
         struct operation *ops = NULL;
         size_t n = 0;
-        int r = STORE(req->ctx, operation_list, target, state ? (int)filter : -1, false, &ops, &n);
+        const char *project;
+        if (api_list_project(req, &project, &err) < 0)
+                return api_response_error(resp, &err);
+        int r = STORE(req->ctx, operation_list, target, state ? (int)filter : -1, false, project, &ops, &n);
         if (r < 0)
                 return store_failure(resp, r, "operations", "");
         json_t *arr = json_array();
@@ -171,31 +183,24 @@ void route_operation_list(struct api_request *req, struct api_response *resp)
 
 void route_operation_get(struct api_request *req, struct api_response *resp)
 {
+        struct space_error err = { 0 };
         struct operation op;
         if (!name_segment_ok(req, "operation", resp))
                 return;
-        int r = STORE(req->ctx, operation_get, req->segments[2], &op);
-        if (r < 0)
-                return store_failure(resp, r, "operation", req->segments[2]);
+        if (operation_access_load(req->ctx, &req->principal, req->segments[2], &op, &err) < 0)
+                return api_response_error(resp, &err);
         api_response_json(resp, 200, api_render_operation(&op));
 }
 
 void route_key_create(struct api_request *req, struct api_response *resp)
 {
-        static const char *const fields[] = { "name", NULL };
         struct space_error err = { 0 };
         json_t *body = NULL;
-        const char *name = NULL;
+        struct key_spec spec;
         struct api_key k;
-        char secret[64];
-        if (api_request_json(req, &body, &err) < 0 || api_json_only(body, fields, "", &err) < 0 ||
-            api_json_string(body, "name", 63, &name, &err) < 0)
-                goto fail;
-        if (!name || !api_json_metadata_key_ok(name)) {
-                space_error_set(&err, SPACE_E_INVALID_REQUEST, "name is required: 1-63 of [A-Za-z0-9._-]");
-                goto fail;
-        }
-        if (api_auth_create_key(req->ctx, name, &k, secret, sizeof(secret), &err) < 0)
+        char secret[KEY_SECRET_SIZE];
+        if (api_request_json(req, &body, &err) < 0 || key_request_parse(body, wallclock_now_ms(), &spec, &err) < 0 ||
+            key_service_create(req->ctx, &req->principal, &spec, &k, secret, sizeof(secret), &err) < 0)
                 goto fail;
         json_t *j = api_render_key(&k);
         json_object_set_new(j, "secret", json_string(secret));
@@ -210,9 +215,13 @@ fail:
 
 void route_key_list(struct api_request *req, struct api_response *resp)
 {
+        struct space_error err = { 0 };
         struct api_key *keys = NULL;
         size_t n = 0;
-        int r = STORE(req->ctx, key_list, &keys, &n);
+        const char *project;
+        if (api_list_project(req, &project, &err) < 0)
+                return api_response_error(resp, &err);
+        int r = STORE(req->ctx, key_list, project, &keys, &n);
         if (r < 0)
                 return store_failure(resp, r, "keys", "");
         json_t *arr = json_array();
@@ -224,10 +233,10 @@ void route_key_list(struct api_request *req, struct api_response *resp)
 
 void route_key_delete(struct api_request *req, struct api_response *resp)
 {
+        struct space_error err = { 0 };
         if (!name_segment_ok(req, "key", resp))
                 return;
-        int r = STORE(req->ctx, key_delete, req->segments[2]);
-        if (r < 0)
-                return store_failure(resp, r, "key", req->segments[2]);
+        if (key_service_revoke(req->ctx, &req->principal, req->segments[2], &err) < 0)
+                return api_response_error(resp, &err);
         api_response_json(resp, 204, NULL);
 }

@@ -9,6 +9,7 @@
 #include "api/api_routes.h"
 #include "operations/sandbox_history.h"
 #include "runtime/runtime_driver.h"
+#include "service/snapshot_access.h"
 #include "spaced/spaced_context.h"
 
 static bool id_ok(struct api_request *req, int segment, const char *what, struct api_response *resp)
@@ -47,7 +48,10 @@ static void list_snapshots(struct api_request *req, struct api_response *resp, c
         struct space_error err = { 0 };
         struct snapshot *all = NULL;
         size_t n = 0;
-        int r = STORE(req->ctx, snapshot_list, sandbox_id, &all, &n);
+        const char *project;
+        if (api_list_project(req, &project, &err) < 0)
+                return api_response_error(resp, &err);
+        int r = STORE(req->ctx, snapshot_list, sandbox_id, project, &all, &n);
         if (r < 0) {
                 space_error_errno(&err, r, "list snapshots");
                 return api_response_error(resp, &err);
@@ -86,14 +90,8 @@ void route_snapshot_get(struct api_request *req, struct api_response *resp)
         struct snapshot snap;
         if (!id_ok(req, 2, "snapshot", resp))
                 return;
-        int r = STORE(req->ctx, snapshot_get, req->segments[2], &snap);
-        if (r < 0) {
-                if (r == -ENOENT)
-                        space_error_set(&err, SPACE_E_NOT_FOUND, "snapshot %s not found", req->segments[2]);
-                else
-                        space_error_errno(&err, r, "load snapshot");
+        if (snapshot_access_load(req->ctx, &req->principal, req->segments[2], &snap, &err) < 0)
                 return api_response_error(resp, &err);
-        }
         api_response_json(resp, 200, api_render_snapshot(&snap));
 }
 
@@ -125,10 +123,9 @@ void route_sandbox_restore(struct api_request *req, struct api_response *resp)
                 space_error_set(&err, SPACE_E_INVALID_REQUEST, "snapshot_id is required");
                 goto fail;
         }
-        if (!api_json_name_ok(snapshot_id)) {
-                space_error_set(&err, SPACE_E_NOT_FOUND, "snapshot %.64s not found", snapshot_id);
+        struct snapshot seen;
+        if (snapshot_access_load(req->ctx, &req->principal, snapshot_id, &seen, &err) < 0)
                 goto fail;
-        }
         if (sandbox_history_restore(req->ctx, req->segments[2], snapshot_id, &op, &err) < 0)
                 goto fail;
         api_respond_operation(req, resp, &op, &w, "sandbox");
@@ -155,10 +152,9 @@ void route_sandbox_fork(struct api_request *req, struct api_response *resp)
             api_json_string(body, "snapshot_id", 31, &snapshot_id, &err) < 0 || api_json_int(body, "count", 1, 16, &count, &err) < 0 ||
             api_json_string_map(body, "metadata", api_json_metadata_key_ok, 64, 256, &metadata, &err) < 0)
                 goto fail;
-        if (snapshot_id && !api_json_name_ok(snapshot_id)) {
-                space_error_set(&err, SPACE_E_NOT_FOUND, "snapshot %.64s not found", snapshot_id);
+        struct snapshot seen;
+        if (snapshot_id && snapshot_access_load(req->ctx, &req->principal, snapshot_id, &seen, &err) < 0)
                 goto fail;
-        }
         if (sandbox_history_fork(req->ctx, req->segments[2], snapshot_id, (int)count, metadata, &ids, &op, &err) < 0)
                 goto fail;
         free(ids);

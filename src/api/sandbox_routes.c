@@ -10,6 +10,9 @@
 #include "templates/template_ref.h"
 #include "operations/operation_queue.h"
 #include "operations/sandbox_lifecycle.h"
+#include "service/sandbox_access.h"
+#include "service/snapshot_access.h"
+#include "service/template_access.h"
 #include "spaced/spaced_context.h"
 
 int api_wait_parse(const struct api_request *req, struct api_wait *ret, struct space_error *err)
@@ -160,8 +163,12 @@ void route_sandbox_create(struct api_request *req, struct api_response *resp)
         struct sandbox sb = { 0 };
         struct operation op;
         struct api_wait w;
+        struct snapshot seen;
         if (api_wait_parse(req, &w, &err) < 0 || api_request_json(req, &body, &err) < 0 || parse_create(req->ctx, body, &sb, &err) < 0 ||
-            sandbox_lifecycle_create(req->ctx, &sb, &op, &err) < 0)
+            (sb.parent_snapshot_id[0] ? snapshot_access_load(req->ctx, &req->principal, sb.parent_snapshot_id, &seen, &err)
+                                      : template_access_check(req->ctx, &req->principal, sb.template_name, false, &err)) < 0 ||
+            (snprintf(sb.project_id, sizeof(sb.project_id), "%s", req->principal.project_id),
+             sandbox_lifecycle_create(req->ctx, &sb, &op, &err)) < 0)
                 api_response_error(resp, &err);
         else
                 api_respond_operation(req, resp, &op, &w, "sandbox");
@@ -204,7 +211,10 @@ void route_sandbox_list(struct api_request *req, struct api_response *resp)
         }
         struct sandbox *all = NULL;
         size_t n = 0;
-        int r = STORE(req->ctx, sandbox_list, state ? (int)filter : -1, &all, &n);
+        const char *project;
+        if (api_list_project(req, &project, &err) < 0)
+                return api_response_error(resp, &err);
+        int r = STORE(req->ctx, sandbox_list, state ? (int)filter : -1, project, &all, &n);
         if (r < 0) {
                 space_error_errno(&err, r, "list sandboxes");
                 api_response_error(resp, &err);
@@ -220,15 +230,7 @@ void route_sandbox_list(struct api_request *req, struct api_response *resp)
 
 int api_load_sandbox(struct api_request *req, struct sandbox *ret, struct space_error *err)
 {
-        const char *id = req->segments[2];
-        if (!api_json_name_ok(id))
-                return space_error_set(err, SPACE_E_NOT_FOUND, "sandbox %.64s not found", id);
-        int r = STORE(req->ctx, sandbox_get, id, ret);
-        if (r == -ENOENT)
-                return space_error_set(err, SPACE_E_NOT_FOUND, "sandbox %s not found", id);
-        if (r < 0)
-                return space_error_errno(err, r, "load sandbox %s", id);
-        return 0;
+        return sandbox_access_load(req->ctx, &req->principal, req->segments[2], ret, err);
 }
 
 void route_sandbox_get(struct api_request *req, struct api_response *resp)

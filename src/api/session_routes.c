@@ -32,6 +32,18 @@ static int ttl_parse(struct api_request *req, long long *ret, struct space_error
         return r;
 }
 
+/* A session never outlives the key that opens or renews it. */
+static long long ttl_within_key(const struct api_request *req, long long ttl)
+{
+        int64_t until = req->principal.expires_at_ms;
+        if (!until)
+                return ttl;
+        long long left = (until - wallclock_now_ms()) / 1000, want = ttl > 0 ? ttl : req->ctx->cfg.session_ttl_s;
+        if (left < 1)
+                left = 1;
+        return want < left ? want : left;
+}
+
 void route_session_create(struct api_request *req, struct api_response *resp)
 {
         struct space_error err = { 0 };
@@ -47,7 +59,7 @@ void route_session_create(struct api_request *req, struct api_response *resp)
                 space_error_set(&err, SPACE_E_INVALID_STATE, "sandbox %s is %s", req->segments[2], sandbox_state_name(sb.state));
                 return api_response_error(resp, &err);
         }
-        if (attach_session_create(req->ctx, req->segments[2], ttl, &s, token, &err) < 0)
+        if (attach_session_create(req->ctx, req->segments[2], ttl_within_key(req, ttl), &s, token, &err) < 0)
                 return api_response_error(resp, &err);
         json_t *body = render_session(&s);
         char url[256];
@@ -98,7 +110,7 @@ void route_session_renew(struct api_request *req, struct api_response *resp)
         if (!session_id_ok(req, resp))
                 return;
         if (ttl_parse(req, &ttl, &err) < 0 ||
-            attach_session_renew(req->ctx, req->segments[2], req->segments[4], ttl, &s, &err) < 0)
+            attach_session_renew(req->ctx, req->segments[2], req->segments[4], ttl_within_key(req, ttl), &s, &err) < 0)
                 return api_response_error(resp, &err);
         api_response_json(resp, 200, render_session(&s));
 }

@@ -21,6 +21,7 @@
 #include "api/api_routes.h"
 #include "cleanup.h"
 #include "operations/storage_gate.h"
+#include "service/snapshot_access.h"
 #include "spaced/host_command.h"
 #include "spaced/log.h"
 #include "spaced/spaced_context.h"
@@ -88,7 +89,9 @@ void route_snapshot_export(struct api_request *req, struct api_response *resp)
                 space_error_set(&err, SPACE_E_INVALID_STATE, "snapshot %s is still being taken", id);
                 return api_response_error(resp, &err);
         }
-        if (parent && !usable_parent(req->ctx, parent, parent_path, sizeof(parent_path))) {
+        struct snapshot seen;
+        if (parent && (snapshot_access_load(req->ctx, &req->principal, parent, &seen, &err) < 0 ||
+                       !usable_parent(req->ctx, parent, parent_path, sizeof(parent_path)))) {
                 space_error_set(&err, SPACE_E_INVALID_REQUEST, "parent %.64s is not a ready snapshot on this host", parent);
                 return api_response_error(resp, &err);
         }
@@ -125,6 +128,7 @@ struct receive {
         struct space_error refusal; /* why the stream was refused before its end */
         char staging[PATH_MAX], log_path[PATH_MAX];
         char sandbox_id[32], label[128], parent[32];
+        char project_id[32]; /* the importer's: the snapshot is its project's */
 };
 
 static void receive_stop(struct receive *rc, bool kill_first, int *ret_status)
@@ -178,8 +182,9 @@ static int import_begin(struct api_request *req, void **ret_state, struct space_
                 return -1;
         char parent_path[PATH_MAX];
         struct snapshot p = { 0 };
-        if (parent && (!usable_parent(req->ctx, parent, parent_path, sizeof(parent_path)) ||
-                       STORE(req->ctx, snapshot_get, parent, &p) < 0))
+        struct space_error unseen;
+        if (parent && (snapshot_access_load(req->ctx, &req->principal, parent, &p, &unseen) < 0 ||
+                       !usable_parent(req->ctx, parent, parent_path, sizeof(parent_path))))
                 return space_error_set(err, SPACE_E_INVALID_REQUEST, "parent_snapshot_id %s is not a ready snapshot on this host",
                                        parent);
         /* An import joins a sandbox's lineage only as an increment on a snapshot of that
@@ -202,6 +207,7 @@ static int import_begin(struct api_request *req, void **ret_state, struct space_
         snprintf(rc->sandbox_id, sizeof(rc->sandbox_id), "%s", sandbox_id ? sandbox_id : "");
         snprintf(rc->label, sizeof(rc->label), "%s", label ? label : "imported");
         snprintf(rc->parent, sizeof(rc->parent), "%s", parent ? parent : "");
+        snprintf(rc->project_id, sizeof(rc->project_id), "%s", req->principal.project_id);
         char tag[32], name[48];
         random_id("", 6, tag, sizeof(tag));
         snprintf(name, sizeof(name), "import-%s", tag);
@@ -350,6 +356,7 @@ static void import_finish(void *state, struct api_request *req, struct api_respo
         if (!err.code && publish(rc, name, &err) == 0) {
                 snprintf(snap.id, sizeof(snap.id), "%s", name);
                 snprintf(snap.sandbox_id, sizeof(snap.sandbox_id), "%s", rc->sandbox_id);
+                snprintf(snap.project_id, sizeof(snap.project_id), "%s", rc->project_id);
                 snprintf(snap.state, sizeof(snap.state), "ready");
                 snprintf(snap.label, sizeof(snap.label), "%s", rc->label);
                 snprintf(snap.kind, sizeof(snap.kind), "filesystem");

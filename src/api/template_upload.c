@@ -17,6 +17,7 @@
 #include "api/api_routes.h"
 #include "cleanup.h"
 #include "operations/operation_queue.h"
+#include "service/template_access.h"
 #include "spaced/log.h"
 #include "spaced/spaced_context.h"
 #include "spaced/wallclock.h"
@@ -40,6 +41,7 @@ struct template_upload {
         char spacefile[256];
         char format[16];
         char dir[PATH_MAX];
+        struct principal principal; /* the uploader: a new template is its project's */
 };
 
 static void drop_dir(struct template_upload *u)
@@ -89,8 +91,9 @@ static int upload_begin(struct api_request *req, void **ret_state, struct space_
         const char *spacefile = api_request_query(req, "spacefile"), *format = api_request_query(req, "format");
         char clean[256];
         if (row_from_query(req->ctx, api_request_query(req, "name"), u->row, sizeof(u->row), err) < 0 ||
-            api_wait_parse(req, &u->wait, err) < 0)
+            template_access_check(req->ctx, &req->principal, u->row, true, err) < 0 || api_wait_parse(req, &u->wait, err) < 0)
                 goto fail;
+        u->principal = req->principal;
         if (!import && spacefile && (strlen(spacefile) > 200 || rootfs_path_clean(spacefile, false, clean, sizeof(clean)) < 0)) {
                 space_error_set(err, SPACE_E_INVALID_REQUEST, "spacefile must be a relative path inside the context");
                 goto fail;
@@ -167,9 +170,12 @@ static int check_spacefile(struct template_upload *u, const char *context, struc
                 return space_error_set(err, SPACE_E_INVALID_REQUEST, "%s line %u: %s", u->spacefile, perr.line, perr.message);
         struct template_record t;
         int r = template_ref_resolve(u->ctx, f.steps[0].value, &t);
-        if (r == 0)
+        if (r == 0) {
+                if (!template_access_sees(&u->principal, &t))
+                        r = -ENOENT; /* another project's: as if it were not here */
                 template_record_release(&t);
-        else
+        }
+        if (r < 0)
                 space_error_set(err, SPACE_E_NOT_FOUND, "%s line %u: FROM %.64s: no such template", u->spacefile,
                                 f.steps[0].line, f.steps[0].value);
         spacefile_release(&f);
@@ -189,6 +195,7 @@ static int submit_build(struct template_upload *u, struct space_error *err)
                 /* A new name shows as building; the build removes the row again if it fails. */
                 struct template_record nt = { .environment = json_object(), .updated_at_ms = wallclock_now_ms() };
                 snprintf(nt.name, sizeof(nt.name), "%s", u->row);
+                snprintf(nt.project_id, sizeof(nt.project_id), "%s", u->principal.project_id);
                 snprintf(nt.state, sizeof(nt.state), "building");
                 r = STORE(u->ctx, template_upsert, &nt);
                 json_decref(nt.environment);
@@ -224,7 +231,7 @@ static void upload_finish(void *state, struct api_request *req, struct api_respo
                 space_error_set(&err, SPACE_E_INTERNAL, "cannot store the upload");
         else if (u->import) {
                 struct template_record t;
-                if (template_import_publish(u->ctx, u->op.id, tar, u->format, u->row, &t, &err) == 0) {
+                if (template_import_publish(u->ctx, u->op.id, tar, u->format, u->row, u->principal.project_id, &t, &err) == 0) {
                         api_response_json(resp, 201, api_render_template(&t));
                         template_record_release(&t);
                         r = 0;

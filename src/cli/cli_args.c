@@ -24,6 +24,30 @@ int cli_args_integer(const char *s, long long min, long long max, long long *ret
         return 0;
 }
 
+int cli_args_duration(const char *s, long long max_s, long long *ret_seconds)
+{
+        static const struct {
+                char unit;
+                long long seconds;
+        } units[] = { { 's', 1 }, { 'm', 60 }, { 'h', 3600 }, { 'd', 86400 } };
+        char digits[24];
+        size_t n = strlen(s);
+        long long mult = 1, v;
+
+        if (n == 0 || n >= sizeof(digits))
+                return -EINVAL;
+        memcpy(digits, s, n + 1);
+        for (size_t i = 0; i < ARRAY_SIZE(units); i++)
+                if (digits[n - 1] == units[i].unit) {
+                        mult = units[i].seconds;
+                        digits[n - 1] = '\0';
+                }
+        if (digits[0] == '-' || cli_args_integer(digits, 1, max_s / mult, &v) < 0)
+                return -EINVAL;
+        *ret_seconds = v * mult;
+        return 0;
+}
+
 int cli_args_positive(const char *s, double *ret_value)
 {
         char *end;

@@ -8,6 +8,9 @@
 /* A whole number in [min, max]. */
 int cli_args_integer(const char *s, long long min, long long max, long long *ret_value);
 
+/* A duration: N, Ns, Nm, Nh or Nd (N a whole number > 0) -> seconds, at most max_s. */
+int cli_args_duration(const char *s, long long max_s, long long *ret_seconds);
+
 /* A finite decimal number > 0. */
 int cli_args_positive(const char *s, double *ret_value);
 

@@ -1,4 +1,5 @@
-/* cli_key: `space key create|ls|rm` — API keys. A new key's secret is shown once, here. */
+/* cli_key: `space key create|ls|rm` — API keys, each of a project and with a role
+ * (docs/tenancy.md). A new key's secret is shown once, here. */
 #include <getopt.h>
 #include <stdio.h>
 #include <string.h>
@@ -15,12 +16,17 @@ static const char key_usage[] =
         "\n"
         "Commands:\n"
         "  create NAME  make an API key and print its secret (shown only this once);\n"
+        "               --project, --role, --permission, --expires scope it;\n"
         "               --e2b prints it in the form E2B SDKs take (e2b_ + the same digits)\n"
         "  ls           list API keys (never their secrets)\n"
         "  rm ID        revoke an API key\n";
 
 static const char key_create_usage[] =
-        "usage: space key create [--e2b] NAME\n"
+        "usage: space key create [--project P] [--role R] [--permission PERM]... [--expires DURATION] [--e2b] NAME\n"
+        "  --project P        the key's project (default: the calling key's)\n"
+        "  --role R           admin, owner, developer or viewer (default: the calling key's)\n"
+        "  --permission PERM  only this permission of the role (repeat for more), e.g. sandbox.read\n"
+        "  --expires DURATION refused after this long: N[smhd], e.g. 30d (default: the calling key's expiry)\n"
         "  --e2b  print the secret as e2b_<40 hex digits>: the same key, in the form the E2B SDK's\n"
         "         E2B_API_KEY takes (spaced's --e2b-listen front door accepts both forms)\n";
 static const char key_ls_usage[] = "usage: space key ls\n";
@@ -29,7 +35,10 @@ static const char key_rm_usage[] = "usage: space key rm ID\n";
 static const struct cli_output_column key_columns[] = {
         { "ID", "id" },
         { "NAME", "name" },
+        { "PROJECT", "project" },
+        { "ROLE", "role" },
         { "CREATED", "created_at" },
+        { "EXPIRES", "expires_at" },
         { "LAST USED", "last_used_at" },
 };
 
@@ -60,7 +69,9 @@ static void cli_key_to_e2b_form(json_t *answer)
 static int cli_key_print_created(const json_t *answer)
 {
         static const char *const fields[][2] = {
-                { "id", "id:" }, { "name", "name:" }, { "secret", "secret:" }, { "created_at", "created_at:" },
+                { "id", "id:" },         { "name", "name:" },   { "project", "project:" },
+                { "role", "role:" },     { "secret", "secret:" }, { "created_at", "created_at:" },
+                { "expires_at", "expires_at:" },
         };
 
         if (!json_is_string(json_object_get(answer, "secret")))
@@ -78,14 +89,23 @@ static int cli_key_create(struct cli *cli, int argc, char **argv)
         _cleanup_json_ json_t *body = NULL;
         _cleanup_(cli_key_answer_freep) json_t *answer = NULL;
 
-        enum { OPT_E2B = 1000 };
+        _cleanup_json_ json_t *scope = json_object(), *permissions = json_array();
+        enum { OPT_E2B = 1000, OPT_PROJECT, OPT_ROLE, OPT_PERMISSION, OPT_EXPIRES };
         static const struct option options[] = {
                 { "help", no_argument, NULL, 'h' },
                 { "e2b", no_argument, NULL, OPT_E2B },
+                { "project", required_argument, NULL, OPT_PROJECT },
+                { "role", required_argument, NULL, OPT_ROLE },
+                { "permission", required_argument, NULL, OPT_PERMISSION },
+                { "expires", required_argument, NULL, OPT_EXPIRES },
                 {},
         };
         bool e2b_form = false;
+        long long expires_s;
         int r, c;
+
+        if (!scope || !permissions)
+                return CLI_EXIT_FAILURE;
 
         optind = 0;
         opterr = 0;
@@ -96,6 +116,21 @@ static int cli_key_create(struct cli *cli, int argc, char **argv)
                 case OPT_E2B:
                         e2b_form = true;
                         break;
+                case OPT_PROJECT:
+                        json_object_set_new(scope, "project", json_string(optarg));
+                        break;
+                case OPT_ROLE:
+                        json_object_set_new(scope, "role", json_string(optarg));
+                        break;
+                case OPT_PERMISSION:
+                        json_array_append_new(permissions, json_string(optarg));
+                        break;
+                case OPT_EXPIRES:
+                        if (cli_args_duration(optarg, 10LL * 365 * 86400, &expires_s) < 0)
+                                return cli_usage_error(key_create_usage, "--expires takes N[smhd] up to 10 years, not '%s'",
+                                                       optarg);
+                        json_object_set_new(scope, "expires_in_s", json_integer(expires_s));
+                        break;
                 default:
                         return cli_usage_option_error(key_create_usage, c, argv);
                 }
@@ -105,6 +140,10 @@ static int cli_key_create(struct cli *cli, int argc, char **argv)
         if (optind + 1 < argc)
                 return cli_usage_error(key_create_usage, "unexpected argument '%s'", argv[optind + 1]);
         body = json_pack("{s:s}", "name", argv[optind]);
+        if (body && json_array_size(permissions) > 0)
+                json_object_set(scope, "permissions", permissions);
+        if (body)
+                json_object_update(body, scope);
         if (!body) {
                 fputs("space: the key name is not valid UTF-8\n", stderr);
                 return CLI_EXIT_FAILURE;

@@ -27,7 +27,8 @@ static const char main_usage[] =
         "  restore ID SNAP                 put a sandbox back to one of its snapshots\n"
         "  fork ID [--count N]             new sandboxes from a snapshot of ID\n"
         "  op get|ls                       operations (lifecycle changes)\n"
-        "  key create|ls|rm                API keys\n"
+        "  key create|ls|rm                API keys (of a project, with a role)\n"
+        "  project create|ls               projects: the tenants keys and objects belong to\n"
         "\n"
         "Flags:\n"
         "  --url URL    spaced's address ($SPACE_URL, default " CLI_CONFIG_DEFAULT_URL ")\n"
@@ -130,6 +131,7 @@ int main(int argc, char **argv)
                 { "op", cli_operation_main },
                 { "operation", cli_operation_main },
                 { "key", cli_key_main },
+                { "project", cli_project_main },
         };
         _cleanup_(cli_done) struct cli cli = {};
         const char *url = NULL;

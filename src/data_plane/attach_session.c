@@ -4,7 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "api/api_auth.h"
+#include "auth/secret_hash.h"
 #include "spaced/spaced_context.h"
 #include "spaced/wallclock.h"
 
@@ -33,7 +33,7 @@ int attach_session_create(struct spaced_context *ctx, const char *sandbox_id, in
         if (r < 0)
                 return space_error_errno(err, r, "random token");
         snprintf(s.sandbox_id, sizeof(s.sandbox_id), "%s", sandbox_id);
-        api_auth_hash(token, s.token_hash, sizeof(s.token_hash));
+        secret_hash(token, s.token_hash, sizeof(s.token_hash));
         s.created_at_ms = wallclock_now_ms();
         s.expires_at_ms = s.created_at_ms + ttl_s * 1000;
         r = STORE(ctx, session_insert, &s);
@@ -94,13 +94,23 @@ int attach_session_revoke(struct spaced_context *ctx, const char *sandbox_id, co
 int attach_session_check(struct spaced_context *ctx, const char *token, const char *sandbox_id, char *ret_session_id,
                          struct space_error *err)
 {
+        struct attach_session s;
+        if (attach_session_authenticate(ctx, token, sandbox_id, &s, err) < 0)
+                return -1;
+        snprintf(ret_session_id, 32, "%s", s.id);
+        return 0;
+}
+
+int attach_session_authenticate(struct spaced_context *ctx, const char *token, const char *sandbox_id,
+                                struct attach_session *ret, struct space_error *err)
+{
         char hash[65];
         struct attach_session s;
         size_t plen = strlen(ATTACH_TOKEN_PREFIX);
         if (strncmp(token, ATTACH_TOKEN_PREFIX, plen) != 0 || strlen(token) > 128)
                 return space_error_set(err, SPACE_E_UNAUTHORIZED,
                                        "data-plane routes take an attach token (POST /v1/sandboxes/{id}/sessions)");
-        if (api_auth_hash(token, hash, sizeof(hash)) < 0)
+        if (secret_hash(token, hash, sizeof(hash)) < 0)
                 return space_error_set(err, SPACE_E_UNAUTHORIZED, "invalid attach token");
         int r = STORE(ctx, session_find_by_hash, hash, &s);
         if (r == -ENOENT)
@@ -113,6 +123,6 @@ int attach_session_check(struct spaced_context *ctx, const char *token, const ch
                 return space_error_set(err, SPACE_E_UNAUTHORIZED, "attach token expired");
         if (strcmp(s.sandbox_id, sandbox_id) != 0)
                 return space_error_set(err, SPACE_E_FORBIDDEN, "this attach token is for another sandbox");
-        snprintf(ret_session_id, 32, "%s", s.id);
+        *ret = s;
         return 0;
 }

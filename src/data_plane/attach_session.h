@@ -29,3 +29,6 @@ int attach_session_revoke(struct spaced_context *ctx, const char *sandbox_id, co
  * forbidden when it belongs to another sandbox. Fills ret_session_id (32 bytes). */
 int attach_session_check(struct spaced_context *ctx, const char *token, const char *sandbox_id, char *ret_session_id,
                          struct space_error *err);
+/* As attach_session_check, filling the whole session row (its project too). */
+int attach_session_authenticate(struct spaced_context *ctx, const char *token, const char *sandbox_id,
+                                struct attach_session *ret, struct space_error *err);

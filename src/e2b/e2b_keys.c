@@ -24,8 +24,7 @@ int e2b_keys_space_form(const char *key, char *buf, size_t size)
         return n < 0 || (size_t)n >= size ? -ENAMETOOLONG : 0;
 }
 
-int e2b_keys_authenticate(struct spaced_context *ctx, const char *key, char *ret_key_id, size_t id_size,
-                          struct space_error *err)
+int e2b_keys_authenticate(struct spaced_context *ctx, const char *key, struct principal *ret, struct space_error *err)
 {
         char secret[160], header[176];
         if (!key || !*key)
@@ -33,7 +32,7 @@ int e2b_keys_authenticate(struct spaced_context *ctx, const char *key, char *ret
         if (e2b_keys_space_form(key, secret, sizeof(secret)) < 0)
                 return space_error_set(err, SPACE_E_UNAUTHORIZED, "invalid api key");
         snprintf(header, sizeof(header), "Bearer %s", secret);
-        int r = api_auth_check(ctx, header, ret_key_id, id_size, err);
+        int r = api_auth_check(ctx, header, ret, err);
         explicit_bzero(secret, sizeof(secret));
         explicit_bzero(header, sizeof(header));
         return r;

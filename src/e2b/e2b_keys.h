@@ -14,6 +14,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "auth/principal.h"
 #include "spaced/space_error.h"
 
 struct spaced_context;
@@ -23,9 +24,9 @@ struct spaced_context;
 
 /* The space form of an E2B key ("e2b_…" -> "space_…"); other values are copied as they are. */
 int e2b_keys_space_form(const char *key, char *buf, size_t size);
-/* Checks an X-API-KEY value; fills ret_key_id. -1 with unauthorized when it is not a key. */
-int e2b_keys_authenticate(struct spaced_context *ctx, const char *key, char *ret_key_id, size_t id_size,
-                          struct space_error *err);
+/* Checks an X-API-KEY value (an ordinary key, with its project and role); fills *ret. -1
+ * with unauthorized when it is not a key. */
+int e2b_keys_authenticate(struct spaced_context *ctx, const char *key, struct principal *ret, struct space_error *err);
 
 /* Reads (making it the first time) the token secret under state_dir. */
 int e2b_keys_load_secret(const char *state_dir, unsigned char ret_secret[E2B_TOKEN_SECRET_SIZE]);

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "api/api_auth.h"
 #include "api/api_json.h"
 #include "e2b/e2b_connect.h"
 #include "e2b/e2b_files_upload.h"
@@ -24,39 +25,41 @@ static const struct route {
         const char *pattern[5];
         e2b_handler handler;
         enum route_half half;
+        uint32_t permission;     /* control routes: what the key needs (auth/principal.h); envd: 0 (its token) */
+        enum object_kind object; /* what the "*" segment names, checked before the handler runs */
 } routes[] = {
-        { "POST", { "sandboxes" }, e2b_sandbox_create, CONTROL },
-        { "POST", { "v2", "sandboxes" }, e2b_sandbox_create, CONTROL },
-        { "GET", { "sandboxes" }, e2b_sandbox_list_v1, CONTROL },
-        { "GET", { "v2", "sandboxes" }, e2b_sandbox_list, CONTROL },
-        { "GET", { "sandboxes", "*" }, e2b_sandbox_get, CONTROL },
-        { "DELETE", { "sandboxes", "*" }, e2b_sandbox_kill, CONTROL },
-        { "POST", { "sandboxes", "*", "timeout" }, e2b_sandbox_timeout, CONTROL },
-        { "POST", { "sandboxes", "*", "pause" }, e2b_sandbox_pause, CONTROL },
-        { "POST", { "sandboxes", "*", "connect" }, e2b_sandbox_connect, CONTROL },
-        { "POST", { "v2", "sandboxes", "*", "connect" }, e2b_sandbox_connect, CONTROL },
-        { "POST", { "sandboxes", "*", "resume" }, e2b_sandbox_resume, CONTROL },
-        { "POST", { "sandboxes", "*", "snapshots" }, e2b_snapshot_create, CONTROL },
-        { "GET", { "snapshots" }, e2b_snapshot_list, CONTROL },
-        { "DELETE", { "templates", "*" }, e2b_snapshot_delete, CONTROL },
-        { "POST", { "sandboxes", "*", "fork" }, e2b_sandbox_fork, CONTROL },
-        { "GET", { "sandboxes", "*", "metrics" }, e2b_sandbox_metrics, CONTROL },
-        { "GET", { "health" }, e2b_envd_health, ENVD_OPEN },
-        { "POST", { "process.Process", "Start" }, e2b_process_start, ENVD },
-        { "POST", { "process.Process", "Connect" }, e2b_process_connect, ENVD },
-        { "POST", { "process.Process", "List" }, e2b_process_list, ENVD },
-        { "POST", { "process.Process", "SendInput" }, e2b_process_send_input, ENVD },
-        { "POST", { "process.Process", "SendSignal" }, e2b_process_send_signal, ENVD },
-        { "POST", { "process.Process", "CloseStdin" }, e2b_process_close_stdin, ENVD },
-        { "POST", { "process.Process", "Update" }, e2b_process_update, ENVD },
-        { "POST", { "filesystem.Filesystem", "Stat" }, e2b_fs_stat, ENVD },
-        { "POST", { "filesystem.Filesystem", "ListDir" }, e2b_fs_list_dir, ENVD },
-        { "POST", { "filesystem.Filesystem", "MakeDir" }, e2b_fs_make_dir, ENVD },
-        { "POST", { "filesystem.Filesystem", "Move" }, e2b_fs_move, ENVD },
-        { "POST", { "filesystem.Filesystem", "Remove" }, e2b_fs_remove, ENVD },
-        { "POST", { "filesystem.Filesystem", "WatchDir" }, e2b_fs_watch_dir, ENVD },
-        { "GET", { "files" }, e2b_files_download, ENVD },
-        { "POST", { "files" }, NULL, ENVD }, /* streamed: e2b_router_upload_begin */
+        { "POST", { "sandboxes" }, e2b_sandbox_create, CONTROL, PERM_SANDBOX_WRITE | PERM_SANDBOX_EXEC, OBJECT_NONE },
+        { "POST", { "v2", "sandboxes" }, e2b_sandbox_create, CONTROL, PERM_SANDBOX_WRITE | PERM_SANDBOX_EXEC, OBJECT_NONE },
+        { "GET", { "sandboxes" }, e2b_sandbox_list_v1, CONTROL, PERM_SANDBOX_READ, OBJECT_NONE },
+        { "GET", { "v2", "sandboxes" }, e2b_sandbox_list, CONTROL, PERM_SANDBOX_READ, OBJECT_NONE },
+        { "GET", { "sandboxes", "*" }, e2b_sandbox_get, CONTROL, PERM_SANDBOX_READ, OBJECT_SANDBOX },
+        { "DELETE", { "sandboxes", "*" }, e2b_sandbox_kill, CONTROL, PERM_SANDBOX_WRITE, OBJECT_SANDBOX },
+        { "POST", { "sandboxes", "*", "timeout" }, e2b_sandbox_timeout, CONTROL, PERM_SANDBOX_WRITE, OBJECT_SANDBOX },
+        { "POST", { "sandboxes", "*", "pause" }, e2b_sandbox_pause, CONTROL, PERM_SANDBOX_WRITE, OBJECT_SANDBOX },
+        { "POST", { "sandboxes", "*", "connect" }, e2b_sandbox_connect, CONTROL, PERM_SANDBOX_WRITE | PERM_SANDBOX_EXEC, OBJECT_SANDBOX },
+        { "POST", { "v2", "sandboxes", "*", "connect" }, e2b_sandbox_connect, CONTROL, PERM_SANDBOX_WRITE | PERM_SANDBOX_EXEC, OBJECT_SANDBOX },
+        { "POST", { "sandboxes", "*", "resume" }, e2b_sandbox_resume, CONTROL, PERM_SANDBOX_WRITE | PERM_SANDBOX_EXEC, OBJECT_SANDBOX },
+        { "POST", { "sandboxes", "*", "snapshots" }, e2b_snapshot_create, CONTROL, PERM_SNAPSHOT_WRITE, OBJECT_SANDBOX },
+        { "GET", { "snapshots" }, e2b_snapshot_list, CONTROL, PERM_SNAPSHOT_READ, OBJECT_NONE },
+        { "DELETE", { "templates", "*" }, e2b_snapshot_delete, CONTROL, PERM_SNAPSHOT_WRITE, OBJECT_SNAPSHOT },
+        { "POST", { "sandboxes", "*", "fork" }, e2b_sandbox_fork, CONTROL, PERM_SANDBOX_WRITE | PERM_SANDBOX_EXEC, OBJECT_SANDBOX },
+        { "GET", { "sandboxes", "*", "metrics" }, e2b_sandbox_metrics, CONTROL, PERM_SANDBOX_READ, OBJECT_SANDBOX },
+        { "GET", { "health" }, e2b_envd_health, ENVD_OPEN, 0, OBJECT_NONE },
+        { "POST", { "process.Process", "Start" }, e2b_process_start, ENVD, 0, OBJECT_NONE },
+        { "POST", { "process.Process", "Connect" }, e2b_process_connect, ENVD, 0, OBJECT_NONE },
+        { "POST", { "process.Process", "List" }, e2b_process_list, ENVD, 0, OBJECT_NONE },
+        { "POST", { "process.Process", "SendInput" }, e2b_process_send_input, ENVD, 0, OBJECT_NONE },
+        { "POST", { "process.Process", "SendSignal" }, e2b_process_send_signal, ENVD, 0, OBJECT_NONE },
+        { "POST", { "process.Process", "CloseStdin" }, e2b_process_close_stdin, ENVD, 0, OBJECT_NONE },
+        { "POST", { "process.Process", "Update" }, e2b_process_update, ENVD, 0, OBJECT_NONE },
+        { "POST", { "filesystem.Filesystem", "Stat" }, e2b_fs_stat, ENVD, 0, OBJECT_NONE },
+        { "POST", { "filesystem.Filesystem", "ListDir" }, e2b_fs_list_dir, ENVD, 0, OBJECT_NONE },
+        { "POST", { "filesystem.Filesystem", "MakeDir" }, e2b_fs_make_dir, ENVD, 0, OBJECT_NONE },
+        { "POST", { "filesystem.Filesystem", "Move" }, e2b_fs_move, ENVD, 0, OBJECT_NONE },
+        { "POST", { "filesystem.Filesystem", "Remove" }, e2b_fs_remove, ENVD, 0, OBJECT_NONE },
+        { "POST", { "filesystem.Filesystem", "WatchDir" }, e2b_fs_watch_dir, ENVD, 0, OBJECT_NONE },
+        { "GET", { "files" }, e2b_files_download, ENVD, 0, OBJECT_NONE },
+        { "POST", { "files" }, NULL, ENVD, 0, OBJECT_NONE }, /* streamed: e2b_router_upload_begin */
 };
 
 const char *e2b_call_header(const struct e2b_call *call, const char *name)
@@ -159,7 +162,7 @@ static int signed_url(struct e2b_call *call, const char *id, struct space_error 
                 snprintf(all[0].id, sizeof(all[0].id), "%s", id);
                 all[0].state = SANDBOX_RUNNING;
                 n = 1;
-        } else if (STORE(call->front->ctx, sandbox_list, SANDBOX_RUNNING, &all, &n) < 0) {
+        } else if (STORE(call->front->ctx, sandbox_list, SANDBOX_RUNNING, NULL, &all, &n) < 0) {
                 return space_error_set(err, SPACE_E_INTERNAL, "list sandboxes");
         }
         bool found = false;
@@ -258,8 +261,7 @@ static const struct route *route_call(struct e2b_call *call, char *path_copy, si
                 return NULL;
         }
         if (found->half == CONTROL) {
-                if (e2b_keys_authenticate(front->ctx, e2b_call_header(call, "X-API-KEY"), call->req.key_id,
-                                          sizeof(call->req.key_id), &err) < 0) {
+                if (e2b_keys_authenticate(front->ctx, e2b_call_header(call, "X-API-KEY"), &call->req.principal, &err) < 0) {
                         e2b_reply_space_error(resp, &err);
                         return NULL;
                 }
@@ -269,6 +271,11 @@ static const struct route *route_call(struct e2b_call *call, char *path_copy, si
                                 return NULL;
                         }
                         snprintf(call->sandbox_id, sizeof(call->sandbox_id), "%s", id);
+                }
+                /* The key's role and project: the same check as the v1 router's. */
+                if (api_auth_authorize(front->ctx, &call->req.principal, found->permission, found->object, id, &err) < 0) {
+                        e2b_reply_space_error(resp, &err);
+                        return NULL;
                 }
         } else if (envd_authenticate(call, found->half == ENVD, &err) < 0) {
                 if (found->half == ENVD_OPEN)

@@ -53,7 +53,7 @@ int e2b_timeout_field(const json_t *body, long long *ret, struct space_error *er
 /* Sets the sandbox's timeout, counting from now when it runs; only_extend keeps a later expiry. */
 int e2b_set_timeout(struct spaced_context *ctx, struct sandbox *sb, long long timeout_s, bool only_extend);
 /* A ready snapshot labelled name (the newest), for templateID = a snapshot name. */
-int e2b_snapshot_by_name(struct spaced_context *ctx, const char *name, char *ret_id, size_t size);
+int e2b_snapshot_by_name(struct spaced_context *ctx, const struct principal *p, const char *name, char *ret_id, size_t size);
 
 void e2b_sandbox_create(struct e2b_call *call, struct api_response *resp);
 void e2b_sandbox_list(struct e2b_call *call, struct api_response *resp);

@@ -15,6 +15,8 @@
 #include "e2b/e2b_version.h"
 #include "operations/operation_queue.h"
 #include "operations/sandbox_lifecycle.h"
+#include "service/snapshot_access.h"
+#include "service/template_access.h"
 #include "spaced/spaced_context.h"
 #include "spaced/wallclock.h"
 #include "templates/template_ref.h"
@@ -240,7 +242,7 @@ void e2b_sandbox_create(struct e2b_call *call, struct api_response *resp)
                 if (pin)
                         sb.environment = json_pack("{s:s}", "pinned_digest", pin + 1);
                 template_record_release(&t);
-        } else if (e2b_snapshot_by_name(ctx, space_template, by_name, sizeof(by_name)) == 0) {
+        } else if (e2b_snapshot_by_name(ctx, &call->req.principal, space_template, by_name, sizeof(by_name)) == 0) {
                 snprintf(sb.parent_snapshot_id, sizeof(sb.parent_snapshot_id), "%s", by_name);
         } else
                 snprintf(sb.template_name, sizeof(sb.template_name), "%s", space_template);
@@ -252,7 +254,11 @@ void e2b_sandbox_create(struct e2b_call *call, struct api_response *resp)
         sb.metadata = metadata ? json_deep_copy(metadata) : json_object();
         if (!sb.environment)
                 sb.environment = json_object();
-        if (sandbox_lifecycle_create(ctx, &sb, &op, &err) < 0 || e2b_wait_operation(ctx, &op, &err) < 0)
+        struct snapshot seen;
+        snprintf(sb.project_id, sizeof(sb.project_id), "%s", call->req.principal.project_id);
+        if ((sb.parent_snapshot_id[0] ? snapshot_access_load(ctx, &call->req.principal, sb.parent_snapshot_id, &seen, &err)
+                                      : template_access_check(ctx, &call->req.principal, sb.template_name, false, &err)) < 0 ||
+            sandbox_lifecycle_create(ctx, &sb, &op, &err) < 0 || e2b_wait_operation(ctx, &op, &err) < 0)
                 goto fail;
         api_response_json(resp, 201, e2b_render_created(call, &sb));
         goto out;
@@ -421,7 +427,7 @@ static void list(struct e2b_call *call, struct api_response *resp, bool paged)
                 state = "running";
         struct sandbox *all = NULL;
         size_t n = 0;
-        int r = STORE(ctx, sandbox_list, -1, &all, &n);
+        int r = STORE(ctx, sandbox_list, -1, principal_list_project(&call->req.principal), &all, &n);
         if (r < 0)
                 return e2b_reply_error(resp, 500, "list sandboxes: %s", strerror(-r));
         if (n > 1)

@@ -304,6 +304,7 @@ static void child_from_parent(struct sandbox *child, const struct sandbox *paren
         snprintf(child->on_timeout, sizeof(child->on_timeout), "%s", parent->on_timeout);
         child->created_at_ms = child->updated_at_ms = wallclock_now_ms();
         snprintf(child->parent_sandbox_id, sizeof(child->parent_sandbox_id), "%s", parent->id);
+        snprintf(child->project_id, sizeof(child->project_id), "%s", parent->project_id);
         snprintf(child->parent_snapshot_id, sizeof(child->parent_snapshot_id), "%s", snapshot_id);
         snprintf(child->head_snapshot_id, sizeof(child->head_snapshot_id), "%s", snapshot_id);
 }

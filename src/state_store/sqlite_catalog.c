@@ -9,7 +9,8 @@ int sqlite_template_upsert(struct state_store *st, const struct template_record 
 {
         sqlite3_stmt *s;
         pthread_mutex_lock(&st->lock);
-        int r = sq_prepare(st, "INSERT INTO templates(name, state, environment, state_reason, updated_at) VALUES (?,?,?,?,?)"
+        /* The project is the first writer's: a rebuild never moves a template. */
+        int r = sq_prepare(st, "INSERT INTO templates(name, state, environment, state_reason, updated_at, project_id) VALUES (?,?,?,?,?,?)"
                                " ON CONFLICT(name) DO UPDATE SET state=excluded.state, environment=excluded.environment,"
                                " state_reason=excluded.state_reason, updated_at=excluded.updated_at",
                            &s);
@@ -19,6 +20,7 @@ int sqlite_template_upsert(struct state_store *st, const struct template_record 
                 sq_bind_json(s, 3, t->environment);
                 sq_bind_text(s, 4, t->state_reason);
                 sqlite3_bind_int64(s, 5, t->updated_at_ms ? t->updated_at_ms : sq_now_ms());
+                sq_bind_text(s, 6, t->project_id);
                 r = sq_exec_done(s);
         }
         pthread_mutex_unlock(&st->lock);
@@ -37,13 +39,14 @@ static void template_from_row(sqlite3_stmt *s, struct template_record *t)
         t->environment = sq_json_col(s, 2);
         sq_copy_col(s, 3, t->state_reason, sizeof(t->state_reason));
         t->updated_at_ms = sqlite3_column_int64(s, 4);
+        sq_copy_col(s, 5, t->project_id, sizeof(t->project_id));
 }
 
 int sqlite_template_get(struct state_store *st, const char *name, struct template_record *ret)
 {
         sqlite3_stmt *s;
         pthread_mutex_lock(&st->lock);
-        int r = sq_prepare(st, "SELECT name, state, environment, state_reason, updated_at FROM templates WHERE name=?", &s);
+        int r = sq_prepare(st, "SELECT name, state, environment, state_reason, updated_at, project_id FROM templates WHERE name=?", &s);
         if (r == 0) {
                 sq_bind_text(s, 1, name);
                 int rc = sqlite3_step(s);
@@ -56,11 +59,14 @@ int sqlite_template_get(struct state_store *st, const char *name, struct templat
         return r;
 }
 
-int sqlite_template_list(struct state_store *st, struct template_record **ret, size_t *ret_n)
+int sqlite_template_list(struct state_store *st, const char *project_id, struct template_record **ret, size_t *ret_n)
 {
         sqlite3_stmt *s;
         pthread_mutex_lock(&st->lock);
-        int r = sq_prepare(st, "SELECT name, state, environment, state_reason, updated_at FROM templates ORDER BY name", &s);
+        int r = sq_prepare(st, "SELECT name, state, environment, state_reason, updated_at, project_id FROM templates"
+                               " WHERE ?1 IS NULL OR project_id = ?1 OR project_id = '' ORDER BY name", &s);
+        if (r == 0 && project_id)
+                sq_bind_text(s, 1, project_id);
         if (r == 0)
                 r = sq_collect(s, sizeof(struct template_record), template_row, template_release, (void **)ret, ret_n);
         pthread_mutex_unlock(&st->lock);
@@ -91,12 +97,17 @@ int sqlite_key_insert(struct state_store *st, const struct api_key *k)
 {
         sqlite3_stmt *s;
         pthread_mutex_lock(&st->lock);
-        int r = sq_prepare(st, "INSERT INTO api_keys(id, name, hash, created_at, last_used_at) VALUES (?,?,?,?,0)", &s);
+        int r = sq_prepare(st, "INSERT INTO api_keys(id, name, hash, created_at, last_used_at, project_id, role, permissions,"
+                               " expires_at) VALUES (?,?,?,?,0,?,?,?,?)", &s);
         if (r == 0) {
                 sq_bind_text(s, 1, k->id);
                 sq_bind_text(s, 2, k->name);
                 sq_bind_text(s, 3, k->hash);
                 sqlite3_bind_int64(s, 4, k->created_at_ms);
+                sq_bind_text(s, 5, k->project_id);
+                sq_bind_text(s, 6, k->role);
+                sqlite3_bind_int64(s, 7, (sqlite3_int64)k->permissions);
+                sqlite3_bind_int64(s, 8, k->expires_at_ms);
                 r = sq_exec_done(s);
         }
         pthread_mutex_unlock(&st->lock);
@@ -114,13 +125,34 @@ static void key_from_row(sqlite3_stmt *s, struct api_key *k)
         sq_copy_col(s, 2, k->hash, sizeof(k->hash));
         k->created_at_ms = sqlite3_column_int64(s, 3);
         k->last_used_at_ms = sqlite3_column_int64(s, 4);
+        sq_copy_col(s, 5, k->project_id, sizeof(k->project_id));
+        sq_copy_col(s, 6, k->role, sizeof(k->role));
+        k->permissions = (uint32_t)sqlite3_column_int64(s, 7);
+        k->expires_at_ms = sqlite3_column_int64(s, 8);
 }
 
-int sqlite_key_list(struct state_store *st, struct api_key **ret, size_t *ret_n)
+#define KEY_COLUMNS "id, name, hash, created_at, last_used_at, project_id, role, permissions, expires_at"
+
+int sqlite_key_get(struct state_store *st, const char *id, struct api_key *ret)
 {
         sqlite3_stmt *s;
         pthread_mutex_lock(&st->lock);
-        int r = sq_prepare(st, "SELECT id, name, hash, created_at, last_used_at FROM api_keys ORDER BY created_at", &s);
+        int r = sq_prepare(st, "SELECT " KEY_COLUMNS " FROM api_keys WHERE id=?", &s);
+        if (r == 0) {
+                sq_bind_text(s, 1, id);
+                r = sq_fetch_one(s, key_row, ret);
+        }
+        pthread_mutex_unlock(&st->lock);
+        return r;
+}
+
+int sqlite_key_list(struct state_store *st, const char *project_id, struct api_key **ret, size_t *ret_n)
+{
+        sqlite3_stmt *s;
+        pthread_mutex_lock(&st->lock);
+        int r = sq_prepare(st, "SELECT " KEY_COLUMNS " FROM api_keys WHERE ?1 IS NULL OR project_id = ?1 ORDER BY created_at", &s);
+        if (r == 0 && project_id)
+                sq_bind_text(s, 1, project_id);
         if (r == 0)
                 r = sq_collect(s, sizeof(struct api_key), key_row, NULL, (void **)ret, ret_n);
         pthread_mutex_unlock(&st->lock);
@@ -136,7 +168,7 @@ int sqlite_key_authenticate(struct state_store *st, const char *hash, struct api
 {
         sqlite3_stmt *s;
         pthread_mutex_lock(&st->lock);
-        int r = sq_prepare(st, "SELECT id, name, hash, created_at, last_used_at FROM api_keys WHERE hash=?", &s);
+        int r = sq_prepare(st, "SELECT " KEY_COLUMNS " FROM api_keys WHERE hash=?", &s);
         if (r == 0) {
                 sq_bind_text(s, 1, hash);
                 int rc = sqlite3_step(s);

@@ -17,13 +17,19 @@ static void session_row(sqlite3_stmt *s, void *elem)
         a->created_at_ms = sqlite3_column_int64(s, 3);
         a->expires_at_ms = sqlite3_column_int64(s, 4);
         a->revoked_at_ms = sqlite3_column_int64(s, 5);
+        sq_copy_col(s, 6, a->project_id, sizeof(a->project_id));
 }
+
+/* What a read returns: the columns written, and the project the insert took from the sandbox. */
+#define SESSION_READ SESSION_COLUMNS ", project_id"
 
 int sqlite_session_insert(struct state_store *st, const struct attach_session *a)
 {
         sqlite3_stmt *s;
         pthread_mutex_lock(&st->lock);
-        int r = sq_prepare(st, "INSERT INTO attach_sessions(" SESSION_COLUMNS ") VALUES (?,?,?,?,?,?)", &s);
+        int r = sq_prepare(st, "INSERT INTO attach_sessions(" SESSION_COLUMNS ", project_id) VALUES (?,?,?,?,?,?,"
+                               " COALESCE((SELECT project_id FROM sandboxes WHERE id=?2), ''))",
+                           &s);
         if (r == 0) {
                 sq_bind_text(s, 1, a->id);
                 sq_bind_text(s, 2, a->sandbox_id);
@@ -54,19 +60,19 @@ static int fetch_by_text(struct state_store *st, const char *sql, const char *ke
 
 int sqlite_session_get(struct state_store *st, const char *id, struct attach_session *ret)
 {
-        return fetch_by_text(st, "SELECT " SESSION_COLUMNS " FROM attach_sessions WHERE id=?", id, session_row, ret);
+        return fetch_by_text(st, "SELECT " SESSION_READ " FROM attach_sessions WHERE id=?", id, session_row, ret);
 }
 
 int sqlite_session_find_by_hash(struct state_store *st, const char *hash, struct attach_session *ret)
 {
-        return fetch_by_text(st, "SELECT " SESSION_COLUMNS " FROM attach_sessions WHERE token_hash=?", hash, session_row, ret);
+        return fetch_by_text(st, "SELECT " SESSION_READ " FROM attach_sessions WHERE token_hash=?", hash, session_row, ret);
 }
 
 int sqlite_session_list(struct state_store *st, const char *sandbox_id, struct attach_session **ret, size_t *ret_n)
 {
         sqlite3_stmt *s;
         pthread_mutex_lock(&st->lock);
-        int r = sq_prepare(st, "SELECT " SESSION_COLUMNS " FROM attach_sessions WHERE sandbox_id=? ORDER BY created_at, id", &s);
+        int r = sq_prepare(st, "SELECT " SESSION_READ " FROM attach_sessions WHERE sandbox_id=? ORDER BY created_at, id", &s);
         if (r == 0) {
                 sq_bind_text(s, 1, sandbox_id);
                 r = sq_collect(s, sizeof(struct attach_session), session_row, NULL, (void **)ret, ret_n);
@@ -124,7 +130,9 @@ int sqlite_command_insert(struct state_store *st, const struct command_record *c
 {
         sqlite3_stmt *s;
         pthread_mutex_lock(&st->lock);
-        int r = sq_prepare(st, "INSERT INTO commands(" COMMAND_COLUMNS ") VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)", &s);
+        int r = sq_prepare(st, "INSERT INTO commands(" COMMAND_COLUMNS ", project_id) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,"
+                               " COALESCE((SELECT project_id FROM sandboxes WHERE id=?2), ''))",
+                           &s);
         if (r == 0) {
                 sq_bind_text(s, 1, c->id);
                 sq_bind_text(s, 2, c->sandbox_id);

@@ -61,9 +61,33 @@ static const char *const migrations[] = {
         "UPDATE operations SET snapshot_id = (SELECT parent_snapshot_id FROM sandboxes WHERE sandboxes.id = operations.target)"
         "  WHERE kind = 'sandbox.create' AND state IN ('pending', 'running') AND snapshot_id = '';"
         "CREATE INDEX operations_snapshot ON operations(snapshot_id, state);",
+        /* 6: projects (tenants) and roles. What exists belongs to the default project; the
+         * keys that exist were all-powerful and stay so (admin); templates that exist are
+         * shared (every project saw them). Children carry their sandbox's project. */
+        "CREATE TABLE projects (id TEXT PRIMARY KEY, created_at INTEGER NOT NULL);"
+        "INSERT INTO projects(id, created_at) VALUES ('default', CAST(strftime('%s','now') AS INTEGER) * 1000);"
+        "ALTER TABLE sandboxes ADD COLUMN project_id TEXT NOT NULL DEFAULT 'default';"
+        "ALTER TABLE snapshots ADD COLUMN project_id TEXT NOT NULL DEFAULT 'default';"
+        "ALTER TABLE operations ADD COLUMN project_id TEXT NOT NULL DEFAULT 'default';"
+        "ALTER TABLE commands ADD COLUMN project_id TEXT NOT NULL DEFAULT 'default';"
+        "ALTER TABLE attach_sessions ADD COLUMN project_id TEXT NOT NULL DEFAULT 'default';"
+        "ALTER TABLE templates ADD COLUMN project_id TEXT NOT NULL DEFAULT '';"
+        "ALTER TABLE api_keys ADD COLUMN project_id TEXT NOT NULL DEFAULT 'default';"
+        "ALTER TABLE api_keys ADD COLUMN role TEXT NOT NULL DEFAULT 'admin';"
+        "ALTER TABLE api_keys ADD COLUMN permissions INTEGER NOT NULL DEFAULT 4294967295;"
+        "ALTER TABLE api_keys ADD COLUMN expires_at INTEGER NOT NULL DEFAULT 0;"
+        "CREATE INDEX sandboxes_project ON sandboxes(project_id, created_at);"
+        "CREATE INDEX snapshots_project ON snapshots(project_id, created_at);"
+        "CREATE INDEX operations_project ON operations(project_id, created_at);"
+        "CREATE INDEX api_keys_project ON api_keys(project_id, created_at);",
 };
 
 int sqlite_migrations_apply(sqlite3 *db, int *ret_version)
+{
+        return sqlite_migrations_apply_upto(db, (int)(sizeof(migrations) / sizeof(migrations[0])), ret_version);
+}
+
+int sqlite_migrations_apply_upto(sqlite3 *db, int target, int *ret_version)
 {
         sqlite3_stmt *stmt = NULL;
         int version = 0;
@@ -73,9 +97,10 @@ int sqlite_migrations_apply(sqlite3 *db, int *ret_version)
                 version = sqlite3_column_int(stmt, 0);
         sqlite3_finalize(stmt);
 
-        int latest = (int)(sizeof(migrations) / sizeof(migrations[0]));
-        if (version > latest)
+        int known = (int)(sizeof(migrations) / sizeof(migrations[0]));
+        if (version > known)
                 return -EPROTO; /* written by a newer spaced */
+        int latest = target < known ? target : known;
         for (int v = version; v < latest; v++) {
                 char pragma[64];
                 snprintf(pragma, sizeof(pragma), "PRAGMA user_version = %d;", v + 1);

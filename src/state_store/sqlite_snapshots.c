@@ -5,12 +5,14 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define SNAP_COLUMNS "id, sandbox_id, state, label, kind, parent_snapshot_id, bytes_exclusive, pause_us, created_at, rolling"
+#define SNAP_COLUMNS "id, sandbox_id, state, label, kind, parent_snapshot_id, bytes_exclusive, pause_us, created_at, rolling, project_id"
 
 int sq_snapshot_insert_locked(struct state_store *st, const struct snapshot *snap)
 {
         sqlite3_stmt *s;
-        int r = sq_prepare(st, "INSERT INTO snapshots(" SNAP_COLUMNS ") VALUES (?,?,?,?,?,?,?,?,?,?)", &s);
+        int r = sq_prepare(st, "INSERT INTO snapshots(" SNAP_COLUMNS ") VALUES (?,?,?,?,?,?,?,?,?,?,"
+                               " COALESCE(NULLIF(?11, ''), (SELECT project_id FROM sandboxes WHERE id=?2), ''))",
+                           &s);
         if (r < 0)
                 return r;
         sq_bind_text(s, 1, snap->id);
@@ -23,6 +25,7 @@ int sq_snapshot_insert_locked(struct state_store *st, const struct snapshot *sna
         sqlite3_bind_int64(s, 8, snap->pause_us);
         sqlite3_bind_int64(s, 9, snap->created_at_ms);
         sqlite3_bind_int(s, 10, snap->rolling ? 1 : 0);
+        sq_bind_text(s, 11, snap->project_id);
         return sq_exec_done(s);
 }
 
@@ -42,6 +45,7 @@ static void snapshot_from_row(sqlite3_stmt *s, struct snapshot *snap)
         snap->pause_us = sqlite3_column_int64(s, 7);
         snap->created_at_ms = sqlite3_column_int64(s, 8);
         snap->rolling = sqlite3_column_int(s, 9) != 0;
+        sq_copy_col(s, 10, snap->project_id, sizeof(snap->project_id));
 }
 
 int sqlite_snapshot_get(struct state_store *st, const char *id, struct snapshot *ret)
@@ -61,13 +65,17 @@ int sqlite_snapshot_get(struct state_store *st, const char *id, struct snapshot 
         return r;
 }
 
-int sqlite_snapshot_list(struct state_store *st, const char *sandbox_id, struct snapshot **ret, size_t *ret_n)
+int sqlite_snapshot_list(struct state_store *st, const char *sandbox_id, const char *project_id, struct snapshot **ret,
+                         size_t *ret_n)
 {
         sqlite3_stmt *s;
         pthread_mutex_lock(&st->lock);
-        int r = sq_prepare(st, "SELECT " SNAP_COLUMNS " FROM snapshots WHERE (?1 = '' OR sandbox_id = ?1) ORDER BY created_at, id", &s);
+        int r = sq_prepare(st, "SELECT " SNAP_COLUMNS " FROM snapshots WHERE (?1 = '' OR sandbox_id = ?1)"
+                               " AND (?2 IS NULL OR project_id = ?2) ORDER BY created_at, id", &s);
         if (r == 0) {
                 sq_bind_text(s, 1, sandbox_id ? sandbox_id : "");
+                if (project_id)
+                        sq_bind_text(s, 2, project_id);
                 r = sq_collect(s, sizeof(struct snapshot), snapshot_row, NULL, (void **)ret, ret_n);
         }
         pthread_mutex_unlock(&st->lock);

@@ -36,18 +36,25 @@ void sq_rollback(struct state_store *st);
 /* sqlite_catalog.c: templates and API keys */
 int sqlite_template_upsert(struct state_store *st, const struct template_record *t);
 int sqlite_template_get(struct state_store *st, const char *name, struct template_record *ret);
-int sqlite_template_list(struct state_store *st, struct template_record **ret, size_t *ret_n);
+int sqlite_template_list(struct state_store *st, const char *project_id, struct template_record **ret, size_t *ret_n);
 int sqlite_template_delete(struct state_store *st, const char *name);
 int sqlite_key_insert(struct state_store *st, const struct api_key *k);
-int sqlite_key_list(struct state_store *st, struct api_key **ret, size_t *ret_n);
+int sqlite_key_list(struct state_store *st, const char *project_id, struct api_key **ret, size_t *ret_n);
+int sqlite_key_get(struct state_store *st, const char *id, struct api_key *ret);
 int sqlite_key_delete(struct state_store *st, const char *id);
 int sqlite_key_authenticate(struct state_store *st, const char *hash, struct api_key *ret);
 int sqlite_key_count(struct state_store *st, int64_t *ret);
 
+/* sqlite_projects.c */
+int sqlite_project_insert(struct state_store *st, const struct project *p);
+int sqlite_project_get(struct state_store *st, const char *id, struct project *ret);
+int sqlite_project_list(struct state_store *st, struct project **ret, size_t *ret_n);
+
 /* sqlite_snapshots.c */
 int sq_snapshot_insert_locked(struct state_store *st, const struct snapshot *snap);
 int sqlite_snapshot_get(struct state_store *st, const char *id, struct snapshot *ret);
-int sqlite_snapshot_list(struct state_store *st, const char *sandbox_id, struct snapshot **ret, size_t *ret_n);
+int sqlite_snapshot_list(struct state_store *st, const char *sandbox_id, const char *project_id, struct snapshot **ret,
+                         size_t *ret_n);
 int sqlite_snapshot_update(struct state_store *st, const struct snapshot *snap);
 int sqlite_sandbox_purge_destroyed(struct state_store *st, int64_t before_ms, int limit, int *ret_n);
 int sqlite_snapshot_delete(struct state_store *st, const char *id, bool if_unused, char *ret_user);

@@ -64,7 +64,10 @@ static int op_insert_locked(struct state_store *st, const struct operation *op)
                         return rc == SQLITE_DONE ? -ENOENT : sq_error(rc);
         }
         int r = sq_prepare(st, "INSERT INTO operations(id, kind, target, state, error_code, error_message, created_at, started_at, finished_at,"
-                               " params, result, snapshot_id) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)", &s);
+                               " params, result, snapshot_id, project_id) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,"
+                               " COALESCE(NULLIF(?13, ''), (SELECT project_id FROM sandboxes WHERE id=?3),"
+                               " (SELECT project_id FROM templates WHERE name=?3), (SELECT project_id FROM snapshots WHERE id=?3), ''))",
+                       &s);
         if (r < 0)
                 return r;
         sq_bind_text(s, 1, op->id);
@@ -79,10 +82,11 @@ static int op_insert_locked(struct state_store *st, const struct operation *op)
         sq_bind_text(s, 10, op->params);
         sq_bind_text(s, 11, op->result);
         sq_bind_text(s, 12, op->snapshot_id);
+        sq_bind_text(s, 13, op->project_id);
         return sq_exec_done(s);
 }
 
-#define OP_COLUMNS "id, kind, target, state, error_code, error_message, created_at, started_at, finished_at, params, result, snapshot_id"
+#define OP_COLUMNS "id, kind, target, state, error_code, error_message, created_at, started_at, finished_at, params, result, snapshot_id, project_id"
 
 static void op_from_row(sqlite3_stmt *s, struct operation *op);
 static void op_row(sqlite3_stmt *s, void *elem) { op_from_row(s, elem); }
@@ -102,6 +106,7 @@ static void op_from_row(sqlite3_stmt *s, struct operation *op)
         sq_copy_col(s, 9, op->params, sizeof(op->params));
         sq_copy_col(s, 10, op->result, sizeof(op->result));
         sq_copy_col(s, 11, op->snapshot_id, sizeof(op->snapshot_id));
+        sq_copy_col(s, 12, op->project_id, sizeof(op->project_id));
 }
 
 static int sqlite_operation_insert(struct state_store *st, const struct operation *op)
@@ -151,13 +156,13 @@ static int sqlite_operation_get(struct state_store *st, const char *id, struct o
 }
 
 static int sqlite_operation_list(struct state_store *st, const char *target, int state, bool unfinished_only,
-                                 struct operation **ret, size_t *ret_n)
+                                 const char *project_id, struct operation **ret, size_t *ret_n)
 {
         sqlite3_stmt *s;
         const char *sql = unfinished_only
                                   ? "SELECT " OP_COLUMNS " FROM operations WHERE state IN ('pending','running') ORDER BY created_at ASC"
                                   : "SELECT " OP_COLUMNS " FROM operations WHERE (?1 = '' OR target = ?1) AND (?2 = '' OR state = ?2)"
-                                    " ORDER BY created_at DESC LIMIT 500";
+                                    " AND (?3 IS NULL OR project_id = ?3) ORDER BY created_at DESC LIMIT 500";
         pthread_mutex_lock(&st->lock);
         int r = sq_prepare(st, sql, &s);
         if (r < 0)
@@ -165,6 +170,8 @@ static int sqlite_operation_list(struct state_store *st, const char *target, int
         if (!unfinished_only) {
                 sq_bind_text(s, 1, target ? target : "");
                 sq_bind_text(s, 2, state >= 0 ? operation_state_name((enum operation_state)state) : "");
+                if (project_id)
+                        sq_bind_text(s, 3, project_id);
         }
         r = sq_collect(s, sizeof(struct operation), op_row, NULL, (void **)ret, ret_n);
 out:
@@ -176,7 +183,7 @@ out:
 
 #define SB_COLUMNS "id, state, state_reason, template, environment, cpus, memory_mb, pids, disk_mb, env, metadata," \
                    " timeout_s, on_timeout, expires_at, created_at, updated_at, pid, pid_start, uid_base," \
-                   " parent_sandbox_id, parent_snapshot_id, head_snapshot_id, rolling"
+                   " parent_sandbox_id, parent_snapshot_id, head_snapshot_id, rolling, project_id"
 
 static void sb_from_row(sqlite3_stmt *s, struct sandbox *sb);
 static void sb_row(sqlite3_stmt *s, void *elem) { sb_from_row(s, elem); }
@@ -209,12 +216,16 @@ static void sb_from_row(sqlite3_stmt *s, struct sandbox *sb)
         sq_copy_col(s, 21, sb->head_snapshot_id, sizeof(sb->head_snapshot_id));
         const unsigned char *rolling = sqlite3_column_text(s, 22);
         sb->rolling = rolling && rolling[0] ? json_loads((const char *)rolling, 0, NULL) : NULL;
+        sq_copy_col(s, 23, sb->project_id, sizeof(sb->project_id));
 }
 
 static int sb_insert_locked(struct state_store *st, const struct sandbox *sb)
 {
         sqlite3_stmt *s;
-        int r = sq_prepare(st, "INSERT INTO sandboxes(" SB_COLUMNS ") VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)", &s);
+        /* A fork given no project takes its parent's; nothing else is left without one. */
+        int r = sq_prepare(st, "INSERT INTO sandboxes(" SB_COLUMNS ") VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,"
+                               " COALESCE(NULLIF(?24, ''), (SELECT project_id FROM sandboxes WHERE id=?20), ''))",
+                           &s);
         if (r < 0)
                 return r;
         sq_bind_text(s, 1, sb->id);
@@ -243,6 +254,7 @@ static int sb_insert_locked(struct state_store *st, const struct sandbox *sb)
                 sq_bind_json(s, 23, sb->rolling);
         else
                 sq_bind_text(s, 23, "");
+        sq_bind_text(s, 24, sb->project_id);
         return sq_exec_done(s);
 }
 
@@ -295,17 +307,22 @@ static int sqlite_sandbox_get(struct state_store *st, const char *id, struct san
         return r;
 }
 
-static int sqlite_sandbox_list(struct state_store *st, int state_filter, struct sandbox **ret, size_t *ret_n)
+static int sqlite_sandbox_list(struct state_store *st, int state_filter, const char *project_id, struct sandbox **ret,
+                               size_t *ret_n)
 {
         sqlite3_stmt *s;
         pthread_mutex_lock(&st->lock);
-        int r = sq_prepare(st, state_filter < 0 ? "SELECT " SB_COLUMNS " FROM sandboxes WHERE state != 'destroyed' ORDER BY created_at"
-                                             : "SELECT " SB_COLUMNS " FROM sandboxes WHERE state = ? ORDER BY created_at",
-                        &s);
+        int r = sq_prepare(st, state_filter < 0 ? "SELECT " SB_COLUMNS " FROM sandboxes WHERE state != 'destroyed'"
+                                                  " AND (?2 IS NULL OR project_id = ?2) ORDER BY created_at"
+                                                : "SELECT " SB_COLUMNS " FROM sandboxes WHERE state = ?1"
+                                                  " AND (?2 IS NULL OR project_id = ?2) ORDER BY created_at",
+                           &s);
         if (r < 0)
                 goto out;
         if (state_filter >= 0)
                 sq_bind_text(s, 1, sandbox_state_name((enum sandbox_state)state_filter));
+        if (project_id)
+                sq_bind_text(s, 2, project_id);
         r = sq_collect(s, sizeof(struct sandbox), sb_row, sb_release, (void **)ret, ret_n);
 out:
         pthread_mutex_unlock(&st->lock);
@@ -537,6 +554,10 @@ const struct state_store_ops state_store_sqlite = {
         .template_delete = sqlite_template_delete,
         .key_insert = sqlite_key_insert,
         .key_list = sqlite_key_list,
+        .key_get = sqlite_key_get,
+        .project_insert = sqlite_project_insert,
+        .project_get = sqlite_project_get,
+        .project_list = sqlite_project_list,
         .key_delete = sqlite_key_delete,
         .key_authenticate = sqlite_key_authenticate,
         .key_count = sqlite_key_count,

@@ -38,6 +38,7 @@ struct sandbox_resources {
 
 struct sandbox {
         char id[32];
+        char project_id[32]; /* the project it belongs to (forks: the parent's) */
         enum sandbox_state state;
         char state_reason[256];
         char template_name[64];
@@ -76,10 +77,13 @@ struct operation {
         /* The snapshot it needs until it ends ("" none): inserting it fails with -ENOENT when
          * that snapshot is gone, and the snapshot cannot be deleted while it is unfinished. */
         char snapshot_id[32];
+        /* Its project: "" at insert takes the target's (sandbox, template or snapshot). */
+        char project_id[32];
 };
 
 struct snapshot {
         char id[32];
+        char project_id[32]; /* "" at insert: its sandbox's */
         char sandbox_id[32];
         char state[16]; /* creating | ready */
         char label[128];
@@ -93,6 +97,7 @@ struct snapshot {
 
 struct template_record {
         char name[64];
+        char project_id[32]; /* "" = shared (built in, or from before projects); set at the first insert only */
         char state[16]; /* ready | building | not_built | failed */
         json_t *environment;
         char state_reason[256];
@@ -106,6 +111,18 @@ struct api_key {
         char hash[65]; /* hex sha256 of the secret */
         int64_t created_at_ms;
         int64_t last_used_at_ms;
+        char project_id[32];
+        char role[16];        /* auth/principal.h role name */
+        uint32_t permissions; /* mask of enum permission the role is narrowed to (all bits: not narrowed) */
+        int64_t expires_at_ms; /* 0 = never */
+};
+
+/* A tenant: every sandbox, snapshot, private template, command, session, operation and key
+ * belongs to one. "default" holds what existed before projects and the first admin key. */
+#define PROJECT_DEFAULT "default"
+struct project {
+        char id[32];
+        int64_t created_at_ms;
 };
 
 /* A data-plane attach session: its token grants one sandbox's data plane until it expires
@@ -117,6 +134,7 @@ struct attach_session {
         int64_t created_at_ms;
         int64_t expires_at_ms;
         int64_t revoked_at_ms; /* 0 = not revoked */
+        char project_id[32];   /* its sandbox's, set by the store at insert */
 };
 
 /* A command started through the data plane. Its output lives in the command log
@@ -174,8 +192,9 @@ struct state_store_ops {
         int (*insert_batch)(struct state_store *st, const struct sandbox *sbs, size_t nsb, const struct snapshot *snaps,
                             size_t nsnap, const struct operation *op);
         int (*sandbox_get)(struct state_store *st, const char *id, struct sandbox *ret);
-        /* state_filter < 0: all but destroyed. */
-        int (*sandbox_list)(struct state_store *st, int state_filter, struct sandbox **ret, size_t *ret_n);
+        /* state_filter < 0: all but destroyed. project_id NULL: every project's. */
+        int (*sandbox_list)(struct state_store *st, int state_filter, const char *project_id, struct sandbox **ret,
+                            size_t *ret_n);
         /* If the sandbox is in one of `from` (mask of 1<<state), moves it to `to` with reason and,
          * if op != NULL, inserts op, all in one transaction. Otherwise -ESTALE and *ret_current.
          * A sandbox.destroy is refused with -EBUSY while a fork or snapshot of the sandbox that
@@ -197,8 +216,9 @@ struct state_store_ops {
         int (*sandbox_set_settings)(struct state_store *st, const struct sandbox *sb);
 
         int (*snapshot_get)(struct state_store *st, const char *id, struct snapshot *ret);
-        /* sandbox_id NULL: all. Oldest first. */
-        int (*snapshot_list)(struct state_store *st, const char *sandbox_id, struct snapshot **ret, size_t *ret_n);
+        /* sandbox_id NULL: all; project_id NULL: every project's. Oldest first. */
+        int (*snapshot_list)(struct state_store *st, const char *sandbox_id, const char *project_id, struct snapshot **ret,
+                             size_t *ret_n);
         int (*snapshot_update)(struct state_store *st, const struct snapshot *snap);
         /* With if_unused, refuses (-EBUSY, the operation's id in ret_user[32] when given)
          * while an unfinished operation needs the snapshot; checked in the same transaction. */
@@ -207,21 +227,30 @@ struct state_store_ops {
         int (*operation_insert)(struct state_store *st, const struct operation *op);
         int (*operation_update)(struct state_store *st, const struct operation *op);
         int (*operation_get)(struct state_store *st, const char *id, struct operation *ret);
-        /* target/state may be NULL / < 0 for any; unfinished_only returns pending+running oldest first. */
+        /* target/state/project_id may be NULL / < 0 for any; unfinished_only returns pending+running
+         * oldest first (of every project). */
         int (*operation_list)(struct state_store *st, const char *target, int state, bool unfinished_only,
-                              struct operation **ret, size_t *ret_n);
+                              const char *project_id, struct operation **ret, size_t *ret_n);
 
         int (*template_upsert)(struct state_store *st, const struct template_record *t);
         int (*template_get)(struct state_store *st, const char *name, struct template_record *ret);
-        int (*template_list)(struct state_store *st, struct template_record **ret, size_t *ret_n);
+        /* project_id NULL: all; else that project's and the shared ones. */
+        int (*template_list)(struct state_store *st, const char *project_id, struct template_record **ret, size_t *ret_n);
         int (*template_delete)(struct state_store *st, const char *name);
 
         int (*key_insert)(struct state_store *st, const struct api_key *k);
-        int (*key_list)(struct state_store *st, struct api_key **ret, size_t *ret_n);
+        /* project_id NULL: every project's. */
+        int (*key_list)(struct state_store *st, const char *project_id, struct api_key **ret, size_t *ret_n);
+        int (*key_get)(struct state_store *st, const char *id, struct api_key *ret);
         int (*key_delete)(struct state_store *st, const char *id);
         /* Finds by hash and records last use. */
         int (*key_authenticate)(struct state_store *st, const char *hash, struct api_key *ret);
         int (*key_count)(struct state_store *st, int64_t *ret);
+
+        /* -EEXIST when the id is taken. */
+        int (*project_insert)(struct state_store *st, const struct project *p);
+        int (*project_get)(struct state_store *st, const char *id, struct project *ret);
+        int (*project_list)(struct state_store *st, struct project **ret, size_t *ret_n);
 
         int (*session_insert)(struct state_store *st, const struct attach_session *s);
         int (*session_get)(struct state_store *st, const char *id, struct attach_session *ret);

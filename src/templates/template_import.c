@@ -17,7 +17,7 @@
 #include "templates/template_catalog.h"
 
 int template_import_publish(struct spaced_context *ctx, const char *id, const char *archive, const char *format, const char *row,
-                            struct template_record *ret, struct space_error *err)
+                            const char *project_id, struct template_record *ret, struct space_error *err)
 {
         char staging[PATH_MAX], final[PATH_MAX], scratch[PATH_MAX], outer[PATH_MAX + 8], digest[80], created[32], base[32];
         struct template_record t;
@@ -62,6 +62,7 @@ int template_import_publish(struct spaced_context *ctx, const char *id, const ch
         snprintf(base, sizeof(base), "import:%s", format);
         memset(&t, 0, sizeof(t));
         snprintf(t.name, sizeof(t.name), "%s", row);
+        snprintf(t.project_id, sizeof(t.project_id), "%s", project_id);
         snprintf(t.state, sizeof(t.state), "ready");
         t.environment = json_pack("{s:s, s:s, s:s, s:s, s:s, s:o}", "driver", ctx->driver->name, "driver_version",
                                   ctx->driver->version, "base", base, "digest", digest, "created_at", created, "config", config);

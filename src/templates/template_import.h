@@ -8,6 +8,7 @@
 
 struct spaced_context;
 
-/* id names the scratch space (<pool>/builds/<id>, staging/<id>). Fills *ret (the ready row). */
+/* id names the scratch space (<pool>/builds/<id>, staging/<id>). Fills *ret (the ready row).
+ * A new row is project_id's ("" shared); an existing one keeps its project. */
 int template_import_publish(struct spaced_context *ctx, const char *id, const char *archive, const char *format, const char *row,
-                            struct template_record *ret, struct space_error *err);
+                            const char *project_id, struct template_record *ret, struct space_error *err);

@@ -96,7 +96,9 @@ class ApiBasics(SpacedTestCase):
         self.assertNotIn(secret, repr(body))
         for x in body["keys"]:
             self.assertNotIn("secret", x)
-            self.assertEqual(set(x) - {"id", "name", "created_at", "last_used_at"}, set(), x)
+            # key rows grew their scope (docs/tenancy.md); still never a hash or secret
+            self.assertEqual(set(x) - {"id", "name", "created_at", "last_used_at", "project", "role", "permissions",
+                                       "expires_at"}, set(), x)
         self.assertIsNotNone(mine[0].get("last_used_at"), "last_used_at not set after the key was used: %r" % mine[0])
 
         # Delete it: it then gets 401.

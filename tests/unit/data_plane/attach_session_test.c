@@ -13,6 +13,7 @@
 
 #include "../spaced/store_fixture.h"
 #include "api/api_auth.h"
+#include "auth/secret_hash.h"
 #include "data_plane/attach_session.h"
 #include "spaced/spaced_context.h"
 #include "spaced/wallclock.h"
@@ -80,7 +81,7 @@ static void test_create_then_check(void **state)
 
         /* Only the token's hash is stored. */
         char hash[65];
-        assert_int_equal(api_auth_hash(token, hash, sizeof(hash)), 0);
+        assert_int_equal(secret_hash(token, hash, sizeof(hash)), 0);
         assert_string_equal(s.token_hash, hash);
         struct attach_session stored;
         assert_int_equal(STORE(ctx, session_get, s.id, &stored), 0);

@@ -15,6 +15,8 @@
 #include <cmocka.h>
 
 #include "api/api_auth.h"
+#include "auth/secret_hash.h"
+#include "service/key_service.h"
 #include "spaced/spaced_context.h"
 #include "store_fixture.h"
 
@@ -46,12 +48,12 @@ static int teardown(void **state)
 static void test_hash(void **state)
 {
         char buf[65];
-        assert_int_equal(api_auth_hash("abc", buf, sizeof(buf)), 0);
+        assert_int_equal(secret_hash("abc", buf, sizeof(buf)), 0);
         assert_string_equal(buf, "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
-        assert_int_equal(api_auth_hash("", buf, sizeof(buf)), 0);
+        assert_int_equal(secret_hash("", buf, sizeof(buf)), 0);
         assert_string_equal(buf, "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
         char small[64];
-        assert_int_equal(api_auth_hash("abc", small, sizeof(small)), -EINVAL);
+        assert_int_equal(secret_hash("abc", small, sizeof(small)), -EINVAL);
 }
 
 static void test_create_and_check(void **state)
@@ -59,7 +61,8 @@ static void test_create_and_check(void **state)
         struct spaced_context *ctx = *state;
         struct space_error err = { 0 };
         struct api_key k;
-        char secret[64], header[128], id[32];
+        char secret[64], header[128];
+        struct principal who;
         assert_int_equal(api_auth_create_key(ctx, "ci", &k, secret, sizeof(secret), &err), 0);
         assert_int_equal(strlen(secret), 46);
         assert_memory_equal(secret, "space_", 6);
@@ -68,16 +71,16 @@ static void test_create_and_check(void **state)
         assert_int_equal(strlen(k.id), 20);
         assert_string_equal(k.name, "ci");
         char hash[65];
-        api_auth_hash(secret, hash, sizeof(hash));
+        secret_hash(secret, hash, sizeof(hash));
         assert_string_equal(k.hash, hash); /* only the hash is kept */
         assert_null(strstr(k.hash, secret + 6));
 
         static const char *const schemes[] = { "Bearer ", "bearer ", "BEARER   " };
         for (size_t i = 0; i < sizeof(schemes) / sizeof(schemes[0]); i++) {
                 snprintf(header, sizeof(header), "%s%s", schemes[i], secret);
-                memset(id, 0, sizeof(id));
-                assert_int_equal(api_auth_check(ctx, header, id, sizeof(id), &err), 0);
-                assert_string_equal(id, k.id);
+                memset(&who, 0, sizeof(who));
+                assert_int_equal(api_auth_check(ctx, header, &who, &err), 0);
+                assert_string_equal(who.key_id, k.id);
         }
 }
 
@@ -86,7 +89,8 @@ static void test_check_refuses(void **state)
         struct spaced_context *ctx = *state;
         struct space_error err = { 0 };
         struct api_key k;
-        char secret[64], header[300], id[32] = "untouched";
+        char secret[64], header[300];
+        struct principal who = { .key_id = "untouched" };
         assert_int_equal(api_auth_create_key(ctx, "ci", &k, secret, sizeof(secret), &err), 0);
         char wrong[64];
         snprintf(wrong, sizeof(wrong), "%s", secret);
@@ -104,17 +108,17 @@ static void test_check_refuses(void **state)
                                   with_space, long_header, "Bearer space_" };
         for (size_t i = 0; i < sizeof(headers) / sizeof(headers[0]); i++) {
                 memset(&err, 0, sizeof(err));
-                if (api_auth_check(ctx, headers[i], id, sizeof(id), &err) != -1)
+                if (api_auth_check(ctx, headers[i], &who, &err) != -1)
                         fail_msg("header %zu was accepted", i);
                 assert_int_equal(err.code, SPACE_E_UNAUTHORIZED);
                 assert_null(strstr(err.message, secret)); /* never echo a secret */
         }
-        assert_string_equal(id, "untouched");
+        assert_string_equal(who.key_id, "untouched");
         /* A deleted key stops working at once. */
         snprintf(header, sizeof(header), "Bearer %s", secret);
-        assert_int_equal(api_auth_check(ctx, header, id, sizeof(id), &err), 0);
+        assert_int_equal(api_auth_check(ctx, header, &who, &err), 0);
         assert_int_equal(ctx->store.ops->key_delete(ctx->store.st, k.id), 0);
-        assert_int_equal(api_auth_check(ctx, header, id, sizeof(id), &err), -1);
+        assert_int_equal(api_auth_check(ctx, header, &who, &err), -1);
         assert_int_equal(err.code, SPACE_E_UNAUTHORIZED);
 }
 
@@ -122,7 +126,8 @@ static void test_bootstrap(void **state)
 {
         struct spaced_context *ctx = *state;
         struct space_error err = { 0 };
-        char path[PATH_MAX + 16], secret[80] = "", header[128], id[32];
+        char path[PATH_MAX + 16], secret[80] = "", header[128];
+        struct principal who;
         snprintf(path, sizeof(path), "%s/admin.key", ctx->cfg.state_dir);
         assert_int_equal(api_auth_bootstrap(ctx, &err), 0);
 
@@ -137,7 +142,7 @@ static void test_bootstrap(void **state)
         assert_int_equal(secret[46], '\n');
         secret[46] = '\0';
         snprintf(header, sizeof(header), "Bearer %s", secret);
-        assert_int_equal(api_auth_check(ctx, header, id, sizeof(id), &err), 0);
+        assert_int_equal(api_auth_check(ctx, header, &who, &err), 0);
 
         /* Second start: nothing new. */
         assert_int_equal(api_auth_bootstrap(ctx, &err), 0);
@@ -152,6 +157,60 @@ static void test_bootstrap(void **state)
         assert_int_equal(access(path, F_OK), -1);
 }
 
+/* The guard every control route passes: permission first (a route without one is refused),
+ * then the object's project (another project's is not_found, like an unknown id). */
+static void test_authorize(void **state)
+{
+        struct spaced_context *ctx = *state;
+        struct space_error err = { 0 };
+        struct sandbox sb = store_fixture_sandbox("sb-guarded", SANDBOX_RUNNING, 1);
+        snprintf(sb.project_id, sizeof(sb.project_id), "pa");
+        struct operation op = store_fixture_operation("op-guarded", "sandbox.create", sb.id, OPERATION_PENDING, 1);
+        assert_int_equal(ctx->store.ops->sandbox_insert(ctx->store.st, &sb, &op), 0);
+        sandbox_release(&sb);
+        struct principal viewer = { .project_id = "pa", .role = ROLE_VIEWER,
+                                    .permissions = principal_role_permissions(ROLE_VIEWER) };
+        struct principal other = { .project_id = "pb", .role = ROLE_OWNER, .permissions = principal_role_permissions(ROLE_OWNER) };
+        struct principal admin = { .project_id = "default", .role = ROLE_ADMIN, .permissions = PERM_ALL };
+
+        assert_int_equal(api_auth_authorize(ctx, &viewer, PERM_SANDBOX_READ, OBJECT_SANDBOX, "sb-guarded", &err), 0);
+        assert_int_equal(api_auth_authorize(ctx, &viewer, PERM_SANDBOX_WRITE, OBJECT_SANDBOX, "sb-guarded", &err), -1);
+        assert_int_equal(err.code, SPACE_E_FORBIDDEN);
+        assert_non_null(strstr(err.message, "sandbox.write"));
+        assert_int_equal(api_auth_authorize(ctx, &viewer, 0, OBJECT_NONE, NULL, &err), -1); /* fail closed */
+        assert_int_equal(err.code, SPACE_E_FORBIDDEN);
+
+        struct space_error foreign = { 0 }, unknown = { 0 };
+        assert_int_equal(api_auth_authorize(ctx, &other, PERM_SANDBOX_READ, OBJECT_SANDBOX, "sb-guarded", &foreign), -1);
+        assert_int_equal(api_auth_authorize(ctx, &other, PERM_SANDBOX_READ, OBJECT_SANDBOX, "sb-unknownxx", &unknown), -1);
+        assert_int_equal(foreign.code, SPACE_E_NOT_FOUND);
+        assert_int_equal(unknown.code, SPACE_E_NOT_FOUND);
+        assert_string_equal(foreign.message, "sandbox sb-guarded not found");
+        assert_string_equal(unknown.message, "sandbox sb-unknownxx not found");
+        assert_int_equal(api_auth_authorize(ctx, &other, PERM_OPERATION_READ, OBJECT_OPERATION, "op-guarded", &err), -1);
+        assert_int_equal(err.code, SPACE_E_NOT_FOUND);
+        assert_int_equal(api_auth_authorize(ctx, &admin, PERM_SANDBOX_WRITE, OBJECT_SANDBOX, "sb-guarded", &err), 0);
+        assert_int_equal(api_auth_authorize(ctx, &admin, PERM_OPERATION_READ, OBJECT_OPERATION, "op-guarded", &err), 0);
+}
+
+/* An expired key is refused like an unknown one (401), never echoing its secret. */
+static void test_expired_key(void **state)
+{
+        struct spaced_context *ctx = *state;
+        struct space_error err = { 0 };
+        struct key_spec spec = { .name = "brief", .project_id = "default", .role = ROLE_VIEWER, .expires_at_ms = 1000 };
+        struct api_key k;
+        char secret[KEY_SECRET_SIZE], header[128];
+        struct principal who = { .key_id = "untouched" };
+        assert_int_equal(key_service_mint(ctx, &spec, &k, secret, sizeof(secret), &err), 0);
+        snprintf(header, sizeof(header), "Bearer %s", secret);
+        assert_int_equal(api_auth_check(ctx, header, &who, &err), -1);
+        assert_int_equal(err.code, SPACE_E_UNAUTHORIZED);
+        assert_non_null(strstr(err.message, "expired"));
+        assert_null(strstr(err.message, secret));
+        assert_string_equal(who.key_id, "untouched");
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -159,6 +218,8 @@ int main(void)
                 cmocka_unit_test_setup_teardown(test_create_and_check, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_check_refuses, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_bootstrap, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_authorize, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_expired_key, setup, teardown),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -10,6 +10,7 @@
 #include <cmocka.h>
 
 #include "api/api_render.h"
+#include "auth/principal.h"
 #include "store_fixture.h"
 
 /* The object has exactly these members (NULL-terminated). */
@@ -105,7 +106,9 @@ static void test_operation(void **state)
 static void test_template_and_key(void **state)
 {
         static const char *const template_members[] = { "name", "state", "state_reason", "environment", "updated_at", NULL };
-        static const char *const key_members[] = { "id", "name", "created_at", "last_used_at", NULL };
+        /* key rows grew their project, role, permissions and expiry (docs/tenancy.md) */
+        static const char *const key_members[] = { "id",   "name",        "created_at", "last_used_at", "project",
+                                                   "role", "permissions", "expires_at", NULL };
         struct template_record t = { .environment = json_object(), .updated_at_ms = 1 };
         snprintf(t.name, sizeof(t.name), "debian");
         snprintf(t.state, sizeof(t.state), "not_built");
@@ -119,9 +122,15 @@ static void test_template_and_key(void **state)
         snprintf(k.id, sizeof(k.id), "key-1");
         snprintf(k.name, sizeof(k.name), "ci");
         memset(k.hash, 'a', 64);
+        snprintf(k.project_id, sizeof(k.project_id), "p1");
+        snprintf(k.role, sizeof(k.role), "viewer");
+        k.permissions = PERM_ALL;
         j = api_render_key(&k);
         assert_members(j, key_members); /* and never the hash */
         assert_true(json_is_null(json_object_get(j, "last_used_at")));
+        assert_true(json_is_null(json_object_get(j, "expires_at")));
+        assert_string_equal(json_string_value(json_object_get(j, "role")), "viewer");
+        assert_int_equal(json_array_size(json_object_get(j, "permissions")), 6); /* a viewer's reads */
         json_decref(j);
 }
 

@@ -79,6 +79,50 @@ static void test_apply_is_idempotent(void **state)
         sqlite3_close(db);
 }
 
+static void expect_text(sqlite3 *db, const char *sql, const char *want)
+{
+        sqlite3_stmt *s = NULL;
+        assert_int_equal(sqlite3_prepare_v2(db, sql, -1, &s, NULL), SQLITE_OK);
+        assert_int_equal(sqlite3_step(s), SQLITE_ROW);
+        assert_string_equal((const char *)sqlite3_column_text(s, 0), want);
+        sqlite3_finalize(s);
+}
+
+/* Migration 6 (projects): what existed belongs to "default", the keys that existed stay
+ * all-powerful admins, the templates that existed are shared. */
+static void test_projects_migration_moves_existing_rows(void **state)
+{
+        sqlite3 *db = NULL;
+        int v = -1;
+        assert_int_equal(sqlite3_open(":memory:", &db), SQLITE_OK);
+        assert_int_equal(sqlite_migrations_apply_upto(db, 5, &v), 0);
+        assert_int_equal(v, 5);
+        assert_int_equal(sqlite3_exec(db,
+                                      "INSERT INTO sandboxes(id, state, template, environment, cpus, memory_mb, pids, disk_mb, env,"
+                                      " metadata, timeout_s, on_timeout, created_at, updated_at, uid_base)"
+                                      " VALUES ('sb-old', 'running', 'busybox', '{}', 1, 512, 256, 0, '{}', '{}', 0, 'stop', 1, 1, 0);"
+                                      "INSERT INTO snapshots(id, sandbox_id, state, kind, created_at) VALUES ('snap-old', 'sb-old', 'ready', 'filesystem', 1);"
+                                      "INSERT INTO operations(id, kind, target, state, created_at) VALUES ('op-old', 'sandbox.create', 'sb-old', 'succeeded', 1);"
+                                      "INSERT INTO templates(name, state, environment, updated_at) VALUES ('mine:1', 'ready', '{}', 1);"
+                                      "INSERT INTO api_keys(id, name, hash, created_at) VALUES ('key-old', 'ci', 'h', 1);"
+                                      "INSERT INTO commands(id, sandbox_id, spec, state, created_at) VALUES ('cmd-old', 'sb-old', '{}', 'exited', 1);"
+                                      "INSERT INTO attach_sessions(id, sandbox_id, token_hash, created_at, expires_at) VALUES ('ses-old', 'sb-old', 't', 1, 2);",
+                                      NULL, NULL, NULL),
+                         SQLITE_OK);
+        assert_int_equal(sqlite_migrations_apply(db, &v), 0);
+        assert_true(v >= 6);
+        expect_text(db, "SELECT id FROM projects", "default");
+        expect_text(db, "SELECT project_id FROM sandboxes WHERE id='sb-old'", "default");
+        expect_text(db, "SELECT project_id FROM snapshots WHERE id='snap-old'", "default");
+        expect_text(db, "SELECT project_id FROM operations WHERE id='op-old'", "default");
+        expect_text(db, "SELECT project_id FROM commands WHERE id='cmd-old'", "default");
+        expect_text(db, "SELECT project_id FROM attach_sessions WHERE id='ses-old'", "default");
+        expect_text(db, "SELECT project_id || '|' FROM templates WHERE name='mine:1'", "|");
+        expect_text(db, "SELECT project_id || '|' || role || '|' || permissions || '|' || expires_at FROM api_keys",
+                    "default|admin|4294967295|0");
+        sqlite3_close(db);
+}
+
 static void test_reopen_keeps_data(void **state)
 {
         struct files *f = *state;
@@ -150,6 +194,7 @@ int main(void)
 {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_apply_is_idempotent),
+                cmocka_unit_test(test_projects_migration_moves_existing_rows),
                 cmocka_unit_test_setup_teardown(test_reopen_keeps_data, make_dir, remove_dir),
                 cmocka_unit_test_setup_teardown(test_newer_schema_is_refused, make_dir, remove_dir),
                 cmocka_unit_test_setup_teardown(test_open_failure, make_dir, remove_dir),

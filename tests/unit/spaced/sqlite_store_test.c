@@ -149,7 +149,7 @@ static void test_list_and_filter(void **state)
 
         struct sandbox *all = NULL;
         size_t n = 0;
-        assert_int_equal(ops->sandbox_list(st, -1, &all, &n), 0);
+        assert_int_equal(ops->sandbox_list(st, -1, NULL, &all, &n), 0);
         assert_int_equal(n, 3); /* destroyed left out, oldest first */
         assert_string_equal(all[0].id, "sb-a");
         assert_string_equal(all[1].id, "sb-c");
@@ -157,16 +157,16 @@ static void test_list_and_filter(void **state)
         assert_string_equal(json_string_value(json_object_get(all[2].metadata, "owner")), "me");
         sandbox_array_free(all, n);
 
-        assert_int_equal(ops->sandbox_list(st, SANDBOX_DESTROYED, &all, &n), 0);
+        assert_int_equal(ops->sandbox_list(st, SANDBOX_DESTROYED, NULL, &all, &n), 0);
         assert_int_equal(n, 1);
         assert_string_equal(all[0].id, "sb-b");
         sandbox_array_free(all, n);
 
-        assert_int_equal(ops->sandbox_list(st, SANDBOX_RUNNING, &all, &n), 0);
+        assert_int_equal(ops->sandbox_list(st, SANDBOX_RUNNING, NULL, &all, &n), 0);
         assert_int_equal(n, 2);
         sandbox_array_free(all, n);
 
-        assert_int_equal(ops->sandbox_list(st, SANDBOX_PAUSED, &all, &n), 0);
+        assert_int_equal(ops->sandbox_list(st, SANDBOX_PAUSED, NULL, &all, &n), 0);
         assert_int_equal(n, 0);
         sandbox_array_free(all, n);
 }
@@ -401,7 +401,7 @@ static void test_transition_is_compare_and_set_under_threads(void **state)
         assert_int_equal(stale, N - 1);
         struct operation *list = NULL;
         size_t n = 0;
-        assert_int_equal(ops->operation_list(st, "sb-race", -1, false, &list, &n), 0);
+        assert_int_equal(ops->operation_list(st, "sb-race", -1, false, NULL, &list, &n), 0);
         assert_int_equal(n, 1);
         free(list);
 }
@@ -468,35 +468,35 @@ static void test_operation_list_filters(void **state)
         }
         struct operation *l = NULL;
         size_t n = 0;
-        assert_int_equal(ops->operation_list(st, NULL, -1, false, &l, &n), 0);
+        assert_int_equal(ops->operation_list(st, NULL, -1, false, NULL, &l, &n), 0);
         assert_int_equal(n, 5);
         assert_string_equal(l[0].id, "op-5"); /* newest first */
         assert_string_equal(l[4].id, "op-1");
         free(l);
 
-        assert_int_equal(ops->operation_list(st, "sb-a", -1, false, &l, &n), 0);
+        assert_int_equal(ops->operation_list(st, "sb-a", -1, false, NULL, &l, &n), 0);
         assert_int_equal(n, 3);
         assert_string_equal(l[0].id, "op-4");
         assert_string_equal(l[2].id, "op-1");
         free(l);
 
-        assert_int_equal(ops->operation_list(st, NULL, OPERATION_PENDING, false, &l, &n), 0);
+        assert_int_equal(ops->operation_list(st, NULL, OPERATION_PENDING, false, NULL, &l, &n), 0);
         assert_int_equal(n, 2);
         assert_string_equal(l[0].id, "op-5");
         assert_string_equal(l[1].id, "op-3");
         free(l);
 
-        assert_int_equal(ops->operation_list(st, "sb-b", OPERATION_RUNNING, false, &l, &n), 0);
+        assert_int_equal(ops->operation_list(st, "sb-b", OPERATION_RUNNING, false, NULL, &l, &n), 0);
         assert_int_equal(n, 1);
         assert_string_equal(l[0].id, "op-2");
         free(l);
 
-        assert_int_equal(ops->operation_list(st, "sb-none", -1, false, &l, &n), 0);
+        assert_int_equal(ops->operation_list(st, "sb-none", -1, false, NULL, &l, &n), 0);
         assert_int_equal(n, 0);
         free(l);
 
         /* Unfinished: pending and running, oldest first (what a restart must resume). */
-        assert_int_equal(ops->operation_list(st, NULL, -1, true, &l, &n), 0);
+        assert_int_equal(ops->operation_list(st, NULL, -1, true, NULL, &l, &n), 0);
         assert_int_equal(n, 3);
         assert_string_equal(l[0].id, "op-2");
         assert_string_equal(l[1].id, "op-3");
@@ -515,7 +515,7 @@ static void test_operation_list_is_capped(void **state)
         }
         struct operation *l = NULL;
         size_t n = 0;
-        assert_int_equal(ops->operation_list(st, "sb-many", -1, false, &l, &n), 0);
+        assert_int_equal(ops->operation_list(st, "sb-many", -1, false, NULL, &l, &n), 0);
         assert_int_equal(n, 500);
         assert_string_equal(l[0].id, "op-0502");
         assert_string_equal(l[499].id, "op-0003");

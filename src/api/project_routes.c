@@ -1,0 +1,62 @@
+/* /v1/projects: the tenants (admin), and which project a list shows. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "api/api_json.h"
+#include "api/api_render.h"
+#include "api/api_routes.h"
+#include "service/project_service.h"
+
+int api_list_project(const struct api_request *req, const char **ret, struct space_error *err)
+{
+        const struct principal *p = &req->principal;
+        const char *want = api_request_query(req, "project");
+        struct project pr;
+        if (want && project_service_get(req->ctx, p, want, &pr, err) < 0)
+                return -1;
+        *ret = want ? want : principal_list_project(p);
+        return 0;
+}
+
+static json_t *render_project(const struct project *p)
+{
+        return json_pack("{s:s, s:o}", "id", p->id, "created_at", api_render_time(p->created_at_ms));
+}
+
+void route_project_create(struct api_request *req, struct api_response *resp)
+{
+        static const char *const fields[] = { "id", NULL };
+        struct space_error err = { 0 };
+        json_t *body = NULL;
+        const char *id = NULL;
+        struct project p;
+        if (api_request_json(req, &body, &err) < 0 || api_json_only(body, fields, "", &err) < 0 ||
+            api_json_string(body, "id", 31, &id, &err) < 0 || project_service_create(req->ctx, id, &p, &err) < 0)
+                api_response_error(resp, &err);
+        else
+                api_response_json(resp, 201, render_project(&p));
+        json_decref(body);
+}
+
+void route_project_list(struct api_request *req, struct api_response *resp)
+{
+        struct space_error err = { 0 };
+        struct project *all = NULL;
+        size_t n = 0;
+        if (project_service_list(req->ctx, &req->principal, &all, &n, &err) < 0)
+                return api_response_error(resp, &err);
+        json_t *arr = json_array();
+        for (size_t i = 0; i < n; i++)
+                json_array_append_new(arr, render_project(&all[i]));
+        free(all);
+        api_response_json(resp, 200, json_pack("{s:o}", "projects", arr));
+}
+
+void route_project_get(struct api_request *req, struct api_response *resp)
+{
+        struct space_error err = { 0 };
+        struct project p;
+        if (project_service_get(req->ctx, &req->principal, req->segments[2], &p, &err) < 0)
+                return api_response_error(resp, &err);
+        api_response_json(resp, 200, render_project(&p));
+}

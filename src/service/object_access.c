@@ -1,0 +1,47 @@
+#include "service/object_access.h"
+
+#include <errno.h>
+#include <string.h>
+
+#include "service/key_service.h"
+#include "service/operation_access.h"
+#include "service/project_service.h"
+#include "service/sandbox_access.h"
+#include "service/snapshot_access.h"
+#include "service/template_access.h"
+#include "state_store/state_store.h"
+
+int object_access_check(struct spaced_context *ctx, const struct principal *p, enum object_kind kind, const char *id,
+                        bool write, struct space_error *err)
+{
+        switch (kind) {
+        case OBJECT_NONE:
+                return 0;
+        case OBJECT_SANDBOX: {
+                struct sandbox sb;
+                if (sandbox_access_load(ctx, p, id, &sb, err) < 0)
+                        return -1;
+                sandbox_release(&sb);
+                return 0;
+        }
+        case OBJECT_SNAPSHOT: {
+                struct snapshot snap;
+                return snapshot_access_load(ctx, p, id, &snap, err);
+        }
+        case OBJECT_TEMPLATE:
+                return template_access_check(ctx, p, id, write, err);
+        case OBJECT_OPERATION: {
+                struct operation op;
+                return operation_access_load(ctx, p, id, &op, err);
+        }
+        case OBJECT_KEY: {
+                struct api_key k;
+                return key_service_load(ctx, p, id, &k, err);
+        }
+        case OBJECT_PROJECT: {
+                struct project pr;
+                return project_service_get(ctx, p, id, &pr, err);
+        }
+        }
+        return space_error_set(err, SPACE_E_INTERNAL, "unknown object kind %d", (int)kind);
+}

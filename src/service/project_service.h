@@ -1,0 +1,20 @@
+/* project_service: projects (tenants). Ids are 1-31 of [a-z0-9-], starting with a letter or
+ * digit; "default" exists from the start. */
+#pragma once
+
+#include <stddef.h>
+
+#include "auth/principal.h"
+#include "spaced/space_error.h"
+#include "state_store/state_store.h"
+
+struct spaced_context;
+
+/* invalid_request for a bad id, already_exists when taken. */
+int project_service_create(struct spaced_context *ctx, const char *id, struct project *ret, struct space_error *err);
+/* not_found ("project <id> not found") when unknown or not p's (an admin sees all). */
+int project_service_get(struct spaced_context *ctx, const struct principal *p, const char *id, struct project *ret,
+                        struct space_error *err);
+/* The projects p sees. */
+int project_service_list(struct spaced_context *ctx, const struct principal *p, struct project **ret, size_t *ret_n,
+                         struct space_error *err);

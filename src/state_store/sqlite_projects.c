@@ -1,0 +1,51 @@
+/* The SQLite backend's projects table. */
+#include "state_store/sqlite_statement.h"
+
+#include <errno.h>
+#include <string.h>
+
+static void project_row(sqlite3_stmt *s, void *elem)
+{
+        struct project *p = elem;
+        memset(p, 0, sizeof(*p));
+        sq_copy_col(s, 0, p->id, sizeof(p->id));
+        p->created_at_ms = sqlite3_column_int64(s, 1);
+}
+
+int sqlite_project_insert(struct state_store *st, const struct project *p)
+{
+        sqlite3_stmt *s;
+        pthread_mutex_lock(&st->lock);
+        int r = sq_prepare(st, "INSERT INTO projects(id, created_at) VALUES (?,?)", &s);
+        if (r == 0) {
+                sq_bind_text(s, 1, p->id);
+                sqlite3_bind_int64(s, 2, p->created_at_ms);
+                r = sq_exec_done(s);
+        }
+        pthread_mutex_unlock(&st->lock);
+        return r;
+}
+
+int sqlite_project_get(struct state_store *st, const char *id, struct project *ret)
+{
+        sqlite3_stmt *s;
+        pthread_mutex_lock(&st->lock);
+        int r = sq_prepare(st, "SELECT id, created_at FROM projects WHERE id=?", &s);
+        if (r == 0) {
+                sq_bind_text(s, 1, id);
+                r = sq_fetch_one(s, project_row, ret);
+        }
+        pthread_mutex_unlock(&st->lock);
+        return r;
+}
+
+int sqlite_project_list(struct state_store *st, struct project **ret, size_t *ret_n)
+{
+        sqlite3_stmt *s;
+        pthread_mutex_lock(&st->lock);
+        int r = sq_prepare(st, "SELECT id, created_at FROM projects ORDER BY created_at, id", &s);
+        if (r == 0)
+                r = sq_collect(s, sizeof(struct project), project_row, NULL, (void **)ret, ret_n);
+        pthread_mutex_unlock(&st->lock);
+        return r;
+}
