@@ -22,6 +22,38 @@ int log_parse_level(const char *s, enum log_level *ret)
         return -1;
 }
 
+const char *log_escape(const char *v, char *buf, size_t size)
+{
+        static const char hex[] = "0123456789abcdef";
+        size_t o = 0;
+        if (size < 8)
+                return size ? (buf[0] = '\0', buf) : buf;
+        for (const unsigned char *p = (const unsigned char *)(v ? v : ""); *p; p++) {
+                char one[4];
+                size_t n = 0;
+                if (*p == '"' || *p == '\\') {
+                        one[n++] = '\\';
+                        one[n++] = (char)*p;
+                } else if (*p < 0x20 || *p >= 0x7f) {
+                        one[n++] = '\\';
+                        one[n++] = 'x';
+                        one[n++] = hex[*p >> 4];
+                        one[n++] = hex[*p & 15];
+                } else {
+                        one[n++] = (char)*p;
+                }
+                if (o + n + 4 > size) { /* room for "..." and the NUL */
+                        memcpy(buf + o, "...", 3);
+                        o += 3;
+                        break;
+                }
+                memcpy(buf + o, one, n);
+                o += n;
+        }
+        buf[o] = '\0';
+        return buf;
+}
+
 void log_event(enum log_level level, const char *event, const char *fmt, ...)
 {
         if (level < min_level)
@@ -32,9 +64,10 @@ void log_event(enum log_level level, const char *event, const char *fmt, ...)
         va_start(ap, fmt);
         vsnprintf(body, sizeof(body), fmt, ap);
         va_end(ap);
-        /* Keep one event on one line whatever the values hold. */
+        /* Keep one event on one line whatever the values hold: values a client or a sandbox
+         * chose go through log_escape; this is the backstop for any other. */
         for (char *p = body; *p; p++)
-                if (*p == '\n' || *p == '\r')
+                if ((unsigned char)*p < 0x20 || *p == 0x7f)
                         *p = ' ';
         pthread_mutex_lock(&log_lock);
         fprintf(stderr, "ts=%s level=%s event=%s%s%s\n", ts, level_names[level], event, body[0] ? " " : "", body);
