@@ -33,6 +33,9 @@ struct api_request {
         char key_id[32];     /* the authenticated key (control routes) */
         char session_id[32]; /* the attach session (data-plane routes) */
         enum api_body_rule body_rule;
+        const char *request_id; /* X-Request-Id: the client's when well-formed, else made */
+        const char *action;     /* the route's name in the audit log (set by the router) */
+        const char *target;     /* the id the path names, or NULL (set by the router) */
 };
 
 /* A body produced piece by piece (downloads): read returns bytes written to buf, 0 at the

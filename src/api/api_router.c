@@ -9,60 +9,62 @@ static const struct route {
         api_handler handler;
         enum api_auth_kind auth;
         enum api_body_rule body; /* GET routes take none, whatever this says */
+        const char *action;      /* its name in the audit log: <noun>.<verb>, stable */
 } routes[] = {
-        { "GET", { "v1", "health" }, route_health, API_AUTH_NONE, API_BODY_ANY },
-        { "GET", { "v1", "version" }, route_version, API_AUTH_CONTROL, API_BODY_ANY },
-        { "GET", { "v1", "sandboxes" }, route_sandbox_list, API_AUTH_CONTROL, API_BODY_ANY },
-        { "POST", { "v1", "sandboxes" }, route_sandbox_create, API_AUTH_CONTROL, API_BODY_ANY },
-        { "GET", { "v1", "sandboxes", "*" }, route_sandbox_get, API_AUTH_CONTROL, API_BODY_ANY },
-        { "DELETE", { "v1", "sandboxes", "*" }, route_sandbox_delete, API_AUTH_CONTROL, API_BODY_NO_FIELDS },
-        { "PATCH", { "v1", "sandboxes", "*" }, route_sandbox_patch, API_AUTH_CONTROL, API_BODY_ANY },
-        { "POST", { "v1", "sandboxes", "*", "exec" }, route_sandbox_exec, API_AUTH_CONTROL, API_BODY_ANY },
-        { "POST", { "v1", "sandboxes", "*", "stop" }, route_sandbox_action, API_AUTH_CONTROL, API_BODY_NO_FIELDS },
-        { "POST", { "v1", "sandboxes", "*", "start" }, route_sandbox_action, API_AUTH_CONTROL, API_BODY_NO_FIELDS },
-        { "POST", { "v1", "sandboxes", "*", "pause" }, route_sandbox_action, API_AUTH_CONTROL, API_BODY_NO_FIELDS },
-        { "POST", { "v1", "sandboxes", "*", "resume" }, route_sandbox_action, API_AUTH_CONTROL, API_BODY_NO_FIELDS },
-        { "POST", { "v1", "sandboxes", "*", "snapshots" }, route_snapshot_create, API_AUTH_CONTROL, API_BODY_ANY },
-        { "GET", { "v1", "sandboxes", "*", "snapshots" }, route_snapshot_list_of_sandbox, API_AUTH_CONTROL, API_BODY_ANY },
-        { "POST", { "v1", "sandboxes", "*", "restore" }, route_sandbox_restore, API_AUTH_CONTROL, API_BODY_ANY },
-        { "POST", { "v1", "sandboxes", "*", "fork" }, route_sandbox_fork, API_AUTH_CONTROL, API_BODY_ANY },
-        { "POST", { "v1", "sandboxes", "*", "sessions" }, route_session_create, API_AUTH_CONTROL, API_BODY_ANY },
-        { "GET", { "v1", "sandboxes", "*", "sessions" }, route_session_list, API_AUTH_CONTROL, API_BODY_ANY },
-        { "POST", { "v1", "sandboxes", "*", "sessions", "*", "renew" }, route_session_renew, API_AUTH_CONTROL, API_BODY_ANY },
-        { "DELETE", { "v1", "sandboxes", "*", "sessions", "*" }, route_session_revoke, API_AUTH_CONTROL, API_BODY_NONE },
-        { "POST", { "v1", "sandboxes", "*", "commands" }, route_command_start, API_AUTH_DATA, API_BODY_ANY },
-        { "GET", { "v1", "sandboxes", "*", "commands" }, route_command_list, API_AUTH_DATA, API_BODY_ANY },
-        { "GET", { "v1", "sandboxes", "*", "commands", "*" }, route_command_get, API_AUTH_DATA, API_BODY_ANY },
-        { "GET", { "v1", "sandboxes", "*", "commands", "*", "events" }, route_command_events, API_AUTH_DATA, API_BODY_ANY },
-        { "POST", { "v1", "sandboxes", "*", "commands", "*", "stdin" }, route_command_stdin, API_AUTH_DATA, API_BODY_ANY },
-        { "POST", { "v1", "sandboxes", "*", "commands", "*", "stdin", "close" }, route_command_stdin_close, API_AUTH_DATA, API_BODY_NO_FIELDS },
-        { "POST", { "v1", "sandboxes", "*", "commands", "*", "signal" }, route_command_signal, API_AUTH_DATA, API_BODY_ANY },
-        { "POST", { "v1", "sandboxes", "*", "commands", "*", "resize" }, route_command_resize, API_AUTH_DATA, API_BODY_ANY },
-        { "GET", { "v1", "snapshots" }, route_snapshot_list, API_AUTH_CONTROL, API_BODY_ANY },
-        { "GET", { "v1", "snapshots", "*" }, route_snapshot_get, API_AUTH_CONTROL, API_BODY_ANY },
-        { "DELETE", { "v1", "snapshots", "*" }, route_snapshot_delete, API_AUTH_CONTROL, API_BODY_NONE },
-        { "GET", { "v1", "snapshots", "*", "export" }, route_snapshot_export, API_AUTH_CONTROL, API_BODY_ANY },
-        { "GET", { "v1", "capabilities" }, route_capabilities, API_AUTH_CONTROL, API_BODY_ANY },
-        { "GET", { "v1", "templates" }, route_template_list, API_AUTH_CONTROL, API_BODY_ANY },
-        { "GET", { "v1", "templates", "*" }, route_template_get, API_AUTH_CONTROL, API_BODY_ANY },
-        { "DELETE", { "v1", "templates", "*" }, route_template_delete, API_AUTH_CONTROL, API_BODY_NONE },
-        { "POST", { "v1", "templates", "*", "build" }, route_template_build, API_AUTH_CONTROL, API_BODY_NO_FIELDS },
-        { "GET", { "v1", "templates", "builds", "*", "log" }, route_template_build_log, API_AUTH_CONTROL, API_BODY_ANY },
-        { "GET", { "v1", "templates", "builds", "*", "events" }, route_template_build_events, API_AUTH_CONTROL, API_BODY_ANY },
-        { "POST", { "v1", "operations", "*", "cancel" }, route_operation_cancel, API_AUTH_CONTROL, API_BODY_NO_FIELDS },
-        { "POST", { "v1", "templates", "layers", "prune" }, route_template_layers_prune, API_AUTH_CONTROL, API_BODY_NO_FIELDS },
-        { "GET", { "v1", "operations" }, route_operation_list, API_AUTH_CONTROL, API_BODY_ANY },
-        { "GET", { "v1", "operations", "*" }, route_operation_get, API_AUTH_CONTROL, API_BODY_ANY },
-        { "GET", { "v1", "keys" }, route_key_list, API_AUTH_CONTROL, API_BODY_ANY },
-        { "POST", { "v1", "keys" }, route_key_create, API_AUTH_CONTROL, API_BODY_ANY },
-        { "DELETE", { "v1", "keys", "*" }, route_key_delete, API_AUTH_CONTROL, API_BODY_NONE },
-        { "GET", { "v1", "sandboxes", "*", "files" }, route_file_download, API_AUTH_DATA, API_BODY_ANY },
-        { "DELETE", { "v1", "sandboxes", "*", "files" }, route_file_remove, API_AUTH_DATA, API_BODY_NONE },
-        { "GET", { "v1", "sandboxes", "*", "files", "stat" }, route_file_stat, API_AUTH_DATA, API_BODY_ANY },
-        { "GET", { "v1", "sandboxes", "*", "files", "list" }, route_file_list, API_AUTH_DATA, API_BODY_ANY },
-        { "GET", { "v1", "sandboxes", "*", "files", "watch" }, route_file_watch, API_AUTH_DATA, API_BODY_ANY },
-        { "POST", { "v1", "sandboxes", "*", "files", "mkdir" }, route_file_mkdir, API_AUTH_DATA, API_BODY_ANY },
-        { "POST", { "v1", "sandboxes", "*", "files", "move" }, route_file_move, API_AUTH_DATA, API_BODY_ANY },
+        { "GET", { "v1", "health" }, route_health, API_AUTH_NONE, API_BODY_ANY, "health.get" },
+        { "GET", { "v1", "version" }, route_version, API_AUTH_CONTROL, API_BODY_ANY, "version.get" },
+        { "GET", { "v1", "sandboxes" }, route_sandbox_list, API_AUTH_CONTROL, API_BODY_ANY, "sandbox.list" },
+        { "POST", { "v1", "sandboxes" }, route_sandbox_create, API_AUTH_CONTROL, API_BODY_ANY, "sandbox.create" },
+        { "GET", { "v1", "sandboxes", "*" }, route_sandbox_get, API_AUTH_CONTROL, API_BODY_ANY, "sandbox.get" },
+        { "DELETE", { "v1", "sandboxes", "*" }, route_sandbox_delete, API_AUTH_CONTROL, API_BODY_NO_FIELDS, "sandbox.delete" },
+        { "PATCH", { "v1", "sandboxes", "*" }, route_sandbox_patch, API_AUTH_CONTROL, API_BODY_ANY, "sandbox.update" },
+        { "POST", { "v1", "sandboxes", "*", "exec" }, route_sandbox_exec, API_AUTH_CONTROL, API_BODY_ANY, "sandbox.exec" },
+        { "POST", { "v1", "sandboxes", "*", "stop" }, route_sandbox_action, API_AUTH_CONTROL, API_BODY_NO_FIELDS, "sandbox.stop" },
+        { "POST", { "v1", "sandboxes", "*", "start" }, route_sandbox_action, API_AUTH_CONTROL, API_BODY_NO_FIELDS, "sandbox.start" },
+        { "POST", { "v1", "sandboxes", "*", "pause" }, route_sandbox_action, API_AUTH_CONTROL, API_BODY_NO_FIELDS, "sandbox.pause" },
+        { "POST", { "v1", "sandboxes", "*", "resume" }, route_sandbox_action, API_AUTH_CONTROL, API_BODY_NO_FIELDS, "sandbox.resume" },
+        { "POST", { "v1", "sandboxes", "*", "snapshots" }, route_snapshot_create, API_AUTH_CONTROL, API_BODY_ANY, "snapshot.create" },
+        { "GET", { "v1", "sandboxes", "*", "snapshots" }, route_snapshot_list_of_sandbox, API_AUTH_CONTROL, API_BODY_ANY, "snapshot.list" },
+        { "POST", { "v1", "sandboxes", "*", "restore" }, route_sandbox_restore, API_AUTH_CONTROL, API_BODY_ANY, "sandbox.restore" },
+        { "POST", { "v1", "sandboxes", "*", "fork" }, route_sandbox_fork, API_AUTH_CONTROL, API_BODY_ANY, "sandbox.fork" },
+        { "POST", { "v1", "sandboxes", "*", "sessions" }, route_session_create, API_AUTH_CONTROL, API_BODY_ANY, "session.create" },
+        { "GET", { "v1", "sandboxes", "*", "sessions" }, route_session_list, API_AUTH_CONTROL, API_BODY_ANY, "session.list" },
+        { "POST", { "v1", "sandboxes", "*", "sessions", "*", "renew" }, route_session_renew, API_AUTH_CONTROL, API_BODY_ANY, "session.renew" },
+        { "DELETE", { "v1", "sandboxes", "*", "sessions", "*" }, route_session_revoke, API_AUTH_CONTROL, API_BODY_NONE, "session.revoke" },
+        { "POST", { "v1", "sandboxes", "*", "commands" }, route_command_start, API_AUTH_DATA, API_BODY_ANY, "command.start" },
+        { "GET", { "v1", "sandboxes", "*", "commands" }, route_command_list, API_AUTH_DATA, API_BODY_ANY, "command.list" },
+        { "GET", { "v1", "sandboxes", "*", "commands", "*" }, route_command_get, API_AUTH_DATA, API_BODY_ANY, "command.get" },
+        { "GET", { "v1", "sandboxes", "*", "commands", "*", "events" }, route_command_events, API_AUTH_DATA, API_BODY_ANY, "command.events" },
+        { "POST", { "v1", "sandboxes", "*", "commands", "*", "stdin" }, route_command_stdin, API_AUTH_DATA, API_BODY_ANY, "command.stdin" },
+        { "POST", { "v1", "sandboxes", "*", "commands", "*", "stdin", "close" }, route_command_stdin_close, API_AUTH_DATA, API_BODY_NO_FIELDS, "command.stdin_close" },
+        { "POST", { "v1", "sandboxes", "*", "commands", "*", "signal" }, route_command_signal, API_AUTH_DATA, API_BODY_ANY, "command.signal" },
+        { "POST", { "v1", "sandboxes", "*", "commands", "*", "resize" }, route_command_resize, API_AUTH_DATA, API_BODY_ANY, "command.resize" },
+        { "GET", { "v1", "snapshots" }, route_snapshot_list, API_AUTH_CONTROL, API_BODY_ANY, "snapshot.list" },
+        { "GET", { "v1", "snapshots", "*" }, route_snapshot_get, API_AUTH_CONTROL, API_BODY_ANY, "snapshot.get" },
+        { "DELETE", { "v1", "snapshots", "*" }, route_snapshot_delete, API_AUTH_CONTROL, API_BODY_NONE, "snapshot.delete" },
+        { "GET", { "v1", "snapshots", "*", "export" }, route_snapshot_export, API_AUTH_CONTROL, API_BODY_ANY, "snapshot.export" },
+        { "GET", { "v1", "capabilities" }, route_capabilities, API_AUTH_CONTROL, API_BODY_ANY, "capabilities.get" },
+        { "GET", { "v1", "templates" }, route_template_list, API_AUTH_CONTROL, API_BODY_ANY, "template.list" },
+        { "GET", { "v1", "templates", "*" }, route_template_get, API_AUTH_CONTROL, API_BODY_ANY, "template.get" },
+        { "DELETE", { "v1", "templates", "*" }, route_template_delete, API_AUTH_CONTROL, API_BODY_NONE, "template.delete" },
+        { "POST", { "v1", "templates", "*", "build" }, route_template_build, API_AUTH_CONTROL, API_BODY_NO_FIELDS, "template.rebuild" },
+        { "GET", { "v1", "templates", "builds", "*", "log" }, route_template_build_log, API_AUTH_CONTROL, API_BODY_ANY, "template.build_log" },
+        { "GET", { "v1", "templates", "builds", "*", "events" }, route_template_build_events, API_AUTH_CONTROL, API_BODY_ANY, "template.build_events" },
+        { "POST", { "v1", "operations", "*", "cancel" }, route_operation_cancel, API_AUTH_CONTROL, API_BODY_NO_FIELDS, "operation.cancel" },
+        { "POST", { "v1", "templates", "layers", "prune" }, route_template_layers_prune, API_AUTH_CONTROL, API_BODY_NO_FIELDS, "template.layers_prune" },
+        { "GET", { "v1", "operations" }, route_operation_list, API_AUTH_CONTROL, API_BODY_ANY, "operation.list" },
+        { "GET", { "v1", "operations", "*" }, route_operation_get, API_AUTH_CONTROL, API_BODY_ANY, "operation.get" },
+        { "GET", { "v1", "audit" }, route_audit_list, API_AUTH_CONTROL, API_BODY_ANY, "audit.list" },
+        { "GET", { "v1", "keys" }, route_key_list, API_AUTH_CONTROL, API_BODY_ANY, "key.list" },
+        { "POST", { "v1", "keys" }, route_key_create, API_AUTH_CONTROL, API_BODY_ANY, "key.create" },
+        { "DELETE", { "v1", "keys", "*" }, route_key_delete, API_AUTH_CONTROL, API_BODY_NONE, "key.delete" },
+        { "GET", { "v1", "sandboxes", "*", "files" }, route_file_download, API_AUTH_DATA, API_BODY_ANY, "file.download" },
+        { "DELETE", { "v1", "sandboxes", "*", "files" }, route_file_remove, API_AUTH_DATA, API_BODY_NONE, "file.remove" },
+        { "GET", { "v1", "sandboxes", "*", "files", "stat" }, route_file_stat, API_AUTH_DATA, API_BODY_ANY, "file.stat" },
+        { "GET", { "v1", "sandboxes", "*", "files", "list" }, route_file_list, API_AUTH_DATA, API_BODY_ANY, "file.list" },
+        { "GET", { "v1", "sandboxes", "*", "files", "watch" }, route_file_watch, API_AUTH_DATA, API_BODY_ANY, "file.watch" },
+        { "POST", { "v1", "sandboxes", "*", "files", "mkdir" }, route_file_mkdir, API_AUTH_DATA, API_BODY_ANY, "file.mkdir" },
+        { "POST", { "v1", "sandboxes", "*", "files", "move" }, route_file_move, API_AUTH_DATA, API_BODY_ANY, "file.move" },
 };
 
 static bool pattern_matches(const char *const pattern[8], const struct api_request *req)
@@ -78,6 +80,17 @@ static bool pattern_matches(const char *const pattern[8], const struct api_reque
         return true;
 }
 
+/* The route's action, and its target: the segment of the pattern's first "*" (the sandbox,
+ * snapshot, template, key or operation named in the path). */
+static void name_action(struct api_request *req, const char *const pattern[8], const char *action)
+{
+        req->action = action;
+        req->target = NULL;
+        for (int i = 0; i < 8 && pattern[i] && !req->target; i++)
+                if (strcmp(pattern[i], "*") == 0)
+                        req->target = req->segments[i];
+}
+
 api_handler api_router_match(struct api_request *req, enum api_auth_kind *ret_auth, struct space_error *err)
 {
         bool path_known = false;
@@ -87,6 +100,7 @@ api_handler api_router_match(struct api_request *req, enum api_auth_kind *ret_au
                 path_known = true;
                 if (strcmp(routes[i].method, req->method) == 0) {
                         *ret_auth = routes[i].auth;
+                        name_action(req, routes[i].pattern, routes[i].action);
                         req->body_rule = strcmp(req->method, "GET") == 0 ? API_BODY_NONE : routes[i].body;
                         return routes[i].handler;
                 }
@@ -104,19 +118,21 @@ static const struct upload_route {
         const char *pattern[8];
         const struct api_upload_sink *sink;
         enum api_auth_kind auth;
+        const char *action;
 } upload_routes[] = {
-        { "POST", { "v1", "snapshots", "import" }, &snapshot_import_sink, API_AUTH_CONTROL },
-        { "PUT", { "v1", "sandboxes", "*", "files" }, &file_upload_sink, API_AUTH_DATA },
-        { "POST", { "v1", "templates" }, &template_build_sink, API_AUTH_CONTROL },
-        { "POST", { "v1", "templates", "import" }, &template_import_sink, API_AUTH_CONTROL },
+        { "POST", { "v1", "snapshots", "import" }, &snapshot_import_sink, API_AUTH_CONTROL, "snapshot.import" },
+        { "PUT", { "v1", "sandboxes", "*", "files" }, &file_upload_sink, API_AUTH_DATA, "file.upload" },
+        { "POST", { "v1", "templates" }, &template_build_sink, API_AUTH_CONTROL, "template.build" },
+        { "POST", { "v1", "templates", "import" }, &template_import_sink, API_AUTH_CONTROL, "template.import" },
 };
 
-const struct api_upload_sink *api_router_upload_sink(const struct api_request *req, enum api_auth_kind *ret_auth)
+const struct api_upload_sink *api_router_upload_sink(struct api_request *req, enum api_auth_kind *ret_auth)
 {
         for (size_t i = 0; i < sizeof(upload_routes) / sizeof(upload_routes[0]); i++) {
                 const struct upload_route *u = &upload_routes[i];
                 if (strcmp(u->method, req->method) == 0 && pattern_matches(u->pattern, req)) {
                         *ret_auth = u->auth;
+                        name_action(req, u->pattern, u->action);
                         return u->sink;
                 }
         }

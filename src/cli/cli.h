@@ -41,6 +41,7 @@ int cli_sandbox_main(struct cli *cli, int argc, char **argv);
 int cli_exec_main(struct cli *cli, int argc, char **argv);
 int cli_operation_main(struct cli *cli, int argc, char **argv);
 int cli_key_main(struct cli *cli, int argc, char **argv);
+int cli_audit_main(struct cli *cli, int argc, char **argv);
 int cli_snapshot_main(struct cli *cli, int argc, char **argv);
 int cli_transfer_export(struct cli *cli, int argc, char **argv);
 int cli_transfer_import(struct cli *cli, int argc, char **argv);

@@ -28,6 +28,7 @@ static const char main_usage[] =
         "  fork ID [--count N]             new sandboxes from a snapshot of ID\n"
         "  op get|ls                       operations (lifecycle changes)\n"
         "  key create|ls|rm                API keys\n"
+        "  audit [--since T] [--action A]  the audit log (mutating and refused calls)\n"
         "\n"
         "Flags:\n"
         "  --url URL    spaced's address ($SPACE_URL, default " CLI_CONFIG_DEFAULT_URL ")\n"
@@ -130,6 +131,7 @@ int main(int argc, char **argv)
                 { "op", cli_operation_main },
                 { "operation", cli_operation_main },
                 { "key", cli_key_main },
+                { "audit", cli_audit_main },
         };
         _cleanup_(cli_done) struct cli cli = {};
         const char *url = NULL;

@@ -61,6 +61,14 @@ static const char *const migrations[] = {
         "UPDATE operations SET snapshot_id = (SELECT parent_snapshot_id FROM sandboxes WHERE sandboxes.id = operations.target)"
         "  WHERE kind = 'sandbox.create' AND state IN ('pending', 'running') AND snapshot_id = '';"
         "CREATE INDEX operations_snapshot ON operations(snapshot_id, state);",
+        /* 6: the audit log (append-only; purged by age after --audit-retention) */
+        "CREATE TABLE audit_log ("
+        "  id TEXT PRIMARY KEY, created_at INTEGER NOT NULL, request_id TEXT NOT NULL,"
+        "  key_id TEXT, project TEXT, role TEXT, action TEXT NOT NULL, target TEXT,"
+        "  method TEXT NOT NULL, status INTEGER NOT NULL, error_code TEXT, source TEXT);"
+        "CREATE INDEX audit_log_created ON audit_log(created_at, id);"
+        "CREATE TRIGGER audit_log_append_only BEFORE UPDATE ON audit_log"
+        "  BEGIN SELECT RAISE(ABORT, 'the audit log is append-only'); END;",
 };
 
 int sqlite_migrations_apply(sqlite3 *db, int *ret_version)
