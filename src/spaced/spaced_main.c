@@ -45,7 +45,7 @@ static int fail(const char *event, const char *fmt, ...)
         va_start(ap, fmt);
         vsnprintf(msg, sizeof(msg), fmt, ap);
         va_end(ap);
-        log_error(event, "message=\"%s\"", msg);
+        log_error(event, "message=\"%s\"", LOG_ESC(msg));
         fprintf(stderr, "spaced: %s\n", msg);
         return EXIT_FAILURE;
 }
