@@ -7,6 +7,7 @@
 #include <string.h>
 #include <sys/socket.h>
 
+#include "api/api_json.h"
 #include "spaced/log.h"
 #include "spaced/spaced_context.h"
 #include "spaced/wallclock.h"
@@ -29,7 +30,8 @@ void request_trail_begin(struct request_trail *t, struct MHD_Connection *conn, c
         t->door = door;
         t->started_us = monotonic_now_us();
         request_id_take(MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "X-Request-Id"), t->id);
-        snprintf(t->method, sizeof(t->method), "%s", method);
+        /* The method is a client's token: kept printable ASCII like everything recorded. */
+        log_escape(method, t->method, sizeof(t->method));
         /* MHD hands the path without its query string; cut one anyway if present. */
         snprintf(t->path, sizeof(t->path), "%.*s", (int)strcspn(url, "?"), url);
         client_address(conn, t->source, sizeof(t->source));
@@ -39,7 +41,12 @@ void request_trail_route(struct request_trail *t, const char *action, bool mutat
 {
         t->action = action;
         t->mutating = mutating;
-        snprintf(t->target, sizeof(t->target), "%s", target ? target : "");
+        /* The id as the client wrote it, not yet checked: a malformed one (any bytes, not
+         * UTF-8) is kept escaped, so that every row renders as JSON and none can be hidden. */
+        if (!target || api_json_name_ok(target))
+                snprintf(t->target, sizeof(t->target), "%s", target ? target : "");
+        else
+                log_escape(target, t->target, sizeof(t->target));
 }
 
 void request_trail_principal(struct request_trail *t, const struct api_request *req)

@@ -218,7 +218,7 @@ class AuditLogTest(AuditBase):
         (c,) = self.rows_of(rid_c)
         (d,) = self.rows_of(rid_d)
         self.assertEqual((c["action"], c["method"], c["status"], c["error_code"]), ("sandbox.create", "POST", 200, None))
-        self.assertEqual((d["action"], d["target"], d["status"]), ("sandbox.delete", sid, 200))
+        self.assertEqual((d["action"], d["method"], d["target"], d["status"]), ("sandbox.delete", "DELETE", sid, 200))
         for r in (c, d):
             self.assertRegex(r["key_id"], r"^key-")
             self.assertEqual(r["source"], "127.0.0.1")
@@ -317,6 +317,16 @@ class AuditLogTest(AuditBase):
         cli = self.spaced.cli("--json", "audit", "--limit", "1000")
         self.assertEqual(cli.returncode, 0, cli.stderr)
         self.assertNotIn(secret[len("space_"):].encode(), cli.stdout)
+
+    def test_hostile_target_is_recorded_escaped(self):
+        # Any bytes in the path's id (not UTF-8, quotes, newlines): the row is still written,
+        # and the whole log still renders as JSON (no row can be hidden by its target).
+        rid = self.rid("hostile")
+        got, _ = self.spaced.request("DELETE", "/v1/sandboxes/%FF%FE%22%0Ax", headers={"X-Request-Id": rid})
+        self.assertEqual(got, 404)
+        (row,) = self.rows_of(rid)
+        self.assertEqual(row["target"], '\\xff\\xfe\\"\\x0ax')
+        self.assertEqual((row["action"], row["status"]), ("sandbox.delete", 404))
 
     def test_rows_cannot_be_rewritten_through_the_api(self):
         for method in ("POST", "PUT", "PATCH", "DELETE"):

@@ -44,6 +44,13 @@ static void test_escape_cut(void **state)
         char buf[16];
         log_escape("0123456789abcdefghij", buf, sizeof(buf));
         assert_string_equal(buf, "0123456789ab...");
+        /* what fits exactly is not cut */
+        log_escape("0123456789abcde", buf, sizeof(buf));
+        assert_string_equal(buf, "0123456789abcde");
+        char eight[8];
+        assert_string_equal(log_escape("DELETE", eight, sizeof(eight)), "DELETE");
+        assert_string_equal(log_escape("OPTIONS", eight, sizeof(eight)), "OPTIONS");
+        assert_string_equal(log_escape("PROPFIND", eight, sizeof(eight)), "PROP...");
         /* An escape is never cut in half. */
         log_escape("0123456789\n\n\n", buf, sizeof(buf));
         assert_string_equal(buf, "0123456789...");
