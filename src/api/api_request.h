@@ -40,6 +40,9 @@ struct api_request {
         uint32_t permission;
         enum object_kind object;
         int object_segment;
+        const char *request_id; /* X-Request-Id: the client's when well-formed, else made */
+        const char *action;     /* the route's name in the audit log (set by the router) */
+        const char *target;     /* the id the path names, or NULL (set by the router) */
 };
 
 /* A body produced piece by piece (downloads): read returns bytes written to buf, 0 at the

@@ -13,63 +13,65 @@ static const struct route {
         enum api_auth_kind auth;
         enum api_body_rule body; /* GET routes take none, whatever this says */
         uint32_t permission;     /* what the caller's key needs (auth/principal.h); 0: no key (health, data plane) */
+        const char *action;      /* its name in the audit log: <noun>.<verb>, stable */
 } routes[] = {
-        { "GET", { "v1", "health" }, route_health, API_AUTH_NONE, API_BODY_ANY, 0 },
-        { "GET", { "v1", "version" }, route_version, API_AUTH_CONTROL, API_BODY_ANY, PERM_SERVER_READ },
-        { "GET", { "v1", "sandboxes" }, route_sandbox_list, API_AUTH_CONTROL, API_BODY_ANY, PERM_SANDBOX_READ },
-        { "POST", { "v1", "sandboxes" }, route_sandbox_create, API_AUTH_CONTROL, API_BODY_ANY, PERM_SANDBOX_WRITE },
-        { "GET", { "v1", "sandboxes", "*" }, route_sandbox_get, API_AUTH_CONTROL, API_BODY_ANY, PERM_SANDBOX_READ },
-        { "DELETE", { "v1", "sandboxes", "*" }, route_sandbox_delete, API_AUTH_CONTROL, API_BODY_NO_FIELDS, PERM_SANDBOX_WRITE },
-        { "PATCH", { "v1", "sandboxes", "*" }, route_sandbox_patch, API_AUTH_CONTROL, API_BODY_ANY, PERM_SANDBOX_WRITE },
-        { "POST", { "v1", "sandboxes", "*", "exec" }, route_sandbox_exec, API_AUTH_CONTROL, API_BODY_ANY, PERM_SANDBOX_EXEC },
-        { "POST", { "v1", "sandboxes", "*", "stop" }, route_sandbox_action, API_AUTH_CONTROL, API_BODY_NO_FIELDS, PERM_SANDBOX_WRITE },
-        { "POST", { "v1", "sandboxes", "*", "start" }, route_sandbox_action, API_AUTH_CONTROL, API_BODY_NO_FIELDS, PERM_SANDBOX_WRITE },
-        { "POST", { "v1", "sandboxes", "*", "pause" }, route_sandbox_action, API_AUTH_CONTROL, API_BODY_NO_FIELDS, PERM_SANDBOX_WRITE },
-        { "POST", { "v1", "sandboxes", "*", "resume" }, route_sandbox_action, API_AUTH_CONTROL, API_BODY_NO_FIELDS, PERM_SANDBOX_WRITE },
-        { "POST", { "v1", "sandboxes", "*", "snapshots" }, route_snapshot_create, API_AUTH_CONTROL, API_BODY_ANY, PERM_SNAPSHOT_WRITE },
-        { "GET", { "v1", "sandboxes", "*", "snapshots" }, route_snapshot_list_of_sandbox, API_AUTH_CONTROL, API_BODY_ANY, PERM_SNAPSHOT_READ },
-        { "POST", { "v1", "sandboxes", "*", "restore" }, route_sandbox_restore, API_AUTH_CONTROL, API_BODY_ANY, PERM_SANDBOX_WRITE },
-        { "POST", { "v1", "sandboxes", "*", "fork" }, route_sandbox_fork, API_AUTH_CONTROL, API_BODY_ANY, PERM_SANDBOX_WRITE },
-        { "POST", { "v1", "sandboxes", "*", "sessions" }, route_session_create, API_AUTH_CONTROL, API_BODY_ANY, PERM_SANDBOX_EXEC },
-        { "GET", { "v1", "sandboxes", "*", "sessions" }, route_session_list, API_AUTH_CONTROL, API_BODY_ANY, PERM_SANDBOX_READ },
-        { "POST", { "v1", "sandboxes", "*", "sessions", "*", "renew" }, route_session_renew, API_AUTH_CONTROL, API_BODY_ANY, PERM_SANDBOX_EXEC },
-        { "DELETE", { "v1", "sandboxes", "*", "sessions", "*" }, route_session_revoke, API_AUTH_CONTROL, API_BODY_NONE, PERM_SANDBOX_EXEC },
-        { "POST", { "v1", "sandboxes", "*", "commands" }, route_command_start, API_AUTH_DATA, API_BODY_ANY, 0 },
-        { "GET", { "v1", "sandboxes", "*", "commands" }, route_command_list, API_AUTH_DATA, API_BODY_ANY, 0 },
-        { "GET", { "v1", "sandboxes", "*", "commands", "*" }, route_command_get, API_AUTH_DATA, API_BODY_ANY, 0 },
-        { "GET", { "v1", "sandboxes", "*", "commands", "*", "events" }, route_command_events, API_AUTH_DATA, API_BODY_ANY, 0 },
-        { "POST", { "v1", "sandboxes", "*", "commands", "*", "stdin" }, route_command_stdin, API_AUTH_DATA, API_BODY_ANY, 0 },
-        { "POST", { "v1", "sandboxes", "*", "commands", "*", "stdin", "close" }, route_command_stdin_close, API_AUTH_DATA, API_BODY_NO_FIELDS, 0 },
-        { "POST", { "v1", "sandboxes", "*", "commands", "*", "signal" }, route_command_signal, API_AUTH_DATA, API_BODY_ANY, 0 },
-        { "POST", { "v1", "sandboxes", "*", "commands", "*", "resize" }, route_command_resize, API_AUTH_DATA, API_BODY_ANY, 0 },
-        { "GET", { "v1", "snapshots" }, route_snapshot_list, API_AUTH_CONTROL, API_BODY_ANY, PERM_SNAPSHOT_READ },
-        { "GET", { "v1", "snapshots", "*" }, route_snapshot_get, API_AUTH_CONTROL, API_BODY_ANY, PERM_SNAPSHOT_READ },
-        { "DELETE", { "v1", "snapshots", "*" }, route_snapshot_delete, API_AUTH_CONTROL, API_BODY_NONE, PERM_SNAPSHOT_WRITE },
-        { "GET", { "v1", "snapshots", "*", "export" }, route_snapshot_export, API_AUTH_CONTROL, API_BODY_ANY, PERM_SNAPSHOT_WRITE },
-        { "GET", { "v1", "capabilities" }, route_capabilities, API_AUTH_CONTROL, API_BODY_ANY, PERM_SERVER_READ },
-        { "GET", { "v1", "templates" }, route_template_list, API_AUTH_CONTROL, API_BODY_ANY, PERM_TEMPLATE_READ },
-        { "GET", { "v1", "templates", "*" }, route_template_get, API_AUTH_CONTROL, API_BODY_ANY, PERM_TEMPLATE_READ },
-        { "DELETE", { "v1", "templates", "*" }, route_template_delete, API_AUTH_CONTROL, API_BODY_NONE, PERM_TEMPLATE_WRITE },
-        { "POST", { "v1", "templates", "*", "build" }, route_template_build, API_AUTH_CONTROL, API_BODY_NO_FIELDS, PERM_TEMPLATE_WRITE },
-        { "GET", { "v1", "templates", "builds", "*", "log" }, route_template_build_log, API_AUTH_CONTROL, API_BODY_ANY, PERM_TEMPLATE_READ },
-        { "GET", { "v1", "templates", "builds", "*", "events" }, route_template_build_events, API_AUTH_CONTROL, API_BODY_ANY, PERM_TEMPLATE_READ },
-        { "POST", { "v1", "operations", "*", "cancel" }, route_operation_cancel, API_AUTH_CONTROL, API_BODY_NO_FIELDS, PERM_OPERATION_WRITE },
-        { "POST", { "v1", "templates", "layers", "prune" }, route_template_layers_prune, API_AUTH_CONTROL, API_BODY_NO_FIELDS, PERM_PLATFORM },
-        { "GET", { "v1", "operations" }, route_operation_list, API_AUTH_CONTROL, API_BODY_ANY, PERM_OPERATION_READ },
-        { "GET", { "v1", "operations", "*" }, route_operation_get, API_AUTH_CONTROL, API_BODY_ANY, PERM_OPERATION_READ },
-        { "GET", { "v1", "keys" }, route_key_list, API_AUTH_CONTROL, API_BODY_ANY, PERM_KEY_READ },
-        { "POST", { "v1", "keys" }, route_key_create, API_AUTH_CONTROL, API_BODY_ANY, PERM_KEY_WRITE },
-        { "DELETE", { "v1", "keys", "*" }, route_key_delete, API_AUTH_CONTROL, API_BODY_NONE, PERM_KEY_WRITE },
-        { "GET", { "v1", "projects" }, route_project_list, API_AUTH_CONTROL, API_BODY_ANY, PERM_PLATFORM },
-        { "POST", { "v1", "projects" }, route_project_create, API_AUTH_CONTROL, API_BODY_ANY, PERM_PLATFORM },
-        { "GET", { "v1", "projects", "*" }, route_project_get, API_AUTH_CONTROL, API_BODY_ANY, PERM_PROJECT_READ },
-        { "GET", { "v1", "sandboxes", "*", "files" }, route_file_download, API_AUTH_DATA, API_BODY_ANY, 0 },
-        { "DELETE", { "v1", "sandboxes", "*", "files" }, route_file_remove, API_AUTH_DATA, API_BODY_NONE, 0 },
-        { "GET", { "v1", "sandboxes", "*", "files", "stat" }, route_file_stat, API_AUTH_DATA, API_BODY_ANY, 0 },
-        { "GET", { "v1", "sandboxes", "*", "files", "list" }, route_file_list, API_AUTH_DATA, API_BODY_ANY, 0 },
-        { "GET", { "v1", "sandboxes", "*", "files", "watch" }, route_file_watch, API_AUTH_DATA, API_BODY_ANY, 0 },
-        { "POST", { "v1", "sandboxes", "*", "files", "mkdir" }, route_file_mkdir, API_AUTH_DATA, API_BODY_ANY, 0 },
-        { "POST", { "v1", "sandboxes", "*", "files", "move" }, route_file_move, API_AUTH_DATA, API_BODY_ANY, 0 },
+        { "GET", { "v1", "health" }, route_health, API_AUTH_NONE, API_BODY_ANY, 0, "health.get" },
+        { "GET", { "v1", "version" }, route_version, API_AUTH_CONTROL, API_BODY_ANY, PERM_SERVER_READ, "version.get" },
+        { "GET", { "v1", "sandboxes" }, route_sandbox_list, API_AUTH_CONTROL, API_BODY_ANY, PERM_SANDBOX_READ, "sandbox.list" },
+        { "POST", { "v1", "sandboxes" }, route_sandbox_create, API_AUTH_CONTROL, API_BODY_ANY, PERM_SANDBOX_WRITE, "sandbox.create" },
+        { "GET", { "v1", "sandboxes", "*" }, route_sandbox_get, API_AUTH_CONTROL, API_BODY_ANY, PERM_SANDBOX_READ, "sandbox.get" },
+        { "DELETE", { "v1", "sandboxes", "*" }, route_sandbox_delete, API_AUTH_CONTROL, API_BODY_NO_FIELDS, PERM_SANDBOX_WRITE, "sandbox.delete" },
+        { "PATCH", { "v1", "sandboxes", "*" }, route_sandbox_patch, API_AUTH_CONTROL, API_BODY_ANY, PERM_SANDBOX_WRITE, "sandbox.update" },
+        { "POST", { "v1", "sandboxes", "*", "exec" }, route_sandbox_exec, API_AUTH_CONTROL, API_BODY_ANY, PERM_SANDBOX_EXEC, "sandbox.exec" },
+        { "POST", { "v1", "sandboxes", "*", "stop" }, route_sandbox_action, API_AUTH_CONTROL, API_BODY_NO_FIELDS, PERM_SANDBOX_WRITE, "sandbox.stop" },
+        { "POST", { "v1", "sandboxes", "*", "start" }, route_sandbox_action, API_AUTH_CONTROL, API_BODY_NO_FIELDS, PERM_SANDBOX_WRITE, "sandbox.start" },
+        { "POST", { "v1", "sandboxes", "*", "pause" }, route_sandbox_action, API_AUTH_CONTROL, API_BODY_NO_FIELDS, PERM_SANDBOX_WRITE, "sandbox.pause" },
+        { "POST", { "v1", "sandboxes", "*", "resume" }, route_sandbox_action, API_AUTH_CONTROL, API_BODY_NO_FIELDS, PERM_SANDBOX_WRITE, "sandbox.resume" },
+        { "POST", { "v1", "sandboxes", "*", "snapshots" }, route_snapshot_create, API_AUTH_CONTROL, API_BODY_ANY, PERM_SNAPSHOT_WRITE, "snapshot.create" },
+        { "GET", { "v1", "sandboxes", "*", "snapshots" }, route_snapshot_list_of_sandbox, API_AUTH_CONTROL, API_BODY_ANY, PERM_SNAPSHOT_READ, "snapshot.list" },
+        { "POST", { "v1", "sandboxes", "*", "restore" }, route_sandbox_restore, API_AUTH_CONTROL, API_BODY_ANY, PERM_SANDBOX_WRITE, "sandbox.restore" },
+        { "POST", { "v1", "sandboxes", "*", "fork" }, route_sandbox_fork, API_AUTH_CONTROL, API_BODY_ANY, PERM_SANDBOX_WRITE, "sandbox.fork" },
+        { "POST", { "v1", "sandboxes", "*", "sessions" }, route_session_create, API_AUTH_CONTROL, API_BODY_ANY, PERM_SANDBOX_EXEC, "session.create" },
+        { "GET", { "v1", "sandboxes", "*", "sessions" }, route_session_list, API_AUTH_CONTROL, API_BODY_ANY, PERM_SANDBOX_READ, "session.list" },
+        { "POST", { "v1", "sandboxes", "*", "sessions", "*", "renew" }, route_session_renew, API_AUTH_CONTROL, API_BODY_ANY, PERM_SANDBOX_EXEC, "session.renew" },
+        { "DELETE", { "v1", "sandboxes", "*", "sessions", "*" }, route_session_revoke, API_AUTH_CONTROL, API_BODY_NONE, PERM_SANDBOX_EXEC, "session.revoke" },
+        { "POST", { "v1", "sandboxes", "*", "commands" }, route_command_start, API_AUTH_DATA, API_BODY_ANY, 0, "command.start" },
+        { "GET", { "v1", "sandboxes", "*", "commands" }, route_command_list, API_AUTH_DATA, API_BODY_ANY, 0, "command.list" },
+        { "GET", { "v1", "sandboxes", "*", "commands", "*" }, route_command_get, API_AUTH_DATA, API_BODY_ANY, 0, "command.get" },
+        { "GET", { "v1", "sandboxes", "*", "commands", "*", "events" }, route_command_events, API_AUTH_DATA, API_BODY_ANY, 0, "command.events" },
+        { "POST", { "v1", "sandboxes", "*", "commands", "*", "stdin" }, route_command_stdin, API_AUTH_DATA, API_BODY_ANY, 0, "command.stdin" },
+        { "POST", { "v1", "sandboxes", "*", "commands", "*", "stdin", "close" }, route_command_stdin_close, API_AUTH_DATA, API_BODY_NO_FIELDS, 0, "command.stdin_close" },
+        { "POST", { "v1", "sandboxes", "*", "commands", "*", "signal" }, route_command_signal, API_AUTH_DATA, API_BODY_ANY, 0, "command.signal" },
+        { "POST", { "v1", "sandboxes", "*", "commands", "*", "resize" }, route_command_resize, API_AUTH_DATA, API_BODY_ANY, 0, "command.resize" },
+        { "GET", { "v1", "snapshots" }, route_snapshot_list, API_AUTH_CONTROL, API_BODY_ANY, PERM_SNAPSHOT_READ, "snapshot.list" },
+        { "GET", { "v1", "snapshots", "*" }, route_snapshot_get, API_AUTH_CONTROL, API_BODY_ANY, PERM_SNAPSHOT_READ, "snapshot.get" },
+        { "DELETE", { "v1", "snapshots", "*" }, route_snapshot_delete, API_AUTH_CONTROL, API_BODY_NONE, PERM_SNAPSHOT_WRITE, "snapshot.delete" },
+        { "GET", { "v1", "snapshots", "*", "export" }, route_snapshot_export, API_AUTH_CONTROL, API_BODY_ANY, PERM_SNAPSHOT_WRITE, "snapshot.export" },
+        { "GET", { "v1", "capabilities" }, route_capabilities, API_AUTH_CONTROL, API_BODY_ANY, PERM_SERVER_READ, "capabilities.get" },
+        { "GET", { "v1", "templates" }, route_template_list, API_AUTH_CONTROL, API_BODY_ANY, PERM_TEMPLATE_READ, "template.list" },
+        { "GET", { "v1", "templates", "*" }, route_template_get, API_AUTH_CONTROL, API_BODY_ANY, PERM_TEMPLATE_READ, "template.get" },
+        { "DELETE", { "v1", "templates", "*" }, route_template_delete, API_AUTH_CONTROL, API_BODY_NONE, PERM_TEMPLATE_WRITE, "template.delete" },
+        { "POST", { "v1", "templates", "*", "build" }, route_template_build, API_AUTH_CONTROL, API_BODY_NO_FIELDS, PERM_TEMPLATE_WRITE, "template.rebuild" },
+        { "GET", { "v1", "templates", "builds", "*", "log" }, route_template_build_log, API_AUTH_CONTROL, API_BODY_ANY, PERM_TEMPLATE_READ, "template.build_log" },
+        { "GET", { "v1", "templates", "builds", "*", "events" }, route_template_build_events, API_AUTH_CONTROL, API_BODY_ANY, PERM_TEMPLATE_READ, "template.build_events" },
+        { "POST", { "v1", "operations", "*", "cancel" }, route_operation_cancel, API_AUTH_CONTROL, API_BODY_NO_FIELDS, PERM_OPERATION_WRITE, "operation.cancel" },
+        { "POST", { "v1", "templates", "layers", "prune" }, route_template_layers_prune, API_AUTH_CONTROL, API_BODY_NO_FIELDS, PERM_PLATFORM, "template.layers_prune" },
+        { "GET", { "v1", "operations" }, route_operation_list, API_AUTH_CONTROL, API_BODY_ANY, PERM_OPERATION_READ, "operation.list" },
+        { "GET", { "v1", "operations", "*" }, route_operation_get, API_AUTH_CONTROL, API_BODY_ANY, PERM_OPERATION_READ, "operation.get" },
+        { "GET", { "v1", "audit" }, route_audit_list, API_AUTH_CONTROL, API_BODY_ANY, PERM_KEY_READ, "audit.list" },
+        { "GET", { "v1", "keys" }, route_key_list, API_AUTH_CONTROL, API_BODY_ANY, PERM_KEY_READ, "key.list" },
+        { "POST", { "v1", "keys" }, route_key_create, API_AUTH_CONTROL, API_BODY_ANY, PERM_KEY_WRITE, "key.create" },
+        { "DELETE", { "v1", "keys", "*" }, route_key_delete, API_AUTH_CONTROL, API_BODY_NONE, PERM_KEY_WRITE, "key.delete" },
+        { "GET", { "v1", "projects" }, route_project_list, API_AUTH_CONTROL, API_BODY_ANY, PERM_PLATFORM, "project.list" },
+        { "POST", { "v1", "projects" }, route_project_create, API_AUTH_CONTROL, API_BODY_ANY, PERM_PLATFORM, "project.create" },
+        { "GET", { "v1", "projects", "*" }, route_project_get, API_AUTH_CONTROL, API_BODY_ANY, PERM_PROJECT_READ, "project.get" },
+        { "GET", { "v1", "sandboxes", "*", "files" }, route_file_download, API_AUTH_DATA, API_BODY_ANY, 0, "file.download" },
+        { "DELETE", { "v1", "sandboxes", "*", "files" }, route_file_remove, API_AUTH_DATA, API_BODY_NONE, 0, "file.remove" },
+        { "GET", { "v1", "sandboxes", "*", "files", "stat" }, route_file_stat, API_AUTH_DATA, API_BODY_ANY, 0, "file.stat" },
+        { "GET", { "v1", "sandboxes", "*", "files", "list" }, route_file_list, API_AUTH_DATA, API_BODY_ANY, 0, "file.list" },
+        { "GET", { "v1", "sandboxes", "*", "files", "watch" }, route_file_watch, API_AUTH_DATA, API_BODY_ANY, 0, "file.watch" },
+        { "POST", { "v1", "sandboxes", "*", "files", "mkdir" }, route_file_mkdir, API_AUTH_DATA, API_BODY_ANY, 0, "file.mkdir" },
+        { "POST", { "v1", "sandboxes", "*", "files", "move" }, route_file_move, API_AUTH_DATA, API_BODY_ANY, 0, "file.move" },
 };
 
 static bool pattern_matches(const char *const pattern[8], const struct api_request *req)
@@ -83,6 +85,17 @@ static bool pattern_matches(const char *const pattern[8], const struct api_reque
                 if (strcmp(pattern[i], "*") != 0 && strcmp(pattern[i], req->segments[i]) != 0)
                         return false;
         return true;
+}
+
+/* The route's action, and its target: the segment of the pattern's first "*" (the sandbox,
+ * snapshot, template, key or operation named in the path). */
+static void name_action(struct api_request *req, const char *const pattern[8], const char *action)
+{
+        req->action = action;
+        req->target = NULL;
+        for (int i = 0; i < 8 && pattern[i] && !req->target; i++)
+                if (strcmp(pattern[i], "*") == 0)
+                        req->target = req->segments[i];
 }
 
 /* The object named by the first "*" of pattern, and its segment. */
@@ -123,6 +136,7 @@ api_handler api_router_match(struct api_request *req, enum api_auth_kind *ret_au
                         req->body_rule = strcmp(req->method, "GET") == 0 ? API_BODY_NONE : routes[i].body;
                         req->permission = routes[i].permission;
                         object_of(routes[i].pattern, routes[i].auth, req);
+                        name_action(req, routes[i].pattern, routes[i].action);
                         return routes[i].handler;
                 }
         }
@@ -140,11 +154,12 @@ static const struct upload_route {
         const struct api_upload_sink *sink;
         enum api_auth_kind auth;
         uint32_t permission;
+        const char *action;
 } upload_routes[] = {
-        { "POST", { "v1", "snapshots", "import" }, &snapshot_import_sink, API_AUTH_CONTROL, PERM_SNAPSHOT_WRITE },
-        { "PUT", { "v1", "sandboxes", "*", "files" }, &file_upload_sink, API_AUTH_DATA, 0 },
-        { "POST", { "v1", "templates" }, &template_build_sink, API_AUTH_CONTROL, PERM_TEMPLATE_WRITE },
-        { "POST", { "v1", "templates", "import" }, &template_import_sink, API_AUTH_CONTROL, PERM_TEMPLATE_WRITE },
+        { "POST", { "v1", "snapshots", "import" }, &snapshot_import_sink, API_AUTH_CONTROL, PERM_SNAPSHOT_WRITE, "snapshot.import" },
+        { "PUT", { "v1", "sandboxes", "*", "files" }, &file_upload_sink, API_AUTH_DATA, 0, "file.upload" },
+        { "POST", { "v1", "templates" }, &template_build_sink, API_AUTH_CONTROL, PERM_TEMPLATE_WRITE, "template.build" },
+        { "POST", { "v1", "templates", "import" }, &template_import_sink, API_AUTH_CONTROL, PERM_TEMPLATE_WRITE, "template.import" },
 };
 
 const struct api_upload_sink *api_router_upload_sink(struct api_request *req, enum api_auth_kind *ret_auth)
@@ -155,6 +170,7 @@ const struct api_upload_sink *api_router_upload_sink(struct api_request *req, en
                         *ret_auth = u->auth;
                         req->permission = u->permission;
                         object_of(u->pattern, u->auth, req);
+                        name_action(req, u->pattern, u->action);
                         return u->sink;
                 }
         }

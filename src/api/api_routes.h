@@ -62,6 +62,7 @@ void route_operation_get(struct api_request *req, struct api_response *resp);
 void route_key_create(struct api_request *req, struct api_response *resp);
 void route_key_list(struct api_request *req, struct api_response *resp);
 void route_key_delete(struct api_request *req, struct api_response *resp);
+void route_audit_list(struct api_request *req, struct api_response *resp);
 void route_snapshot_create(struct api_request *req, struct api_response *resp);
 void route_snapshot_list_of_sandbox(struct api_request *req, struct api_response *resp);
 void route_snapshot_list(struct api_request *req, struct api_response *resp);

@@ -5,7 +5,11 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
+#include <arpa/inet.h>
+#include <stdio.h>
+#include <string.h>
 #include <sys/socket.h>
+#include <unistd.h>
 
 #include "spaced/log.h"
 #include "spaced/spaced_context.h"
@@ -120,12 +124,42 @@ void http_listener_authenticated(struct MHD_Connection *conn)
                 MHD_set_connection_option(conn, MHD_CONNECTION_OPTION_TIMEOUT, l->idle_timeout_s);
 }
 
+int http_listener_bind(const char *addr, uint16_t port, char *reason, size_t reason_size)
+{
+        struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons(port) };
+        if (inet_pton(AF_INET, addr, &sa.sin_addr) != 1) {
+                snprintf(reason, reason_size, "invalid listen address %s (want an IPv4 address)", addr);
+                return -EINVAL;
+        }
+        int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        if (fd < 0) {
+                int r = -errno;
+                snprintf(reason, reason_size, "cannot listen on %s:%u: %s", addr, port, strerror(-r));
+                return r;
+        }
+        int one = 1;
+        if (setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) < 0 ||
+            bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+                int r = -errno;
+                close(fd);
+                if (r == -EADDRINUSE)
+                        snprintf(reason, reason_size, "cannot listen on %s:%u: the port is already in use (another spaced?)",
+                                 addr, port);
+                else
+                        snprintf(reason, reason_size, "cannot listen on %s:%u: %s", addr, port, strerror(-r));
+                return r;
+        }
+        return fd;
+}
+
 int http_listener_start(const struct spaced_config *cfg, const struct http_listener_options *o,
                         struct http_listener **ret)
 {
         struct http_listener *l = calloc(1, sizeof(*l));
-        if (!l)
+        if (!l) {
+                close(o->listen_fd);
                 return -ENOMEM;
+        }
         pthread_mutex_init(&l->lock, NULL);
         l->max_pending = cfg->http_max_unauthenticated;
         l->idle_timeout_s = cfg->http_idle_timeout_s;
@@ -137,17 +171,16 @@ int http_listener_start(const struct spaced_config *cfg, const struct http_liste
                 { MHD_OPTION_NOTIFY_CONNECTION, (intptr_t)on_connection, l },
                 { MHD_OPTION_CONNECTION_TIMEOUT, cfg->http_header_timeout_s, NULL },
                 { MHD_OPTION_CONNECTION_LIMIT, cfg->http_max_connections, NULL },
-                { MHD_OPTION_PER_IP_CONNECTION_LIMIT, o->addr ? cfg->http_max_per_ip : 0, NULL },
+                { MHD_OPTION_PER_IP_CONNECTION_LIMIT, o->tcp ? cfg->http_max_per_ip : 0, NULL },
                 { MHD_OPTION_THREAD_STACK_SIZE, (intptr_t)o->stack_size, NULL },
-                { o->addr ? MHD_OPTION_SOCK_ADDR : MHD_OPTION_LISTEN_SOCKET, o->addr ? 0 : o->listen_fd,
-                  (void *)o->addr },
-                { o->reuse_port ? MHD_OPTION_LISTENING_ADDRESS_REUSE : MHD_OPTION_END, 1, NULL },
+                { MHD_OPTION_LISTEN_SOCKET, o->listen_fd, NULL },
                 { MHD_OPTION_END, 0, NULL },
         };
-        uint16_t port = o->addr ? ntohs(o->addr->sin_port) : 0;
-        l->daemon = MHD_start_daemon(flags, port, NULL, NULL, o->on_request, o->cls, MHD_OPTION_ARRAY, opts,
-                                     MHD_OPTION_END);
+        if (listen(o->listen_fd, 512) == 0)
+                l->daemon = MHD_start_daemon(flags, 0, NULL, NULL, o->on_request, o->cls, MHD_OPTION_ARRAY, opts,
+                                             MHD_OPTION_END);
         if (!l->daemon) {
+                close(o->listen_fd);
                 pthread_mutex_destroy(&l->lock);
                 free(l);
                 return -EADDRINUSE;

@@ -17,21 +17,27 @@
 #include <netinet/in.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 struct spaced_config;
 struct http_listener;
 
 struct http_listener_options {
-        const struct sockaddr_in *addr; /* TCP, or NULL with listen_fd */
-        int listen_fd;                  /* a listening socket (unix), or -1 */
-        bool reuse_port;                /* SO_REUSEPORT on the TCP socket */
+        int listen_fd;                  /* a bound socket (http_listener_bind, or unix) */
+        bool tcp;                       /* TCP: the per-address limit applies */
         size_t stack_size;              /* of each connection thread; 0: the default */
         MHD_AccessHandlerCallback on_request;
         MHD_RequestCompletedCallback on_completed;
         void *cls;
 };
 
-/* Starts listening with the limits of cfg. Returns 0, -ENOMEM, or -EADDRINUSE when
+/* Binds a TCP socket to addr:port (IPv4), without listening yet, so that a port in use
+ * fails at the very start of spaced, before it touches anything. SO_REUSEADDR only: a
+ * restart binds at once beside the last run's TIME_WAIT connections, but a port another
+ * process listens on is refused (never SO_REUSEPORT, with which the kernel would split
+ * connections between two daemons). Returns the socket, or -errno with reason set. */
+int http_listener_bind(const char *addr, uint16_t port, char *reason, size_t reason_size);
+/* Starts listening with the limits of cfg; it owns o->listen_fd from here, on failure too. Returns 0, -ENOMEM, or -EADDRINUSE when
  * libmicrohttpd could not start (port taken, bad socket). */
 int http_listener_start(const struct spaced_config *cfg, const struct http_listener_options *o,
                         struct http_listener **ret);

@@ -5,10 +5,19 @@
 #include <string.h>
 #include <unistd.h>
 
+/* A stream and the trail that counts its bytes (or NULL). */
+struct counted_stream {
+        struct api_stream inner;
+        struct request_trail *trail;
+};
+
 static ssize_t stream_reader(void *cls, uint64_t pos, char *buf, size_t max)
 {
-        struct api_stream *st = cls;
+        struct counted_stream *cs = cls;
+        struct api_stream *st = &cs->inner;
         ssize_t n = st->read(st->cls, buf, max);
+        if (n > 0 && cs->trail)
+                atomic_fetch_add(&cs->trail->bytes, (uint_fast64_t)n);
         if (n > 0)
                 return n;
         return n == 0 ? MHD_CONTENT_READER_END_OF_STREAM : MHD_CONTENT_READER_END_WITH_ERROR;
@@ -16,10 +25,10 @@ static ssize_t stream_reader(void *cls, uint64_t pos, char *buf, size_t max)
 
 static void stream_free(void *cls)
 {
-        struct api_stream *st = cls;
-        if (st->free)
-                st->free(st->cls);
-        free(st);
+        struct counted_stream *cs = cls;
+        if (cs->inner.free)
+                cs->inner.free(cs->inner.cls);
+        free(cs);
 }
 
 static void add_headers(struct MHD_Response *r, const json_t *headers)
@@ -41,16 +50,17 @@ static struct MHD_Response *file_response(struct api_response *resp)
         return r;
 }
 
-static struct MHD_Response *stream_response(struct api_response *resp, size_t block)
+static struct MHD_Response *stream_response(struct api_response *resp, size_t block, struct request_trail *trail)
 {
-        struct api_stream *st = malloc(sizeof(*st));
+        struct counted_stream *st = malloc(sizeof(*st));
         if (!st) {
                 if (resp->stream.free)
                         resp->stream.free(resp->stream.cls);
                 memset(&resp->stream, 0, sizeof(resp->stream));
                 return NULL;
         }
-        *st = resp->stream;
+        st->inner = resp->stream;
+        st->trail = trail;
         memset(&resp->stream, 0, sizeof(resp->stream));
         struct MHD_Response *r = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, block, stream_reader, st, stream_free);
         if (!r)
@@ -58,7 +68,7 @@ static struct MHD_Response *stream_response(struct api_response *resp, size_t bl
         return r;
 }
 
-static struct MHD_Response *json_response(const struct api_response *resp, bool newline)
+static struct MHD_Response *json_response(const struct api_response *resp, bool newline, struct request_trail *trail)
 {
         char *text = NULL;
         size_t len = 0;
@@ -80,6 +90,8 @@ static struct MHD_Response *json_response(const struct api_response *resp, bool 
                 free(text);
                 return NULL;
         }
+        if (trail)
+                atomic_store(&trail->bytes, len);
         if (text)
                 MHD_add_response_header(r, "Content-Type", "application/json");
         MHD_add_response_header(r, "Cache-Control", "no-store");
@@ -87,21 +99,28 @@ static struct MHD_Response *json_response(const struct api_response *resp, bool 
 }
 
 enum MHD_Result http_response_send(struct MHD_Connection *conn, struct api_response *resp, bool json_newline,
-                                   size_t stream_block)
+                                   size_t stream_block, struct request_trail *trail)
 {
         struct MHD_Response *r;
         bool raw = resp->file.set || resp->stream.read;
+        if (trail) {
+                request_trail_answer(trail, resp);
+                if (resp->file.set)
+                        atomic_store(&trail->bytes, resp->file.size);
+        }
         if (resp->file.set)
                 r = file_response(resp);
         else if (resp->stream.read)
-                r = stream_response(resp, stream_block);
+                r = stream_response(resp, stream_block, trail);
         else
-                r = json_response(resp, json_newline);
+                r = json_response(resp, json_newline, trail);
         if (!r)
                 return MHD_NO;
         if (raw)
                 MHD_add_response_header(r, "Content-Type", resp->content_type ? resp->content_type : "application/octet-stream");
         add_headers(r, resp->headers);
+        if (trail)
+                MHD_add_response_header(r, "X-Request-Id", trail->id);
         enum MHD_Result ret = MHD_queue_response(conn, resp->status, r);
         MHD_destroy_response(r);
         return ret;

@@ -6,6 +6,7 @@
 #include <stdbool.h>
 
 #include "api/api_request.h"
+#include "api/request_trail.h"
 
 /* Queues resp on conn, taking what it owns (body text, stream, file descriptor).
  * json_newline: end a JSON body with '\n' (spaced's API does; E2B's does not). Streams
@@ -20,5 +21,7 @@ struct http_body {
 /* Appends n bytes; over limit only marks too_large. Returns 0, or -ENOMEM. */
 int http_body_append(struct http_body *b, const char *data, size_t n, size_t limit);
 
+/* With a trail (or NULL): X-Request-Id is added, and the status, error code and bytes sent
+ * are recorded in it. */
 enum MHD_Result http_response_send(struct MHD_Connection *conn, struct api_response *resp, bool json_newline,
-                                   size_t stream_block);
+                                   size_t stream_block, struct request_trail *trail);

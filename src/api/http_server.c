@@ -18,6 +18,7 @@
 #include "api/api_routes.h"
 #include "api/http_listener.h"
 #include "api/http_response.h"
+#include "api/request_trail.h"
 #include "spaced/log.h"
 #include "spaced/spaced_context.h"
 #include "spaced/wallclock.h"
@@ -38,7 +39,6 @@ struct http_server {
  * timeout, and its body is drained only to answer it. */
 struct upload {
         struct http_body body;
-        int64_t started_us;
         /* a buffered body: the route found, or why there is none (its query checked too) */
         api_handler handler;
         struct space_error err;
@@ -49,11 +49,20 @@ struct upload {
         struct space_error sink_err;
         char path_copy[1024];
         struct api_request req;
+        struct request_trail trail; /* finished in on_completed, the request's one end */
 };
 
-static enum MHD_Result send_response(struct MHD_Connection *conn, struct api_response *resp)
+static enum MHD_Result send_response(struct MHD_Connection *conn, struct upload *up, struct api_response *resp)
 {
-        return http_response_send(conn, resp, true, 256 * 1024);
+        return http_response_send(conn, resp, true, 256 * 1024, &up->trail);
+}
+
+/* What the trail learns once the route is known and once the caller is authenticated. */
+static void trail_route(struct upload *up)
+{
+        const struct api_request *req = &up->req;
+        bool reads = strcmp(req->method, "GET") == 0 || strcmp(req->method, "HEAD") == 0;
+        request_trail_route(&up->trail, req->action, !reads, req->target);
 }
 
 static int split_path(struct api_request *req, char *copy)
@@ -73,7 +82,7 @@ static void begin_request(struct spaced_context *ctx, struct MHD_Connection *con
                           struct upload *up)
 {
         struct api_request *req = &up->req;
-        *req = (struct api_request){ .ctx = ctx, .conn = conn, .method = method, .path = url };
+        *req = (struct api_request){ .ctx = ctx, .conn = conn, .method = method, .path = url, .request_id = up->trail.id };
         if (strlen(url) >= sizeof(up->path_copy) ||
             (snprintf(up->path_copy, sizeof(up->path_copy), "%s", url), split_path(req, up->path_copy) < 0)) {
                 space_error_set(&up->err, SPACE_E_NOT_FOUND, "no route for %s", method);
@@ -83,7 +92,12 @@ static void begin_request(struct spaced_context *ctx, struct MHD_Connection *con
         up->handler = api_router_match(req, &auth_kind, &up->err);
         if (!up->handler)
                 return;
-        if (api_auth_request(req, auth_kind, &up->err) < 0) {
+        trail_route(up);
+        int authorized = api_auth_request(req, auth_kind, &up->err);
+        /* Whoever was authenticated is recorded, also when the route then refused them (403,
+         * or 404 for another project's object). */
+        request_trail_principal(&up->trail, req);
+        if (authorized < 0) {
                 up->handler = NULL;
                 return;
         }
@@ -126,16 +140,21 @@ static bool begin_sink(struct spaced_context *ctx, struct MHD_Connection *conn, 
                        struct upload *up)
 {
         struct api_request *req = &up->req;
-        *req = (struct api_request){ .ctx = ctx, .conn = conn, .method = method, .path = url };
+        *req = (struct api_request){ .ctx = ctx, .conn = conn, .method = method, .path = url, .request_id = up->trail.id };
         if (strlen(url) >= sizeof(up->path_copy))
                 return false;
         snprintf(up->path_copy, sizeof(up->path_copy), "%s", url);
         enum api_auth_kind auth_kind = API_AUTH_CONTROL;
         if (split_path(req, up->path_copy) < 0 || !(up->sink = api_router_upload_sink(req, &auth_kind)))
                 return false;
+        trail_route(up);
         if (atomic_load(&ctx->shutting_down)) {
                 space_error_set(&up->sink_err, SPACE_E_UNAVAILABLE, "spaced is shutting down");
-        } else if (api_auth_request(req, auth_kind, &up->sink_err) == 0) {
+                return true;
+        }
+        int authorized = api_auth_request(req, auth_kind, &up->sink_err);
+        request_trail_principal(&up->trail, req); /* also when refused after authentication */
+        if (authorized == 0) {
                 if (auth_kind != API_AUTH_NONE)
                         http_listener_authenticated(conn);
                 if (api_request_check_query(req, &up->sink_err) == 0)
@@ -153,7 +172,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
                 up = calloc(1, sizeof(*up));
                 if (!up)
                         return MHD_NO;
-                up->started_us = monotonic_now_us();
+                request_trail_begin(&up->trail, conn, "v1", method, url);
                 *con_cls = up;
                 if (!begin_sink(s->ctx, conn, url, method, up))
                         begin_request(s->ctx, conn, url, method, up);
@@ -174,7 +193,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
                 } else {
                         api_response_error(&resp, &up->sink_err);
                 }
-                enum MHD_Result r = send_response(conn, &resp);
+                enum MHD_Result r = send_response(conn, up, &resp);
                 json_decref(resp.body);
                 json_decref(resp.headers);
                 return r;
@@ -186,9 +205,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         }
         struct api_response resp = { 0 };
         handle(s->ctx, method, up, &resp);
-        enum MHD_Result r = send_response(conn, &resp);
-        log_debug("http.request", "method=%s path=%s status=%u duration_us=%lld", method, url, resp.status,
-                  (long long)(monotonic_now_us() - up->started_us));
+        enum MHD_Result r = send_response(conn, up, &resp);
         json_decref(resp.body);
         json_decref(resp.headers);
         return r;
@@ -196,8 +213,10 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 
 static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls, enum MHD_RequestTerminationCode toe)
 {
+        struct http_server *s = cls;
         struct upload *up = *con_cls;
         if (up) {
+                request_trail_finish(&up->trail, s->ctx, toe == MHD_REQUEST_TERMINATED_COMPLETED_OK);
                 if (up->sink && up->sink_state)
                         up->sink->abort(up->sink_state);
                 free(up->body.data);
@@ -206,9 +225,9 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
         }
 }
 
-static int start_listener(struct http_server *s, int listen_fd, const struct sockaddr_in *addr, struct http_listener **ret)
+static int start_listener(struct http_server *s, int listen_fd, bool tcp, struct http_listener **ret)
 {
-        struct http_listener_options o = { .addr = addr, .listen_fd = listen_fd, .reuse_port = addr != NULL,
+        struct http_listener_options o = { .listen_fd = listen_fd, .tcp = tcp,
                                            .stack_size = CONNECTION_STACK_BYTES, .on_request = on_request,
                                            .on_completed = on_completed, .cls = s };
         return http_listener_start(&s->ctx->cfg, &o, ret);
@@ -232,27 +251,23 @@ static int listen_unix(const char *path)
         return fd;
 }
 
-int http_server_start(struct spaced_context *ctx, struct http_server **ret, char *reason, size_t reason_size)
+int http_server_start(struct spaced_context *ctx, int tcp_fd, struct http_server **ret, char *reason, size_t reason_size)
 {
         struct http_server *s = calloc(1, sizeof(*s));
-        if (!s)
+        if (!s) {
+                close(tcp_fd);
                 return -ENOMEM;
+        }
         s->ctx = ctx;
         s->local_fd = -1;
-        struct sockaddr_in addr = { .sin_family = AF_INET, .sin_port = htons(ctx->cfg.listen_port) };
-        if (inet_pton(AF_INET, ctx->cfg.listen_addr, &addr.sin_addr) != 1) {
-                snprintf(reason, reason_size, "invalid listen address %s (want an IPv4 address)", ctx->cfg.listen_addr);
-                free(s);
-                return -EINVAL;
-        }
-        if (start_listener(s, -1, &addr, &s->tcp) < 0) {
+        if (start_listener(s, tcp_fd, true, &s->tcp) < 0) {
                 snprintf(reason, reason_size, "cannot listen on %s:%u (in use?)", ctx->cfg.listen_addr, ctx->cfg.listen_port);
                 free(s);
                 return -EADDRINUSE;
         }
         if (ctx->cfg.unix_socket[0]) {
                 s->local_fd = listen_unix(ctx->cfg.unix_socket);
-                if (s->local_fd < 0 || start_listener(s, s->local_fd, NULL, &s->local) < 0) {
+                if (s->local_fd < 0 || start_listener(s, s->local_fd, false, &s->local) < 0) {
                         snprintf(reason, reason_size, "cannot listen on unix socket %s", ctx->cfg.unix_socket);
                         http_server_free(s);
                         return -EADDRINUSE;

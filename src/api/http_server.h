@@ -8,7 +8,8 @@ struct http_server;
 
 #include <stddef.h>
 
-int http_server_start(struct spaced_context *ctx, struct http_server **ret, char *reason, size_t reason_size);
+/* Serves the API on tcp_fd (bound by http_listener_bind; taken, on failure too). */
+int http_server_start(struct spaced_context *ctx, int tcp_fd, struct http_server **ret, char *reason, size_t reason_size);
 /* Stops accepting new connections. */
 void http_server_quiesce(struct http_server *s);
 /* Connections still open. */

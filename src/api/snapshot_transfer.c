@@ -374,7 +374,7 @@ static void import_finish(void *state, struct api_request *req, struct api_respo
         }
         (void)req;
         if (err.code) {
-                log_info("snapshot.import_refused", "code=%s reason=\"%s\"", space_error_code_name(err.code), err.message);
+                log_info("snapshot.import_refused", "code=%s reason=\"%s\"", space_error_code_name(err.code), LOG_ESC(err.message));
                 api_response_error(resp, &err);
         } else {
                 log_info("snapshot.import", "snapshot=%s", snap.id);

@@ -32,7 +32,7 @@ enum permission {
         PERM_TEMPLATE_WRITE = 1u << 7,  /* build, import, delete the project's templates */
         PERM_OPERATION_READ = 1u << 8,  /* operations */
         PERM_OPERATION_WRITE = 1u << 9, /* cancel */
-        PERM_KEY_READ = 1u << 10,       /* the project's keys */
+        PERM_KEY_READ = 1u << 10,       /* the project's keys and its audit log */
         PERM_KEY_WRITE = 1u << 11,      /* make and revoke the project's keys */
         PERM_PROJECT_READ = 1u << 12,   /* the caller's project */
         PERM_PLATFORM = 1u << 13,       /* the operator: every project, projects, shared templates, layers */

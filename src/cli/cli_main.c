@@ -29,6 +29,7 @@ static const char main_usage[] =
         "  op get|ls                       operations (lifecycle changes)\n"
         "  key create|ls|rm                API keys (of a project, with a role)\n"
         "  project create|ls               projects: the tenants keys and objects belong to\n"
+        "  audit [--since T] [--action A]  the audit log (mutating and refused calls)\n"
         "\n"
         "Flags:\n"
         "  --url URL    spaced's address ($SPACE_URL, default " CLI_CONFIG_DEFAULT_URL ")\n"
@@ -132,6 +133,7 @@ int main(int argc, char **argv)
                 { "operation", cli_operation_main },
                 { "key", cli_key_main },
                 { "project", cli_project_main },
+                { "audit", cli_audit_main },
         };
         _cleanup_(cli_done) struct cli cli = {};
         const char *url = NULL;

@@ -67,12 +67,12 @@ static void settle(struct spaced_context *ctx, struct sandbox *sb, unsigned from
         struct space_error err = { 0 };
         if (ctx->driver->stop(sb, &err) < 0 ||
             (remove_rootfs && ctx->driver->destroy_rootfs(sb, &err) < 0)) {
-                log_error("reconcile.cleanup_failed", "sandbox=%s message=\"%s\"", sb->id, err.message);
+                log_error("reconcile.cleanup_failed", "sandbox=%s message=\"%s\"", sb->id, LOG_ESC(err.message));
                 return;
         }
         STORE(ctx, sandbox_set_runtime, sb->id, 0, 0);
         STORE(ctx, sandbox_transition, sb->id, from, to, reason, NULL, NULL);
-        log_info("reconcile.settled", "sandbox=%s state=%s reason=\"%s\"", sb->id, sandbox_state_name(to), reason);
+        log_info("reconcile.settled", "sandbox=%s state=%s reason=\"%s\"", sb->id, sandbox_state_name(to), LOG_ESC(reason));
 }
 
 static void reconcile_sandbox(struct spaced_context *ctx, struct sandbox *sb)
@@ -168,7 +168,7 @@ static void remove_orphans(struct spaced_context *ctx)
                         struct space_error err = { 0 };
                         snprintf(ghost.id, sizeof(ghost.id), "%s", ids[i]);
                         if (ctx->driver->stop(&ghost, &err) < 0 || ctx->driver->destroy_rootfs(&ghost, &err) < 0)
-                                log_error("reconcile.orphan_failed", "id=%s message=\"%s\"", ids[i], err.message);
+                                log_error("reconcile.orphan_failed", "id=%s message=\"%s\"", ids[i], LOG_ESC(err.message));
                         else
                                 log_info("reconcile.orphan_removed", "id=%s", ids[i]);
                 }
@@ -240,7 +240,7 @@ static void expire(struct spaced_context *ctx, const struct sandbox *sb)
         struct space_error err = { 0 };
         STORE(ctx, sandbox_set_expiry, sb->id, 0);
         if (sandbox_lifecycle_submit(ctx, sb->id, action, &op, &err) < 0)
-                log_warn("controller.timeout_failed", "sandbox=%s message=\"%s\"", sb->id, err.message);
+                log_warn("controller.timeout_failed", "sandbox=%s message=\"%s\"", sb->id, LOG_ESC(err.message));
         else
                 log_info("controller.timeout", "sandbox=%s action=%s op=%s", sb->id, sb->on_timeout, op.id);
 }

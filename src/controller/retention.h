@@ -1,5 +1,6 @@
 /* retention: the controller's sweep of rows kept past their use: sandboxes destroyed more
- * than --destroyed-retention seconds ago (with their commands, sessions and operations). */
+ * than --destroyed-retention seconds ago (with their commands, sessions and operations), and
+ * audit log rows older than --audit-retention. */
 #pragma once
 
 struct spaced_context;

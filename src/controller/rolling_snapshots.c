@@ -51,7 +51,7 @@ static void retain(struct spaced_context *ctx, struct snapshot *snaps, size_t n,
                 if (sandbox_history_delete_snapshot(ctx, s->id, &err) == 0)
                         log_info("rolling.expired", "sandbox=%s snapshot=%s", sandbox_id, s->id);
                 else
-                        log_debug("rolling.keep", "snapshot=%s reason=\"%s\"", s->id, err.message);
+                        log_debug("rolling.keep", "snapshot=%s reason=\"%s\"", s->id, LOG_ESC(err.message));
                 ready--;
         }
 }
@@ -82,7 +82,7 @@ static void schedule(struct spaced_context *ctx, const struct sandbox *sb, const
         struct operation op;
         struct space_error err = { 0 };
         if (sandbox_history_snapshot(ctx, sb->id, "rolling", p.memory, true, &taken, &op, &err) < 0)
-                log_warn("rolling.failed", "sandbox=%s message=\"%s\"", sb->id, err.message);
+                log_warn("rolling.failed", "sandbox=%s message=\"%s\"", sb->id, LOG_ESC(err.message));
         else
                 log_info("rolling.scheduled", "sandbox=%s snapshot=%s op=%s", sb->id, taken.id, op.id);
 }

@@ -289,7 +289,7 @@ static void command_end(struct channel *ch, struct command_record *rec, json_t *
         channel_log_close(ch, rec->id);
         command_channels_notify(ch->chs, rec->id, seq, true);
         log_info("command.ended", "sandbox=%s command=%s state=%s exit_code=%d reason=\"%s\"", ch->sandbox_id, rec->id,
-                 command_state_name(rec->state), rec->exit_code, rec->reason);
+                 command_state_name(rec->state), rec->exit_code, LOG_ESC(rec->reason));
 }
 
 /* Ends every unfinished command of the sandbox that is not in keep (a JOB_SUBSCRIBED frame,

@@ -1,6 +1,8 @@
 /* e2b_router: which handler serves an E2B request, and who may call it. */
 #include "e2b/e2b_router.h"
 
+#include "api/request_trail.h"
+
 #include <microhttpd.h>
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
@@ -27,39 +29,41 @@ static const struct route {
         enum route_half half;
         uint32_t permission;     /* control routes: what the key needs (auth/principal.h); envd: 0 (its token) */
         enum object_kind object; /* what the "*" segment names, checked before the handler runs */
+        const char *action;      /* its name in the audit log, the v1 route's where there is one */
+        bool mutating;           /* changes something: audited whatever its answer */
 } routes[] = {
-        { "POST", { "sandboxes" }, e2b_sandbox_create, CONTROL, PERM_SANDBOX_WRITE | PERM_SANDBOX_EXEC, OBJECT_NONE },
-        { "POST", { "v2", "sandboxes" }, e2b_sandbox_create, CONTROL, PERM_SANDBOX_WRITE | PERM_SANDBOX_EXEC, OBJECT_NONE },
-        { "GET", { "sandboxes" }, e2b_sandbox_list_v1, CONTROL, PERM_SANDBOX_READ, OBJECT_NONE },
-        { "GET", { "v2", "sandboxes" }, e2b_sandbox_list, CONTROL, PERM_SANDBOX_READ, OBJECT_NONE },
-        { "GET", { "sandboxes", "*" }, e2b_sandbox_get, CONTROL, PERM_SANDBOX_READ, OBJECT_SANDBOX },
-        { "DELETE", { "sandboxes", "*" }, e2b_sandbox_kill, CONTROL, PERM_SANDBOX_WRITE, OBJECT_SANDBOX },
-        { "POST", { "sandboxes", "*", "timeout" }, e2b_sandbox_timeout, CONTROL, PERM_SANDBOX_WRITE, OBJECT_SANDBOX },
-        { "POST", { "sandboxes", "*", "pause" }, e2b_sandbox_pause, CONTROL, PERM_SANDBOX_WRITE, OBJECT_SANDBOX },
-        { "POST", { "sandboxes", "*", "connect" }, e2b_sandbox_connect, CONTROL, PERM_SANDBOX_WRITE | PERM_SANDBOX_EXEC, OBJECT_SANDBOX },
-        { "POST", { "v2", "sandboxes", "*", "connect" }, e2b_sandbox_connect, CONTROL, PERM_SANDBOX_WRITE | PERM_SANDBOX_EXEC, OBJECT_SANDBOX },
-        { "POST", { "sandboxes", "*", "resume" }, e2b_sandbox_resume, CONTROL, PERM_SANDBOX_WRITE | PERM_SANDBOX_EXEC, OBJECT_SANDBOX },
-        { "POST", { "sandboxes", "*", "snapshots" }, e2b_snapshot_create, CONTROL, PERM_SNAPSHOT_WRITE, OBJECT_SANDBOX },
-        { "GET", { "snapshots" }, e2b_snapshot_list, CONTROL, PERM_SNAPSHOT_READ, OBJECT_NONE },
-        { "DELETE", { "templates", "*" }, e2b_snapshot_delete, CONTROL, PERM_SNAPSHOT_WRITE, OBJECT_SNAPSHOT },
-        { "POST", { "sandboxes", "*", "fork" }, e2b_sandbox_fork, CONTROL, PERM_SANDBOX_WRITE | PERM_SANDBOX_EXEC, OBJECT_SANDBOX },
-        { "GET", { "sandboxes", "*", "metrics" }, e2b_sandbox_metrics, CONTROL, PERM_SANDBOX_READ, OBJECT_SANDBOX },
-        { "GET", { "health" }, e2b_envd_health, ENVD_OPEN, 0, OBJECT_NONE },
-        { "POST", { "process.Process", "Start" }, e2b_process_start, ENVD, 0, OBJECT_NONE },
-        { "POST", { "process.Process", "Connect" }, e2b_process_connect, ENVD, 0, OBJECT_NONE },
-        { "POST", { "process.Process", "List" }, e2b_process_list, ENVD, 0, OBJECT_NONE },
-        { "POST", { "process.Process", "SendInput" }, e2b_process_send_input, ENVD, 0, OBJECT_NONE },
-        { "POST", { "process.Process", "SendSignal" }, e2b_process_send_signal, ENVD, 0, OBJECT_NONE },
-        { "POST", { "process.Process", "CloseStdin" }, e2b_process_close_stdin, ENVD, 0, OBJECT_NONE },
-        { "POST", { "process.Process", "Update" }, e2b_process_update, ENVD, 0, OBJECT_NONE },
-        { "POST", { "filesystem.Filesystem", "Stat" }, e2b_fs_stat, ENVD, 0, OBJECT_NONE },
-        { "POST", { "filesystem.Filesystem", "ListDir" }, e2b_fs_list_dir, ENVD, 0, OBJECT_NONE },
-        { "POST", { "filesystem.Filesystem", "MakeDir" }, e2b_fs_make_dir, ENVD, 0, OBJECT_NONE },
-        { "POST", { "filesystem.Filesystem", "Move" }, e2b_fs_move, ENVD, 0, OBJECT_NONE },
-        { "POST", { "filesystem.Filesystem", "Remove" }, e2b_fs_remove, ENVD, 0, OBJECT_NONE },
-        { "POST", { "filesystem.Filesystem", "WatchDir" }, e2b_fs_watch_dir, ENVD, 0, OBJECT_NONE },
-        { "GET", { "files" }, e2b_files_download, ENVD, 0, OBJECT_NONE },
-        { "POST", { "files" }, NULL, ENVD, 0, OBJECT_NONE }, /* streamed: e2b_router_upload_begin */
+        { "POST", { "sandboxes" }, e2b_sandbox_create, CONTROL, PERM_SANDBOX_WRITE | PERM_SANDBOX_EXEC, OBJECT_NONE, "sandbox.create", true },
+        { "POST", { "v2", "sandboxes" }, e2b_sandbox_create, CONTROL, PERM_SANDBOX_WRITE | PERM_SANDBOX_EXEC, OBJECT_NONE, "sandbox.create", true },
+        { "GET", { "sandboxes" }, e2b_sandbox_list_v1, CONTROL, PERM_SANDBOX_READ, OBJECT_NONE, "sandbox.list", false },
+        { "GET", { "v2", "sandboxes" }, e2b_sandbox_list, CONTROL, PERM_SANDBOX_READ, OBJECT_NONE, "sandbox.list", false },
+        { "GET", { "sandboxes", "*" }, e2b_sandbox_get, CONTROL, PERM_SANDBOX_READ, OBJECT_SANDBOX, "sandbox.get", false },
+        { "DELETE", { "sandboxes", "*" }, e2b_sandbox_kill, CONTROL, PERM_SANDBOX_WRITE, OBJECT_SANDBOX, "sandbox.delete", true },
+        { "POST", { "sandboxes", "*", "timeout" }, e2b_sandbox_timeout, CONTROL, PERM_SANDBOX_WRITE, OBJECT_SANDBOX, "sandbox.set_timeout", true },
+        { "POST", { "sandboxes", "*", "pause" }, e2b_sandbox_pause, CONTROL, PERM_SANDBOX_WRITE, OBJECT_SANDBOX, "sandbox.pause", true },
+        { "POST", { "sandboxes", "*", "connect" }, e2b_sandbox_connect, CONTROL, PERM_SANDBOX_WRITE | PERM_SANDBOX_EXEC, OBJECT_SANDBOX, "sandbox.connect", true },
+        { "POST", { "v2", "sandboxes", "*", "connect" }, e2b_sandbox_connect, CONTROL, PERM_SANDBOX_WRITE | PERM_SANDBOX_EXEC, OBJECT_SANDBOX, "sandbox.connect", true },
+        { "POST", { "sandboxes", "*", "resume" }, e2b_sandbox_resume, CONTROL, PERM_SANDBOX_WRITE | PERM_SANDBOX_EXEC, OBJECT_SANDBOX, "sandbox.resume", true },
+        { "POST", { "sandboxes", "*", "snapshots" }, e2b_snapshot_create, CONTROL, PERM_SNAPSHOT_WRITE, OBJECT_SANDBOX, "snapshot.create", true },
+        { "GET", { "snapshots" }, e2b_snapshot_list, CONTROL, PERM_SNAPSHOT_READ, OBJECT_NONE, "snapshot.list", false },
+        { "DELETE", { "templates", "*" }, e2b_snapshot_delete, CONTROL, PERM_SNAPSHOT_WRITE, OBJECT_SNAPSHOT, "snapshot.delete", true },
+        { "POST", { "sandboxes", "*", "fork" }, e2b_sandbox_fork, CONTROL, PERM_SANDBOX_WRITE | PERM_SANDBOX_EXEC, OBJECT_SANDBOX, "sandbox.fork", true },
+        { "GET", { "sandboxes", "*", "metrics" }, e2b_sandbox_metrics, CONTROL, PERM_SANDBOX_READ, OBJECT_SANDBOX, "sandbox.metrics", false },
+        { "GET", { "health" }, e2b_envd_health, ENVD_OPEN, 0, OBJECT_NONE, "health.get", false },
+        { "POST", { "process.Process", "Start" }, e2b_process_start, ENVD, 0, OBJECT_NONE, "command.start", true },
+        { "POST", { "process.Process", "Connect" }, e2b_process_connect, ENVD, 0, OBJECT_NONE, "command.events", false },
+        { "POST", { "process.Process", "List" }, e2b_process_list, ENVD, 0, OBJECT_NONE, "command.list", false },
+        { "POST", { "process.Process", "SendInput" }, e2b_process_send_input, ENVD, 0, OBJECT_NONE, "command.stdin", true },
+        { "POST", { "process.Process", "SendSignal" }, e2b_process_send_signal, ENVD, 0, OBJECT_NONE, "command.signal", true },
+        { "POST", { "process.Process", "CloseStdin" }, e2b_process_close_stdin, ENVD, 0, OBJECT_NONE, "command.stdin_close", true },
+        { "POST", { "process.Process", "Update" }, e2b_process_update, ENVD, 0, OBJECT_NONE, "command.resize", true },
+        { "POST", { "filesystem.Filesystem", "Stat" }, e2b_fs_stat, ENVD, 0, OBJECT_NONE, "file.stat", false },
+        { "POST", { "filesystem.Filesystem", "ListDir" }, e2b_fs_list_dir, ENVD, 0, OBJECT_NONE, "file.list", false },
+        { "POST", { "filesystem.Filesystem", "MakeDir" }, e2b_fs_make_dir, ENVD, 0, OBJECT_NONE, "file.mkdir", true },
+        { "POST", { "filesystem.Filesystem", "Move" }, e2b_fs_move, ENVD, 0, OBJECT_NONE, "file.move", true },
+        { "POST", { "filesystem.Filesystem", "Remove" }, e2b_fs_remove, ENVD, 0, OBJECT_NONE, "file.remove", true },
+        { "POST", { "filesystem.Filesystem", "WatchDir" }, e2b_fs_watch_dir, ENVD, 0, OBJECT_NONE, "file.watch", false },
+        { "GET", { "files" }, e2b_files_download, ENVD, 0, OBJECT_NONE, "file.download", false },
+        { "POST", { "files" }, NULL, ENVD, 0, OBJECT_NONE, "file.upload", true }, /* streamed: e2b_router_upload_begin */
 };
 
 const char *e2b_call_header(const struct e2b_call *call, const char *name)
@@ -230,7 +234,8 @@ static int split_path(struct api_request *req, char *copy)
 
 /* Finds the route of the request in call->req and authenticates it. NULL with resp filled
  * when there is none or the caller may not call it. */
-static const struct route *route_call(struct e2b_call *call, char *path_copy, size_t copy_size, struct api_response *resp)
+static const struct route *route_call(struct e2b_call *call, char *path_copy, size_t copy_size, struct request_trail *trail,
+                                      struct api_response *resp)
 {
         struct space_error err = { 0 };
         const char *method = call->req.method, *url = call->req.path;
@@ -260,11 +265,13 @@ static const struct route *route_call(struct e2b_call *call, char *path_copy, si
                         e2b_reply_space_error(resp, &err);
                 return NULL;
         }
+        request_trail_route(trail, found->action, found->mutating, id);
         if (found->half == CONTROL) {
                 if (e2b_keys_authenticate(front->ctx, e2b_call_header(call, "X-API-KEY"), &call->req.principal, &err) < 0) {
                         e2b_reply_space_error(resp, &err);
                         return NULL;
                 }
+                request_trail_principal(trail, &call->req);
                 if (id) {
                         if (!api_json_name_ok(id) || strlen(id) >= sizeof(call->sandbox_id)) {
                                 e2b_reply_error(resp, 404, "sandbox %.64s not found", id);
@@ -284,6 +291,8 @@ static const struct route *route_call(struct e2b_call *call, char *path_copy, si
                         e2b_connect_reply_error(resp, &err);
                 return NULL;
         }
+        if (found->half != CONTROL) /* the sandbox an envd call addresses */
+                request_trail_route(trail, found->action, found->mutating, call->sandbox_id);
         if (atomic_load(&front->ctx->shutting_down) && strcmp(method, "GET") != 0) {
                 space_error_set(&err, SPACE_E_UNAVAILABLE, "spaced is shutting down");
                 if (envd)
@@ -301,13 +310,14 @@ bool e2b_router_streams_body(const char *method, const char *url)
 }
 
 int e2b_router_upload_begin(struct e2b_front *front, struct MHD_Connection *conn, const char *method, const char *url,
-                            struct e2b_upload **ret, struct api_response *resp)
+                            struct request_trail *trail, struct e2b_upload **ret, struct api_response *resp)
 {
         struct space_error err = { 0 };
         struct e2b_call call = { .front = front };
         char path_copy[1024];
-        call.req = (struct api_request){ .ctx = front->ctx, .conn = conn, .method = method, .path = url, .body = "" };
-        if (!route_call(&call, path_copy, sizeof(path_copy), resp))
+        call.req = (struct api_request){ .ctx = front->ctx, .conn = conn, .method = method, .path = url, .body = "",
+                                         .request_id = trail->id };
+        if (!route_call(&call, path_copy, sizeof(path_copy), trail, resp))
                 return -1;
         if (e2b_upload_begin(&call, ret, &err) < 0) {
                 e2b_files_reply_error(resp, &err);
@@ -316,26 +326,28 @@ int e2b_router_upload_begin(struct e2b_front *front, struct MHD_Connection *conn
         return 0;
 }
 
-bool e2b_router_authenticates(struct e2b_front *front, struct MHD_Connection *conn, const char *method, const char *url)
+bool e2b_router_authenticates(struct e2b_front *front, struct MHD_Connection *conn, const char *method, const char *url,
+                              struct request_trail *trail)
 {
         struct e2b_call call = { .front = front };
         struct api_response resp = { 0 };
         char path_copy[1024];
-        call.req = (struct api_request){ .ctx = front->ctx, .conn = conn, .method = method, .path = url, .body = "" };
-        const struct route *found = route_call(&call, path_copy, sizeof(path_copy), &resp);
+        call.req = (struct api_request){ .ctx = front->ctx, .conn = conn, .method = method, .path = url, .body = "",
+                                         .request_id = trail->id };
+        const struct route *found = route_call(&call, path_copy, sizeof(path_copy), trail, &resp);
         json_decref(resp.body);
         json_decref(resp.headers);
         return found && found->half != ENVD_OPEN;
 }
 
 void e2b_router_handle(struct e2b_front *front, struct MHD_Connection *conn, const char *method, const char *url,
-                       const char *body, size_t body_len, struct api_response *resp)
+                       const char *body, size_t body_len, struct request_trail *trail, struct api_response *resp)
 {
         struct e2b_call call = { .front = front };
         char path_copy[1024];
         call.req = (struct api_request){ .ctx = front->ctx, .conn = conn, .method = method, .path = url, .body = body,
-                                         .body_len = body_len };
-        const struct route *found = route_call(&call, path_copy, sizeof(path_copy), resp);
+                                         .body_len = body_len, .request_id = trail->id };
+        const struct route *found = route_call(&call, path_copy, sizeof(path_copy), trail, resp);
         if (!found)
                 return;
         if (!found->handler)

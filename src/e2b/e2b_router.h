@@ -22,16 +22,20 @@ struct e2b_front {
 };
 
 struct e2b_upload;
+struct request_trail;
 
+/* Each of these fills the request's trail (request_trail.h) with its route's action and
+ * target and, once authenticated, its caller. */
 /* Whether the request's body is streamed into an upload rather than read whole (POST /files). */
 bool e2b_router_streams_body(const char *method, const char *url);
 /* For such a request, before its body: routes and authenticates it and starts the upload.
  * 0 with *ret; -1 with resp filled (to answer once the body has been discarded). */
 int e2b_router_upload_begin(struct e2b_front *front, struct MHD_Connection *conn, const char *method, const char *url,
-                            struct e2b_upload **ret, struct api_response *resp);
+                            struct request_trail *trail, struct e2b_upload **ret, struct api_response *resp);
 /* Whether the request (its headers) names a route and passes that route's authentication
  * (an API key, an envd access token or a signed URL; /health needs none and does not
  * count). Answers nothing: e2b_router_handle does, once the body is in. */
-bool e2b_router_authenticates(struct e2b_front *front, struct MHD_Connection *conn, const char *method, const char *url);
+bool e2b_router_authenticates(struct e2b_front *front, struct MHD_Connection *conn, const char *method, const char *url,
+                              struct request_trail *trail);
 void e2b_router_handle(struct e2b_front *front, struct MHD_Connection *conn, const char *method, const char *url,
-                       const char *body, size_t body_len, struct api_response *resp);
+                       const char *body, size_t body_len, struct request_trail *trail, struct api_response *resp);

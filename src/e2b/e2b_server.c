@@ -3,6 +3,7 @@
  * answers are JSON, empty, or a stream whose read callback may block. */
 #include "api/http_listener.h"
 #include "api/http_response.h"
+#include "api/request_trail.h"
 #include "e2b/e2b_server.h"
 
 #include <arpa/inet.h>
@@ -31,15 +32,15 @@ struct e2b_server {
 struct body {
         struct http_body in;
         size_t limit;
-        int64_t started_us;
         bool streamed;             /* a /files upload */
         struct e2b_upload *upload; /* NULL once finished, or when it could not start */
         struct api_response early; /* why it could not start (sent after the body) */
+        struct request_trail trail; /* finished in on_completed */
 };
 
-static enum MHD_Result send_response(struct MHD_Connection *conn, struct api_response *resp)
+static enum MHD_Result send_response(struct MHD_Connection *conn, struct body *b, struct api_response *resp)
 {
-        return http_response_send(conn, resp, false, 64 * 1024);
+        return http_response_send(conn, resp, false, 64 * 1024, &b->trail);
 }
 
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url, const char *method,
@@ -51,15 +52,15 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
                 b = calloc(1, sizeof(*b));
                 if (!b)
                         return MHD_NO;
-                b->started_us = monotonic_now_us();
+                request_trail_begin(&b->trail, conn, "e2b", method, url);
                 b->limit = s->front.ctx->cfg.max_body_bytes;
                 *con_cls = b;
                 /* Authenticated as soon as the headers are in (http_listener.h). */
                 if (e2b_router_streams_body(method, url)) {
                         b->streamed = true;
-                        if (e2b_router_upload_begin(&s->front, conn, method, url, &b->upload, &b->early) == 0)
+                        if (e2b_router_upload_begin(&s->front, conn, method, url, &b->trail, &b->upload, &b->early) == 0)
                                 http_listener_authenticated(conn);
-                } else if (e2b_router_authenticates(&s->front, conn, method, url)) {
+                } else if (e2b_router_authenticates(&s->front, conn, method, url, &b->trail)) {
                         http_listener_authenticated(conn);
                 }
                 return MHD_YES;
@@ -77,9 +78,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
                         e2b_upload_finish(b->upload, &resp);
                         b->upload = NULL;
                 }
-                enum MHD_Result r = send_response(conn, &resp);
-                log_debug("e2b.request", "method=%s path=%s status=%u duration_us=%lld", method, url, resp.status,
-                          (long long)(monotonic_now_us() - b->started_us));
+                enum MHD_Result r = send_response(conn, b, &resp);
                 json_decref(resp.body);
                 json_decref(resp.headers);
                 return r;
@@ -95,11 +94,10 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
                 resp.body = json_pack("{s:i, s:s}", "code", 413, "message",
                                       "request body is too large (--max-body)");
         } else {
-                e2b_router_handle(&s->front, conn, method, url, b->in.data ? b->in.data : "", b->in.len, &resp);
+                e2b_router_handle(&s->front, conn, method, url, b->in.data ? b->in.data : "", b->in.len, &b->trail,
+                                  &resp);
         }
-        enum MHD_Result r = send_response(conn, &resp);
-        log_debug("e2b.request", "method=%s path=%s status=%u duration_us=%lld", method, url, resp.status,
-                  (long long)(monotonic_now_us() - b->started_us));
+        enum MHD_Result r = send_response(conn, b, &resp);
         json_decref(resp.body);
         json_decref(resp.headers);
         return r;
@@ -107,8 +105,10 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 
 static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls, enum MHD_RequestTerminationCode toe)
 {
+        struct e2b_server *s = cls;
         struct body *b = *con_cls;
         if (b) {
+                request_trail_finish(&b->trail, s->front.ctx, toe == MHD_REQUEST_TERMINATED_COMPLETED_OK);
                 e2b_upload_abort(b->upload); /* the client went away mid-body */
                 json_decref(b->early.body);
                 json_decref(b->early.headers);
@@ -118,33 +118,31 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
         }
 }
 
-int e2b_server_start(struct spaced_context *ctx, struct e2b_server **ret, char *reason, size_t reason_size)
+int e2b_server_start(struct spaced_context *ctx, int fd, struct e2b_server **ret, char *reason, size_t reason_size)
 {
         struct e2b_server *s = calloc(1, sizeof(*s));
-        if (!s)
+        if (!s) {
+                close(fd);
                 return -ENOMEM;
+        }
         s->front.ctx = ctx;
         int r = e2b_keys_load_secret(ctx->cfg.state_dir, s->front.token_secret);
         if (r < 0) {
                 snprintf(reason, reason_size, "cannot read or create %s/e2b-token.key: %s", ctx->cfg.state_dir, strerror(-r));
+                close(fd);
                 free(s);
                 return r;
         }
         r = e2b_metrics_start(ctx, &s->front.metrics);
         if (r < 0) {
                 snprintf(reason, reason_size, "cannot start the E2B metrics sampler: %s", strerror(-r));
+                close(fd);
                 e2b_server_free(s);
                 return r;
         }
-        struct sockaddr_in addr = { .sin_family = AF_INET, .sin_port = htons(ctx->cfg.e2b_listen_port) };
-        if (inet_pton(AF_INET, ctx->cfg.e2b_listen_addr, &addr.sin_addr) != 1) {
-                snprintf(reason, reason_size, "invalid E2B listen address %s (want an IPv4 address)", ctx->cfg.e2b_listen_addr);
-                e2b_server_free(s);
-                return -EINVAL;
-        }
-        /* No SO_REUSEPORT: a port already taken, also by spaced's own --listen, must fail
-         * here rather than be shared at random. */
-        struct http_listener_options o = { .addr = &addr, .listen_fd = -1, .on_request = on_request,
+        /* Bound without SO_REUSEPORT (http_listener_bind): a port already taken, also by
+         * spaced's own --listen, failed at the start rather than be shared at random. */
+        struct http_listener_options o = { .listen_fd = fd, .tcp = true, .on_request = on_request,
                                            .on_completed = on_completed, .cls = s };
         if (http_listener_start(&ctx->cfg, &o, &s->listener) < 0) {
                 snprintf(reason, reason_size, "cannot listen on %s:%u for E2B (in use?)", ctx->cfg.e2b_listen_addr,

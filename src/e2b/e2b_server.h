@@ -8,7 +8,8 @@
 struct spaced_context;
 struct e2b_server;
 
-int e2b_server_start(struct spaced_context *ctx, struct e2b_server **ret, char *reason, size_t reason_size);
+/* Serves on fd (bound by http_listener_bind; taken, on failure too). */
+int e2b_server_start(struct spaced_context *ctx, int fd, struct e2b_server **ret, char *reason, size_t reason_size);
 /* Stops accepting new connections. */
 void e2b_server_quiesce(struct e2b_server *s);
 unsigned e2b_server_connections(struct e2b_server *s);

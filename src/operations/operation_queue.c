@@ -89,7 +89,7 @@ static void run_one(struct operation_queue *q, const char *id)
                 if (op.state != OPERATION_FAILED)
                         operation_mark_failed(&op, &err);
                 log_warn("operation.failed", "op=%s kind=%s target=%s code=%s message=\"%s\"", op.id, op.kind, op.target,
-                         op.error_code, op.error_message);
+                         op.error_code, LOG_ESC(op.error_message));
         } else {
                 if (op.state != OPERATION_SUCCEEDED)
                         operation_mark_succeeded(&op);

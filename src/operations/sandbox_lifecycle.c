@@ -304,7 +304,7 @@ int sandbox_lifecycle_disk_limits(struct spaced_context *ctx)
                     btrfs_pool_sandbox_path(&ctx->pool, all[i].id, rootfs, sizeof(rootfs)) < 0 || access(rootfs, F_OK) < 0)
                         continue;
                 if (sandbox_disk_limit(ctx, &all[i], &err) < 0)
-                        log_warn("sandbox.disk_limit_failed", "sandbox=%s error=\"%s\"", all[i].id, err.message);
+                        log_warn("sandbox.disk_limit_failed", "sandbox=%s error=\"%s\"", all[i].id, LOG_ESC(err.message));
         }
         sandbox_array_free(all, n);
         return 0;

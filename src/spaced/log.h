@@ -2,10 +2,20 @@
  * Library code logs at debug at most; the top level logs failures once with context. */
 #pragma once
 
+#include <stddef.h>
+
 enum log_level { LOG_DEBUG = 0, LOG_INFO, LOG_WARN, LOG_ERROR };
 
 void log_set_level(enum log_level level);
 int log_parse_level(const char *s, enum log_level *ret);
+/* The text of a quoted value, key="<here>", from anything a client or a sandbox chose: '"'
+ * and '\\' get a backslash, control bytes and bytes from 0x7f as \xNN, so a value can end
+ * neither its quotes nor its line; cut (with "...") to fit size (at least 8). Returns buf. */
+const char *log_escape(const char *v, char *buf, size_t size);
+/* Fits a value of up to ~250 bytes; for longer text pass a bigger buffer to log_escape. */
+#define LOG_VALUE_SIZE 1024
+#define LOG_ESC(v) log_escape((v), (char[LOG_VALUE_SIZE]){ 0 }, LOG_VALUE_SIZE)
+
 void log_event(enum log_level level, const char *event, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
 #define log_debug(ev, ...) log_event(LOG_DEBUG, ev, __VA_ARGS__)

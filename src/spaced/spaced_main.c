@@ -19,6 +19,7 @@
 
 #include "data_plane/command_channels.h"
 #include "api/api_auth.h"
+#include "api/http_listener.h"
 #include "api/http_server.h"
 #include "cleanup.h"
 #include "controller/reconciler.h"
@@ -44,7 +45,7 @@ static int fail(const char *event, const char *fmt, ...)
         va_start(ap, fmt);
         vsnprintf(msg, sizeof(msg), fmt, ap);
         va_end(ap);
-        log_error(event, "message=\"%s\"", msg);
+        log_error(event, "message=\"%s\"", LOG_ESC(msg));
         fprintf(stderr, "spaced: %s\n", msg);
         return EXIT_FAILURE;
 }
@@ -190,6 +191,18 @@ int main(int argc, char **argv)
         int lock_fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
         if (lock_fd < 0 || flock(lock_fd, LOCK_EX | LOCK_NB) < 0)
                 return fail("spaced.locked", "another spaced is using %s", ctx.cfg.state_dir);
+        /* The ports are bound before anything is touched: a port in use ends the start here,
+         * with one line and a non-zero exit. */
+        int api_fd = http_listener_bind(ctx.cfg.listen_addr, ctx.cfg.listen_port, reason, sizeof(reason));
+        if (api_fd < 0)
+                return fail("spaced.listen", "%s", reason);
+        int e2b_fd = -1;
+        /* Two sockets of one process with SO_REUSEADDR may both bind one port: refuse here. */
+        if (ctx.cfg.e2b_enabled && ctx.cfg.e2b_listen_port == ctx.cfg.listen_port)
+                return fail("spaced.listen", "the E2B front door cannot listen on --listen's port %u", ctx.cfg.listen_port);
+        if (ctx.cfg.e2b_enabled &&
+            (e2b_fd = http_listener_bind(ctx.cfg.e2b_listen_addr, ctx.cfg.e2b_listen_port, reason, sizeof(reason))) < 0)
+                return fail("spaced.listen", "E2B front door: %s", reason);
 
         snprintf(path, sizeof(path), "%s/state.db", ctx.cfg.state_dir);
         ctx.store.ops = &state_store_sqlite;
@@ -243,10 +256,10 @@ int main(int argc, char **argv)
         command_channels_resume_all(ctx.channels);
 
         struct http_server *http = NULL;
-        if (http_server_start(&ctx, &http, reason, sizeof(reason)) < 0)
+        if (http_server_start(&ctx, api_fd, &http, reason, sizeof(reason)) < 0)
                 return fail("spaced.listen", "%s", reason);
         struct e2b_server *e2b = NULL;
-        if (ctx.cfg.e2b_enabled && e2b_server_start(&ctx, &e2b, reason, sizeof(reason)) < 0)
+        if (ctx.cfg.e2b_enabled && e2b_server_start(&ctx, e2b_fd, &e2b, reason, sizeof(reason)) < 0)
                 return fail("spaced.listen", "%s", reason);
         if (e2b)
                 log_info("spaced.e2b_ready", "url=http://%s:%u", ctx.cfg.e2b_listen_addr, ctx.cfg.e2b_listen_port);

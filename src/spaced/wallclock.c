@@ -50,3 +50,55 @@ int random_id(const char *prefix, size_t nbytes, char *buf, size_t size)
         explicit_bzero(raw, sizeof(raw));
         return 0;
 }
+
+/* n digits at *p into *ret; advances p. */
+static int digits(const char **p, int n, int *ret)
+{
+        int v = 0;
+        for (int i = 0; i < n; i++, (*p)++) {
+                if (**p < '0' || **p > '9')
+                        return -1;
+                v = v * 10 + (**p - '0');
+        }
+        *ret = v;
+        return 0;
+}
+
+int wallclock_parse(const char *s, int64_t *ret_ms)
+{
+        int y, mo, d, h, mi, sec, ms = 0, oh = 0, om = 0, sign = 0;
+        const char *p = s;
+        if (!s || digits(&p, 4, &y) < 0 || *p++ != '-' || digits(&p, 2, &mo) < 0 || *p++ != '-' || digits(&p, 2, &d) < 0 ||
+            (*p != 'T' && *p != 't') || !*p++ || digits(&p, 2, &h) < 0 || *p++ != ':' || digits(&p, 2, &mi) < 0 ||
+            *p++ != ':' || digits(&p, 2, &sec) < 0)
+                return -EINVAL;
+        if (*p == '.') {
+                p++;
+                int n = 0;
+                for (; *p >= '0' && *p <= '9'; p++, n++)
+                        if (n < 3)
+                                ms = ms * 10 + (*p - '0');
+                if (n == 0 || n > 9)
+                        return -EINVAL;
+                for (; n < 3; n++)
+                        ms *= 10;
+        }
+        if (*p == 'Z' || *p == 'z') {
+                p++;
+        } else if (*p == '+' || *p == '-') {
+                sign = *p++ == '+' ? 1 : -1;
+                if (digits(&p, 2, &oh) < 0 || *p++ != ':' || digits(&p, 2, &om) < 0 || oh > 23 || om > 59)
+                        return -EINVAL;
+        } else {
+                return -EINVAL;
+        }
+        if (*p || y < 1970 || mo < 1 || mo > 12 || d < 1 || d > 31 || h > 23 || mi > 59 || sec > 60)
+                return -EINVAL;
+        struct tm tm = { .tm_year = y - 1900, .tm_mon = mo - 1, .tm_mday = d, .tm_hour = h, .tm_min = mi,
+                         .tm_sec = sec > 59 ? 59 : sec };
+        time_t t = timegm(&tm);
+        if (t == (time_t)-1 || tm.tm_mday != d) /* 2026-02-30 normalises to March */
+                return -EINVAL;
+        *ret_ms = ((int64_t)t - sign * (oh * 3600 + om * 60)) * 1000 + ms;
+        return 0;
+}

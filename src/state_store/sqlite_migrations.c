@@ -80,6 +80,14 @@ static const char *const migrations[] = {
         "CREATE INDEX snapshots_project ON snapshots(project_id, created_at);"
         "CREATE INDEX operations_project ON operations(project_id, created_at);"
         "CREATE INDEX api_keys_project ON api_keys(project_id, created_at);",
+        /* 7: the audit log (append-only; purged by age after --audit-retention) */
+        "CREATE TABLE audit_log ("
+        "  id TEXT PRIMARY KEY, created_at INTEGER NOT NULL, request_id TEXT NOT NULL,"
+        "  key_id TEXT, project TEXT, role TEXT, action TEXT NOT NULL, target TEXT,"
+        "  method TEXT NOT NULL, status INTEGER NOT NULL, error_code TEXT, source TEXT);"
+        "CREATE INDEX audit_log_created ON audit_log(created_at, id);"
+        "CREATE TRIGGER audit_log_append_only BEFORE UPDATE ON audit_log"
+        "  BEGIN SELECT RAISE(ABORT, 'the audit log is append-only'); END;",
 };
 
 int sqlite_migrations_apply(sqlite3 *db, int *ret_version)

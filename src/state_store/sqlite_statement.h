@@ -71,3 +71,9 @@ int sqlite_command_delete(struct state_store *st, const char *sandbox_id, const 
 int sqlite_command_get(struct state_store *st, const char *sandbox_id, const char *id, struct command_record *ret);
 int sqlite_command_list(struct state_store *st, const char *sandbox_id, bool unfinished_only,
                         struct command_record **ret, size_t *ret_n);
+
+/* sqlite_audit.c: the audit log */
+int sqlite_audit_insert(struct state_store *st, const struct audit_record *a);
+int sqlite_audit_list(struct state_store *st, const struct audit_filter *f, const struct store_page *page,
+                      struct audit_record **ret, size_t *ret_n);
+int sqlite_audit_purge(struct state_store *st, int64_t before_ms, int limit, int *ret_n);

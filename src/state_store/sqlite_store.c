@@ -571,4 +571,7 @@ const struct state_store_ops state_store_sqlite = {
         .command_get = sqlite_command_get,
         .command_delete = sqlite_command_delete,
         .command_list = sqlite_command_list,
+        .audit_insert = sqlite_audit_insert,
+        .audit_list = sqlite_audit_list,
+        .audit_purge = sqlite_audit_purge,
 };

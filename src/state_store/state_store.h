@@ -29,6 +29,16 @@ enum operation_state { OPERATION_PENDING = 0, OPERATION_RUNNING, OPERATION_SUCCE
 const char *operation_state_name(enum operation_state s);
 int operation_state_from_name(const char *name, enum operation_state *ret);
 
+/* A window of a list, in the list's order: the rows after the one at (after_ms, after_id),
+ * at most limit of them. For lists ordered by (created_at, id) after_ms is a created_at;
+ * templates are ordered by name (after_id) alone; operations newest first, so "after"
+ * is older. NULL (or after_id NULL) starts at the first row; limit 0 means all. */
+struct store_page {
+        int64_t after_ms;
+        const char *after_id;
+        int limit;
+};
+
 struct sandbox_resources {
         double cpus;
         int64_t memory_mb;
@@ -159,6 +169,29 @@ struct command_record {
 void command_record_release(struct command_record *c);
 void command_record_array_free(struct command_record *arr, size_t n);
 
+/* One row of the audit log: a mutating call or a refused one, written once at the end of
+ * the request. Never a secret, a header or a body. Empty strings are absent values. */
+struct audit_record {
+        char id[32];
+        int64_t created_at_ms;
+        char request_id[72];
+        char key_id[32];     /* the principal: the authenticated key, "" when none */
+        char project[64];    /* "" until requests carry a project */
+        char role[32];       /* "" until requests carry a role */
+        char action[48];     /* a stable name from the route table: sandbox.create */
+        char target[72];     /* the id in the path, "" for none */
+        char method[8];
+        int status;          /* the HTTP status answered */
+        char error_code[32]; /* the error's code, "" on success */
+        char source[64];     /* the client's address */
+};
+
+/* What GET /v1/audit filters on; NULL or 0 fields match everything. */
+struct audit_filter {
+        const char *project, *key_id, *action, *target;
+        int64_t since_ms, until_ms; /* created_at in [since, until); 0: open */
+};
+
 struct state_store;
 
 /* The end of an operation's handler, written in one transaction (sandbox_settle): the
@@ -269,6 +302,14 @@ struct state_store_ops {
         /* sandbox_id NULL: all; unfinished_only: starting + running. Oldest first. */
         int (*command_list)(struct state_store *st, const char *sandbox_id, bool unfinished_only,
                             struct command_record **ret, size_t *ret_n);
+
+        /* The audit log is append-only: rows are inserted, listed, and purged by age. */
+        int (*audit_insert)(struct state_store *st, const struct audit_record *a);
+        /* Oldest first, by (created_at, id), after page's row, at most page->limit (0: all). */
+        int (*audit_list)(struct state_store *st, const struct audit_filter *f, const struct store_page *page,
+                          struct audit_record **ret, size_t *ret_n);
+        /* Deletes up to limit rows written before before_ms; *ret_n how many. */
+        int (*audit_purge)(struct state_store *st, int64_t before_ms, int limit, int *ret_n);
 };
 
 extern const struct state_store_ops state_store_sqlite;

@@ -60,7 +60,7 @@ def v1_routes():
     src = read("src/api/api_router.c")
     out = []
     for m in re.finditer(r'\{ "(GET|POST|PUT|DELETE|PATCH)", \{ ([^}]*) \}, (&?\w+), (API_AUTH_\w+), '
-                         r'(?:API_BODY_\w+, )?([^,}]+) \},', src):
+                         r'(?:API_BODY_\w+, )?([^,}]+)(?:, "[a-z_.]+")? \},', src):
         segs = re.findall(r'"([^"]*)"', m.group(2))
         out.append((m.group(1), segs, m.group(4), perm_names(m.group(5))))
     assert len(out) >= 60, "route table not parsed: %d routes" % len(out)
@@ -74,7 +74,7 @@ def e2b_routes():
     src = read("src/e2b/e2b_router.c")
     out = []
     for m in re.finditer(r'\{ "(GET|POST|PUT|DELETE|PATCH)", \{ ([^}]*) \}, (\w+), (CONTROL|ENVD|ENVD_OPEN), '
-                         r'([^,}]+), (OBJECT_\w+) \},', src):
+                         r'([^,}]+), (OBJECT_\w+)(?:, "[a-z_.]+", (?:true|false))? \},', src):
         out.append((m.group(1), re.findall(r'"([^"]*)"', m.group(2)), m.group(4), perm_names(m.group(5)), m.group(6)))
     rows = len(re.findall(r'^\s+\{ "(?:GET|POST|PUT|DELETE|PATCH)", \{', src, re.M))
     assert rows == len(out) and rows > 20, "parsed %d of %d E2B route rows" % (len(out), rows)

@@ -178,6 +178,28 @@ class Tenancy(SpacedTestCase):
         _, d = sp.api("GET", "/v1/sandboxes?project=ta", expect=200)
         self.assertIn(child, {x["id"] for x in d["sandboxes"]})
 
+    def test_the_audit_log_shows_one_project(self):
+        # Project tb's own calls are in its owner's view; none of ta's are, and ta's rows
+        # cannot be asked for. An admin sees both. Rows are written just after the answer.
+        sp = self.spaced
+        self.sandbox(self.b)
+        deadline = time.time() + 20
+        while True:
+            _, rows = sp.api("GET", "/v1/audit?limit=1000", key=self.b, expect=200)
+            if any(r["action"] == "sandbox.create" for r in rows["audit"]) or time.time() > deadline:
+                break
+            time.sleep(0.2)
+        self.assertTrue(rows["audit"], rows)
+        self.assertEqual({r["project"] for r in rows["audit"]}, {"tb"}, rows)
+        self.assertIn("sandbox.create", [r["action"] for r in rows["audit"]])
+        r = sp.request("GET", "/v1/audit?project=ta", key=self.b)
+        self.assertEqual(r[0], 404, r)
+        _, all_rows = sp.api("GET", "/v1/audit?limit=1000", expect=200)
+        self.assertTrue({"ta", "tb"} <= {r["project"] for r in all_rows["audit"]}, all_rows)
+        _, only_a = sp.api("GET", "/v1/audit?project=ta&limit=1000", expect=200)
+        self.assertEqual({r["project"] for r in only_a["audit"]}, {"ta"})
+        self.assertEqual(sp.request("GET", "/v1/audit", key=self.a_viewer)[0], 403)
+
     def test_data_plane_token_reaches_its_sandbox_only(self):
         sp = self.spaced
         _, s = sp.api("POST", "/v1/sandboxes/%s/sessions" % self.a_sb, {}, key=self.a, expect=(200, 201))

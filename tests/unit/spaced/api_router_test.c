@@ -15,6 +15,7 @@ struct match {
         api_handler handler;
         enum api_auth_kind auth;
         struct space_error err;
+        const char *action, *target;
 };
 
 /* Splits path on '/' like the HTTP server does, then asks the router. */
@@ -29,7 +30,57 @@ static struct match route(const char *method, const char *path)
                 req.segments[req.nsegments++] = seg;
         }
         m.handler = api_router_match(&req, &m.auth, &m.err);
+        m.action = req.action;
+        m.target = req.target;
         return m;
+}
+
+/* An audit action name: <noun>.<verb>, lowercase. */
+static bool action_ok(const char *a)
+{
+        if (!a || !strchr(a, '.') || a[0] == '.' || a[strlen(a) - 1] == '.')
+                return false;
+        for (const char *p = a; *p; p++)
+                if (!((*p >= 'a' && *p <= 'z') || *p == '.' || *p == '_'))
+                        return false;
+        return true;
+}
+
+/* Each route names its action and the id in its path (the first "*"). */
+static void test_actions_and_targets(void **state)
+{
+        static const struct {
+                const char *method, *path, *action, *target;
+        } cases[] = {
+                { "POST", "/v1/sandboxes", "sandbox.create", NULL },
+                { "DELETE", "/v1/sandboxes/sb-1", "sandbox.delete", "sb-1" },
+                { "POST", "/v1/sandboxes/sb-1/stop", "sandbox.stop", "sb-1" },
+                { "DELETE", "/v1/sandboxes/sb-1/sessions/ses-2", "session.revoke", "sb-1" },
+                { "POST", "/v1/sandboxes/sb-1/commands/cmd-3/signal", "command.signal", "sb-1" },
+                { "DELETE", "/v1/keys/key-1", "key.delete", "key-1" },
+                { "POST", "/v1/keys", "key.create", NULL },
+                { "DELETE", "/v1/templates/python", "template.delete", "python" },
+                { "POST", "/v1/operations/op-1/cancel", "operation.cancel", "op-1" },
+                { "GET", "/v1/audit", "audit.list", NULL },
+        };
+        for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+                struct match m = route(cases[i].method, cases[i].path);
+                assert_non_null(m.handler);
+                assert_string_equal(m.action, cases[i].action);
+                if (cases[i].target)
+                        assert_string_equal(m.target, cases[i].target);
+                else
+                        assert_null(m.target);
+        }
+        /* Streamed uploads too. */
+        char copy[64] = "v1/sandboxes/sb-9/files";
+        struct api_request req = { .method = "PUT", .path = "/v1/sandboxes/sb-9/files" };
+        for (char *save = NULL, *seg = strtok_r(copy, "/", &save); seg; seg = strtok_r(NULL, "/", &save))
+                req.segments[req.nsegments++] = seg;
+        enum api_auth_kind auth;
+        assert_non_null(api_router_upload_sink(&req, &auth));
+        assert_string_equal(req.action, "file.upload");
+        assert_string_equal(req.target, "sb-9");
 }
 
 static void test_documented_routes(void **state)
@@ -57,6 +108,7 @@ static void test_documented_routes(void **state)
                 { "GET", "/v1/snapshots/snap-1", route_snapshot_get },
                 { "DELETE", "/v1/snapshots/snap-1", route_snapshot_delete },
                 { "GET", "/v1/capabilities", route_capabilities },
+                { "GET", "/v1/audit", route_audit_list },
                 { "GET", "/v1/templates", route_template_list },
                 { "GET", "/v1/templates/busybox", route_template_get },
                 { "DELETE", "/v1/templates/busybox", route_template_delete },
@@ -75,6 +127,8 @@ static void test_documented_routes(void **state)
                 struct match m = route(routes[i].method, routes[i].path);
                 if (m.handler != routes[i].handler)
                         fail_msg("%s %s went to the wrong handler", routes[i].method, routes[i].path);
+                if (!action_ok(m.action))
+                        fail_msg("%s %s has no audit action name", routes[i].method, routes[i].path);
                 if (m.auth != API_AUTH_CONTROL)
                         fail_msg("%s %s does not need a control API key", routes[i].method, routes[i].path);
         }
@@ -151,6 +205,7 @@ int main(void)
 {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_documented_routes),
+                cmocka_unit_test(test_actions_and_targets),
                 cmocka_unit_test(test_data_plane_routes),
                 cmocka_unit_test(test_health_is_open),
                 cmocka_unit_test(test_wrong_method_is_405),

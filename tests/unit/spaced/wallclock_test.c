@@ -111,6 +111,34 @@ static void test_random_ids_do_not_repeat(void **state)
                                 fail_msg("random_id repeated %s", ids[i]);
 }
 
+static void test_parse(void **state)
+{
+        int64_t ms = 0;
+        assert_int_equal(wallclock_parse("2025-11-29T18:00:00.123Z", &ms), 0);
+        assert_int_equal(ms, 1764439200123);
+        assert_int_equal(wallclock_parse("2025-11-29T18:00:00Z", &ms), 0);
+        assert_int_equal(ms, 1764439200000);
+        assert_int_equal(wallclock_parse("2025-11-29T20:00:00.5+02:00", &ms), 0);
+        assert_int_equal(ms, 1764439200500);
+        assert_int_equal(wallclock_parse("2025-11-29T17:00:00.123456789-01:00", &ms), 0);
+        assert_int_equal(ms, 1764439200123);
+        /* round trip with wallclock_format */
+        char buf[32];
+        wallclock_format(1764439200123, buf, sizeof(buf));
+        assert_int_equal(wallclock_parse(buf, &ms), 0);
+        assert_int_equal(ms, 1764439200123);
+        static const char *const bad[] = { "", "yesterday", "2025-11-29", "2025-11-29T18:00:00", "2025-11-29 18:00:00Z",
+                                           "2025-02-30T00:00:00Z", "2025-13-01T00:00:00Z", "2025-11-29T24:00:00Z",
+                                           "2025-11-29T18:00:00.Z", "2025-11-29T18:00:00Zjunk", "1969-12-31T23:59:59Z",
+                                           "2025-11-29T18:00:00+2:00", "+2025-11-29T18:00:00Z", "1764439200123" };
+        for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+                ms = 42;
+                if (wallclock_parse(bad[i], &ms) != -EINVAL)
+                        fail_msg("accepted %s", bad[i]);
+                assert_int_equal(ms, 42);
+        }
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -120,6 +148,7 @@ int main(void)
                 cmocka_unit_test(test_random_id_shape),
                 cmocka_unit_test(test_random_id_limits),
                 cmocka_unit_test(test_random_ids_do_not_repeat),
+                cmocka_unit_test(test_parse),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
