@@ -28,7 +28,7 @@ void route_snapshot_export(struct api_request *req, struct api_response *resp);
 api_handler api_router_match(struct api_request *req, enum api_auth_kind *ret_auth, struct space_error *err);
 /* The upload sink for a request whose body is streamed (POST /v1/snapshots/import), or NULL;
  * sets *ret_auth when found. */
-const struct api_upload_sink *api_router_upload_sink(const struct api_request *req, enum api_auth_kind *ret_auth);
+const struct api_upload_sink *api_router_upload_sink(struct api_request *req, enum api_auth_kind *ret_auth);
 
 /* ?wait=true&timeout_s=N, read before anything is submitted so a bad value changes nothing. */
 struct api_wait {
