@@ -7,21 +7,22 @@
  * ending in "." admits a family (metadata.<key>). */
 static const char *const q_none[] = { NULL };
 static const char *const q_wait[] = { "wait", "timeout_s", NULL };
-static const char *const q_sandbox_list[] = { "state", "metadata.", NULL };
+static const char *const q_page[] = { "limit", "cursor", NULL };
+static const char *const q_sandbox_list[] = { "state", "metadata.", "limit", "cursor", NULL };
 static const char *const q_file[] = { "path", "user", NULL };
 static const char *const q_file_list[] = { "path", "user", "depth", NULL };
 static const char *const q_file_remove[] = { "path", "user", "recursive", NULL };
 static const char *const q_file_watch[] = { "path", "user", "recursive", "keepalive_s", NULL };
 static const char *const q_file_upload[] = { "path", "user", "mode", "owner", "uid", "gid", "parents", NULL };
 static const char *const q_command_events[] = { "after", "keepalive_s", NULL };
-static const char *const q_snapshot_list[] = { "sandbox_id", NULL };
+static const char *const q_snapshot_list[] = { "sandbox_id", "limit", "cursor", NULL };
 static const char *const q_snapshot_export[] = { "parent", "full", NULL };
 static const char *const q_snapshot_import[] = { "sandbox_id", "label", "parent_snapshot_id", NULL };
 static const char *const q_template_build[] = { "name", "spacefile", "wait", "timeout_s", NULL };
 static const char *const q_template_import[] = { "name", "format", NULL };
 static const char *const q_build_log[] = { "follow", NULL };
 static const char *const q_build_events[] = { "after", NULL };
-static const char *const q_operation_list[] = { "target", "state", NULL };
+static const char *const q_operation_list[] = { "target", "state", "limit", "cursor", NULL };
 
 static const struct route {
         const char *method;
@@ -44,15 +45,15 @@ static const struct route {
         { "POST", { "v1", "sandboxes", "*", "pause" }, route_sandbox_action, API_AUTH_CONTROL, API_BODY_NO_FIELDS, q_wait },
         { "POST", { "v1", "sandboxes", "*", "resume" }, route_sandbox_action, API_AUTH_CONTROL, API_BODY_NO_FIELDS, q_wait },
         { "POST", { "v1", "sandboxes", "*", "snapshots" }, route_snapshot_create, API_AUTH_CONTROL, API_BODY_ANY, q_wait },
-        { "GET", { "v1", "sandboxes", "*", "snapshots" }, route_snapshot_list_of_sandbox, API_AUTH_CONTROL, API_BODY_ANY, q_none },
+        { "GET", { "v1", "sandboxes", "*", "snapshots" }, route_snapshot_list_of_sandbox, API_AUTH_CONTROL, API_BODY_ANY, q_page },
         { "POST", { "v1", "sandboxes", "*", "restore" }, route_sandbox_restore, API_AUTH_CONTROL, API_BODY_ANY, q_wait },
         { "POST", { "v1", "sandboxes", "*", "fork" }, route_sandbox_fork, API_AUTH_CONTROL, API_BODY_ANY, q_wait },
         { "POST", { "v1", "sandboxes", "*", "sessions" }, route_session_create, API_AUTH_CONTROL, API_BODY_ANY, q_none },
-        { "GET", { "v1", "sandboxes", "*", "sessions" }, route_session_list, API_AUTH_CONTROL, API_BODY_ANY, q_none },
+        { "GET", { "v1", "sandboxes", "*", "sessions" }, route_session_list, API_AUTH_CONTROL, API_BODY_ANY, q_page },
         { "POST", { "v1", "sandboxes", "*", "sessions", "*", "renew" }, route_session_renew, API_AUTH_CONTROL, API_BODY_ANY, q_none },
         { "DELETE", { "v1", "sandboxes", "*", "sessions", "*" }, route_session_revoke, API_AUTH_CONTROL, API_BODY_NONE, q_none },
         { "POST", { "v1", "sandboxes", "*", "commands" }, route_command_start, API_AUTH_DATA, API_BODY_ANY, q_none },
-        { "GET", { "v1", "sandboxes", "*", "commands" }, route_command_list, API_AUTH_DATA, API_BODY_ANY, q_none },
+        { "GET", { "v1", "sandboxes", "*", "commands" }, route_command_list, API_AUTH_DATA, API_BODY_ANY, q_page },
         { "GET", { "v1", "sandboxes", "*", "commands", "*" }, route_command_get, API_AUTH_DATA, API_BODY_ANY, q_wait },
         { "GET", { "v1", "sandboxes", "*", "commands", "*", "events" }, route_command_events, API_AUTH_DATA, API_BODY_ANY, q_command_events },
         { "POST", { "v1", "sandboxes", "*", "commands", "*", "stdin" }, route_command_stdin, API_AUTH_DATA, API_BODY_ANY, q_none },
@@ -64,7 +65,7 @@ static const struct route {
         { "DELETE", { "v1", "snapshots", "*" }, route_snapshot_delete, API_AUTH_CONTROL, API_BODY_NONE, q_none },
         { "GET", { "v1", "snapshots", "*", "export" }, route_snapshot_export, API_AUTH_CONTROL, API_BODY_ANY, q_snapshot_export },
         { "GET", { "v1", "capabilities" }, route_capabilities, API_AUTH_CONTROL, API_BODY_ANY, q_none },
-        { "GET", { "v1", "templates" }, route_template_list, API_AUTH_CONTROL, API_BODY_ANY, q_none },
+        { "GET", { "v1", "templates" }, route_template_list, API_AUTH_CONTROL, API_BODY_ANY, q_page },
         { "GET", { "v1", "templates", "*" }, route_template_get, API_AUTH_CONTROL, API_BODY_ANY, q_none },
         { "DELETE", { "v1", "templates", "*" }, route_template_delete, API_AUTH_CONTROL, API_BODY_NONE, q_none },
         { "POST", { "v1", "templates", "*", "build" }, route_template_build, API_AUTH_CONTROL, API_BODY_NO_FIELDS, q_wait },
@@ -74,7 +75,7 @@ static const struct route {
         { "POST", { "v1", "templates", "layers", "prune" }, route_template_layers_prune, API_AUTH_CONTROL, API_BODY_NO_FIELDS, q_none },
         { "GET", { "v1", "operations" }, route_operation_list, API_AUTH_CONTROL, API_BODY_ANY, q_operation_list },
         { "GET", { "v1", "operations", "*" }, route_operation_get, API_AUTH_CONTROL, API_BODY_ANY, q_none },
-        { "GET", { "v1", "keys" }, route_key_list, API_AUTH_CONTROL, API_BODY_ANY, q_none },
+        { "GET", { "v1", "keys" }, route_key_list, API_AUTH_CONTROL, API_BODY_ANY, q_page },
         { "POST", { "v1", "keys" }, route_key_create, API_AUTH_CONTROL, API_BODY_ANY, q_none },
         { "DELETE", { "v1", "keys", "*" }, route_key_delete, API_AUTH_CONTROL, API_BODY_NONE, q_none },
         { "GET", { "v1", "sandboxes", "*", "files" }, route_file_download, API_AUTH_DATA, API_BODY_ANY, q_file },

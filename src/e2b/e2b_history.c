@@ -31,7 +31,7 @@ int e2b_snapshot_by_name(struct spaced_context *ctx, const char *name, char *ret
 {
         struct snapshot *all = NULL;
         size_t n = 0;
-        int r = STORE(ctx, snapshot_list, NULL, &all, &n);
+        int r = STORE(ctx, snapshot_list, NULL, NULL, &all, &n);
         if (r < 0)
                 return r;
         r = -ENOENT;
@@ -88,7 +88,7 @@ void e2b_snapshot_list(struct e2b_call *call, struct api_response *resp)
                 return api_response_json(resp, 200, json_array());
         struct snapshot *all = NULL;
         size_t n = 0;
-        int r = STORE(call->req.ctx, snapshot_list, sandbox_id && *sandbox_id ? sandbox_id : NULL, &all, &n);
+        int r = STORE(call->req.ctx, snapshot_list, sandbox_id && *sandbox_id ? sandbox_id : NULL, NULL, &all, &n);
         if (r < 0)
                 return e2b_reply_error(resp, 500, "list snapshots: %s", strerror(-r));
         json_t *arr = json_array();

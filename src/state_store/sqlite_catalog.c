@@ -56,11 +56,16 @@ int sqlite_template_get(struct state_store *st, const char *name, struct templat
         return r;
 }
 
-int sqlite_template_list(struct state_store *st, struct template_record **ret, size_t *ret_n)
+int sqlite_template_list(struct state_store *st, const struct store_page *page, struct template_record **ret, size_t *ret_n)
 {
         sqlite3_stmt *s;
         pthread_mutex_lock(&st->lock);
-        int r = sq_prepare(st, "SELECT name, state, environment, state_reason, updated_at FROM templates ORDER BY name", &s);
+        int r = sq_prepare(st,
+                           "SELECT name, state, environment, state_reason, updated_at FROM templates WHERE " SQ_PAGE_AFTER_NAME("name")
+                           " ORDER BY name" SQ_PAGE_LIMIT,
+                           &s);
+        if (r == 0)
+                sq_bind_page(s, page);
         if (r == 0)
                 r = sq_collect(s, sizeof(struct template_record), template_row, template_release, (void **)ret, ret_n);
         pthread_mutex_unlock(&st->lock);
@@ -116,11 +121,16 @@ static void key_from_row(sqlite3_stmt *s, struct api_key *k)
         k->last_used_at_ms = sqlite3_column_int64(s, 4);
 }
 
-int sqlite_key_list(struct state_store *st, struct api_key **ret, size_t *ret_n)
+int sqlite_key_list(struct state_store *st, const struct store_page *page, struct api_key **ret, size_t *ret_n)
 {
         sqlite3_stmt *s;
         pthread_mutex_lock(&st->lock);
-        int r = sq_prepare(st, "SELECT id, name, hash, created_at, last_used_at FROM api_keys ORDER BY created_at", &s);
+        int r = sq_prepare(st,
+                           "SELECT id, name, hash, created_at, last_used_at FROM api_keys WHERE " SQ_PAGE_AFTER("created_at, id", ">")
+                           " ORDER BY created_at, id" SQ_PAGE_LIMIT,
+                           &s);
+        if (r == 0)
+                sq_bind_page(s, page);
         if (r == 0)
                 r = sq_collect(s, sizeof(struct api_key), key_row, NULL, (void **)ret, ret_n);
         pthread_mutex_unlock(&st->lock);

@@ -61,6 +61,12 @@ static const char *const migrations[] = {
         "UPDATE operations SET snapshot_id = (SELECT parent_snapshot_id FROM sandboxes WHERE sandboxes.id = operations.target)"
         "  WHERE kind = 'sandbox.create' AND state IN ('pending', 'running') AND snapshot_id = '';"
         "CREATE INDEX operations_snapshot ON operations(snapshot_id, state);",
+        /* 6: lists are paged by (created_at, id): an index in that order for the lists that
+         * are not read per sandbox (those have (sandbox_id, created_at) already) */
+        "CREATE INDEX sandboxes_created ON sandboxes(created_at, id);"
+        "CREATE INDEX operations_created ON operations(created_at, id);"
+        "CREATE INDEX snapshots_created ON snapshots(created_at, id);"
+        "CREATE INDEX api_keys_created ON api_keys(created_at, id);",
 };
 
 int sqlite_migrations_apply(sqlite3 *db, int *ret_version)

@@ -29,6 +29,16 @@ enum operation_state { OPERATION_PENDING = 0, OPERATION_RUNNING, OPERATION_SUCCE
 const char *operation_state_name(enum operation_state s);
 int operation_state_from_name(const char *name, enum operation_state *ret);
 
+/* A window of a list, in the list's order: the rows after the one at (after_ms, after_id),
+ * at most limit of them. For lists ordered by (created_at, id) after_ms is a created_at;
+ * templates are ordered by name (after_id) alone; operations newest first, so "after"
+ * is older. NULL (or after_id NULL) starts at the first row; limit 0 means all. */
+struct store_page {
+        int64_t after_ms;
+        const char *after_id;
+        int limit;
+};
+
 struct sandbox_resources {
         double cpus;
         int64_t memory_mb;
@@ -175,7 +185,8 @@ struct state_store_ops {
                             size_t nsnap, const struct operation *op);
         int (*sandbox_get)(struct state_store *st, const char *id, struct sandbox *ret);
         /* state_filter < 0: all but destroyed. */
-        int (*sandbox_list)(struct state_store *st, int state_filter, struct sandbox **ret, size_t *ret_n);
+        int (*sandbox_list)(struct state_store *st, int state_filter, const struct store_page *page, struct sandbox **ret,
+                            size_t *ret_n);
         /* If the sandbox is in one of `from` (mask of 1<<state), moves it to `to` with reason and,
          * if op != NULL, inserts op, all in one transaction. Otherwise -ESTALE and *ret_current.
          * A sandbox.destroy is refused with -EBUSY while a fork or snapshot of the sandbox that
@@ -198,7 +209,8 @@ struct state_store_ops {
 
         int (*snapshot_get)(struct state_store *st, const char *id, struct snapshot *ret);
         /* sandbox_id NULL: all. Oldest first. */
-        int (*snapshot_list)(struct state_store *st, const char *sandbox_id, struct snapshot **ret, size_t *ret_n);
+        int (*snapshot_list)(struct state_store *st, const char *sandbox_id, const struct store_page *page, struct snapshot **ret,
+                             size_t *ret_n);
         int (*snapshot_update)(struct state_store *st, const struct snapshot *snap);
         /* With if_unused, refuses (-EBUSY, the operation's id in ret_user[32] when given)
          * while an unfinished operation needs the snapshot; checked in the same transaction. */
@@ -207,17 +219,18 @@ struct state_store_ops {
         int (*operation_insert)(struct state_store *st, const struct operation *op);
         int (*operation_update)(struct state_store *st, const struct operation *op);
         int (*operation_get)(struct state_store *st, const char *id, struct operation *ret);
-        /* target/state may be NULL / < 0 for any; unfinished_only returns pending+running oldest first. */
+        /* target/state may be NULL / < 0 for any, newest first; unfinished_only returns
+         * pending+running oldest first (and takes no page). */
         int (*operation_list)(struct state_store *st, const char *target, int state, bool unfinished_only,
-                              struct operation **ret, size_t *ret_n);
+                              const struct store_page *page, struct operation **ret, size_t *ret_n);
 
         int (*template_upsert)(struct state_store *st, const struct template_record *t);
         int (*template_get)(struct state_store *st, const char *name, struct template_record *ret);
-        int (*template_list)(struct state_store *st, struct template_record **ret, size_t *ret_n);
+        int (*template_list)(struct state_store *st, const struct store_page *page, struct template_record **ret, size_t *ret_n);
         int (*template_delete)(struct state_store *st, const char *name);
 
         int (*key_insert)(struct state_store *st, const struct api_key *k);
-        int (*key_list)(struct state_store *st, struct api_key **ret, size_t *ret_n);
+        int (*key_list)(struct state_store *st, const struct store_page *page, struct api_key **ret, size_t *ret_n);
         int (*key_delete)(struct state_store *st, const char *id);
         /* Finds by hash and records last use. */
         int (*key_authenticate)(struct state_store *st, const char *hash, struct api_key *ret);
@@ -227,7 +240,8 @@ struct state_store_ops {
         int (*session_get)(struct state_store *st, const char *id, struct attach_session *ret);
         int (*session_find_by_hash)(struct state_store *st, const char *hash, struct attach_session *ret);
         /* Oldest first. */
-        int (*session_list)(struct state_store *st, const char *sandbox_id, struct attach_session **ret, size_t *ret_n);
+        int (*session_list)(struct state_store *st, const char *sandbox_id, const struct store_page *page,
+                            struct attach_session **ret, size_t *ret_n);
         /* Writes expires_at and revoked_at. */
         int (*session_update)(struct state_store *st, const struct attach_session *s);
 
@@ -239,7 +253,7 @@ struct state_store_ops {
         int (*command_delete)(struct state_store *st, const char *sandbox_id, const char *id);
         /* sandbox_id NULL: all; unfinished_only: starting + running. Oldest first. */
         int (*command_list)(struct state_store *st, const char *sandbox_id, bool unfinished_only,
-                            struct command_record **ret, size_t *ret_n);
+                            const struct store_page *page, struct command_record **ret, size_t *ret_n);
 };
 
 extern const struct state_store_ops state_store_sqlite;

@@ -5,9 +5,10 @@ harness runs on every response refuses what it must. Then, against the real spac
 unknown query parameters are 400 and change nothing, and every list pages with a cursor.
 """
 
-import base64
+import io
 import os
 import re
+import tarfile
 import unittest
 
 import openapi_contract
@@ -195,6 +196,169 @@ class QueryParameters(SpacedTestCase):
         self.assertError(r, 400, "invalid_request")
         r = sp.request("GET", "/v1/sandboxes/%s/files/stat?path=/tmp/q" % sid, key=ses["attach_token"])
         self.assertError(r, 404)
+
+
+def tiny_rootfs():
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w") as t:
+        for name in ("bin", "etc"):
+            info = tarfile.TarInfo(name)
+            info.type, info.mode = tarfile.DIRTYPE, 0o755
+            t.addfile(info)
+        info = tarfile.TarInfo("etc/motd")
+        info.size = 3
+        t.addfile(info, io.BytesIO(b"hi\n"))
+    return buf.getvalue()
+
+
+def tampered(cursor):
+    """Ways a client can spoil a cursor: each must be refused."""
+    flip = "A" if cursor[5] != "A" else "B"
+    return [cursor[:5] + flip + cursor[6:], cursor[:-1], cursor + "A", cursor[:-2], cursor + "==",
+            cursor.replace("-", "+").replace("_", "/") + "+", "x", "!!!!", " " + cursor]
+
+
+class Pagination(SpacedTestCase):
+    """Every list pages with ?limit= and ?cursor=, in SQL, with a stable order."""
+
+    def walk(self, path, member, limit, key="admin"):
+        """Every item of a list, page by page; checks each page's size and the end."""
+        sep = "&" if "?" in path else "?"
+        items, cursor, pages = [], None, 0
+        while True:
+            q = "%s%slimit=%d" % (path, sep, limit) + ("&cursor=" + cursor if cursor else "")
+            _, page = self.spaced.api("GET", q, key=key, expect=200)
+            self.assertLessEqual(len(page[member]), limit, page)
+            items += page[member]
+            pages += 1
+            self.assertLess(pages, 1000)
+            cursor = page["next_cursor"]
+            if cursor is None:
+                return items, pages
+            self.assertRegex(cursor, r"^[A-Za-z0-9_-]+$")
+
+    def check_list(self, path, member, ident, limit, expect_at_least, key="admin", order=None):
+        """Walks with a small limit: the same items as one big page, none twice, none lost."""
+        _, whole = self.spaced.api("GET", path + ("&" if "?" in path else "?") + "limit=1000", key=key, expect=200)
+        self.assertIsNone(whole["next_cursor"])
+        self.assertGreater(len(whole[member]), limit, "%s: make more than a page" % path)
+        self.assertGreaterEqual(len(whole[member]), expect_at_least)
+        items, pages = self.walk(path, member, limit, key=key)
+        ids = [ident(i) for i in items]
+        self.assertEqual(len(ids), len(set(ids)), "%s: an item on two pages" % path)
+        self.assertEqual(ids, [ident(i) for i in whole[member]], "%s: pages differ from the whole list" % path)
+        self.assertEqual(pages, (len(ids) + limit - 1) // limit, "%s: a full last page says it is the last" % path)
+        if order:
+            self.assertEqual(ids, [ident(i) for i in sorted(whole[member], key=order)], "%s: order" % path)
+        # A tampered cursor, or one of another list, is 400 and answers nothing.
+        _, first = self.spaced.api("GET", path + ("&" if "?" in path else "?") + "limit=%d" % limit, key=key, expect=200)
+        cursor = first["next_cursor"]
+        self.assertIsNotNone(cursor)
+        for bad in tampered(cursor):
+            r = self.spaced.request("GET", path + ("&" if "?" in path else "?") + "cursor=" + urlquote(bad), key=key)
+            self.assertError(r, 400, "invalid_request")
+        # Default 100, limits 1..1000
+        for bad in ("0", "-1", "1001", "abc", "1.5", ""):
+            r = self.spaced.request("GET", path + ("&" if "?" in path else "?") + "limit=" + bad, key=key)
+            self.assertError(r, 400, "invalid_request")
+        _, one = self.spaced.api("GET", path + ("&" if "?" in path else "?") + "limit=1", key=key, expect=200)
+        self.assertEqual(len(one[member]), 1)
+        return cursor
+
+    def test_keys_templates_and_other_lists_refuse_each_others_cursors(self):
+        sp = self.spaced
+        for i in range(5):
+            sp.api("POST", "/v1/keys", {"name": "page-%d" % i}, expect=201)
+        key_cursor = self.check_list("/v1/keys", "keys", lambda k: k["id"], 2, 6,
+                                     order=lambda k: (k["created_at"], k["id"]))
+        for i in range(3):
+            r = sp.request("POST", "/v1/templates/import?name=page%d:1&format=rootfs" % i, raw=tiny_rootfs())
+            self.assertEqual(r[0], 201, r)
+        tpl_cursor = self.check_list("/v1/templates", "templates", lambda t: t["name"], 2, 3, order=lambda t: t["name"])
+        self.assertError(sp.request("GET", "/v1/templates?cursor=" + key_cursor), 400, "invalid_request")
+        self.assertError(sp.request("GET", "/v1/keys?cursor=" + tpl_cursor), 400, "invalid_request")
+        self.assertError(sp.request("GET", "/v1/sandboxes?cursor=" + key_cursor), 400, "invalid_request")
+        # The CLI follows the cursors: more keys than one default page (100), all listed.
+        for i in range(100):
+            sp.api("POST", "/v1/keys", {"name": "many-%d" % i}, expect=201)
+        _, whole = sp.api("GET", "/v1/keys?limit=1000", expect=200)
+        self.assertGreater(len(whole["keys"]), 100)
+        _, default = sp.api("GET", "/v1/keys", expect=200)
+        self.assertEqual(len(default["keys"]), 100)
+        self.assertIsNotNone(default["next_cursor"])
+        out = sp.cli("key", "ls")
+        self.assertEqual(out.returncode, 0, out.stderr)
+        listed = out.stdout.decode()
+        for k in whole["keys"]:
+            self.assertIn(k["id"], listed)
+        out = sp.cli("--json", "key", "ls")
+        self.assertEqual(out.returncode, 0, out.stderr)
+        import json
+        self.assertEqual([k["id"] for k in json.loads(out.stdout)["keys"]], [k["id"] for k in whole["keys"]])
+
+    def test_sandbox_lists_page(self):
+        sp = self.spaced
+        sids = [self.new_sandbox(metadata={"page": "yes" if i % 2 else "no"}) for i in range(5)]
+        self.check_list("/v1/sandboxes", "sandboxes", lambda s: s["id"], 2, 5,
+                        order=lambda s: (s["created_at"], s["id"]))
+        # With a state filter the walk pages that set; metadata filters apply per page.
+        items, _ = self.walk("/v1/sandboxes?state=running", "sandboxes", 2)
+        self.assertEqual({s["id"] for s in items} & set(sids), set(sids))
+        items, _ = self.walk("/v1/sandboxes?metadata.page=yes", "sandboxes", 2)
+        self.assertEqual([s["id"] for s in items], [sids[1], sids[3]])
+        out = sp.cli("sandbox", "ls")
+        self.assertEqual(out.returncode, 0, out.stderr)
+        for sid in sids:
+            self.assertIn(sid, out.stdout.decode())
+
+        # Snapshots: of one sandbox and all of them.
+        sid = sids[0]
+        for i in range(3):
+            sp.api("POST", "/v1/sandboxes/%s/snapshots?wait=true&timeout_s=120" % sid, {"label": "p%d" % i}, expect=200)
+        self.check_list("/v1/sandboxes/%s/snapshots" % sid, "snapshots", lambda x: x["id"], 2, 3,
+                        order=lambda x: (x["created_at"], x["id"]))
+        self.check_list("/v1/snapshots", "snapshots", lambda x: x["id"], 2, 3)
+        self.check_list("/v1/snapshots?sandbox_id=" + sid, "snapshots", lambda x: x["id"], 2, 3)
+
+        # Operations: newest first, of one target or all.
+        self.check_list("/v1/operations?target=" + sid, "operations", lambda o: o["id"], 2, 4)
+        items, _ = self.walk("/v1/operations?target=" + sid, "operations", 2)
+        self.assertEqual([o["id"] for o in items],
+                         [o["id"] for o in sorted(items, key=lambda o: (o["created_at"], o["id"]), reverse=True)])
+        self.check_list("/v1/operations", "operations", lambda o: o["id"], 3, 8)
+
+        # Sessions and commands (the data plane).
+        tokens = [sp.api("POST", "/v1/sandboxes/%s/sessions" % sid, {}, expect=(200, 201))[1]["attach_token"]
+                  for _ in range(4)]
+        self.check_list("/v1/sandboxes/%s/sessions" % sid, "sessions", lambda x: x["session_id"], 3, 4,
+                        order=lambda x: (x["created_at"], x["session_id"]))
+        for i in range(5):
+            sp.api("POST", "/v1/sandboxes/%s/commands" % sid, {"cmd": ["true"], "tag": "c%d" % i},
+                   key=tokens[0], expect=(200, 201, 202))
+        self.check_list("/v1/sandboxes/%s/commands" % sid, "commands", lambda x: x["command_id"], 2, 5,
+                        key=tokens[0], order=lambda x: (x["created_at"], x["command_id"]))
+
+    def test_a_walk_sees_rows_that_existed_once_even_when_rows_come_and_go(self):
+        sp = self.spaced
+        for i in range(6):
+            sp.api("POST", "/v1/keys", {"name": "walk-%d" % i}, expect=201)
+        _, before = sp.api("GET", "/v1/keys?limit=1000", expect=200)
+        seen, cursor, made = [], None, 0
+        while True:
+            _, page = sp.api("GET", "/v1/keys?limit=2" + ("&cursor=" + cursor if cursor else ""), expect=200)
+            seen += [k["id"] for k in page["keys"]]
+            sp.api("POST", "/v1/keys", {"name": "during-%d" % made}, expect=201)  # lands after the walk's end
+            made += 1
+            cursor = page["next_cursor"]
+            if cursor is None:
+                break
+        self.assertEqual(len(seen), len(set(seen)))
+        self.assertEqual(seen[:len(before["keys"])], [k["id"] for k in before["keys"]])
+
+
+def urlquote(s):
+    import urllib.parse
+    return urllib.parse.quote(s, safe="")
 
 
 if __name__ == "__main__":
