@@ -39,8 +39,7 @@ int api_cursor_encode(const char *list, int64_t ms, const char *id, char *buf, s
         return 0;
 }
 
-/* The row a cursor names, when it is a cursor of `list` as made by api_cursor_encode. */
-static int cursor_decode(const char *list, const char *token, int64_t *ret_ms, char *ret_id, size_t id_size)
+int api_cursor_decode(const char *list, const char *token, int64_t *ret_ms, char *ret_id, size_t id_size)
 {
         size_t len = strlen(token);
         char b64[CURSOR_MAX_LEN + 4];
@@ -100,7 +99,7 @@ int api_cursor_parse(const struct api_request *req, const char *list, struct api
         page.store.limit = (int)limit + 1;
         const char *cursor = api_request_query(req, "cursor");
         if (cursor) {
-                if (cursor_decode(list, cursor, &page.store.after_ms, page.after_id, sizeof(page.after_id)) < 0)
+                if (api_cursor_decode(list, cursor, &page.store.after_ms, page.after_id, sizeof(page.after_id)) < 0)
                         return space_error_set(err, SPACE_E_INVALID_REQUEST,
                                                "cursor is not one this list gave out: pass next_cursor back unchanged");
         }

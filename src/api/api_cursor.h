@@ -31,5 +31,8 @@ size_t api_page_rows(const struct api_page *page, size_t n);
 /* next_cursor for a page that got n rows from the store: the cursor of the last row shown
  * (at last_ms, last_id) when there were more than the page holds, else JSON null. */
 json_t *api_cursor_next(const struct api_page *page, const char *list, size_t n, int64_t last_ms, const char *last_id);
+/* The row a cursor names (ms, id in ret_id), when it is one api_cursor_encode made for
+ * `list`, byte for byte; -1 otherwise (ret_* untouched). */
+int api_cursor_decode(const char *list, const char *token, int64_t *ret_ms, char *ret_id, size_t id_size);
 /* The cursor of the row (ms, id) in `list`, in buf; -1 when it does not fit. */
 int api_cursor_encode(const char *list, int64_t ms, const char *id, char *buf, size_t size);
