@@ -8,9 +8,36 @@
 #include <strings.h>
 
 struct query_check {
+        const struct api_request *req;
         struct space_error *err;
         bool bad;
 };
+
+static bool query_name_allowed(const char *const *allowed, const char *key, size_t key_size)
+{
+        for (; allowed && *allowed; allowed++) {
+                size_t n = strlen(*allowed);
+                if (n && (*allowed)[n - 1] == '.' ? key_size > n && memcmp(key, *allowed, n) == 0
+                                                  : key_size == n && memcmp(key, *allowed, n) == 0)
+                        return true;
+        }
+        return false;
+}
+
+/* "wait, timeout_s" for the message that refuses another one. */
+static void query_names(const char *const *allowed, char *buf, size_t size)
+{
+        size_t len = 0;
+        buf[0] = '\0';
+        for (; allowed && *allowed && len < size; allowed++) {
+                size_t n = strlen(*allowed);
+                int w = snprintf(buf + len, size - len, "%s%s%s", len ? ", " : "", *allowed,
+                                 n && (*allowed)[n - 1] == '.' ? "<key>" : "");
+                if (w < 0)
+                        break;
+                len += (size_t)w;
+        }
+}
 
 static enum MHD_Result query_arg(void *cls, enum MHD_ValueKind kind, const char *key, size_t key_size, const char *value,
                                  size_t value_size)
@@ -18,7 +45,12 @@ static enum MHD_Result query_arg(void *cls, enum MHD_ValueKind kind, const char 
         struct query_check *c = cls;
         if (memchr(key, 0, key_size) || (value && memchr(value, 0, value_size)))
                 space_error_set(c->err, SPACE_E_INVALID_REQUEST, "query parameter %.64s holds a NUL byte", key);
-        else if (!value)
+        else if (!query_name_allowed(c->req->query_allowed, key, key_size)) {
+                char names[256];
+                query_names(c->req->query_allowed, names, sizeof(names));
+                space_error_set(c->err, SPACE_E_INVALID_REQUEST, "unknown query parameter %.64s for %s %.128s (%s%s)", key,
+                                c->req->method, c->req->path, names[0] ? "it takes: " : "it takes none", names);
+        } else if (!value)
                 space_error_set(c->err, SPACE_E_INVALID_REQUEST, "query parameter %.64s has no value (write %.64s=...)", key,
                                 key);
         else
@@ -29,7 +61,7 @@ static enum MHD_Result query_arg(void *cls, enum MHD_ValueKind kind, const char 
 
 int api_request_check_query(const struct api_request *req, struct space_error *err)
 {
-        struct query_check c = { .err = err };
+        struct query_check c = { .req = req, .err = err };
         MHD_get_connection_values_n(req->conn, MHD_GET_ARGUMENT_KIND, query_arg, &c);
         return c.bad ? -1 : 0;
 }

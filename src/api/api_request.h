@@ -43,6 +43,7 @@ struct api_request {
         const char *request_id; /* X-Request-Id: the client's when well-formed, else made */
         const char *action;     /* the route's name in the audit log (set by the router) */
         const char *target;     /* the id the path names, or NULL (set by the router) */
+        const char *const *query_allowed; /* set by the router: the query parameters the route takes */
 };
 
 /* A body produced piece by piece (downloads): read returns bytes written to buf, 0 at the
@@ -78,8 +79,9 @@ struct api_upload_sink {
         void (*abort)(void *state);
 };
 
-/* Every query parameter has a value (?wait is refused: write wait=true) with no NUL byte
- * in it (wait=%00). -1 with err (400) otherwise. */
+/* Every query parameter is one the route takes (req->query_allowed; a name there ending in
+ * "." admits a family: "metadata." takes metadata.<key>), has a value (?wait is refused:
+ * write wait=true) with no NUL byte in it (wait=%00). -1 with err (400) otherwise. */
 int api_request_check_query(const struct api_request *req, struct space_error *err);
 /* The body is what req->body_rule allows. -1 with err (400, 415) otherwise. */
 int api_request_check_body(const struct api_request *req, struct space_error *err);

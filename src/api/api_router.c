@@ -6,6 +6,29 @@
 
 #include "api/api_routes.h"
 
+/* The query parameters each route accepts (the router refuses any other with 400); a name
+ * ending in "." admits a family (metadata.<key>). */
+static const char *const q_none[] = { NULL };
+static const char *const q_wait[] = { "wait", "timeout_s", NULL };
+static const char *const q_page[] = { "limit", "cursor", NULL };
+static const char *const q_sandbox_list[] = { "state", "metadata.", "project", "limit", "cursor", NULL };
+static const char *const q_file[] = { "path", "user", NULL };
+static const char *const q_file_list[] = { "path", "user", "depth", NULL };
+static const char *const q_file_remove[] = { "path", "user", "recursive", NULL };
+static const char *const q_file_watch[] = { "path", "user", "recursive", "keepalive_s", NULL };
+static const char *const q_file_upload[] = { "path", "user", "mode", "owner", "uid", "gid", "parents", NULL };
+static const char *const q_command_events[] = { "after", "keepalive_s", NULL };
+static const char *const q_snapshot_list[] = { "sandbox_id", "project", "limit", "cursor", NULL };
+static const char *const q_snapshot_export[] = { "parent", "full", NULL };
+static const char *const q_snapshot_import[] = { "sandbox_id", "label", "parent_snapshot_id", NULL };
+static const char *const q_template_build[] = { "name", "spacefile", "wait", "timeout_s", NULL };
+static const char *const q_template_import[] = { "name", "format", NULL };
+static const char *const q_build_log[] = { "follow", NULL };
+static const char *const q_build_events[] = { "after", NULL };
+static const char *const q_operation_list[] = { "target", "state", "project", "limit", "cursor", NULL };
+static const char *const q_project_page[] = { "project", "limit", "cursor", NULL };
+static const char *const q_audit[] = { "project", "key_id", "action", "target", "since", "until", "limit", "cursor", NULL };
+
 static const struct route {
         const char *method;
         const char *pattern[8];
@@ -14,64 +37,65 @@ static const struct route {
         enum api_body_rule body; /* GET routes take none, whatever this says */
         uint32_t permission;     /* what the caller's key needs (auth/principal.h); 0: no key (health, data plane) */
         const char *action;      /* its name in the audit log: <noun>.<verb>, stable */
+        const char *const *query; /* the query parameters it accepts */
 } routes[] = {
-        { "GET", { "v1", "health" }, route_health, API_AUTH_NONE, API_BODY_ANY, 0, "health.get" },
-        { "GET", { "v1", "version" }, route_version, API_AUTH_CONTROL, API_BODY_ANY, PERM_SERVER_READ, "version.get" },
-        { "GET", { "v1", "sandboxes" }, route_sandbox_list, API_AUTH_CONTROL, API_BODY_ANY, PERM_SANDBOX_READ, "sandbox.list" },
-        { "POST", { "v1", "sandboxes" }, route_sandbox_create, API_AUTH_CONTROL, API_BODY_ANY, PERM_SANDBOX_WRITE, "sandbox.create" },
-        { "GET", { "v1", "sandboxes", "*" }, route_sandbox_get, API_AUTH_CONTROL, API_BODY_ANY, PERM_SANDBOX_READ, "sandbox.get" },
-        { "DELETE", { "v1", "sandboxes", "*" }, route_sandbox_delete, API_AUTH_CONTROL, API_BODY_NO_FIELDS, PERM_SANDBOX_WRITE, "sandbox.delete" },
-        { "PATCH", { "v1", "sandboxes", "*" }, route_sandbox_patch, API_AUTH_CONTROL, API_BODY_ANY, PERM_SANDBOX_WRITE, "sandbox.update" },
-        { "POST", { "v1", "sandboxes", "*", "exec" }, route_sandbox_exec, API_AUTH_CONTROL, API_BODY_ANY, PERM_SANDBOX_EXEC, "sandbox.exec" },
-        { "POST", { "v1", "sandboxes", "*", "stop" }, route_sandbox_action, API_AUTH_CONTROL, API_BODY_NO_FIELDS, PERM_SANDBOX_WRITE, "sandbox.stop" },
-        { "POST", { "v1", "sandboxes", "*", "start" }, route_sandbox_action, API_AUTH_CONTROL, API_BODY_NO_FIELDS, PERM_SANDBOX_WRITE, "sandbox.start" },
-        { "POST", { "v1", "sandboxes", "*", "pause" }, route_sandbox_action, API_AUTH_CONTROL, API_BODY_NO_FIELDS, PERM_SANDBOX_WRITE, "sandbox.pause" },
-        { "POST", { "v1", "sandboxes", "*", "resume" }, route_sandbox_action, API_AUTH_CONTROL, API_BODY_NO_FIELDS, PERM_SANDBOX_WRITE, "sandbox.resume" },
-        { "POST", { "v1", "sandboxes", "*", "snapshots" }, route_snapshot_create, API_AUTH_CONTROL, API_BODY_ANY, PERM_SNAPSHOT_WRITE, "snapshot.create" },
-        { "GET", { "v1", "sandboxes", "*", "snapshots" }, route_snapshot_list_of_sandbox, API_AUTH_CONTROL, API_BODY_ANY, PERM_SNAPSHOT_READ, "snapshot.list" },
-        { "POST", { "v1", "sandboxes", "*", "restore" }, route_sandbox_restore, API_AUTH_CONTROL, API_BODY_ANY, PERM_SANDBOX_WRITE, "sandbox.restore" },
-        { "POST", { "v1", "sandboxes", "*", "fork" }, route_sandbox_fork, API_AUTH_CONTROL, API_BODY_ANY, PERM_SANDBOX_WRITE, "sandbox.fork" },
-        { "POST", { "v1", "sandboxes", "*", "sessions" }, route_session_create, API_AUTH_CONTROL, API_BODY_ANY, PERM_SANDBOX_EXEC, "session.create" },
-        { "GET", { "v1", "sandboxes", "*", "sessions" }, route_session_list, API_AUTH_CONTROL, API_BODY_ANY, PERM_SANDBOX_READ, "session.list" },
-        { "POST", { "v1", "sandboxes", "*", "sessions", "*", "renew" }, route_session_renew, API_AUTH_CONTROL, API_BODY_ANY, PERM_SANDBOX_EXEC, "session.renew" },
-        { "DELETE", { "v1", "sandboxes", "*", "sessions", "*" }, route_session_revoke, API_AUTH_CONTROL, API_BODY_NONE, PERM_SANDBOX_EXEC, "session.revoke" },
-        { "POST", { "v1", "sandboxes", "*", "commands" }, route_command_start, API_AUTH_DATA, API_BODY_ANY, 0, "command.start" },
-        { "GET", { "v1", "sandboxes", "*", "commands" }, route_command_list, API_AUTH_DATA, API_BODY_ANY, 0, "command.list" },
-        { "GET", { "v1", "sandboxes", "*", "commands", "*" }, route_command_get, API_AUTH_DATA, API_BODY_ANY, 0, "command.get" },
-        { "GET", { "v1", "sandboxes", "*", "commands", "*", "events" }, route_command_events, API_AUTH_DATA, API_BODY_ANY, 0, "command.events" },
-        { "POST", { "v1", "sandboxes", "*", "commands", "*", "stdin" }, route_command_stdin, API_AUTH_DATA, API_BODY_ANY, 0, "command.stdin" },
-        { "POST", { "v1", "sandboxes", "*", "commands", "*", "stdin", "close" }, route_command_stdin_close, API_AUTH_DATA, API_BODY_NO_FIELDS, 0, "command.stdin_close" },
-        { "POST", { "v1", "sandboxes", "*", "commands", "*", "signal" }, route_command_signal, API_AUTH_DATA, API_BODY_ANY, 0, "command.signal" },
-        { "POST", { "v1", "sandboxes", "*", "commands", "*", "resize" }, route_command_resize, API_AUTH_DATA, API_BODY_ANY, 0, "command.resize" },
-        { "GET", { "v1", "snapshots" }, route_snapshot_list, API_AUTH_CONTROL, API_BODY_ANY, PERM_SNAPSHOT_READ, "snapshot.list" },
-        { "GET", { "v1", "snapshots", "*" }, route_snapshot_get, API_AUTH_CONTROL, API_BODY_ANY, PERM_SNAPSHOT_READ, "snapshot.get" },
-        { "DELETE", { "v1", "snapshots", "*" }, route_snapshot_delete, API_AUTH_CONTROL, API_BODY_NONE, PERM_SNAPSHOT_WRITE, "snapshot.delete" },
-        { "GET", { "v1", "snapshots", "*", "export" }, route_snapshot_export, API_AUTH_CONTROL, API_BODY_ANY, PERM_SNAPSHOT_WRITE, "snapshot.export" },
-        { "GET", { "v1", "capabilities" }, route_capabilities, API_AUTH_CONTROL, API_BODY_ANY, PERM_SERVER_READ, "capabilities.get" },
-        { "GET", { "v1", "templates" }, route_template_list, API_AUTH_CONTROL, API_BODY_ANY, PERM_TEMPLATE_READ, "template.list" },
-        { "GET", { "v1", "templates", "*" }, route_template_get, API_AUTH_CONTROL, API_BODY_ANY, PERM_TEMPLATE_READ, "template.get" },
-        { "DELETE", { "v1", "templates", "*" }, route_template_delete, API_AUTH_CONTROL, API_BODY_NONE, PERM_TEMPLATE_WRITE, "template.delete" },
-        { "POST", { "v1", "templates", "*", "build" }, route_template_build, API_AUTH_CONTROL, API_BODY_NO_FIELDS, PERM_TEMPLATE_WRITE, "template.rebuild" },
-        { "GET", { "v1", "templates", "builds", "*", "log" }, route_template_build_log, API_AUTH_CONTROL, API_BODY_ANY, PERM_TEMPLATE_READ, "template.build_log" },
-        { "GET", { "v1", "templates", "builds", "*", "events" }, route_template_build_events, API_AUTH_CONTROL, API_BODY_ANY, PERM_TEMPLATE_READ, "template.build_events" },
-        { "POST", { "v1", "operations", "*", "cancel" }, route_operation_cancel, API_AUTH_CONTROL, API_BODY_NO_FIELDS, PERM_OPERATION_WRITE, "operation.cancel" },
-        { "POST", { "v1", "templates", "layers", "prune" }, route_template_layers_prune, API_AUTH_CONTROL, API_BODY_NO_FIELDS, PERM_PLATFORM, "template.layers_prune" },
-        { "GET", { "v1", "operations" }, route_operation_list, API_AUTH_CONTROL, API_BODY_ANY, PERM_OPERATION_READ, "operation.list" },
-        { "GET", { "v1", "operations", "*" }, route_operation_get, API_AUTH_CONTROL, API_BODY_ANY, PERM_OPERATION_READ, "operation.get" },
-        { "GET", { "v1", "audit" }, route_audit_list, API_AUTH_CONTROL, API_BODY_ANY, PERM_KEY_READ, "audit.list" },
-        { "GET", { "v1", "keys" }, route_key_list, API_AUTH_CONTROL, API_BODY_ANY, PERM_KEY_READ, "key.list" },
-        { "POST", { "v1", "keys" }, route_key_create, API_AUTH_CONTROL, API_BODY_ANY, PERM_KEY_WRITE, "key.create" },
-        { "DELETE", { "v1", "keys", "*" }, route_key_delete, API_AUTH_CONTROL, API_BODY_NONE, PERM_KEY_WRITE, "key.delete" },
-        { "GET", { "v1", "projects" }, route_project_list, API_AUTH_CONTROL, API_BODY_ANY, PERM_PLATFORM, "project.list" },
-        { "POST", { "v1", "projects" }, route_project_create, API_AUTH_CONTROL, API_BODY_ANY, PERM_PLATFORM, "project.create" },
-        { "GET", { "v1", "projects", "*" }, route_project_get, API_AUTH_CONTROL, API_BODY_ANY, PERM_PROJECT_READ, "project.get" },
-        { "GET", { "v1", "sandboxes", "*", "files" }, route_file_download, API_AUTH_DATA, API_BODY_ANY, 0, "file.download" },
-        { "DELETE", { "v1", "sandboxes", "*", "files" }, route_file_remove, API_AUTH_DATA, API_BODY_NONE, 0, "file.remove" },
-        { "GET", { "v1", "sandboxes", "*", "files", "stat" }, route_file_stat, API_AUTH_DATA, API_BODY_ANY, 0, "file.stat" },
-        { "GET", { "v1", "sandboxes", "*", "files", "list" }, route_file_list, API_AUTH_DATA, API_BODY_ANY, 0, "file.list" },
-        { "GET", { "v1", "sandboxes", "*", "files", "watch" }, route_file_watch, API_AUTH_DATA, API_BODY_ANY, 0, "file.watch" },
-        { "POST", { "v1", "sandboxes", "*", "files", "mkdir" }, route_file_mkdir, API_AUTH_DATA, API_BODY_ANY, 0, "file.mkdir" },
-        { "POST", { "v1", "sandboxes", "*", "files", "move" }, route_file_move, API_AUTH_DATA, API_BODY_ANY, 0, "file.move" },
+        { "GET", { "v1", "health" }, route_health, API_AUTH_NONE, API_BODY_ANY, 0, "health.get", q_none },
+        { "GET", { "v1", "version" }, route_version, API_AUTH_CONTROL, API_BODY_ANY, PERM_SERVER_READ, "version.get", q_none },
+        { "GET", { "v1", "sandboxes" }, route_sandbox_list, API_AUTH_CONTROL, API_BODY_ANY, PERM_SANDBOX_READ, "sandbox.list", q_sandbox_list },
+        { "POST", { "v1", "sandboxes" }, route_sandbox_create, API_AUTH_CONTROL, API_BODY_ANY, PERM_SANDBOX_WRITE, "sandbox.create", q_wait },
+        { "GET", { "v1", "sandboxes", "*" }, route_sandbox_get, API_AUTH_CONTROL, API_BODY_ANY, PERM_SANDBOX_READ, "sandbox.get", q_none },
+        { "DELETE", { "v1", "sandboxes", "*" }, route_sandbox_delete, API_AUTH_CONTROL, API_BODY_NO_FIELDS, PERM_SANDBOX_WRITE, "sandbox.delete", q_wait },
+        { "PATCH", { "v1", "sandboxes", "*" }, route_sandbox_patch, API_AUTH_CONTROL, API_BODY_ANY, PERM_SANDBOX_WRITE, "sandbox.update", q_none },
+        { "POST", { "v1", "sandboxes", "*", "exec" }, route_sandbox_exec, API_AUTH_CONTROL, API_BODY_ANY, PERM_SANDBOX_EXEC, "sandbox.exec", q_none },
+        { "POST", { "v1", "sandboxes", "*", "stop" }, route_sandbox_action, API_AUTH_CONTROL, API_BODY_NO_FIELDS, PERM_SANDBOX_WRITE, "sandbox.stop", q_wait },
+        { "POST", { "v1", "sandboxes", "*", "start" }, route_sandbox_action, API_AUTH_CONTROL, API_BODY_NO_FIELDS, PERM_SANDBOX_WRITE, "sandbox.start", q_wait },
+        { "POST", { "v1", "sandboxes", "*", "pause" }, route_sandbox_action, API_AUTH_CONTROL, API_BODY_NO_FIELDS, PERM_SANDBOX_WRITE, "sandbox.pause", q_wait },
+        { "POST", { "v1", "sandboxes", "*", "resume" }, route_sandbox_action, API_AUTH_CONTROL, API_BODY_NO_FIELDS, PERM_SANDBOX_WRITE, "sandbox.resume", q_wait },
+        { "POST", { "v1", "sandboxes", "*", "snapshots" }, route_snapshot_create, API_AUTH_CONTROL, API_BODY_ANY, PERM_SNAPSHOT_WRITE, "snapshot.create", q_wait },
+        { "GET", { "v1", "sandboxes", "*", "snapshots" }, route_snapshot_list_of_sandbox, API_AUTH_CONTROL, API_BODY_ANY, PERM_SNAPSHOT_READ, "snapshot.list", q_page },
+        { "POST", { "v1", "sandboxes", "*", "restore" }, route_sandbox_restore, API_AUTH_CONTROL, API_BODY_ANY, PERM_SANDBOX_WRITE, "sandbox.restore", q_wait },
+        { "POST", { "v1", "sandboxes", "*", "fork" }, route_sandbox_fork, API_AUTH_CONTROL, API_BODY_ANY, PERM_SANDBOX_WRITE, "sandbox.fork", q_wait },
+        { "POST", { "v1", "sandboxes", "*", "sessions" }, route_session_create, API_AUTH_CONTROL, API_BODY_ANY, PERM_SANDBOX_EXEC, "session.create", q_none },
+        { "GET", { "v1", "sandboxes", "*", "sessions" }, route_session_list, API_AUTH_CONTROL, API_BODY_ANY, PERM_SANDBOX_READ, "session.list", q_page },
+        { "POST", { "v1", "sandboxes", "*", "sessions", "*", "renew" }, route_session_renew, API_AUTH_CONTROL, API_BODY_ANY, PERM_SANDBOX_EXEC, "session.renew", q_none },
+        { "DELETE", { "v1", "sandboxes", "*", "sessions", "*" }, route_session_revoke, API_AUTH_CONTROL, API_BODY_NONE, PERM_SANDBOX_EXEC, "session.revoke", q_none },
+        { "POST", { "v1", "sandboxes", "*", "commands" }, route_command_start, API_AUTH_DATA, API_BODY_ANY, 0, "command.start", q_none },
+        { "GET", { "v1", "sandboxes", "*", "commands" }, route_command_list, API_AUTH_DATA, API_BODY_ANY, 0, "command.list", q_page },
+        { "GET", { "v1", "sandboxes", "*", "commands", "*" }, route_command_get, API_AUTH_DATA, API_BODY_ANY, 0, "command.get", q_wait },
+        { "GET", { "v1", "sandboxes", "*", "commands", "*", "events" }, route_command_events, API_AUTH_DATA, API_BODY_ANY, 0, "command.events", q_command_events },
+        { "POST", { "v1", "sandboxes", "*", "commands", "*", "stdin" }, route_command_stdin, API_AUTH_DATA, API_BODY_ANY, 0, "command.stdin", q_none },
+        { "POST", { "v1", "sandboxes", "*", "commands", "*", "stdin", "close" }, route_command_stdin_close, API_AUTH_DATA, API_BODY_NO_FIELDS, 0, "command.stdin_close", q_none },
+        { "POST", { "v1", "sandboxes", "*", "commands", "*", "signal" }, route_command_signal, API_AUTH_DATA, API_BODY_ANY, 0, "command.signal", q_none },
+        { "POST", { "v1", "sandboxes", "*", "commands", "*", "resize" }, route_command_resize, API_AUTH_DATA, API_BODY_ANY, 0, "command.resize", q_none },
+        { "GET", { "v1", "snapshots" }, route_snapshot_list, API_AUTH_CONTROL, API_BODY_ANY, PERM_SNAPSHOT_READ, "snapshot.list", q_snapshot_list },
+        { "GET", { "v1", "snapshots", "*" }, route_snapshot_get, API_AUTH_CONTROL, API_BODY_ANY, PERM_SNAPSHOT_READ, "snapshot.get", q_none },
+        { "DELETE", { "v1", "snapshots", "*" }, route_snapshot_delete, API_AUTH_CONTROL, API_BODY_NONE, PERM_SNAPSHOT_WRITE, "snapshot.delete", q_none },
+        { "GET", { "v1", "snapshots", "*", "export" }, route_snapshot_export, API_AUTH_CONTROL, API_BODY_ANY, PERM_SNAPSHOT_WRITE, "snapshot.export", q_snapshot_export },
+        { "GET", { "v1", "capabilities" }, route_capabilities, API_AUTH_CONTROL, API_BODY_ANY, PERM_SERVER_READ, "capabilities.get", q_none },
+        { "GET", { "v1", "templates" }, route_template_list, API_AUTH_CONTROL, API_BODY_ANY, PERM_TEMPLATE_READ, "template.list", q_project_page },
+        { "GET", { "v1", "templates", "*" }, route_template_get, API_AUTH_CONTROL, API_BODY_ANY, PERM_TEMPLATE_READ, "template.get", q_none },
+        { "DELETE", { "v1", "templates", "*" }, route_template_delete, API_AUTH_CONTROL, API_BODY_NONE, PERM_TEMPLATE_WRITE, "template.delete", q_none },
+        { "POST", { "v1", "templates", "*", "build" }, route_template_build, API_AUTH_CONTROL, API_BODY_NO_FIELDS, PERM_TEMPLATE_WRITE, "template.rebuild", q_wait },
+        { "GET", { "v1", "templates", "builds", "*", "log" }, route_template_build_log, API_AUTH_CONTROL, API_BODY_ANY, PERM_TEMPLATE_READ, "template.build_log", q_build_log },
+        { "GET", { "v1", "templates", "builds", "*", "events" }, route_template_build_events, API_AUTH_CONTROL, API_BODY_ANY, PERM_TEMPLATE_READ, "template.build_events", q_build_events },
+        { "POST", { "v1", "operations", "*", "cancel" }, route_operation_cancel, API_AUTH_CONTROL, API_BODY_NO_FIELDS, PERM_OPERATION_WRITE, "operation.cancel", q_none },
+        { "POST", { "v1", "templates", "layers", "prune" }, route_template_layers_prune, API_AUTH_CONTROL, API_BODY_NO_FIELDS, PERM_PLATFORM, "template.layers_prune", q_none },
+        { "GET", { "v1", "operations" }, route_operation_list, API_AUTH_CONTROL, API_BODY_ANY, PERM_OPERATION_READ, "operation.list", q_operation_list },
+        { "GET", { "v1", "operations", "*" }, route_operation_get, API_AUTH_CONTROL, API_BODY_ANY, PERM_OPERATION_READ, "operation.get", q_none },
+        { "GET", { "v1", "audit" }, route_audit_list, API_AUTH_CONTROL, API_BODY_ANY, PERM_KEY_READ, "audit.list", q_audit },
+        { "GET", { "v1", "keys" }, route_key_list, API_AUTH_CONTROL, API_BODY_ANY, PERM_KEY_READ, "key.list", q_project_page },
+        { "POST", { "v1", "keys" }, route_key_create, API_AUTH_CONTROL, API_BODY_ANY, PERM_KEY_WRITE, "key.create", q_none },
+        { "DELETE", { "v1", "keys", "*" }, route_key_delete, API_AUTH_CONTROL, API_BODY_NONE, PERM_KEY_WRITE, "key.delete", q_none },
+        { "GET", { "v1", "projects" }, route_project_list, API_AUTH_CONTROL, API_BODY_ANY, PERM_PLATFORM, "project.list", q_none },
+        { "POST", { "v1", "projects" }, route_project_create, API_AUTH_CONTROL, API_BODY_ANY, PERM_PLATFORM, "project.create", q_none },
+        { "GET", { "v1", "projects", "*" }, route_project_get, API_AUTH_CONTROL, API_BODY_ANY, PERM_PROJECT_READ, "project.get", q_none },
+        { "GET", { "v1", "sandboxes", "*", "files" }, route_file_download, API_AUTH_DATA, API_BODY_ANY, 0, "file.download", q_file },
+        { "DELETE", { "v1", "sandboxes", "*", "files" }, route_file_remove, API_AUTH_DATA, API_BODY_NONE, 0, "file.remove", q_file_remove },
+        { "GET", { "v1", "sandboxes", "*", "files", "stat" }, route_file_stat, API_AUTH_DATA, API_BODY_ANY, 0, "file.stat", q_file },
+        { "GET", { "v1", "sandboxes", "*", "files", "list" }, route_file_list, API_AUTH_DATA, API_BODY_ANY, 0, "file.list", q_file_list },
+        { "GET", { "v1", "sandboxes", "*", "files", "watch" }, route_file_watch, API_AUTH_DATA, API_BODY_ANY, 0, "file.watch", q_file_watch },
+        { "POST", { "v1", "sandboxes", "*", "files", "mkdir" }, route_file_mkdir, API_AUTH_DATA, API_BODY_ANY, 0, "file.mkdir", q_none },
+        { "POST", { "v1", "sandboxes", "*", "files", "move" }, route_file_move, API_AUTH_DATA, API_BODY_ANY, 0, "file.move", q_none },
 };
 
 static bool pattern_matches(const char *const pattern[8], const struct api_request *req)
@@ -137,6 +161,7 @@ api_handler api_router_match(struct api_request *req, enum api_auth_kind *ret_au
                         req->permission = routes[i].permission;
                         object_of(routes[i].pattern, routes[i].auth, req);
                         name_action(req, routes[i].pattern, routes[i].action);
+                        req->query_allowed = routes[i].query;
                         return routes[i].handler;
                 }
         }
@@ -155,11 +180,12 @@ static const struct upload_route {
         enum api_auth_kind auth;
         uint32_t permission;
         const char *action;
+        const char *const *query;
 } upload_routes[] = {
-        { "POST", { "v1", "snapshots", "import" }, &snapshot_import_sink, API_AUTH_CONTROL, PERM_SNAPSHOT_WRITE, "snapshot.import" },
-        { "PUT", { "v1", "sandboxes", "*", "files" }, &file_upload_sink, API_AUTH_DATA, 0, "file.upload" },
-        { "POST", { "v1", "templates" }, &template_build_sink, API_AUTH_CONTROL, PERM_TEMPLATE_WRITE, "template.build" },
-        { "POST", { "v1", "templates", "import" }, &template_import_sink, API_AUTH_CONTROL, PERM_TEMPLATE_WRITE, "template.import" },
+        { "POST", { "v1", "snapshots", "import" }, &snapshot_import_sink, API_AUTH_CONTROL, PERM_SNAPSHOT_WRITE, "snapshot.import", q_snapshot_import },
+        { "PUT", { "v1", "sandboxes", "*", "files" }, &file_upload_sink, API_AUTH_DATA, 0, "file.upload", q_file_upload },
+        { "POST", { "v1", "templates" }, &template_build_sink, API_AUTH_CONTROL, PERM_TEMPLATE_WRITE, "template.build", q_template_build },
+        { "POST", { "v1", "templates", "import" }, &template_import_sink, API_AUTH_CONTROL, PERM_TEMPLATE_WRITE, "template.import", q_template_import },
 };
 
 const struct api_upload_sink *api_router_upload_sink(struct api_request *req, enum api_auth_kind *ret_auth)
@@ -171,6 +197,7 @@ const struct api_upload_sink *api_router_upload_sink(struct api_request *req, en
                         req->permission = u->permission;
                         object_of(u->pattern, u->auth, req);
                         name_action(req, u->pattern, u->action);
+                        req->query_allowed = u->query;
                         return u->sink;
                 }
         }

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "api/api_auth.h"
+#include "api/api_cursor.h"
 #include "api/api_json.h"
 #include "api/api_render.h"
 #include "api/api_routes.h"
@@ -71,21 +72,24 @@ void route_version(struct api_request *req, struct api_response *resp)
 void route_template_list(struct api_request *req, struct api_response *resp)
 {
         struct space_error err = { 0 };
+        struct api_page page;
         struct template_record *all = NULL;
         size_t n = 0;
         const char *project;
-        if (api_list_project(req, &project, &err) < 0)
+        if (api_list_project(req, &project, &err) < 0 || api_cursor_parse(req, "templates", &page, &err) < 0)
                 return api_response_error(resp, &err);
-        int r = STORE(req->ctx, template_list, project, &all, &n);
+        int r = STORE(req->ctx, template_list, project, &page.store, &all, &n);
         if (r < 0)
                 return store_failure(resp, r, "templates", "");
+        size_t shown = api_page_rows(&page, n);
         json_t *arr = json_array();
-        for (size_t i = 0; i < n; i++) {
+        for (size_t i = 0; i < shown; i++)
                 json_array_append_new(arr, api_render_template(&all[i]));
+        json_t *next = shown ? api_cursor_next(&page, "templates", n, 0, all[shown - 1].name) : json_null();
+        for (size_t i = 0; i < n; i++)
                 template_record_release(&all[i]);
-        }
         free(all);
-        api_response_json(resp, 200, json_pack("{s:o}", "templates", arr));
+        api_response_json(resp, 200, json_pack("{s:o, s:o}", "templates", arr, "next_cursor", next));
 }
 
 /* The tags of a name: {"tag", "name", "digest", "state", "created_at"} per name:tag row. */
@@ -94,7 +98,7 @@ static json_t *tags_of(struct spaced_context *ctx, const struct principal *p, co
         struct template_record *all = NULL;
         size_t n = 0, len = strlen(name);
         json_t *arr = json_array();
-        if (STORE(ctx, template_list, NULL, &all, &n) < 0)
+        if (STORE(ctx, template_list, NULL, NULL, &all, &n) < 0)
                 return arr;
         for (size_t i = 0; i < n; i++) {
                 if (strncmp(all[i].name, name, len) == 0 && all[i].name[len] == ':' && template_access_sees(p, &all[i])) {
@@ -166,19 +170,25 @@ void route_operation_list(struct api_request *req, struct api_response *resp)
                 space_error_set(&err, SPACE_E_INVALID_REQUEST, "unknown operation state \"%.32s\"", state);
                 return api_response_error(resp, &err);
         }
+        struct api_page page;
+        if (api_cursor_parse(req, "operations", &page, &err) < 0)
+                return api_response_error(resp, &err);
         struct operation *ops = NULL;
         size_t n = 0;
         const char *project;
         if (api_list_project(req, &project, &err) < 0)
                 return api_response_error(resp, &err);
-        int r = STORE(req->ctx, operation_list, target, state ? (int)filter : -1, false, project, &ops, &n);
+        int r = STORE(req->ctx, operation_list, target, state ? (int)filter : -1, false, project, &page.store, &ops, &n);
         if (r < 0)
                 return store_failure(resp, r, "operations", "");
+        size_t shown = api_page_rows(&page, n);
         json_t *arr = json_array();
-        for (size_t i = 0; i < n; i++)
+        for (size_t i = 0; i < shown; i++)
                 json_array_append_new(arr, api_render_operation(&ops[i]));
+        json_t *next = shown ? api_cursor_next(&page, "operations", n, ops[shown - 1].created_at_ms, ops[shown - 1].id)
+                             : json_null();
         free(ops);
-        api_response_json(resp, 200, json_pack("{s:o}", "operations", arr));
+        api_response_json(resp, 200, json_pack("{s:o, s:o}", "operations", arr, "next_cursor", next));
 }
 
 void route_operation_get(struct api_request *req, struct api_response *resp)
@@ -216,19 +226,22 @@ fail:
 void route_key_list(struct api_request *req, struct api_response *resp)
 {
         struct space_error err = { 0 };
+        struct api_page page;
         struct api_key *keys = NULL;
         size_t n = 0;
         const char *project;
-        if (api_list_project(req, &project, &err) < 0)
+        if (api_list_project(req, &project, &err) < 0 || api_cursor_parse(req, "keys", &page, &err) < 0)
                 return api_response_error(resp, &err);
-        int r = STORE(req->ctx, key_list, project, &keys, &n);
+        int r = STORE(req->ctx, key_list, project, &page.store, &keys, &n);
         if (r < 0)
                 return store_failure(resp, r, "keys", "");
+        size_t shown = api_page_rows(&page, n);
         json_t *arr = json_array();
-        for (size_t i = 0; i < n; i++)
+        for (size_t i = 0; i < shown; i++)
                 json_array_append_new(arr, api_render_key(&keys[i]));
+        json_t *next = shown ? api_cursor_next(&page, "keys", n, keys[shown - 1].created_at_ms, keys[shown - 1].id) : json_null();
         free(keys);
-        api_response_json(resp, 200, json_pack("{s:o}", "keys", arr));
+        api_response_json(resp, 200, json_pack("{s:o, s:o}", "keys", arr, "next_cursor", next));
 }
 
 void route_key_delete(struct api_request *req, struct api_response *resp)

@@ -7,6 +7,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "api/api_cursor.h"
 #include "api/api_json.h"
 #include "api/api_render.h"
 #include "api/api_routes.h"
@@ -135,20 +136,23 @@ void route_command_list(struct api_request *req, struct api_response *resp)
         struct space_error err = { 0 };
         struct sandbox sb;
         struct command_record *all = NULL;
+        struct api_page page;
         size_t n = 0;
-        if (load_sandbox(req, &sb, &err) < 0)
+        if (api_cursor_parse(req, "commands", &page, &err) < 0 || load_sandbox(req, &sb, &err) < 0)
                 return api_response_error(resp, &err);
         sandbox_release(&sb);
-        int r = STORE(req->ctx, command_list, req->segments[2], false, &all, &n);
+        int r = STORE(req->ctx, command_list, req->segments[2], false, &page.store, &all, &n);
         if (r < 0) {
                 space_error_errno(&err, r, "list commands");
                 return api_response_error(resp, &err);
         }
+        size_t shown = api_page_rows(&page, n);
         json_t *arr = json_array();
-        for (size_t i = 0; i < n; i++)
+        for (size_t i = 0; i < shown; i++)
                 json_array_append_new(arr, api_render_command(&all[i]));
+        json_t *next = shown ? api_cursor_next(&page, "commands", n, all[shown - 1].created_at_ms, all[shown - 1].id) : json_null();
         command_record_array_free(all, n);
-        api_response_json(resp, 200, json_pack("{s:o}", "commands", arr));
+        api_response_json(resp, 200, json_pack("{s:o, s:o}", "commands", arr, "next_cursor", next));
 }
 
 static bool command_id_ok(struct api_request *req, struct api_response *resp)

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "api/api_cursor.h"
 #include "api/api_json.h"
 #include "api/api_render.h"
 #include "api/api_routes.h"
@@ -47,20 +48,23 @@ static void list_snapshots(struct api_request *req, struct api_response *resp, c
 {
         struct space_error err = { 0 };
         struct snapshot *all = NULL;
+        struct api_page page;
         size_t n = 0;
         const char *project;
-        if (api_list_project(req, &project, &err) < 0)
+        if (api_list_project(req, &project, &err) < 0 || api_cursor_parse(req, "snapshots", &page, &err) < 0)
                 return api_response_error(resp, &err);
-        int r = STORE(req->ctx, snapshot_list, sandbox_id, project, &all, &n);
+        int r = STORE(req->ctx, snapshot_list, sandbox_id, project, &page.store, &all, &n);
         if (r < 0) {
                 space_error_errno(&err, r, "list snapshots");
                 return api_response_error(resp, &err);
         }
+        size_t shown = api_page_rows(&page, n);
         json_t *arr = json_array();
-        for (size_t i = 0; i < n; i++)
+        for (size_t i = 0; i < shown; i++)
                 json_array_append_new(arr, api_render_snapshot(&all[i]));
+        json_t *next = shown ? api_cursor_next(&page, "snapshots", n, all[shown - 1].created_at_ms, all[shown - 1].id) : json_null();
         free(all);
-        api_response_json(resp, 200, json_pack("{s:o}", "snapshots", arr));
+        api_response_json(resp, 200, json_pack("{s:o, s:o}", "snapshots", arr, "next_cursor", next));
 }
 
 void route_snapshot_list_of_sandbox(struct api_request *req, struct api_response *resp)

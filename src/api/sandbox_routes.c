@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "api/api_cursor.h"
 #include "api/api_json.h"
 #include "api/api_render.h"
 #include "api/api_routes.h"
@@ -209,23 +210,32 @@ void route_sandbox_list(struct api_request *req, struct api_response *resp)
                 api_response_error(resp, &err);
                 return;
         }
+        struct api_page page;
+        if (api_cursor_parse(req, "sandboxes", &page, &err) < 0) {
+                api_response_error(resp, &err);
+                return;
+        }
         struct sandbox *all = NULL;
         size_t n = 0;
         const char *project;
         if (api_list_project(req, &project, &err) < 0)
                 return api_response_error(resp, &err);
-        int r = STORE(req->ctx, sandbox_list, state ? (int)filter : -1, project, &all, &n);
+        int r = STORE(req->ctx, sandbox_list, state ? (int)filter : -1, project, &page.store, &all, &n);
         if (r < 0) {
                 space_error_errno(&err, r, "list sandboxes");
                 api_response_error(resp, &err);
                 return;
         }
+        /* The page is a window of the rows in the state asked for; metadata filters apply
+         * to it, so a page may show fewer than limit and still have a next_cursor. */
+        size_t shown = api_page_rows(&page, n);
         json_t *arr = json_array();
-        for (size_t i = 0; i < n; i++)
+        for (size_t i = 0; i < shown; i++)
                 if (metadata_matches(req, &all[i]))
                         json_array_append_new(arr, api_render_sandbox(&all[i]));
+        json_t *next = shown ? api_cursor_next(&page, "sandboxes", n, all[shown - 1].created_at_ms, all[shown - 1].id) : json_null();
         sandbox_array_free(all, n);
-        api_response_json(resp, 200, json_pack("{s:o}", "sandboxes", arr));
+        api_response_json(resp, 200, json_pack("{s:o, s:o}", "sandboxes", arr, "next_cursor", next));
 }
 
 int api_load_sandbox(struct api_request *req, struct sandbox *ret, struct space_error *err)

@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "api/api_cursor.h"
 #include "api/api_json.h"
 #include "api/api_render.h"
 #include "api/api_routes.h"
@@ -76,20 +77,23 @@ void route_session_list(struct api_request *req, struct api_response *resp)
         struct space_error err = { 0 };
         struct sandbox sb;
         struct attach_session *all = NULL;
+        struct api_page page;
         size_t n = 0;
-        if (api_load_sandbox(req, &sb, &err) < 0)
+        if (api_cursor_parse(req, "sessions", &page, &err) < 0 || api_load_sandbox(req, &sb, &err) < 0)
                 return api_response_error(resp, &err);
         sandbox_release(&sb);
-        int r = STORE(req->ctx, session_list, req->segments[2], &all, &n);
+        int r = STORE(req->ctx, session_list, req->segments[2], &page.store, &all, &n);
         if (r < 0) {
                 space_error_errno(&err, r, "list sessions");
                 return api_response_error(resp, &err);
         }
+        size_t shown = api_page_rows(&page, n);
         json_t *arr = json_array();
-        for (size_t i = 0; i < n; i++)
+        for (size_t i = 0; i < shown; i++)
                 json_array_append_new(arr, render_session(&all[i]));
+        json_t *next = shown ? api_cursor_next(&page, "sessions", n, all[shown - 1].created_at_ms, all[shown - 1].id) : json_null();
         free(all);
-        api_response_json(resp, 200, json_pack("{s:o}", "sessions", arr));
+        api_response_json(resp, 200, json_pack("{s:o, s:o}", "sessions", arr, "next_cursor", next));
 }
 
 static bool session_id_ok(struct api_request *req, struct api_response *resp)

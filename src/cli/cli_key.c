@@ -172,7 +172,7 @@ static int cli_key_ls(struct cli *cli, int argc, char **argv)
         if (r != CLI_CONTINUE)
                 return r;
         http_path_init(&path, "/v1/keys");
-        if (cli_request(cli, "GET", &path, NULL, CLI_REQUEST_TIMEOUT_S, NULL, &answer) < 0)
+        if (cli_request_list(cli, &path, "keys", &answer) < 0)
                 return CLI_EXIT_FAILURE;
         return cli_output_show_list(cli->json, answer, "keys", key_columns, ARRAY_SIZE(key_columns));
 }

@@ -127,7 +127,7 @@ static int cli_operation_ls(struct cli *cli, int argc, char **argv)
         if (optind < argc)
                 return cli_usage_error(operation_ls_usage, "unexpected argument '%s'", argv[optind]);
 
-        if (cli_request(cli, "GET", &path, NULL, CLI_REQUEST_TIMEOUT_S, NULL, &answer) < 0)
+        if (cli_request_list(cli, &path, "operations", &answer) < 0)
                 return CLI_EXIT_FAILURE;
 
         return cli_output_show_list(cli->json, answer, "operations", operation_columns, ARRAY_SIZE(operation_columns));

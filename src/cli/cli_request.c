@@ -4,6 +4,8 @@
 
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "cli/cli_config.h"
 #include "cli/cli_text.h"
@@ -156,4 +158,55 @@ int cli_request_stream(struct cli *cli, const char *method, const struct http_pa
                 return r;
         r = http_client_transfer(cli->http, method, http_path_string(path), stream, &status, &answer);
         return cli_request_finish(cli, r, status, answer, ret_status, ret_body);
+}
+
+int cli_request_list(struct cli *cli, const struct http_path *path, const char *member, json_t **ret_body)
+{
+        _cleanup_json_ json_t *all = json_array();
+        _cleanup_free_ char *cursor = NULL;
+        const char *base = http_path_string(path);
+
+        if (!all) {
+                cli_request_say("out of memory");
+                return -ENOMEM;
+        }
+        if (!base)
+                return cli_request(cli, "GET", path, NULL, CLI_REQUEST_TIMEOUT_S, NULL, ret_body);
+        for (;;) {
+                _cleanup_http_path_ struct http_path page = {};
+                _cleanup_json_ json_t *answer = NULL;
+
+                http_path_init(&page, base);
+                page.has_query = path->has_query;
+                if (cursor)
+                        http_path_query(&page, "cursor", cursor);
+                int r = cli_request(cli, "GET", &page, NULL, CLI_REQUEST_TIMEOUT_S, NULL, &answer);
+                if (r < 0)
+                        return r;
+                json_t *items = json_object_get(answer, member);
+                json_t *next = json_object_get(answer, "next_cursor");
+                if (!json_is_array(items) || json_array_extend(all, items) < 0) {
+                        cli_request_say("unexpected answer from spaced: no %s list", member);
+                        return -EBADMSG;
+                }
+                if (!json_is_string(next))
+                        break; /* null on the last page */
+                if (cursor && strcmp(cursor, json_string_value(next)) == 0) {
+                        cli_request_say("spaced gave the same next_cursor twice for %s", member);
+                        return -EBADMSG;
+                }
+                free(cursor);
+                cursor = strdup(json_string_value(next));
+                if (!cursor) {
+                        cli_request_say("out of memory");
+                        return -ENOMEM;
+                }
+        }
+        json_t *answer = json_pack("{s:O, s:n}", member, all, "next_cursor");
+        if (!answer) {
+                cli_request_say("out of memory");
+                return -ENOMEM;
+        }
+        *ret_body = answer;
+        return 0;
 }

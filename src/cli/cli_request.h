@@ -18,6 +18,10 @@
 int cli_request(struct cli *cli, const char *method, const struct http_path *path, const json_t *body,
                 long timeout_s, long *ret_status, json_t **ret_body);
 
+/* GET of a paged list (?limit=, ?cursor=): follows next_cursor to the last page and
+ * answers {member: [every item], "next_cursor": null}, so a listing shows everything. */
+int cli_request_list(struct cli *cli, const struct http_path *path, const char *member, json_t **ret_body);
+
 /* The same for a streamed transfer (http_client_transfer): ret_body is NULL after a 2xx
  * answer that went to stream->write. A failure of the stream's own read or write
  * (-ECANCELED, stream->error says why) is left to the caller to report: it knows the file. */

@@ -239,7 +239,7 @@ static int cli_sandbox_ls(struct cli *cli, int argc, char **argv)
         if (optind < argc)
                 return cli_usage_error(sandbox_ls_usage, "unexpected argument '%s'", argv[optind]);
 
-        if (cli_request(cli, "GET", &path, NULL, CLI_REQUEST_TIMEOUT_S, NULL, &answer) < 0)
+        if (cli_request_list(cli, &path, "sandboxes", &answer) < 0)
                 return CLI_EXIT_FAILURE;
         return cli_output_show_list(cli->json, answer, "sandboxes", sandbox_columns, ARRAY_SIZE(sandbox_columns));
 }

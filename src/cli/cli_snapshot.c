@@ -132,7 +132,7 @@ static int cli_snapshot_ls(struct cli *cli, int argc, char **argv)
                 http_path_segment(&path, "snapshots");
         } else
                 cli_snapshot_path(&path, NULL);
-        if (cli_request(cli, "GET", &path, NULL, CLI_REQUEST_TIMEOUT_S, NULL, &answer) < 0)
+        if (cli_request_list(cli, &path, "snapshots", &answer) < 0)
                 return CLI_EXIT_FAILURE;
         return cli_output_show_list(cli->json, answer, "snapshots", snapshot_columns, ARRAY_SIZE(snapshot_columns));
 }

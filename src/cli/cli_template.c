@@ -60,7 +60,7 @@ static int cli_template_ls(struct cli *cli, int argc, char **argv)
         if (r != CLI_CONTINUE)
                 return r;
         cli_template_path(&path, NULL);
-        if (cli_request(cli, "GET", &path, NULL, CLI_REQUEST_TIMEOUT_S, NULL, &answer) < 0)
+        if (cli_request_list(cli, &path, "templates", &answer) < 0)
                 return CLI_EXIT_FAILURE;
         return cli_output_show_list(cli->json, answer, "templates", template_columns, ARRAY_SIZE(template_columns));
 }

@@ -117,7 +117,7 @@ static void reconcile_snapshots(struct spaced_context *ctx, const struct operati
         struct snapshot *snaps = NULL;
         size_t n = 0;
         char path[PATH_MAX];
-        if (STORE(ctx, snapshot_list, NULL, NULL, &snaps, &n) < 0)
+        if (STORE(ctx, snapshot_list, NULL, NULL, NULL, &snaps, &n) < 0)
                 return;
         for (size_t i = 0; i < n; i++)
                 if (strcmp(snaps[i].state, "ready") == 0 && btrfs_pool_snapshot_path(&ctx->pool, snaps[i].id, path, sizeof(path)) == 0 &&
@@ -181,14 +181,14 @@ int reconciler_startup(struct spaced_context *ctx)
 {
         struct operation *ops = NULL;
         size_t nops = 0;
-        int r = STORE(ctx, operation_list, NULL, -1, true, NULL, &ops, &nops);
+        int r = STORE(ctx, operation_list, NULL, -1, true, NULL, NULL, &ops, &nops);
         if (r < 0)
                 return r;
         sweep_staging(ctx);
 
         struct template_record *templates = NULL;
         size_t nt = 0;
-        if (STORE(ctx, template_list, NULL, &templates, &nt) == 0) {
+        if (STORE(ctx, template_list, NULL, NULL, &templates, &nt) == 0) {
                 for (size_t i = 0; i < nt; i++) {
                         if (strcmp(templates[i].state, "building") == 0 && !has_op(ops, nops, templates[i].name)) {
                                 /* A name:tag that was never published (its build's row was written,
@@ -207,7 +207,7 @@ int reconciler_startup(struct spaced_context *ctx)
 
         struct sandbox *all = NULL;
         size_t n = 0;
-        r = STORE(ctx, sandbox_list, -1, NULL, &all, &n);
+        r = STORE(ctx, sandbox_list, -1, NULL, NULL, &all, &n);
         if (r < 0) {
                 free(ops);
                 return r;
@@ -256,7 +256,7 @@ static void check_deadlines(struct spaced_context *ctx, struct sandbox *all, siz
 {
         struct operation *ops = NULL;
         size_t nops = 0;
-        if (STORE(ctx, operation_list, NULL, -1, true, NULL, &ops, &nops) < 0)
+        if (STORE(ctx, operation_list, NULL, -1, true, NULL, NULL, &ops, &nops) < 0)
                 return;
         for (size_t i = 0; i < nops; i++)
                 if (ops[i].state == OPERATION_RUNNING && now - ops[i].started_at_ms > OPERATION_WARN_MS)
@@ -275,7 +275,7 @@ void reconciler_tick(struct spaced_context *ctx, bool probe)
 {
         struct sandbox *all = NULL;
         size_t n = 0;
-        if (STORE(ctx, sandbox_list, -1, NULL, &all, &n) < 0)
+        if (STORE(ctx, sandbox_list, -1, NULL, NULL, &all, &n) < 0)
                 return;
         int64_t now = wallclock_now_ms();
         if (probe)

@@ -92,9 +92,9 @@ void rolling_snapshots_tick(struct spaced_context *ctx)
         struct sandbox *all = NULL;
         struct snapshot *snaps = NULL;
         size_t n = 0, nsnaps = 0;
-        if (STORE(ctx, sandbox_list, -1, NULL, &all, &n) < 0)
+        if (STORE(ctx, sandbox_list, -1, NULL, NULL, &all, &n) < 0)
                 return;
-        if (STORE(ctx, snapshot_list, NULL, NULL, &snaps, &nsnaps) < 0) {
+        if (STORE(ctx, snapshot_list, NULL, NULL, NULL, &snaps, &nsnaps) < 0) {
                 sandbox_array_free(all, n);
                 return;
         }

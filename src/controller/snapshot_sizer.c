@@ -97,7 +97,7 @@ int snapshot_sizer_pass(struct spaced_context *ctx, int max)
         struct snapshot *snaps = NULL;
         size_t n = 0;
         int done = 0;
-        if (STORE(ctx, snapshot_list, NULL, NULL, &snaps, &n) < 0)
+        if (STORE(ctx, snapshot_list, NULL, NULL, NULL, &snaps, &n) < 0)
                 return 0;
         for (size_t i = 0; i < n && done < max && !atomic_load(&ctx->shutting_down); i++) {
                 if (strcmp(snaps[i].state, "ready") != 0 || snaps[i].bytes_exclusive >= 0)

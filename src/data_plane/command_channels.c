@@ -299,7 +299,7 @@ static void channel_end_unknown(struct channel *ch, const struct agent_frame *ke
         const char *message = command_lost_message(reason);
         struct command_record *recs = NULL;
         size_t n = 0;
-        if (STORE(ch->chs->ctx, command_list, ch->sandbox_id, true, &recs, &n) < 0)
+        if (STORE(ch->chs->ctx, command_list, ch->sandbox_id, true, NULL, &recs, &n) < 0)
                 return;
         for (size_t i = 0; i < n; i++) {
                 bool known = false;
@@ -616,7 +616,7 @@ void command_channels_resume_all(struct command_channels *chs)
 {
         struct command_record *recs = NULL;
         size_t n = 0;
-        if (STORE(chs->ctx, command_list, NULL, true, &recs, &n) < 0)
+        if (STORE(chs->ctx, command_list, NULL, true, NULL, &recs, &n) < 0)
                 return;
         for (size_t i = 0; i < n; i++) {
                 command_channels_notify(chs, recs[i].id, 0, false);

@@ -81,7 +81,7 @@ static int find_process(struct e2b_call *call, const json_t *msg, struct command
                 return space_error_set(err, SPACE_E_INVALID_REQUEST, "process must name a pid or a tag");
         struct command_record *all = NULL;
         size_t n = 0;
-        int r = STORE(call->req.ctx, command_list, call->sandbox_id, true, &all, &n);
+        int r = STORE(call->req.ctx, command_list, call->sandbox_id, true, NULL, &all, &n);
         if (r < 0)
                 return space_error_errno(err, r, "list commands");
         int found = -1;
@@ -287,7 +287,7 @@ void e2b_process_list(struct e2b_call *call, struct api_response *resp)
         sandbox_release(&sb);
         struct command_record *all = NULL;
         size_t n = 0;
-        int r = STORE(call->req.ctx, command_list, call->sandbox_id, true, &all, &n);
+        int r = STORE(call->req.ctx, command_list, call->sandbox_id, true, NULL, &all, &n);
         if (r < 0) {
                 space_error_errno(&err, r, "list commands");
                 return e2b_connect_reply_error(resp, &err);

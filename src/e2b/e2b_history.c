@@ -31,7 +31,7 @@ int e2b_snapshot_by_name(struct spaced_context *ctx, const struct principal *p, 
 {
         struct snapshot *all = NULL;
         size_t n = 0;
-        int r = STORE(ctx, snapshot_list, NULL, principal_list_project(p), &all, &n);
+        int r = STORE(ctx, snapshot_list, NULL, principal_list_project(p), NULL, &all, &n);
         if (r < 0)
                 return r;
         r = -ENOENT;
@@ -89,7 +89,7 @@ void e2b_snapshot_list(struct e2b_call *call, struct api_response *resp)
         struct snapshot *all = NULL;
         size_t n = 0;
         int r = STORE(call->req.ctx, snapshot_list, sandbox_id && *sandbox_id ? sandbox_id : NULL,
-                      principal_list_project(&call->req.principal), &all, &n);
+                      principal_list_project(&call->req.principal), NULL, &all, &n);
         if (r < 0)
                 return e2b_reply_error(resp, 500, "list snapshots: %s", strerror(-r));
         json_t *arr = json_array();

@@ -132,7 +132,7 @@ static void sweep(struct e2b_metrics *m)
 {
         struct sandbox *all = NULL;
         size_t n = 0;
-        if (STORE(m->ctx, sandbox_list, -1, NULL, &all, &n) < 0)
+        if (STORE(m->ctx, sandbox_list, -1, NULL, NULL, &all, &n) < 0)
                 return;
         pthread_mutex_lock(&m->lock);
         uint64_t gen = ++m->sweep;

@@ -166,7 +166,7 @@ static int signed_url(struct e2b_call *call, const char *id, struct space_error 
                 snprintf(all[0].id, sizeof(all[0].id), "%s", id);
                 all[0].state = SANDBOX_RUNNING;
                 n = 1;
-        } else if (STORE(call->front->ctx, sandbox_list, SANDBOX_RUNNING, NULL, &all, &n) < 0) {
+        } else if (STORE(call->front->ctx, sandbox_list, SANDBOX_RUNNING, NULL, NULL, &all, &n) < 0) {
                 return space_error_set(err, SPACE_E_INTERNAL, "list sandboxes");
         }
         bool found = false;

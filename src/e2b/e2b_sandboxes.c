@@ -427,7 +427,7 @@ static void list(struct e2b_call *call, struct api_response *resp, bool paged)
                 state = "running";
         struct sandbox *all = NULL;
         size_t n = 0;
-        int r = STORE(ctx, sandbox_list, -1, principal_list_project(&call->req.principal), &all, &n);
+        int r = STORE(ctx, sandbox_list, -1, principal_list_project(&call->req.principal), NULL, &all, &n);
         if (r < 0)
                 return e2b_reply_error(resp, 500, "list sandboxes: %s", strerror(-r));
         if (n > 1)

@@ -71,7 +71,7 @@ static int allocate_uid_base_locked(struct spaced_context *ctx, uint32_t *ret)
         if (!uid_loaded) {
                 struct sandbox *all = NULL;
                 size_t n = 0;
-                int r = STORE(ctx, sandbox_list, -1, NULL, &all, &n);
+                int r = STORE(ctx, sandbox_list, -1, NULL, NULL, &all, &n);
                 if (r < 0)
                         return r;
                 for (size_t i = 0; i < n; i++)
@@ -294,7 +294,7 @@ int sandbox_lifecycle_disk_limits(struct spaced_context *ctx)
 {
         struct sandbox *all = NULL;
         size_t n = 0;
-        int r = STORE(ctx, sandbox_list, -1, NULL, &all, &n);
+        int r = STORE(ctx, sandbox_list, -1, NULL, NULL, &all, &n);
         if (r < 0)
                 return r;
         for (size_t i = 0; i < n; i++) {

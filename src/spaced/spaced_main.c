@@ -132,7 +132,7 @@ static void release_pool(struct spaced_context *ctx)
                 return;
         struct sandbox *all = NULL;
         size_t n = 0, live = 0;
-        if (STORE(ctx, sandbox_list, -1, NULL, &all, &n) < 0)
+        if (STORE(ctx, sandbox_list, -1, NULL, NULL, &all, &n) < 0)
                 return;
         for (size_t i = 0; i < n; i++)
                 if (all[i].pid > 0 || all[i].state == SANDBOX_RUNNING || all[i].state == SANDBOX_PAUSED)

@@ -59,14 +59,21 @@ int sqlite_template_get(struct state_store *st, const char *name, struct templat
         return r;
 }
 
-int sqlite_template_list(struct state_store *st, const char *project_id, struct template_record **ret, size_t *ret_n)
+int sqlite_template_list(struct state_store *st, const char *project_id, const struct store_page *page,
+                         struct template_record **ret, size_t *ret_n)
 {
         sqlite3_stmt *s;
         pthread_mutex_lock(&st->lock);
-        int r = sq_prepare(st, "SELECT name, state, environment, state_reason, updated_at, project_id FROM templates"
-                               " WHERE ?1 IS NULL OR project_id = ?1 OR project_id = '' ORDER BY name", &s);
-        if (r == 0 && project_id)
-                sq_bind_text(s, 1, project_id);
+        int r = sq_prepare(st,
+                           "SELECT name, state, environment, state_reason, updated_at, project_id FROM templates"
+                           " WHERE (?1 IS NULL OR project_id = ?1 OR project_id = '') AND " SQ_PAGE_AFTER_NAME("name")
+                           " ORDER BY name" SQ_PAGE_LIMIT,
+                           &s);
+        if (r == 0) {
+                if (project_id)
+                        sq_bind_text(s, 1, project_id);
+                sq_bind_page(s, page);
+        }
         if (r == 0)
                 r = sq_collect(s, sizeof(struct template_record), template_row, template_release, (void **)ret, ret_n);
         pthread_mutex_unlock(&st->lock);
@@ -146,13 +153,20 @@ int sqlite_key_get(struct state_store *st, const char *id, struct api_key *ret)
         return r;
 }
 
-int sqlite_key_list(struct state_store *st, const char *project_id, struct api_key **ret, size_t *ret_n)
+int sqlite_key_list(struct state_store *st, const char *project_id, const struct store_page *page, struct api_key **ret,
+                    size_t *ret_n)
 {
         sqlite3_stmt *s;
         pthread_mutex_lock(&st->lock);
-        int r = sq_prepare(st, "SELECT " KEY_COLUMNS " FROM api_keys WHERE ?1 IS NULL OR project_id = ?1 ORDER BY created_at", &s);
-        if (r == 0 && project_id)
-                sq_bind_text(s, 1, project_id);
+        int r = sq_prepare(st,
+                           "SELECT " KEY_COLUMNS " FROM api_keys WHERE (?1 IS NULL OR project_id = ?1) AND "
+                           SQ_PAGE_AFTER("created_at, id", ">") " ORDER BY created_at, id" SQ_PAGE_LIMIT,
+                           &s);
+        if (r == 0) {
+                if (project_id)
+                        sq_bind_text(s, 1, project_id);
+                sq_bind_page(s, page);
+        }
         if (r == 0)
                 r = sq_collect(s, sizeof(struct api_key), key_row, NULL, (void **)ret, ret_n);
         pthread_mutex_unlock(&st->lock);

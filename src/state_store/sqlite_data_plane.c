@@ -68,13 +68,18 @@ int sqlite_session_find_by_hash(struct state_store *st, const char *hash, struct
         return fetch_by_text(st, "SELECT " SESSION_READ " FROM attach_sessions WHERE token_hash=?", hash, session_row, ret);
 }
 
-int sqlite_session_list(struct state_store *st, const char *sandbox_id, struct attach_session **ret, size_t *ret_n)
+int sqlite_session_list(struct state_store *st, const char *sandbox_id, const struct store_page *page,
+                        struct attach_session **ret, size_t *ret_n)
 {
         sqlite3_stmt *s;
         pthread_mutex_lock(&st->lock);
-        int r = sq_prepare(st, "SELECT " SESSION_READ " FROM attach_sessions WHERE sandbox_id=? ORDER BY created_at, id", &s);
+        int r = sq_prepare(st,
+                           "SELECT " SESSION_READ " FROM attach_sessions WHERE sandbox_id=?1 AND " SQ_PAGE_AFTER("created_at, id", ">")
+                           " ORDER BY created_at, id" SQ_PAGE_LIMIT,
+                           &s);
         if (r == 0) {
                 sq_bind_text(s, 1, sandbox_id);
+                sq_bind_page(s, page);
                 r = sq_collect(s, sizeof(struct attach_session), session_row, NULL, (void **)ret, ret_n);
         }
         pthread_mutex_unlock(&st->lock);
@@ -208,21 +213,20 @@ int sqlite_command_delete(struct state_store *st, const char *sandbox_id, const 
 }
 
 int sqlite_command_list(struct state_store *st, const char *sandbox_id, bool unfinished_only,
-                        struct command_record **ret, size_t *ret_n)
+                        const struct store_page *page, struct command_record **ret, size_t *ret_n)
 {
         sqlite3_stmt *s;
-        const char *sql = sandbox_id ? (unfinished_only ? "SELECT " COMMAND_COLUMNS " FROM commands WHERE sandbox_id=?1"
-                                                          " AND state IN ('starting','running') ORDER BY created_at, id"
-                                                        : "SELECT " COMMAND_COLUMNS " FROM commands WHERE sandbox_id=?1"
-                                                          " ORDER BY created_at, id")
-                                     : (unfinished_only ? "SELECT " COMMAND_COLUMNS " FROM commands"
-                                                          " WHERE state IN ('starting','running') ORDER BY created_at, id"
-                                                        : "SELECT " COMMAND_COLUMNS " FROM commands ORDER BY created_at, id");
         pthread_mutex_lock(&st->lock);
-        int r = sq_prepare(st, sql, &s);
+        int r = sq_prepare(st,
+                           "SELECT " COMMAND_COLUMNS " FROM commands WHERE (?1 IS NULL OR sandbox_id=?1)"
+                           " AND (?2 = 0 OR state IN ('starting','running')) AND " SQ_PAGE_AFTER("created_at, id", ">")
+                           " ORDER BY created_at, id" SQ_PAGE_LIMIT,
+                           &s);
         if (r == 0) {
                 if (sandbox_id)
                         sq_bind_text(s, 1, sandbox_id);
+                sqlite3_bind_int(s, 2, unfinished_only);
+                sq_bind_page(s, page);
                 r = sq_collect(s, sizeof(struct command_record), command_row, command_release, (void **)ret, ret_n);
         }
         pthread_mutex_unlock(&st->lock);

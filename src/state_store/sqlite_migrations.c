@@ -88,6 +88,12 @@ static const char *const migrations[] = {
         "CREATE INDEX audit_log_created ON audit_log(created_at, id);"
         "CREATE TRIGGER audit_log_append_only BEFORE UPDATE ON audit_log"
         "  BEGIN SELECT RAISE(ABORT, 'the audit log is append-only'); END;",
+        /* 8: lists are paged by (created_at, id): an index in that order for the lists that
+         * are not read per sandbox (those have (sandbox_id, created_at) already) */
+        "CREATE INDEX sandboxes_created ON sandboxes(created_at, id);"
+        "CREATE INDEX operations_created ON operations(created_at, id);"
+        "CREATE INDEX snapshots_created ON snapshots(created_at, id);"
+        "CREATE INDEX api_keys_created ON api_keys(created_at, id);",
 };
 
 int sqlite_migrations_apply(sqlite3 *db, int *ret_version)

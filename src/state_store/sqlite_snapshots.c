@@ -65,17 +65,22 @@ int sqlite_snapshot_get(struct state_store *st, const char *id, struct snapshot 
         return r;
 }
 
-int sqlite_snapshot_list(struct state_store *st, const char *sandbox_id, const char *project_id, struct snapshot **ret,
+int sqlite_snapshot_list(struct state_store *st, const char *sandbox_id, const char *project_id, const struct store_page *page,
+                         struct snapshot **ret,
                          size_t *ret_n)
 {
         sqlite3_stmt *s;
         pthread_mutex_lock(&st->lock);
-        int r = sq_prepare(st, "SELECT " SNAP_COLUMNS " FROM snapshots WHERE (?1 = '' OR sandbox_id = ?1)"
-                               " AND (?2 IS NULL OR project_id = ?2) ORDER BY created_at, id", &s);
+        int r = sq_prepare(st,
+                           "SELECT " SNAP_COLUMNS " FROM snapshots WHERE (?1 = '' OR sandbox_id = ?1)"
+                           " AND (?2 IS NULL OR project_id = ?2) AND " SQ_PAGE_AFTER("created_at, id", ">")
+                           " ORDER BY created_at, id" SQ_PAGE_LIMIT,
+                           &s);
         if (r == 0) {
                 sq_bind_text(s, 1, sandbox_id ? sandbox_id : "");
                 if (project_id)
                         sq_bind_text(s, 2, project_id);
+                sq_bind_page(s, page);
                 r = sq_collect(s, sizeof(struct snapshot), snapshot_row, NULL, (void **)ret, ret_n);
         }
         pthread_mutex_unlock(&st->lock);

@@ -106,3 +106,13 @@ int sq_collect(sqlite3_stmt *s, size_t elem_size, void (*row_fn)(sqlite3_stmt *s
         *ret_n = n;
         return 0;
 }
+
+void sq_bind_page(sqlite3_stmt *s, const struct store_page *page)
+{
+        sqlite3_bind_int64(s, 61, page ? page->after_ms : 0);
+        if (page && page->after_id)
+                sqlite3_bind_text(s, 62, page->after_id, -1, SQLITE_TRANSIENT);
+        else
+                sqlite3_bind_null(s, 62);
+        sqlite3_bind_int64(s, 63, page && page->limit > 0 ? page->limit : -1);
+}

@@ -33,13 +33,22 @@ int sq_begin(struct state_store *st);
 int sq_commit(struct state_store *st);
 void sq_rollback(struct state_store *st);
 
+/* Paging in SQL: a list statement puts SQ_PAGE_AFTER(order columns) in its WHERE and
+ * SQ_PAGE_LIMIT at its end, and sq_bind_page() binds parameters ?61-?63 (page NULL: all). */
+#define SQ_PAGE_AFTER(cols, cmp) "(?62 IS NULL OR (" cols ") " cmp " (?61, ?62))"
+#define SQ_PAGE_AFTER_NAME(col) "(?62 IS NULL OR " col " > ?62)"
+#define SQ_PAGE_LIMIT " LIMIT ?63"
+void sq_bind_page(sqlite3_stmt *s, const struct store_page *page);
+
 /* sqlite_catalog.c: templates and API keys */
 int sqlite_template_upsert(struct state_store *st, const struct template_record *t);
 int sqlite_template_get(struct state_store *st, const char *name, struct template_record *ret);
-int sqlite_template_list(struct state_store *st, const char *project_id, struct template_record **ret, size_t *ret_n);
+int sqlite_template_list(struct state_store *st, const char *project_id, const struct store_page *page,
+                         struct template_record **ret, size_t *ret_n);
 int sqlite_template_delete(struct state_store *st, const char *name);
 int sqlite_key_insert(struct state_store *st, const struct api_key *k);
-int sqlite_key_list(struct state_store *st, const char *project_id, struct api_key **ret, size_t *ret_n);
+int sqlite_key_list(struct state_store *st, const char *project_id, const struct store_page *page, struct api_key **ret,
+                    size_t *ret_n);
 int sqlite_key_get(struct state_store *st, const char *id, struct api_key *ret);
 int sqlite_key_delete(struct state_store *st, const char *id);
 int sqlite_key_authenticate(struct state_store *st, const char *hash, struct api_key *ret);
@@ -53,7 +62,8 @@ int sqlite_project_list(struct state_store *st, struct project **ret, size_t *re
 /* sqlite_snapshots.c */
 int sq_snapshot_insert_locked(struct state_store *st, const struct snapshot *snap);
 int sqlite_snapshot_get(struct state_store *st, const char *id, struct snapshot *ret);
-int sqlite_snapshot_list(struct state_store *st, const char *sandbox_id, const char *project_id, struct snapshot **ret,
+int sqlite_snapshot_list(struct state_store *st, const char *sandbox_id, const char *project_id, const struct store_page *page,
+                         struct snapshot **ret,
                          size_t *ret_n);
 int sqlite_snapshot_update(struct state_store *st, const struct snapshot *snap);
 int sqlite_sandbox_purge_destroyed(struct state_store *st, int64_t before_ms, int limit, int *ret_n);
@@ -63,14 +73,15 @@ int sqlite_snapshot_delete(struct state_store *st, const char *id, bool if_unuse
 int sqlite_session_insert(struct state_store *st, const struct attach_session *s);
 int sqlite_session_get(struct state_store *st, const char *id, struct attach_session *ret);
 int sqlite_session_find_by_hash(struct state_store *st, const char *hash, struct attach_session *ret);
-int sqlite_session_list(struct state_store *st, const char *sandbox_id, struct attach_session **ret, size_t *ret_n);
+int sqlite_session_list(struct state_store *st, const char *sandbox_id, const struct store_page *page,
+                        struct attach_session **ret, size_t *ret_n);
 int sqlite_session_update(struct state_store *st, const struct attach_session *s);
 int sqlite_command_insert(struct state_store *st, const struct command_record *c);
 int sqlite_command_update(struct state_store *st, const struct command_record *c);
 int sqlite_command_delete(struct state_store *st, const char *sandbox_id, const char *id);
 int sqlite_command_get(struct state_store *st, const char *sandbox_id, const char *id, struct command_record *ret);
 int sqlite_command_list(struct state_store *st, const char *sandbox_id, bool unfinished_only,
-                        struct command_record **ret, size_t *ret_n);
+                        const struct store_page *page, struct command_record **ret, size_t *ret_n);
 
 /* sqlite_audit.c: the audit log */
 int sqlite_audit_insert(struct state_store *st, const struct audit_record *a);

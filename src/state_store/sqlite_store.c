@@ -156,13 +156,14 @@ static int sqlite_operation_get(struct state_store *st, const char *id, struct o
 }
 
 static int sqlite_operation_list(struct state_store *st, const char *target, int state, bool unfinished_only,
-                                 const char *project_id, struct operation **ret, size_t *ret_n)
+                                 const char *project_id, const struct store_page *page, struct operation **ret, size_t *ret_n)
 {
         sqlite3_stmt *s;
         const char *sql = unfinished_only
                                   ? "SELECT " OP_COLUMNS " FROM operations WHERE state IN ('pending','running') ORDER BY created_at ASC"
                                   : "SELECT " OP_COLUMNS " FROM operations WHERE (?1 = '' OR target = ?1) AND (?2 = '' OR state = ?2)"
-                                    " AND (?3 IS NULL OR project_id = ?3) ORDER BY created_at DESC LIMIT 500";
+                                    " AND (?3 IS NULL OR project_id = ?3)"
+                                    " AND " SQ_PAGE_AFTER("created_at, id", "<") " ORDER BY created_at DESC, id DESC" SQ_PAGE_LIMIT;
         pthread_mutex_lock(&st->lock);
         int r = sq_prepare(st, sql, &s);
         if (r < 0)
@@ -172,6 +173,7 @@ static int sqlite_operation_list(struct state_store *st, const char *target, int
                 sq_bind_text(s, 2, state >= 0 ? operation_state_name((enum operation_state)state) : "");
                 if (project_id)
                         sq_bind_text(s, 3, project_id);
+                sq_bind_page(s, page);
         }
         r = sq_collect(s, sizeof(struct operation), op_row, NULL, (void **)ret, ret_n);
 out:
@@ -307,15 +309,16 @@ static int sqlite_sandbox_get(struct state_store *st, const char *id, struct san
         return r;
 }
 
-static int sqlite_sandbox_list(struct state_store *st, int state_filter, const char *project_id, struct sandbox **ret,
+static int sqlite_sandbox_list(struct state_store *st, int state_filter, const char *project_id, const struct store_page *page,
+                               struct sandbox **ret,
                                size_t *ret_n)
 {
         sqlite3_stmt *s;
         pthread_mutex_lock(&st->lock);
-        int r = sq_prepare(st, state_filter < 0 ? "SELECT " SB_COLUMNS " FROM sandboxes WHERE state != 'destroyed'"
-                                                  " AND (?2 IS NULL OR project_id = ?2) ORDER BY created_at"
-                                                : "SELECT " SB_COLUMNS " FROM sandboxes WHERE state = ?1"
-                                                  " AND (?2 IS NULL OR project_id = ?2) ORDER BY created_at",
+        int r = sq_prepare(st,
+                           "SELECT " SB_COLUMNS " FROM sandboxes WHERE (?1 IS NULL AND state != 'destroyed' OR state = ?1)"
+                           " AND (?2 IS NULL OR project_id = ?2)"
+                           " AND " SQ_PAGE_AFTER("created_at, id", ">") " ORDER BY created_at, id" SQ_PAGE_LIMIT,
                            &s);
         if (r < 0)
                 goto out;
@@ -323,6 +326,7 @@ static int sqlite_sandbox_list(struct state_store *st, int state_filter, const c
                 sq_bind_text(s, 1, sandbox_state_name((enum sandbox_state)state_filter));
         if (project_id)
                 sq_bind_text(s, 2, project_id);
+        sq_bind_page(s, page);
         r = sq_collect(s, sizeof(struct sandbox), sb_row, sb_release, (void **)ret, ret_n);
 out:
         pthread_mutex_unlock(&st->lock);

@@ -225,8 +225,9 @@ struct state_store_ops {
         int (*insert_batch)(struct state_store *st, const struct sandbox *sbs, size_t nsb, const struct snapshot *snaps,
                             size_t nsnap, const struct operation *op);
         int (*sandbox_get)(struct state_store *st, const char *id, struct sandbox *ret);
-        /* state_filter < 0: all but destroyed. project_id NULL: every project's. */
-        int (*sandbox_list)(struct state_store *st, int state_filter, const char *project_id, struct sandbox **ret,
+        /* state_filter < 0: all but destroyed. project_id NULL: every project's. page NULL: all. */
+        int (*sandbox_list)(struct state_store *st, int state_filter, const char *project_id, const struct store_page *page,
+                            struct sandbox **ret,
                             size_t *ret_n);
         /* If the sandbox is in one of `from` (mask of 1<<state), moves it to `to` with reason and,
          * if op != NULL, inserts op, all in one transaction. Otherwise -ESTALE and *ret_current.
@@ -250,7 +251,8 @@ struct state_store_ops {
 
         int (*snapshot_get)(struct state_store *st, const char *id, struct snapshot *ret);
         /* sandbox_id NULL: all; project_id NULL: every project's. Oldest first. */
-        int (*snapshot_list)(struct state_store *st, const char *sandbox_id, const char *project_id, struct snapshot **ret,
+        int (*snapshot_list)(struct state_store *st, const char *sandbox_id, const char *project_id,
+                             const struct store_page *page, struct snapshot **ret,
                              size_t *ret_n);
         int (*snapshot_update)(struct state_store *st, const struct snapshot *snap);
         /* With if_unused, refuses (-EBUSY, the operation's id in ret_user[32] when given)
@@ -260,20 +262,22 @@ struct state_store_ops {
         int (*operation_insert)(struct state_store *st, const struct operation *op);
         int (*operation_update)(struct state_store *st, const struct operation *op);
         int (*operation_get)(struct state_store *st, const char *id, struct operation *ret);
-        /* target/state/project_id may be NULL / < 0 for any; unfinished_only returns pending+running
-         * oldest first (of every project). */
+        /* target/state/project_id may be NULL / < 0 for any, newest first; unfinished_only
+         * returns pending+running oldest first (of every project; it takes no page). */
         int (*operation_list)(struct state_store *st, const char *target, int state, bool unfinished_only,
-                              const char *project_id, struct operation **ret, size_t *ret_n);
+                              const char *project_id, const struct store_page *page, struct operation **ret, size_t *ret_n);
 
         int (*template_upsert)(struct state_store *st, const struct template_record *t);
         int (*template_get)(struct state_store *st, const char *name, struct template_record *ret);
-        /* project_id NULL: all; else that project's and the shared ones. */
-        int (*template_list)(struct state_store *st, const char *project_id, struct template_record **ret, size_t *ret_n);
+        /* project_id NULL: all; else that project's and the shared ones. By name. */
+        int (*template_list)(struct state_store *st, const char *project_id, const struct store_page *page,
+                             struct template_record **ret, size_t *ret_n);
         int (*template_delete)(struct state_store *st, const char *name);
 
         int (*key_insert)(struct state_store *st, const struct api_key *k);
         /* project_id NULL: every project's. */
-        int (*key_list)(struct state_store *st, const char *project_id, struct api_key **ret, size_t *ret_n);
+        int (*key_list)(struct state_store *st, const char *project_id, const struct store_page *page, struct api_key **ret,
+                        size_t *ret_n);
         int (*key_get)(struct state_store *st, const char *id, struct api_key *ret);
         int (*key_delete)(struct state_store *st, const char *id);
         /* Finds by hash and records last use. */
@@ -289,7 +293,8 @@ struct state_store_ops {
         int (*session_get)(struct state_store *st, const char *id, struct attach_session *ret);
         int (*session_find_by_hash)(struct state_store *st, const char *hash, struct attach_session *ret);
         /* Oldest first. */
-        int (*session_list)(struct state_store *st, const char *sandbox_id, struct attach_session **ret, size_t *ret_n);
+        int (*session_list)(struct state_store *st, const char *sandbox_id, const struct store_page *page,
+                            struct attach_session **ret, size_t *ret_n);
         /* Writes expires_at and revoked_at. */
         int (*session_update)(struct state_store *st, const struct attach_session *s);
 
@@ -301,7 +306,7 @@ struct state_store_ops {
         int (*command_delete)(struct state_store *st, const char *sandbox_id, const char *id);
         /* sandbox_id NULL: all; unfinished_only: starting + running. Oldest first. */
         int (*command_list)(struct state_store *st, const char *sandbox_id, bool unfinished_only,
-                            struct command_record **ret, size_t *ret_n);
+                            const struct store_page *page, struct command_record **ret, size_t *ret_n);
 
         /* The audit log is append-only: rows are inserted, listed, and purged by age. */
         int (*audit_insert)(struct state_store *st, const struct audit_record *a);

@@ -71,7 +71,7 @@ static int resolve_digest(struct spaced_context *ctx, const char *ref, struct te
         bool tagged = strchr(base, ':') != NULL;
         struct template_record *all = NULL;
         size_t n = 0;
-        int r = STORE(ctx, template_list, NULL, &all, &n);
+        int r = STORE(ctx, template_list, NULL, NULL, &all, &n);
         if (r < 0)
                 return r;
         r = -ENOENT;

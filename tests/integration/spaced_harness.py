@@ -8,7 +8,9 @@ loop-mounted btrfs pool and the temporary directory.
 Binaries come from the environment (SPACED, SPACE_CLI, SPACE_AGENT, set by
 meson) or default to the build/ directory of the repository.
 
-Standard library only.
+Standard library, plus python3-jsonschema and python3-yaml for the contract check: every
+response of the v1 API the tests receive is held to api/openapi.yaml as it arrives
+(openapi_contract.py), and a violation fails the test that received it.
 """
 
 import glob
@@ -23,6 +25,9 @@ import sys
 import tempfile
 import time
 import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import openapi_contract  # noqa: E402
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SPACED = os.environ.get("SPACED", os.path.join(REPO, "build/src/spaced/spaced"))
@@ -197,6 +202,32 @@ def mountinfo_lines(word):
         return [line for line in f if word in line]
 
 
+# --------------------------------------------------------------------------- the contract
+
+class ContractHTTPConnection(http.client.HTTPConnection):
+    """An HTTPConnection whose responses are held to api/openapi.yaml: status and
+    Content-Type as soon as the headers arrive (getresponse), the body when the caller
+    hands it to contract_check_body() once read (JSON bodies: Spaced.request does it;
+    streams and downloads are held to status and Content-Type only). Every request of
+    the tests to the v1 API goes through one of these (Spaced.request, Spaced.events,
+    Spaced.connection)."""
+
+    def putrequest(self, method, url, *args, **kw):
+        self._contract_method, self._contract_target = method, url
+        return super().putrequest(method, url, *args, **kw)
+
+    def getresponse(self):
+        resp = super().getresponse()
+        resp.contract_request = (self._contract_method, self._contract_target)
+        openapi_contract.check(self._contract_method, self._contract_target, resp.status,
+                               dict(resp.getheaders()), b"", streamed=True)
+        return resp
+
+    def contract_check_body(self, resp, payload):
+        method, target = resp.contract_request
+        openapi_contract.check(method, target, resp.status, dict(resp.getheaders()), payload)
+
+
 # --------------------------------------------------------------------------- event streams
 
 class EventStream:
@@ -209,7 +240,7 @@ class EventStream:
     small socket receive buffer before connecting (to make a slow reader)."""
 
     def __init__(self, port, path, headers=None, timeout=120, rcvbuf=None):
-        self.conn = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
+        self.conn = ContractHTTPConnection("127.0.0.1", port, timeout=timeout)
         if rcvbuf is not None:
             sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
             sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, rcvbuf)
@@ -224,6 +255,8 @@ class EventStream:
 
     def body(self):
         payload = self.resp.read()
+        if self.status >= 300:
+            self.conn.contract_check_body(self.resp, payload)
         try:
             return json.loads(payload)
         except ValueError:
@@ -393,11 +426,12 @@ class Spaced:
             h["Content-Type"] = "application/json"
         if headers:
             h.update(headers)
-        conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=timeout)
+        conn = ContractHTTPConnection("127.0.0.1", self.port, timeout=timeout)
         try:
             conn.request(method, path, body=data, headers=h)
             resp = conn.getresponse()
             payload = resp.read()
+            conn.contract_check_body(resp, payload)
             self.last_headers = dict(resp.getheaders())
             status = resp.status
         finally:
@@ -408,6 +442,12 @@ class Spaced:
             return status, json.loads(payload)
         except ValueError:
             return status, payload
+
+    def connection(self, timeout=60, port=None):
+        """A raw HTTPConnection to the v1 API for tests that drive HTTP by hand; its
+        responses are held to the contract (call .contract_check_body(resp, payload)
+        after reading a JSON body whole)."""
+        return ContractHTTPConnection("127.0.0.1", port or self.port, timeout=timeout)
 
     def api(self, method, path, body=None, expect=None, **kw):
         status, data = self.request(method, path, body, **kw)
@@ -737,7 +777,14 @@ class SpacedTestCase(unittest.TestCase):
     def run(self, result=None):
         # Show the daemon's log tail when a test fails (helps diagnosis).
         before = len(result.failures) + len(result.errors) if result is not None else 0
+        seen = len(openapi_contract.violations)
         r = super().run(result)
+        met = openapi_contract.violations[seen:]
+        if result is not None and met and len(result.failures) + len(result.errors) == before:
+            try:
+                raise openapi_contract.ContractViolation("responses outside api/openapi.yaml:\n  " + "\n  ".join(met))
+            except openapi_contract.ContractViolation:
+                result.addFailure(self, sys.exc_info())
         if result is not None and len(result.failures) + len(result.errors) > before:
             sp = getattr(type(self), "spaced", None) or getattr(self, "spaced", None)
             if sp is not None:

@@ -4,7 +4,6 @@ owners, stat, list, mkdir -p, move, remove, watch; and what must be refused: pat
 non-regular files, bad input, wrong state, missing or foreign tokens."""
 
 import hashlib
-import http.client
 import json
 import os
 import socket
@@ -76,7 +75,7 @@ class Files(SpacedTestCase):
         return body
 
     def get_bytes(self, path, **params):
-        conn = http.client.HTTPConnection("127.0.0.1", self.spaced.port, timeout=60)
+        conn = self.spaced.connection(timeout=60)
         conn.request("GET", "/v1/sandboxes/%s/files?%s" % (self.sid, q(path=path, **params)),
                      headers={"Authorization": "Bearer " + self.token})
         resp = conn.getresponse()
@@ -135,7 +134,7 @@ class Files(SpacedTestCase):
         sampler = threading.Thread(target=sample, daemon=True)
         sampler.start()
         try:
-            conn = http.client.HTTPConnection("127.0.0.1", self.spaced.port, timeout=300)
+            conn = self.spaced.connection(timeout=300)
             conn.putrequest("PUT", "/v1/sandboxes/%s/files?%s" % (self.sid, q(path="/big/file.bin", parents="true")))
             conn.putheader("Authorization", "Bearer " + self.token)
             conn.putheader("Content-Length", str(size))
@@ -156,7 +155,7 @@ class Files(SpacedTestCase):
             self.assertEqual(body["size"], size)
             self.assertEqual(self.sh("sha256sum /big/file.bin").split()[0], digest.hexdigest())
 
-            conn = http.client.HTTPConnection("127.0.0.1", self.spaced.port, timeout=300)
+            conn = self.spaced.connection(timeout=300)
             conn.request("GET", "/v1/sandboxes/%s/files?%s" % (self.sid, q(path="/big/file.bin")),
                          headers={"Authorization": "Bearer " + self.token})
             resp = conn.getresponse()
@@ -222,7 +221,7 @@ class Files(SpacedTestCase):
         status, body = self.files("PUT", "", q(path="/tmp/too-big.bin"), raw=b"z" * (160 * MIB), token=token, sid=sid)
         self.assertError((status, body), 413, "payload_too_large")
         # The same without a Content-Length (chunked): stopped when it outgrows the limit.
-        conn = http.client.HTTPConnection("127.0.0.1", self.spaced.port, timeout=60)
+        conn = self.spaced.connection(timeout=60)
         conn.request("PUT", "/v1/sandboxes/%s/files?%s" % (sid, q(path="/tmp/too-big.bin")),
                      body=(b"z" * MIB for _ in range(160)), encode_chunked=True,
                      headers={"Authorization": "Bearer " + token})
@@ -247,7 +246,7 @@ class Files(SpacedTestCase):
         self.put("/root/ranged", data)
 
         def get(range_header):
-            conn = http.client.HTTPConnection("127.0.0.1", self.spaced.port, timeout=30)
+            conn = self.spaced.connection(timeout=30)
             conn.request("GET", "/v1/sandboxes/%s/files?%s" % (self.sid, q(path="/root/ranged")),
                          headers={"Authorization": "Bearer " + self.token, "Range": range_header})
             resp = conn.getresponse()
@@ -561,7 +560,7 @@ class Files(SpacedTestCase):
 
     def test_watch_keepalive_and_end(self):
         self.sh("rm -rf /wk && mkdir /wk")
-        conn = http.client.HTTPConnection("127.0.0.1", self.spaced.port, timeout=10)
+        conn = self.spaced.connection(timeout=10)
         conn.request("GET", "/v1/sandboxes/%s/files/watch?%s" % (self.sid, q(path="/wk", keepalive_s=1)),
                      headers={"Authorization": "Bearer " + self.token})
         resp = conn.getresponse()
@@ -586,7 +585,7 @@ class Files(SpacedTestCase):
 
     def test_watch_events(self):
         self.sh("rm -rf /w && mkdir -p /w/sub")
-        conn = http.client.HTTPConnection("127.0.0.1", self.spaced.port, timeout=30)
+        conn = self.spaced.connection(timeout=30)
         conn.request("GET", "/v1/sandboxes/%s/files/watch?%s" % (self.sid, q(path="/w", recursive="true")),
                      headers={"Authorization": "Bearer " + self.token})
         resp = conn.getresponse()
@@ -661,7 +660,7 @@ class FilesAcrossRestarts(FreshSpacedTestCase):
     def test_stop_ends_watch_streams(self):
         sid = self.new_sandbox()
         token = self.token(sid)
-        conn = http.client.HTTPConnection("127.0.0.1", self.spaced.port, timeout=30)
+        conn = self.spaced.connection(timeout=30)
         conn.request("GET", "/v1/sandboxes/%s/files/watch?%s" % (sid, q(path="/")),
                      headers={"Authorization": "Bearer " + token})
         resp = conn.getresponse()

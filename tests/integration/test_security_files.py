@@ -42,7 +42,7 @@ class CpSetuid(SpacedTestCase):
     def test_sandbox_offers_the_setuid_mode(self):
         """The attack is real: spaced relays the sandbox's mode, setuid bits included."""
         _, s = self.spaced.api("POST", "/v1/sandboxes/%s/sessions" % self.sid, {}, expect=201)
-        conn = http.client.HTTPConnection("127.0.0.1", self.spaced.port, timeout=30)
+        conn = self.spaced.connection(timeout=30)
         conn.request("GET", "/v1/sandboxes/%s/files?path=/tmp/suid" % self.sid,
                      headers={"Authorization": "Bearer " + s["attach_token"]})
         resp = conn.getresponse()

@@ -169,7 +169,7 @@ class SlowlorisManyAddresses(FloodCase):
 
     def test_authenticated_stream_survives_flood(self):
         """An authenticated, idle keep-alive connection is not cut to make room."""
-        conn = http.client.HTTPConnection("127.0.0.1", self.spaced.port, timeout=10)
+        conn = self.spaced.connection(timeout=10)
         conn.request("GET", "/v1/sandboxes", headers={"Authorization": "Bearer " + self.spaced.key})
         self.assertEqual(conn.getresponse().read()[:1], b"{")
         flood = HalfOpen(self.spaced.port, 1000)

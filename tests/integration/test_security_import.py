@@ -172,9 +172,8 @@ class ImportAttacks(SpacedTestCase):
         return d["snapshot"]["id"]
 
     def export(self, snap):
-        import http.client
         sp = self.spaced
-        conn = http.client.HTTPConnection("127.0.0.1", sp.port, timeout=120)
+        conn = sp.connection(timeout=120)
         conn.request("GET", "/v1/snapshots/%s/export?full=true" % snap, headers={"Authorization": "Bearer " + sp.key})
         r = conn.getresponse()
         body = r.read()
@@ -350,8 +349,7 @@ class ImportAttacks(SpacedTestCase):
         sp.sh(sid, "echo two > /root/b; rm /root/a")
         s2 = self.snapshot(sid)
         full = self.export(s1)
-        import http.client
-        conn = http.client.HTTPConnection("127.0.0.1", sp.port, timeout=120)
+        conn = sp.connection(timeout=120)
         conn.request("GET", "/v1/snapshots/%s/export?parent=%s" % (s2, s1), headers={"Authorization": "Bearer " + sp.key})
         r = conn.getresponse()
         inc = r.read()

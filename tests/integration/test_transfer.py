@@ -1,7 +1,6 @@
 """Snapshot export and import (btrfs send streams, incremental against the parent) and
 sandboxes created from snapshots: the basis for moving a session to another host."""
 
-import http.client
 import os
 import unittest
 
@@ -16,7 +15,7 @@ class Transfer(SpacedTestCase):
 
     def export(self, snap, query=""):
         sp = self.spaced
-        conn = http.client.HTTPConnection("127.0.0.1", sp.port, timeout=120)
+        conn = sp.connection(timeout=120)
         conn.request("GET", "/v1/snapshots/%s/export%s" % (snap, query), headers={"Authorization": "Bearer " + sp.key})
         r = conn.getresponse()
         body = r.read()

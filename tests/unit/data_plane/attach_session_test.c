@@ -102,7 +102,7 @@ static void test_create_then_check(void **state)
 
         struct attach_session *all = NULL;
         size_t n = 0;
-        assert_int_equal(STORE(ctx, session_list, SB, &all, &n), 0);
+        assert_int_equal(STORE(ctx, session_list, SB, NULL, &all, &n), 0);
         assert_int_equal(n, 2);
         free(all);
 }

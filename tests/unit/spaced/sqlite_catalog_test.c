@@ -97,7 +97,7 @@ static void test_template_list_delete(void **state)
 
         struct template_record *all = NULL;
         size_t n = 0;
-        assert_int_equal(ops->template_list(st, NULL, &all, &n), 0);
+        assert_int_equal(ops->template_list(st, NULL, NULL, &all, &n), 0);
         assert_int_equal(n, 3);
         assert_string_equal(all[0].name, "busybox"); /* by name */
         assert_string_equal(all[1].name, "debian");
@@ -112,7 +112,7 @@ static void test_template_list_delete(void **state)
         memset(&t, 0x5a, sizeof(t));
         assert_int_equal(ops->template_get(st, "zeta", &t), -ENOENT);
         assert_int_equal((unsigned char)t.name[0], 0x5a);
-        assert_int_equal(ops->template_list(st, NULL, &all, &n), 0);
+        assert_int_equal(ops->template_list(st, NULL, NULL, &all, &n), 0);
         assert_int_equal(n, 2);
         for (size_t i = 0; i < n; i++)
                 template_record_release(&all[i]);
@@ -123,7 +123,7 @@ static void test_template_list_empty(void **state)
 {
         struct template_record *all = NULL;
         size_t n = 99;
-        assert_int_equal(ops->template_list(*state, NULL, &all, &n), 0);
+        assert_int_equal(ops->template_list(*state, NULL, NULL, &all, &n), 0);
         assert_int_equal(n, 0);
         free(all);
 }
@@ -143,7 +143,7 @@ static void test_key_insert_list_count(void **state)
 
         struct api_key *keys = NULL;
         size_t n = 0;
-        assert_int_equal(ops->key_list(st, NULL, &keys, &n), 0);
+        assert_int_equal(ops->key_list(st, NULL, NULL, &keys, &n), 0);
         assert_int_equal(n, 2);
         assert_string_equal(keys[0].id, "key-a"); /* oldest first */
         assert_string_equal(keys[0].name, "ci");
@@ -192,7 +192,7 @@ static void test_key_authenticate(void **state)
         /* The use is recorded (seen by the next read). */
         struct api_key *keys = NULL;
         size_t n = 0;
-        assert_int_equal(ops->key_list(st, NULL, &keys, &n), 0);
+        assert_int_equal(ops->key_list(st, NULL, NULL, &keys, &n), 0);
         assert_int_equal(n, 1);
         assert_true(keys[0].last_used_at_ms >= before);
         int64_t used = keys[0].last_used_at_ms;

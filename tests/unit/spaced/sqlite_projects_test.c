@@ -133,27 +133,27 @@ static void test_lists_filter_by_project(void **state)
         put_sandbox(st, "sb-a2", "pa", "", 3);
         struct sandbox *all = NULL;
         size_t n = 0;
-        assert_int_equal(ops->sandbox_list(st, -1, "pa", &all, &n), 0);
+        assert_int_equal(ops->sandbox_list(st, -1, "pa", NULL, &all, &n), 0);
         assert_int_equal(n, 2);
         assert_string_equal(all[0].id, "sb-a1");
         assert_string_equal(all[1].id, "sb-a2");
         sandbox_array_free(all, n);
-        assert_int_equal(ops->sandbox_list(st, SANDBOX_RUNNING, "pb", &all, &n), 0);
+        assert_int_equal(ops->sandbox_list(st, SANDBOX_RUNNING, "pb", NULL, &all, &n), 0);
         assert_int_equal(n, 1);
         sandbox_array_free(all, n);
-        assert_int_equal(ops->sandbox_list(st, -1, NULL, &all, &n), 0);
+        assert_int_equal(ops->sandbox_list(st, -1, NULL, NULL, &all, &n), 0);
         assert_int_equal(n, 3);
         sandbox_array_free(all, n);
-        assert_int_equal(ops->sandbox_list(st, -1, "pc", &all, &n), 0);
+        assert_int_equal(ops->sandbox_list(st, -1, "pc", NULL, &all, &n), 0);
         assert_int_equal(n, 0);
         sandbox_array_free(all, n);
 
         struct operation *opl = NULL;
-        assert_int_equal(ops->operation_list(st, NULL, -1, false, "pb", &opl, &n), 0);
+        assert_int_equal(ops->operation_list(st, NULL, -1, false, "pb", NULL, &opl, &n), 0);
         assert_int_equal(n, 1);
         assert_string_equal(opl[0].target, "sb-b1");
         free(opl);
-        assert_int_equal(ops->operation_list(st, NULL, -1, true, "pb", &opl, &n), 0);
+        assert_int_equal(ops->operation_list(st, NULL, -1, true, "pb", NULL, &opl, &n), 0);
         assert_int_equal(n, 3); /* unfinished_only is the reconciler's: every project */
         free(opl);
 
@@ -166,13 +166,13 @@ static void test_lists_filter_by_project(void **state)
         assert_int_equal(ops->template_upsert(st, &t), 0);
         json_decref(t.environment);
         struct template_record *tl = NULL;
-        assert_int_equal(ops->template_list(st, "pb", &tl, &n), 0);
+        assert_int_equal(ops->template_list(st, "pb", NULL, &tl, &n), 0);
         assert_int_equal(n, 1);
         assert_string_equal(tl[0].name, "busybox");
         for (size_t i = 0; i < n; i++)
                 template_record_release(&tl[i]);
         free(tl);
-        assert_int_equal(ops->template_list(st, "pa", &tl, &n), 0);
+        assert_int_equal(ops->template_list(st, "pa", NULL, &tl, &n), 0);
         assert_int_equal(n, 2);
         for (size_t i = 0; i < n; i++)
                 template_record_release(&tl[i]);
@@ -190,7 +190,7 @@ static void test_lists_filter_by_project(void **state)
         snprintf(k.project_id, sizeof(k.project_id), "pb");
         assert_int_equal(ops->key_insert(st, &k), 0);
         struct api_key *kl = NULL;
-        assert_int_equal(ops->key_list(st, "pa", &kl, &n), 0);
+        assert_int_equal(ops->key_list(st, "pa", NULL, &kl, &n), 0);
         assert_int_equal(n, 1);
         assert_string_equal(kl[0].id, "key-a");
         assert_string_equal(kl[0].role, "viewer");

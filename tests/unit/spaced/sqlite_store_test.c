@@ -149,7 +149,7 @@ static void test_list_and_filter(void **state)
 
         struct sandbox *all = NULL;
         size_t n = 0;
-        assert_int_equal(ops->sandbox_list(st, -1, NULL, &all, &n), 0);
+        assert_int_equal(ops->sandbox_list(st, -1, NULL, NULL, &all, &n), 0);
         assert_int_equal(n, 3); /* destroyed left out, oldest first */
         assert_string_equal(all[0].id, "sb-a");
         assert_string_equal(all[1].id, "sb-c");
@@ -157,16 +157,16 @@ static void test_list_and_filter(void **state)
         assert_string_equal(json_string_value(json_object_get(all[2].metadata, "owner")), "me");
         sandbox_array_free(all, n);
 
-        assert_int_equal(ops->sandbox_list(st, SANDBOX_DESTROYED, NULL, &all, &n), 0);
+        assert_int_equal(ops->sandbox_list(st, SANDBOX_DESTROYED, NULL, NULL, &all, &n), 0);
         assert_int_equal(n, 1);
         assert_string_equal(all[0].id, "sb-b");
         sandbox_array_free(all, n);
 
-        assert_int_equal(ops->sandbox_list(st, SANDBOX_RUNNING, NULL, &all, &n), 0);
+        assert_int_equal(ops->sandbox_list(st, SANDBOX_RUNNING, NULL, NULL, &all, &n), 0);
         assert_int_equal(n, 2);
         sandbox_array_free(all, n);
 
-        assert_int_equal(ops->sandbox_list(st, SANDBOX_PAUSED, NULL, &all, &n), 0);
+        assert_int_equal(ops->sandbox_list(st, SANDBOX_PAUSED, NULL, NULL, &all, &n), 0);
         assert_int_equal(n, 0);
         sandbox_array_free(all, n);
 }
@@ -401,7 +401,7 @@ static void test_transition_is_compare_and_set_under_threads(void **state)
         assert_int_equal(stale, N - 1);
         struct operation *list = NULL;
         size_t n = 0;
-        assert_int_equal(ops->operation_list(st, "sb-race", -1, false, NULL, &list, &n), 0);
+        assert_int_equal(ops->operation_list(st, "sb-race", -1, false, NULL, NULL, &list, &n), 0);
         assert_int_equal(n, 1);
         free(list);
 }
@@ -468,35 +468,35 @@ static void test_operation_list_filters(void **state)
         }
         struct operation *l = NULL;
         size_t n = 0;
-        assert_int_equal(ops->operation_list(st, NULL, -1, false, NULL, &l, &n), 0);
+        assert_int_equal(ops->operation_list(st, NULL, -1, false, NULL, NULL, &l, &n), 0);
         assert_int_equal(n, 5);
         assert_string_equal(l[0].id, "op-5"); /* newest first */
         assert_string_equal(l[4].id, "op-1");
         free(l);
 
-        assert_int_equal(ops->operation_list(st, "sb-a", -1, false, NULL, &l, &n), 0);
+        assert_int_equal(ops->operation_list(st, "sb-a", -1, false, NULL, NULL, &l, &n), 0);
         assert_int_equal(n, 3);
         assert_string_equal(l[0].id, "op-4");
         assert_string_equal(l[2].id, "op-1");
         free(l);
 
-        assert_int_equal(ops->operation_list(st, NULL, OPERATION_PENDING, false, NULL, &l, &n), 0);
+        assert_int_equal(ops->operation_list(st, NULL, OPERATION_PENDING, false, NULL, NULL, &l, &n), 0);
         assert_int_equal(n, 2);
         assert_string_equal(l[0].id, "op-5");
         assert_string_equal(l[1].id, "op-3");
         free(l);
 
-        assert_int_equal(ops->operation_list(st, "sb-b", OPERATION_RUNNING, false, NULL, &l, &n), 0);
+        assert_int_equal(ops->operation_list(st, "sb-b", OPERATION_RUNNING, false, NULL, NULL, &l, &n), 0);
         assert_int_equal(n, 1);
         assert_string_equal(l[0].id, "op-2");
         free(l);
 
-        assert_int_equal(ops->operation_list(st, "sb-none", -1, false, NULL, &l, &n), 0);
+        assert_int_equal(ops->operation_list(st, "sb-none", -1, false, NULL, NULL, &l, &n), 0);
         assert_int_equal(n, 0);
         free(l);
 
         /* Unfinished: pending and running, oldest first (what a restart must resume). */
-        assert_int_equal(ops->operation_list(st, NULL, -1, true, NULL, &l, &n), 0);
+        assert_int_equal(ops->operation_list(st, NULL, -1, true, NULL, NULL, &l, &n), 0);
         assert_int_equal(n, 3);
         assert_string_equal(l[0].id, "op-2");
         assert_string_equal(l[1].id, "op-3");
@@ -504,22 +504,77 @@ static void test_operation_list_filters(void **state)
         free(l);
 }
 
-static void test_operation_list_is_capped(void **state)
+/* Lists are paged in SQL: a page of 500 of 503 operations, newest first, then the rest
+ * after the last one shown; rows created in the same millisecond keep an order by id. */
+static void test_operation_list_pages(void **state)
 {
         struct state_store *st = *state;
         for (int i = 0; i < 503; i++) {
                 char id[32];
                 snprintf(id, sizeof(id), "op-%04d", i);
-                struct operation op = store_fixture_operation(id, "sandbox.stop", "sb-many", OPERATION_SUCCEEDED, 1000 + i);
+                struct operation op = store_fixture_operation(id, "sandbox.stop", "sb-many", OPERATION_SUCCEEDED, 1000 + i / 2);
                 assert_int_equal(ops->operation_insert(st, &op), 0);
         }
         struct operation *l = NULL;
         size_t n = 0;
-        assert_int_equal(ops->operation_list(st, "sb-many", -1, false, NULL, &l, &n), 0);
+        struct store_page page = { .limit = 500 };
+        assert_int_equal(ops->operation_list(st, "sb-many", -1, false, NULL, &page, &l, &n), 0);
         assert_int_equal(n, 500);
         assert_string_equal(l[0].id, "op-0502");
+        assert_string_equal(l[1].id, "op-0501");
         assert_string_equal(l[499].id, "op-0003");
+        char last[32];
+        snprintf(last, sizeof(last), "%s", l[499].id);
+        page = (struct store_page){ .after_ms = l[499].created_at_ms, .after_id = last, .limit = 500 };
         free(l);
+        assert_int_equal(ops->operation_list(st, "sb-many", -1, false, NULL, &page, &l, &n), 0);
+        assert_int_equal(n, 3);
+        assert_string_equal(l[0].id, "op-0002");
+        assert_string_equal(l[2].id, "op-0000");
+        free(l);
+        assert_int_equal(ops->operation_list(st, "sb-many", -1, false, NULL, NULL, &l, &n), 0);
+        assert_int_equal(n, 503);
+        free(l);
+}
+
+/* Every other list pages the same way, oldest first by (created_at, id). */
+static void test_sandbox_list_pages(void **state)
+{
+        struct state_store *st = *state;
+        for (int i = 0; i < 7; i++) {
+                char id[32];
+                snprintf(id, sizeof(id), "sb-%04d", 6 - i); /* ids against time: the order is created_at first */
+                struct sandbox sb = store_fixture_sandbox(id, SANDBOX_RUNNING, 5000 + i / 3);
+                struct operation op = store_fixture_operation(id, "sandbox.create", id, OPERATION_SUCCEEDED, 1);
+                snprintf(op.id, sizeof(op.id), "op-c%d", i);
+                assert_int_equal(ops->sandbox_insert(st, &sb, &op), 0);
+                sandbox_release(&sb);
+        }
+        char seen[7][32];
+        size_t total = 0;
+        struct store_page page = { .limit = 2 }; /* pages end inside a millisecond: the id breaks the tie */
+        char after[32] = "";
+        for (int round = 0; round < 4; round++) {
+                struct sandbox *l = NULL;
+                size_t n = 0;
+                assert_int_equal(ops->sandbox_list(st, -1, NULL, &page, &l, &n), 0);
+                assert_true(n <= 2);
+                for (size_t i = 0; i < n; i++) {
+                        assert_true(total < 7);
+                        snprintf(seen[total++], sizeof(seen[0]), "%s", l[i].id);
+                }
+                if (n) {
+                        snprintf(after, sizeof(after), "%s", l[n - 1].id);
+                        page.after_ms = l[n - 1].created_at_ms;
+                        page.after_id = after;
+                }
+                sandbox_array_free(l, n);
+        }
+        assert_int_equal(total, 7);
+        /* created_at 5000: sb-0006, sb-0005, sb-0004 sorted by id; then 5001: sb-0001..3; 5002: sb-0000 */
+        const char *want[] = { "sb-0004", "sb-0005", "sb-0006", "sb-0001", "sb-0002", "sb-0003", "sb-0000" };
+        for (int i = 0; i < 7; i++)
+                assert_string_equal(seen[i], want[i]);
 }
 
 int main(void)
@@ -540,7 +595,8 @@ int main(void)
                 cmocka_unit_test_setup_teardown(test_set_runtime_and_expiry, open_store, close_store),
                 cmocka_unit_test_setup_teardown(test_operation_update_and_duplicate, open_store, close_store),
                 cmocka_unit_test_setup_teardown(test_operation_list_filters, open_store, close_store),
-                cmocka_unit_test_setup_teardown(test_operation_list_is_capped, open_store, close_store),
+                cmocka_unit_test_setup_teardown(test_operation_list_pages, open_store, close_store),
+                cmocka_unit_test_setup_teardown(test_sandbox_list_pages, open_store, close_store),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
