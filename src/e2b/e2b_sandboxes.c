@@ -14,6 +14,7 @@
 #include "e2b/e2b_routes.h"
 #include "e2b/e2b_version.h"
 #include "operations/operation_queue.h"
+#include "operations/sandbox_create_request.h"
 #include "operations/sandbox_lifecycle.h"
 #include "spaced/spaced_context.h"
 #include "spaced/wallclock.h"
@@ -202,63 +203,62 @@ int e2b_timeout_field(const json_t *body, long long *ret, struct space_error *er
         return api_json_int(body, "timeout", 0, MAX_TIMEOUT_S, ret, err);
 }
 
+/* The E2B body as a create request: templateID is translated (--e2b-templates, snapshot
+ * names) here; sandbox_create_request_submit validates and submits as for the v1 API. */
+static int parse_create(struct spaced_context *ctx, const json_t *body, struct sandbox_create_request *cr, char *space_template,
+                        size_t space_template_size, char *snapshot, size_t snapshot_size, struct space_error *err)
+{
+        const char *template_id = "base";
+        bool auto_pause = false;
+        json_t *env = NULL, *metadata = NULL;
+        long long timeout_s = DEFAULT_TIMEOUT_S;
+        if (api_json_string(body, "templateID", 128, &template_id, err) < 0 || e2b_timeout_field(body, &timeout_s, err) < 0 ||
+            api_json_bool(body, "autoPause", &auto_pause, err) < 0 ||
+            api_json_string_map(body, "envVars", api_json_env_name_ok, 256, 32768, &env, err) < 0 ||
+            api_json_string_map(body, "metadata", api_json_metadata_key_ok, 64, 256, &metadata, err) < 0)
+                return -1;
+        cr->env = json_incref(env); /* borrowed from body: the request holds its own */
+        cr->metadata = json_incref(metadata);
+        cr->timeout_s = timeout_s;
+        snprintf(cr->on_timeout, sizeof(cr->on_timeout), "%s", auto_pause ? "pause" : "destroy");
+        if (json_array_size(json_object_get(body, "volumeMounts")) > 0)
+                return space_error_set(err, SPACE_E_INVALID_REQUEST, "volume mounts are not supported by space");
+        template_for(ctx, template_id, space_template, space_template_size);
+        if (!template_ref_ok(space_template))
+                return space_error_set(err, SPACE_E_NOT_FOUND, "template %.64s not found", template_id);
+        struct template_record t;
+        cr->template_ref = space_template;
+        if (strncmp(space_template, "snap-", 5) == 0) {
+                snprintf(snapshot, snapshot_size, "%s", space_template);
+        } else if (template_ref_resolve(ctx, space_template, &t) == 0) {
+                template_record_release(&t);
+                return 0;
+        } else if (e2b_snapshot_by_name(ctx, space_template, snapshot, snapshot_size) < 0) {
+                return 0; /* not found: the create says so */
+        }
+        cr->snapshot_id = snapshot;
+        cr->template_ref = NULL;
+        return 0;
+}
+
 void e2b_sandbox_create(struct e2b_call *call, struct api_response *resp)
 {
         struct spaced_context *ctx = call->req.ctx;
         struct space_error err = { 0 };
-        json_t *body = NULL, *env = NULL, *metadata = NULL;
-        const char *template_id = "base";
-        long long timeout_s = DEFAULT_TIMEOUT_S;
-        bool auto_pause = false;
+        json_t *body = NULL;
+        struct sandbox_create_request cr;
         struct sandbox sb = { 0 };
         struct operation op;
-        char space_template[160];
+        char space_template[160], snapshot[32] = "";
         if (e2b_body_object(call, &body, resp) < 0)
                 return;
-        if (api_json_string(body, "templateID", 128, &template_id, &err) < 0 || e2b_timeout_field(body, &timeout_s, &err) < 0 ||
-            api_json_bool(body, "autoPause", &auto_pause, &err) < 0 ||
-            api_json_string_map(body, "envVars", api_json_env_name_ok, 256, 32768, &env, &err) < 0 ||
-            api_json_string_map(body, "metadata", api_json_metadata_key_ok, 64, 256, &metadata, &err) < 0)
-                goto fail;
-        if (json_array_size(json_object_get(body, "volumeMounts")) > 0) {
-                space_error_set(&err, SPACE_E_INVALID_REQUEST, "volume mounts are not supported by space");
-                goto fail;
-        }
-        template_for(ctx, template_id, space_template, sizeof(space_template));
-        if (!template_ref_ok(space_template)) {
-                space_error_set(&err, SPACE_E_NOT_FOUND, "template %.64s not found", template_id);
-                goto fail;
-        }
-        struct template_record t;
-        char by_name[32];
-        const char *pin = strchr(space_template, '@');
-        if (strncmp(space_template, "snap-", 5) == 0) {
-                snprintf(sb.parent_snapshot_id, sizeof(sb.parent_snapshot_id), "%s", space_template);
-        } else if (template_ref_resolve(ctx, space_template, &t) == 0) {
-                /* name@sha256:… pins that version (checked again at create), as space's API does */
-                snprintf(sb.template_name, sizeof(sb.template_name), "%s", pin ? t.name : space_template);
-                if (pin)
-                        sb.environment = json_pack("{s:s}", "pinned_digest", pin + 1);
-                template_record_release(&t);
-        } else if (e2b_snapshot_by_name(ctx, space_template, by_name, sizeof(by_name)) == 0) {
-                snprintf(sb.parent_snapshot_id, sizeof(sb.parent_snapshot_id), "%s", by_name);
-        } else
-                snprintf(sb.template_name, sizeof(sb.template_name), "%s", space_template);
-        snprintf(sb.on_timeout, sizeof(sb.on_timeout), "%s", auto_pause ? "pause" : "destroy");
-        sb.timeout_s = timeout_s;
-        sb.resources = (struct sandbox_resources){ .cpus = 1, .memory_mb = 512, .pids = 256,
-                                                   .disk_mb = ctx->cfg.disk_quota ? ctx->cfg.sandbox_disk_mb : 0 };
-        sb.env = env ? json_deep_copy(env) : json_object();
-        sb.metadata = metadata ? json_deep_copy(metadata) : json_object();
-        if (!sb.environment)
-                sb.environment = json_object();
-        if (sandbox_lifecycle_create(ctx, &sb, &op, &err) < 0 || e2b_wait_operation(ctx, &op, &err) < 0)
-                goto fail;
-        api_response_json(resp, 201, e2b_render_created(call, &sb));
-        goto out;
-fail:
-        e2b_reply_space_error(resp, &err);
-out:
+        sandbox_create_request_init(ctx, &cr);
+        if (parse_create(ctx, body, &cr, space_template, sizeof(space_template), snapshot, sizeof(snapshot), &err) < 0 ||
+            sandbox_create_request_submit(ctx, &cr, &sb, &op, &err) < 0 || e2b_wait_operation(ctx, &op, &err) < 0)
+                e2b_reply_space_error(resp, &err);
+        else
+                api_response_json(resp, 201, e2b_render_created(call, &sb));
+        sandbox_create_request_release(&cr);
         sandbox_release(&sb);
         json_decref(body);
 }
