@@ -125,6 +125,32 @@ class FrontDoors(DataPlaneClient, SpacedTestCase):
         self.assertEqual(sb2["metadata"], metadata)
         self.assertEqual(sb2["env"].get("BIG"), env["BIG"])
 
+    def test_sse_client_gone_noticed(self):
+        """A v1 SSE client that goes away: spaced closes its side within a couple of seconds,
+        even with a 300 s keepalive (observed as the server's sockets left in CLOSE_WAIT)."""
+        sid = self.new_sandbox()
+        token = self.token(sid)
+        c = self.start(sid, token, cmd=["sh", "-c", "echo hi; sleep 120"])
+        streams = [self.stream(sid, token, c["command_id"], query="keepalive_s=300") for _ in range(3)]
+        for es in streams:
+            ev = es.next()
+            self.assertEqual(ev.get("event"), "stdout", ev)
+        peers = {es.conn.sock.getsockname()[1] for es in streams}
+        self.assertEqual(len(server_sockets_held(self.spaced.port, peers)), 3)
+        for es in streams:
+            es.resp.close()
+            es.conn.close()
+        t0 = time.monotonic()
+        # spaced notices the departures and closes its side within about a second.
+        wait_for(lambda: not server_sockets_held(self.spaced.port, peers), timeout=5, interval=0.1,
+                 what="spaced to close the streams of departed clients")
+        self.assertLess(time.monotonic() - t0, 4)
+        # The command goes on and a new stream follows it.
+        es = self.stream(sid, token, c["command_id"])
+        self.assertEqual(es.next().get("event"), "stdout")
+        es.close()
+        self.dp("POST", sid, "commands/%s/signal" % c["command_id"], {"signal": "KILL"}, token=token, expect=(200, 202, 204))
+
 
 if __name__ == "__main__":
     unittest.main()
