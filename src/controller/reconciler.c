@@ -70,8 +70,14 @@ static void settle(struct spaced_context *ctx, struct sandbox *sb, unsigned from
                 log_error("reconcile.cleanup_failed", "sandbox=%s message=\"%s\"", sb->id, err.message);
                 return;
         }
-        STORE(ctx, sandbox_set_runtime, sb->id, 0, 0);
-        STORE(ctx, sandbox_transition, sb->id, from, to, reason, NULL, NULL);
+        /* The cleared runtime handle and the state, in one transaction. */
+        struct sandbox_settlement set = { .from_mask = from, .to = to, .reason = reason, .set_runtime = true };
+        enum sandbox_state current;
+        int r = STORE(ctx, sandbox_settle, sb->id, &set, &current);
+        if (r < 0) {
+                log_error("reconcile.settle_failed", "sandbox=%s error=\"%s\"", sb->id, strerror(-r));
+                return;
+        }
         log_info("reconcile.settled", "sandbox=%s state=%s reason=\"%s\"", sb->id, sandbox_state_name(to), reason);
 }
 
@@ -122,12 +128,16 @@ static void reconcile_snapshots(struct spaced_context *ctx, const struct operati
         for (size_t i = 0; i < n; i++)
                 if (strcmp(snaps[i].state, "ready") == 0 && btrfs_pool_snapshot_path(&ctx->pool, snaps[i].id, path, sizeof(path)) == 0 &&
                     access(path, F_OK) < 0 && errno == ENOENT) {
-                        STORE(ctx, snapshot_delete, snaps[i].id, false, NULL);
+                        int r = STORE(ctx, snapshot_delete, snaps[i].id, false, NULL);
+                        if (r < 0)
+                                log_error("reconcile.snapshot_delete_failed", "snapshot=%s error=\"%s\"", snaps[i].id, strerror(-r));
                         log_warn("reconcile.snapshot_lost", "snapshot=%s reason=\"its subvolume is missing\"", snaps[i].id);
                 } else if (strcmp(snaps[i].state, "ready") != 0 && !has_op(ops, nops, snaps[i].id)) {
                         if (btrfs_pool_snapshot_path(&ctx->pool, snaps[i].id, path, sizeof(path)) == 0)
                                 btrfs_pool_subvolume_delete(path);
-                        STORE(ctx, snapshot_delete, snaps[i].id, false, NULL);
+                        int r = STORE(ctx, snapshot_delete, snaps[i].id, false, NULL);
+                        if (r < 0)
+                                log_error("reconcile.snapshot_delete_failed", "snapshot=%s error=\"%s\"", snaps[i].id, strerror(-r));
                         log_info("reconcile.snapshot_dropped", "snapshot=%s reason=\"taken when spaced stopped\"", snaps[i].id);
                 }
         char dir[PATH_MAX];
@@ -193,12 +203,16 @@ int reconciler_startup(struct spaced_context *ctx)
                         if (strcmp(templates[i].state, "building") == 0 && !has_op(ops, nops, templates[i].name)) {
                                 /* A name:tag that was never published (its build's row was written,
                                  * its operation not) goes; a built-in or a published one stays. */
+                                int w;
                                 if (strchr(templates[i].name, ':') && !json_object_get(templates[i].environment, "digest")) {
-                                        STORE(ctx, template_delete, templates[i].name);
+                                        w = STORE(ctx, template_delete, templates[i].name);
                                 } else {
                                         snprintf(templates[i].state, sizeof(templates[i].state), "not_built");
-                                        STORE(ctx, template_upsert, &templates[i]);
+                                        w = STORE(ctx, template_upsert, &templates[i]);
                                 }
+                                if (w < 0)
+                                        log_error("reconcile.template_settle_failed", "template=%s error=\"%s\"", templates[i].name,
+                                                  strerror(-w));
                         }
                         template_record_release(&templates[i]);
                 }
@@ -238,7 +252,12 @@ static void expire(struct spaced_context *ctx, const struct sandbox *sb)
                                  &action);
         struct operation op;
         struct space_error err = { 0 };
-        STORE(ctx, sandbox_set_expiry, sb->id, 0);
+        /* Disarmed first, so that it fires once; if that cannot be written, the next pass tries again. */
+        int r = STORE(ctx, sandbox_set_expiry, sb->id, 0);
+        if (r < 0) {
+                log_error("controller.timeout_disarm_failed", "sandbox=%s error=\"%s\"", sb->id, strerror(-r));
+                return;
+        }
         if (sandbox_lifecycle_submit(ctx, sb->id, action, &op, &err) < 0)
                 log_warn("controller.timeout_failed", "sandbox=%s message=\"%s\"", sb->id, err.message);
         else

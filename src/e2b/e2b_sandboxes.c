@@ -479,9 +479,10 @@ int e2b_set_timeout(struct spaced_context *ctx, struct sandbox *sb, long long ti
         if (only_extend && sb->state == SANDBOX_RUNNING && sb->expires_at_ms > now + timeout_s * 1000)
                 return 0;
         sb->timeout_s = timeout_s;
+        struct space_error err = { 0 };
         int r = STORE(ctx, sandbox_set_settings, sb);
-        if (r == 0 && sb->state == SANDBOX_RUNNING)
-                sandbox_step_arm_expiry(ctx, sb);
+        if (r == 0 && sb->state == SANDBOX_RUNNING && sandbox_step_arm_expiry(ctx, sb, &err) < 0)
+                r = -EIO;
         return r;
 }
 
@@ -521,7 +522,10 @@ void e2b_sandbox_pause(struct e2b_call *call, struct api_response *resp)
         if (submit_and_wait(call->req.ctx, call->sandbox_id, SANDBOX_ACTION_PAUSE, &err) < 0)
                 return e2b_reply_space_error(resp, &err);
         /* An E2B paused sandbox waits for its connect: it does not time out meanwhile. */
-        STORE(call->req.ctx, sandbox_set_expiry, call->sandbox_id, 0);
+        int r = STORE(call->req.ctx, sandbox_set_expiry, call->sandbox_id, 0);
+        if (r < 0)
+                return e2b_reply_error(resp, 500, "sandbox %s is paused, but its timeout could not be cleared: %s", call->sandbox_id,
+                                       strerror(-r));
         e2b_reply_empty(resp);
 }
 
@@ -572,8 +576,10 @@ static void resume_or_connect(struct e2b_call *call, struct api_response *resp, 
         sandbox_release(&sb);
         if (STORE(ctx, sandbox_get, call->sandbox_id, &sb) < 0)
                 return e2b_reply_error(resp, 404, "sandbox %s not found", call->sandbox_id);
-        if (timeout_s >= 0)
-                e2b_set_timeout(ctx, &sb, timeout_s, is_connect);
+        if (timeout_s >= 0 && (r = e2b_set_timeout(ctx, &sb, timeout_s, is_connect)) < 0) {
+                sandbox_release(&sb);
+                return e2b_reply_error(resp, 500, "store timeout: %s", strerror(-r));
+        }
         api_response_json(resp, resumed ? 201 : 200, e2b_render_created(call, &sb));
         sandbox_release(&sb);
 }
