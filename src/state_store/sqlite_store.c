@@ -519,6 +519,7 @@ const struct state_store_ops state_store_sqlite = {
         .sandbox_transition = sqlite_sandbox_transition,
         .sandbox_settle = sqlite_sandbox_settle,
         .sandbox_purge_destroyed = sqlite_sandbox_purge_destroyed,
+        .operation_purge_finished = sqlite_operation_purge_finished,
         .sandbox_set_runtime = sqlite_sandbox_set_runtime,
         .sandbox_set_expiry = sqlite_sandbox_set_expiry,
         .sandbox_set_head = sqlite_sandbox_set_head,

@@ -210,6 +210,10 @@ struct state_store_ops {
         /* target/state may be NULL / < 0 for any; unfinished_only returns pending+running oldest first. */
         int (*operation_list)(struct state_store *st, const char *target, int state, bool unfinished_only,
                               struct operation **ret, size_t *ret_n);
+        /* Deletes up to `limit` operations that finished before before_ms, never an unfinished
+         * one nor the newest operation of a target that exists (a sandbox not destroyed, a
+         * template); *ret_n how many. */
+        int (*operation_purge_finished)(struct state_store *st, int64_t before_ms, int limit, int *ret_n);
 
         int (*template_upsert)(struct state_store *st, const struct template_record *t);
         int (*template_get)(struct state_store *st, const char *name, struct template_record *ret);
