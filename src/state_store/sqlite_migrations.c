@@ -61,6 +61,16 @@ static const char *const migrations[] = {
         "UPDATE operations SET snapshot_id = (SELECT parent_snapshot_id FROM sandboxes WHERE sandboxes.id = operations.target)"
         "  WHERE kind = 'sandbox.create' AND state IN ('pending', 'running') AND snapshot_id = '';"
         "CREATE INDEX operations_snapshot ON operations(snapshot_id, state);",
+        /* 6: the objects an operation names besides its target (a fork's children, the snapshot
+         * it takes or restores), as rows instead of a substring search in the params' text */
+        "CREATE TABLE operation_refs ("
+        "  operation_id TEXT NOT NULL REFERENCES operations(id) ON DELETE CASCADE, ref TEXT NOT NULL,"
+        "  PRIMARY KEY (operation_id, ref));"
+        "CREATE INDEX operation_refs_ref ON operation_refs(ref);"
+        "INSERT OR IGNORE INTO operation_refs SELECT o.id, j.value FROM operations o, json_each(o.params, '$.children') j"
+        "  WHERE json_valid(o.params) AND j.type = 'text';"
+        "INSERT OR IGNORE INTO operation_refs SELECT id, json_extract(params, '$.snapshot_id') FROM operations"
+        "  WHERE json_valid(params) AND json_type(params, '$.snapshot_id') = 'text';",
 };
 
 int sqlite_migrations_apply(sqlite3 *db, int *ret_version)

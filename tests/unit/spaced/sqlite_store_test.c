@@ -412,6 +412,34 @@ static void test_purge_finished_operations(void **state)
                 assert_int_equal(ops->operation_get(st, kept[i], &op), 0);
 }
 
+/* What an unfinished operation names is found by id, not by a substring of its params. */
+static void test_operation_refers(void **state)
+{
+        struct state_store *st = *state;
+        insert(st, "sb-parent", SANDBOX_RUNNING, 1, NULL);
+        struct operation op = store_fixture_operation("op-fork", "sandbox.fork", "sb-parent", OPERATION_PENDING, 2);
+        snprintf(op.params, sizeof(op.params), "{\"snapshot_id\":\"snap-aa\",\"take_snapshot\":true,\"children\":[\"sb-c1x\",\"sb-c2x\"]}");
+        assert_int_equal(ops->operation_insert(st, &op), 0);
+        const char *const named[] = { "sb-parent", "snap-aa", "sb-c1x", "sb-c2x" };
+        const char *const not_named[] = { "sb-c1", "snap-a", "c2x", "take_snapshot", "sb-other" };
+        bool refers;
+        for (size_t i = 0; i < sizeof(named) / sizeof(named[0]); i++) {
+                refers = false;
+                assert_int_equal(ops->operation_refers(st, named[i], &refers), 0);
+                assert_true(refers);
+        }
+        for (size_t i = 0; i < sizeof(not_named) / sizeof(not_named[0]); i++) {
+                refers = true;
+                assert_int_equal(ops->operation_refers(st, not_named[i], &refers), 0);
+                assert_false(refers);
+        }
+        op.state = OPERATION_SUCCEEDED; /* a finished one drives nothing */
+        assert_int_equal(ops->operation_update(st, &op), 0);
+        refers = true;
+        assert_int_equal(ops->operation_refers(st, "sb-c1x", &refers), 0);
+        assert_false(refers);
+}
+
 struct race {
         struct state_store *st;
         int result;
@@ -587,6 +615,7 @@ int main(void)
                 cmocka_unit_test_setup_teardown(test_snapshot_needed_by_operation, open_store, close_store),
                 cmocka_unit_test_setup_teardown(test_purge_destroyed, open_store, close_store),
                 cmocka_unit_test_setup_teardown(test_purge_finished_operations, open_store, close_store),
+                cmocka_unit_test_setup_teardown(test_operation_refers, open_store, close_store),
                 cmocka_unit_test_setup_teardown(test_set_runtime_and_expiry, open_store, close_store),
                 cmocka_unit_test_setup_teardown(test_operation_update_and_duplicate, open_store, close_store),
                 cmocka_unit_test_setup_teardown(test_operation_list_filters, open_store, close_store),
