@@ -67,10 +67,11 @@ static const char *const migrations[] = {
         "  operation_id TEXT NOT NULL REFERENCES operations(id) ON DELETE CASCADE, ref TEXT NOT NULL,"
         "  PRIMARY KEY (operation_id, ref));"
         "CREATE INDEX operation_refs_ref ON operation_refs(ref);"
-        "INSERT OR IGNORE INTO operation_refs SELECT o.id, j.value FROM operations o, json_each(o.params, '$.children') j"
-        "  WHERE json_valid(o.params) AND j.type = 'text';"
-        "INSERT OR IGNORE INTO operation_refs SELECT id, json_extract(params, '$.snapshot_id') FROM operations"
-        "  WHERE json_valid(params) AND json_type(params, '$.snapshot_id') = 'text';",
+        "INSERT OR IGNORE INTO operation_refs SELECT o.id, j.value FROM operations o,"
+        "  json_each(CASE WHEN json_valid(o.params) THEN o.params ELSE '{}' END, '$.children') j WHERE j.type = 'text';"
+        "INSERT OR IGNORE INTO operation_refs SELECT id, json_extract(p, '$.snapshot_id') FROM"
+        "  (SELECT id, CASE WHEN json_valid(params) THEN params ELSE '{}' END AS p FROM operations)"
+        "  WHERE json_type(p, '$.snapshot_id') = 'text';",
 };
 
 int sqlite_migrations_apply(sqlite3 *db, int *ret_version)

@@ -83,8 +83,9 @@ static int op_insert_locked(struct state_store *st, const struct operation *op)
         if (r < 0 || !op->params[0])
                 return r;
         /* What it names besides its target, for operation_refers (migration 6). */
-        r = sq_prepare(st, "INSERT OR IGNORE INTO operation_refs SELECT ?1, value FROM json_each(?2, '$.children') WHERE type = 'text'"
-                           " UNION SELECT ?1, json_extract(?2, '$.snapshot_id') WHERE json_type(?2, '$.snapshot_id') = 'text'", &s);
+        r = sq_prepare(st, "WITH p(j) AS (SELECT CASE WHEN json_valid(?2) THEN ?2 ELSE '{}' END)"
+                           " INSERT OR IGNORE INTO operation_refs SELECT ?1, value FROM p, json_each(p.j, '$.children') WHERE type = 'text'"
+                           " UNION SELECT ?1, json_extract(j, '$.snapshot_id') FROM p WHERE json_type(j, '$.snapshot_id') = 'text'", &s);
         if (r < 0)
                 return r;
         sq_bind_text(s, 1, op->id);
