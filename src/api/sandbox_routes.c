@@ -7,7 +7,6 @@
 #include "api/api_json.h"
 #include "api/api_render.h"
 #include "api/api_routes.h"
-#include "templates/template_ref.h"
 #include "operations/operation_queue.h"
 #include "operations/sandbox_create_request.h"
 #include "operations/sandbox_lifecycle.h"
