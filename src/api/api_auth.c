@@ -50,8 +50,10 @@ int api_auth_bootstrap(struct spaced_context *ctx, struct space_error *err)
                   rename(tmp, path) == 0;
         explicit_bzero(secret, sizeof(secret));
         if (!ok) {
-                STORE(ctx, key_delete, k.id);
-                return space_error_errno(err, errno, "write %s", path);
+                int saved = errno, d = STORE(ctx, key_delete, k.id);
+                if (d < 0)
+                        log_error("auth.admin_key_delete_failed", "key_id=%s error=\"%s\"", k.id, strerror(-d));
+                return space_error_errno(err, saved, "write %s", path);
         }
         log_info("auth.admin_key_created", "path=%s key_id=%s", path, k.id);
         return 0;

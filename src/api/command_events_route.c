@@ -15,25 +15,23 @@
 #include "api/api_json.h"
 #include "api/api_routes.h"
 #include "data_plane/command_channels.h"
+#include "data_plane/command_follower.h"
 #include "data_plane/command_log.h"
 #include "data_plane/command_service.h"
 #include "microhttpd.h"
 #include "spaced/spaced_context.h"
 #include "spaced/wallclock.h"
 
-#define NOT_LIVE_RETRY_MS 200
 #define SESSION_CHECK_MS 5000
 
 struct event_stream {
         struct spaced_context *ctx;
         char sandbox_id[32];
-        char command_id[32];
         char session_id[32];
         int64_t session_checked_ms;
-        char log_dir[PATH_MAX];
-        struct command_log_reader *reader;
-        uint64_t after; /* last sequence number sent */
+        struct command_follower *follower;
         int keepalive_ms;
+        int64_t idle_since_us; /* when the last bytes went out */
         char *out;
         size_t out_len, out_off, out_cap;
         bool done;
@@ -81,8 +79,9 @@ static const char *kind_name(enum command_log_kind k)
 }
 
 /* One output record: data is base64 inside a small JSON object, written straight out. */
-static int emit_record(struct event_stream *st, const struct command_log_record *rec)
+static int emit_record(void *cls, const struct command_log_record *rec)
 {
+        struct event_stream *st = cls;
         if (rec->kind == COMMAND_LOG_EXIT) {
                 st->done = true;
                 return out_printf(st, "id: %" PRIu64 "\nevent: exit\ndata: %.*s\n\n", rec->seq, (int)rec->len,
@@ -94,6 +93,13 @@ static int emit_record(struct event_stream *st, const struct command_log_record 
                 return -ENOMEM;
         st->out_len += (size_t)EVP_EncodeBlock((unsigned char *)st->out + st->out_len, rec->data, (int)rec->len);
         return out_printf(st, "\"}\n\n");
+}
+
+static int emit_dropped(void *cls, uint64_t first, uint64_t last)
+{
+        return out_printf(cls, "id: %" PRIu64 "\nevent: dropped\ndata: {\"first_seq\":%" PRIu64 ",\"last_seq\":%" PRIu64
+                               ",\"message\":\"older output was dropped: the command's log (or the sandbox's logs) reached its cap\"}\n\n",
+                          last, first, last);
 }
 
 /* Whether the command's log went with its sandbox (destroyed, or being destroyed: the
@@ -111,13 +117,17 @@ static bool log_removed_with_sandbox(struct spaced_context *ctx, const char *san
 /* The end as the store has it, when the log has none: a command that never wrote one.
  * When the log was removed with its sandbox, what the reader missed is unknown: a `gone`
  * event (no id: there is nothing to resume from) says so, and no exit is made up. */
-static int emit_end_from_store(struct event_stream *st, const struct command_record *rec)
+static int emit_end_from_store(void *cls, const struct command_record *rec, bool log_ended)
 {
+        struct event_stream *st = cls;
+        uint64_t after = command_follower_position(st->follower);
         st->done = true;
+        if (log_ended) /* the exit was sent */
+                return 0;
         if (log_removed_with_sandbox(st->ctx, st->sandbox_id)) {
                 char msg[160];
                 snprintf(msg, sizeof(msg), "the command's output was removed with its sandbox (destroyed): events after %" PRIu64
-                         " cannot be sent", st->after);
+                         " cannot be sent", after);
                 json_t *g = json_pack("{s:s, s:s, s:s}", "reason", "log_removed", "message", msg, "command_state",
                                       rec->state == COMMAND_EXITED ? "exited" : "lost");
                 if (g && rec->state == COMMAND_EXITED)
@@ -132,100 +142,22 @@ static int emit_end_from_store(struct event_stream *st, const struct command_rec
         }
         if (rec->state == COMMAND_EXITED)
                 return out_printf(st, "id: %" PRIu64 "\nevent: exit\ndata: {\"exit_code\":%d,\"signal\":%d,\"timed_out\":%s}\n\n",
-                                  st->after + 1, rec->exit_code, rec->term_signal, rec->timed_out ? "true" : "false");
+                                  after + 1, rec->exit_code, rec->term_signal, rec->timed_out ? "true" : "false");
         const char *reason = rec->reason[0] ? rec->reason : "log_removed";
         json_t *j = json_pack("{s:n, s:b, s:s, s:s}", "exit_code", "lost", 1, "reason", reason, "message",
                               command_lost_message(reason));
         char *text = json_dumps(j, JSON_COMPACT);
         json_decref(j);
-        int r = text ? out_printf(st, "id: %" PRIu64 "\nevent: exit\ndata: %s\n\n", st->after + 1, text) : -ENOMEM;
+        int r = text ? out_printf(st, "id: %" PRIu64 "\nevent: exit\ndata: %s\n\n", after + 1, text) : -ENOMEM;
         free(text);
         return r;
 }
 
-/* Whether a reader that has had seq has had the whole log: the record at seq is the exit,
- * or the log holds nothing at seq (it ends before). A log without its exit (the command was
- * lost with its sandbox, the log not removed yet) is not done. */
-static bool log_done_at(const char *dir, uint64_t seq)
-{
-        struct command_log_reader *r = NULL;
-        struct command_log_record rec;
-        if (seq == 0 || command_log_reader_open(dir, seq - 1, &r) < 0)
-                return false;
-        int q = command_log_reader_next(r, &rec);
-        bool done = q == COMMAND_LOG_READ_NONE ||
-                    (q == COMMAND_LOG_READ_RECORD && rec.seq == seq && rec.kind == COMMAND_LOG_EXIT);
-        command_log_reader_close(r);
-        return done;
-}
-
-/* Fills st->out with what the log has: 1 something, 0 nothing new, -1 failed; with
- * the reader's last answer in *last_q (-ENOENT: there is no log). */
-static int produce_from_log(struct event_stream *st, int *last_q)
-{
-        int q = 0;
-        if (!st->reader) {
-                q = command_log_reader_open(st->log_dir, st->after, &st->reader);
-                if (q < 0 && q != -ENOENT)
-                        return -1;
-        }
-        for (int n = 0; st->reader && n < 16 && st->out_len < (1u << 20) && !st->done; n++) {
-                struct command_log_record rec;
-                q = command_log_reader_next(st->reader, &rec);
-                if (q == COMMAND_LOG_READ_RECORD) {
-                        if (emit_record(st, &rec) < 0)
-                                return -1;
-                        st->after = rec.seq;
-                } else if (q == COMMAND_LOG_READ_DROPPED) {
-                        if (out_printf(st, "id: %" PRIu64 "\nevent: dropped\ndata: {\"first_seq\":%" PRIu64 ",\"last_seq\":%" PRIu64
-                                           ",\"message\":\"older output was dropped: the command's log (or the sandbox's logs) reached its cap\"}\n\n",
-                                       rec.dropped_last, rec.dropped_first, rec.dropped_last) < 0)
-                                return -1;
-                        st->after = rec.dropped_last;
-                } else {
-                        break;
-                }
-        }
-        *last_q = q;
-        if (st->out_len > 0)
-                return 1;
-        if (q < 0 && q != -ENOENT)
-                return -1;
-        return 0;
-}
-
-/* Fills st->out with what there is: 1 something, 0 nothing new, -1 failed. The store is
- * asked how the command ended when told to, or when its log is gone. */
-static int produce(struct event_stream *st, bool check_store)
-{
-        int q = 0;
-        int p = produce_from_log(st, &q);
-        if (p != 0)
-                return p;
-        if (!check_store && q != -ENOENT)
-                return 0;
-        struct command_record rec;
-        if (STORE(st->ctx, command_get, st->sandbox_id, st->command_id, &rec) < 0)
-                return -1;
-        int r = 0;
-        if (rec.state == COMMAND_EXITED || rec.state == COMMAND_LOST) {
-                /* The exit record is written before the store says so: read the log once more,
-                 * opening it if it did not exist a moment ago (a command that printed and
-                 * ended between the two looks). Only the log: if it is gone, the store's
-                 * end is sent below and the stream is done. */
-                int again = produce_from_log(st, &q);
-                if (again != 0) {
-                        r = again;
-                } else if (q != -ENOENT && log_done_at(st->log_dir, st->after)) { /* the end was sent */
-                        st->done = true;
-                        r = 1;
-                } else {
-                        r = emit_end_from_store(st, &rec) < 0 ? -1 : 1;
-                }
-        }
-        command_record_release(&rec);
-        return r;
-}
+static const struct command_follower_sink sink = {
+        .record = emit_record,
+        .dropped = emit_dropped,
+        .ended = emit_end_from_store,
+};
 
 /* A stream lasts only as long as the token it was opened with: revoking or letting it
  * expire ends it (checked every few seconds), and the reconnect is refused. */
@@ -238,6 +170,16 @@ static bool session_still_valid(struct event_stream *st)
         struct attach_session s;
         int r = STORE(st->ctx, session_get, st->session_id, &s);
         return r == 0 && !s.revoked_at_ms && s.expires_at_ms > now;
+}
+
+/* How long the next wait may be: until a keepalive is due, and at most until the
+ * session is checked again. */
+static int wait_ms(const struct event_stream *st)
+{
+        int64_t left = st->keepalive_ms - (monotonic_now_us() - st->idle_since_us) / 1000;
+        if (left > SESSION_CHECK_MS)
+                left = SESSION_CHECK_MS;
+        return left < 1 ? 1 : (int)left;
 }
 
 static ssize_t stream_read(void *cls, char *buf, size_t max)
@@ -254,35 +196,28 @@ static ssize_t stream_read(void *cls, char *buf, size_t max)
                         st->out_off += n;
                         if (st->out_off == st->out_len)
                                 st->out_off = st->out_len = 0;
+                        st->idle_since_us = monotonic_now_us();
                         return (ssize_t)n;
                 }
-                if (st->done || atomic_load(&st->ctx->shutting_down))
+                if (st->done)
                         return 0;
-                int p = produce(st, false);
+                int p = command_follower_next(st->follower, wait_ms(st));
+                if (p == -ESHUTDOWN)
+                        return 0;
                 if (p < 0)
+                        return -1; /* -EPIPE: the client went away; the command goes on */
+                if (p == 0 && monotonic_now_us() - st->idle_since_us >= (int64_t)st->keepalive_ms * 1000 &&
+                    out_printf(st, ": keepalive\n\n") < 0)
                         return -1;
-                if (p > 0)
-                        continue;
-                enum command_wait w = command_channels_wait(st->ctx->channels, st->command_id, st->after, false, st->keepalive_ms);
-                if (w == COMMAND_WAIT_TIMEOUT) {
-                        if (out_printf(st, ": keepalive\n\n") < 0)
-                                return -1;
-                } else if (w == COMMAND_WAIT_NOT_LIVE) {
-                        p = produce(st, true);
-                        if (p < 0)
-                                return -1;
-                        if (p == 0) { /* still running but not followed yet (spaced starting) */
-                                struct timespec ts = { 0, NOT_LIVE_RETRY_MS * 1000000L };
-                                nanosleep(&ts, NULL);
-                        }
-                }
+                if (command_follower_done(st->follower) && st->out_len == 0)
+                        st->done = true;
         }
 }
 
 static void stream_free(void *cls)
 {
         struct event_stream *st = cls;
-        command_log_reader_close(st->reader);
+        command_follower_free(st->follower);
         free(st->out);
         free(st);
 }
@@ -330,12 +265,17 @@ void route_command_events(struct api_request *req, struct api_response *resp)
         }
         st->ctx = req->ctx;
         snprintf(st->sandbox_id, sizeof(st->sandbox_id), "%s", req->segments[2]);
-        snprintf(st->command_id, sizeof(st->command_id), "%s", req->segments[4]);
         snprintf(st->session_id, sizeof(st->session_id), "%s", req->session_id);
         st->session_checked_ms = wallclock_now_ms();
-        command_channels_log_dir(req->ctx, st->sandbox_id, st->command_id, st->log_dir, sizeof(st->log_dir));
-        st->after = after;
         st->keepalive_ms = (int)keepalive_s * 1000;
+        st->idle_since_us = monotonic_now_us();
+        const union MHD_ConnectionInfo *info = MHD_get_connection_info(req->conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+        if (command_follower_new(req->ctx, st->sandbox_id, req->segments[4], after, info ? info->connect_fd : -1, &sink, st,
+                                 &st->follower) < 0) {
+                free(st);
+                space_error_set(&err, SPACE_E_INTERNAL, "out of memory");
+                return api_response_error(resp, &err);
+        }
         resp->status = 200;
         resp->content_type = "text/event-stream";
         resp->headers = json_pack("{s:s, s:s}", "Cache-Control", "no-store", "X-Accel-Buffering", "no");

@@ -8,8 +8,8 @@
 #include "api/api_json.h"
 #include "api/api_render.h"
 #include "api/api_routes.h"
-#include "templates/template_ref.h"
 #include "operations/operation_queue.h"
+#include "service/sandbox_create_request.h"
 #include "operations/sandbox_lifecycle.h"
 #include "service/sandbox_access.h"
 #include "service/snapshot_access.h"
@@ -90,70 +90,52 @@ static const char *const create_fields[] = { "template",   "snapshot_id",       
                                              "timeout_s",  "rolling_snapshots", "on_timeout", NULL };
 static const char *const resource_fields[] = { "cpus", "memory_mb", "pids", "disk_mb", NULL };
 
-static int parse_create(struct spaced_context *ctx, const json_t *body, struct sandbox *sb, struct space_error *err)
+/* The v1 body as a create request: only parsing here; sandbox_create_request_submit
+ * validates what both front doors ask for. */
+static int parse_create(struct spaced_context *ctx, const json_t *body, struct sandbox_create_request *cr, struct space_error *err)
 {
-        const char *template_name = "busybox", *on_timeout = "stop", *snapshot_id = NULL;
-        long long timeout_s = 0, memory = 512, pids = 256, disk = ctx->cfg.disk_quota ? ctx->cfg.sandbox_disk_mb : 0;
-        bool disk_given = false;
-        double cpus = 1.0;
-        json_t *env = NULL, *metadata = NULL, *rolling = NULL, *res = json_object_get(body, "resources");
-        if (api_json_only(body, create_fields, "", err) < 0 || api_json_string(body, "template", 160, &template_name, err) < 0 ||
-            api_json_string(body, "snapshot_id", 31, &snapshot_id, err) < 0 ||
+        const char *on_timeout = "stop";
+        json_t *res = json_object_get(body, "resources"), *tmpl = json_object_get(body, "template"), *env = NULL, *metadata = NULL;
+        if (api_json_only(body, create_fields, "", err) < 0 || api_json_string(body, "template", 160, &cr->template_ref, err) < 0 ||
+            api_json_string(body, "snapshot_id", 31, &cr->snapshot_id, err) < 0 ||
             api_json_string(body, "on_timeout", 16, &on_timeout, err) < 0 ||
-            api_json_int(body, "timeout_s", 0, 30LL * 24 * 3600, &timeout_s, err) < 0 ||
+            api_json_int(body, "timeout_s", 0, 30LL * 24 * 3600, &cr->timeout_s, err) < 0 ||
             api_json_string_map(body, "env", api_json_env_name_ok, 256, 32768, &env, err) < 0 ||
             api_json_string_map(body, "metadata", api_json_metadata_key_ok, 64, 256, &metadata, err) < 0)
                 return -1;
+        /* the maps are borrowed from body: the request holds its own references */
+        cr->env = json_incref(env);
+        cr->metadata = json_incref(metadata);
+        snprintf(cr->on_timeout, sizeof(cr->on_timeout), "%s", on_timeout);
         if (res && !json_is_null(res)) {
+                long long memory = cr->resources.memory_mb, pids = cr->resources.pids, disk = cr->resources.disk_mb;
                 if (!json_is_object(res))
                         return space_error_set(err, SPACE_E_INVALID_REQUEST, "field resources must be an object");
                 if (api_json_only(res, resource_fields, "resources", err) < 0 ||
-                    api_json_number(res, "cpus", 0.01, 64, &cpus, err) < 0 ||
+                    api_json_number(res, "cpus", 0.01, 64, &cr->resources.cpus, err) < 0 ||
                     api_json_int(res, "memory_mb", 16, 65536, &memory, err) < 0 ||
                     api_json_int(res, "pids", 16, 65536, &pids, err) < 0 ||
                     api_json_int(res, "disk_mb", 16, ctx->cfg.sandbox_disk_max_mb, &disk, err) < 0)
                         return -1;
+                cr->resources.memory_mb = memory;
+                cr->resources.pids = pids;
+                cr->resources.disk_mb = disk;
                 const json_t *d = json_object_get(res, "disk_mb");
-                disk_given = d && !json_is_null(d);
+                cr->disk_given = d && !json_is_null(d);
         }
-        if (disk_given && !ctx->cfg.disk_quota)
-                return space_error_set(err, SPACE_E_UNSUPPORTED,
-                                       "resources.disk_mb: disk quotas are off on this server (--disk-quota off)");
         if (json_object_get(body, "rolling_snapshots")) {
-                if (api_rolling_policy_parse(ctx, json_object_get(body, "rolling_snapshots"), &rolling, err) < 0)
+                if (api_rolling_policy_parse(ctx, json_object_get(body, "rolling_snapshots"), &cr->rolling, err) < 0)
                         return -1;
         } else {
-                rolling = api_rolling_policy_default(ctx);
+                cr->rolling = api_rolling_policy_default(ctx);
         }
-        if (snapshot_id && json_object_get(body, "template") && !json_is_null(json_object_get(body, "template")))
-                return space_error_set(err, SPACE_E_INVALID_REQUEST, "give template or snapshot_id, not both");
-        if (snapshot_id && !api_json_name_ok(snapshot_id))
-                return space_error_set(err, SPACE_E_NOT_FOUND, "snapshot %.64s not found", snapshot_id);
-        if (!template_ref_ok(template_name))
-                return space_error_set(err, SPACE_E_INVALID_REQUEST, "template name \"%s\" is not valid", template_name);
-        if (strcmp(on_timeout, "pause") && strcmp(on_timeout, "stop") && strcmp(on_timeout, "destroy"))
-                return space_error_set(err, SPACE_E_INVALID_REQUEST, "on_timeout must be pause, stop or destroy");
-        memset(sb, 0, sizeof(*sb));
-        snprintf(sb->template_name, sizeof(sb->template_name), "%s", template_name);
-        const char *at = snapshot_id ? NULL : strchr(template_name, '@');
-        if (at) {
-                /* name@digest: the row it names now, and the digest it must still have at create. */
-                struct template_record t;
-                if (template_ref_resolve(ctx, template_name, &t) < 0)
-                        return space_error_set(err, SPACE_E_NOT_FOUND, "template %.160s not found", template_name);
-                snprintf(sb->template_name, sizeof(sb->template_name), "%s", t.name);
-                template_record_release(&t);
-                sb->environment = json_pack("{s:s}", "pinned_digest", at + 1);
+        if (cr->snapshot_id) {
+                if (tmpl && !json_is_null(tmpl))
+                        return space_error_set(err, SPACE_E_INVALID_REQUEST, "give template or snapshot_id, not both");
+                if (!api_json_name_ok(cr->snapshot_id))
+                        return space_error_set(err, SPACE_E_NOT_FOUND, "snapshot %.64s not found", cr->snapshot_id);
+                cr->template_ref = NULL;
         }
-        if (snapshot_id) /* sandbox_lifecycle_create takes the template from the snapshot's origin */
-                snprintf(sb->parent_snapshot_id, sizeof(sb->parent_snapshot_id), "%s", snapshot_id);
-        snprintf(sb->on_timeout, sizeof(sb->on_timeout), "%s", on_timeout);
-        sb->timeout_s = timeout_s;
-        sb->resources = (struct sandbox_resources){ .cpus = cpus, .memory_mb = memory, .pids = pids, .disk_mb = disk };
-        sb->env = env ? json_deep_copy(env) : json_object();
-        sb->metadata = metadata ? json_deep_copy(metadata) : json_object();
-        sb->environment = json_object();
-        sb->rolling = rolling;
         return 0;
 }
 
@@ -161,18 +143,18 @@ void route_sandbox_create(struct api_request *req, struct api_response *resp)
 {
         struct space_error err = { 0 };
         json_t *body = NULL;
+        struct sandbox_create_request cr;
         struct sandbox sb = { 0 };
         struct operation op;
         struct api_wait w;
-        struct snapshot seen;
-        if (api_wait_parse(req, &w, &err) < 0 || api_request_json(req, &body, &err) < 0 || parse_create(req->ctx, body, &sb, &err) < 0 ||
-            (sb.parent_snapshot_id[0] ? snapshot_access_load(req->ctx, &req->principal, sb.parent_snapshot_id, &seen, &err)
-                                      : template_access_check(req->ctx, &req->principal, sb.template_name, false, &err)) < 0 ||
-            (snprintf(sb.project_id, sizeof(sb.project_id), "%s", req->principal.project_id),
-             sandbox_lifecycle_create(req->ctx, &sb, &op, &err)) < 0)
+        sandbox_create_request_init(req->ctx, &cr);
+        cr.caller = &req->principal;
+        if (api_wait_parse(req, &w, &err) < 0 || api_request_json(req, &body, &err) < 0 || parse_create(req->ctx, body, &cr, &err) < 0 ||
+            sandbox_create_request_submit(req->ctx, &cr, &sb, &op, &err) < 0)
                 api_response_error(resp, &err);
         else
                 api_respond_operation(req, resp, &op, &w, "sandbox");
+        sandbox_create_request_release(&cr);
         json_decref(body);
         sandbox_release(&sb);
 }

@@ -91,8 +91,8 @@ void route_sandbox_patch(struct api_request *req, struct api_response *resp)
                 goto fail;
         }
         /* A new timeout counts from now for a sandbox that is running. */
-        if (timeout_s >= 0 && sb.state == SANDBOX_RUNNING)
-                sandbox_step_arm_expiry(req->ctx, &sb);
+        if (timeout_s >= 0 && sb.state == SANDBOX_RUNNING && sandbox_step_arm_expiry(req->ctx, &sb, &err) < 0)
+                goto fail;
         sandbox_release(&sb);
         if (STORE(req->ctx, sandbox_get, req->segments[2], &sb) == 0) {
                 api_response_json(resp, 200, api_render_sandbox(&sb));

@@ -185,6 +185,8 @@ static int check_spacefile(struct template_upload *u, const char *context, struc
 static int submit_build(struct template_upload *u, struct space_error *err)
 {
         struct template_record t;
+        if (operation_set_params(&u->op, json_pack("{s:s}", "spacefile", u->spacefile), err) < 0)
+                return -1;
         int r = STORE(u->ctx, template_get, u->row, &t);
         if (r == 0) {
                 bool building = strcmp(t.state, "building") == 0;
@@ -200,11 +202,6 @@ static int submit_build(struct template_upload *u, struct space_error *err)
                 r = STORE(u->ctx, template_upsert, &nt);
                 json_decref(nt.environment);
         }
-        json_t *params = json_pack("{s:s}", "spacefile", u->spacefile);
-        char *text = json_dumps(params, JSON_COMPACT);
-        snprintf(u->op.params, sizeof(u->op.params), "%s", text ? text : "{}");
-        free(text);
-        json_decref(params);
         if (r == 0)
                 r = STORE(u->ctx, operation_insert, &u->op);
         if (r < 0)

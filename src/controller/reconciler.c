@@ -51,14 +51,15 @@ static void sweep_staging(struct spaced_context *ctx)
 }
 
 /* An unfinished operation will drive this object: it is its target, or named in its
- * parameters (a fork's children, the snapshot it takes). Ids are random, so a substring
- * match on the parameters' text is exact enough. */
-static bool has_op(const struct operation *ops, size_t n, const char *id)
+ * parameters (a fork's children, the snapshot it takes), as the store's operation_refs
+ * say. When the store cannot tell, the object is left alone (yes). */
+static bool has_op(struct spaced_context *ctx, const char *id)
 {
-        for (size_t i = 0; i < n; i++)
-                if (strcmp(ops[i].target, id) == 0 || strstr(ops[i].params, id))
-                        return true;
-        return false;
+        bool refers = true;
+        int r = STORE(ctx, operation_refers, id, &refers);
+        if (r < 0)
+                log_warn("reconcile.refs_unknown", "object=%s error=\"%s\"", id, strerror(-r));
+        return r < 0 || refers;
 }
 
 static void settle(struct spaced_context *ctx, struct sandbox *sb, unsigned from, enum sandbox_state to, const char *reason,
@@ -70,8 +71,14 @@ static void settle(struct spaced_context *ctx, struct sandbox *sb, unsigned from
                 log_error("reconcile.cleanup_failed", "sandbox=%s message=\"%s\"", sb->id, LOG_ESC(err.message));
                 return;
         }
-        STORE(ctx, sandbox_set_runtime, sb->id, 0, 0);
-        STORE(ctx, sandbox_transition, sb->id, from, to, reason, NULL, NULL);
+        /* The cleared runtime handle and the state, in one transaction. */
+        struct sandbox_settlement set = { .from_mask = from, .to = to, .reason = reason, .set_runtime = true };
+        enum sandbox_state current;
+        int r = STORE(ctx, sandbox_settle, sb->id, &set, &current);
+        if (r < 0) {
+                log_error("reconcile.settle_failed", "sandbox=%s error=\"%s\"", sb->id, strerror(-r));
+                return;
+        }
         log_info("reconcile.settled", "sandbox=%s state=%s reason=\"%s\"", sb->id, sandbox_state_name(to), LOG_ESC(reason));
 }
 
@@ -112,7 +119,7 @@ static void reconcile_sandbox(struct spaced_context *ctx, struct sandbox *sb)
 }
 
 /* Snapshots: rows still "creating" that no operation will finish, and subvolumes without a row. */
-static void reconcile_snapshots(struct spaced_context *ctx, const struct operation *ops, size_t nops)
+static void reconcile_snapshots(struct spaced_context *ctx)
 {
         struct snapshot *snaps = NULL;
         size_t n = 0;
@@ -122,12 +129,16 @@ static void reconcile_snapshots(struct spaced_context *ctx, const struct operati
         for (size_t i = 0; i < n; i++)
                 if (strcmp(snaps[i].state, "ready") == 0 && btrfs_pool_snapshot_path(&ctx->pool, snaps[i].id, path, sizeof(path)) == 0 &&
                     access(path, F_OK) < 0 && errno == ENOENT) {
-                        STORE(ctx, snapshot_delete, snaps[i].id, false, NULL);
+                        int r = STORE(ctx, snapshot_delete, snaps[i].id, false, NULL);
+                        if (r < 0)
+                                log_error("reconcile.snapshot_delete_failed", "snapshot=%s error=\"%s\"", snaps[i].id, strerror(-r));
                         log_warn("reconcile.snapshot_lost", "snapshot=%s reason=\"its subvolume is missing\"", snaps[i].id);
-                } else if (strcmp(snaps[i].state, "ready") != 0 && !has_op(ops, nops, snaps[i].id)) {
+                } else if (strcmp(snaps[i].state, "ready") != 0 && !has_op(ctx, snaps[i].id)) {
                         if (btrfs_pool_snapshot_path(&ctx->pool, snaps[i].id, path, sizeof(path)) == 0)
                                 btrfs_pool_subvolume_delete(path);
-                        STORE(ctx, snapshot_delete, snaps[i].id, false, NULL);
+                        int r = STORE(ctx, snapshot_delete, snaps[i].id, false, NULL);
+                        if (r < 0)
+                                log_error("reconcile.snapshot_delete_failed", "snapshot=%s error=\"%s\"", snaps[i].id, strerror(-r));
                         log_info("reconcile.snapshot_dropped", "snapshot=%s reason=\"taken when spaced stopped\"", snaps[i].id);
                 }
         char dir[PATH_MAX];
@@ -190,15 +201,19 @@ int reconciler_startup(struct spaced_context *ctx)
         size_t nt = 0;
         if (STORE(ctx, template_list, NULL, NULL, &templates, &nt) == 0) {
                 for (size_t i = 0; i < nt; i++) {
-                        if (strcmp(templates[i].state, "building") == 0 && !has_op(ops, nops, templates[i].name)) {
+                        if (strcmp(templates[i].state, "building") == 0 && !has_op(ctx, templates[i].name)) {
                                 /* A name:tag that was never published (its build's row was written,
                                  * its operation not) goes; a built-in or a published one stays. */
+                                int w;
                                 if (strchr(templates[i].name, ':') && !json_object_get(templates[i].environment, "digest")) {
-                                        STORE(ctx, template_delete, templates[i].name);
+                                        w = STORE(ctx, template_delete, templates[i].name);
                                 } else {
                                         snprintf(templates[i].state, sizeof(templates[i].state), "not_built");
-                                        STORE(ctx, template_upsert, &templates[i]);
+                                        w = STORE(ctx, template_upsert, &templates[i]);
                                 }
+                                if (w < 0)
+                                        log_error("reconcile.template_settle_failed", "template=%s error=\"%s\"", templates[i].name,
+                                                  strerror(-w));
                         }
                         template_record_release(&templates[i]);
                 }
@@ -213,12 +228,12 @@ int reconciler_startup(struct spaced_context *ctx)
                 return r;
         }
         for (size_t i = 0; i < n; i++)
-                if (!has_op(ops, nops, all[i].id))
+                if (!has_op(ctx, all[i].id))
                         reconcile_sandbox(ctx, &all[i]);
         sandbox_array_free(all, n);
         remove_orphans(ctx);
         command_channels_remove_orphan_logs(ctx);
-        reconcile_snapshots(ctx, ops, nops);
+        reconcile_snapshots(ctx);
 
         /* Every handler is idempotent: run what was in flight again, oldest first. */
         for (size_t i = 0; i < nops; i++) {
@@ -238,7 +253,12 @@ static void expire(struct spaced_context *ctx, const struct sandbox *sb)
                                  &action);
         struct operation op;
         struct space_error err = { 0 };
-        STORE(ctx, sandbox_set_expiry, sb->id, 0);
+        /* Disarmed first, so that it fires once; if that cannot be written, the next pass tries again. */
+        int r = STORE(ctx, sandbox_set_expiry, sb->id, 0);
+        if (r < 0) {
+                log_error("controller.timeout_disarm_failed", "sandbox=%s error=\"%s\"", sb->id, strerror(-r));
+                return;
+        }
         if (sandbox_lifecycle_submit(ctx, sb->id, action, &op, &err) < 0)
                 log_warn("controller.timeout_failed", "sandbox=%s message=\"%s\"", sb->id, LOG_ESC(err.message));
         else
@@ -264,7 +284,7 @@ static void check_deadlines(struct spaced_context *ctx, struct sandbox *all, siz
                                  ops[i].target, (long long)((now - ops[i].started_at_ms) / 1000));
         for (size_t i = 0; i < n; i++)
                 if ((TRANSIENT & M(all[i].state)) && now - all[i].updated_at_ms > TRANSIENT_DEADLINE_MS &&
-                    !has_op(ops, nops, all[i].id)) {
+                    !has_op(ctx, all[i].id)) {
                         log_warn("controller.transient_overdue", "sandbox=%s state=%s", all[i].id, sandbox_state_name(all[i].state));
                         reconcile_sandbox(ctx, &all[i]);
                 }

@@ -35,4 +35,5 @@ void retention_tick(struct spaced_context *ctx, unsigned tick)
                 return;
         sweep(ctx, ctx->store.ops->sandbox_purge_destroyed, ctx->cfg.destroyed_retention_s, "destroyed_sandboxes");
         sweep(ctx, ctx->store.ops->audit_purge, ctx->cfg.audit_retention_s, "audit_rows");
+        sweep(ctx, ctx->store.ops->operation_purge_finished, ctx->cfg.operation_retention_s, "finished_operations");
 }

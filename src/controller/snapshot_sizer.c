@@ -107,8 +107,11 @@ int snapshot_sizer_pass(struct spaced_context *ctx, int max)
                 /* Re-read: only the size changes, and only if it still exists. */
                 if (bytes >= 0 && STORE(ctx, snapshot_get, snaps[i].id, &now) == 0) {
                         now.bytes_exclusive = bytes;
-                        STORE(ctx, snapshot_update, &now);
-                        log_debug("snapshot.sized", "snapshot=%s bytes=%lld", now.id, (long long)bytes);
+                        int r = STORE(ctx, snapshot_update, &now);
+                        if (r < 0) /* still unmeasured in the store: measured again on a later pass */
+                                log_warn("snapshot.size_store_failed", "snapshot=%s error=\"%s\"", now.id, strerror(-r));
+                        else
+                                log_debug("snapshot.sized", "snapshot=%s bytes=%lld", now.id, (long long)bytes);
                 }
                 done++;
         }

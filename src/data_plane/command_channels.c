@@ -52,6 +52,7 @@ struct channel {
         pthread_mutex_t start_lock;
         int fd; /* the output channel while connected, under chs->lock */
         bool running;
+        unsigned starters; /* holders of (or waiters for) start_lock, under chs->lock */
         struct open_log *logs;
         /* the per-sandbox cap: bytes its logs hold (an upper bound), and when to trim next */
         bool log_bytes_known;
@@ -477,6 +478,8 @@ static bool channel_stopping(struct channel *ch)
         return stop;
 }
 
+static void channel_put_locked(struct command_channels *chs, struct channel *ch);
+
 static void *channel_main(void *arg)
 {
         struct channel *ch = arg;
@@ -541,9 +544,11 @@ static void *channel_main(void *arg)
                 command_log_close(l->w);
                 free(l);
         }
-        pthread_mutex_lock(&ch->chs->lock);
+        struct command_channels *chs = ch->chs;
+        pthread_mutex_lock(&chs->lock);
         ch->running = false;
-        pthread_mutex_unlock(&ch->chs->lock);
+        channel_put_locked(chs, ch);
+        pthread_mutex_unlock(&chs->lock);
         return NULL;
 }
 
@@ -555,7 +560,21 @@ static struct channel *channel_find(struct command_channels *chs, const char *sa
         return NULL;
 }
 
-/* Channels are kept (not freed) once made: their start locks must outlive any user. */
+/* A channel lives while its thread runs or someone holds or waits for its start lock; the
+ * last of them frees it (under chs->lock), so a sandbox's channel goes with its last use. */
+static void channel_put_locked(struct command_channels *chs, struct channel *ch)
+{
+        if (ch->running || ch->starters > 0)
+                return;
+        for (struct channel **p = &chs->channels; *p; p = &(*p)->next)
+                if (*p == ch) {
+                        *p = ch->next;
+                        break;
+                }
+        pthread_mutex_destroy(&ch->start_lock);
+        free(ch);
+}
+
 static struct channel *channel_get(struct command_channels *chs, const char *sandbox_id)
 {
         struct channel *ch = channel_find(chs, sandbox_id);
@@ -586,10 +605,13 @@ int command_channels_ensure(struct command_channels *chs, const char *sandbox_id
                 pthread_attr_init(&attr);
                 pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
                 pthread_attr_setstacksize(&attr, 256 << 10);
+                ch->running = true; /* before the thread can end and put it */
                 r = -pthread_create(&t, &attr, channel_main, ch);
                 pthread_attr_destroy(&attr);
                 ch->running = r == 0;
         }
+        if (ch)
+                channel_put_locked(chs, ch); /* one made while stopping, or whose thread failed */
         pthread_mutex_unlock(&chs->lock);
         return r;
 }
@@ -598,6 +620,8 @@ void command_channels_lock_starts(struct command_channels *chs, const char *sand
 {
         pthread_mutex_lock(&chs->lock);
         struct channel *ch = channel_get(chs, sandbox_id);
+        if (ch)
+                ch->starters++;
         pthread_mutex_unlock(&chs->lock);
         if (ch)
                 pthread_mutex_lock(&ch->start_lock);
@@ -607,9 +631,12 @@ void command_channels_unlock_starts(struct command_channels *chs, const char *sa
 {
         pthread_mutex_lock(&chs->lock);
         struct channel *ch = channel_find(chs, sandbox_id);
-        pthread_mutex_unlock(&chs->lock);
-        if (ch)
+        if (ch) {
                 pthread_mutex_unlock(&ch->start_lock);
+                ch->starters--;
+                channel_put_locked(chs, ch);
+        }
+        pthread_mutex_unlock(&chs->lock);
 }
 
 void command_channels_resume_all(struct command_channels *chs)

@@ -76,7 +76,9 @@ int command_service_start(struct spaced_context *ctx, const struct sandbox *sb, 
         uint32_t pid = 0;
         r = agent_job_client_start(sock, spec, &pid, msg, sizeof(msg));
         if (r < 0) {
-                STORE(ctx, command_delete, sb->id, rec.id);
+                int d = STORE(ctx, command_delete, sb->id, rec.id);
+                if (d < 0) /* left starting: the channel's reconciliation ends it as lost */
+                        log_warn("command.delete_failed", "sandbox=%s command=%s error=\"%s\"", sb->id, rec.id, strerror(-d));
                 command_channels_unlock_starts(ctx->channels, sb->id);
                 command_channels_notify(ctx->channels, rec.id, 0, true);
                 if (r == -ENOENT && msg[0])

@@ -8,33 +8,26 @@
 #include <limits.h>
 #include <microhttpd.h>
 #include <openssl/evp.h>
-#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
 #include "data_plane/command_channels.h"
+#include "data_plane/command_follower.h"
 #include "data_plane/command_log.h"
 #include "e2b/e2b_connect.h"
 #include "e2b/e2b_routes.h"
 #include "spaced/spaced_context.h"
 #include "spaced/wallclock.h"
 
-#define NOT_LIVE_RETRY_MS 200
-#define WAIT_STEP_MS 1000 /* how often a waiting stream looks at its client and at shutdown */
 
 struct process_stream {
         struct spaced_context *ctx;
-        char sandbox_id[32];
-        char command_id[32];
-        char log_dir[PATH_MAX];
-        struct command_log_reader *reader;
-        uint64_t after;
+        struct command_follower *follower;
         int64_t deadline_us; /* monotonic; 0 none */
         int keepalive_ms;
         int64_t idle_since_us; /* when the last event was written */
-        int client_fd;         /* the connection's socket (MHD's: only polled), or -1 */
         struct e2b_buf out;
         size_t out_off;
         bool done;
@@ -94,8 +87,9 @@ static int emit_end(struct process_stream *st, const json_t *exit_info)
         return r < 0 ? r : e2b_connect_end_frame(&st->out, NULL);
 }
 
-static int emit_record(struct process_stream *st, const struct command_log_record *rec)
+static int emit_record(void *cls, const struct command_log_record *rec)
 {
+        struct process_stream *st = cls;
         if (rec->kind == COMMAND_LOG_EXIT) {
                 json_t *info = json_loadb((const char *)rec->data, rec->len, 0, NULL);
                 int r = emit_end(st, info);
@@ -106,84 +100,32 @@ static int emit_record(struct process_stream *st, const struct command_log_recor
         return emit_data(st, kind, rec->data, rec->len);
 }
 
-/* What the log has: 1 something, 0 nothing new, -1 failed; *last_q the reader's last answer. */
-static int produce_from_log(struct process_stream *st, int *last_q)
+/* The end as the store has it, when the log says nothing more. */
+static int emit_end_from_store(void *cls, const struct command_record *rec, bool log_ended)
 {
-        int q = 0;
-        if (!st->reader) {
-                q = command_log_reader_open(st->log_dir, st->after, &st->reader);
-                if (q < 0 && q != -ENOENT)
-                        return -1;
-        }
-        for (int n = 0; st->reader && n < 16 && st->out.len < (1u << 20) && !st->done; n++) {
-                struct command_log_record rec;
-                q = command_log_reader_next(st->reader, &rec);
-                if (q == COMMAND_LOG_READ_RECORD) {
-                        if (emit_record(st, &rec) < 0)
-                                return -1;
-                        st->after = rec.seq;
-                } else if (q == COMMAND_LOG_READ_DROPPED) {
-                        st->after = rec.dropped_last; /* envd has no word for it: the output is just shorter */
-                } else {
-                        break;
-                }
-        }
-        *last_q = q;
-        if (st->out.len > 0)
-                return 1;
-        return q < 0 && q != -ENOENT ? -1 : 0;
-}
-
-/* As produce_from_log, and when the command has ended in the store but its log says
- * nothing more, the end as the store has it. */
-static int produce(struct process_stream *st, bool check_store)
-{
-        int q = 0;
-        int p = produce_from_log(st, &q);
-        if (p != 0 || (!check_store && q != -ENOENT))
-                return p;
-        struct command_record rec;
-        if (STORE(st->ctx, command_get, st->sandbox_id, st->command_id, &rec) < 0)
-                return -1;
-        int r = 0;
-        if (rec.state == COMMAND_EXITED || rec.state == COMMAND_LOST) {
-                /* The exit reaches the log before the store: look at the log once more, also
-                 * when it did not exist a moment ago (a command that wrote nothing yet). */
-                int again = produce_from_log(st, &q);
-                if (again != 0) {
-                        r = again;
-                } else {
-                        json_t *info = rec.state == COMMAND_EXITED
-                                               ? json_pack("{s:i, s:i}", "exit_code", rec.exit_code, "signal", rec.term_signal)
-                                               : json_pack("{s:n, s:b, s:s}", "exit_code", "lost", 1, "message", rec.reason);
-                        r = emit_end(st, info) < 0 ? -1 : 1;
-                        json_decref(info);
-                }
-        }
-        command_record_release(&rec);
+        (void)log_ended; /* a reader that started at the log's end still gets an end */
+        json_t *info = rec->state == COMMAND_EXITED ? json_pack("{s:i, s:i}", "exit_code", rec->exit_code, "signal", rec->term_signal)
+                                                    : json_pack("{s:n, s:b, s:s}", "exit_code", "lost", 1, "message", rec->reason);
+        int r = info ? emit_end(cls, info) : -ENOMEM;
+        json_decref(info);
         return r;
 }
 
-/* A wait step: short, so that a stream notices shutdown, its deadline and a client that
- * went away within a second; keepalives go out every keepalive_ms of silence. */
+/* envd has no word for dropped output: the output is just shorter (.dropped NULL). */
+static const struct command_follower_sink sink = {
+        .record = emit_record,
+        .ended = emit_end_from_store,
+};
+
+/* How long the next wait may be: until a keepalive is due or the deadline passes (the
+ * follower itself looks at the client and at shutdown every second). */
 static int wait_ms(const struct process_stream *st)
 {
         int64_t now = monotonic_now_us();
         int64_t left = st->keepalive_ms - (now - st->idle_since_us) / 1000;
         if (st->deadline_us && (st->deadline_us - now) / 1000 < left)
                 left = (st->deadline_us - now) / 1000;
-        if (left > WAIT_STEP_MS)
-                left = WAIT_STEP_MS;
         return left < 1 ? 1 : (int)left;
-}
-
-/* Whether the client closed its side: then nobody reads, and the thread can go. */
-static bool client_gone(const struct process_stream *st)
-{
-        if (st->client_fd < 0)
-                return false;
-        struct pollfd p = { .fd = st->client_fd, .events = POLLRDHUP };
-        return poll(&p, 1, 0) == 1 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR));
 }
 
 static ssize_t stream_read(void *cls, char *buf, size_t max)
@@ -219,34 +161,21 @@ static ssize_t stream_read(void *cls, char *buf, size_t max)
                                 return -1;
                         continue;
                 }
-                int p = produce(st, false);
+                int p = command_follower_next(st->follower, wait_ms(st));
+                if (p == -ESHUTDOWN)
+                        continue; /* said above */
                 if (p < 0)
+                        return -1; /* -EPIPE: the client went away; the process goes on and a Connect call can follow it again */
+                if (p == 0 && monotonic_now_us() - st->idle_since_us >= (int64_t)st->keepalive_ms * 1000 &&
+                    emit_event(st, json_pack("{s:{}}", "keepalive")) < 0)
                         return -1;
-                if (p > 0)
-                        continue;
-                if (client_gone(st))
-                        return -1; /* the process goes on; a Connect call can follow it again */
-                enum command_wait w = command_channels_wait(st->ctx->channels, st->command_id, st->after, false, wait_ms(st));
-                if (w == COMMAND_WAIT_TIMEOUT) {
-                        if (monotonic_now_us() - st->idle_since_us >= (int64_t)st->keepalive_ms * 1000)
-                                if (emit_event(st, json_pack("{s:{}}", "keepalive")) < 0)
-                                        return -1;
-                } else if (w == COMMAND_WAIT_NOT_LIVE) {
-                        p = produce(st, true);
-                        if (p < 0)
-                                return -1;
-                        if (p == 0) {
-                                struct timespec ts = { 0, NOT_LIVE_RETRY_MS * 1000000L };
-                                nanosleep(&ts, NULL);
-                        }
-                }
         }
 }
 
 static void stream_free(void *cls)
 {
         struct process_stream *st = cls;
-        command_log_reader_close(st->reader);
+        command_follower_free(st->follower);
         e2b_buf_release(&st->out);
         free(st);
 }
@@ -258,11 +187,11 @@ int e2b_process_stream_begin(struct e2b_call *call, const char *command_id, int3
         if (!st)
                 return space_error_set(err, SPACE_E_INTERNAL, "out of memory");
         st->ctx = call->req.ctx;
-        snprintf(st->sandbox_id, sizeof(st->sandbox_id), "%s", call->sandbox_id);
-        snprintf(st->command_id, sizeof(st->command_id), "%s", command_id);
-        command_channels_log_dir(st->ctx, st->sandbox_id, st->command_id, st->log_dir, sizeof(st->log_dir));
+        char log_dir[PATH_MAX];
+        uint64_t after = 0;
+        command_channels_log_dir(st->ctx, call->sandbox_id, command_id, log_dir, sizeof(log_dir));
         /* No log yet: nothing was written, so its start is its end. */
-        int q = from_end ? command_log_end_seq(st->log_dir, &st->after) : 0;
+        int q = from_end ? command_log_end_seq(log_dir, &after) : 0;
         if (q < 0 && q != -ENOENT) {
                 free(st);
                 return space_error_set(err, SPACE_E_INTERNAL, "read the output log of %s: %s", command_id, strerror(-q));
@@ -271,8 +200,9 @@ int e2b_process_stream_begin(struct e2b_call *call, const char *command_id, int3
         st->deadline_us = deadline_ms > 0 ? monotonic_now_us() + deadline_ms * 1000 : 0;
         st->idle_since_us = monotonic_now_us();
         const union MHD_ConnectionInfo *info = MHD_get_connection_info(call->req.conn, MHD_CONNECTION_INFO_CONNECTION_FD);
-        st->client_fd = info ? info->connect_fd : -1;
-        if (emit_event(st, json_pack("{s:{s:i}}", "start", "pid", pid)) < 0) {
+        if (command_follower_new(st->ctx, call->sandbox_id, command_id, after, info ? info->connect_fd : -1, &sink, st,
+                                 &st->follower) < 0 ||
+            emit_event(st, json_pack("{s:{s:i}}", "start", "pid", pid)) < 0) {
                 stream_free(st);
                 return space_error_set(err, SPACE_E_INTERNAL, "out of memory");
         }

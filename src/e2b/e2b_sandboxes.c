@@ -14,6 +14,7 @@
 #include "e2b/e2b_routes.h"
 #include "e2b/e2b_version.h"
 #include "operations/operation_queue.h"
+#include "service/sandbox_create_request.h"
 #include "operations/sandbox_lifecycle.h"
 #include "service/snapshot_access.h"
 #include "service/template_access.h"
@@ -204,67 +205,65 @@ int e2b_timeout_field(const json_t *body, long long *ret, struct space_error *er
         return api_json_int(body, "timeout", 0, MAX_TIMEOUT_S, ret, err);
 }
 
+/* The E2B body as a create request: templateID is translated (--e2b-templates, snapshot
+ * names) here; sandbox_create_request_submit validates and submits as for the v1 API. */
+static int parse_create(struct spaced_context *ctx, const struct principal *caller, const json_t *body,
+                        struct sandbox_create_request *cr, char *space_template,
+                        size_t space_template_size, char *snapshot, size_t snapshot_size, struct space_error *err)
+{
+        const char *template_id = "base";
+        bool auto_pause = false;
+        json_t *env = NULL, *metadata = NULL;
+        long long timeout_s = DEFAULT_TIMEOUT_S;
+        if (api_json_string(body, "templateID", 128, &template_id, err) < 0 || e2b_timeout_field(body, &timeout_s, err) < 0 ||
+            api_json_bool(body, "autoPause", &auto_pause, err) < 0 ||
+            api_json_string_map(body, "envVars", api_json_env_name_ok, 256, 32768, &env, err) < 0 ||
+            api_json_string_map(body, "metadata", api_json_metadata_key_ok, 64, 256, &metadata, err) < 0)
+                return -1;
+        cr->env = json_incref(env); /* borrowed from body: the request holds its own */
+        cr->metadata = json_incref(metadata);
+        cr->timeout_s = timeout_s;
+        snprintf(cr->on_timeout, sizeof(cr->on_timeout), "%s", auto_pause ? "pause" : "destroy");
+        if (json_array_size(json_object_get(body, "volumeMounts")) > 0)
+                return space_error_set(err, SPACE_E_INVALID_REQUEST, "volume mounts are not supported by space");
+        template_for(ctx, template_id, space_template, space_template_size);
+        if (!template_ref_ok(space_template))
+                return space_error_set(err, SPACE_E_NOT_FOUND, "template %.64s not found", template_id);
+        struct template_record t;
+        cr->template_ref = space_template;
+        if (strncmp(space_template, "snap-", 5) == 0) {
+                snprintf(snapshot, snapshot_size, "%s", space_template);
+        } else if (template_ref_resolve(ctx, space_template, &t) == 0) {
+                template_record_release(&t);
+                return 0;
+        } else if (e2b_snapshot_by_name(ctx, caller, space_template, snapshot, snapshot_size) < 0) {
+                return 0; /* not found: the create says so */
+        }
+        cr->snapshot_id = snapshot;
+        cr->template_ref = NULL;
+        return 0;
+}
+
 void e2b_sandbox_create(struct e2b_call *call, struct api_response *resp)
 {
         struct spaced_context *ctx = call->req.ctx;
         struct space_error err = { 0 };
-        json_t *body = NULL, *env = NULL, *metadata = NULL;
-        const char *template_id = "base";
-        long long timeout_s = DEFAULT_TIMEOUT_S;
-        bool auto_pause = false;
+        json_t *body = NULL;
+        struct sandbox_create_request cr;
         struct sandbox sb = { 0 };
         struct operation op;
-        char space_template[160];
+        char space_template[160], snapshot[32] = "";
         if (e2b_body_object(call, &body, resp) < 0)
                 return;
-        if (api_json_string(body, "templateID", 128, &template_id, &err) < 0 || e2b_timeout_field(body, &timeout_s, &err) < 0 ||
-            api_json_bool(body, "autoPause", &auto_pause, &err) < 0 ||
-            api_json_string_map(body, "envVars", api_json_env_name_ok, 256, 32768, &env, &err) < 0 ||
-            api_json_string_map(body, "metadata", api_json_metadata_key_ok, 64, 256, &metadata, &err) < 0)
-                goto fail;
-        if (json_array_size(json_object_get(body, "volumeMounts")) > 0) {
-                space_error_set(&err, SPACE_E_INVALID_REQUEST, "volume mounts are not supported by space");
-                goto fail;
-        }
-        template_for(ctx, template_id, space_template, sizeof(space_template));
-        if (!template_ref_ok(space_template)) {
-                space_error_set(&err, SPACE_E_NOT_FOUND, "template %.64s not found", template_id);
-                goto fail;
-        }
-        struct template_record t;
-        char by_name[32];
-        const char *pin = strchr(space_template, '@');
-        if (strncmp(space_template, "snap-", 5) == 0) {
-                snprintf(sb.parent_snapshot_id, sizeof(sb.parent_snapshot_id), "%s", space_template);
-        } else if (template_ref_resolve(ctx, space_template, &t) == 0) {
-                /* name@sha256:… pins that version (checked again at create), as space's API does */
-                snprintf(sb.template_name, sizeof(sb.template_name), "%s", pin ? t.name : space_template);
-                if (pin)
-                        sb.environment = json_pack("{s:s}", "pinned_digest", pin + 1);
-                template_record_release(&t);
-        } else if (e2b_snapshot_by_name(ctx, &call->req.principal, space_template, by_name, sizeof(by_name)) == 0) {
-                snprintf(sb.parent_snapshot_id, sizeof(sb.parent_snapshot_id), "%s", by_name);
-        } else
-                snprintf(sb.template_name, sizeof(sb.template_name), "%s", space_template);
-        snprintf(sb.on_timeout, sizeof(sb.on_timeout), "%s", auto_pause ? "pause" : "destroy");
-        sb.timeout_s = timeout_s;
-        sb.resources = (struct sandbox_resources){ .cpus = 1, .memory_mb = 512, .pids = 256,
-                                                   .disk_mb = ctx->cfg.disk_quota ? ctx->cfg.sandbox_disk_mb : 0 };
-        sb.env = env ? json_deep_copy(env) : json_object();
-        sb.metadata = metadata ? json_deep_copy(metadata) : json_object();
-        if (!sb.environment)
-                sb.environment = json_object();
-        struct snapshot seen;
-        snprintf(sb.project_id, sizeof(sb.project_id), "%s", call->req.principal.project_id);
-        if ((sb.parent_snapshot_id[0] ? snapshot_access_load(ctx, &call->req.principal, sb.parent_snapshot_id, &seen, &err)
-                                      : template_access_check(ctx, &call->req.principal, sb.template_name, false, &err)) < 0 ||
-            sandbox_lifecycle_create(ctx, &sb, &op, &err) < 0 || e2b_wait_operation(ctx, &op, &err) < 0)
-                goto fail;
-        api_response_json(resp, 201, e2b_render_created(call, &sb));
-        goto out;
-fail:
-        e2b_reply_space_error(resp, &err);
-out:
+        sandbox_create_request_init(ctx, &cr);
+        cr.caller = &call->req.principal;
+        if (parse_create(ctx, &call->req.principal, body, &cr, space_template, sizeof(space_template), snapshot, sizeof(snapshot),
+                         &err) < 0 ||
+            sandbox_create_request_submit(ctx, &cr, &sb, &op, &err) < 0 || e2b_wait_operation(ctx, &op, &err) < 0)
+                e2b_reply_space_error(resp, &err);
+        else
+                api_response_json(resp, 201, e2b_render_created(call, &sb));
+        sandbox_create_request_release(&cr);
         sandbox_release(&sb);
         json_decref(body);
 }
@@ -485,9 +484,10 @@ int e2b_set_timeout(struct spaced_context *ctx, struct sandbox *sb, long long ti
         if (only_extend && sb->state == SANDBOX_RUNNING && sb->expires_at_ms > now + timeout_s * 1000)
                 return 0;
         sb->timeout_s = timeout_s;
+        struct space_error err = { 0 };
         int r = STORE(ctx, sandbox_set_settings, sb);
-        if (r == 0 && sb->state == SANDBOX_RUNNING)
-                sandbox_step_arm_expiry(ctx, sb);
+        if (r == 0 && sb->state == SANDBOX_RUNNING && sandbox_step_arm_expiry(ctx, sb, &err) < 0)
+                r = -EIO;
         return r;
 }
 
@@ -527,7 +527,10 @@ void e2b_sandbox_pause(struct e2b_call *call, struct api_response *resp)
         if (submit_and_wait(call->req.ctx, call->sandbox_id, SANDBOX_ACTION_PAUSE, &err) < 0)
                 return e2b_reply_space_error(resp, &err);
         /* An E2B paused sandbox waits for its connect: it does not time out meanwhile. */
-        STORE(call->req.ctx, sandbox_set_expiry, call->sandbox_id, 0);
+        int r = STORE(call->req.ctx, sandbox_set_expiry, call->sandbox_id, 0);
+        if (r < 0)
+                return e2b_reply_error(resp, 500, "sandbox %s is paused, but its timeout could not be cleared: %s", call->sandbox_id,
+                                       strerror(-r));
         e2b_reply_empty(resp);
 }
 
@@ -578,8 +581,10 @@ static void resume_or_connect(struct e2b_call *call, struct api_response *resp, 
         sandbox_release(&sb);
         if (STORE(ctx, sandbox_get, call->sandbox_id, &sb) < 0)
                 return e2b_reply_error(resp, 404, "sandbox %s not found", call->sandbox_id);
-        if (timeout_s >= 0)
-                e2b_set_timeout(ctx, &sb, timeout_s, is_connect);
+        if (timeout_s >= 0 && (r = e2b_set_timeout(ctx, &sb, timeout_s, is_connect)) < 0) {
+                sandbox_release(&sb);
+                return e2b_reply_error(resp, 500, "store timeout: %s", strerror(-r));
+        }
         api_response_json(resp, resumed ? 201 : 200, e2b_render_created(call, &sb));
         sandbox_release(&sb);
 }

@@ -12,11 +12,9 @@
 #include "spaced/spaced_context.h"
 #include "spaced/wallclock.h"
 
-#define TARGET_STRIPES 64
-
 struct queued {
         char id[32];
-        unsigned stripe; /* of its target */
+        char target[sizeof(((struct operation *)0)->target)];
         struct queued *next;
 };
 
@@ -24,15 +22,19 @@ struct operation_queue {
         struct spaced_context *ctx;
         pthread_mutex_t lock;
         pthread_cond_t work;     /* new work or stopping */
-        pthread_cond_t finished; /* some operation ended */
+        pthread_cond_t finished; /* some operation ended (finished_gen moved) */
+        uint64_t finished_gen;
         struct queued *head, *tail;
         bool stopping;
         int nworkers;
         pthread_t *workers;
-        /* One operation at a time per target (hash of the target name), in the order they
-         * were accepted: a worker takes the first queued operation whose stripe is idle, so
-         * a fork accepted before a destroy of its parent runs before it. */
-        bool stripe_busy[TARGET_STRIPES];
+        /* One operation at a time per target, in the order they were accepted: a worker
+         * takes the first queued operation whose target no other worker is running (so a
+         * fork accepted before a destroy of its parent runs before it), and never waits
+         * behind a busy target while other work is runnable. running[i] is worker i's
+         * target ("" idle); targets are compared whole, so unrelated ones never wait for
+         * each other. */
+        char (*running)[sizeof(((struct operation *)0)->target)];
 };
 
 void operation_init(struct operation *op, const char *kind, const char *target)
@@ -60,12 +62,57 @@ void operation_mark_failed(struct operation *op, const struct space_error *err)
         snprintf(op->error_message, sizeof(op->error_message), "%s", err->message);
 }
 
-static unsigned stripe_of(const char *target)
+static bool target_busy_locked(const struct operation_queue *q, const char *target)
 {
-        unsigned h = 2166136261u;
-        for (const char *p = target; *p; p++)
-                h = (h ^ (unsigned char)*p) * 16777619u;
-        return h % TARGET_STRIPES;
+        for (int i = 0; i < q->nworkers; i++)
+                if (strcmp(q->running[i], target) == 0)
+                        return true;
+        return false;
+}
+
+static int set_text(char *field, size_t size, const char *what, const struct operation *op, json_t *value,
+                    struct space_error *err)
+{
+        char *text = value ? json_dumps(value, JSON_COMPACT) : NULL;
+        json_decref(value);
+        if (!text)
+                return space_error_set(err, SPACE_E_INTERNAL, "out of memory");
+        size_t n = strlen(text);
+        if (n >= size) {
+                free(text);
+                return space_error_set(err, SPACE_E_INVALID_REQUEST, "the %s of this %s would be %zu bytes; at most %zu are kept", what,
+                                       op->kind, n, size - 1);
+        }
+        memcpy(field, text, n + 1);
+        free(text);
+        return 0;
+}
+
+int operation_set_params(struct operation *op, json_t *params, struct space_error *err)
+{
+        return set_text(op->params, sizeof(op->params), "parameters", op, params, err);
+}
+
+int operation_set_result(struct operation *op, json_t *result, struct space_error *err)
+{
+        return set_text(op->result, sizeof(op->result), "result", op, result, err);
+}
+
+/* Writes the operation's row, trying a few times (a busy or briefly failing store); a
+ * failure is logged. */
+static int store_update(struct spaced_context *ctx, const struct operation *op)
+{
+        int r = 0;
+        for (int attempt = 0; attempt < 3; attempt++) {
+                r = STORE(ctx, operation_update, op);
+                if (r == 0)
+                        return 0;
+                struct timespec ts = { 0, 100000000L << attempt };
+                nanosleep(&ts, NULL);
+        }
+        log_error("operation.store_failed", "op=%s kind=%s state=%s error=\"%s\"", op->id, op->kind, operation_state_name(op->state),
+                  strerror(-r));
+        return r;
 }
 
 /* Runs one operation; its stripe is marked busy by the caller. */
@@ -77,7 +124,8 @@ static void run_one(struct operation_queue *q, const char *id)
                 return;
         op.state = OPERATION_RUNNING;
         op.started_at_ms = wallclock_now_ms();
-        STORE(ctx, operation_update, &op);
+        if (store_update(ctx, &op) < 0)
+                return; /* stays pending in the store: the next start runs it (handlers may run twice) */
 
         struct space_error err = { 0 };
         operation_handler h = operation_handler_for(op.kind);
@@ -96,36 +144,44 @@ static void run_one(struct operation_queue *q, const char *id)
                 log_info("operation.succeeded", "op=%s kind=%s target=%s duration_us=%lld", op.id, op.kind, op.target,
                          (long long)(monotonic_now_us() - t0));
         }
-        STORE(ctx, operation_update, &op);
+        store_update(ctx, &op); /* logged; a row left running is re-run at the next start */
 }
 
-/* The first queued item whose stripe is idle, taken off the queue; NULL if none. */
-static struct queued *take_runnable_locked(struct operation_queue *q)
+/* The first queued item whose target is idle, taken off the queue and marked running by
+ * worker `self`; NULL if none. */
+static struct queued *take_runnable_locked(struct operation_queue *q, int self)
 {
         for (struct queued **p = &q->head, *prev = NULL; *p; prev = *p, p = &(*p)->next) {
                 struct queued *item = *p;
-                if (q->stripe_busy[item->stripe])
+                if (target_busy_locked(q, item->target))
                         continue;
                 *p = item->next;
                 if (q->tail == item)
                         q->tail = prev;
-                q->stripe_busy[item->stripe] = true;
+                snprintf(q->running[self], sizeof(q->running[self]), "%s", item->target);
                 return item;
         }
         return NULL;
 }
 
+struct worker_arg {
+        struct operation_queue *q;
+        int self;
+};
+
 static void *worker_main(void *arg)
 {
-        struct operation_queue *q = arg;
+        struct operation_queue *q = ((struct worker_arg *)arg)->q;
+        int self = ((struct worker_arg *)arg)->self;
+        free(arg);
         for (;;) {
                 struct queued *item = NULL;
                 pthread_mutex_lock(&q->lock);
-                while (!q->stopping && !(item = take_runnable_locked(q)))
+                while (!q->stopping && !(item = take_runnable_locked(q, self)))
                         pthread_cond_wait(&q->work, &q->lock);
                 if (q->stopping) {
                         if (item) { /* back at the head: it stays pending for the next start */
-                                q->stripe_busy[item->stripe] = false;
+                                q->running[self][0] = '\0';
                                 item->next = q->head;
                                 q->head = item;
                                 if (!q->tail)
@@ -137,7 +193,8 @@ static void *worker_main(void *arg)
                 pthread_mutex_unlock(&q->lock);
                 run_one(q, item->id);
                 pthread_mutex_lock(&q->lock);
-                q->stripe_busy[item->stripe] = false;
+                q->running[self][0] = '\0';
+                q->finished_gen++;
                 pthread_cond_broadcast(&q->work); /* what waited behind it may run now */
                 pthread_cond_broadcast(&q->finished);
                 pthread_mutex_unlock(&q->lock);
@@ -152,20 +209,37 @@ int operation_queue_new(struct spaced_context *ctx, int workers, struct operatio
                 return -ENOMEM;
         q->ctx = ctx;
         pthread_mutex_init(&q->lock, NULL);
+        /* Waits are bounded by the monotonic clock: a wall-clock step must not cut or stretch them. */
+        pthread_condattr_t attr;
+        pthread_condattr_init(&attr);
+        pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
         pthread_cond_init(&q->work, NULL);
-        pthread_cond_init(&q->finished, NULL);
+        pthread_cond_init(&q->finished, &attr);
+        pthread_condattr_destroy(&attr);
         q->workers = calloc((size_t)workers, sizeof(pthread_t));
-        if (!q->workers) {
+        q->running = calloc((size_t)workers, sizeof(*q->running));
+        if (!q->workers || !q->running) {
+                free(q->workers);
+                free(q->running);
                 free(q);
                 return -ENOMEM;
         }
         for (int i = 0; i < workers; i++) {
-                int r = pthread_create(&q->workers[i], NULL, worker_main, q);
+                struct worker_arg *wa = malloc(sizeof(*wa));
+                int r = wa ? 0 : ENOMEM;
+                if (wa) {
+                        *wa = (struct worker_arg){ .q = q, .self = i };
+                        pthread_mutex_lock(&q->lock); /* nworkers is read by the workers under it */
+                        r = pthread_create(&q->workers[i], NULL, worker_main, wa);
+                        if (r == 0)
+                                q->nworkers++;
+                        pthread_mutex_unlock(&q->lock);
+                }
                 if (r != 0) {
+                        free(wa);
                         operation_queue_free(q);
                         return -r;
                 }
-                q->nworkers++;
         }
         *ret = q;
         return 0;
@@ -188,6 +262,7 @@ void operation_queue_free(struct operation_queue *q)
                 q->head = next;
         }
         free(q->workers);
+        free(q->running);
         free(q);
 }
 
@@ -203,7 +278,7 @@ int operation_queue_push(struct operation_queue *q, const char *op_id)
                 free(item);
                 return r;
         }
-        item->stripe = stripe_of(op.target);
+        snprintf(item->target, sizeof(item->target), "%s", op.target);
         pthread_mutex_lock(&q->lock);
         if (q->stopping) {
                 pthread_mutex_unlock(&q->lock);
@@ -220,39 +295,42 @@ int operation_queue_push(struct operation_queue *q, const char *op_id)
         return 0;
 }
 
+static bool finished(const struct operation *op)
+{
+        return op->state == OPERATION_SUCCEEDED || op->state == OPERATION_FAILED;
+}
+
 int operation_queue_wait(struct operation_queue *q, const char *op_id, int timeout_ms, struct operation *ret)
 {
-        struct timespec deadline;
-        clock_gettime(CLOCK_REALTIME, &deadline);
-        deadline.tv_sec += timeout_ms / 1000;
-        deadline.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
-        if (deadline.tv_nsec >= 1000000000L) {
-                deadline.tv_sec++;
-                deadline.tv_nsec -= 1000000000L;
-        }
-        pthread_mutex_lock(&q->lock);
+        int64_t end_us = monotonic_now_us() + (int64_t)timeout_ms * 1000;
+        struct timespec deadline = { .tv_sec = end_us / 1000000, .tv_nsec = (long)(end_us % 1000000) * 1000 };
         for (;;) {
+                /* The generation is taken before the store is read (outside the queue's lock,
+                 * which workers need): an end written after the read moves it, so the wait
+                 * below returns at once instead of missing it. */
+                pthread_mutex_lock(&q->lock);
+                uint64_t gen = q->finished_gen;
+                bool stopping = q->stopping;
+                pthread_mutex_unlock(&q->lock);
                 int r = STORE(q->ctx, operation_get, op_id, ret);
-                if (r < 0) {
-                        pthread_mutex_unlock(&q->lock);
+                if (r < 0)
                         return r;
-                }
-                if (ret->state == OPERATION_SUCCEEDED || ret->state == OPERATION_FAILED)
-                        break;
-                if (q->stopping) {
-                        pthread_mutex_unlock(&q->lock);
+                if (finished(ret))
+                        return 0;
+                if (stopping)
                         return -ESHUTDOWN;
-                }
-                if (pthread_cond_timedwait(&q->finished, &q->lock, &deadline) == ETIMEDOUT) {
+                int t = 0;
+                pthread_mutex_lock(&q->lock);
+                while (q->finished_gen == gen && !q->stopping && t != ETIMEDOUT)
+                        t = pthread_cond_timedwait(&q->finished, &q->lock, &deadline);
+                pthread_mutex_unlock(&q->lock);
+                if (t == ETIMEDOUT) {
                         r = STORE(q->ctx, operation_get, op_id, ret);
-                        pthread_mutex_unlock(&q->lock);
                         if (r < 0)
                                 return r;
-                        return ret->state == OPERATION_SUCCEEDED || ret->state == OPERATION_FAILED ? 0 : -ETIMEDOUT;
+                        return finished(ret) ? 0 : -ETIMEDOUT;
                 }
         }
-        pthread_mutex_unlock(&q->lock);
-        return 0;
 }
 
 void operation_queue_submit(struct operation_queue *q, const char *op_id)

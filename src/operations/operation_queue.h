@@ -35,5 +35,10 @@ int operation_queue_wait(struct operation_queue *q, const char *op_id, int timeo
  * same row again afterwards, which changes nothing. */
 void operation_mark_succeeded(struct operation *op);
 void operation_mark_failed(struct operation *op, const struct space_error *err);
+/* The operation's params / result as compact JSON text (params consumed). Both are stored
+ * whole or not at all: text that does not fit the row's field is refused with
+ * SPACE_E_INVALID_REQUEST (-1), never cut. */
+int operation_set_params(struct operation *op, json_t *params, struct space_error *err);
+int operation_set_result(struct operation *op, json_t *result, struct space_error *err);
 /* The handler for a kind ("sandbox.create", …), or NULL. */
 operation_handler operation_handler_for(const char *kind);

@@ -56,22 +56,6 @@ static int snapshot_dir(struct spaced_context *ctx, const char *id, char *buf, s
         return r < 0 ? space_error_errno(err, r, "snapshot path of %s", id) : 0;
 }
 
-static void set_params(struct operation *op, json_t *params)
-{
-        char *text = json_dumps(params, JSON_COMPACT);
-        snprintf(op->params, sizeof(op->params), "%s", text ? text : "");
-        free(text);
-        json_decref(params);
-}
-
-static void set_result(struct operation *op, json_t *result)
-{
-        char *text = json_dumps(result, JSON_COMPACT);
-        snprintf(op->result, sizeof(op->result), "%s", text ? text : "");
-        free(text);
-        json_decref(result);
-}
-
 static json_t *params_of(const struct operation *op)
 {
         json_t *j = json_loads(op->params, 0, NULL);
@@ -103,7 +87,8 @@ int sandbox_history_snapshot(struct spaced_context *ctx, const char *sandbox_id,
         snapshot_init(ret_snap, sandbox_id, label);
         ret_snap->rolling = rolling;
         operation_init(ret_op, "sandbox.snapshot", sandbox_id);
-        set_params(ret_op, json_pack("{s:s}", "snapshot_id", ret_snap->id));
+        if (operation_set_params(ret_op, json_pack("{s:s}", "snapshot_id", ret_snap->id), err) < 0)
+                return -1;
         snprintf(ret_op->snapshot_id, sizeof(ret_op->snapshot_id), "%s", ret_snap->id);
         int r = STORE(ctx, insert_batch, NULL, 0, ret_snap, 1, ret_op);
         if (r < 0)
@@ -136,7 +121,10 @@ static void drop_snapshot(struct spaced_context *ctx, const char *id)
         struct space_error ignored;
         if (snapshot_dir(ctx, id, dir, sizeof(dir), &ignored) == 0)
                 btrfs_pool_subvolume_delete(dir);
-        STORE(ctx, snapshot_delete, id, false, NULL);
+        /* Left behind, the row is dropped by the reconciler (not ready, no operation). */
+        int r = STORE(ctx, snapshot_delete, id, false, NULL);
+        if (r < 0)
+                log_warn("snapshot.drop_failed", "snapshot=%s error=\"%s\"", id, strerror(-r));
 }
 
 int sandbox_op_snapshot(struct spaced_context *ctx, struct operation *op, struct space_error *err)
@@ -162,11 +150,16 @@ int sandbox_op_snapshot(struct spaced_context *ctx, struct operation *op, struct
                 }
         } else if (strcmp(sb.head_snapshot_id, snap.parent_snapshot_id) == 0) {
                 /* Redone after a crash between marking it ready and moving the head. */
-                STORE(ctx, sandbox_set_head, sb.id, snap.id);
+                r = STORE(ctx, sandbox_set_head, sb.id, snap.id);
+                if (r < 0) {
+                        sandbox_release(&sb);
+                        space_error_errno(err, r, "store the head of %s", sb.id);
+                        goto out;
+                }
         }
         sandbox_release(&sb);
-        set_result(op, json_pack("{s:s, s:f}", "snapshot_id", snap.id, "pause_ms", (double)snap.pause_us / 1000.0));
-        r = 0;
+        r = operation_set_result(op, json_pack("{s:s, s:f}", "snapshot_id", snap.id, "pause_ms", (double)snap.pause_us / 1000.0),
+                                 err);
 out:
         json_decref(params);
         return r;
@@ -229,7 +222,9 @@ int sandbox_history_restore(struct spaced_context *ctx, const char *sandbox_id, 
                                        sandbox_state_name(state));
         operation_init(ret_op, "sandbox.restore", sandbox_id);
         /* A sandbox that was running (or paused) runs again on the restored filesystem. */
-        set_params(ret_op, json_pack("{s:s, s:b}", "snapshot_id", snapshot_id, "restart", state != SANDBOX_STOPPED));
+        if (operation_set_params(ret_op, json_pack("{s:s, s:b}", "snapshot_id", snapshot_id, "restart", state != SANDBOX_STOPPED),
+                                 err) < 0)
+                return -1;
         snprintf(ret_op->snapshot_id, sizeof(ret_op->snapshot_id), "%s", snapshot_id);
         enum sandbox_state current;
         int r = STORE(ctx, sandbox_transition, sandbox_id, M(state), SANDBOX_RESTORING, "", ret_op, &current);
@@ -264,22 +259,30 @@ int sandbox_op_restore(struct spaced_context *ctx, struct operation *op, struct 
                 sandbox_step_move(ctx, sb.id, M(SANDBOX_RESTORING), SANDBOX_STOPPED, reason, &ignored);
                 goto out;
         }
-        STORE(ctx, sandbox_set_head, sb.id, snap_id);
-        STORE(ctx, sandbox_set_runtime, sb.id, 0, 0);
-        struct sandbox_settlement done = { .from_mask = M(SANDBOX_RESTORING), .to = SANDBOX_STOPPED, .reason = "" };
+        /* The new head and the cleared runtime handle go with the final state, in one
+         * transaction (a start that fails is written the same way, without the op). */
+        struct sandbox_settlement done = { .from_mask = M(SANDBOX_RESTORING), .to = SANDBOX_STOPPED, .reason = "",
+                                           .head_snapshot_id = snap_id, .set_runtime = true };
         if (restart && sandbox_step_launch(ctx, &sb, err) < 0) {
                 snprintf(reason, sizeof(reason), "restored, but start failed: %s", err->message);
-                sandbox_step_move(ctx, sb.id, M(SANDBOX_RESTORING), SANDBOX_STOPPED, reason, &ignored);
+                done.reason = reason;
+                enum sandbox_state current;
+                int q = STORE(ctx, sandbox_settle, sb.id, &done, &current);
+                if (q < 0)
+                        log_warn("sandbox.restore_settle_failed", "sandbox=%s error=\"%s\"", sb.id, strerror(-q));
                 goto out;
         }
+        if (restart) /* sandbox_step_launch stored the new handle */
+                done.set_runtime = false;
         if (restart) {
                 done.to = SANDBOX_RUNNING;
                 done.set_expiry = true;
                 done.expires_at_ms = sandbox_step_expiry_at(&sb);
         }
         /* The result goes into the operation's final row, written with the sandbox's state. */
-        set_result(op, json_pack("{s:s}", "snapshot_id", snap_id));
-        r = sandbox_step_settle(ctx, op, sb.id, &done, NULL, err);
+        r = operation_set_result(op, json_pack("{s:s}", "snapshot_id", snap_id), err);
+        if (r == 0)
+                r = sandbox_step_settle(ctx, op, sb.id, &done, NULL, err);
 out:
         sandbox_release(&sb);
 out_params:
@@ -359,7 +362,11 @@ int sandbox_history_fork(struct spaced_context *ctx, const char *sandbox_id, con
                 json_array_append_new(child_ids, json_string(children[made].id));
         }
         operation_init(ret_op, "sandbox.fork", sandbox_id);
-        set_params(ret_op, json_pack("{s:s, s:b, s:o}", "snapshot_id", snap.id, "take_snapshot", take, "children", child_ids));
+        if (operation_set_params(ret_op, json_pack("{s:s, s:b, s:o}", "snapshot_id", snap.id, "take_snapshot", take, "children", child_ids),
+                                 err) < 0) {
+                r = -1;
+                goto out;
+        }
         snprintf(ret_op->snapshot_id, sizeof(ret_op->snapshot_id), "%s", snap.id);
         r = STORE(ctx, insert_batch, children, (size_t)count, take ? &snap : NULL, take ? 1 : 0, ret_op);
         if (r == -ENOENT) {
@@ -388,6 +395,18 @@ out:
         return r;
 }
 
+/* A launched child's move to running and its timeout, in one transaction. */
+static int settle_child_running(struct spaced_context *ctx, const struct sandbox *child)
+{
+        struct sandbox_settlement up = { .from_mask = M(SANDBOX_CREATING), .to = SANDBOX_RUNNING, .reason = "",
+                                         .set_expiry = true, .expires_at_ms = sandbox_step_expiry_at(child) };
+        enum sandbox_state current;
+        int r = STORE(ctx, sandbox_settle, child->id, &up, &current);
+        if (r < 0 && r != -ESTALE)
+                log_warn("sandbox.fork_settle_failed", "sandbox=%s error=\"%s\"", child->id, strerror(-r));
+        return r;
+}
+
 /* Brings one fork child from creating to running on a copy of the snapshot. */
 static int start_child(struct spaced_context *ctx, const char *id, const char *src, struct space_error *err)
 {
@@ -403,9 +422,7 @@ static int start_child(struct spaced_context *ctx, const char *id, const char *s
                         ctx->driver->destroy_rootfs(&child, &ignored);
                         sandbox_step_move(ctx, child.id, M(SANDBOX_CREATING), SANDBOX_FAILED, err->message, &ignored);
                         r = -1;
-                } else if (sandbox_step_move(ctx, child.id, M(SANDBOX_CREATING), SANDBOX_RUNNING, "", &ignored) == 0) {
-                        sandbox_step_arm_expiry(ctx, &child);
-                } else {
+                } else if (settle_child_running(ctx, &child) < 0) {
                         /* Destroyed while we launched it (its destroy runs apart from this fork):
                          * leave nothing behind whichever of the two finishes last. */
                         ctx->driver->stop(&child, &ignored);
@@ -469,8 +486,7 @@ int sandbox_op_fork(struct spaced_context *ctx, struct operation *op, struct spa
                 space_error_set(err, first.code, "%d of %zu forks failed; first: %s", failed, json_array_size(children), first.message);
                 goto out;
         }
-        set_result(op, json_pack("{s:s, s:O}", "snapshot_id", snap.id, "sandbox_ids", children));
-        r = 0;
+        r = operation_set_result(op, json_pack("{s:s, s:O}", "snapshot_id", snap.id, "sandbox_ids", children), err);
 out:
         json_decref(params);
         return r;

@@ -29,6 +29,7 @@ static const char usage[] =
         "  --pool-trim-interval S give space freed in the pool back to the host every S s [600; 0 = off]\n"
         "  --destroyed-retention S  keep rows of destroyed sandboxes this long [604800 = 7 days]\n"
         "  --audit-retention S      keep audit log rows this long [7776000 = 90 days]\n"
+        "  --operation-retention S  keep finished operations this long [2592000 = 30 days]\n"
         "  --durability MODE      process: nothing acknowledged is lost when spaced crashes; power: nor\n"
         "                         when the machine does (every acknowledgement is on disk first) [process]\n"
         "  --agent PATH           the static space-agent binary [next to spaced]\n"
@@ -181,6 +182,10 @@ static int apply(struct spaced_config *cfg, const char *key, const char *v)
                 if (parse_size(v, &n) < 0 || n < 1 || n > (3660ULL * 86400))
                         goto bad;
                 cfg->audit_retention_s = (int64_t)n;
+        } else if (strcmp(key, "operation-retention") == 0) {
+                if (parse_size(v, &n) < 0 || n < 1 || n > (3660ULL * 86400))
+                        goto bad;
+                cfg->operation_retention_s = (int64_t)n;
         } else if (strcmp(key, "agent") == 0)
                 snprintf(cfg->agent_path, sizeof(cfg->agent_path), "%s", v);
         else if (strcmp(key, "debian-mirror") == 0)
@@ -346,6 +351,7 @@ int spaced_config_load(struct spaced_config *cfg, int argc, char **argv)
         cfg->pool_trim_interval_s = 600;
         cfg->destroyed_retention_s = 604800;
         cfg->audit_retention_s = 7776000;
+        cfg->operation_retention_s = 30 * 86400;
         cfg->max_body_bytes = 1ULL << 20;
         cfg->exec_output_cap = 1u << 20;
         cfg->http_header_timeout_s = 10;
@@ -375,6 +381,7 @@ int spaced_config_load(struct spaced_config *cfg, int argc, char **argv)
                 { "pool-overcommit", required_argument, NULL, 0 }, { "pool-low-space", required_argument, NULL, 0 },
                 { "pool-trim-interval", required_argument, NULL, 0 }, { "destroyed-retention", required_argument, NULL, 0 },
                 { "audit-retention", required_argument, NULL, 0 },
+                { "operation-retention", required_argument, NULL, 0 },
                 { "durability", required_argument, NULL, 0 },
                 { "agent", required_argument, NULL, 0 }, { "debian-mirror", required_argument, NULL, 0 },
                 { "workers", required_argument, NULL, 0 }, { "max-body", required_argument, NULL, 0 },

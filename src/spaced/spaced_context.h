@@ -35,6 +35,7 @@ struct spaced_config {
         int64_t pool_trim_interval_s;  /* 0: never trim */
         int64_t destroyed_retention_s; /* rows of destroyed sandboxes are kept this long */
         int64_t audit_retention_s;     /* audit log rows are kept this long */
+        int64_t operation_retention_s; /* finished operations are kept this long */
         bool durability_power;         /* --durability power: every acknowledgement is on disk first */
         uint64_t max_body_bytes;
         uint32_t exec_output_cap;

@@ -94,6 +94,17 @@ static const char *const migrations[] = {
         "CREATE INDEX operations_created ON operations(created_at, id);"
         "CREATE INDEX snapshots_created ON snapshots(created_at, id);"
         "CREATE INDEX api_keys_created ON api_keys(created_at, id);",
+        /* 9: the objects an operation names besides its target (a fork's children, the snapshot
+         * it takes or restores), as rows instead of a substring search in the params' text */
+        "CREATE TABLE operation_refs ("
+        "  operation_id TEXT NOT NULL REFERENCES operations(id) ON DELETE CASCADE, ref TEXT NOT NULL,"
+        "  PRIMARY KEY (operation_id, ref));"
+        "CREATE INDEX operation_refs_ref ON operation_refs(ref);"
+        "INSERT OR IGNORE INTO operation_refs SELECT o.id, j.value FROM operations o,"
+        "  json_each(CASE WHEN json_valid(o.params) THEN o.params ELSE '{}' END, '$.children') j WHERE j.type = 'text';"
+        "INSERT OR IGNORE INTO operation_refs SELECT id, json_extract(p, '$.snapshot_id') FROM"
+        "  (SELECT id, CASE WHEN json_valid(params) THEN params ELSE '{}' END AS p FROM operations)"
+        "  WHERE json_type(p, '$.snapshot_id') = 'text';",
 };
 
 int sqlite_migrations_apply(sqlite3 *db, int *ret_version)

@@ -67,6 +67,7 @@ int sqlite_snapshot_list(struct state_store *st, const char *sandbox_id, const c
                          size_t *ret_n);
 int sqlite_snapshot_update(struct state_store *st, const struct snapshot *snap);
 int sqlite_sandbox_purge_destroyed(struct state_store *st, int64_t before_ms, int limit, int *ret_n);
+int sqlite_operation_purge_finished(struct state_store *st, int64_t before_ms, int limit, int *ret_n);
 int sqlite_snapshot_delete(struct state_store *st, const char *id, bool if_unused, char *ret_user);
 
 /* sqlite_data_plane.c: attach sessions and commands */

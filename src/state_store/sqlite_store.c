@@ -83,7 +83,39 @@ static int op_insert_locked(struct state_store *st, const struct operation *op)
         sq_bind_text(s, 11, op->result);
         sq_bind_text(s, 12, op->snapshot_id);
         sq_bind_text(s, 13, op->project_id);
+        r = sq_exec_done(s);
+        if (r < 0 || !op->params[0])
+                return r;
+        /* What it names besides its target, for operation_refers (migration 9). */
+        r = sq_prepare(st, "WITH p(j) AS (SELECT CASE WHEN json_valid(?2) THEN ?2 ELSE '{}' END)"
+                           " INSERT OR IGNORE INTO operation_refs SELECT ?1, value FROM p, json_each(p.j, '$.children') WHERE type = 'text'"
+                           " UNION SELECT ?1, json_extract(j, '$.snapshot_id') FROM p WHERE json_type(j, '$.snapshot_id') = 'text'", &s);
+        if (r < 0)
+                return r;
+        sq_bind_text(s, 1, op->id);
+        sq_bind_text(s, 2, op->params);
         return sq_exec_done(s);
+}
+
+/* An unfinished operation targets id or names it (operation_refs). */
+static int sqlite_operation_refers(struct state_store *st, const char *id, bool *ret)
+{
+        sqlite3_stmt *s;
+        pthread_mutex_lock(&st->lock);
+        int r = sq_prepare(st, "SELECT EXISTS (SELECT 1 FROM operations WHERE target = ?1 AND state IN ('pending', 'running'))"
+                               " OR EXISTS (SELECT 1 FROM operation_refs f JOIN operations o ON o.id = f.operation_id"
+                               "            WHERE f.ref = ?1 AND o.state IN ('pending', 'running'))", &s);
+        if (r == 0) {
+                sq_bind_text(s, 1, id);
+                int rc = sqlite3_step(s);
+                if (rc == SQLITE_ROW)
+                        *ret = sqlite3_column_int(s, 0) != 0;
+                else
+                        r = sq_error(rc);
+                sqlite3_finalize(s);
+        }
+        pthread_mutex_unlock(&st->lock);
+        return r;
 }
 
 #define OP_COLUMNS "id, kind, target, state, error_code, error_message, created_at, started_at, finished_at, params, result, snapshot_id, project_id"
@@ -540,6 +572,8 @@ const struct state_store_ops state_store_sqlite = {
         .sandbox_transition = sqlite_sandbox_transition,
         .sandbox_settle = sqlite_sandbox_settle,
         .sandbox_purge_destroyed = sqlite_sandbox_purge_destroyed,
+        .operation_purge_finished = sqlite_operation_purge_finished,
+        .operation_refers = sqlite_operation_refers,
         .sandbox_set_runtime = sqlite_sandbox_set_runtime,
         .sandbox_set_expiry = sqlite_sandbox_set_expiry,
         .sandbox_set_head = sqlite_sandbox_set_head,

@@ -266,6 +266,13 @@ struct state_store_ops {
          * returns pending+running oldest first (of every project; it takes no page). */
         int (*operation_list)(struct state_store *st, const char *target, int state, bool unfinished_only,
                               const char *project_id, const struct store_page *page, struct operation **ret, size_t *ret_n);
+        /* Deletes up to `limit` operations that finished before before_ms, never an unfinished
+         * one nor the newest operation of a target that exists (a sandbox not destroyed, a
+         * template); *ret_n how many. */
+        int (*operation_purge_finished)(struct state_store *st, int64_t before_ms, int limit, int *ret_n);
+        /* *ret: an unfinished operation targets id, or names it in its parameters (a fork's
+         * children, the snapshot it takes or restores). */
+        int (*operation_refers)(struct state_store *st, const char *id, bool *ret);
 
         int (*template_upsert)(struct state_store *st, const struct template_record *t);
         int (*template_get)(struct state_store *st, const char *name, struct template_record *ret);

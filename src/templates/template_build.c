@@ -457,13 +457,16 @@ static int build_op(struct spaced_context *ctx, struct operation *op, const char
                 struct template_record t;
                 if (STORE(ctx, template_get, op->target, &t) == 0) {
                         bool published = json_object_get(t.environment, "digest") != NULL;
+                        int w = 0;
                         if (template_build_is_preset(ctx, op->target)) {
                                 snprintf(t.state, sizeof(t.state), "failed");
                                 snprintf(t.state_reason, sizeof(t.state_reason), "%s", err->message);
-                                STORE(ctx, template_upsert, &t);
+                                w = STORE(ctx, template_upsert, &t);
                         } else if (!published) {
-                                STORE(ctx, template_delete, op->target); /* nothing but the log is left */
+                                w = STORE(ctx, template_delete, op->target); /* nothing but the log is left */
                         }
+                        if (w < 0) /* left building: the reconciler settles it at the next start */
+                                log_error("template.build_settle_failed", "template=%s error=\"%s\"", op->target, strerror(-w));
                         template_record_release(&t);
                 }
         }

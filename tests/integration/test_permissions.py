@@ -60,7 +60,7 @@ def v1_routes():
     src = read("src/api/api_router.c")
     out = []
     for m in re.finditer(r'\{ "(GET|POST|PUT|DELETE|PATCH)", \{ ([^}]*) \}, (&?\w+), (API_AUTH_\w+), '
-                         r'(?:API_BODY_\w+, )?([^,}]+)(?:, "[a-z_.]+")? \},', src):
+                         r'(?:API_BODY_\w+, )?([^,}]+)(?:, "[a-z_.]+")?(?:, q_\w+)? \},', src):
         segs = re.findall(r'"([^"]*)"', m.group(2))
         out.append((m.group(1), segs, m.group(4), perm_names(m.group(5))))
     assert len(out) >= 60, "route table not parsed: %d routes" % len(out)

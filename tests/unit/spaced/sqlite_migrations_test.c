@@ -175,6 +175,43 @@ static void test_newer_schema_is_refused(void **state)
         assert_int_equal(user_version(f->db), 999);
 }
 
+/* Operations stored before operation_refs existed get their references from their params
+ * when the store is upgraded; a malformed params text is skipped, not fatal. */
+static void test_operation_refs_backfilled(void **state)
+{
+        struct files *f = *state;
+        struct state_store *st = NULL;
+        assert_int_equal(ops->open(f->db, &st), 0);
+        ops->close(st);
+        int latest = user_version(f->db);
+        sqlite3 *db = NULL;
+        assert_int_equal(sqlite3_open(f->db, &db), SQLITE_OK);
+        char sql[1024];
+        /* As the schema was before the refs (latest - 1), with three operations in it. */
+        snprintf(sql, sizeof(sql),
+                 "DROP TABLE operation_refs; PRAGMA user_version = %d;"
+                 "INSERT INTO operations(id, kind, target, state, created_at, params) VALUES"
+                 " ('op-f', 'sandbox.fork', 'sb-p', 'pending', 1, '{\"snapshot_id\":\"snap-1\",\"children\":[\"sb-a\",\"sb-b\"]}'),"
+                 " ('op-s', 'sandbox.stop', 'sb-q', 'pending', 2, ''),"
+                 " ('op-x', 'sandbox.snapshot', 'sb-r', 'pending', 3, '{not json');",
+                 latest - 1);
+        assert_int_equal(sqlite3_exec(db, sql, NULL, NULL, NULL), SQLITE_OK);
+        sqlite3_close(db);
+        assert_int_equal(ops->open(f->db, &st), 0);
+        assert_int_equal(user_version(f->db), latest);
+        const char *const named[] = { "snap-1", "sb-a", "sb-b", "sb-p", "sb-q" };
+        bool refers;
+        for (size_t i = 0; i < sizeof(named) / sizeof(named[0]); i++) {
+                refers = false;
+                assert_int_equal(ops->operation_refers(st, named[i], &refers), 0);
+                assert_true(refers);
+        }
+        refers = true;
+        assert_int_equal(ops->operation_refers(st, "sb-", &refers), 0);
+        assert_false(refers);
+        ops->close(st);
+}
+
 static void test_open_failure(void **state)
 {
         struct files *f = *state;
@@ -197,6 +234,7 @@ int main(void)
                 cmocka_unit_test(test_projects_migration_moves_existing_rows),
                 cmocka_unit_test_setup_teardown(test_reopen_keeps_data, make_dir, remove_dir),
                 cmocka_unit_test_setup_teardown(test_newer_schema_is_refused, make_dir, remove_dir),
+                cmocka_unit_test_setup_teardown(test_operation_refs_backfilled, make_dir, remove_dir),
                 cmocka_unit_test_setup_teardown(test_open_failure, make_dir, remove_dir),
                 cmocka_unit_test(test_close_null),
         };

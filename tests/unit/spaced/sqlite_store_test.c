@@ -363,6 +363,83 @@ static void test_purge_destroyed(void **state)
         assert_int_equal(n, 0);
 }
 
+static void add_op(struct state_store *st, const char *id, const char *target, enum operation_state state, int64_t created,
+                   int64_t finished)
+{
+        struct operation op = store_fixture_operation(id, "sandbox.stop", target, state, created);
+        op.finished_at_ms = finished;
+        assert_int_equal(ops->operation_insert(st, &op), 0);
+}
+
+/* Finished operations older than the cut go; unfinished ones, recent ones and the newest of
+ * a live sandbox or of a template stay. */
+static void test_purge_finished_operations(void **state)
+{
+        struct state_store *st = *state;
+        insert(st, "sb-live", SANDBOX_RUNNING, 1, "op-live-create");
+        insert(st, "sb-gone", SANDBOX_DESTROYED, 1, NULL);
+        struct template_record t = { .environment = json_object(), .updated_at_ms = 1 };
+        snprintf(t.name, sizeof(t.name), "tmpl:v1");
+        snprintf(t.state, sizeof(t.state), "ready");
+        assert_int_equal(ops->template_upsert(st, &t), 0);
+        json_decref(t.environment);
+        struct operation c;
+        assert_int_equal(ops->operation_get(st, "op-live-create", &c), 0);
+        c.state = OPERATION_SUCCEEDED;
+        c.finished_at_ms = 2;
+        assert_int_equal(ops->operation_update(st, &c), 0);
+        add_op(st, "op-live-stop", "sb-live", OPERATION_SUCCEEDED, 3, 4);   /* the live sandbox's newest */
+        add_op(st, "op-gone-1", "sb-gone", OPERATION_FAILED, 2, 3);
+        add_op(st, "op-gone-2", "sb-gone", OPERATION_SUCCEEDED, 3, 4);      /* newest, but of a destroyed one */
+        add_op(st, "op-pending", "sb-gone", OPERATION_PENDING, 1, 0);      /* unfinished */
+        add_op(st, "op-running", "sb-live", OPERATION_RUNNING, 1, 0);
+        add_op(st, "op-tmpl-1", "tmpl:v1", OPERATION_SUCCEEDED, 1, 2);
+        add_op(st, "op-tmpl-2", "tmpl:v1", OPERATION_SUCCEEDED, 2, 3);      /* the template's newest */
+        add_op(st, "op-recent", "sb-gone", OPERATION_SUCCEEDED, 900, 5000); /* inside the retention */
+        int n = -1;
+        assert_int_equal(ops->operation_purge_finished(st, 1000, 2, &n), 0); /* in batches */
+        assert_int_equal(n, 2);
+        assert_int_equal(ops->operation_purge_finished(st, 1000, 10, &n), 0);
+        assert_int_equal(n, 2);
+        assert_int_equal(ops->operation_purge_finished(st, 1000, 10, &n), 0);
+        assert_int_equal(n, 0);
+        const char *const gone[] = { "op-live-create", "op-gone-1", "op-gone-2", "op-tmpl-1" };
+        const char *const kept[] = { "op-live-stop", "op-pending", "op-running", "op-tmpl-2", "op-recent" };
+        struct operation op;
+        for (size_t i = 0; i < sizeof(gone) / sizeof(gone[0]); i++)
+                assert_int_equal(ops->operation_get(st, gone[i], &op), -ENOENT);
+        for (size_t i = 0; i < sizeof(kept) / sizeof(kept[0]); i++)
+                assert_int_equal(ops->operation_get(st, kept[i], &op), 0);
+}
+
+/* What an unfinished operation names is found by id, not by a substring of its params. */
+static void test_operation_refers(void **state)
+{
+        struct state_store *st = *state;
+        insert(st, "sb-parent", SANDBOX_RUNNING, 1, NULL);
+        struct operation op = store_fixture_operation("op-fork", "sandbox.fork", "sb-parent", OPERATION_PENDING, 2);
+        snprintf(op.params, sizeof(op.params), "{\"snapshot_id\":\"snap-aa\",\"take_snapshot\":true,\"children\":[\"sb-c1x\",\"sb-c2x\"]}");
+        assert_int_equal(ops->operation_insert(st, &op), 0);
+        const char *const named[] = { "sb-parent", "snap-aa", "sb-c1x", "sb-c2x" };
+        const char *const not_named[] = { "sb-c1", "snap-a", "c2x", "take_snapshot", "sb-other" };
+        bool refers;
+        for (size_t i = 0; i < sizeof(named) / sizeof(named[0]); i++) {
+                refers = false;
+                assert_int_equal(ops->operation_refers(st, named[i], &refers), 0);
+                assert_true(refers);
+        }
+        for (size_t i = 0; i < sizeof(not_named) / sizeof(not_named[0]); i++) {
+                refers = true;
+                assert_int_equal(ops->operation_refers(st, not_named[i], &refers), 0);
+                assert_false(refers);
+        }
+        op.state = OPERATION_SUCCEEDED; /* a finished one drives nothing */
+        assert_int_equal(ops->operation_update(st, &op), 0);
+        refers = true;
+        assert_int_equal(ops->operation_refers(st, "sb-c1x", &refers), 0);
+        assert_false(refers);
+}
+
 struct race {
         struct state_store *st;
         int result;
@@ -592,6 +669,8 @@ int main(void)
                 cmocka_unit_test_setup_teardown(test_settle_writes_all_or_nothing, open_store, close_store),
                 cmocka_unit_test_setup_teardown(test_snapshot_needed_by_operation, open_store, close_store),
                 cmocka_unit_test_setup_teardown(test_purge_destroyed, open_store, close_store),
+                cmocka_unit_test_setup_teardown(test_purge_finished_operations, open_store, close_store),
+                cmocka_unit_test_setup_teardown(test_operation_refers, open_store, close_store),
                 cmocka_unit_test_setup_teardown(test_set_runtime_and_expiry, open_store, close_store),
                 cmocka_unit_test_setup_teardown(test_operation_update_and_duplicate, open_store, close_store),
                 cmocka_unit_test_setup_teardown(test_operation_list_filters, open_store, close_store),
