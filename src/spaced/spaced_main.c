@@ -134,7 +134,7 @@ static void release_pool(struct spaced_context *ctx)
         if (STORE(ctx, sandbox_list, -1, &all, &n) < 0)
                 return;
         for (size_t i = 0; i < n; i++)
-                if (all[i].pid > 0 || all[i].state == SANDBOX_RUNNING || all[i].state == SANDBOX_PAUSED)
+                if (all[i].runtime_state[0] || all[i].state == SANDBOX_RUNNING || all[i].state == SANDBOX_PAUSED)
                         live++;
         sandbox_array_free(all, n);
         if (live > 0) {
@@ -218,15 +218,12 @@ int main(int argc, char **argv)
         char instance[32];
         if ((r = instance_id_load(ctx.cfg.state_dir, instance, sizeof(instance))) < 0)
                 return fail("spaced.instance", "cannot read or create %s/instance: %s", ctx.cfg.state_dir, strerror(-r));
-        if (cgroup_manager_detect(instance, &ctx.cgroups, reason, sizeof(reason)) < 0)
-                return fail("spaced.cgroups", "%s", reason);
-
-        struct runtime_config rc = { .pool = &ctx.pool, .cgroups = ctx.cgroups };
+        struct runtime_config rc = { .pool = &ctx.pool, .instance = instance, .state_dir = ctx.cfg.state_dir };
         snprintf(rc.run_dir, sizeof(rc.run_dir), "%s/run", ctx.cfg.state_dir);
         snprintf(rc.agent_path, sizeof(rc.agent_path), "%s", ctx.cfg.agent_path);
-        ctx.driver = &runtime_driver_namespaces;
-        if (ctx.driver->init(&rc, &err) < 0)
-                return fail("spaced.runtime", "runtime %s: %s", ctx.driver->name, err.message);
+        if (runtime_registry_add(&ctx.runtimes, &runtime_driver_namespaces, &rc, &err) < 0)
+                return fail("spaced.runtime", "runtime %s: %s", runtime_driver_namespaces.name, err.message);
+        const struct runtime_driver *default_driver = runtime_registry_default(&ctx.runtimes);
         if ((r = operation_queue_new(&ctx, ctx.cfg.workers, &ctx.queue)) < 0)
                 return fail("spaced.workers", "cannot start workers: %s", strerror(-r));
         if (template_catalog_init(&ctx, &err) < 0)
@@ -258,8 +255,8 @@ int main(int argc, char **argv)
                 return fail("spaced.controller", "cannot start snapshot sizer: %s", strerror(-r));
 
         log_info("spaced.ready", "url=http://%s:%u admin_key=%s/admin.key state_dir=%s instance=%s runtime=%s cgroup=%s pool=%s",
-                 ctx.cfg.listen_addr, ctx.cfg.listen_port, ctx.cfg.state_dir, ctx.cfg.state_dir, instance, ctx.driver->name,
-                 ctx.cgroups->name, ctx.pool.root);
+                 ctx.cfg.listen_addr, ctx.cfg.listen_port, ctx.cfg.state_dir, ctx.cfg.state_dir, instance,
+                 default_driver->ops->name, default_driver->caps.cgroup, ctx.pool.root);
         printf("spaced %s listening on http://%s:%u\nadmin key: %s/admin.key\n", SPACE_VERSION, ctx.cfg.listen_addr,
                ctx.cfg.listen_port, ctx.cfg.state_dir);
         fflush(stdout);

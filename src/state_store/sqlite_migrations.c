@@ -61,6 +61,15 @@ static const char *const migrations[] = {
         "UPDATE operations SET snapshot_id = (SELECT parent_snapshot_id FROM sandboxes WHERE sandboxes.id = operations.target)"
         "  WHERE kind = 'sandbox.create' AND state IN ('pending', 'running') AND snapshot_id = '';"
         "CREATE INDEX operations_snapshot ON operations(snapshot_id, state);",
+        /* 6: the runtime a sandbox runs on and that driver's own handle of it replace the
+         * namespace driver's columns (whose values move into the handle) */
+        "ALTER TABLE sandboxes ADD COLUMN runtime TEXT NOT NULL DEFAULT 'namespaces';"
+        "ALTER TABLE sandboxes ADD COLUMN runtime_state TEXT NOT NULL DEFAULT '';"
+        "UPDATE sandboxes SET runtime = 'namespaces',"
+        "  runtime_state = json_object('pid', pid, 'pid_start', pid_start, 'uid_base', uid_base);"
+        "ALTER TABLE sandboxes DROP COLUMN pid;"
+        "ALTER TABLE sandboxes DROP COLUMN pid_start;"
+        "ALTER TABLE sandboxes DROP COLUMN uid_base;",
 };
 
 int sqlite_migrations_apply(sqlite3 *db, int *ret_version)
