@@ -16,7 +16,6 @@
 #include "runtime/runtime_registry.h"
 #include "spaced/log.h"
 #include "spaced/spaced_context.h"
-#include "storage/btrfs_quota.h"
 #include "spaced/wallclock.h"
 #include "templates/template_catalog.h"
 #include "templates/template_ref.h"
@@ -220,10 +219,10 @@ static int sandbox_disk_limit(struct spaced_context *ctx, const struct sandbox *
 {
         if (!ctx->cfg.disk_quota)
                 return 0;
-        char rootfs[PATH_MAX];
-        int q = btrfs_pool_sandbox_path(&ctx->pool, sb->id, rootfs, sizeof(rootfs));
-        if (q == 0)
-                q = btrfs_quota_limit_subvolume(rootfs, (uint64_t)sb->resources.disk_mb << 20);
+        const struct runtime_driver *d = runtime_registry_for(&ctx->runtimes, sb, err);
+        if (!d)
+                return -1;
+        int q = d->ops->disk_limit(d, sb, (uint64_t)sb->resources.disk_mb << 20);
         if (q == -EDQUOT)
                 return space_error_set(err, SPACE_E_UNAVAILABLE,
                                        "the pool's space for sandboxes is used up (all sandboxes together are at the "
@@ -239,13 +238,12 @@ int sandbox_lifecycle_disk_limits(struct spaced_context *ctx)
         if (r < 0)
                 return r;
         for (size_t i = 0; i < n; i++) {
-                struct space_error err = { 0 };
-                char rootfs[PATH_MAX];
-                if (all[i].state == SANDBOX_DESTROYED ||
-                    btrfs_pool_sandbox_path(&ctx->pool, all[i].id, rootfs, sizeof(rootfs)) < 0 || access(rootfs, F_OK) < 0)
+                const struct runtime_driver *d = runtime_registry_find(&ctx->runtimes, all[i].runtime);
+                if (all[i].state == SANDBOX_DESTROYED || !d || !ctx->cfg.disk_quota)
                         continue;
-                if (sandbox_disk_limit(ctx, &all[i], &err) < 0)
-                        log_warn("sandbox.disk_limit_failed", "sandbox=%s error=\"%s\"", all[i].id, err.message);
+                int q = d->ops->disk_limit(d, &all[i], (uint64_t)all[i].resources.disk_mb << 20);
+                if (q < 0 && q != -ENOENT) /* -ENOENT: no rootfs (yet, or any more) */
+                        log_warn("sandbox.disk_limit_failed", "sandbox=%s error=\"%s\"", all[i].id, strerror(-q));
         }
         sandbox_array_free(all, n);
         return 0;

@@ -128,6 +128,10 @@ struct runtime_driver_ops {
         /* The host pid of the sandbox's init, for host helpers that join its namespaces
          * (template builds' slirp4netns); -ENOTSUP for a driver without one. */
         int (*host_pid)(const struct runtime_driver *d, const struct sandbox *sb);
+        /* Puts the sandbox's rootfs under its disk limit (limit_bytes, 0: none) and into the
+         * sandboxes' quota group; repeated on every start. -ENOENT when it has no rootfs,
+         * -EDQUOT when the pool's space for sandboxes is used up, -errno. */
+        int (*disk_limit)(const struct runtime_driver *d, const struct sandbox *sb, uint64_t limit_bytes);
         /* Ids that have host resources (rootfs, cgroup or run dir), for the orphan sweep. */
         int (*list_resources)(const struct runtime_driver *d, char ***ret_ids, size_t *ret_n);
 };

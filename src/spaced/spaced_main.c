@@ -26,8 +26,7 @@
 #include "e2b/e2b_server.h"
 #include "operations/operation_queue.h"
 #include "operations/sandbox_lifecycle.h"
-#include "runtime/cgroup/cgroup_manager.h"
-#include "runtime/runtime_driver.h"
+#include "runtime/runtime_registry.h"
 #include "spaced/instance_id.h"
 #include "spaced/log.h"
 #include "spaced/spaced_config.h"
@@ -133,9 +132,11 @@ static void release_pool(struct spaced_context *ctx)
         size_t n = 0, live = 0;
         if (STORE(ctx, sandbox_list, -1, &all, &n) < 0)
                 return;
-        for (size_t i = 0; i < n; i++)
-                if (all[i].runtime_state[0] || all[i].state == SANDBOX_RUNNING || all[i].state == SANDBOX_PAUSED)
+        for (size_t i = 0; i < n; i++) {
+                const struct runtime_driver *d = runtime_registry_find(&ctx->runtimes, all[i].runtime);
+                if (all[i].state == SANDBOX_RUNNING || all[i].state == SANDBOX_PAUSED || !d || d->ops->probe(d, &all[i], false) == 1)
                         live++;
+        }
         sandbox_array_free(all, n);
         if (live > 0) {
                 log_info("pool.kept_mounted", "sandboxes=%zu note=\"running sandboxes keep the pool; it is unmounted at a stop with none\"",

@@ -410,6 +410,7 @@ const struct runtime_driver_ops runtime_driver_namespaces = {
         .agent_connect = ns_agent_connect,
         .stats = ns_stats,
         .path_exists = ns_rootfs_path_exists,
+        .disk_limit = ns_rootfs_disk_limit,
         .changed_since = ns_rootfs_changed_since,
         .kill = ns_kill,
         .host_pid = ns_host_pid,

@@ -45,6 +45,7 @@ int ns_rootfs_destroy(const struct runtime_driver *d, const struct sandbox *sb, 
 int ns_rootfs_snapshot(const struct runtime_driver *d, const struct sandbox *sb, const char *dst, int64_t *ret_pause_us,
                        struct space_error *err);
 int ns_rootfs_restore(const struct runtime_driver *d, const struct sandbox *sb, const char *src, struct space_error *err);
+int ns_rootfs_disk_limit(const struct runtime_driver *d, const struct sandbox *sb, uint64_t limit_bytes);
 int ns_rootfs_path_exists(const struct runtime_driver *d, const struct sandbox *sb, const char *path);
 int ns_rootfs_changed_since(const struct runtime_driver *d, const struct sandbox *sb, const char *snapshot_path);
 int ns_rootfs_list_resources(const struct runtime_driver *d, char ***ret_ids, size_t *ret_n);

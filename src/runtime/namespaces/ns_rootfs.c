@@ -16,6 +16,7 @@
 #include "runtime/namespaces/ns_driver.h"
 #include "spaced/wallclock.h"
 #include "storage/btrfs_pool.h"
+#include "storage/btrfs_quota.h"
 
 int ns_rootfs_create(const struct runtime_driver *d, const struct sandbox *sb, const char *template_path,
                      struct space_error *err)
@@ -93,6 +94,18 @@ int ns_rootfs_restore(const struct runtime_driver *d, const struct sandbox *sb, 
         if (rename(next, path) < 0)
                 return space_error_errno(err, errno, "put restored rootfs of %s in place", sb->id);
         return 0;
+}
+
+int ns_rootfs_disk_limit(const struct runtime_driver *d, const struct sandbox *sb, uint64_t limit_bytes)
+{
+        const struct ns_driver *ns = ns_driver_of(d);
+        char path[PATH_MAX];
+        int r = btrfs_pool_sandbox_path(ns->config.pool, sb->id, path, sizeof(path));
+        if (r < 0)
+                return r;
+        if (access(path, F_OK) < 0)
+                return -errno;
+        return btrfs_quota_limit_subvolume(path, limit_bytes);
 }
 
 int ns_rootfs_path_exists(const struct runtime_driver *d, const struct sandbox *sb, const char *path)
