@@ -74,6 +74,11 @@ static const char *const migrations[] = {
 
 int sqlite_migrations_apply(sqlite3 *db, int *ret_version)
 {
+        return sqlite_migrations_apply_upto(db, (int)(sizeof(migrations) / sizeof(migrations[0])), ret_version);
+}
+
+int sqlite_migrations_apply_upto(sqlite3 *db, int target, int *ret_version)
+{
         sqlite3_stmt *stmt = NULL;
         int version = 0;
         if (sqlite3_prepare_v2(db, "PRAGMA user_version", -1, &stmt, NULL) != SQLITE_OK)
@@ -85,6 +90,8 @@ int sqlite_migrations_apply(sqlite3 *db, int *ret_version)
         int latest = (int)(sizeof(migrations) / sizeof(migrations[0]));
         if (version > latest)
                 return -EPROTO; /* written by a newer spaced */
+        if (target < latest)
+                latest = target;
         for (int v = version; v < latest; v++) {
                 char pragma[64];
                 snprintf(pragma, sizeof(pragma), "PRAGMA user_version = %d;", v + 1);
