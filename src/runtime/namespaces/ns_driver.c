@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/eventfd.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <sys/wait.h>
@@ -56,14 +57,15 @@ static void detect_criu(struct runtime_capabilities *caps)
  * a helper program. Inits launched by an earlier spaced belong to the host's init. */
 static void *reaper_main(void *arg)
 {
-        int epfd = (int)(intptr_t)arg;
+        const struct ns_driver *ns = arg;
+        int epfd = ns->reaper_epoll;
         struct epoll_event events[16];
         for (;;) {
                 int n = epoll_wait(epfd, events, 16, -1);
-                if (n < 0 && errno != EINTR)
-                        return NULL; /* the instance was freed */
                 for (int i = 0; i < n; i++) {
                         int pidfd = events[i].data.fd;
+                        if (pidfd == ns->reaper_stop)
+                                return NULL; /* the instance is being freed */
                         siginfo_t info;
                         memset(&info, 0, sizeof(info));
                         if (waitid(P_PIDFD, (id_t)pidfd, &info, WEXITED | WNOHANG) == 0 && info.si_pid == 0)
@@ -116,6 +118,13 @@ static void ns_free(struct runtime_driver *d)
         struct ns_driver *ns = d ? d->state : NULL;
         if (!ns)
                 return;
+        if (ns->reaper_running) {
+                uint64_t one = 1;
+                (void)!write(ns->reaper_stop, &one, sizeof(one));
+                pthread_join(ns->reaper, NULL);
+        }
+        if (ns->reaper_stop >= 0)
+                close(ns->reaper_stop);
         if (ns->agent_fd >= 0)
                 close(ns->agent_fd);
         if (ns->reaper_epoll >= 0)
@@ -133,7 +142,7 @@ static int ns_init(struct runtime_driver *d, const struct runtime_config *cfg, s
         struct ns_driver *ns = calloc(1, sizeof(*ns));
         if (!ns)
                 return space_error_errno(err, ENOMEM, "namespaces driver");
-        ns->agent_fd = ns->reaper_epoll = -1;
+        ns->agent_fd = ns->reaper_epoll = ns->reaper_stop = -1;
         d->state = ns;
         d->caps = (struct runtime_capabilities){ .pause = true, .fd_passing = true };
         ns->config = *cfg;
@@ -169,17 +178,19 @@ static int ns_init(struct runtime_driver *d, const struct runtime_config *cfg, s
                 goto fail;
         }
         ns->reaper_epoll = epoll_create1(EPOLL_CLOEXEC);
-        if (ns->reaper_epoll < 0) {
-                space_error_errno(err, errno, "epoll_create1");
+        ns->reaper_stop = eventfd(0, EFD_CLOEXEC);
+        struct epoll_event stop = { .events = EPOLLIN };
+        stop.data.fd = ns->reaper_stop;
+        if (ns->reaper_epoll < 0 || ns->reaper_stop < 0 || epoll_ctl(ns->reaper_epoll, EPOLL_CTL_ADD, ns->reaper_stop, &stop) < 0) {
+                space_error_errno(err, errno, "set up the reaper");
                 goto fail;
         }
-        pthread_t t;
-        r = pthread_create(&t, NULL, reaper_main, (void *)(intptr_t)ns->reaper_epoll);
+        r = pthread_create(&ns->reaper, NULL, reaper_main, ns);
         if (r != 0) {
                 space_error_errno(err, r, "start reaper");
                 goto fail;
         }
-        pthread_detach(t);
+        ns->reaper_running = true;
         return 0;
 fail:
         ns_free(d);
@@ -287,9 +298,13 @@ static int ns_start(const struct runtime_driver *d, struct sandbox *sb, struct s
         reaper_watch(ns, pidfd);
         h.pid = pid;
         h.pid_start = ns_process_start_time(pid);
-        if ((r = ns_handle_write(&h, sb->runtime_state, sizeof(sb->runtime_state))) < 0 ||
-            (r = agent_client_hello(sock, 5000, NULL)) < 0) {
-                ns_handle_write(&h, sb->runtime_state, sizeof(sb->runtime_state));
+        /* Recorded first, so that the stop below (or a later one) finds the init. */
+        if ((r = ns_handle_write(&h, sb->runtime_state, sizeof(sb->runtime_state))) < 0) {
+                kill(pid, SIGKILL);
+                ns_stop(d, sb, &ignored);
+                return space_error_errno(err, r, "record the handle of %s", sb->id);
+        }
+        if ((r = agent_client_hello(sock, 5000, NULL)) < 0) {
                 ns_stop(d, sb, &ignored);
                 return space_error_errno(err, r, "space-agent did not answer");
         }

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <linux/filter.h>
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -20,6 +21,9 @@ struct ns_driver {
         struct sock_fprog seccomp_program;
         int agent_fd;     /* the space-agent image every sandbox execs */
         int reaper_epoll; /* pidfds of the inits this process launched */
+        int reaper_stop;  /* eventfd in reaper_epoll: the reaper thread ends when it is written */
+        pthread_t reaper;
+        bool reaper_running;
 };
 
 static inline struct ns_driver *ns_driver_of(const struct runtime_driver *d) { return d->state; }
