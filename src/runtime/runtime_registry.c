@@ -61,7 +61,7 @@ const struct runtime_driver *runtime_registry_for(const struct runtime_registry 
 {
         const struct runtime_driver *d = runtime_registry_find(reg, sb->runtime);
         if (!d)
-                space_error_set(err, SPACE_E_UNSUPPORTED, "sandbox %s runs on the %s runtime, which this server does not host",
+                space_error_set(err, SPACE_E_UNAVAILABLE, "sandbox %s runs on the %s runtime, which this server does not host",
                                 sb->id, sb->runtime[0] ? sb->runtime : "(unnamed)");
         return d;
 }

@@ -26,8 +26,9 @@ void runtime_registry_free(struct runtime_registry *reg);
 const struct runtime_driver *runtime_registry_find(const struct runtime_registry *reg, const char *name);
 /* The default instance (the first added), or NULL when there is none. */
 const struct runtime_driver *runtime_registry_default(const struct runtime_registry *reg);
-/* The driver of sb (sb->runtime), or NULL with err set (SPACE_E_UNSUPPORTED) when this
- * daemon hosts no driver of that name. */
+/* The driver of sb (sb->runtime), or NULL with err set (SPACE_E_UNAVAILABLE: this server
+ * cannot serve it now; one hosting that runtime can) when this daemon hosts no driver of
+ * that name. */
 const struct runtime_driver *runtime_registry_for(const struct runtime_registry *reg, const struct sandbox *sb,
                                                   struct space_error *err);
 /* The driver a template's environment binding names ("driver"; absent: the default), or
@@ -36,7 +37,6 @@ const struct runtime_driver *runtime_registry_for_binding(const struct runtime_r
                                                           struct space_error *err);
 /* A connected stream to sb's agent (runtime_driver_ops.agent_connect), or -errno with err
  * set for the API caller: SPACE_E_UNAVAILABLE when the agent cannot be reached (it is not
- * running, or gone), SPACE_E_UNSUPPORTED (-EPROTONOSUPPORT) for a runtime this daemon does
- * not host. Callers with their own mapping of the errno may use it instead. */
+ * running, or gone), and -EPROTONOSUPPORT for a runtime this daemon does not host. Callers with their own mapping of the errno may use it instead. */
 int runtime_registry_agent_connect(const struct runtime_registry *reg, const struct sandbox *sb, int timeout_ms,
                                    struct space_error *err);

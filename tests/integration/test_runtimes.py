@@ -1,7 +1,7 @@
 """Runtimes chosen per sandbox: GET /v1/capabilities lists the drivers; a sandbox runs on
 the driver its template binding names and records it; a binding naming a runtime this
 server does not host is a clear 400 at create that leaves nothing behind; a sandbox
-recorded on such a runtime gets clear errors, and spaced stays up and leaves it alone."""
+recorded on such a runtime gets a clear 503, and spaced stays up and leaves it alone."""
 
 import os
 import sqlite3
@@ -77,15 +77,15 @@ class Runtimes(SpacedTestCase):
         # The reconciler left it as it was (another server may host its runtime).
         self.assertEqual(sp.state(ALIEN_SANDBOX), "running")
         self.assertIn("reconcile.runtime_missing", sp.logs(tail=1000000))
-        self.assertError(sp.request("POST", "/v1/sandboxes/%s/exec" % ALIEN_SANDBOX, {"cmd": ["true"]}), 422,
-                         "unsupported")
+        self.assertError(sp.request("POST", "/v1/sandboxes/%s/exec" % ALIEN_SANDBOX, {"cmd": ["true"]}), 503,
+                         "unavailable")
         status, session = sp.request("POST", "/v1/sandboxes/%s/sessions" % ALIEN_SANDBOX, {})
         self.assertIn(status, (200, 201), session)
         token = session["attach_token"]
-        self.assertError(sp.request("GET", "/v1/sandboxes/%s/files/stat?path=/etc" % ALIEN_SANDBOX, key=token), 422,
-                         "unsupported")
+        self.assertError(sp.request("GET", "/v1/sandboxes/%s/files/stat?path=/etc" % ALIEN_SANDBOX, key=token), 503,
+                         "unavailable")
         self.assertError(sp.request("POST", "/v1/sandboxes/%s/commands" % ALIEN_SANDBOX, {"cmd": ["true"]}, key=token),
-                         422, "unsupported")
+                         503, "unavailable")
         self.assertTrue(sp.alive())
 
 

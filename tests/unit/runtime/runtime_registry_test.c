@@ -140,7 +140,7 @@ static void test_sandbox_picks_its_recorded_driver(void **state)
         assert_ptr_equal(runtime_registry_for(&reg, &sb, &err), reg.drivers[1]);
         snprintf(sb.runtime, sizeof(sb.runtime), "gvisor");
         assert_null(runtime_registry_for(&reg, &sb, &err));
-        assert_int_equal(err.code, SPACE_E_UNSUPPORTED);
+        assert_int_equal(err.code, SPACE_E_UNAVAILABLE);
         assert_non_null(strstr(err.message, "gvisor"));
         sb.runtime[0] = '\0'; /* never the default by accident */
         assert_null(runtime_registry_for(&reg, &sb, &err));
@@ -161,7 +161,8 @@ static void test_agent_connect_is_checked(void **state)
         snprintf(sb.runtime, sizeof(sb.runtime), "nope");
         err = (struct space_error){ 0 };
         assert_int_equal(runtime_registry_agent_connect(&reg, &sb, 1000, &err), -EPROTONOSUPPORT);
-        assert_int_equal(err.code, SPACE_E_UNSUPPORTED);
+        assert_int_equal(err.code, SPACE_E_UNAVAILABLE);
+        assert_non_null(strstr(err.message, "does not host"));
 }
 
 int main(void)
