@@ -21,10 +21,6 @@ void agent_file_reply_release(struct agent_file_reply *r) {
         r->fd = -1;
 }
 
-int agent_files_connect(const char *socket_path, int timeout_ms) {
-        return agent_client_connect(socket_path, timeout_ms);
-}
-
 int agent_files_send(int fd, enum agent_msg_type type, const struct agent_file_args *a) {
         struct agent_frame_writer w;
 

@@ -38,8 +38,6 @@ struct agent_file_reply {
 };
 void agent_file_reply_release(struct agent_file_reply *r);
 
-/* Connects to the agent socket; timeout_ms bounds every later read and write (0: none). */
-int agent_files_connect(const char *socket_path, int timeout_ms);
 /* Sends one request of the given type. */
 int agent_files_send(int fd, enum agent_msg_type type, const struct agent_file_args *args);
 /* Reads one reply. On an ERROR frame returns -its errno and copies its message to msg. */

@@ -9,18 +9,11 @@
 #include "agent_protocol/agent_client.h"
 #include "cleanup.h"
 
-#define REQUEST_TIMEOUT_MS 10000
-
-/* Sends w (released) on a new connection and reads the reply; an ERROR reply becomes
- * -errno. The reply frame is returned when ret_frame is set. */
-static int request(const char *socket_path, struct agent_frame_writer *w, uint8_t want, struct agent_frame *ret_frame,
-                   uint8_t **ret_buf, char *msg, size_t msg_size)
+/* Sends w (released) on fd and reads the reply; an ERROR reply becomes -errno. The reply
+ * frame is returned when ret_frame is set. */
+static int request(int fd, struct agent_frame_writer *w, uint8_t want, struct agent_frame *ret_frame, uint8_t **ret_buf,
+                   char *msg, size_t msg_size)
 {
-        _cleanup_close_ int fd = agent_client_connect(socket_path, REQUEST_TIMEOUT_MS);
-        if (fd < 0) {
-                agent_frame_writer_release(w);
-                return fd;
-        }
         struct agent_frame f;
         _cleanup_free_ uint8_t *buf = NULL;
         int r = agent_client_roundtrip(fd, w, want, AGENT_CLIENT_REPLY_MAX, &f, &buf, msg, msg_size);
@@ -31,7 +24,7 @@ static int request(const char *socket_path, struct agent_frame_writer *w, uint8_
         return r;
 }
 
-int agent_job_client_start(const char *socket_path, const struct agent_job_spec *spec, uint32_t *ret_pid,
+int agent_job_client_start(int fd, const struct agent_job_spec *spec, uint32_t *ret_pid,
                            char *msg, size_t msg_size)
 {
         struct agent_frame_writer w;
@@ -53,7 +46,7 @@ int agent_job_client_start(const char *socket_path, const struct agent_job_spec 
         agent_frame_writer_put_u32(&w, AGENT_F_TIMEOUT_MS, spec->timeout_ms);
         struct agent_frame f;
         _cleanup_free_ uint8_t *buf = NULL;
-        int r = request(socket_path, &w, AGENT_MSG_JOB_STARTED, &f, &buf, msg, msg_size);
+        int r = request(fd, &w, AGENT_MSG_JOB_STARTED, &f, &buf, msg, msg_size);
         if (r < 0)
                 return r;
         uint32_t pid = 0;
@@ -68,46 +61,42 @@ static void control_begin(struct agent_frame_writer *w, enum agent_msg_type type
         agent_frame_writer_put_str(w, AGENT_F_JOB_ID, job_id);
 }
 
-int agent_job_client_input(const char *socket_path, const char *job_id, const void *data, size_t len, char *msg,
+int agent_job_client_input(int fd, const char *job_id, const void *data, size_t len, char *msg,
                            size_t msg_size)
 {
         struct agent_frame_writer w;
         control_begin(&w, AGENT_MSG_JOB_INPUT, job_id);
         agent_frame_writer_put(&w, AGENT_F_DATA, data, len);
-        return request(socket_path, &w, AGENT_MSG_OK, NULL, NULL, msg, msg_size);
+        return request(fd, &w, AGENT_MSG_OK, NULL, NULL, msg, msg_size);
 }
 
-int agent_job_client_close_stdin(const char *socket_path, const char *job_id, char *msg, size_t msg_size)
+int agent_job_client_close_stdin(int fd, const char *job_id, char *msg, size_t msg_size)
 {
         struct agent_frame_writer w;
         control_begin(&w, AGENT_MSG_JOB_CLOSE_STDIN, job_id);
-        return request(socket_path, &w, AGENT_MSG_OK, NULL, NULL, msg, msg_size);
+        return request(fd, &w, AGENT_MSG_OK, NULL, NULL, msg, msg_size);
 }
 
-int agent_job_client_signal(const char *socket_path, const char *job_id, int sig, char *msg, size_t msg_size)
+int agent_job_client_signal(int fd, const char *job_id, int sig, char *msg, size_t msg_size)
 {
         struct agent_frame_writer w;
         control_begin(&w, AGENT_MSG_JOB_SIGNAL, job_id);
         agent_frame_writer_put_i32(&w, AGENT_F_SIGNAL, sig);
-        return request(socket_path, &w, AGENT_MSG_OK, NULL, NULL, msg, msg_size);
+        return request(fd, &w, AGENT_MSG_OK, NULL, NULL, msg, msg_size);
 }
 
-int agent_job_client_resize(const char *socket_path, const char *job_id, uint32_t cols, uint32_t rows, char *msg,
+int agent_job_client_resize(int fd, const char *job_id, uint32_t cols, uint32_t rows, char *msg,
                             size_t msg_size)
 {
         struct agent_frame_writer w;
         control_begin(&w, AGENT_MSG_JOB_RESIZE, job_id);
         agent_frame_writer_put_u32(&w, AGENT_F_TTY_COLS, cols);
         agent_frame_writer_put_u32(&w, AGENT_F_TTY_ROWS, rows);
-        return request(socket_path, &w, AGENT_MSG_OK, NULL, NULL, msg, msg_size);
+        return request(fd, &w, AGENT_MSG_OK, NULL, NULL, msg, msg_size);
 }
 
-int agent_job_client_subscribe(const char *socket_path, int reply_timeout_ms, struct agent_frame *ret_frame,
-                               uint8_t **ret_buf)
+int agent_job_client_subscribe(int fd, struct agent_frame *ret_frame, uint8_t **ret_buf)
 {
-        _cleanup_close_ int fd = agent_client_connect(socket_path, reply_timeout_ms);
-        if (fd < 0)
-                return fd;
         struct agent_frame_writer w;
         agent_frame_writer_begin(&w, AGENT_MSG_JOB_SUBSCRIBE);
         int r = agent_client_roundtrip(fd, &w, AGENT_MSG_JOB_SUBSCRIBED, AGENT_CLIENT_LIST_MAX, ret_frame, ret_buf, NULL, 0);
@@ -117,7 +106,7 @@ int agent_job_client_subscribe(const char *socket_path, int reply_timeout_ms, st
         struct timeval none = { 0 };
         setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &none, sizeof(none));
         setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &none, sizeof(none));
-        return TAKE_FD(fd);
+        return 0;
 }
 
 int agent_job_client_ack(int fd, const char *job_id, uint64_t seq)

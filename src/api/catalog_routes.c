@@ -15,6 +15,7 @@
 #include "service/key_service.h"
 #include "service/operation_access.h"
 #include "service/template_access.h"
+#include "runtime/runtime_registry.h"
 #include "spaced/spaced_context.h"
 #include "spaced/wallclock.h"
 #include "templates/template_catalog.h"
@@ -63,10 +64,11 @@ void route_health(struct api_request *req, struct api_response *resp)
 
 void route_version(struct api_request *req, struct api_response *resp)
 {
+        const struct runtime_driver *d = runtime_registry_default(&req->ctx->runtimes);
         api_response_json(resp, 200,
                           json_pack("{s:s, s:s, s:s, s:s, s:{s:b, s:b}}", "version", SPACE_VERSION, "api", "v1", "runtime",
-                                    req->ctx->driver->name, "cgroup", req->ctx->cgroups->name, "capabilities", "pause",
-                                    req->ctx->driver->caps_detected->pause, "memory_snapshot", req->ctx->driver->caps_detected->memory_snapshot));
+                                    d->ops->name, "cgroup", d->caps.cgroup, "capabilities", "pause", d->caps.pause,
+                                    "memory_snapshot", d->caps.memory_snapshot));
 }
 
 void route_template_list(struct api_request *req, struct api_response *resp)

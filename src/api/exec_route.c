@@ -7,7 +7,7 @@
 #include "api/api_routes.h"
 #include "api/command_spec.h"
 #include "api/output_encoding.h"
-#include "runtime/runtime_driver.h"
+#include "runtime/runtime_registry.h"
 #include "spaced/spaced_context.h"
 
 static const char *const exec_fields[] = { "cmd", "shell", "env", "cwd", "user", "stdin", "timeout_s", "encoding", NULL };
@@ -78,7 +78,10 @@ void route_sandbox_exec(struct api_request *req, struct api_response *resp)
                 .timeout_ms = (uint32_t)timeout_s * 1000,
                 .output_cap = req->ctx->cfg.exec_output_cap,
         };
-        if (req->ctx->driver->exec(&sb, &er, &result, &err) < 0) {
+        const struct runtime_driver *driver = runtime_registry_for(&req->ctx->runtimes, &sb, &err);
+        if (!driver)
+                goto fail;
+        if (driver->ops->exec(driver, &sb, &er, &result, &err) < 0) {
                 /* Paused or stopped while we asked: that is a state conflict, not a failure. */
                 struct sandbox now;
                 if (STORE(req->ctx, sandbox_get, sb.id, &now) == 0) {

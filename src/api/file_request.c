@@ -9,7 +9,7 @@
 #include "api/api_render.h"
 #include "api/api_routes.h"
 #include "api/output_encoding.h"
-#include "runtime/runtime_driver.h"
+#include "runtime/runtime_registry.h"
 #include "spaced/spaced_context.h"
 
 int file_target_load(struct api_request *req, struct file_target *ret, struct space_error *err)
@@ -21,9 +21,8 @@ int file_target_load(struct api_request *req, struct file_target *ret, struct sp
         if (ret->sb.state != SANDBOX_RUNNING)
                 return space_error_set(err, SPACE_E_INVALID_STATE, "sandbox %s is %s; files need it running", ret->sb.id,
                                        sandbox_state_name(ret->sb.state));
-        if (!req->ctx->driver->agent_socket || req->ctx->driver->agent_socket(&ret->sb, ret->socket, sizeof(ret->socket)) < 0)
-                return space_error_set(err, SPACE_E_UNSUPPORTED, "the %s runtime does not serve files", req->ctx->driver->name);
-        return 0;
+        ret->runtimes = &req->ctx->runtimes;
+        return runtime_registry_for(ret->runtimes, &ret->sb, err) ? 0 : -1;
 }
 
 void file_target_release(struct file_target *t)
@@ -33,12 +32,20 @@ void file_target_release(struct file_target *t)
         t->loaded = false;
 }
 
-int file_target_connect(const struct file_target *t, int timeout_ms, struct space_error *err)
+int file_agent_connect(const struct runtime_registry *runtimes, const struct sandbox *sb, int timeout_ms,
+                       struct space_error *err)
 {
-        int fd = agent_files_connect(t->socket, timeout_ms);
+        int fd = runtime_registry_agent_connect(runtimes, sb, timeout_ms, err);
+        if (fd == -EPROTONOSUPPORT)
+                return -1;
         if (fd < 0)
                 return space_error_set(err, SPACE_E_UNAVAILABLE, "the sandbox's agent is not answering (%s)", strerror(-fd));
         return fd;
+}
+
+int file_target_connect(const struct file_target *t, int timeout_ms, struct space_error *err)
+{
+        return file_agent_connect(t->runtimes, &t->sb, timeout_ms, err);
 }
 
 int file_path_check(const char *what, const char *path, size_t len, struct space_error *err)

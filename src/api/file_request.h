@@ -13,10 +13,12 @@
 
 #define FILE_REQUEST_TIMEOUT_MS 30000
 
+struct runtime_registry;
+
 struct file_target {
         struct sandbox sb;
         bool loaded;
-        char socket[PATH_MAX];
+        const struct runtime_registry *runtimes; /* the sandbox's driver hands out its agent */
 };
 
 /* Loads the sandbox of segment 2 (404) and checks it is running (409 invalid_state). */
@@ -24,6 +26,10 @@ int file_target_load(struct api_request *req, struct file_target *ret, struct sp
 void file_target_release(struct file_target *t);
 /* Connects to its agent (503 unavailable when it does not answer). */
 int file_target_connect(const struct file_target *t, int timeout_ms, struct space_error *err);
+/* Connects to sb's agent through its driver: the fd, or -1 with err set (503 unavailable
+ * when it does not answer; unsupported for a runtime this server does not host). */
+int file_agent_connect(const struct runtime_registry *runtimes, const struct sandbox *sb, int timeout_ms,
+                       struct space_error *err);
 
 /* A path given by the client: absolute, no NUL byte, shorter than PATH_MAX. */
 int file_path_check(const char *what, const char *path, size_t len, struct space_error *err);

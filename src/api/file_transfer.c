@@ -119,7 +119,7 @@ static int upload_begin(struct api_request *req, void **ret_state, struct space_
                 return -1;
         }
         const char *length = MHD_lookup_connection_value(req->conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
-        int r = file_upload_begin(req->ctx, &t.sb, t.socket, &a, length ? strtoull(length, NULL, 10) : UINT64_MAX, &u, err);
+        int r = file_upload_begin(req->ctx, &t.sb, &a, length ? strtoull(length, NULL, 10) : UINT64_MAX, &u, err);
         file_target_release(&t);
         if (r < 0)
                 return -1;

@@ -11,7 +11,7 @@
 
 #include "api/file_request.h"
 #include "cleanup.h"
-#include "runtime/cgroup/cgroup_manager.h"
+#include "runtime/runtime_registry.h"
 #include "spaced/spaced_context.h"
 
 struct file_upload {
@@ -32,9 +32,10 @@ struct file_upload {
  * against it): filling past the limit would wake the OOM killer inside the sandbox. */
 static uint64_t memory_headroom(struct spaced_context *ctx, const struct sandbox *sb)
 {
-        struct cgroup_events ev = { 0 };
+        struct runtime_stats ev;
         uint64_t limit = (uint64_t)sb->resources.memory_mb << 20;
-        if (!limit || ctx->cgroups->read_events(sb->id, &ev) < 0)
+        const struct runtime_driver *d = runtime_registry_find(&ctx->runtimes, sb->runtime);
+        if (!limit || !d || d->ops->stats(d, sb, &ev) < 0)
                 return UINT64_MAX;
         return ev.memory_bytes + UPLOAD_MEMORY_RESERVE >= limit ? 0 : limit - ev.memory_bytes - UPLOAD_MEMORY_RESERVE;
 }
@@ -50,14 +51,14 @@ void file_upload_free(struct file_upload *u)
         free(u);
 }
 
-int file_upload_begin(struct spaced_context *ctx, const struct sandbox *sb, const char *socket, const struct agent_file_args *a,
-                      uint64_t length, struct file_upload **ret, struct space_error *err)
+int file_upload_begin(struct spaced_context *ctx, const struct sandbox *sb, const struct agent_file_args *a, uint64_t length,
+                      struct file_upload **ret, struct space_error *err)
 {
         struct agent_file_reply reply = { .fd = -1 };
         char msg[512] = "";
-        int fd = agent_files_connect(socket, FILE_REQUEST_TIMEOUT_MS);
+        int fd = file_agent_connect(&ctx->runtimes, sb, FILE_REQUEST_TIMEOUT_MS, err);
         if (fd < 0)
-                return space_error_set(err, SPACE_E_UNAVAILABLE, "the sandbox's agent is not answering (%s)", strerror(-fd));
+                return -1;
         _cleanup_close_ int agent = fd;
         int r = agent_files_call(agent, AGENT_MSG_FILE_CREATE, a, AGENT_MSG_FILE_UPLOAD, &reply, msg, sizeof(msg));
         if (r < 0)

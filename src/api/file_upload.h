@@ -18,11 +18,11 @@ struct spaced_context;
 struct sandbox;
 struct file_upload;
 
-/* Starts the upload of a->path into sb through its agent at socket. length is the number
+/* Starts the upload of a->path into sb through its agent. length is the number
  * of bytes to come when known (UINT64_MAX otherwise): for a memory-backed target, a length
  * beyond what the sandbox's memory limit leaves is refused at once (payload_too_large),
  * and writes that outgrow it fail. */
-int file_upload_begin(struct spaced_context *ctx, const struct sandbox *sb, const char *socket, const struct agent_file_args *a,
+int file_upload_begin(struct spaced_context *ctx, const struct sandbox *sb, const struct agent_file_args *a,
                       uint64_t length, struct file_upload **ret, struct space_error *err);
 /* Writes the next bytes. 0, or -1 once a write failed: later writes are dropped, and
  * commit says why. */

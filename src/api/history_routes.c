@@ -11,6 +11,7 @@
 #include "operations/sandbox_history.h"
 #include "runtime/runtime_driver.h"
 #include "service/snapshot_access.h"
+#include "runtime/runtime_registry.h"
 #include "spaced/spaced_context.h"
 
 static bool id_ok(struct api_request *req, int segment, const char *what, struct api_response *resp)
@@ -170,12 +171,34 @@ fail:
         json_decref(body);
 }
 
+static json_t *render_capabilities(const struct runtime_driver *d)
+{
+        return json_pack("{s:b, s:b, s:b, s:b, s:b, s:b}", "pause", d->caps.pause, "filesystem_snapshot", 1, "memory_snapshot",
+                         d->caps.memory_snapshot, "restore", 1, "fork", 1, "fd_passing", d->caps.fd_passing);
+}
+
+/* One driver this server hosts; new templates are bound to the default one. */
+static json_t *render_driver(const struct runtime_driver *d, bool is_default)
+{
+        json_t *o = json_pack("{s:s, s:s, s:b, s:o, s:{s:s}}", "name", d->ops->name, "version", d->ops->version, "default",
+                              is_default, "capabilities", render_capabilities(d), "details", "memory_snapshot",
+                              d->caps.memory_snapshot_detail);
+        if (o && d->caps.cgroup[0])
+                json_object_set_new(o, "cgroup", json_string(d->caps.cgroup));
+        return o;
+}
+
 void route_capabilities(struct api_request *req, struct api_response *resp)
 {
-        const struct runtime_driver *d = req->ctx->driver;
+        const struct runtime_registry *reg = &req->ctx->runtimes;
+        const struct runtime_driver *d = runtime_registry_default(reg);
+        json_t *drivers = json_array();
+        for (size_t i = 0; i < reg->n; i++)
+                json_array_append_new(drivers, render_driver(reg->drivers[i], reg->drivers[i] == d));
+        /* The top-level fields describe the default driver (what clients read before there
+         * were several). */
         api_response_json(resp, 200,
-                          json_pack("{s:s, s:s, s:{s:b, s:b, s:b, s:b, s:b}, s:{s:s}}", "runtime", d->name, "runtime_version",
-                                    d->version, "capabilities", "pause", d->caps_detected->pause, "filesystem_snapshot", 1,
-                                    "memory_snapshot", d->caps_detected->memory_snapshot, "restore", 1, "fork", 1, "details",
-                                    "memory_snapshot", d->caps_detected->memory_snapshot_detail));
+                          json_pack("{s:s, s:s, s:o, s:{s:s}, s:o}", "runtime", d->ops->name, "runtime_version", d->ops->version,
+                                    "capabilities", render_capabilities(d), "details", "memory_snapshot",
+                                    d->caps.memory_snapshot_detail, "drivers", drivers));
 }

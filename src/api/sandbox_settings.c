@@ -7,7 +7,7 @@
 #include "api/api_render.h"
 #include "api/api_routes.h"
 #include "operations/sandbox_lifecycle.h"
-#include "runtime/runtime_driver.h"
+#include "runtime/runtime_registry.h"
 #include "spaced/spaced_context.h"
 
 #define WEEK_S 604800
@@ -30,9 +30,10 @@ int api_rolling_policy_parse(struct spaced_context *ctx, const json_t *v, json_t
         json_t *given = json_object_get(v, "interval_s");
         if (!given || json_is_null(given)) /* null is not "0": the schema's minimum is 60 */
                 return space_error_set(err, SPACE_E_INVALID_REQUEST, "rolling_snapshots.interval_s is required (60 to %d)", WEEK_S);
-        if (memory && !ctx->driver->caps_detected->memory_snapshot)
+        const struct runtime_driver *d = runtime_registry_default(&ctx->runtimes);
+        if (memory && !d->caps.memory_snapshot)
                 return space_error_set(err, SPACE_E_UNSUPPORTED, "rolling memory snapshots are not available with the %s runtime",
-                                       ctx->driver->name);
+                                       d->ops->name);
         *ret = json_pack("{s:I, s:I, s:I, s:b}", "interval_s", (json_int_t)interval, "retain_s", (json_int_t)retain, "max_count",
                          (json_int_t)max_count, "memory", memory);
         return 0;

@@ -16,7 +16,7 @@
 #include "controller/rolling_snapshots.h"
 #include "operations/operation_queue.h"
 #include "operations/sandbox_lifecycle.h"
-#include "runtime/runtime_driver.h"
+#include "runtime/runtime_registry.h"
 #include "spaced/log.h"
 #include "spaced/spaced_context.h"
 #include "spaced/wallclock.h"
@@ -66,13 +66,13 @@ static void settle(struct spaced_context *ctx, struct sandbox *sb, unsigned from
                    bool remove_rootfs)
 {
         struct space_error err = { 0 };
-        if (ctx->driver->stop(sb, &err) < 0 ||
-            (remove_rootfs && ctx->driver->destroy_rootfs(sb, &err) < 0)) {
+        const struct runtime_driver *d = runtime_registry_for(&ctx->runtimes, sb, &err);
+        if (!d || d->ops->stop(d, sb, &err) < 0 || (remove_rootfs && d->ops->destroy_rootfs(d, sb, &err) < 0)) {
                 log_error("reconcile.cleanup_failed", "sandbox=%s message=\"%s\"", sb->id, LOG_ESC(err.message));
                 return;
         }
         /* The cleared runtime handle and the state, in one transaction. */
-        struct sandbox_settlement set = { .from_mask = from, .to = to, .reason = reason, .set_runtime = true };
+        struct sandbox_settlement set = { .from_mask = from, .to = to, .reason = reason, .set_runtime = true, .runtime_state = "" };
         enum sandbox_state current;
         int r = STORE(ctx, sandbox_settle, sb->id, &set, &current);
         if (r < 0) {
@@ -84,11 +84,19 @@ static void settle(struct spaced_context *ctx, struct sandbox *sb, unsigned from
 
 static void reconcile_sandbox(struct spaced_context *ctx, struct sandbox *sb)
 {
+        struct space_error err = { 0 };
+        const struct runtime_driver *d = runtime_registry_for(&ctx->runtimes, sb, &err);
+        if (!d) {
+                /* Left as it is: a daemon that hosts its runtime again takes it back. */
+                log_warn("reconcile.runtime_missing", "sandbox=%s runtime=%s", sb->id, sb->runtime);
+                return;
+        }
         switch (sb->state) {
         case SANDBOX_RUNNING:
         case SANDBOX_PAUSED:
-                if (ctx->driver->probe(sb, true) == 1) {
-                        log_info("reconcile.reattached", "sandbox=%s state=%s pid=%d", sb->id, sandbox_state_name(sb->state), sb->pid);
+                if (d->ops->probe(d, sb, true) == 1) {
+                        log_info("reconcile.reattached", "sandbox=%s state=%s runtime=%s", sb->id, sandbox_state_name(sb->state),
+                                 sb->runtime);
                         return;
                 }
                 settle(ctx, sb, M(sb->state), SANDBOX_STOPPED, "its processes exited while spaced was not watching", false);
@@ -109,8 +117,7 @@ static void reconcile_sandbox(struct spaced_context *ctx, struct sandbox *sb)
         case SANDBOX_STOPPED:
         case SANDBOX_FAILED: {
                 /* Nothing may run for these: make sure of it (cheap when there is nothing). */
-                struct space_error err;
-                ctx->driver->stop(sb, &err);
+                d->ops->stop(d, sb, &err);
                 return;
         }
         default:
@@ -162,12 +169,12 @@ static void reconcile_snapshots(struct spaced_context *ctx)
         free(snaps);
 }
 
-static void remove_orphans(struct spaced_context *ctx)
+static void remove_orphans_of(struct spaced_context *ctx, const struct runtime_driver *d)
 {
         char **ids = NULL;
         size_t n = 0;
-        if (ctx->driver->list_resources(&ids, &n) < 0)
-                log_warn("reconcile.list_failed", "what=host resources");
+        if (d->ops->list_resources(d, &ids, &n) < 0)
+                log_warn("reconcile.list_failed", "what=host resources runtime=%s", d->ops->name);
         for (size_t i = 0; i < n; i++) {
                 struct sandbox sb;
                 int r = STORE(ctx, sandbox_get, ids[i], &sb);
@@ -178,7 +185,8 @@ static void remove_orphans(struct spaced_context *ctx)
                         struct sandbox ghost = { 0 };
                         struct space_error err = { 0 };
                         snprintf(ghost.id, sizeof(ghost.id), "%s", ids[i]);
-                        if (ctx->driver->stop(&ghost, &err) < 0 || ctx->driver->destroy_rootfs(&ghost, &err) < 0)
+                        snprintf(ghost.runtime, sizeof(ghost.runtime), "%s", d->ops->name);
+                        if (d->ops->stop(d, &ghost, &err) < 0 || d->ops->destroy_rootfs(d, &ghost, &err) < 0)
                                 log_error("reconcile.orphan_failed", "id=%s message=\"%s\"", ids[i], LOG_ESC(err.message));
                         else
                                 log_info("reconcile.orphan_removed", "id=%s", ids[i]);
@@ -186,6 +194,12 @@ static void remove_orphans(struct spaced_context *ctx)
                 free(ids[i]);
         }
         free(ids);
+}
+
+static void remove_orphans(struct spaced_context *ctx)
+{
+        for (size_t i = 0; i < ctx->runtimes.n; i++)
+                remove_orphans_of(ctx, ctx->runtimes.drivers[i]);
 }
 
 int reconciler_startup(struct spaced_context *ctx)
@@ -307,12 +321,13 @@ void reconciler_tick(struct spaced_context *ctx, bool probe)
                         expire(ctx, sb);
                         continue;
                 }
-                if (probe && live && ctx->driver->probe(sb, false) == 0) {
+                const struct runtime_driver *d = runtime_registry_find(&ctx->runtimes, sb->runtime);
+                if (probe && live && d && d->ops->probe(d, sb, false) == 0) {
                         /* Re-read: an operation may have moved it while we looked. */
                         struct sandbox fresh;
                         if (STORE(ctx, sandbox_get, sb->id, &fresh) == 0) {
-                                if ((fresh.state == SANDBOX_RUNNING || fresh.state == SANDBOX_PAUSED) && fresh.pid == sb->pid &&
-                                    ctx->driver->probe(&fresh, false) == 0)
+                                if ((fresh.state == SANDBOX_RUNNING || fresh.state == SANDBOX_PAUSED) &&
+                                    strcmp(fresh.runtime_state, sb->runtime_state) == 0 && d->ops->probe(d, &fresh, false) == 0)
                                         settle(ctx, &fresh, M(fresh.state), SANDBOX_STOPPED, "its init process exited", false);
                                 sandbox_release(&fresh);
                         }

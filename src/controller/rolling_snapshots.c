@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "operations/sandbox_history.h"
+#include "runtime/runtime_registry.h"
 #include "spaced/log.h"
 #include "spaced/spaced_context.h"
 #include "spaced/wallclock.h"
@@ -58,22 +59,18 @@ static void retain(struct spaced_context *ctx, struct snapshot *snaps, size_t n,
 
 /* Takes the next rolling snapshot when one is due and the filesystem changed. */
 static void schedule(struct spaced_context *ctx, const struct sandbox *sb, const struct snapshot *latest, struct policy p,
-                     int64_t now, bool *synced)
+                     int64_t now)
 {
         if (sb->state != SANDBOX_RUNNING || p.interval_ms <= 0)
                 return;
         if (latest && (strcmp(latest->state, "ready") != 0 || now - latest->created_at_ms < p.interval_ms))
                 return;
         if (latest) {
-                char rootfs[PATH_MAX], snap[PATH_MAX];
-                if (!*synced) {
-                        btrfs_pool_sync(&ctx->pool); /* buffered writes must count as changes */
-                        *synced = true;
-                }
-                if (btrfs_pool_sandbox_path(&ctx->pool, sb->id, rootfs, sizeof(rootfs)) < 0 ||
-                    btrfs_pool_snapshot_path(&ctx->pool, latest->id, snap, sizeof(snap)) < 0)
+                char snap[PATH_MAX];
+                const struct runtime_driver *d = runtime_registry_find(&ctx->runtimes, sb->runtime);
+                if (!d || btrfs_pool_snapshot_path(&ctx->pool, latest->id, snap, sizeof(snap)) < 0)
                         return;
-                if (btrfs_pool_changed_since(rootfs, snap) == 0) {
+                if (d->ops->changed_since(d, sb, snap) == 0) {
                         log_debug("rolling.unchanged", "sandbox=%s since=%s", sb->id, latest->id);
                         return;
                 }
@@ -99,7 +96,6 @@ void rolling_snapshots_tick(struct spaced_context *ctx)
                 return;
         }
         int64_t now = wallclock_now_ms();
-        bool synced = false;
         for (size_t i = 0; i < n; i++) {
                 if (!all[i].rolling)
                         continue;
@@ -107,7 +103,7 @@ void rolling_snapshots_tick(struct spaced_context *ctx)
                 for (size_t k = 0; k < nsnaps; k++)
                         if (snaps[k].rolling && strcmp(snaps[k].sandbox_id, all[i].id) == 0)
                                 latest = &snaps[k];
-                schedule(ctx, &all[i], latest, policy_of(ctx, &all[i]), now, &synced);
+                schedule(ctx, &all[i], latest, policy_of(ctx, &all[i]), now);
         }
         /* Retention, for every sandbox that has rolling snapshots (also destroyed ones: their
          * snapshots expire under the server's default policy). */

@@ -17,7 +17,7 @@
 #include "cleanup.h"
 #include "data_plane/command_log.h"
 #include "data_plane/sandbox_logs.h"
-#include "runtime/runtime_driver.h"
+#include "runtime/runtime_registry.h"
 #include "spaced/dir_tree.h"
 #include "spaced/log.h"
 #include "spaced/spaced_context.h"
@@ -503,17 +503,22 @@ static void *channel_main(void *arg)
                         sleep_ms(WAIT_RUNNING_MS);
                         continue;
                 }
-                char sock[PATH_MAX];
-                ctx->driver->agent_socket(&sb, sock, sizeof(sock));
-                sandbox_release(&sb);
-
                 /* Starts wait while the agent says which jobs it has and the others are ended, so a
                  * command started meanwhile is never mistaken for one the agent lost. A frozen
                  * agent does not answer: give up the lock and try again later. */
                 struct agent_frame known;
                 _cleanup_free_ uint8_t *buf = NULL;
+                struct space_error unused;
                 command_channels_lock_starts(ch->chs, ch->sandbox_id);
-                int fd = agent_job_client_subscribe(sock, SUBSCRIBE_TIMEOUT_MS, &known, &buf);
+                int fd = runtime_registry_agent_connect(&ctx->runtimes, &sb, SUBSCRIBE_TIMEOUT_MS, &unused);
+                sandbox_release(&sb);
+                if (fd >= 0) {
+                        int r = agent_job_client_subscribe(fd, &known, &buf);
+                        if (r < 0) {
+                                close(fd);
+                                fd = r;
+                        }
+                }
                 if (fd >= 0)
                         channel_end_unknown(ch, &known, "agent_restarted", true);
                 command_channels_unlock_starts(ch->chs, ch->sandbox_id);

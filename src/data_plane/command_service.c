@@ -7,7 +7,8 @@
 #include <time.h>
 
 #include "data_plane/command_channels.h"
-#include "runtime/runtime_driver.h"
+#include "cleanup.h"
+#include "runtime/runtime_registry.h"
 #include "spaced/log.h"
 #include "spaced/spaced_context.h"
 #include "spaced/wallclock.h"
@@ -36,6 +37,20 @@ static int agent_error(struct space_error *err, int r, const char *what, const c
         }
 }
 
+/* A new connection to sb's agent for one request, or -1 with err set. */
+static int agent_connect(struct spaced_context *ctx, const struct sandbox *sb, struct space_error *err)
+{
+        struct space_error unused;
+        int fd = runtime_registry_agent_connect(&ctx->runtimes, sb, AGENT_JOB_CLIENT_TIMEOUT_MS, &unused);
+        if (fd >= 0)
+                return fd;
+        if (fd == -EPROTONOSUPPORT) {
+                *err = unused;
+                return -1;
+        }
+        return agent_error(err, fd, "reach the sandbox's agent", "");
+}
+
 static int require_running(const struct sandbox *sb, struct space_error *err)
 {
         if (sb->state == SANDBOX_RUNNING)
@@ -48,7 +63,7 @@ int command_service_start(struct spaced_context *ctx, const struct sandbox *sb, 
                           const char *tag, json_t *spec_json, struct command_record *ret, struct space_error *err)
 {
         struct command_record rec = { 0 };
-        char sock[PATH_MAX], msg[256] = "";
+        char msg[256] = "";
         if (require_running(sb, err) < 0)
                 return -1;
         int r = random_id("cmd-", 8, rec.id, sizeof(rec.id));
@@ -60,7 +75,9 @@ int command_service_start(struct spaced_context *ctx, const struct sandbox *sb, 
         rec.state = COMMAND_STARTING;
         rec.created_at_ms = wallclock_now_ms();
         spec->job_id = rec.id;
-        ctx->driver->agent_socket(sb, sock, sizeof(sock));
+        _cleanup_close_ int agent = agent_connect(ctx, sb, err);
+        if (agent < 0)
+                return -1;
         r = command_channels_ensure(ctx->channels, sb->id);
         if (r < 0)
                 return space_error_errno(err, r, "start output channel");
@@ -74,7 +91,7 @@ int command_service_start(struct spaced_context *ctx, const struct sandbox *sb, 
         }
         command_channels_notify(ctx->channels, rec.id, 0, false);
         uint32_t pid = 0;
-        r = agent_job_client_start(sock, spec, &pid, msg, sizeof(msg));
+        r = agent_job_client_start(agent, spec, &pid, msg, sizeof(msg));
         if (r < 0) {
                 int d = STORE(ctx, command_delete, sb->id, rec.id);
                 if (d < 0) /* left starting: the channel's reconciliation ends it as lost */
@@ -114,8 +131,8 @@ int command_service_get(struct spaced_context *ctx, const char *sandbox_id, cons
 }
 
 /* The command must exist and still run, and so must the sandbox. */
-static int control_prepare(struct spaced_context *ctx, const struct sandbox *sb, const char *command_id, char *sock,
-                           size_t size, struct space_error *err)
+static int control_prepare(struct spaced_context *ctx, const struct sandbox *sb, const char *command_id,
+                           struct space_error *err)
 {
         struct command_record rec;
         if (command_service_get(ctx, sb->id, command_id, &rec, err) < 0)
@@ -125,23 +142,23 @@ static int control_prepare(struct spaced_context *ctx, const struct sandbox *sb,
         if (state == COMMAND_EXITED || state == COMMAND_LOST)
                 return space_error_set(err, SPACE_E_INVALID_STATE, "command %s has %s", command_id,
                                        state == COMMAND_EXITED ? "exited" : "been lost");
-        if (require_running(sb, err) < 0)
-                return -1;
-        ctx->driver->agent_socket(sb, sock, size);
-        return 0;
+        return require_running(sb, err);
 }
 
 int command_service_input(struct spaced_context *ctx, const struct sandbox *sb, const char *command_id,
                           const void *data, size_t len, struct space_error *err)
 {
-        char sock[PATH_MAX], msg[256] = "";
-        if (control_prepare(ctx, sb, command_id, sock, sizeof(sock), err) < 0)
+        char msg[256] = "";
+        if (control_prepare(ctx, sb, command_id, err) < 0)
                 return -1;
         const char *p = data;
         /* The agent takes up to 4 MiB at a time; feed it in pieces and wait while it is full. */
         for (int waited = 0; len > 0 || p == data;) {
                 size_t piece = len > (1u << 20) ? (1u << 20) : len;
-                int r = agent_job_client_input(sock, command_id, p, piece, msg, sizeof(msg));
+                _cleanup_close_ int agent = agent_connect(ctx, sb, err);
+                if (agent < 0)
+                        return -1;
+                int r = agent_job_client_input(agent, command_id, p, piece, msg, sizeof(msg));
                 if (r == -EAGAIN && waited < INPUT_WAIT_MS) {
                         struct timespec ts = { 0, INPUT_RETRY_MS * 1000000L };
                         nanosleep(&ts, NULL);
@@ -163,29 +180,32 @@ int command_service_input(struct spaced_context *ctx, const struct sandbox *sb, 
 int command_service_close_stdin(struct spaced_context *ctx, const struct sandbox *sb, const char *command_id,
                                 struct space_error *err)
 {
-        char sock[PATH_MAX], msg[256] = "";
-        if (control_prepare(ctx, sb, command_id, sock, sizeof(sock), err) < 0)
+        char msg[256] = "";
+        _cleanup_close_ int agent = -1;
+        if (control_prepare(ctx, sb, command_id, err) < 0 || (agent = agent_connect(ctx, sb, err)) < 0)
                 return -1;
-        int r = agent_job_client_close_stdin(sock, command_id, msg, sizeof(msg));
+        int r = agent_job_client_close_stdin(agent, command_id, msg, sizeof(msg));
         return r < 0 ? agent_error(err, r, "close stdin", msg) : 0;
 }
 
 int command_service_signal(struct spaced_context *ctx, const struct sandbox *sb, const char *command_id, int sig,
                            struct space_error *err)
 {
-        char sock[PATH_MAX], msg[256] = "";
-        if (control_prepare(ctx, sb, command_id, sock, sizeof(sock), err) < 0)
+        char msg[256] = "";
+        _cleanup_close_ int agent = -1;
+        if (control_prepare(ctx, sb, command_id, err) < 0 || (agent = agent_connect(ctx, sb, err)) < 0)
                 return -1;
-        int r = agent_job_client_signal(sock, command_id, sig, msg, sizeof(msg));
+        int r = agent_job_client_signal(agent, command_id, sig, msg, sizeof(msg));
         return r < 0 ? agent_error(err, r, "signal", msg) : 0;
 }
 
 int command_service_resize(struct spaced_context *ctx, const struct sandbox *sb, const char *command_id, uint32_t cols,
                            uint32_t rows, struct space_error *err)
 {
-        char sock[PATH_MAX], msg[256] = "";
-        if (control_prepare(ctx, sb, command_id, sock, sizeof(sock), err) < 0)
+        char msg[256] = "";
+        _cleanup_close_ int agent = -1;
+        if (control_prepare(ctx, sb, command_id, err) < 0 || (agent = agent_connect(ctx, sb, err)) < 0)
                 return -1;
-        int r = agent_job_client_resize(sock, command_id, cols, rows, msg, sizeof(msg));
+        int r = agent_job_client_resize(agent, command_id, cols, rows, msg, sizeof(msg));
         return r < 0 ? agent_error(err, r, "resize", msg) : 0;
 }

@@ -18,7 +18,7 @@
 #include "cleanup.h"
 #include "e2b/e2b_connect.h"
 #include "e2b/e2b_routes.h"
-#include "runtime/runtime_driver.h"
+#include "runtime/runtime_registry.h"
 #include "spaced/spaced_context.h"
 
 #define FILES_TIMEOUT_MS 30000
@@ -27,23 +27,17 @@
 static int agent_connect(struct e2b_call *call, struct space_error *err)
 {
         struct sandbox sb;
-        char sock[PATH_MAX];
         int r = STORE(call->req.ctx, sandbox_get, call->sandbox_id, &sb);
         if (r == -ENOENT)
                 return space_error_set(err, SPACE_E_NOT_FOUND, "sandbox %s not found", call->sandbox_id);
         if (r < 0)
                 return space_error_errno(err, r, "load sandbox %s", call->sandbox_id);
-        bool running = sb.state == SANDBOX_RUNNING;
-        if (running)
-                call->req.ctx->driver->agent_socket(&sb, sock, sizeof(sock));
+        int fd = -1;
+        if (sb.state == SANDBOX_RUNNING)
+                fd = file_agent_connect(&call->req.ctx->runtimes, &sb, FILES_TIMEOUT_MS, err);
         else
                 space_error_set(err, SPACE_E_UNAVAILABLE, "sandbox %s is %s", sb.id, sandbox_state_name(sb.state));
         sandbox_release(&sb);
-        if (!running)
-                return -1;
-        int fd = agent_files_connect(sock, FILES_TIMEOUT_MS);
-        if (fd < 0)
-                return space_error_set(err, SPACE_E_UNAVAILABLE, "the sandbox's agent is not answering (%s)", strerror(-fd));
         return fd;
 }
 

@@ -5,13 +5,11 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
-#include <linux/openat2.h>
 #include <openssl/evp.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "api/api_json.h"
@@ -20,6 +18,7 @@
 #include "data_plane/command_service.h"
 #include "e2b/e2b_connect.h"
 #include "e2b/e2b_routes.h"
+#include "runtime/runtime_registry.h"
 #include "spaced/spaced_context.h"
 
 #define KEEPALIVE_DEFAULT_MS 30000
@@ -60,15 +59,9 @@ static int running_sandbox(struct e2b_call *call, struct sandbox *sb, struct spa
 /* Whether the sandbox's filesystem has an executable at path (resolved inside it). */
 static bool sandbox_has(struct spaced_context *ctx, const struct sandbox *sb, const char *path)
 {
-        char root[PATH_MAX];
-        if (btrfs_pool_sandbox_path(&ctx->pool, sb->id, root, sizeof(root)) < 0)
-                return true; /* let the start say what is wrong */
-        _cleanup_close_ int dir = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
-        if (dir < 0)
-                return true;
-        struct open_how how = { .flags = O_PATH | O_CLOEXEC, .resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS };
-        _cleanup_close_ int fd = (int)syscall(SYS_openat2, dir, path, &how, sizeof(how));
-        return fd >= 0 || errno != ENOENT;
+        const struct runtime_driver *d = runtime_registry_find(&ctx->runtimes, sb->runtime);
+        /* When it cannot tell, let the start say what is wrong. */
+        return !d || d->ops->path_exists(d, sb, path) != 0;
 }
 
 /* {"process": {"pid": N} | {"tag": "..."}} -> the running command. */

@@ -16,7 +16,7 @@
 #include "api/output_encoding.h"
 #include "e2b/e2b_multipart.h"
 #include "e2b/e2b_routes.h"
-#include "runtime/runtime_driver.h"
+#include "runtime/runtime_registry.h"
 #include "spaced/log.h"
 #include "spaced/spaced_context.h"
 
@@ -26,7 +26,6 @@ struct e2b_upload {
         struct spaced_context *ctx;
         struct sandbox sb;
         bool loaded;
-        char socket[PATH_MAX];
         char user[65];
         char query_path[PATH_MAX]; /* "" when not given */
         bool signed_url;           /* only query_path may be written, all or nothing */
@@ -81,7 +80,7 @@ static int file_open(struct e2b_upload *u, const char *given, uint64_t length)
                 return fail(u, &err);
         const char *agent_user = e2b_files_agent_user(u->user);
         struct agent_file_args a = { .path = path, .user = agent_user, .parents = true, .owner = agent_user };
-        if (file_upload_begin(u->ctx, &u->sb, u->socket, &a, length, &u->file, &err) < 0)
+        if (file_upload_begin(u->ctx, &u->sb, &a, length, &u->file, &err) < 0)
                 return fail(u, &err);
         return 0;
 }
@@ -207,7 +206,10 @@ int e2b_upload_begin(struct e2b_call *call, struct e2b_upload **ret, struct spac
                 upload_free(u);
                 return -1;
         }
-        u->ctx->driver->agent_socket(&u->sb, u->socket, sizeof(u->socket));
+        if (!runtime_registry_for(&u->ctx->runtimes, &u->sb, err)) {
+                upload_free(u);
+                return -1;
+        }
         if (gzip) {
                 u->zout = malloc(INFLATE_CHUNK);
                 if (!u->zout || inflateInit2(&u->zs, 16 + MAX_WBITS) != Z_OK) {

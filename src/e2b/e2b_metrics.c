@@ -7,11 +7,10 @@
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/statvfs.h>
 #include <time.h>
 
 #include "api/api_render.h"
-#include "runtime/cgroup/cgroup_manager.h"
+#include "runtime/runtime_registry.h"
 #include "spaced/spaced_context.h"
 #include "spaced/wallclock.h"
 #include "state_store/state_store.h"
@@ -58,13 +57,14 @@ static const struct sample *ring_last(const struct ring *r)
  * was created). */
 static void sample_take(struct spaced_context *ctx, const struct sandbox *sb, const struct sample *prev, struct sample *ret)
 {
-        struct cgroup_events ev = { 0 };
-        struct statvfs vfs;
-        char root[PATH_MAX];
+        struct runtime_stats ev;
+        const struct runtime_driver *d = runtime_registry_find(&ctx->runtimes, sb->runtime);
         memset(ret, 0, sizeof(*ret));
         ret->ts_ms = wallclock_now_ms();
         ret->cpu_count = cpu_count_of(sb);
-        if (ctx->cgroups->read_events(sb->id, &ev) == 0) {
+        if (!d || d->ops->stats(d, sb, &ev) < 0)
+                memset(&ev, 0, sizeof(ev));
+        else {
                 ret->cpu_us = ev.cpu_usage_us;
                 ret->mem_used = ev.memory_bytes;
                 ret->mem_cache = ev.memory_cache_bytes;
@@ -78,10 +78,8 @@ static void sample_take(struct spaced_context *ctx, const struct sandbox *sb, co
                 double pct = (double)(ret->cpu_us - since_cpu) / 10.0 / (double)(ret->ts_ms - since_ms) / ret->cpu_count;
                 ret->cpu_pct = pct > 100 ? 100 : pct;
         }
-        if (btrfs_pool_sandbox_path(&ctx->pool, sb->id, root, sizeof(root)) >= 0 && statvfs(root, &vfs) == 0) {
-                ret->disk_total = (uint64_t)vfs.f_blocks * vfs.f_frsize;
-                ret->disk_used = (uint64_t)(vfs.f_blocks - vfs.f_bfree) * vfs.f_frsize;
-        }
+        ret->disk_total = ev.disk_total_bytes;
+        ret->disk_used = ev.disk_total_bytes - ev.disk_free_bytes;
 }
 
 static json_t *sample_render(const struct sample *s)

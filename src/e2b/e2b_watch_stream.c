@@ -17,7 +17,7 @@
 #include "cleanup.h"
 #include "e2b/e2b_connect.h"
 #include "e2b/e2b_routes.h"
-#include "runtime/runtime_driver.h"
+#include "runtime/runtime_registry.h"
 #include "spaced/spaced_context.h"
 #include "spaced/wallclock.h"
 
@@ -140,7 +140,7 @@ void e2b_fs_watch_dir(struct e2b_call *call, struct api_response *resp)
         json_t *msg = NULL;
         struct sandbox sb;
         struct agent_file_reply reply = { .fd = -1 };
-        char sock[PATH_MAX], text[512] = "";
+        char text[512] = "";
         struct watch_stream *st = calloc(1, sizeof(*st));
         if (!st) {
                 space_error_set(&err, SPACE_E_INTERNAL, "out of memory");
@@ -157,14 +157,11 @@ void e2b_fs_watch_dir(struct e2b_call *call, struct api_response *resp)
                 space_error_set(&err, r == -ENOENT ? SPACE_E_NOT_FOUND : SPACE_E_UNAVAILABLE, "sandbox %s is not running", call->sandbox_id);
                 goto fail;
         }
-        call->req.ctx->driver->agent_socket(&sb, sock, sizeof(sock));
-        sandbox_release(&sb);
         /* No read timeout: the stream waits for events as long as the client stays. */
-        st->agent = agent_files_connect(sock, 0);
-        if (st->agent < 0) {
-                space_error_set(&err, SPACE_E_UNAVAILABLE, "the sandbox's agent is not answering");
+        st->agent = file_agent_connect(&call->req.ctx->runtimes, &sb, 0, &err);
+        sandbox_release(&sb);
+        if (st->agent < 0)
                 goto fail;
-        }
         struct timeval tv = { .tv_sec = 30 };
         setsockopt(st->agent, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
         struct agent_file_args a = { .path = st->dir, .recursive = json_is_true(json_object_get(msg, "recursive")),

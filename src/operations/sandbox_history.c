@@ -10,7 +10,7 @@
 #include "operations/operation_queue.h"
 #include "operations/sandbox_lifecycle.h"
 #include "operations/storage_gate.h"
-#include "runtime/runtime_driver.h"
+#include "runtime/runtime_registry.h"
 #include "spaced/log.h"
 #include "spaced/spaced_context.h"
 #include "spaced/wallclock.h"
@@ -73,14 +73,22 @@ static int queue(struct spaced_context *ctx, const struct operation *op, struct 
 int sandbox_history_snapshot(struct spaced_context *ctx, const char *sandbox_id, const char *label, bool memory, bool rolling,
                              struct snapshot *ret_snap, struct operation *ret_op, struct space_error *err)
 {
-        if (memory && !ctx->driver->caps_detected->memory_snapshot)
+        /* Asked of the default driver before the sandbox is looked up, then of its own. */
+        const struct runtime_driver *d = runtime_registry_default(&ctx->runtimes);
+        if (memory && !d->caps.memory_snapshot)
                 return space_error_set(err, SPACE_E_UNSUPPORTED, "memory snapshots are not available with the %s runtime on this host: %s",
-                                       ctx->driver->name, ctx->driver->caps_detected->memory_snapshot_detail);
+                                       d->ops->name, d->caps.memory_snapshot_detail);
         struct sandbox sb;
         if (storage_gate_check(ctx, STORAGE_WRITES, err) < 0 || load_sandbox(ctx, sandbox_id, &sb, err) < 0)
                 return -1;
         enum sandbox_state state = sb.state;
+        d = runtime_registry_for(&ctx->runtimes, &sb, err);
         sandbox_release(&sb);
+        if (!d)
+                return -1;
+        if (memory && !d->caps.memory_snapshot)
+                return space_error_set(err, SPACE_E_UNSUPPORTED, "memory snapshots are not available with the %s runtime on this host: %s",
+                                       d->ops->name, d->caps.memory_snapshot_detail);
         if (!(SNAPSHOTTABLE & M(state)))
                 return space_error_set(err, SPACE_E_INVALID_STATE, "cannot snapshot sandbox %s while it is %s", sandbox_id,
                                        sandbox_state_name(state));
@@ -102,7 +110,8 @@ static int take_snapshot(struct spaced_context *ctx, struct sandbox *sb, struct 
         char dst[PATH_MAX];
         if (!(SNAPSHOTTABLE & M(sb->state)))
                 return space_error_set(err, SPACE_E_INVALID_STATE, "sandbox %s became %s", sb->id, sandbox_state_name(sb->state));
-        if (snapshot_dir(ctx, snap->id, dst, sizeof(dst), err) < 0 || ctx->driver->snapshot_rootfs(sb, dst, &snap->pause_us, err) < 0)
+        const struct runtime_driver *d = runtime_registry_for(&ctx->runtimes, sb, err);
+        if (!d || snapshot_dir(ctx, snap->id, dst, sizeof(dst), err) < 0 || d->ops->snapshot_rootfs(d, sb, dst, &snap->pause_us, err) < 0)
                 return -1;
         snprintf(snap->parent_snapshot_id, sizeof(snap->parent_snapshot_id), "%s", sb->head_snapshot_id);
         snprintf(snap->state, sizeof(snap->state), "ready");
@@ -253,8 +262,9 @@ int sandbox_op_restore(struct spaced_context *ctx, struct operation *op, struct 
                 space_error_set(err, SPACE_E_INVALID_STATE, "sandbox %s is %s, not restoring", sb.id, sandbox_state_name(sb.state));
                 goto out;
         }
-        if (!snap_id || snapshot_dir(ctx, snap_id, src, sizeof(src), err) < 0 || ctx->driver->stop(&sb, err) < 0 ||
-            ctx->driver->restore_rootfs(&sb, src, err) < 0) {
+        const struct runtime_driver *d = runtime_registry_for(&ctx->runtimes, &sb, err);
+        if (!d || !snap_id || snapshot_dir(ctx, snap_id, src, sizeof(src), err) < 0 || d->ops->stop(d, &sb, err) < 0 ||
+            d->ops->restore_rootfs(d, &sb, src, err) < 0) {
                 snprintf(reason, sizeof(reason), "restore failed: %s", err->message);
                 sandbox_step_move(ctx, sb.id, M(SANDBOX_RESTORING), SANDBOX_STOPPED, reason, &ignored);
                 goto out;
@@ -262,7 +272,7 @@ int sandbox_op_restore(struct spaced_context *ctx, struct operation *op, struct 
         /* The new head and the cleared runtime handle go with the final state, in one
          * transaction (a start that fails is written the same way, without the op). */
         struct sandbox_settlement done = { .from_mask = M(SANDBOX_RESTORING), .to = SANDBOX_STOPPED, .reason = "",
-                                           .head_snapshot_id = snap_id, .set_runtime = true };
+                                           .head_snapshot_id = snap_id, .set_runtime = true, .runtime_state = "" };
         if (restart && sandbox_step_launch(ctx, &sb, err) < 0) {
                 snprintf(reason, sizeof(reason), "restored, but start failed: %s", err->message);
                 done.reason = reason;
@@ -299,6 +309,7 @@ static void child_from_parent(struct sandbox *child, const struct sandbox *paren
         child->state = SANDBOX_CREATING;
         snprintf(child->template_name, sizeof(child->template_name), "%s", parent->template_name);
         child->environment = json_incref(parent->environment);
+        snprintf(child->runtime, sizeof(child->runtime), "%s", parent->runtime); /* the same driver reads its rootfs */
         child->resources = parent->resources;
         child->env = json_incref(parent->env);
         child->metadata = json_incref(metadata ? metadata : parent->metadata);
@@ -352,12 +363,6 @@ int sandbox_history_fork(struct spaced_context *ctx, const char *sandbox_id, con
         json_t *child_ids = json_array();
         for (; made < count; made++) {
                 child_from_parent(&children[made], &parent, snap.id, metadata);
-                if (sandbox_uid_allocate(ctx, &children[made].uid_base) < 0) {
-                        sandbox_release(&children[made]);
-                        json_decref(child_ids);
-                        space_error_set(err, SPACE_E_UNAVAILABLE, "no free uid range for another sandbox");
-                        goto out;
-                }
                 memcpy(ids[made], children[made].id, sizeof(ids[made]));
                 json_array_append_new(child_ids, json_string(children[made].id));
         }
@@ -381,14 +386,10 @@ int sandbox_history_fork(struct spaced_context *ctx, const char *sandbox_id, con
         if (r == 0) {
                 *ret_ids = ids;
                 ids = NULL;
-                made = 0; /* the uid ranges now belong to stored rows */
         }
 out:
-        for (int i = 0; children && i < count; i++) {
-                if (i < made)
-                        sandbox_uid_release(children[i].uid_base);
+        for (int i = 0; children && i < count; i++)
                 sandbox_release(&children[i]);
-        }
         free(children);
         free(ids);
         sandbox_release(&parent);
@@ -415,18 +416,22 @@ static int start_child(struct spaced_context *ctx, const char *id, const char *s
         if (sandbox_step_load(ctx, id, &child, err) < 0)
                 return -1;
         int r = 0;
-        if (child.state == SANDBOX_CREATING) {
-                if (ctx->driver->stop(&child, err) < 0 || ctx->driver->create_rootfs(&child, src, err) < 0 ||
+        const struct runtime_driver *d = runtime_registry_for(&ctx->runtimes, &child, err);
+        if (child.state == SANDBOX_CREATING && !d) {
+                sandbox_step_move(ctx, child.id, M(SANDBOX_CREATING), SANDBOX_FAILED, err->message, &ignored);
+                r = -1;
+        } else if (child.state == SANDBOX_CREATING) {
+                if (d->ops->stop(d, &child, err) < 0 || d->ops->create_rootfs(d, &child, src, err) < 0 ||
                     sandbox_step_launch(ctx, &child, err) < 0) {
-                        ctx->driver->stop(&child, &ignored);
-                        ctx->driver->destroy_rootfs(&child, &ignored);
+                        d->ops->stop(d, &child, &ignored);
+                        d->ops->destroy_rootfs(d, &child, &ignored);
                         sandbox_step_move(ctx, child.id, M(SANDBOX_CREATING), SANDBOX_FAILED, err->message, &ignored);
                         r = -1;
                 } else if (settle_child_running(ctx, &child) < 0) {
                         /* Destroyed while we launched it (its destroy runs apart from this fork):
                          * leave nothing behind whichever of the two finishes last. */
-                        ctx->driver->stop(&child, &ignored);
-                        ctx->driver->destroy_rootfs(&child, &ignored);
+                        d->ops->stop(d, &child, &ignored);
+                        d->ops->destroy_rootfs(d, &child, &ignored);
                 }
         }
         sandbox_release(&child);

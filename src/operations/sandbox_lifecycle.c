@@ -13,17 +13,14 @@
 #include "operations/operation_queue.h"
 #include "operations/storage_gate.h"
 #include "operations/sandbox_history.h"
-#include "runtime/runtime_driver.h"
+#include "runtime/runtime_registry.h"
 #include "spaced/log.h"
 #include "spaced/spaced_context.h"
-#include "storage/btrfs_quota.h"
 #include "spaced/wallclock.h"
 #include "templates/template_catalog.h"
 #include "templates/template_ref.h"
 
 #define M(s) (1u << (s))
-#define UID_BASE_FIRST 1000000u
-#define UID_SLOTS 16000u
 
 static const struct {
         const char *name;
@@ -51,61 +48,6 @@ int sandbox_action_from_name(const char *name, enum sandbox_action *ret)
         return -EINVAL;
 }
 
-/* Each live sandbox gets its own 65536 host uids so sandboxes cannot touch each other's files
- * or processes even if one escaped its namespaces' view. Slots in use are kept in memory,
- * loaded from the store once; a slot is free again when its sandbox is destroyed. */
-static pthread_mutex_t uid_lock = PTHREAD_MUTEX_INITIALIZER;
-static uint8_t uid_used[UID_SLOTS];
-static bool uid_loaded;
-
-static int uid_slot(uint32_t base)
-{
-        if (base < UID_BASE_FIRST || (base - UID_BASE_FIRST) % 65536u || (base - UID_BASE_FIRST) / 65536u >= UID_SLOTS)
-                return -1;
-        return (int)((base - UID_BASE_FIRST) / 65536u);
-}
-
-/* Called with uid_lock held. */
-static int allocate_uid_base_locked(struct spaced_context *ctx, uint32_t *ret)
-{
-        if (!uid_loaded) {
-                struct sandbox *all = NULL;
-                size_t n = 0;
-                int r = STORE(ctx, sandbox_list, -1, NULL, NULL, &all, &n);
-                if (r < 0)
-                        return r;
-                for (size_t i = 0; i < n; i++)
-                        if (uid_slot(all[i].uid_base) >= 0)
-                                uid_used[uid_slot(all[i].uid_base)] = 1;
-                sandbox_array_free(all, n);
-                uid_loaded = true;
-        }
-        for (uint32_t slot = 0; slot < UID_SLOTS; slot++)
-                if (!uid_used[slot]) {
-                        uid_used[slot] = 1;
-                        *ret = UID_BASE_FIRST + slot * 65536u;
-                        return 0;
-                }
-        return -ENOSPC;
-}
-
-int sandbox_uid_allocate(struct spaced_context *ctx, uint32_t *ret)
-{
-        pthread_mutex_lock(&uid_lock);
-        int r = allocate_uid_base_locked(ctx, ret);
-        pthread_mutex_unlock(&uid_lock);
-        return r;
-}
-
-void sandbox_uid_release(uint32_t base)
-{
-        int slot = uid_slot(base);
-        pthread_mutex_lock(&uid_lock);
-        if (slot >= 0 && uid_loaded)
-                uid_used[slot] = 0;
-        pthread_mutex_unlock(&uid_lock);
-}
-
 /* A sandbox made from a snapshot: its origin's template and environment binding, when the
  * origin is known here (an imported snapshot may have none). */
 static int bind_to_snapshot(struct spaced_context *ctx, struct sandbox *sb, struct space_error *err)
@@ -128,7 +70,8 @@ static int bind_to_snapshot(struct spaced_context *ctx, struct sandbox *sb, stru
                 char base[64];
                 snprintf(sb->template_name, sizeof(sb->template_name), "snapshot");
                 snprintf(base, sizeof(base), "snapshot:%s", snap.id);
-                sb->environment = json_pack("{s:s, s:s, s:s}", "driver", ctx->driver->name, "driver_version", ctx->driver->version,
+                const struct runtime_driver *d = runtime_registry_default(&ctx->runtimes);
+                sb->environment = json_pack("{s:s, s:s, s:s}", "driver", d->ops->name, "driver_version", d->ops->version,
                                             "base", base);
         }
         snprintf(sb->parent_sandbox_id, sizeof(sb->parent_sandbox_id), "%s", snap.sandbox_id);
@@ -177,7 +120,13 @@ int sandbox_lifecycle_create(struct spaced_context *ctx, struct sandbox *sb, str
                 sb->env = merged;
         }
         template_record_release(&t);
-insert:
+insert:;
+        /* The runtime the binding names runs it, for as long as it lives. */
+        const struct runtime_driver *driver = runtime_registry_for_binding(&ctx->runtimes, sb->environment, err);
+        if (!driver)
+                return -1;
+        snprintf(sb->runtime, sizeof(sb->runtime), "%s", driver->ops->name);
+        sb->runtime_state[0] = '\0';
         random_id("sb-", 8, sb->id, sizeof(sb->id));
         sb->state = SANDBOX_CREATING;
         sb->created_at_ms = sb->updated_at_ms = wallclock_now_ms();
@@ -185,16 +134,7 @@ insert:
         /* A snapshot it is made from stays until the create has run (checked as it is stored). */
         snprintf(ret_op->snapshot_id, sizeof(ret_op->snapshot_id), "%s", sb->parent_snapshot_id);
 
-        pthread_mutex_lock(&uid_lock);
-        r = allocate_uid_base_locked(ctx, &sb->uid_base);
-        if (r == 0) {
-                r = STORE(ctx, sandbox_insert, sb, ret_op);
-                if (r < 0)
-                        uid_used[uid_slot(sb->uid_base)] = 0;
-        }
-        pthread_mutex_unlock(&uid_lock);
-        if (r == -ENOSPC)
-                return space_error_set(err, SPACE_E_UNAVAILABLE, "no free uid range for another sandbox");
+        r = STORE(ctx, sandbox_insert, sb, ret_op);
         if (r == -ENOENT && sb->parent_snapshot_id[0])
                 return space_error_set(err, SPACE_E_NOT_FOUND, "snapshot %s not found (deleted meanwhile)", sb->parent_snapshot_id);
         if (r < 0)
@@ -280,10 +220,10 @@ static int sandbox_disk_limit(struct spaced_context *ctx, const struct sandbox *
 {
         if (!ctx->cfg.disk_quota)
                 return 0;
-        char rootfs[PATH_MAX];
-        int q = btrfs_pool_sandbox_path(&ctx->pool, sb->id, rootfs, sizeof(rootfs));
-        if (q == 0)
-                q = btrfs_quota_limit_subvolume(rootfs, (uint64_t)sb->resources.disk_mb << 20);
+        const struct runtime_driver *d = runtime_registry_for(&ctx->runtimes, sb, err);
+        if (!d)
+                return -1;
+        int q = d->ops->disk_limit(d, sb, (uint64_t)sb->resources.disk_mb << 20);
         if (q == -EDQUOT)
                 return space_error_set(err, SPACE_E_UNAVAILABLE,
                                        "the pool's space for sandboxes is used up (all sandboxes together are at the "
@@ -299,13 +239,12 @@ int sandbox_lifecycle_disk_limits(struct spaced_context *ctx)
         if (r < 0)
                 return r;
         for (size_t i = 0; i < n; i++) {
-                struct space_error err = { 0 };
-                char rootfs[PATH_MAX];
-                if (all[i].state == SANDBOX_DESTROYED ||
-                    btrfs_pool_sandbox_path(&ctx->pool, all[i].id, rootfs, sizeof(rootfs)) < 0 || access(rootfs, F_OK) < 0)
+                const struct runtime_driver *d = runtime_registry_find(&ctx->runtimes, all[i].runtime);
+                if (all[i].state == SANDBOX_DESTROYED || !d || !ctx->cfg.disk_quota)
                         continue;
-                if (sandbox_disk_limit(ctx, &all[i], &err) < 0)
-                        log_warn("sandbox.disk_limit_failed", "sandbox=%s error=\"%s\"", all[i].id, LOG_ESC(err.message));
+                int q = d->ops->disk_limit(d, &all[i], (uint64_t)all[i].resources.disk_mb << 20);
+                if (q < 0 && q != -ENOENT) /* -ENOENT: no rootfs (yet, or any more) */
+                        log_warn("sandbox.disk_limit_failed", "sandbox=%s error=\"%s\"", all[i].id, strerror(-q));
         }
         sandbox_array_free(all, n);
         return 0;
@@ -320,12 +259,13 @@ int sandbox_step_launch(struct spaced_context *ctx, struct sandbox *sb, struct s
          * never without one. */
         if (sandbox_disk_limit(ctx, sb, err) < 0)
                 return -1;
-        if (ctx->driver->start(sb, err) < 0)
+        const struct runtime_driver *d = runtime_registry_for(&ctx->runtimes, sb, err);
+        if (!d || d->ops->start(d, sb, err) < 0)
                 return -1;
-        int r = STORE(ctx, sandbox_set_runtime, sb->id, sb->pid, sb->pid_start);
+        int r = STORE(ctx, sandbox_set_runtime, sb->id, sb->runtime_state);
         if (r < 0) {
                 struct space_error ignored;
-                ctx->driver->stop(sb, &ignored);
+                d->ops->stop(d, sb, &ignored);
                 return space_error_errno(err, r, "store runtime of %s", sb->id);
         }
         return 0;
@@ -334,6 +274,7 @@ int sandbox_step_launch(struct spaced_context *ctx, struct sandbox *sb, struct s
 int sandbox_op_create(struct spaced_context *ctx, struct operation *op, struct space_error *err)
 {
         struct sandbox sb;
+        const struct runtime_driver *d = NULL;
         char tpath[PATH_MAX];
         if (sandbox_step_load(ctx, op->target, &sb, err) < 0)
                 return -1;
@@ -350,7 +291,8 @@ int sandbox_op_create(struct spaced_context *ctx, struct operation *op, struct s
         }
         /* A create redone after a crash may find processes of the first attempt using the
          * rootfs: clear them before the rootfs is made again. */
-        if (ctx->driver->stop(&sb, err) < 0 || ctx->driver->create_rootfs(&sb, tpath, err) < 0 || sandbox_step_launch(ctx, &sb, err) < 0)
+        if (!(d = runtime_registry_for(&ctx->runtimes, &sb, err)) || d->ops->stop(d, &sb, err) < 0 ||
+            d->ops->create_rootfs(d, &sb, tpath, err) < 0 || sandbox_step_launch(ctx, &sb, err) < 0)
                 goto fail;
         struct sandbox_settlement running = { .from_mask = M(SANDBOX_CREATING), .to = SANDBOX_RUNNING, .reason = "",
                                                .set_expiry = true, .expires_at_ms = sandbox_step_expiry_at(&sb) };
@@ -359,8 +301,10 @@ int sandbox_op_create(struct spaced_context *ctx, struct operation *op, struct s
         goto out;
 fail: {
         struct space_error ignored;
-        ctx->driver->stop(&sb, &ignored);
-        ctx->driver->destroy_rootfs(&sb, &ignored);
+        if (d) {
+                d->ops->stop(d, &sb, &ignored);
+                d->ops->destroy_rootfs(d, &sb, &ignored);
+        }
         struct sandbox_settlement failed = { .from_mask = M(SANDBOX_CREATING), .to = SANDBOX_FAILED, .reason = err->message };
         sandbox_step_settle(ctx, op, sb.id, &failed, err, &ignored);
 }
@@ -394,12 +338,13 @@ int sandbox_op_start(struct spaced_context *ctx, struct operation *op, struct sp
 int sandbox_op_stop(struct spaced_context *ctx, struct operation *op, struct space_error *err)
 {
         struct sandbox sb;
+        const struct runtime_driver *d;
         if (sandbox_step_load(ctx, op->target, &sb, err) < 0)
                 return -1;
         int r = -1;
         if (sb.state != SANDBOX_STOPPING)
                 space_error_set(err, SPACE_E_INVALID_STATE, "sandbox %s is %s, not stopping", sb.id, sandbox_state_name(sb.state));
-        else if (ctx->driver->stop(&sb, err) == 0) {
+        else if ((d = runtime_registry_for(&ctx->runtimes, &sb, err)) && d->ops->stop(d, &sb, err) == 0) {
                 struct sandbox_settlement stopped = { .from_mask = M(SANDBOX_STOPPING), .to = SANDBOX_STOPPED, .reason = "",
                                                        .set_runtime = true, .set_expiry = true };
                 r = sandbox_step_settle(ctx, op, sb.id, &stopped, NULL, err);
@@ -411,6 +356,7 @@ int sandbox_op_stop(struct spaced_context *ctx, struct operation *op, struct spa
 static int freeze_op(struct spaced_context *ctx, struct operation *op, bool pause, struct space_error *err)
 {
         struct sandbox sb;
+        const struct runtime_driver *d;
         if (sandbox_step_load(ctx, op->target, &sb, err) < 0)
                 return -1;
         enum sandbox_state from = pause ? SANDBOX_RUNNING : SANDBOX_PAUSED;
@@ -420,7 +366,8 @@ static int freeze_op(struct spaced_context *ctx, struct operation *op, bool paus
                 r = 0; /* redone after a restart: already there */
         else if (sb.state != from)
                 space_error_set(err, SPACE_E_INVALID_STATE, "sandbox %s is %s", sb.id, sandbox_state_name(sb.state));
-        else if ((pause ? ctx->driver->pause(&sb, err) : ctx->driver->resume(&sb, err)) == 0) {
+        else if ((d = runtime_registry_for(&ctx->runtimes, &sb, err)) &&
+                 (pause ? d->ops->pause(d, &sb, err) : d->ops->resume(d, &sb, err)) == 0) {
                 struct sandbox_settlement moved = { .from_mask = M(from), .to = to, .reason = "", .set_expiry = !pause,
                                                     .expires_at_ms = pause ? 0 : sandbox_step_expiry_at(&sb) };
                 r = sandbox_step_settle(ctx, op, sb.id, &moved, NULL, err);
@@ -442,6 +389,7 @@ int sandbox_op_resume(struct spaced_context *ctx, struct operation *op, struct s
 int sandbox_op_destroy(struct spaced_context *ctx, struct operation *op, struct space_error *err)
 {
         struct sandbox sb;
+        const struct runtime_driver *d;
         if (sandbox_step_load(ctx, op->target, &sb, err) < 0)
                 return -1;
         int r = -1;
@@ -449,15 +397,15 @@ int sandbox_op_destroy(struct spaced_context *ctx, struct operation *op, struct 
                 r = 0;
         else if (sb.state != SANDBOX_DESTROYING)
                 space_error_set(err, SPACE_E_INVALID_STATE, "sandbox %s is %s, not destroying", sb.id, sandbox_state_name(sb.state));
-        else if (ctx->driver->stop(&sb, err) == 0 && ctx->driver->destroy_rootfs(&sb, err) == 0) {
+        else if ((d = runtime_registry_for(&ctx->runtimes, &sb, err)) && d->ops->stop(d, &sb, err) == 0 &&
+                 d->ops->destroy_rootfs(d, &sb, err) == 0) {
                 /* Everything on disk goes before the row says destroyed (a re-run then has it all). */
                 char logs[PATH_MAX];
                 command_channels_log_dir(ctx, sb.id, NULL, logs, sizeof(logs));
                 (void)command_log_remove(logs);
                 struct sandbox_settlement destroyed = { .from_mask = M(SANDBOX_DESTROYING), .to = SANDBOX_DESTROYED, .reason = "",
                                                          .set_runtime = true, .set_expiry = true };
-                if ((r = sandbox_step_settle(ctx, op, sb.id, &destroyed, NULL, err)) == 0)
-                        sandbox_uid_release(sb.uid_base);
+                r = sandbox_step_settle(ctx, op, sb.id, &destroyed, NULL, err);
         }
         sandbox_release(&sb);
         return r;

@@ -46,6 +46,3 @@ int sandbox_step_settle(struct spaced_context *ctx, struct operation *op, const 
  * store cannot be read. */
 int sandbox_lifecycle_disk_limits(struct spaced_context *ctx);
 int sandbox_step_launch(struct spaced_context *ctx, struct sandbox *sb, struct space_error *err);
-/* A unique host uid range for a new sandbox, and its release on destroy. */
-int sandbox_uid_allocate(struct spaced_context *ctx, uint32_t *ret);
-void sandbox_uid_release(uint32_t base);

@@ -1,5 +1,6 @@
 /* runtime_driver: how a sandbox's processes and root filesystem are made and managed.
- * A const table per driver (namespaces now, microvm later), chosen at start. Every function
+ * A const ops table per driver kind (namespaces now, microvm later) and an instance per
+ * configured driver (runtime_registry.h); each sandbox names its driver (sb->runtime). Every function
  * is idempotent where it can be, so a crash mid-way can simply be redone. Returns 0 or -1
  * with err filled (code + message for the API caller). */
 #pragma once
@@ -12,13 +13,14 @@
 #include "state_store/state_store.h"
 
 struct btrfs_pool;
-struct cgroup_manager;
 
 struct runtime_config {
         const struct btrfs_pool *pool;
-        const struct cgroup_manager *cgroups;
+        const char *instance;  /* this daemon's instance id (spaced/instance_id.h) */
+        const char *state_dir; /* this daemon's state directory */
         char run_dir[4096];    /* <state>/run: per-sandbox host-side directories */
         char agent_path[4096]; /* the static space-agent binary */
+        char uid_range_dir[4096]; /* host-wide uid range records; "" for the default */
 };
 
 struct exec_request {
@@ -47,40 +49,97 @@ struct exec_result {
         uint64_t duration_us;
 };
 void exec_result_release(struct exec_result *r);
+struct runtime_stats;
+/* Sets r->oom_killed / pids_limit_hit from the driver's figures before and after a command
+ * (before_r / after_r: what stats() returned). A figure that could not be read says nothing:
+ * both flags stay false unless both reads succeeded. */
+void exec_result_set_limits(struct exec_result *r, int before_r, const struct runtime_stats *before, int after_r,
+                            const struct runtime_stats *after);
 
 struct runtime_capabilities {
         bool memory_snapshot;
         bool pause;
+        bool fd_passing; /* the agent connection can carry SCM_RIGHTS descriptors (same kernel) */
         char memory_snapshot_detail[160]; /* why (not), for operators; filled at init */
+        char cgroup[8];                   /* the cgroup backend ("v1" | "v2"), "" for none */
+};
+
+/* What a driver reports about a sandbox's resource use (cgroup figures for namespaces).
+ * Zero where the driver cannot tell. */
+struct runtime_stats {
+        uint64_t oom_kills;          /* processes killed by the OOM killer */
+        uint64_t pids_max_hits;      /* fork/clone refused by the process limit */
+        uint64_t cpu_usage_us;       /* total CPU time */
+        uint64_t memory_bytes;       /* current usage */
+        uint64_t memory_cache_bytes; /* of which page cache */
+        uint64_t memory_limit_bytes; /* 0 when there is none */
+        uint64_t disk_total_bytes;   /* the filesystem the sandbox's root lives on */
+        uint64_t disk_free_bytes;
+};
+
+struct runtime_driver;
+
+/* One driver implementation. Every function takes the instance it runs on: all state
+ * (config, cgroups, uid ranges, the agent image) lives in d->state, none in the module, so
+ * several instances (and a fake one in tests) can live in one process. A sandbox's
+ * driver-owned handle is sb->runtime_state (JSON text the driver alone reads and writes). */
+struct runtime_driver_ops {
+        const char *name;
+        const char *version;
+        /* Fills d->state and d->caps. On failure d->state is freed (or left NULL). */
+        int (*init)(struct runtime_driver *d, const struct runtime_config *cfg, struct space_error *err);
+        void (*free)(struct runtime_driver *d);
+        /* Makes the sandbox's root filesystem from a template's (writable copy). */
+        int (*create_rootfs)(const struct runtime_driver *d, const struct sandbox *sb, const char *template_path,
+                             struct space_error *err);
+        int (*destroy_rootfs)(const struct runtime_driver *d, const struct sandbox *sb, struct space_error *err);
+        /* A read-only, consistent copy of the rootfs at dst: a running sandbox is frozen for it
+         * (the time frozen goes to *ret_pause_us). Its cost does not grow with the data. */
+        int (*snapshot_rootfs)(const struct runtime_driver *d, const struct sandbox *sb, const char *dst,
+                               int64_t *ret_pause_us, struct space_error *err);
+        /* Replaces the rootfs of a stopped sandbox with a writable copy of src, atomically:
+         * redone after a crash, it finishes the swap. */
+        int (*restore_rootfs)(const struct runtime_driver *d, const struct sandbox *sb, const char *src,
+                              struct space_error *err);
+        /* Launches the sandbox; fills sb->runtime_state (the caller stores it). Kills any
+         * leftover first. */
+        int (*start)(const struct runtime_driver *d, struct sandbox *sb, struct space_error *err);
+        /* Kills every process of the sandbox and removes its host-side run state. */
+        int (*stop)(const struct runtime_driver *d, const struct sandbox *sb, struct space_error *err);
+        int (*pause)(const struct runtime_driver *d, const struct sandbox *sb, struct space_error *err);
+        int (*resume)(const struct runtime_driver *d, const struct sandbox *sb, struct space_error *err);
+        int (*exec)(const struct runtime_driver *d, const struct sandbox *sb, const struct exec_request *req,
+                    struct exec_result *ret, struct space_error *err);
+        /* 1 if the sandbox's init is alive (and, when deep, its agent answers), 0 if not. */
+        int (*probe)(const struct runtime_driver *d, const struct sandbox *sb, bool deep);
+        /* A connected, blocking stream to the sandbox's agent (the data plane's way in), with
+         * send/receive timeouts of timeout_ms (0: none); the caller closes it. -errno:
+         * -ECONNREFUSED / -ENOENT when no agent listens. */
+        int (*agent_connect)(const struct runtime_driver *d, const struct sandbox *sb, int timeout_ms);
+        /* Resource figures of the sandbox; 0 or -errno (*ret is zeroed either way). */
+        int (*stats)(const struct runtime_driver *d, const struct sandbox *sb, struct runtime_stats *ret);
+        /* 1 if path exists in the sandbox's filesystem (resolved as inside it), 0 if not, -errno. */
+        int (*path_exists)(const struct runtime_driver *d, const struct sandbox *sb, const char *path);
+        /* 1 if the sandbox's rootfs changed since the snapshot snapshot_path was taken of it
+         * (the rolling snapshots' "unchanged" test), 0 if not, -errno when it cannot tell. */
+        int (*changed_since)(const struct runtime_driver *d, const struct sandbox *sb, const char *snapshot_path);
+        /* SIGKILLs every process of the sandbox, leaving its run state for stop() (cancels). */
+        int (*kill)(const struct runtime_driver *d, const struct sandbox *sb);
+        /* The host pid of the sandbox's init, for host helpers that join its namespaces
+         * (template builds' slirp4netns); -ENOTSUP for a driver without one. */
+        int (*host_pid)(const struct runtime_driver *d, const struct sandbox *sb);
+        /* Puts the sandbox's rootfs under its disk limit (limit_bytes, 0: none) and into the
+         * sandboxes' quota group; repeated on every start. -ENOENT when it has no rootfs,
+         * -EDQUOT when the pool's space for sandboxes is used up, -errno. */
+        int (*disk_limit)(const struct runtime_driver *d, const struct sandbox *sb, uint64_t limit_bytes);
+        /* Ids that have host resources (rootfs, cgroup or run dir), for the orphan sweep. */
+        int (*list_resources)(const struct runtime_driver *d, char ***ret_ids, size_t *ret_n);
 };
 
 struct runtime_driver {
-        const char *name;
-        const char *version;
-        struct runtime_capabilities *caps_detected; /* filled by init */
-        int (*init)(const struct runtime_config *cfg, struct space_error *err);
-        /* Makes the sandbox's root filesystem from a template's (writable copy). */
-        int (*create_rootfs)(const struct sandbox *sb, const char *template_path, struct space_error *err);
-        int (*destroy_rootfs)(const struct sandbox *sb, struct space_error *err);
-        /* A read-only, consistent copy of the rootfs at dst: a running sandbox is frozen for it
-         * (the time frozen goes to *ret_pause_us). Its cost does not grow with the data. */
-        int (*snapshot_rootfs)(const struct sandbox *sb, const char *dst, int64_t *ret_pause_us, struct space_error *err);
-        /* Replaces the rootfs of a stopped sandbox with a writable copy of src, atomically:
-         * redone after a crash, it finishes the swap. */
-        int (*restore_rootfs)(const struct sandbox *sb, const char *src, struct space_error *err);
-        /* Launches the sandbox; fills sb->pid and sb->pid_start. Kills any leftover first. */
-        int (*start)(struct sandbox *sb, struct space_error *err);
-        /* Kills every process of the sandbox and removes its host-side run state. */
-        int (*stop)(const struct sandbox *sb, struct space_error *err);
-        int (*pause)(const struct sandbox *sb, struct space_error *err);
-        int (*resume)(const struct sandbox *sb, struct space_error *err);
-        int (*exec)(const struct sandbox *sb, const struct exec_request *req, struct exec_result *ret, struct space_error *err);
-        /* 1 if the sandbox's init is alive (and, when deep, its agent answers), 0 if not. */
-        int (*probe)(const struct sandbox *sb, bool deep);
-        /* The path of the unix socket where the sandbox's agent listens (the data plane's way in). */
-        int (*agent_socket)(const struct sandbox *sb, char *buf, size_t size);
-        /* Ids that have host resources (rootfs, cgroup or run dir), for the orphan sweep. */
-        int (*list_resources)(char ***ret_ids, size_t *ret_n);
+        const struct runtime_driver_ops *ops;
+        struct runtime_capabilities caps; /* filled by init */
+        void *state;                      /* the driver's own, made by init */
 };
 
-extern const struct runtime_driver runtime_driver_namespaces;
+extern const struct runtime_driver_ops runtime_driver_namespaces;

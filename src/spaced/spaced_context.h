@@ -1,5 +1,5 @@
 /* spaced_context: what every layer of the daemon is handed — config, the state store, the
- * runtime driver, the btrfs pool, the operation queue. One per process. */
+ * runtime drivers, the btrfs pool, the operation queue. One per process. */
 #pragma once
 
 #include <limits.h>
@@ -7,12 +7,11 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "runtime/runtime_registry.h"
 #include "state_store/state_store.h"
 #include "storage/btrfs_pool.h"
 #include "storage/pool_health.h"
 
-struct runtime_driver;
-struct cgroup_manager;
 struct operation_queue;
 struct command_channels;
 
@@ -70,8 +69,7 @@ struct spaced_config {
 struct spaced_context {
         struct spaced_config cfg;
         struct state_handle store;
-        const struct runtime_driver *driver;
-        const struct cgroup_manager *cgroups;
+        struct runtime_registry runtimes; /* the drivers this daemon hosts; sb->runtime picks one */
         struct btrfs_pool pool;
         struct operation_queue *queue;
         struct command_channels *channels; /* data plane: per-sandbox output channels */

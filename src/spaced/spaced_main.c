@@ -27,8 +27,7 @@
 #include "e2b/e2b_server.h"
 #include "operations/operation_queue.h"
 #include "operations/sandbox_lifecycle.h"
-#include "runtime/cgroup/cgroup_manager.h"
-#include "runtime/runtime_driver.h"
+#include "runtime/runtime_registry.h"
 #include "spaced/instance_id.h"
 #include "spaced/log.h"
 #include "spaced/spaced_config.h"
@@ -134,9 +133,11 @@ static void release_pool(struct spaced_context *ctx)
         size_t n = 0, live = 0;
         if (STORE(ctx, sandbox_list, -1, NULL, NULL, &all, &n) < 0)
                 return;
-        for (size_t i = 0; i < n; i++)
-                if (all[i].pid > 0 || all[i].state == SANDBOX_RUNNING || all[i].state == SANDBOX_PAUSED)
+        for (size_t i = 0; i < n; i++) {
+                const struct runtime_driver *d = runtime_registry_find(&ctx->runtimes, all[i].runtime);
+                if (all[i].state == SANDBOX_RUNNING || all[i].state == SANDBOX_PAUSED || !d || d->ops->probe(d, &all[i], false) == 1)
                         live++;
+        }
         sandbox_array_free(all, n);
         if (live > 0) {
                 log_info("pool.kept_mounted", "sandboxes=%zu note=\"running sandboxes keep the pool; it is unmounted at a stop with none\"",
@@ -231,15 +232,12 @@ int main(int argc, char **argv)
         char instance[32];
         if ((r = instance_id_load(ctx.cfg.state_dir, instance, sizeof(instance))) < 0)
                 return fail("spaced.instance", "cannot read or create %s/instance: %s", ctx.cfg.state_dir, strerror(-r));
-        if (cgroup_manager_detect(instance, &ctx.cgroups, reason, sizeof(reason)) < 0)
-                return fail("spaced.cgroups", "%s", reason);
-
-        struct runtime_config rc = { .pool = &ctx.pool, .cgroups = ctx.cgroups };
+        struct runtime_config rc = { .pool = &ctx.pool, .instance = instance, .state_dir = ctx.cfg.state_dir };
         snprintf(rc.run_dir, sizeof(rc.run_dir), "%s/run", ctx.cfg.state_dir);
         snprintf(rc.agent_path, sizeof(rc.agent_path), "%s", ctx.cfg.agent_path);
-        ctx.driver = &runtime_driver_namespaces;
-        if (ctx.driver->init(&rc, &err) < 0)
-                return fail("spaced.runtime", "runtime %s: %s", ctx.driver->name, err.message);
+        if (runtime_registry_add(&ctx.runtimes, &runtime_driver_namespaces, &rc, &err) < 0)
+                return fail("spaced.runtime", "runtime %s: %s", runtime_driver_namespaces.name, err.message);
+        const struct runtime_driver *default_driver = runtime_registry_default(&ctx.runtimes);
         if ((r = operation_queue_new(&ctx, ctx.cfg.workers, &ctx.queue)) < 0)
                 return fail("spaced.workers", "cannot start workers: %s", strerror(-r));
         if (template_catalog_init(&ctx, &err) < 0)
@@ -271,8 +269,8 @@ int main(int argc, char **argv)
                 return fail("spaced.controller", "cannot start snapshot sizer: %s", strerror(-r));
 
         log_info("spaced.ready", "url=http://%s:%u admin_key=%s/admin.key state_dir=%s instance=%s runtime=%s cgroup=%s pool=%s",
-                 ctx.cfg.listen_addr, ctx.cfg.listen_port, ctx.cfg.state_dir, ctx.cfg.state_dir, instance, ctx.driver->name,
-                 ctx.cgroups->name, ctx.pool.root);
+                 ctx.cfg.listen_addr, ctx.cfg.listen_port, ctx.cfg.state_dir, ctx.cfg.state_dir, instance,
+                 default_driver->ops->name, default_driver->caps.cgroup, ctx.pool.root);
         printf("spaced %s listening on http://%s:%u\nadmin key: %s/admin.key\n", SPACE_VERSION, ctx.cfg.listen_addr,
                ctx.cfg.listen_port, ctx.cfg.state_dir);
         fflush(stdout);

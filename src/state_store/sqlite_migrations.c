@@ -94,7 +94,16 @@ static const char *const migrations[] = {
         "CREATE INDEX operations_created ON operations(created_at, id);"
         "CREATE INDEX snapshots_created ON snapshots(created_at, id);"
         "CREATE INDEX api_keys_created ON api_keys(created_at, id);",
-        /* 9: the objects an operation names besides its target (a fork's children, the snapshot
+        /* 9: the runtime a sandbox runs on and that driver's own handle of it replace the
+         * namespace driver's columns (whose values move into the handle) */
+        "ALTER TABLE sandboxes ADD COLUMN runtime TEXT NOT NULL DEFAULT 'namespaces';"
+        "ALTER TABLE sandboxes ADD COLUMN runtime_state TEXT NOT NULL DEFAULT '';"
+        "UPDATE sandboxes SET runtime = 'namespaces',"
+        "  runtime_state = json_object('pid', pid, 'pid_start', pid_start, 'uid_base', uid_base);"
+        "ALTER TABLE sandboxes DROP COLUMN pid;"
+        "ALTER TABLE sandboxes DROP COLUMN pid_start;"
+        "ALTER TABLE sandboxes DROP COLUMN uid_base;",
+        /* 10: the objects an operation names besides its target (a fork's children, the snapshot
          * it takes or restores), as rows instead of a substring search in the params' text */
         "CREATE TABLE operation_refs ("
         "  operation_id TEXT NOT NULL REFERENCES operations(id) ON DELETE CASCADE, ref TEXT NOT NULL,"

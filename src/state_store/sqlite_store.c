@@ -86,7 +86,7 @@ static int op_insert_locked(struct state_store *st, const struct operation *op)
         r = sq_exec_done(s);
         if (r < 0 || !op->params[0])
                 return r;
-        /* What it names besides its target, for operation_refers (migration 9). */
+        /* What it names besides its target, for operation_refers (migration 10). */
         r = sq_prepare(st, "WITH p(j) AS (SELECT CASE WHEN json_valid(?2) THEN ?2 ELSE '{}' END)"
                            " INSERT OR IGNORE INTO operation_refs SELECT ?1, value FROM p, json_each(p.j, '$.children') WHERE type = 'text'"
                            " UNION SELECT ?1, json_extract(j, '$.snapshot_id') FROM p WHERE json_type(j, '$.snapshot_id') = 'text'", &s);
@@ -216,7 +216,7 @@ out:
 /* ---- sandboxes ---- */
 
 #define SB_COLUMNS "id, state, state_reason, template, environment, cpus, memory_mb, pids, disk_mb, env, metadata," \
-                   " timeout_s, on_timeout, expires_at, created_at, updated_at, pid, pid_start, uid_base," \
+                   " timeout_s, on_timeout, expires_at, created_at, updated_at, runtime, runtime_state," \
                    " parent_sandbox_id, parent_snapshot_id, head_snapshot_id, rolling, project_id"
 
 static void sb_from_row(sqlite3_stmt *s, struct sandbox *sb);
@@ -242,23 +242,22 @@ static void sb_from_row(sqlite3_stmt *s, struct sandbox *sb)
         sb->expires_at_ms = sqlite3_column_int64(s, 13);
         sb->created_at_ms = sqlite3_column_int64(s, 14);
         sb->updated_at_ms = sqlite3_column_int64(s, 15);
-        sb->pid = (int32_t)sqlite3_column_int64(s, 16);
-        sb->pid_start = (uint64_t)sqlite3_column_int64(s, 17);
-        sb->uid_base = (uint32_t)sqlite3_column_int64(s, 18);
-        sq_copy_col(s, 19, sb->parent_sandbox_id, sizeof(sb->parent_sandbox_id));
-        sq_copy_col(s, 20, sb->parent_snapshot_id, sizeof(sb->parent_snapshot_id));
-        sq_copy_col(s, 21, sb->head_snapshot_id, sizeof(sb->head_snapshot_id));
-        const unsigned char *rolling = sqlite3_column_text(s, 22);
+        sq_copy_col(s, 16, sb->runtime, sizeof(sb->runtime));
+        sq_copy_col(s, 17, sb->runtime_state, sizeof(sb->runtime_state));
+        sq_copy_col(s, 18, sb->parent_sandbox_id, sizeof(sb->parent_sandbox_id));
+        sq_copy_col(s, 19, sb->parent_snapshot_id, sizeof(sb->parent_snapshot_id));
+        sq_copy_col(s, 20, sb->head_snapshot_id, sizeof(sb->head_snapshot_id));
+        const unsigned char *rolling = sqlite3_column_text(s, 21);
         sb->rolling = rolling && rolling[0] ? json_loads((const char *)rolling, 0, NULL) : NULL;
-        sq_copy_col(s, 23, sb->project_id, sizeof(sb->project_id));
+        sq_copy_col(s, 22, sb->project_id, sizeof(sb->project_id));
 }
 
 static int sb_insert_locked(struct state_store *st, const struct sandbox *sb)
 {
         sqlite3_stmt *s;
         /* A fork given no project takes its parent's; nothing else is left without one. */
-        int r = sq_prepare(st, "INSERT INTO sandboxes(" SB_COLUMNS ") VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,"
-                               " COALESCE(NULLIF(?24, ''), (SELECT project_id FROM sandboxes WHERE id=?20), ''))",
+        int r = sq_prepare(st, "INSERT INTO sandboxes(" SB_COLUMNS ") VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,"
+                               " COALESCE(NULLIF(?23, ''), (SELECT project_id FROM sandboxes WHERE id=?19), ''))",
                            &s);
         if (r < 0)
                 return r;
@@ -278,17 +277,16 @@ static int sb_insert_locked(struct state_store *st, const struct sandbox *sb)
         sqlite3_bind_int64(s, 14, sb->expires_at_ms);
         sqlite3_bind_int64(s, 15, sb->created_at_ms);
         sqlite3_bind_int64(s, 16, sb->updated_at_ms);
-        sqlite3_bind_int64(s, 17, sb->pid);
-        sqlite3_bind_int64(s, 18, (sqlite3_int64)sb->pid_start);
-        sqlite3_bind_int64(s, 19, sb->uid_base);
-        sq_bind_text(s, 20, sb->parent_sandbox_id);
-        sq_bind_text(s, 21, sb->parent_snapshot_id);
-        sq_bind_text(s, 22, sb->head_snapshot_id);
+        sq_bind_text(s, 17, sb->runtime);
+        sq_bind_text(s, 18, sb->runtime_state);
+        sq_bind_text(s, 19, sb->parent_sandbox_id);
+        sq_bind_text(s, 20, sb->parent_snapshot_id);
+        sq_bind_text(s, 21, sb->head_snapshot_id);
         if (sb->rolling)
-                sq_bind_json(s, 23, sb->rolling);
+                sq_bind_json(s, 22, sb->rolling);
         else
-                sq_bind_text(s, 23, "");
-        sq_bind_text(s, 24, sb->project_id);
+                sq_bind_text(s, 22, "");
+        sq_bind_text(s, 23, sb->project_id);
         return sq_exec_done(s);
 }
 
@@ -453,8 +451,8 @@ static int sqlite_sandbox_settle(struct state_store *st, const char *id, const s
                 goto out;
         r = transition_locked(st, id, set->from_mask, set->to, set->reason, ret_current);
         if (r == 0 && set->set_runtime)
-                r = exec_bound(st, "UPDATE sandboxes SET pid=?, pid_start=? WHERE id=?", set->pid, (int64_t)set->pid_start,
-                               NULL, id);
+                r = exec_bound(st, "UPDATE sandboxes SET runtime_state=? WHERE id=?", 0, 0,
+                               set->runtime_state ? set->runtime_state : "", id);
         if (r == 0 && set->set_expiry)
                 r = exec_bound(st, "UPDATE sandboxes SET expires_at=?, updated_at=? WHERE id=?", set->expires_at_ms, sq_now_ms(),
                                NULL, id);
@@ -503,9 +501,20 @@ static int update_sandbox_ints(struct state_store *st, const char *sql, const ch
         return r;
 }
 
-static int sqlite_sandbox_set_runtime(struct state_store *st, const char *id, int32_t pid, uint64_t pid_start)
+static int sqlite_sandbox_set_runtime(struct state_store *st, const char *id, const char *runtime_state)
 {
-        return update_sandbox_ints(st, "UPDATE sandboxes SET pid=?, pid_start=? WHERE id=?", id, pid, (int64_t)pid_start);
+        sqlite3_stmt *s;
+        pthread_mutex_lock(&st->lock);
+        int r = sq_prepare(st, "UPDATE sandboxes SET runtime_state=? WHERE id=?", &s);
+        if (r == 0) {
+                sq_bind_text(s, 1, runtime_state);
+                sq_bind_text(s, 2, id);
+                r = sq_exec_done(s);
+                if (r == 0 && sqlite3_changes(st->db) == 0)
+                        r = -ENOENT;
+        }
+        pthread_mutex_unlock(&st->lock);
+        return r;
 }
 
 static int sqlite_sandbox_set_expiry(struct state_store *st, const char *id, int64_t expires_at_ms)

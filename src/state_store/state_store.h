@@ -61,10 +61,10 @@ struct sandbox {
         int64_t expires_at_ms; /* 0 = never */
         int64_t created_at_ms;
         int64_t updated_at_ms;
-        /* runtime handle */
-        int32_t pid;
-        uint64_t pid_start; /* /proc/PID/stat starttime, to reject a recycled pid */
-        uint32_t uid_base;
+        /* runtime: the driver it runs on (runtime_registry.h) and that driver's own handle of
+         * it (JSON text only the driver reads; "" when it has none) */
+        char runtime[32];
+        char runtime_state[512];
         /* lineage */
         char parent_sandbox_id[32];  /* set on forks */
         char parent_snapshot_id[32]; /* the snapshot it was forked from */
@@ -202,9 +202,8 @@ struct sandbox_settlement {
         unsigned from_mask;
         enum sandbox_state to;
         const char *reason;
-        bool set_runtime; /* pid, pid_start */
-        int32_t pid;
-        uint64_t pid_start;
+        bool set_runtime; /* runtime_state */
+        const char *runtime_state;
         bool set_expiry; /* expires_at_ms (0: none) */
         int64_t expires_at_ms;
         const char *head_snapshot_id; /* NULL: unchanged */
@@ -239,7 +238,8 @@ struct state_store_ops {
          * -ESTALE and *ret_current when the sandbox is not in from_mask (nothing written). */
         int (*sandbox_settle)(struct state_store *st, const char *id, const struct sandbox_settlement *s,
                               enum sandbox_state *ret_current);
-        int (*sandbox_set_runtime)(struct state_store *st, const char *id, int32_t pid, uint64_t pid_start);
+        /* The driver's handle of the sandbox (sb->runtime_state). */
+        int (*sandbox_set_runtime)(struct state_store *st, const char *id, const char *runtime_state);
         /* Deletes up to `limit` rows of sandboxes destroyed before before_ms (by updated_at)
          * that no snapshot names and no unfinished operation targets, with their commands,
          * sessions and operations; *ret_n how many. */

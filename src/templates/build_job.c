@@ -11,20 +11,25 @@
 #include "agent_protocol/agent_client.h"
 #include "agent_protocol/agent_job_client.h"
 #include "cleanup.h"
+#include "runtime/runtime_driver.h"
 #include "templates/build_log.h"
 
 #define BUILD_JOB_ID "build-step"
 
-int build_job_run(const char *socket_path, char **argv, char **envp, const char *cwd, const char *user, uint32_t timeout_ms,
-                  struct build_log *log, struct build_job_result *ret, char *msg, size_t msg_size)
+int build_job_run(const struct runtime_driver *d, const struct sandbox *sb, char **argv, char **envp, const char *cwd,
+                  const char *user, uint32_t timeout_ms, struct build_log *log, struct build_job_result *ret, char *msg,
+                  size_t msg_size)
 {
         struct agent_frame subscribed;
         uint8_t *subscribed_buf = NULL;
         /* Subscribe first, so that no output of the job can come before we listen. */
-        _cleanup_close_ int fd = agent_job_client_subscribe(socket_path, 5000, &subscribed, &subscribed_buf);
-        free(subscribed_buf);
+        _cleanup_close_ int fd = d->ops->agent_connect(d, sb, 5000);
         if (fd < 0)
                 return fd;
+        int r = agent_job_client_subscribe(fd, &subscribed, &subscribed_buf);
+        free(subscribed_buf);
+        if (r < 0)
+                return r;
         /* A hung agent must not hang the build: give up a minute after the job's own limit. */
         struct timeval tv = { .tv_sec = timeout_ms / 1000 + 60 };
         setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
@@ -37,7 +42,10 @@ int build_job_run(const char *socket_path, char **argv, char **envp, const char 
                 .timeout_ms = timeout_ms,
         };
         uint32_t pid = 0;
-        int r = agent_job_client_start(socket_path, &spec, &pid, msg, msg_size);
+        _cleanup_close_ int control = d->ops->agent_connect(d, sb, AGENT_JOB_CLIENT_TIMEOUT_MS);
+        if (control < 0)
+                return control;
+        r = agent_job_client_start(control, &spec, &pid, msg, msg_size);
         if (r < 0)
                 return r;
         char last = '\n';

@@ -15,7 +15,11 @@ struct build_job_result {
         bool timed_out;
 };
 
-/* Runs argv in the sandbox whose agent listens on socket_path; user NULL: root. Output goes
+struct runtime_driver;
+struct sandbox;
+
+/* Runs argv in sb (on driver d), whose agent d connects to; user NULL: root. Output goes
  * to log. Returns 0 (see *ret) or -errno with msg filled when the agent said why. */
-int build_job_run(const char *socket_path, char **argv, char **envp, const char *cwd, const char *user, uint32_t timeout_ms,
-                  struct build_log *log, struct build_job_result *ret, char *msg, size_t msg_size);
+int build_job_run(const struct runtime_driver *d, const struct sandbox *sb, char **argv, char **envp, const char *cwd,
+                  const char *user, uint32_t timeout_ms, struct build_log *log, struct build_job_result *ret, char *msg,
+                  size_t msg_size);

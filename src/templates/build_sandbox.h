@@ -18,7 +18,7 @@ struct build_log;
 struct build_sandbox {
         struct sandbox sb;
         char rootfs[PATH_MAX];
-        bool has_rootfs, has_uid;
+        bool has_rootfs;
 };
 
 #define BUILD_STEP_TIMEOUT_S 1800

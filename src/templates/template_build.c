@@ -13,7 +13,7 @@
 #include <unistd.h>
 
 #include "cleanup.h"
-#include "runtime/runtime_driver.h"
+#include "runtime/runtime_registry.h"
 #include "spaced/log.h"
 #include "spaced/spaced_context.h"
 #include "spaced/wallclock.h"
@@ -337,8 +337,8 @@ static int publish(struct build *b, const char *row, const char *base, struct sp
         struct template_record t = { 0 };
         snprintf(t.name, sizeof(t.name), "%s", row);
         snprintf(t.state, sizeof(t.state), "ready");
-        t.environment = json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:{s:O, s:s, s:s, s:O}}", "driver", b->ctx->driver->name,
-                                  "driver_version", b->ctx->driver->version, "base", base, "digest", digest, "created_at",
+        t.environment = json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:{s:O, s:s, s:s, s:O}}", "driver", runtime_registry_default(&b->ctx->runtimes)->ops->name,
+                                  "driver_version", runtime_registry_default(&b->ctx->runtimes)->ops->version, "base", base, "digest", digest, "created_at",
                                   created, "build_operation", b->op_id, "config", "env", b->env, "workdir", b->workdir,
                                   "user", b->user, "labels", b->labels);
         t.updated_at_ms = wallclock_now_ms();

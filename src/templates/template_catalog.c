@@ -9,7 +9,7 @@
 
 #include "cleanup.h"
 #include "operations/operation_queue.h"
-#include "runtime/runtime_driver.h"
+#include "runtime/runtime_registry.h"
 #include "spaced/log.h"
 #include "spaced/spaced_context.h"
 #include "spaced/wallclock.h"
@@ -89,8 +89,8 @@ static int build(struct spaced_context *ctx, const char *name, const char *tag, 
         if (r < 0)
                 return -1;
         wallclock_format(wallclock_now_ms(), created, sizeof(created));
-        json_t *env = json_pack("{s:s, s:s, s:s, s:s, s:s}", "driver", ctx->driver->name, "driver_version",
-                                ctx->driver->version, "base", base_of(name), "digest", digest, "created_at", created);
+        json_t *env = json_pack("{s:s, s:s, s:s, s:s, s:s}", "driver", runtime_registry_default(&ctx->runtimes)->ops->name, "driver_version",
+                                runtime_registry_default(&ctx->runtimes)->ops->version, "base", base_of(name), "digest", digest, "created_at", created);
         r = set_state(ctx, name, "ready", env, "");
         json_decref(env);
         if (r < 0)

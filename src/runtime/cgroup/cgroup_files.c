@@ -41,19 +41,29 @@ int cgroup_read_file(const char *dir, const char *file, char *buf, size_t size)
         return (int)n;
 }
 
-uint64_t cgroup_read_keyed(const char *dir, const char *file, const char *key)
+int cgroup_read_counter(const char *dir, const char *file, const char *key, uint64_t *ret)
 {
         char buf[4096];
-        if (cgroup_read_file(dir, file, buf, sizeof(buf)) < 0)
-                return 0;
+        *ret = 0;
+        int r = cgroup_read_file(dir, file, buf, sizeof(buf));
+        if (r < 0)
+                return r;
         size_t klen = strlen(key);
         for (char *line = buf; line && *line;) {
                 char *next = strchr(line, '\n');
-                if (strncmp(line, key, klen) == 0 && line[klen] == ' ')
-                        return strtoull(line + klen + 1, NULL, 10);
+                if (strncmp(line, key, klen) == 0 && line[klen] == ' ') {
+                        *ret = strtoull(line + klen + 1, NULL, 10);
+                        return 0;
+                }
                 line = next ? next + 1 : NULL;
         }
         return 0;
+}
+
+uint64_t cgroup_read_keyed(const char *dir, const char *file, const char *key)
+{
+        uint64_t v;
+        return cgroup_read_counter(dir, file, key, &v) < 0 ? 0 : v;
 }
 
 /* Reads a whole cgroup.procs (it may hold thousands of pids) into a malloc'd buffer. */
@@ -202,15 +212,21 @@ int cgroup_find_mount(const char *controller, char *buf, size_t size)
         return -ENOENT;
 }
 
-int cgroup_manager_detect(const char *instance, const struct cgroup_manager **ret, char *reason, size_t reason_size)
+int cgroup_manager_detect(const char *instance, struct cgroup_manager **ret, char *reason, size_t reason_size)
 {
         char v2_reason[256] = "", v1_reason[256] = "";
-        if (cgroup_v2_init(instance, v2_reason, sizeof(v2_reason)) == 0) {
-                *ret = &cgroup_manager_v2;
+        _cleanup_free_ struct cgroup_manager *cg = calloc(1, sizeof(*cg));
+        if (!cg)
+                return -ENOMEM;
+        if (cgroup_v2_init(cg, instance, v2_reason, sizeof(v2_reason)) == 0) {
+                cg->ops = &cgroup_manager_v2;
+                *ret = TAKE_PTR(cg);
                 return 0;
         }
-        if (cgroup_v1_init(instance, v1_reason, sizeof(v1_reason)) == 0) {
-                *ret = &cgroup_manager_v1;
+        memset(cg, 0, sizeof(*cg));
+        if (cgroup_v1_init(cg, instance, v1_reason, sizeof(v1_reason)) == 0) {
+                cg->ops = &cgroup_manager_v1;
+                *ret = TAKE_PTR(cg);
                 return 0;
         }
         snprintf(reason, reason_size, "no usable cgroup hierarchy (v2: %s; v1: %s)", v2_reason, v1_reason);

@@ -13,16 +13,15 @@
 
 #include "state_store/state_store.h"
 
-enum { V1_MEMORY, V1_PIDS, V1_CPU, V1_FREEZER, V1_CPUACCT, _V1_MAX };
-static const char *const v1_names[_V1_MAX] = { "memory", "pids", "cpu", "freezer", "cpuacct" };
-static char v1_base[_V1_MAX][PATH_MAX]; /* <mount>/space, "" when absent (cpuacct only) */
+static const char *const v1_names[_CGROUP_BASE_MAX] = { "memory", "pids", "cpu", "freezer", "cpuacct" };
 
-int cgroup_v1_init(const char *instance, char *reason, size_t reason_size)
+int cgroup_v1_init(struct cgroup_manager *cg, const char *instance, char *reason, size_t reason_size)
 {
-        for (int i = 0; i < _V1_MAX; i++) {
+        char (*v1_base)[PATH_MAX] = cg->base;
+        for (int i = 0; i < _CGROUP_BASE_MAX; i++) {
                 char mnt[PATH_MAX];
                 if (cgroup_find_mount(v1_names[i], mnt, sizeof(mnt)) < 0) {
-                        if (i == V1_CPUACCT) {
+                        if (i == CGROUP_V1_CPUACCT) {
                                 v1_base[i][0] = '\0';
                                 continue;
                         }
@@ -44,44 +43,47 @@ int cgroup_v1_init(const char *instance, char *reason, size_t reason_size)
         return 0;
 }
 
-static void dir_of(int ctrl, const char *id, char *buf, size_t size) { snprintf(buf, size, "%s/%s", v1_base[ctrl], id); }
+static void dir_of(const struct cgroup_manager *cg, int ctrl, const char *id, char *buf, size_t size)
+{
+        snprintf(buf, size, "%s/%s", cg->base[ctrl], id);
+}
 
-static int v1_create(const char *id, const struct sandbox_resources *res)
+static int v1_create(const struct cgroup_manager *cg, const char *id, const struct sandbox_resources *res)
 {
         char dir[PATH_MAX], val[64];
-        for (int i = 0; i < _V1_MAX; i++) {
-                if (!v1_base[i][0])
+        for (int i = 0; i < _CGROUP_BASE_MAX; i++) {
+                if (!cg->base[i][0])
                         continue;
-                dir_of(i, id, dir, sizeof(dir));
+                dir_of(cg, i, id, dir, sizeof(dir));
                 if (mkdir(dir, 0755) < 0 && errno != EEXIST)
                         return -errno;
         }
         int r;
-        dir_of(V1_MEMORY, id, dir, sizeof(dir));
+        dir_of(cg, CGROUP_V1_MEMORY, id, dir, sizeof(dir));
         snprintf(val, sizeof(val), "%lld", (long long)res->memory_mb * 1024 * 1024);
         if ((r = cgroup_write_file(dir, "memory.limit_in_bytes", val)) < 0)
                 return r;
         /* Swap counts against the same limit where swap accounting exists. */
         cgroup_write_file(dir, "memory.memsw.limit_in_bytes", val);
-        dir_of(V1_PIDS, id, dir, sizeof(dir));
+        dir_of(cg, CGROUP_V1_PIDS, id, dir, sizeof(dir));
         snprintf(val, sizeof(val), "%lld", (long long)res->pids);
         if ((r = cgroup_write_file(dir, "pids.max", val)) < 0)
                 return r;
-        dir_of(V1_CPU, id, dir, sizeof(dir));
+        dir_of(cg, CGROUP_V1_CPU, id, dir, sizeof(dir));
         if ((r = cgroup_write_file(dir, "cpu.cfs_period_us", "100000")) < 0)
                 return r;
         snprintf(val, sizeof(val), "%lld", (long long)(res->cpus * 100000.0));
         return cgroup_write_file(dir, "cpu.cfs_quota_us", val);
 }
 
-static int v1_attach(const char *id, pid_t pid)
+static int v1_attach(const struct cgroup_manager *cg, const char *id, pid_t pid)
 {
         char dir[PATH_MAX], val[32];
         snprintf(val, sizeof(val), "%d", (int)pid);
-        for (int i = 0; i < _V1_MAX; i++) {
-                if (!v1_base[i][0])
+        for (int i = 0; i < _CGROUP_BASE_MAX; i++) {
+                if (!cg->base[i][0])
                         continue;
-                dir_of(i, id, dir, sizeof(dir));
+                dir_of(cg, i, id, dir, sizeof(dir));
                 int r = cgroup_write_file(dir, "cgroup.procs", val);
                 if (r < 0)
                         return r;
@@ -95,10 +97,10 @@ static void sleep_ms(long ms)
         nanosleep(&ts, NULL);
 }
 
-static int v1_freeze(const char *id, bool frozen)
+static int v1_freeze(const struct cgroup_manager *cg, const char *id, bool frozen)
 {
         char dir[PATH_MAX], state[32];
-        dir_of(V1_FREEZER, id, dir, sizeof(dir));
+        dir_of(cg, CGROUP_V1_FREEZER, id, dir, sizeof(dir));
         const char *want = frozen ? "FROZEN" : "THAWED";
         int r = cgroup_write_file(dir, "freezer.state", want);
         if (r < 0)
@@ -115,10 +117,10 @@ static int v1_freeze(const char *id, bool frozen)
         return -ETIMEDOUT;
 }
 
-static int v1_kill_all(const char *id)
+static int v1_kill_all(const struct cgroup_manager *cg, const char *id)
 {
         char dir[PATH_MAX];
-        dir_of(V1_FREEZER, id, dir, sizeof(dir));
+        dir_of(cg, CGROUP_V1_FREEZER, id, dir, sizeof(dir));
         if (access(dir, F_OK) < 0)
                 return 0;
         for (int i = 0; i < 1000; i++) {
@@ -133,14 +135,14 @@ static int v1_kill_all(const char *id)
         return -ETIMEDOUT;
 }
 
-static int v1_destroy(const char *id)
+static int v1_destroy(const struct cgroup_manager *cg, const char *id)
 {
         char dir[PATH_MAX];
         int ret = 0;
-        for (int i = 0; i < _V1_MAX; i++) {
-                if (!v1_base[i][0])
+        for (int i = 0; i < _CGROUP_BASE_MAX; i++) {
+                if (!cg->base[i][0])
                         continue;
-                dir_of(i, id, dir, sizeof(dir));
+                dir_of(cg, i, id, dir, sizeof(dir));
                 for (int tries = 0; rmdir(dir) < 0; tries++) {
                         if (errno == ENOENT)
                                 break;
@@ -154,12 +156,14 @@ static int v1_destroy(const char *id)
         return ret;
 }
 
-static int v1_read_events(const char *id, struct cgroup_events *ret)
+static int v1_read_events(const struct cgroup_manager *cg, const char *id, struct cgroup_events *ret)
 {
         char dir[PATH_MAX], buf[64];
         memset(ret, 0, sizeof(*ret));
-        dir_of(V1_MEMORY, id, dir, sizeof(dir));
-        ret->oom_kills = cgroup_read_keyed(dir, "memory.oom_control", "oom_kill");
+        dir_of(cg, CGROUP_V1_MEMORY, id, dir, sizeof(dir));
+        int r = cgroup_read_counter(dir, "memory.oom_control", "oom_kill", &ret->oom_kills);
+        if (r < 0)
+                return r;
         if (cgroup_read_file(dir, "memory.usage_in_bytes", buf, sizeof(buf)) > 0)
                 ret->memory_bytes = strtoull(buf, NULL, 10);
         ret->memory_cache_bytes = cgroup_read_keyed(dir, "memory.stat", "cache");
@@ -168,24 +172,30 @@ static int v1_read_events(const char *id, struct cgroup_events *ret)
                 uint64_t limit = strtoull(buf, NULL, 10);
                 ret->memory_limit_bytes = limit >= (1ull << 62) ? 0 : limit;
         }
-        dir_of(V1_PIDS, id, dir, sizeof(dir));
-        ret->pids_max_hits = cgroup_read_keyed(dir, "pids.events", "max");
-        dir_of(v1_base[V1_CPUACCT][0] ? V1_CPUACCT : V1_CPU, id, dir, sizeof(dir));
+        dir_of(cg, CGROUP_V1_PIDS, id, dir, sizeof(dir));
+        if ((r = cgroup_read_counter(dir, "pids.events", "max", &ret->pids_max_hits)) < 0) {
+                memset(ret, 0, sizeof(*ret));
+                return r;
+        }
+        dir_of(cg, cg->base[CGROUP_V1_CPUACCT][0] ? CGROUP_V1_CPUACCT : CGROUP_V1_CPU, id, dir, sizeof(dir));
         if (cgroup_read_file(dir, "cpuacct.usage", buf, sizeof(buf)) > 0)
                 ret->cpu_usage_us = strtoull(buf, NULL, 10) / 1000;
         return 0;
 }
 
-static int v1_count_procs(const char *id)
+static int v1_count_procs(const struct cgroup_manager *cg, const char *id)
 {
         char dir[PATH_MAX];
-        dir_of(V1_FREEZER, id, dir, sizeof(dir));
+        dir_of(cg, CGROUP_V1_FREEZER, id, dir, sizeof(dir));
         return cgroup_count_procs_in(dir);
 }
 
-static int v1_list(char ***ret_ids, size_t *ret_n) { return cgroup_list_children(v1_base[V1_FREEZER], ret_ids, ret_n); }
+static int v1_list(const struct cgroup_manager *cg, char ***ret_ids, size_t *ret_n)
+{
+        return cgroup_list_children(cg->base[CGROUP_V1_FREEZER], ret_ids, ret_n);
+}
 
-const struct cgroup_manager cgroup_manager_v1 = {
+const struct cgroup_manager_ops cgroup_manager_v1 = {
         .name = "v1",
         .create = v1_create,
         .attach = v1_attach,

@@ -13,12 +13,11 @@
 
 #include "state_store/state_store.h"
 
-static char v2_mount[PATH_MAX];
-static char v2_base[PATH_MAX];
-
-int cgroup_v2_init(const char *instance, char *reason, size_t reason_size)
+int cgroup_v2_init(struct cgroup_manager *cg, const char *instance, char *reason, size_t reason_size)
 {
-        char controllers[512];
+        char controllers[512], v2_mount[PATH_MAX];
+        char *v2_base = cg->base[0];
+        const size_t v2_base_size = sizeof(cg->base[0]);
         if (cgroup_find_mount(NULL, v2_mount, sizeof(v2_mount)) < 0) {
                 snprintf(reason, reason_size, "no cgroup2 mount");
                 return -ENOENT;
@@ -28,14 +27,14 @@ int cgroup_v2_init(const char *instance, char *reason, size_t reason_size)
                 snprintf(reason, reason_size, "%s lacks the memory, pids or cpu controller", v2_mount);
                 return -ENOTSUP;
         }
-        snprintf(v2_base, sizeof(v2_base), "%s/space", v2_mount);
+        snprintf(v2_base, v2_base_size, "%s/space", v2_mount);
         if (mkdir(v2_base, 0755) < 0 && errno != EEXIST) {
                 snprintf(reason, reason_size, "cannot create %s: %m", v2_base);
                 return -errno;
         }
         char space_dir[PATH_MAX];
         snprintf(space_dir, sizeof(space_dir), "%s", v2_base);
-        snprintf(v2_base, sizeof(v2_base), "%s/%s", space_dir, instance);
+        snprintf(v2_base, v2_base_size, "%s/%s", space_dir, instance);
         if (mkdir(v2_base, 0755) < 0 && errno != EEXIST) {
                 snprintf(reason, reason_size, "cannot create %s: %m", v2_base);
                 return -errno;
@@ -53,12 +52,15 @@ int cgroup_v2_init(const char *instance, char *reason, size_t reason_size)
         return 0;
 }
 
-static void dir_of(const char *id, char *buf, size_t size) { snprintf(buf, size, "%s/%s", v2_base, id); }
+static void dir_of(const struct cgroup_manager *cg, const char *id, char *buf, size_t size)
+{
+        snprintf(buf, size, "%s/%s", cg->base[0], id);
+}
 
-static int v2_create(const char *id, const struct sandbox_resources *res)
+static int v2_create(const struct cgroup_manager *cg, const char *id, const struct sandbox_resources *res)
 {
         char dir[PATH_MAX], val[64];
-        dir_of(id, dir, sizeof(dir));
+        dir_of(cg, id, dir, sizeof(dir));
         if (mkdir(dir, 0755) < 0 && errno != EEXIST)
                 return -errno;
         int r;
@@ -73,10 +75,10 @@ static int v2_create(const char *id, const struct sandbox_resources *res)
         return cgroup_write_file(dir, "cpu.max", val);
 }
 
-static int v2_attach(const char *id, pid_t pid)
+static int v2_attach(const struct cgroup_manager *cg, const char *id, pid_t pid)
 {
         char dir[PATH_MAX], val[32];
-        dir_of(id, dir, sizeof(dir));
+        dir_of(cg, id, dir, sizeof(dir));
         snprintf(val, sizeof(val), "%d", (int)pid);
         return cgroup_write_file(dir, "cgroup.procs", val);
 }
@@ -87,10 +89,10 @@ static void sleep_ms(long ms)
         nanosleep(&ts, NULL);
 }
 
-static int v2_freeze(const char *id, bool frozen)
+static int v2_freeze(const struct cgroup_manager *cg, const char *id, bool frozen)
 {
         char dir[PATH_MAX];
-        dir_of(id, dir, sizeof(dir));
+        dir_of(cg, id, dir, sizeof(dir));
         int r = cgroup_write_file(dir, "cgroup.freeze", frozen ? "1" : "0");
         if (r < 0)
                 return r;
@@ -102,10 +104,10 @@ static int v2_freeze(const char *id, bool frozen)
         return -ETIMEDOUT;
 }
 
-static int v2_kill_all(const char *id)
+static int v2_kill_all(const struct cgroup_manager *cg, const char *id)
 {
         char dir[PATH_MAX];
-        dir_of(id, dir, sizeof(dir));
+        dir_of(cg, id, dir, sizeof(dir));
         if (access(dir, F_OK) < 0)
                 return 0;
         bool have_kill = cgroup_write_file(dir, "cgroup.kill", "1") == 0;
@@ -120,10 +122,10 @@ static int v2_kill_all(const char *id)
         return -ETIMEDOUT;
 }
 
-static int v2_destroy(const char *id)
+static int v2_destroy(const struct cgroup_manager *cg, const char *id)
 {
         char dir[PATH_MAX];
-        dir_of(id, dir, sizeof(dir));
+        dir_of(cg, id, dir, sizeof(dir));
         for (int tries = 0; rmdir(dir) < 0; tries++) {
                 if (errno == ENOENT)
                         return 0;
@@ -134,13 +136,18 @@ static int v2_destroy(const char *id)
         return 0;
 }
 
-static int v2_read_events(const char *id, struct cgroup_events *ret)
+static int v2_read_events(const struct cgroup_manager *cg, const char *id, struct cgroup_events *ret)
 {
         char dir[PATH_MAX], buf[64];
         memset(ret, 0, sizeof(*ret));
-        dir_of(id, dir, sizeof(dir));
-        ret->oom_kills = cgroup_read_keyed(dir, "memory.events", "oom_kill");
-        ret->pids_max_hits = cgroup_read_keyed(dir, "pids.events", "max");
+        dir_of(cg, id, dir, sizeof(dir));
+        int r = cgroup_read_counter(dir, "memory.events", "oom_kill", &ret->oom_kills);
+        if (r == 0)
+                r = cgroup_read_counter(dir, "pids.events", "max", &ret->pids_max_hits);
+        if (r < 0) {
+                memset(ret, 0, sizeof(*ret));
+                return r;
+        }
         ret->cpu_usage_us = cgroup_read_keyed(dir, "cpu.stat", "usage_usec");
         if (cgroup_read_file(dir, "memory.current", buf, sizeof(buf)) > 0)
                 ret->memory_bytes = strtoull(buf, NULL, 10);
@@ -150,16 +157,19 @@ static int v2_read_events(const char *id, struct cgroup_events *ret)
         return 0;
 }
 
-static int v2_count_procs(const char *id)
+static int v2_count_procs(const struct cgroup_manager *cg, const char *id)
 {
         char dir[PATH_MAX];
-        dir_of(id, dir, sizeof(dir));
+        dir_of(cg, id, dir, sizeof(dir));
         return cgroup_count_procs_in(dir);
 }
 
-static int v2_list(char ***ret_ids, size_t *ret_n) { return cgroup_list_children(v2_base, ret_ids, ret_n); }
+static int v2_list(const struct cgroup_manager *cg, char ***ret_ids, size_t *ret_n)
+{
+        return cgroup_list_children(cg->base[0], ret_ids, ret_n);
+}
 
-const struct cgroup_manager cgroup_manager_v2 = {
+const struct cgroup_manager_ops cgroup_manager_v2 = {
         .name = "v2",
         .create = v2_create,
         .attach = v2_attach,

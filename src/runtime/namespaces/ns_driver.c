@@ -1,17 +1,19 @@
 /* The namespaces runtime driver: a sandbox is a tree of processes in its own user, pid,
  * mount, network, ipc, uts and cgroup namespaces, on a writable btrfs snapshot of its
  * template, with space-agent as PID 1. */
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/eventfd.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -19,197 +21,217 @@
 #include "cleanup.h"
 #include "runtime/cgroup/cgroup_manager.h"
 #include "runtime/namespaces/ns_agent_image.h"
+#include "runtime/namespaces/ns_driver.h"
 #include "runtime/namespaces/ns_launch.h"
 #include "runtime/namespaces/ns_proc_view.h"
 #include "spaced/log.h"
+#include "runtime/namespaces/ns_uid_range.h"
 #include "runtime/namespaces/seccomp_policy.h"
 #include "runtime/runtime_driver.h"
 #include "spaced/host_command.h"
-#include "spaced/wallclock.h"
 #include "storage/btrfs_pool.h"
-
-static struct runtime_config config;
-static struct runtime_capabilities caps = { .memory_snapshot = false, .pause = true };
 
 /* Memory snapshots of namespace sandboxes would need CRIU >= 4.1 (older ones fail on current
  * kernels). Say precisely what this host has; the capability itself stays off until the
  * CRIU path exists. */
-static void detect_criu(void)
+static void detect_criu(struct runtime_capabilities *caps)
 {
         char out[512];
         char *argv[] = { "criu", "--version", NULL };
         int r = host_command_run(argv, NULL, out, sizeof(out), 10);
         const char *v = r == 0 ? strstr(out, "Version: ") : NULL;
         int major = 0, minor = 0;
+        char *detail = caps->memory_snapshot_detail;
+        size_t size = sizeof(caps->memory_snapshot_detail);
         if (r < 0 || r == 127)
-                snprintf(caps.memory_snapshot_detail, sizeof(caps.memory_snapshot_detail), "criu is not installed");
+                snprintf(detail, size, "criu is not installed");
         else if (!v || sscanf(v, "Version: %d.%d", &major, &minor) < 1)
-                snprintf(caps.memory_snapshot_detail, sizeof(caps.memory_snapshot_detail), "criu did not report a version");
+                snprintf(detail, size, "criu did not report a version");
         else if (major < 4 || (major == 4 && minor < 1))
-                snprintf(caps.memory_snapshot_detail, sizeof(caps.memory_snapshot_detail),
-                         "criu %d.%d is too old for this kernel (needs >= 4.1)", major, minor);
+                snprintf(detail, size, "criu %d.%d is too old for this kernel (needs >= 4.1)", major, minor);
         else
-                snprintf(caps.memory_snapshot_detail, sizeof(caps.memory_snapshot_detail),
-                         "criu %d.%d found, but memory snapshots of namespace sandboxes are not implemented yet", major, minor);
+                snprintf(detail, size, "criu %d.%d found, but memory snapshots of namespace sandboxes are not implemented yet",
+                         major, minor);
 }
-static struct sock_fprog seccomp_program;
-static int agent_fd = -1;
-static int reaper_epoll = -1;
 
 /* Sandbox inits launched by this spaced are its children: each is watched through a pidfd
  * and reaped the moment it exits, without a waitpid(-1) that could steal the exit status of
  * a helper program. Inits launched by an earlier spaced belong to the host's init. */
 static void *reaper_main(void *arg)
 {
+        const struct ns_driver *ns = arg;
+        int epfd = ns->reaper_epoll;
         struct epoll_event events[16];
         for (;;) {
-                int n = epoll_wait(reaper_epoll, events, 16, -1);
+                int n = epoll_wait(epfd, events, 16, -1);
                 for (int i = 0; i < n; i++) {
                         int pidfd = events[i].data.fd;
+                        if (pidfd == ns->reaper_stop)
+                                return NULL; /* the instance is being freed */
                         siginfo_t info;
                         memset(&info, 0, sizeof(info));
                         if (waitid(P_PIDFD, (id_t)pidfd, &info, WEXITED | WNOHANG) == 0 && info.si_pid == 0)
                                 continue; /* spurious */
                         /* Out of the interest list before the number can be reused: a copy of
                          * the pidfd in a child being cloned would otherwise keep reporting it. */
-                        epoll_ctl(reaper_epoll, EPOLL_CTL_DEL, pidfd, NULL);
+                        epoll_ctl(epfd, EPOLL_CTL_DEL, pidfd, NULL);
                         close(pidfd);
                 }
         }
         return NULL;
 }
 
-static void reaper_watch(int pidfd)
+static void reaper_watch(const struct ns_driver *ns, int pidfd)
 {
         struct epoll_event ev = { .events = EPOLLIN, .data.fd = pidfd };
-        if (epoll_ctl(reaper_epoll, EPOLL_CTL_ADD, pidfd, &ev) < 0)
+        if (epoll_ctl(ns->reaper_epoll, EPOLL_CTL_ADD, pidfd, &ev) < 0)
                 close(pidfd);
 }
 
-static int ns_init(const struct runtime_config *cfg, struct space_error *err)
+void ns_driver_run_path(const struct ns_driver *ns, const char *id, const char *leaf, char *buf, size_t size)
 {
-        config = *cfg;
-        agent_fd = ns_agent_image_open(cfg->agent_path);
-        if (agent_fd < 0)
-                return space_error_errno(err, -agent_fd, "load space-agent %s", cfg->agent_path);
-        detect_criu();
+        snprintf(buf, size, "%s/%s%s%s", ns->config.run_dir, id, leaf ? "/" : "", leaf ? leaf : "");
+}
+
+/* The range a sandbox's run directory says it holds (written before its init is launched,
+ * so a crash cannot lose it), 0 for none. */
+static uint32_t recorded_uid_base(const struct ns_driver *ns, const char *id)
+{
+        char path[PATH_MAX], buf[32];
+        ns_driver_run_path(ns, id, "uid_base", path, sizeof(path));
+        _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+        if (fd < 0)
+                return 0;
+        ssize_t n = read(fd, buf, sizeof(buf) - 1);
+        if (n <= 0)
+                return 0;
+        buf[n] = '\0';
+        unsigned long v = strtoul(buf, NULL, 10);
+        return v <= UINT32_MAX ? (uint32_t)v : 0;
+}
+
+static int keep_recorded(uint32_t base, const char *sandbox_id, void *arg)
+{
+        return recorded_uid_base(arg, sandbox_id) == base;
+}
+
+static void ns_free(struct runtime_driver *d)
+{
+        struct ns_driver *ns = d ? d->state : NULL;
+        if (!ns)
+                return;
+        if (ns->reaper_running) {
+                uint64_t one = 1;
+                (void)!write(ns->reaper_stop, &one, sizeof(one));
+                pthread_join(ns->reaper, NULL);
+        }
+        if (ns->reaper_stop >= 0)
+                close(ns->reaper_stop);
+        if (ns->agent_fd >= 0)
+                close(ns->agent_fd);
+        if (ns->reaper_epoll >= 0)
+                close(ns->reaper_epoll);
+        free(ns->seccomp_program.filter);
+        ns_uid_ranges_free(ns->uids);
+        free(ns->cgroups);
+        free(ns);
+        d->state = NULL;
+}
+
+static int ns_init(struct runtime_driver *d, const struct runtime_config *cfg, struct space_error *err)
+{
+        char reason[1024] = "";
+        struct ns_driver *ns = calloc(1, sizeof(*ns));
+        if (!ns)
+                return space_error_errno(err, ENOMEM, "namespaces driver");
+        ns->agent_fd = ns->reaper_epoll = ns->reaper_stop = -1;
+        d->state = ns;
+        d->caps = (struct runtime_capabilities){ .pause = true, .fd_passing = true };
+        ns->config = *cfg;
+        snprintf(ns->instance, sizeof(ns->instance), "%s", cfg->instance);
+        int r = cgroup_manager_detect(cfg->instance, &ns->cgroups, reason, sizeof(reason));
+        if (r < 0) {
+                space_error_set(err, SPACE_E_INTERNAL, "%s", reason);
+                goto fail;
+        }
+        snprintf(d->caps.cgroup, sizeof(d->caps.cgroup), "%s", ns->cgroups->ops->name);
+        ns->agent_fd = ns_agent_image_open(cfg->agent_path);
+        if (ns->agent_fd < 0) {
+                space_error_errno(err, -ns->agent_fd, "load space-agent %s", cfg->agent_path);
+                goto fail;
+        }
+        detect_criu(&d->caps);
         char why[200];
         if (!ns_proc_view_available(why, sizeof(why)))
                 log_warn("runtime.proc_views_off", "reason=\"%s\" effect=\"sandboxes' /proc/meminfo, stat, loadavg and uptime show the host's figures\"", why);
-        int r = seccomp_policy_build(&seccomp_program);
-        if (r < 0)
-                return space_error_errno(err, r, "build seccomp filter");
-        if (mkdir(cfg->run_dir, 0700) < 0 && errno != EEXIST)
-                return space_error_errno(err, errno, "mkdir %s", cfg->run_dir);
-        reaper_epoll = epoll_create1(EPOLL_CLOEXEC);
-        if (reaper_epoll < 0)
-                return space_error_errno(err, errno, "epoll_create1");
-        pthread_t t;
-        r = pthread_create(&t, NULL, reaper_main, NULL);
-        if (r != 0)
-                return space_error_errno(err, r, "start reaper");
-        pthread_detach(t);
-        return 0;
-}
-
-static void run_path(const char *id, const char *leaf, char *buf, size_t size)
-{
-        snprintf(buf, size, "%s/%s%s%s", config.run_dir, id, leaf ? "/" : "", leaf ? leaf : "");
-}
-
-static int ns_create_rootfs(const struct sandbox *sb, const char *template_path, struct space_error *err)
-{
-        char path[PATH_MAX];
-        int r = btrfs_pool_sandbox_path(config.pool, sb->id, path, sizeof(path));
-        if (r < 0)
-                return space_error_errno(err, r, "sandbox path");
-        r = btrfs_pool_snapshot(template_path, path, false);
-        if (r == -EEXIST) {
-                /* A create interrupted after the snapshot: start again from the template. */
-                btrfs_pool_subvolume_delete(path);
-                r = btrfs_pool_snapshot(template_path, path, false);
+        if ((r = seccomp_policy_build(&ns->seccomp_program)) < 0) {
+                space_error_errno(err, r, "build seccomp filter");
+                goto fail;
         }
-        if (r < 0)
-                return space_error_errno(err, r, "snapshot %s", template_path);
-        return 0;
-}
-
-static int ns_destroy_rootfs(const struct sandbox *sb, struct space_error *err)
-{
-        char path[PATH_MAX];
-        int r = btrfs_pool_sandbox_path(config.pool, sb->id, path, sizeof(path));
-        if (r == 0)
-                r = btrfs_pool_subvolume_delete(path);
-        return r < 0 ? space_error_errno(err, r, "delete rootfs of %s", sb->id) : 0;
-}
-
-static int ns_snapshot_rootfs(const struct sandbox *sb, const char *dst, int64_t *ret_pause_us, struct space_error *err)
-{
-        char path[PATH_MAX];
-        int r = btrfs_pool_sandbox_path(config.pool, sb->id, path, sizeof(path));
-        if (r < 0)
-                return space_error_errno(err, r, "sandbox path");
-        /* Freeze so no write is half done; btrfs flushes the subvolume's dirty data into the
-         * snapshot as part of taking it. A paused sandbox is frozen already. */
-        bool freeze = sb->state == SANDBOX_RUNNING;
-        /* Write most dirty data out before freezing: the snapshot flushes what is left, and
-         * that is then all the sandbox waits for. */
-        int fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        if (fd >= 0) {
-                syncfs(fd);
-                close(fd);
+        if (mkdir(cfg->run_dir, 0700) < 0 && errno != EEXIST) {
+                space_error_errno(err, errno, "mkdir %s", cfg->run_dir);
+                goto fail;
         }
-        int64_t t0 = monotonic_now_us();
-        if (freeze && (r = config.cgroups->freeze(sb->id, true)) < 0)
-                return space_error_errno(err, r, "freeze %s", sb->id);
-        btrfs_pool_subvolume_delete(dst); /* a partial earlier attempt */
-        int snap = btrfs_pool_snapshot(path, dst, true);
-        if (freeze && (r = config.cgroups->freeze(sb->id, false)) < 0)
-                return space_error_errno(err, r, "thaw %s", sb->id);
-        *ret_pause_us = freeze ? monotonic_now_us() - t0 : 0;
-        return snap < 0 ? space_error_errno(err, snap, "snapshot %s", path) : 0;
-}
-
-static int ns_restore_rootfs(const struct sandbox *sb, const char *src, struct space_error *err)
-{
-        char path[PATH_MAX], next[PATH_MAX + 16];
-        int r = btrfs_pool_sandbox_path(config.pool, sb->id, path, sizeof(path));
-        if (r < 0)
-                return space_error_errno(err, r, "sandbox path");
-        snprintf(next, sizeof(next), "%s.restore", path);
-        /* Build the new rootfs beside the old one, then swap: at every instant one of them is
-         * complete, and a redo starts the copy again from the snapshot. */
-        btrfs_pool_subvolume_delete(next);
-        if ((r = btrfs_pool_snapshot(src, next, false)) < 0)
-                return space_error_errno(err, r, "copy %s", src);
-        if ((r = btrfs_pool_subvolume_delete(path)) < 0)
-                return space_error_errno(err, r, "remove old rootfs of %s", sb->id);
-        if (rename(next, path) < 0)
-                return space_error_errno(err, errno, "put restored rootfs of %s in place", sb->id);
+        if ((r = ns_uid_ranges_open(cfg->uid_range_dir, cfg->instance, cfg->state_dir, &ns->uids)) < 0) {
+                space_error_errno(err, r, "open the host's uid ranges (%s)", cfg->uid_range_dir[0] ? cfg->uid_range_dir : NS_UID_RANGE_DIR);
+                goto fail;
+        }
+        /* Ranges taken by an earlier run of this instance that no sandbox recorded (it stopped
+         * between the two steps) go back; no sandbox of this instance is starting yet. */
+        if ((r = ns_uid_ranges_sweep(ns->uids, keep_recorded, ns)) < 0) {
+                space_error_errno(err, r, "sweep the host's uid ranges");
+                goto fail;
+        }
+        ns->reaper_epoll = epoll_create1(EPOLL_CLOEXEC);
+        ns->reaper_stop = eventfd(0, EFD_CLOEXEC);
+        struct epoll_event stop = { .events = EPOLLIN };
+        stop.data.fd = ns->reaper_stop;
+        if (ns->reaper_epoll < 0 || ns->reaper_stop < 0 || epoll_ctl(ns->reaper_epoll, EPOLL_CTL_ADD, ns->reaper_stop, &stop) < 0) {
+                space_error_errno(err, errno, "set up the reaper");
+                goto fail;
+        }
+        r = pthread_create(&ns->reaper, NULL, reaper_main, ns);
+        if (r != 0) {
+                space_error_errno(err, r, "start reaper");
+                goto fail;
+        }
+        ns->reaper_running = true;
         return 0;
+fail:
+        ns_free(d);
+        return -1;
 }
 
-static bool init_alive(const struct sandbox *sb)
+static bool init_alive(const struct ns_handle *h)
 {
-        return sb->pid > 0 && sb->pid_start && ns_process_start_time(sb->pid) == sb->pid_start;
+        return h->pid > 0 && h->pid_start && ns_process_start_time(h->pid) == h->pid_start;
 }
 
-static int ns_stop(const struct sandbox *sb, struct space_error *err)
+static int ns_stop(const struct runtime_driver *d, const struct sandbox *sb, struct space_error *err)
 {
+        const struct ns_driver *ns = ns_driver_of(d);
+        struct ns_handle h;
         char path[PATH_MAX];
-        if (init_alive(sb))
-                kill(sb->pid, SIGKILL); /* PID 1 dying takes its whole pid namespace with it */
-        int r = config.cgroups->kill_all(sb->id);
+        ns_handle_read(sb->runtime_state, &h);
+        if (init_alive(&h))
+                kill(h.pid, SIGKILL); /* PID 1 dying takes its whole pid namespace with it */
+        int r = ns->cgroups->ops->kill_all(ns->cgroups, sb->id);
         if (r < 0)
                 return space_error_errno(err, r, "kill processes of %s", sb->id);
-        r = config.cgroups->destroy(sb->id);
+        r = ns->cgroups->ops->destroy(ns->cgroups, sb->id);
         if (r < 0)
                 return space_error_errno(err, r, "remove cgroup of %s", sb->id);
-        run_path(sb->id, "agent.sock", path, sizeof(path));
+        /* No process of the sandbox is left: its uid range may go to another. */
+        uint32_t base = recorded_uid_base(ns, sb->id);
+        if (base && (r = ns_uid_ranges_give(ns->uids, base, sb->id)) < 0)
+                return space_error_errno(err, r, "give back the uid range of %s", sb->id);
+        ns_driver_run_path(ns, sb->id, "uid_base", path, sizeof(path));
         unlink(path);
-        run_path(sb->id, "root", path, sizeof(path));
+        ns_driver_run_path(ns, sb->id, "agent.sock", path, sizeof(path));
+        unlink(path);
+        ns_driver_run_path(ns, sb->id, "root", path, sizeof(path));
         rmdir(path);
-        run_path(sb->id, NULL, path, sizeof(path));
+        ns_driver_run_path(ns, sb->id, NULL, path, sizeof(path));
         if (rmdir(path) < 0 && errno != ENOENT)
                 return space_error_errno(err, errno, "remove %s", path);
         return 0;
@@ -227,77 +249,141 @@ static uint32_t ns_shown_cpus(double cpus)
         return n;
 }
 
-static int ns_start(struct sandbox *sb, struct space_error *err)
+/* Takes a host uid range for the sandbox and records it in its run directory. */
+static int take_uid_range(const struct ns_driver *ns, const struct sandbox *sb, uint32_t *ret_base, struct space_error *err)
 {
+        char path[PATH_MAX], text[16];
+        uint32_t base;
+        int r = ns_uid_ranges_take(ns->uids, sb->id, &base);
+        if (r == -ENOSPC)
+                return space_error_set(err, SPACE_E_UNAVAILABLE, "no free uid range for another sandbox on this host");
+        if (r < 0)
+                return space_error_errno(err, r, "take a uid range");
+        ns_driver_run_path(ns, sb->id, "uid_base", path, sizeof(path));
+        int len = snprintf(text, sizeof(text), "%u\n", base);
+        _cleanup_close_ int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+        if (fd < 0 || write(fd, text, (size_t)len) != len) {
+                int e = errno ? errno : EIO;
+                ns_uid_ranges_give(ns->uids, base, sb->id);
+                return space_error_errno(err, e, "record the uid range of %s", sb->id);
+        }
+        *ret_base = base;
+        return 0;
+}
+
+static int ns_start(const struct runtime_driver *d, struct sandbox *sb, struct space_error *err)
+{
+        const struct ns_driver *ns = ns_driver_of(d);
         char rootfs[PATH_MAX], dir[PATH_MAX], sock[PATH_MAX];
+        struct ns_handle h = { 0 };
+        struct space_error ignored;
         /* Whatever an interrupted earlier attempt left behind goes first. */
-        if (ns_stop(sb, err) < 0)
+        if (ns_stop(d, sb, err) < 0)
                 return -1;
-        int r = btrfs_pool_sandbox_path(config.pool, sb->id, rootfs, sizeof(rootfs));
+        int r = btrfs_pool_sandbox_path(ns->config.pool, sb->id, rootfs, sizeof(rootfs));
         if (r < 0)
                 return space_error_errno(err, r, "sandbox path");
-        run_path(sb->id, NULL, dir, sizeof(dir));
-        run_path(sb->id, "agent.sock", sock, sizeof(sock));
+        ns_driver_run_path(ns, sb->id, NULL, dir, sizeof(dir));
+        ns_driver_run_path(ns, sb->id, "agent.sock", sock, sizeof(sock));
         if (mkdir(dir, 0700) < 0 && errno != EEXIST)
                 return space_error_errno(err, errno, "mkdir %s", dir);
-        r = config.cgroups->create(sb->id, &sb->resources);
-        if (r < 0)
+        if (take_uid_range(ns, sb, &h.uid_base, err) < 0) {
+                ns_stop(d, sb, &ignored);
+                return -1;
+        }
+        r = ns->cgroups->ops->create(ns->cgroups, sb->id, &sb->resources);
+        if (r < 0) {
+                ns_stop(d, sb, &ignored);
                 return space_error_errno(err, r, "create cgroup");
+        }
         struct ns_launch_params p = {
                 .id = sb->id,
                 .rootfs = rootfs,
                 .run_dir = dir,
                 .socket_path = sock,
-                .uid_base = sb->uid_base,
+                .uid_base = h.uid_base,
                 .memory_bytes = sb->resources.memory_mb > 0 ? (uint64_t)sb->resources.memory_mb << 20 : 0,
                 .cpus = ns_shown_cpus(sb->resources.cpus),
-                .agent_fd = agent_fd,
-                .seccomp = &seccomp_program,
-                .cgroups = config.cgroups,
+                .agent_fd = ns->agent_fd,
+                .seccomp = &ns->seccomp_program,
+                .cgroups = ns->cgroups,
         };
         int pidfd = -1;
         pid_t pid = ns_launch(&p, &pidfd, err);
         if (pid < 0) {
-                struct space_error ignored;
-                ns_stop(sb, &ignored);
+                ns_stop(d, sb, &ignored);
                 return -1;
         }
-        reaper_watch(pidfd);
-        sb->pid = pid;
-        sb->pid_start = ns_process_start_time(pid);
-        r = agent_client_hello(sock, 5000, NULL);
-        if (r < 0) {
-                struct space_error ignored;
-                ns_stop(sb, &ignored);
+        reaper_watch(ns, pidfd);
+        h.pid = pid;
+        h.pid_start = ns_process_start_time(pid);
+        /* Recorded first, so that the stop below (or a later one) finds the init. */
+        if ((r = ns_handle_write(&h, sb->runtime_state, sizeof(sb->runtime_state))) < 0) {
+                kill(pid, SIGKILL);
+                ns_stop(d, sb, &ignored);
+                return space_error_errno(err, r, "record the handle of %s", sb->id);
+        }
+        if ((r = agent_client_hello(sock, 5000, NULL)) < 0) {
+                ns_stop(d, sb, &ignored);
                 return space_error_errno(err, r, "space-agent did not answer");
         }
         return 0;
 }
 
-static int ns_pause(const struct sandbox *sb, struct space_error *err)
+static int ns_pause(const struct runtime_driver *d, const struct sandbox *sb, struct space_error *err)
 {
-        int r = config.cgroups->freeze(sb->id, true);
+        const struct ns_driver *ns = ns_driver_of(d);
+        int r = ns->cgroups->ops->freeze(ns->cgroups, sb->id, true);
         return r < 0 ? space_error_errno(err, r, "freeze %s", sb->id) : 0;
 }
 
-static int ns_resume(const struct sandbox *sb, struct space_error *err)
+static int ns_resume(const struct runtime_driver *d, const struct sandbox *sb, struct space_error *err)
 {
-        int r = config.cgroups->freeze(sb->id, false);
+        const struct ns_driver *ns = ns_driver_of(d);
+        int r = ns->cgroups->ops->freeze(ns->cgroups, sb->id, false);
         return r < 0 ? space_error_errno(err, r, "thaw %s", sb->id) : 0;
 }
 
-static int ns_agent_socket(const struct sandbox *sb, char *buf, size_t size)
+static int ns_agent_connect(const struct runtime_driver *d, const struct sandbox *sb, int timeout_ms)
 {
-        run_path(sb->id, "agent.sock", buf, size);
+        char sock[PATH_MAX];
+        ns_driver_run_path(ns_driver_of(d), sb->id, "agent.sock", sock, sizeof(sock));
+        return agent_client_connect(sock, timeout_ms);
+}
+
+static int ns_stats(const struct runtime_driver *d, const struct sandbox *sb, struct runtime_stats *ret)
+{
+        const struct ns_driver *ns = ns_driver_of(d);
+        struct cgroup_events ev;
+        struct statvfs vfs;
+        char root[PATH_MAX];
+        memset(ret, 0, sizeof(*ret));
+        int r = ns->cgroups->ops->read_events(ns->cgroups, sb->id, &ev);
+        if (r < 0)
+                return r;
+        *ret = (struct runtime_stats){
+                .oom_kills = ev.oom_kills,
+                .pids_max_hits = ev.pids_max_hits,
+                .cpu_usage_us = ev.cpu_usage_us,
+                .memory_bytes = ev.memory_bytes,
+                .memory_cache_bytes = ev.memory_cache_bytes,
+                .memory_limit_bytes = ev.memory_limit_bytes,
+        };
+        if (btrfs_pool_sandbox_path(ns->config.pool, sb->id, root, sizeof(root)) == 0 && statvfs(root, &vfs) == 0) {
+                ret->disk_total_bytes = (uint64_t)vfs.f_blocks * vfs.f_frsize;
+                ret->disk_free_bytes = (uint64_t)vfs.f_bfree * vfs.f_frsize;
+        }
         return 0;
 }
 
-static int ns_exec(const struct sandbox *sb, const struct exec_request *req, struct exec_result *ret, struct space_error *err)
+static int ns_exec(const struct runtime_driver *d, const struct sandbox *sb, const struct exec_request *req,
+                   struct exec_result *ret, struct space_error *err)
 {
+        const struct ns_driver *ns = ns_driver_of(d);
         char sock[PATH_MAX], msg[256] = "";
-        struct cgroup_events before, after;
-        run_path(sb->id, "agent.sock", sock, sizeof(sock));
-        config.cgroups->read_events(sb->id, &before);
+        struct runtime_stats before, after;
+        ns_driver_run_path(ns, sb->id, "agent.sock", sock, sizeof(sock));
+        int before_r = ns_stats(d, sb, &before);
         int r = agent_client_exec(sock, req, ret, msg, sizeof(msg));
         if (r < 0) {
                 if (msg[0])
@@ -309,89 +395,58 @@ static int ns_exec(const struct sandbox *sb, const struct exec_request *req, str
                         return space_error_set(err, SPACE_E_UNAVAILABLE, "the sandbox's agent is not running (%s)", strerror(-r));
                 return space_error_errno(err, r, "exec in %s", sb->id);
         }
-        config.cgroups->read_events(sb->id, &after);
-        ret->oom_killed = after.oom_kills > before.oom_kills;
-        ret->pids_limit_hit = after.pids_max_hits > before.pids_max_hits;
+        int after_r = ns_stats(d, sb, &after);
+        exec_result_set_limits(ret, before_r, &before, after_r, &after);
         return 0;
 }
 
-static int ns_probe(const struct sandbox *sb, bool deep)
+static int ns_probe(const struct runtime_driver *d, const struct sandbox *sb, bool deep)
 {
         char sock[PATH_MAX];
-        if (!init_alive(sb))
+        struct ns_handle h;
+        ns_handle_read(sb->runtime_state, &h);
+        if (!init_alive(&h))
                 return 0;
         if (!deep || sb->state == SANDBOX_PAUSED)
                 return 1; /* a frozen agent cannot answer until thawed */
-        run_path(sb->id, "agent.sock", sock, sizeof(sock));
+        ns_driver_run_path(ns_driver_of(d), sb->id, "agent.sock", sock, sizeof(sock));
         return agent_client_hello(sock, 2000, NULL) == 0 ? 1 : 0;
 }
 
-static int add_name(char ***ids, size_t *n, const char *name)
+static int ns_kill(const struct runtime_driver *d, const struct sandbox *sb)
 {
-        for (size_t i = 0; i < *n; i++)
-                if (strcmp((*ids)[i], name) == 0)
-                        return 0;
-        char **grown = realloc(*ids, (*n + 1) * sizeof(**ids));
-        if (!grown)
-                return -ENOMEM;
-        *ids = grown;
-        grown[*n] = strdup(name);
-        if (!grown[*n])
-                return -ENOMEM;
-        (*n)++;
-        return 0;
+        const struct ns_driver *ns = ns_driver_of(d);
+        return ns->cgroups->ops->kill_all(ns->cgroups, sb->id);
 }
 
-static int add_dir_entries(char ***ids, size_t *n, const char *dir)
+static int ns_host_pid(const struct runtime_driver *d, const struct sandbox *sb)
 {
-        DIR *d = opendir(dir);
-        if (!d)
-                return errno == ENOENT ? 0 : -errno;
-        struct dirent *de;
-        int r = 0;
-        while (r == 0 && (de = readdir(d)))
-                if (de->d_name[0] != '.')
-                        r = add_name(ids, n, de->d_name);
-        closedir(d);
-        return r;
+        struct ns_handle h;
+        ns_handle_read(sb->runtime_state, &h);
+        return init_alive(&h) ? h.pid : -ESRCH;
 }
 
-static int ns_list_resources(char ***ret_ids, size_t *ret_n)
-{
-        char **ids = NULL, **cg = NULL;
-        size_t n = 0, ncg = 0;
-        char dir[PATH_MAX];
-        snprintf(dir, sizeof(dir), "%s/sandboxes", config.pool->root);
-        int r = add_dir_entries(&ids, &n, dir);
-        if (r == 0)
-                r = add_dir_entries(&ids, &n, config.run_dir);
-        if (r == 0 && (r = config.cgroups->list(&cg, &ncg)) == 0)
-                for (size_t i = 0; i < ncg; i++) {
-                        if (r == 0)
-                                r = add_name(&ids, &n, cg[i]);
-                        free(cg[i]);
-                }
-        free(cg);
-        *ret_ids = ids;
-        *ret_n = n;
-        return r;
-}
-
-const struct runtime_driver runtime_driver_namespaces = {
+const struct runtime_driver_ops runtime_driver_namespaces = {
         .name = "namespaces",
         .version = "1",
-        .caps_detected = &caps,
         .init = ns_init,
-        .create_rootfs = ns_create_rootfs,
-        .destroy_rootfs = ns_destroy_rootfs,
-        .snapshot_rootfs = ns_snapshot_rootfs,
-        .restore_rootfs = ns_restore_rootfs,
+        .free = ns_free,
+        .create_rootfs = ns_rootfs_create,
+        .destroy_rootfs = ns_rootfs_destroy,
+        .snapshot_rootfs = ns_rootfs_snapshot,
+        .restore_rootfs = ns_rootfs_restore,
         .start = ns_start,
         .stop = ns_stop,
         .pause = ns_pause,
         .resume = ns_resume,
         .exec = ns_exec,
-        .agent_socket = ns_agent_socket,
         .probe = ns_probe,
-        .list_resources = ns_list_resources,
+        .agent_connect = ns_agent_connect,
+        .stats = ns_stats,
+        .path_exists = ns_rootfs_path_exists,
+        .disk_limit = ns_rootfs_disk_limit,
+        .changed_since = ns_rootfs_changed_since,
+        .kill = ns_kill,
+        .host_pid = ns_host_pid,
+        .list_resources = ns_rootfs_list_resources,
 };

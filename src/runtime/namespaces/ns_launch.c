@@ -169,7 +169,7 @@ pid_t ns_launch(const struct ns_launch_params *p, int *ret_pidfd, struct space_e
                 space_error_errno(err, r, "write id map");
                 goto fail;
         }
-        if ((r = p->cgroups->attach(p->id, pid)) < 0) {
+        if ((r = p->cgroups->ops->attach(p->cgroups, p->id, pid)) < 0) {
                 space_error_errno(err, r, "join cgroup");
                 goto fail;
         }

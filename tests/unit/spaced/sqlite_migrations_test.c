@@ -227,6 +227,52 @@ static void test_close_null(void **state)
         ops->close(NULL);
 }
 
+/* A database an older spaced left, with a live and a stopped sandbox: the namespace driver's
+ * columns move into runtime_state, every row is on the namespaces runtime, and the store
+ * reads it back. */
+static void test_runtime_state_migration_moves_rows(void **state)
+{
+        struct files *f = *state;
+        sqlite3 *db = NULL;
+        int v = -1;
+        assert_int_equal(sqlite3_open(f->db, &db), SQLITE_OK);
+        assert_int_equal(sqlite_migrations_apply_upto(db, SQLITE_MIGRATION_RUNTIME_STATE - 1, &v), 0);
+        assert_int_equal(v, SQLITE_MIGRATION_RUNTIME_STATE - 1);
+        const char *rows =
+                "INSERT INTO sandboxes(id, state, template, environment, cpus, memory_mb, pids, disk_mb, env, metadata,"
+                " timeout_s, on_timeout, created_at, updated_at, pid, pid_start, uid_base) VALUES"
+                " ('sb-live', 'running', 'busybox', '{\"driver\":\"namespaces\"}', 1, 512, 256, 0, '{}', '{}', 0, 'stop', 1, 1,"
+                "  4242, 1099511627776, 1065536),"
+                " ('sb-off', 'stopped', 'busybox', '{}', 1, 512, 256, 0, '{}', '{}', 0, 'stop', 1, 1, 0, 0, 1000000);";
+        assert_int_equal(sqlite3_exec(db, rows, NULL, NULL, NULL), SQLITE_OK);
+        assert_int_equal(sqlite_migrations_apply(db, &v), 0);
+        assert_true(v >= SQLITE_MIGRATION_RUNTIME_STATE);
+        /* The old columns are gone. */
+        assert_int_not_equal(sqlite3_exec(db, "SELECT uid_base FROM sandboxes", NULL, NULL, NULL), SQLITE_OK);
+        assert_int_not_equal(sqlite3_exec(db, "SELECT pid, pid_start FROM sandboxes", NULL, NULL, NULL), SQLITE_OK);
+        sqlite3_close(db);
+
+        struct state_store *st = NULL;
+        struct sandbox sb;
+        assert_int_equal(ops->open(f->db, &st), 0);
+        assert_int_equal(ops->sandbox_get(st, "sb-live", &sb), 0);
+        assert_string_equal(sb.runtime, "namespaces");
+        json_t *h = json_loads(sb.runtime_state, 0, NULL);
+        assert_non_null(h);
+        assert_int_equal(json_integer_value(json_object_get(h, "pid")), 4242);
+        assert_int_equal(json_integer_value(json_object_get(h, "pid_start")), 1099511627776LL);
+        assert_int_equal(json_integer_value(json_object_get(h, "uid_base")), 1065536);
+        json_decref(h);
+        sandbox_release(&sb);
+        assert_int_equal(ops->sandbox_get(st, "sb-off", &sb), 0);
+        assert_string_equal(sb.runtime, "namespaces");
+        h = json_loads(sb.runtime_state, 0, NULL);
+        assert_int_equal(json_integer_value(json_object_get(h, "uid_base")), 1000000);
+        json_decref(h);
+        sandbox_release(&sb);
+        ops->close(st);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -237,6 +283,7 @@ int main(void)
                 cmocka_unit_test_setup_teardown(test_operation_refs_backfilled, make_dir, remove_dir),
                 cmocka_unit_test_setup_teardown(test_open_failure, make_dir, remove_dir),
                 cmocka_unit_test(test_close_null),
+                cmocka_unit_test_setup_teardown(test_runtime_state_migration_moves_rows, make_dir, remove_dir),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -53,8 +53,7 @@ static void test_insert_get_round_trip(void **state)
         struct sandbox in = store_fixture_sandbox("sb-0000000000000001", SANDBOX_CREATING, 1000);
         snprintf(in.state_reason, sizeof(in.state_reason), "why not");
         in.expires_at_ms = 5000;
-        in.pid = 4242;
-        in.pid_start = 1ULL << 40;
+        snprintf(in.runtime_state, sizeof(in.runtime_state), "{\"pid\":4242,\"pid_start\":1099511627776,\"uid_base\":165536}");
         struct operation op = store_fixture_operation("op-1", "sandbox.create", in.id, OPERATION_PENDING, 1000);
         assert_int_equal(ops->sandbox_insert(st, &in, &op), 0);
 
@@ -76,9 +75,8 @@ static void test_insert_get_round_trip(void **state)
         assert_int_equal(out.expires_at_ms, 5000);
         assert_int_equal(out.created_at_ms, 1000);
         assert_int_equal(out.updated_at_ms, 1000);
-        assert_int_equal(out.pid, 4242);
-        assert_int_equal(out.pid_start, 1ULL << 40);
-        assert_int_equal(out.uid_base, 100000 + 65536);
+        assert_string_equal(out.runtime, "namespaces");
+        assert_string_equal(out.runtime_state, in.runtime_state);
         sandbox_release(&out);
         sandbox_release(&in);
 
@@ -132,7 +130,7 @@ static void test_unknown_ids(void **state)
         enum sandbox_state cur = SANDBOX_FAILED;
         assert_int_equal(ops->sandbox_transition(st, "sb-nope", ~0u, SANDBOX_STOPPING, "", NULL, &cur), -ENOENT);
         assert_int_equal(cur, SANDBOX_FAILED);
-        assert_int_equal(ops->sandbox_set_runtime(st, "sb-nope", 1, 2), -ENOENT);
+        assert_int_equal(ops->sandbox_set_runtime(st, "sb-nope", "{}"), -ENOENT);
         assert_int_equal(ops->sandbox_set_expiry(st, "sb-nope", 3), -ENOENT);
         struct operation op = store_fixture_operation("op-nope", "sandbox.stop", "sb-nope", OPERATION_RUNNING, 1);
         assert_int_equal(ops->operation_update(st, &op), -ENOENT);
@@ -241,7 +239,7 @@ static void test_settle_writes_all_or_nothing(void **state)
         op.finished_at_ms = 77;
         snprintf(op.result, sizeof(op.result), "{\"ok\":true}");
         struct sandbox_settlement set = { .from_mask = STATE_MASK(SANDBOX_STARTING), .to = SANDBOX_RUNNING, .reason = "",
-                                          .set_runtime = true, .pid = 42, .pid_start = 4242, .set_expiry = true,
+                                          .set_runtime = true, .runtime_state = "{\"pid\":42}", .set_expiry = true,
                                           .expires_at_ms = 99000, .head_snapshot_id = "snap-h", .op = &op };
         enum sandbox_state cur = SANDBOX_FAILED;
         assert_int_equal(ops->sandbox_settle(st, "sb-e", &set, &cur), 0);
@@ -249,8 +247,7 @@ static void test_settle_writes_all_or_nothing(void **state)
         struct sandbox sb;
         assert_int_equal(ops->sandbox_get(st, "sb-e", &sb), 0);
         assert_int_equal(sb.state, SANDBOX_RUNNING);
-        assert_int_equal(sb.pid, 42);
-        assert_int_equal(sb.pid_start, 4242);
+        assert_string_equal(sb.runtime_state, "{\"pid\":42}");
         assert_int_equal(sb.expires_at_ms, 99000);
         assert_string_equal(sb.head_snapshot_id, "snap-h");
         sandbox_release(&sb);
@@ -271,7 +268,7 @@ static void test_settle_writes_all_or_nothing(void **state)
         assert_int_equal(ops->operation_get(st, "op-stop2", &got), 0);
         assert_int_equal(got.state, OPERATION_PENDING);
         assert_int_equal(ops->sandbox_get(st, "sb-e", &sb), 0);
-        assert_int_equal(sb.pid, 42);
+        assert_string_equal(sb.runtime_state, "{\"pid\":42}");
         assert_int_equal(sb.expires_at_ms, 99000);
         sandbox_release(&sb);
 
@@ -487,13 +484,12 @@ static void test_set_runtime_and_expiry(void **state)
 {
         struct state_store *st = *state;
         insert(st, "sb-x", SANDBOX_RUNNING, 1, NULL);
-        assert_int_equal(ops->sandbox_set_runtime(st, "sb-x", 31337, UINT64_C(0x7fffffffffff)), 0);
+        assert_int_equal(ops->sandbox_set_runtime(st, "sb-x", "{\"pid\":31337,\"pid_start\":140737488355327}"), 0);
         int64_t before = wallclock_now_ms();
         assert_int_equal(ops->sandbox_set_expiry(st, "sb-x", before + 60000), 0);
         struct sandbox sb;
         assert_int_equal(ops->sandbox_get(st, "sb-x", &sb), 0);
-        assert_int_equal(sb.pid, 31337);
-        assert_int_equal(sb.pid_start, UINT64_C(0x7fffffffffff));
+        assert_string_equal(sb.runtime_state, "{\"pid\":31337,\"pid_start\":140737488355327}");
         assert_int_equal(sb.expires_at_ms, before + 60000);
         assert_true(sb.updated_at_ms >= before);
         assert_int_equal(sb.state, SANDBOX_RUNNING);

@@ -26,7 +26,7 @@ static inline struct sandbox store_fixture_sandbox(const char *id, enum sandbox_
         snprintf(sb.on_timeout, sizeof(sb.on_timeout), "destroy");
         sb.created_at_ms = created_at_ms;
         sb.updated_at_ms = created_at_ms;
-        sb.uid_base = 100000 + 65536;
+        snprintf(sb.runtime, sizeof(sb.runtime), "namespaces");
         return sb;
 }
 
