@@ -56,9 +56,10 @@ static int writer_reserve(struct agent_frame_writer *w, size_t extra) {
         if (need <= w->cap)
                 return 0;
 
+        /* Doubling, or straight to the size asked for when that is more (a data chunk). */
         size_t cap = w->cap ? w->cap : 256;
-        while (cap < need)
-                cap = cap > AGENT_FRAME_MAX / 2 ? AGENT_FRAME_MAX : cap * 2;
+        if (cap < need)
+                cap = cap > AGENT_FRAME_MAX / 2 ? AGENT_FRAME_MAX : cap * 2 >= need ? cap * 2 : need;
 
         uint8_t *data = realloc(w->data, cap);
         if (!data)
@@ -79,22 +80,29 @@ void agent_frame_writer_begin(struct agent_frame_writer *w, enum agent_msg_type 
         w->len = AGENT_FRAME_HEADER_SIZE;
 }
 
-void agent_frame_writer_put(struct agent_frame_writer *w, uint16_t tag, const void *data, size_t len) {
+
+uint8_t *agent_frame_writer_put_space(struct agent_frame_writer *w, uint16_t tag, size_t len) {
         if (w->failed)
-                return;
+                return NULL;
         if (len > UINT32_MAX || len > AGENT_FRAME_MAX) {
                 w->failed = -E2BIG;
-                return;
+                return NULL;
         }
         if (writer_reserve(w, FIELD_HEADER_SIZE + len) < 0)
-                return;
+                return NULL;
 
         uint8_t *p = w->data + w->len;
         le16_put(p, tag);
         le32_put(p + 2, (uint32_t) len);
-        if (len > 0)
-                memcpy(p + FIELD_HEADER_SIZE, data, len);
         w->len += FIELD_HEADER_SIZE + len;
+        return p + FIELD_HEADER_SIZE;
+}
+
+void agent_frame_writer_put(struct agent_frame_writer *w, uint16_t tag, const void *data, size_t len) {
+        uint8_t *p = agent_frame_writer_put_space(w, tag, len);
+
+        if (p && len > 0)
+                memcpy(p, data, len);
 }
 
 void agent_frame_writer_put_str(struct agent_frame_writer *w, uint16_t tag, const char *s) {
@@ -144,7 +152,7 @@ int64_t agent_frame_header_decode(const uint8_t header[AGENT_FRAME_HEADER_SIZE],
 
         /* The reserved u16 is written as 0 and ignored on read. */
         if (header[5] != AGENT_PROTOCOL_VERSION)
-                return -EPROTO;
+                return -EPROTONOSUPPORT;
         if (len > PAYLOAD_MAX)
                 return -E2BIG;
         *ret_type = header[4];

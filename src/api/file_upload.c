@@ -6,22 +6,21 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
+#include "agent_protocol/agent_file_data.h"
 #include "api/file_request.h"
 #include "cleanup.h"
 #include "runtime/cgroup/cgroup_manager.h"
 #include "spaced/spaced_context.h"
 
 struct file_upload {
-        int agent; /* the connection that holds the unnamed file until FILE_COMMIT */
-        int fd;    /* the unnamed file, or the agent's pipe into it */
+        int agent; /* the connection the bytes go on; it holds the unnamed file until FILE_COMMIT */
         uint64_t written;
         int write_error;      /* -errno of the first failed write */
+        bool memory;          /* the target is in the sandbox's memory (tmpfs) */
         uint64_t memory_left; /* a memory-backed target: what the sandbox's memory limit leaves */
         const struct btrfs_pool *durable_pool; /* --durability power: synced before the answer */
-        mode_t fd_mode;
         char path[PATH_MAX];
 };
 
@@ -43,8 +42,6 @@ void file_upload_free(struct file_upload *u)
 {
         if (!u)
                 return;
-        if (u->fd >= 0)
-                close(u->fd);
         if (u->agent >= 0)
                 close(u->agent); /* before FILE_COMMIT: the agent drops the file */
         free(u);
@@ -53,7 +50,7 @@ void file_upload_free(struct file_upload *u)
 int file_upload_begin(struct spaced_context *ctx, const struct sandbox *sb, const char *socket, const struct agent_file_args *a,
                       uint64_t length, struct file_upload **ret, struct space_error *err)
 {
-        struct agent_file_reply reply = { .fd = -1 };
+        struct agent_file_reply reply = { 0 };
         char msg[512] = "";
         int fd = agent_files_connect(socket, FILE_REQUEST_TIMEOUT_MS);
         if (fd < 0)
@@ -62,58 +59,45 @@ int file_upload_begin(struct spaced_context *ctx, const struct sandbox *sb, cons
         int r = agent_files_call(agent, AGENT_MSG_FILE_CREATE, a, AGENT_MSG_FILE_UPLOAD, &reply, msg, sizeof(msg));
         if (r < 0)
                 return file_error_from_agent(err, r, msg);
-        /* A regular file to write, or, for a memory-backed target, a pipe the agent empties
-         * into it (so the pages count against the sandbox's memory, not spaced's). */
-        struct stat st;
-        if (reply.fd < 0 || fstat(reply.fd, &st) < 0 || !(S_ISREG(st.st_mode) || S_ISFIFO(st.st_mode))) {
-                agent_file_reply_release(&reply);
-                return space_error_set(err, SPACE_E_INTERNAL, "the agent gave no file to write");
-        }
-        uint64_t memory_left = S_ISFIFO(st.st_mode) ? memory_headroom(ctx, sb) : UINT64_MAX;
-        if (length != UINT64_MAX && length > memory_left) {
-                agent_file_reply_release(&reply);
+        /* The agent writes the bytes itself, so a memory-backed target's pages count against
+         * the sandbox's memory, not spaced's; spaced keeps the upload within what it leaves. */
+        uint8_t memory = 0;
+        (void)agent_frame_get_u8(&reply.frame, AGENT_F_FILE_MEMORY, &memory);
+        agent_file_reply_release(&reply);
+        uint64_t memory_left = memory ? memory_headroom(ctx, sb) : UINT64_MAX;
+        if (length != UINT64_MAX && length > memory_left)
                 return space_error_set(err, SPACE_E_PAYLOAD_TOO_LARGE,
                                        "%s is in the sandbox's memory (tmpfs): %llu bytes do not fit in what its memory limit "
                                        "leaves (%llu MiB)",
                                        a->path, (unsigned long long)length, (unsigned long long)(memory_left >> 20));
-        }
         struct file_upload *u = calloc(1, sizeof(*u));
-        if (!u) {
-                agent_file_reply_release(&reply);
+        if (!u)
                 return space_error_set(err, SPACE_E_INTERNAL, "out of memory");
-        }
         u->agent = TAKE_FD(agent);
-        u->fd_mode = st.st_mode;
-        u->fd = TAKE_FD(reply.fd);
+        u->memory = memory != 0;
         u->memory_left = memory_left;
         u->durable_pool = ctx->cfg.durability_power ? &ctx->pool : NULL;
         snprintf(u->path, sizeof(u->path), "%s", a->path);
-        agent_file_reply_release(&reply);
         *ret = u;
         return 0;
 }
 
 int file_upload_write(struct file_upload *u, const void *data, size_t len)
 {
-        const char *p = data;
         if (u->write_error)
                 return -1;
         if (u->written + len > u->memory_left) {
                 u->write_error = -ENOMEM;
                 return -1;
         }
-        while (len > 0) {
-                ssize_t n = write(u->fd, p, len);
-                if (n < 0 && errno == EINTR)
-                        continue;
-                if (n <= 0) {
-                        u->write_error = n < 0 ? -errno : -EIO;
-                        return -1;
-                }
-                p += n;
-                len -= (size_t)n;
-                u->written += (uint64_t)n;
+        /* Blocks while the agent's socket is full (it writes as fast as the sandbox's disk
+         * takes it); an agent that stops reading ends the upload at the send timeout. */
+        int r = agent_file_data_send(u->agent, u->written, data, len);
+        if (r < 0) {
+                u->write_error = r;
+                return -1;
         }
+        u->written += len;
         return 0;
 }
 
@@ -125,12 +109,11 @@ uint64_t file_upload_written(const struct file_upload *u)
 int file_upload_commit(struct file_upload *u, struct agent_file_reply *ret_reply, struct agent_file_entry *ret_entry,
                        struct space_error *err)
 {
-        struct agent_file_reply reply = { .fd = -1 };
+        struct agent_file_reply reply = { 0 };
         struct agent_file_entry e;
         size_t cursor = 0;
         char msg[512] = "";
         int r = -1;
-        /* EPIPE: the agent stopped taking a pipe upload; its commit answer says why. */
         if (u->write_error == -ENOMEM) {
                 space_error_set(err, SPACE_E_PAYLOAD_TOO_LARGE,
                                 "%s is in the sandbox's memory (tmpfs): the upload outgrew what its memory limit leaves "
@@ -138,28 +121,20 @@ int file_upload_commit(struct file_upload *u, struct agent_file_reply *ret_reply
                                 u->path, (unsigned long long)(u->memory_left >> 20));
                 goto out;
         }
-        if (u->write_error && u->write_error != -EPIPE) {
+        if (u->write_error) {
                 snprintf(msg, sizeof(msg), "write %s: %s", u->path, strerror(-u->write_error));
                 file_error_from_agent(err, u->write_error, msg);
                 goto out;
         }
-        if (u->durable_pool && !S_ISFIFO(u->fd_mode) && fdatasync(u->fd) < 0) {
-                snprintf(msg, sizeof(msg), "sync %s: %s", u->path, strerror(errno));
-                r = file_error_from_agent(err, -errno, msg);
-                goto out;
-        }
-        close(TAKE_FD(u->fd));
-        r = agent_files_call(u->agent, AGENT_MSG_FILE_COMMIT, NULL, AGENT_MSG_FILE_ENTRY, &reply, msg, sizeof(msg));
-        /* The file's new name, in the pool's next commit: made now (a tmpfs target has none to make). */
-        if (r == 0 && u->durable_pool && !S_ISFIFO(u->fd_mode) && (r = btrfs_pool_sync(u->durable_pool)) < 0) {
+        /* --durability power: the agent syncs the data before it links the file (a tmpfs
+         * target has nothing to sync). */
+        struct agent_file_args commit = { .sync = u->durable_pool && !u->memory };
+        r = agent_files_call(u->agent, AGENT_MSG_FILE_COMMIT, &commit, AGENT_MSG_FILE_ENTRY, &reply, msg, sizeof(msg));
+        /* The file's new name, in the pool's next commit: made now. */
+        if (r == 0 && commit.sync && (r = btrfs_pool_sync(u->durable_pool)) < 0) {
                 agent_file_reply_release(&reply);
                 r = space_error_errno(err, r, "%s was written but could not be made durable (sync the pool)", u->path);
                 goto out;
-        }
-        if (r == 0 && u->write_error) {
-                agent_file_reply_release(&reply);
-                r = u->write_error; /* cannot happen with a sane agent: it took less than was sent */
-                snprintf(msg, sizeof(msg), "write %s: %s", u->path, strerror(-r));
         }
         if (r < 0) {
                 file_error_from_agent(err, r, msg);

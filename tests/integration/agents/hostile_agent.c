@@ -49,7 +49,7 @@ static int frame_header(int fd, uint8_t type, uint32_t payload)
         uint8_t h[8] = { 0 };
         le32(h, payload);
         h[4] = type;
-        h[5] = 1;
+        h[5] = 2; /* AGENT_PROTOCOL_VERSION */
         return write_all(fd, h, sizeof(h));
 }
 

@@ -211,7 +211,7 @@ static void test_header_errors(void **state) {
         /* Wrong protocol version. */
         memset(h, 0, 4);
         h[5] = AGENT_PROTOCOL_VERSION + 1;
-        assert_int_equal(agent_frame_header_decode(h, &type), -EPROTO);
+        assert_int_equal(agent_frame_header_decode(h, &type), -EPROTONOSUPPORT);
         assert_int_equal(type, 77);
 }
 
