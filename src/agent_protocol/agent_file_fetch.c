@@ -39,9 +39,9 @@ int agent_file_fetch_start(struct agent_file_fetch *f, int fd, uint64_t offset, 
 static int fetch_next(struct agent_file_fetch *f) {
         struct agent_frame fr;
 
-        free(f->buf);
-        f->buf = NULL;
-        int r = agent_client_read(f->fd, AGENT_FILE_DATA_MAX, agent_client_deadline(f->timeout_ms), &fr, &f->buf);
+        if (!f->buf && !(f->buf = malloc(AGENT_FILE_DATA_MAX)))
+                return fetch_fail(f, -ENOMEM, NULL);
+        int r = agent_client_read_into(f->fd, f->buf, AGENT_FILE_DATA_MAX, agent_client_deadline(f->timeout_ms), &fr);
         if (r == -ECONNRESET)
                 return fetch_fail(f, -EPROTO, "the agent closed the connection before the end of the file");
         if (r == -ETIMEDOUT)

@@ -17,7 +17,7 @@ struct agent_file_fetch {
         int fd;              /* the agent connection, owned; -1 */
         uint64_t at, left;   /* the next offset expected, bytes still to come */
         int timeout_ms;      /* for each frame */
-        uint8_t *buf;        /* the frame being handed out */
+        uint8_t *buf;        /* AGENT_FILE_DATA_MAX bytes: the frame being handed out */
         const uint8_t *data; /* its bytes not handed out yet */
         uint32_t data_len;
         int error; /* sticky -errno */

@@ -71,6 +71,11 @@ static int writer_reserve(struct agent_frame_writer *w, size_t extra) {
 
 void agent_frame_writer_begin(struct agent_frame_writer *w, enum agent_msg_type type) {
         *w = (struct agent_frame_writer) {};
+        agent_frame_writer_restart(w, type);
+}
+
+void agent_frame_writer_restart(struct agent_frame_writer *w, enum agent_msg_type type) {
+        *w = (struct agent_frame_writer) { .data = w->data, .cap = w->cap };
         if (writer_reserve(w, AGENT_FRAME_HEADER_SIZE) < 0)
                 return;
         le32_put(w->data, 0);
@@ -370,7 +375,11 @@ int agent_frame_reader_fill(struct agent_frame_reader *r, int fd) {
                 int64_t len = agent_frame_header_decode(r->header, &r->type);
                 if (len < 0)
                         return (int) len;
-                r->buf = malloc(len > 0 ? (size_t) len : 1);
+                if (r->spare && r->spare_size >= len) {
+                        r->buf = r->spare;
+                        r->spare = NULL;
+                } else
+                        r->buf = malloc(len > 0 ? (size_t) len : 1);
                 if (!r->buf)
                         return -ENOMEM;
                 r->len = (uint32_t) len;
@@ -381,12 +390,25 @@ int agent_frame_reader_fill(struct agent_frame_reader *r, int fd) {
 void agent_frame_reader_take(struct agent_frame_reader *r, struct agent_frame *ret_frame, uint8_t **ret_buf) {
         *ret_frame = (struct agent_frame) { .type = r->type, .payload = r->buf, .payload_len = r->len };
         *ret_buf = r->buf;
-        *r = (struct agent_frame_reader) {};
+        *r = (struct agent_frame_reader) { .spare = r->spare, .spare_size = r->spare_size };
+}
+
+void agent_frame_reader_recycle(struct agent_frame_reader *r, uint8_t *buf, uint32_t size) {
+        if (!buf)
+                return;
+        if (size > AGENT_FRAME_READER_SPARE_MAX || (r->spare && r->spare_size >= size)) {
+                free(buf);
+                return;
+        }
+        free(r->spare);
+        r->spare = buf;
+        r->spare_size = size;
 }
 
 void agent_frame_reader_release(struct agent_frame_reader *r) {
         if (!r)
                 return;
         free(r->buf);
+        free(r->spare);
         *r = (struct agent_frame_reader) {};
 }

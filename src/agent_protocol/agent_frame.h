@@ -146,6 +146,9 @@ struct agent_frame_writer {
 };
 
 void agent_frame_writer_begin(struct agent_frame_writer *w, enum agent_msg_type type);
+/* begin again on a writer (zeroed, or released, or used before), keeping its buffer: a
+ * stream of frames of one size without an allocation each. */
+void agent_frame_writer_restart(struct agent_frame_writer *w, enum agent_msg_type type);
 void agent_frame_writer_put(struct agent_frame_writer *w, uint16_t tag, const void *data, size_t len);
 void agent_frame_writer_put_str(struct agent_frame_writer *w, uint16_t tag, const char *s);
 void agent_frame_writer_put_u8(struct agent_frame_writer *w, uint16_t tag, uint8_t v);
@@ -199,6 +202,8 @@ struct agent_frame_reader {
         uint8_t *buf;
         uint32_t len;
         uint32_t got;
+        uint8_t *spare; /* a payload buffer given back (agent_frame_reader_recycle) */
+        uint32_t spare_size;
 };
 
 /* Reads what is available. Returns 1 when a whole frame is buffered (then call
@@ -208,4 +213,9 @@ int agent_frame_reader_fill(struct agent_frame_reader *r, int fd);
 /* Hands over the buffered frame: *ret_buf owns the payload (caller frees) and the
  * reader is reset for the next frame. Only valid after fill returned 1. */
 void agent_frame_reader_take(struct agent_frame_reader *r, struct agent_frame *ret_frame, uint8_t **ret_buf);
+/* Gives back a payload buffer of size bytes that take handed out, for the next frame that
+ * fits in it: a stream of data frames then costs no allocation (and no fresh pages) each.
+ * Buffers over AGENT_FRAME_READER_SPARE_MAX are freed instead. Takes buf. */
+void agent_frame_reader_recycle(struct agent_frame_reader *r, uint8_t *buf, uint32_t size);
 void agent_frame_reader_release(struct agent_frame_reader *r);
+#define AGENT_FRAME_READER_SPARE_MAX (320u << 10) /* a FILE_DATA frame fits */

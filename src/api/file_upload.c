@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include "agent_protocol/agent_file_data.h"
@@ -18,11 +19,16 @@ struct file_upload {
         int agent; /* the connection the bytes go on; it holds the unnamed file until FILE_COMMIT */
         uint64_t written;
         int write_error;      /* -errno of the first failed write */
+        uint8_t *pending;     /* AGENT_FILE_CHUNK bytes: the body gathered into whole frames */
+        size_t pending_len;
         bool memory;          /* the target is in the sandbox's memory (tmpfs) */
         uint64_t memory_left; /* a memory-backed target: what the sandbox's memory limit leaves */
         const struct btrfs_pool *durable_pool; /* --durability power: synced before the answer */
         char path[PATH_MAX];
 };
+
+/* The agent connection's send buffer during an upload. */
+#define UPLOAD_SOCKET_BUFFER (4 << 20)
 
 /* Kept free for the sandbox's own processes when an upload goes to its memory. */
 #define UPLOAD_MEMORY_RESERVE (16ull << 20)
@@ -42,6 +48,7 @@ void file_upload_free(struct file_upload *u)
 {
         if (!u)
                 return;
+        free(u->pending);
         if (u->agent >= 0)
                 close(u->agent); /* before FILE_COMMIT: the agent drops the file */
         free(u);
@@ -71,8 +78,14 @@ int file_upload_begin(struct spaced_context *ctx, const struct sandbox *sb, cons
                                        "leaves (%llu MiB)",
                                        a->path, (unsigned long long)length, (unsigned long long)(memory_left >> 20));
         struct file_upload *u = calloc(1, sizeof(*u));
-        if (!u)
+        if (!u || !(u->pending = malloc(AGENT_FILE_CHUNK))) {
+                free(u);
                 return space_error_set(err, SPACE_E_INTERNAL, "out of memory");
+        }
+        /* Room for several frames in flight, so that spaced and the agent take turns less
+         * often (an unprivileged agent cannot grow its own end; spaced may). Best effort. */
+        int sndbuf = UPLOAD_SOCKET_BUFFER;
+        (void)setsockopt(agent, SOL_SOCKET, SO_SNDBUFFORCE, &sndbuf, sizeof(sndbuf));
         u->agent = TAKE_FD(agent);
         u->memory = memory != 0;
         u->memory_left = memory_left;
@@ -82,22 +95,52 @@ int file_upload_begin(struct spaced_context *ctx, const struct sandbox *sb, cons
         return 0;
 }
 
+/* Sends what is gathered as one frame (the agent wakes once per chunk, not per piece the
+ * client's body arrived in). Blocks while the agent's socket is full (it writes as fast as
+ * the sandbox's disk takes it); an agent that stops reading ends the upload at the send
+ * timeout. */
+static int upload_flush(struct file_upload *u)
+{
+        if (u->write_error || u->pending_len == 0)
+                return u->write_error;
+        int r = agent_file_data_send(u->agent, u->written - u->pending_len, u->pending, u->pending_len);
+        u->pending_len = 0;
+        if (r < 0)
+                u->write_error = r;
+        return r;
+}
+
 int file_upload_write(struct file_upload *u, const void *data, size_t len)
 {
+        const uint8_t *p = data;
         if (u->write_error)
                 return -1;
         if (u->written + len > u->memory_left) {
                 u->write_error = -ENOMEM;
                 return -1;
         }
-        /* Blocks while the agent's socket is full (it writes as fast as the sandbox's disk
-         * takes it); an agent that stops reading ends the upload at the send timeout. */
-        int r = agent_file_data_send(u->agent, u->written, data, len);
-        if (r < 0) {
-                u->write_error = r;
-                return -1;
+        while (len > 0) {
+                if (u->pending_len == 0 && len >= AGENT_FILE_CHUNK) {
+                        size_t whole = len - len % AGENT_FILE_CHUNK;
+                        int r = agent_file_data_send(u->agent, u->written, p, whole);
+                        if (r < 0) {
+                                u->write_error = r;
+                                return -1;
+                        }
+                        u->written += whole;
+                        p += whole;
+                        len -= whole;
+                        continue;
+                }
+                size_t n = AGENT_FILE_CHUNK - u->pending_len < len ? AGENT_FILE_CHUNK - u->pending_len : len;
+                memcpy(u->pending + u->pending_len, p, n);
+                u->pending_len += n;
+                u->written += n;
+                p += n;
+                len -= n;
+                if (u->pending_len == AGENT_FILE_CHUNK && upload_flush(u) < 0)
+                        return -1;
         }
-        u->written += len;
         return 0;
 }
 
@@ -114,6 +157,7 @@ int file_upload_commit(struct file_upload *u, struct agent_file_reply *ret_reply
         size_t cursor = 0;
         char msg[512] = "";
         int r = -1;
+        (void)upload_flush(u);
         if (u->write_error == -ENOMEM) {
                 space_error_set(err, SPACE_E_PAYLOAD_TOO_LARGE,
                                 "%s is in the sandbox's memory (tmpfs): the upload outgrew what its memory limit leaves "

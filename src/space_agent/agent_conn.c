@@ -70,16 +70,19 @@ static void conn_flush(struct agent_conn *c) {
                 }
                 if (c->reply_off < c->reply.len)
                         break;
-                agent_frame_writer_release(&c->reply);
+                struct agent_frame_writer w = c->reply; /* sent; its buffer may carry the next chunk */
+                c->reply = (struct agent_frame_writer) {};
                 c->reply_off = 0;
                 if (c->subscriber) {
+                        agent_frame_writer_release(&w);
                         agent_subscriber_flush(c->server);
                         return;
                 }
                 /* A download goes on as the socket takes it: one chunk at a time. */
-                struct agent_frame_writer w;
-                if (!agent_file_download_next(c, &w))
+                if (!agent_file_download_next(c, &w)) {
+                        agent_frame_writer_release(&w);
                         break;
+                }
                 if (agent_frame_writer_finish(&w) < 0) {
                         agent_frame_writer_release(&w);
                         agent_conn_close(c);
@@ -222,9 +225,14 @@ static void conn_read_requests(struct agent_conn *c) {
                 }
 
                 struct agent_frame f;
-                _cleanup_free_ uint8_t *payload = NULL;
+                uint8_t *payload = NULL;
                 agent_frame_reader_take(&c->reader, &f, &payload);
                 conn_dispatch(c, &f, &payload);
+                /* Not kept by the request: the next frame (an upload's next chunk) reuses it. */
+                if (c->dead)
+                        free(payload);
+                else
+                        agent_frame_reader_recycle(&c->reader, payload, f.payload_len);
         }
 }
 

@@ -94,6 +94,9 @@ int agent_file_transfer_read(struct agent_conn *c, struct agent_file_request *re
                 return -errno;
         if (!S_ISREG(st.st_mode))
                 return not_regular(st.st_mode); /* swapped meanwhile */
+        int flags = fcntl(fd, F_GETFL);
+        if (flags >= 0)
+                (void) fcntl(fd, F_SETFL, flags & ~O_NONBLOCK);
         struct agent_file_download *d = calloc(1, sizeof *d);
         if (!d)
                 return -ENOMEM;
@@ -122,7 +125,7 @@ void agent_file_transfer_fetch(struct agent_conn *c, const struct agent_frame *f
         }
         c->download->at = offset;
         c->download->left = length;
-        struct agent_frame_writer w;
+        struct agent_frame_writer w = {};
         if (agent_file_download_next(c, &w))
                 agent_conn_reply(c, &w);
 }
@@ -135,7 +138,7 @@ bool agent_file_download_next(struct agent_conn *c, struct agent_frame_writer *w
         if (!d || d->left == 0)
                 return false;
         uint32_t n = d->left > AGENT_FILE_CHUNK ? AGENT_FILE_CHUNK : (uint32_t) d->left;
-        agent_frame_writer_begin(w, AGENT_MSG_FILE_DATA);
+        agent_frame_writer_restart(w, AGENT_MSG_FILE_DATA);
         agent_frame_writer_put_u64(w, AGENT_F_FILE_OFFSET, d->at);
         uint8_t *p = agent_frame_writer_put_space(w, AGENT_F_DATA, n);
         for (uint32_t got = 0; p && got < n;) {

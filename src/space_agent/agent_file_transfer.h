@@ -29,8 +29,9 @@ struct agent_file_download;
 int agent_file_transfer_read(struct agent_conn *c, struct agent_file_request *req);
 /* FILE_FETCH f: starts sending the range (or answers ERROR). */
 void agent_file_transfer_fetch(struct agent_conn *c, const struct agent_frame *f);
-/* Builds the next frame of c's download into w (a FILE_DATA, or the ERROR that ends it):
- * true, or false when there is nothing left to send. */
+/* Builds the next frame of c's download into w (zeroed, or a sent frame whose buffer it
+ * reuses): a FILE_DATA, or the ERROR that ends it; true, or false when there is nothing
+ * left to send (w untouched). */
 bool agent_file_download_next(struct agent_conn *c, struct agent_frame_writer *w);
 void agent_file_download_free(struct agent_file_download *d);
 
