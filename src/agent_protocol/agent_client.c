@@ -192,6 +192,8 @@ int agent_client_hello(const char *socket_path, int timeout_ms, uint32_t *ret_pi
                 return fd;
         struct agent_frame_writer w;
         agent_frame_writer_begin(&w, AGENT_MSG_HELLO);
+        if (w.data)
+                w.data[5] = AGENT_HELLO_VERSION; /* any agent answers, in its own version */
         struct agent_frame f;
         _cleanup_free_ uint8_t *buf = NULL;
         int r = agent_client_roundtrip(fd, &w, AGENT_MSG_HELLO_REPLY, AGENT_CLIENT_REPLY_MAX, &f, &buf, NULL, 0);

@@ -156,7 +156,7 @@ int64_t agent_frame_header_decode(const uint8_t header[AGENT_FRAME_HEADER_SIZE],
         uint32_t len = le32_get(header);
 
         /* The reserved u16 is written as 0 and ignored on read. */
-        if (header[5] != AGENT_PROTOCOL_VERSION)
+        if (header[5] != AGENT_PROTOCOL_VERSION && !(header[4] == AGENT_MSG_HELLO && header[5] == AGENT_HELLO_VERSION))
                 return -EPROTONOSUPPORT;
         if (len > PAYLOAD_MAX)
                 return -E2BIG;

@@ -20,6 +20,11 @@
 
 /* 2: file bytes travel in-band (FILE_FETCH, FILE_DATA) instead of as passed descriptors. */
 #define AGENT_PROTOCOL_VERSION 2
+/* HELLO is the version probe: spaced sends it with version 1, which every agent since the
+ * first accepts, and the reply's header carries the agent's version. A frame of another
+ * version is otherwise refused (-EPROTONOSUPPORT), so a mismatched agent is told apart
+ * from one that does not answer. */
+#define AGENT_HELLO_VERSION 1
 #define AGENT_FRAME_HEADER_SIZE 8
 #define AGENT_FRAME_MAX (64u * 1024u * 1024u)
 
