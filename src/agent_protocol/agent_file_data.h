@@ -15,7 +15,7 @@
 
 #include "agent_protocol/agent_frame.h"
 
-#define AGENT_FILE_CHUNK (256u << 10)
+#define AGENT_FILE_CHUNK (64u << 10)
 /* The largest FILE_DATA payload: FILE_OFFSET and DATA around one chunk. */
 #define AGENT_FILE_DATA_MAX (AGENT_FILE_CHUNK + 2u * 6u + 8u)
 

@@ -10,7 +10,7 @@
  *   (else)       a small honest reply "ok\n"
  * FILE_STAT gets a 40 MiB FILE_ENTRY. FILE_READ of any path answers a regular file of
  * 1 MiB + 100 bytes; its FILE_FETCH then lies by the path's name:
- *   /oversend    256 KiB frames past the end of the range (the fifth crosses it)
+ *   /oversend    64 KiB frames past the end of the range (the 17th crosses it)
  *   /wrongtype   a FILE_ENTRY where the bytes should be
  *   /hugeframe   a FILE_DATA header announcing 64 MiB, then nothing
  *   (else)       half of the range, then an ERROR (EIO)
@@ -196,8 +196,8 @@ static void request_path(const uint8_t *p, uint32_t len, char *buf, size_t size)
 static void serve_fetch(int fd, const char *path)
 {
         if (strcmp(path, "/oversend") == 0) {
-                for (uint64_t at = 0; at < 2 * LIE_FILE_SIZE; at += 256u << 10)
-                        data_frame(fd, at, 256u << 10);
+                for (uint64_t at = 0; at < 2 * LIE_FILE_SIZE; at += 64u << 10)
+                        data_frame(fd, at, 64u << 10);
         } else if (strcmp(path, "/wrongtype") == 0) {
                 uint8_t type = 1;
                 frame_header(fd, FILE_ENTRY, (6 + 2) + (6 + 1));
