@@ -77,25 +77,51 @@ int agent_client_read_exact(int fd, void *buf, size_t len, int64_t deadline_us)
         return 0;
 }
 
-int agent_client_read(int fd, uint32_t max_payload, int64_t deadline_us, struct agent_frame *ret_frame, uint8_t **ret_buf)
+/* Reads and checks a frame header: 0 with *ret_type and *ret_len (<= max_payload), or -errno. */
+static int read_header(int fd, uint32_t max_payload, int64_t deadline_us, uint8_t *ret_type, uint32_t *ret_len)
 {
-        uint8_t header[AGENT_FRAME_HEADER_SIZE], type;
+        uint8_t header[AGENT_FRAME_HEADER_SIZE];
         int r = agent_client_read_exact(fd, header, sizeof(header), deadline_us);
         if (r < 0)
                 return r;
-        int64_t len = agent_frame_header_decode(header, &type);
+        int64_t len = agent_frame_header_decode(header, ret_type);
         if (len < 0)
                 return (int)len;
         if ((uint64_t)len > max_payload)
                 return -EMSGSIZE;
+        *ret_len = (uint32_t)len;
+        return 0;
+}
+
+int agent_client_read(int fd, uint32_t max_payload, int64_t deadline_us, struct agent_frame *ret_frame, uint8_t **ret_buf)
+{
+        uint8_t type = 0;
+        uint32_t len = 0;
+        int r = read_header(fd, max_payload, deadline_us, &type, &len);
+        if (r < 0)
+                return r;
         _cleanup_free_ uint8_t *buf = malloc(len > 0 ? (size_t)len : 1);
         if (!buf)
                 return -ENOMEM;
         r = agent_client_read_exact(fd, buf, (size_t)len, deadline_us);
         if (r < 0)
                 return r == -ECONNRESET ? -EPROTO : r;
-        *ret_frame = (struct agent_frame){ .type = type, .payload = buf, .payload_len = (uint32_t)len };
+        *ret_frame = (struct agent_frame){ .type = type, .payload = buf, .payload_len = len };
         *ret_buf = TAKE_PTR(buf);
+        return 0;
+}
+
+int agent_client_read_into(int fd, uint8_t *buf, uint32_t size, int64_t deadline_us, struct agent_frame *ret_frame)
+{
+        uint8_t type = 0;
+        uint32_t len = 0;
+        int r = read_header(fd, size, deadline_us, &type, &len);
+        if (r < 0)
+                return r;
+        r = agent_client_read_exact(fd, buf, (size_t)len, deadline_us);
+        if (r < 0)
+                return r == -ECONNRESET ? -EPROTO : r;
+        *ret_frame = (struct agent_frame){ .type = type, .payload = buf, .payload_len = len };
         return 0;
 }
 
@@ -166,6 +192,8 @@ int agent_client_hello(const char *socket_path, int timeout_ms, uint32_t *ret_pi
                 return fd;
         struct agent_frame_writer w;
         agent_frame_writer_begin(&w, AGENT_MSG_HELLO);
+        if (w.data)
+                w.data[5] = AGENT_HELLO_VERSION; /* any agent answers, in its own version */
         struct agent_frame f;
         _cleanup_free_ uint8_t *buf = NULL;
         int r = agent_client_roundtrip(fd, &w, AGENT_MSG_HELLO_REPLY, AGENT_CLIENT_REPLY_MAX, &f, &buf, NULL, 0);

@@ -29,6 +29,9 @@ int agent_client_read_exact(int fd, void *buf, size_t len, int64_t deadline_us);
 /* Reads one frame whose payload is at most max_payload bytes (else -EMSGSIZE, and nothing
  * of the payload is read: drop the connection) by deadline_us (0: none). */
 int agent_client_read(int fd, uint32_t max_payload, int64_t deadline_us, struct agent_frame *ret_frame, uint8_t **ret_buf);
+/* agent_client_read into the caller's buffer of size bytes (the bound), for a stream of
+ * frames read one after another without an allocation each. */
+int agent_client_read_into(int fd, uint8_t *buf, uint32_t size, int64_t deadline_us, struct agent_frame *ret_frame);
 
 /* A connected, blocking socket to the agent with send/receive timeouts (0: none), or -errno. */
 int agent_client_connect(const char *socket_path, int timeout_ms);

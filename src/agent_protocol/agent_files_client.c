@@ -16,9 +16,6 @@
 void agent_file_reply_release(struct agent_file_reply *r) {
         free(r->buf);
         r->buf = NULL;
-        if (r->fd >= 0)
-                close(r->fd);
-        r->fd = -1;
 }
 
 int agent_files_send(int fd, enum agent_msg_type type, const struct agent_file_args *a) {
@@ -46,6 +43,8 @@ int agent_files_send(int fd, enum agent_msg_type type, const struct agent_file_a
                         agent_frame_writer_put_u8(&w, AGENT_F_FILE_PARENTS, 1);
                 if (a->recursive)
                         agent_frame_writer_put_u8(&w, AGENT_F_FILE_RECURSIVE, 1);
+                if (a->sync)
+                        agent_frame_writer_put_u8(&w, AGENT_F_FILE_SYNC, 1);
         }
         int r = agent_frame_writer_finish(&w);
         if (r == 0)
@@ -54,81 +53,29 @@ int agent_files_send(int fd, enum agent_msg_type type, const struct agent_file_a
         return r;
 }
 
-/* Reads exactly len bytes; the first recvmsg may carry a descriptor (SCM_RIGHTS). */
-static int read_exact(int fd, uint8_t *buf, size_t len, int64_t deadline, int *ret_fd) {
-        size_t got = 0;
-
-        while (got < len) {
-                int w = agent_client_wait(fd, deadline);
-                if (w < 0)
-                        return w;
-                union {
-                        struct cmsghdr h;
-                        char buf[CMSG_SPACE(sizeof(int))];
-                } control;
-                struct iovec iov = { buf + got, len - got };
-                struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1 };
-                if (ret_fd) {
-                        msg.msg_control = control.buf;
-                        msg.msg_controllen = sizeof(control.buf);
-                }
-                ssize_t n = recvmsg(fd, &msg, MSG_CMSG_CLOEXEC);
-                if (n < 0 && errno == EINTR)
-                        continue;
-                if (n < 0)
-                        return errno == EAGAIN || errno == EWOULDBLOCK ? -ETIMEDOUT : -errno;
-                if (ret_fd) {
-                        for (struct cmsghdr *cm = CMSG_FIRSTHDR(&msg); cm; cm = CMSG_NXTHDR(&msg, cm)) {
-                                if (cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_RIGHTS)
-                                        continue;
-                                int passed;
-                                memcpy(&passed, CMSG_DATA(cm), sizeof(int));
-                                if (*ret_fd < 0)
-                                        *ret_fd = passed;
-                                else
-                                        close(passed);
-                        }
-                }
-                if (n == 0)
-                        return got == 0 ? -ECONNRESET : -EPROTO;
-                got += (size_t)n;
-        }
-        return 0;
-}
-
 int agent_files_read(int fd, struct agent_file_reply *ret, char *msg, size_t msg_size) {
         uint8_t header[AGENT_FRAME_HEADER_SIZE];
         uint8_t type;
-        int passed = -1;
 
         /* The socket's receive timeout bounds the whole reply, not each read of it. */
         int64_t deadline = agent_client_socket_deadline(fd);
-        *ret = (struct agent_file_reply){ .fd = -1 };
-        int r = read_exact(fd, header, sizeof(header), deadline, &passed);
-        if (r < 0) {
-                if (passed >= 0)
-                        close(passed);
+        *ret = (struct agent_file_reply){ 0 };
+        int r = agent_client_read_exact(fd, header, sizeof(header), deadline);
+        if (r < 0)
                 return r;
-        }
         int64_t len = agent_frame_header_decode(header, &type);
         /* Only a listing may be large; anything else of this size is not an honest agent. */
         if (len >= 0 && (uint64_t)len > (type == AGENT_MSG_FILE_ENTRIES ? AGENT_CLIENT_LIST_MAX : AGENT_CLIENT_REPLY_MAX))
                 len = -EMSGSIZE;
-        if (len < 0) {
-                if (passed >= 0)
-                        close(passed);
+        if (len < 0)
                 return (int)len;
-        }
         uint8_t *buf = malloc(len > 0 ? (size_t)len : 1);
-        if (!buf || (r = read_exact(fd, buf, (size_t)len, deadline, NULL)) < 0) {
+        if (!buf || (r = agent_client_read_exact(fd, buf, (size_t)len, deadline)) < 0) {
                 free(buf);
-                if (passed >= 0)
-                        close(passed);
                 return buf ? r : -ENOMEM;
         }
         ret->frame = (struct agent_frame){ .type = type, .payload = buf, .payload_len = (uint32_t)len };
         ret->buf = buf;
-        ret->fd = passed;
         if (type == AGENT_MSG_ERROR) {
                 int32_t e = EIO;
                 const uint8_t *data;

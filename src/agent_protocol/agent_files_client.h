@@ -18,6 +18,7 @@ struct agent_file_args {
         uint32_t mode, uid, gid;
         uint32_t depth; /* 0: the agent's default (1) */
         bool parents, recursive;
+        bool sync; /* FILE_COMMIT: make the data durable first */
 };
 
 /* One entry of a reply; the strings point into the frame and are not NUL-terminated. */
@@ -30,11 +31,10 @@ struct agent_file_entry {
         bool has_link;
 };
 
-/* A reply frame (and a descriptor passed with it, or -1). */
+/* A reply frame. */
 struct agent_file_reply {
         struct agent_frame frame;
         uint8_t *buf;
-        int fd;
 };
 void agent_file_reply_release(struct agent_file_reply *r);
 

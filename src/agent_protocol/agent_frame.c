@@ -56,9 +56,10 @@ static int writer_reserve(struct agent_frame_writer *w, size_t extra) {
         if (need <= w->cap)
                 return 0;
 
+        /* Doubling, or straight to the size asked for when that is more (a data chunk). */
         size_t cap = w->cap ? w->cap : 256;
-        while (cap < need)
-                cap = cap > AGENT_FRAME_MAX / 2 ? AGENT_FRAME_MAX : cap * 2;
+        if (cap < need)
+                cap = cap > AGENT_FRAME_MAX / 2 ? AGENT_FRAME_MAX : cap * 2 >= need ? cap * 2 : need;
 
         uint8_t *data = realloc(w->data, cap);
         if (!data)
@@ -70,6 +71,11 @@ static int writer_reserve(struct agent_frame_writer *w, size_t extra) {
 
 void agent_frame_writer_begin(struct agent_frame_writer *w, enum agent_msg_type type) {
         *w = (struct agent_frame_writer) {};
+        agent_frame_writer_restart(w, type);
+}
+
+void agent_frame_writer_restart(struct agent_frame_writer *w, enum agent_msg_type type) {
+        *w = (struct agent_frame_writer) { .data = w->data, .cap = w->cap };
         if (writer_reserve(w, AGENT_FRAME_HEADER_SIZE) < 0)
                 return;
         le32_put(w->data, 0);
@@ -79,22 +85,29 @@ void agent_frame_writer_begin(struct agent_frame_writer *w, enum agent_msg_type 
         w->len = AGENT_FRAME_HEADER_SIZE;
 }
 
-void agent_frame_writer_put(struct agent_frame_writer *w, uint16_t tag, const void *data, size_t len) {
+
+uint8_t *agent_frame_writer_put_space(struct agent_frame_writer *w, uint16_t tag, size_t len) {
         if (w->failed)
-                return;
+                return NULL;
         if (len > UINT32_MAX || len > AGENT_FRAME_MAX) {
                 w->failed = -E2BIG;
-                return;
+                return NULL;
         }
         if (writer_reserve(w, FIELD_HEADER_SIZE + len) < 0)
-                return;
+                return NULL;
 
         uint8_t *p = w->data + w->len;
         le16_put(p, tag);
         le32_put(p + 2, (uint32_t) len);
-        if (len > 0)
-                memcpy(p + FIELD_HEADER_SIZE, data, len);
         w->len += FIELD_HEADER_SIZE + len;
+        return p + FIELD_HEADER_SIZE;
+}
+
+void agent_frame_writer_put(struct agent_frame_writer *w, uint16_t tag, const void *data, size_t len) {
+        uint8_t *p = agent_frame_writer_put_space(w, tag, len);
+
+        if (p && len > 0)
+                memcpy(p, data, len);
 }
 
 void agent_frame_writer_put_str(struct agent_frame_writer *w, uint16_t tag, const char *s) {
@@ -143,8 +156,8 @@ int64_t agent_frame_header_decode(const uint8_t header[AGENT_FRAME_HEADER_SIZE],
         uint32_t len = le32_get(header);
 
         /* The reserved u16 is written as 0 and ignored on read. */
-        if (header[5] != AGENT_PROTOCOL_VERSION)
-                return -EPROTO;
+        if (header[5] != AGENT_PROTOCOL_VERSION && !(header[4] == AGENT_MSG_HELLO && header[5] == AGENT_HELLO_VERSION))
+                return -EPROTONOSUPPORT;
         if (len > PAYLOAD_MAX)
                 return -E2BIG;
         *ret_type = header[4];
@@ -362,7 +375,11 @@ int agent_frame_reader_fill(struct agent_frame_reader *r, int fd) {
                 int64_t len = agent_frame_header_decode(r->header, &r->type);
                 if (len < 0)
                         return (int) len;
-                r->buf = malloc(len > 0 ? (size_t) len : 1);
+                if (r->spare && r->spare_size >= len) {
+                        r->buf = r->spare;
+                        r->spare = NULL;
+                } else
+                        r->buf = malloc(len > 0 ? (size_t) len : 1);
                 if (!r->buf)
                         return -ENOMEM;
                 r->len = (uint32_t) len;
@@ -373,12 +390,25 @@ int agent_frame_reader_fill(struct agent_frame_reader *r, int fd) {
 void agent_frame_reader_take(struct agent_frame_reader *r, struct agent_frame *ret_frame, uint8_t **ret_buf) {
         *ret_frame = (struct agent_frame) { .type = r->type, .payload = r->buf, .payload_len = r->len };
         *ret_buf = r->buf;
-        *r = (struct agent_frame_reader) {};
+        *r = (struct agent_frame_reader) { .spare = r->spare, .spare_size = r->spare_size };
+}
+
+void agent_frame_reader_recycle(struct agent_frame_reader *r, uint8_t *buf, uint32_t size) {
+        if (!buf)
+                return;
+        if (size > AGENT_FRAME_READER_SPARE_MAX || (r->spare && r->spare_size >= size)) {
+                free(buf);
+                return;
+        }
+        free(r->spare);
+        r->spare = buf;
+        r->spare_size = size;
 }
 
 void agent_frame_reader_release(struct agent_frame_reader *r) {
         if (!r)
                 return;
         free(r->buf);
+        free(r->spare);
         *r = (struct agent_frame_reader) {};
 }

@@ -6,7 +6,8 @@
  *   payload = field*
  *   field  = u16 tag | u32 len | len bytes
  * A field may repeat (ARGV, ENV). Unknown tags are skipped by readers so either side can
- * grow new fields. A frame (header + payload) larger than AGENT_FRAME_MAX is a protocol error.
+ * grow new fields. A frame (header + payload) larger than AGENT_FRAME_MAX is a protocol error,
+ * a frame of another version -EPROTONOSUPPORT (both sides come from one build).
  *
  * This file is compiled into both spaced (glibc) and the static space-agent (musl or glibc):
  * it uses only libc and returns -errno on failure.
@@ -17,7 +18,13 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#define AGENT_PROTOCOL_VERSION 1
+/* 2: file bytes travel in-band (FILE_FETCH, FILE_DATA) instead of as passed descriptors. */
+#define AGENT_PROTOCOL_VERSION 2
+/* HELLO is the version probe: spaced sends it with version 1, which every agent since the
+ * first accepts, and the reply's header carries the agent's version. A frame of another
+ * version is otherwise refused (-EPROTONOSUPPORT), so a mismatched agent is told apart
+ * from one that does not answer. */
+#define AGENT_HELLO_VERSION 1
 #define AGENT_FRAME_HEADER_SIZE 8
 #define AGENT_FRAME_MAX (64u * 1024u * 1024u)
 
@@ -31,7 +38,7 @@ enum agent_msg_type {
          * agent's root; every request may carry FILE_USER. */
         AGENT_MSG_FILE_STAT = 40,    /* FILE_PATH -> FILE_ENTRY */
         AGENT_MSG_FILE_ENTRY = 41,   /* agent -> spaced: one entry (FILE_PATH first) */
-        AGENT_MSG_FILE_READ = 42,    /* FILE_PATH -> FILE_ENTRY + the open file (SCM_RIGHTS) */
+        AGENT_MSG_FILE_READ = 42,    /* FILE_PATH -> FILE_ENTRY; the file stays open for FILE_FETCH */
         AGENT_MSG_FILE_LIST = 43,    /* FILE_PATH, FILE_DEPTH? -> FILE_ENTRIES */
         AGENT_MSG_FILE_ENTRIES = 44, /* agent -> spaced: entries, each starting at FILE_PATH; FILE_TRUNCATED? */
         AGENT_MSG_FILE_MKDIR = 45,   /* FILE_PATH, FILE_MODE?, FILE_PARENTS?, owner? -> FILE_ENTRY */
@@ -39,10 +46,12 @@ enum agent_msg_type {
         AGENT_MSG_FILE_REMOVE = 47,  /* FILE_PATH, FILE_RECURSIVE? -> FILE_DONE */
         AGENT_MSG_FILE_DONE = 48,    /* agent -> spaced: no fields */
         AGENT_MSG_FILE_CREATE = 49,  /* FILE_PATH, FILE_MODE?, FILE_PARENTS?, owner? -> FILE_UPLOAD */
-        AGENT_MSG_FILE_UPLOAD = 50,  /* agent -> spaced: the unnamed file to fill, or a pipe into it (SCM_RIGHTS) */
-        AGENT_MSG_FILE_COMMIT = 51,  /* spaced -> agent: link the filled file into place -> FILE_ENTRY */
+        AGENT_MSG_FILE_UPLOAD = 50,  /* agent -> spaced: FILE_PATH, FILE_MEMORY?; then FILE_DATA* from spaced */
+        AGENT_MSG_FILE_COMMIT = 51,  /* spaced -> agent: FILE_SYNC?; link the filled file into place -> FILE_ENTRY */
         AGENT_MSG_FILE_WATCH = 52,   /* FILE_PATH, FILE_RECURSIVE? -> FILE_DONE, then FILE_EVENT* */
         AGENT_MSG_FILE_EVENT = 53,   /* agent -> spaced: FILE_EVENT_KIND, FILE_PATH, FILE_NAME, FILE_TYPE */
+        AGENT_MSG_FILE_FETCH = 54,   /* spaced -> agent: FILE_OFFSET, FILE_LENGTH of the file FILE_READ opened -> FILE_DATA* */
+        AGENT_MSG_FILE_DATA = 55,    /* either way: FILE_OFFSET, DATA (1..AGENT_FILE_CHUNK bytes); no reply */
         /* Jobs: commands that outlive connections, with sequence-numbered output pushed to a
          * subscriber that acknowledges what it has stored (docs/agent-protocol.md). */
         AGENT_MSG_JOB_START = 10,      /* JOB_ID, ARGV+, ENV*, CWD?, USER?, STDIN_OPEN?, TTY_COLS/ROWS?, TIMEOUT_MS? */
@@ -106,6 +115,10 @@ enum agent_field_tag {
         AGENT_F_FILE_GROUP = 95,      /* string: group name (entry) */
         AGENT_F_FILE_TRUNCATED = 96,  /* u8: a list stopped at AGENT_FILE_LIST_MAX entries */
         AGENT_F_FILE_EVENT_KIND = 97, /* u8: enum agent_file_event */
+        AGENT_F_FILE_OFFSET = 98,     /* u64: where a FILE_FETCH or FILE_DATA starts in the file */
+        AGENT_F_FILE_LENGTH = 99,     /* u64: bytes a FILE_FETCH asks for */
+        AGENT_F_FILE_MEMORY = 100,    /* u8: an upload's target is in the sandbox's memory (tmpfs, ramfs) */
+        AGENT_F_FILE_SYNC = 101,      /* u8: FILE_COMMIT makes the data durable (fdatasync) before linking */
 };
 
 enum agent_file_type {
@@ -138,12 +151,18 @@ struct agent_frame_writer {
 };
 
 void agent_frame_writer_begin(struct agent_frame_writer *w, enum agent_msg_type type);
+/* begin again on a writer (zeroed, or released, or used before), keeping its buffer: a
+ * stream of frames of one size without an allocation each. */
+void agent_frame_writer_restart(struct agent_frame_writer *w, enum agent_msg_type type);
 void agent_frame_writer_put(struct agent_frame_writer *w, uint16_t tag, const void *data, size_t len);
 void agent_frame_writer_put_str(struct agent_frame_writer *w, uint16_t tag, const char *s);
 void agent_frame_writer_put_u8(struct agent_frame_writer *w, uint16_t tag, uint8_t v);
 void agent_frame_writer_put_u32(struct agent_frame_writer *w, uint16_t tag, uint32_t v);
 void agent_frame_writer_put_i32(struct agent_frame_writer *w, uint16_t tag, int32_t v);
 void agent_frame_writer_put_u64(struct agent_frame_writer *w, uint16_t tag, uint64_t v);
+/* Appends a field of len bytes and returns where its bytes go (the caller fills them), or
+ * NULL once the writer failed. */
+uint8_t *agent_frame_writer_put_space(struct agent_frame_writer *w, uint16_t tag, size_t len);
 /* Patches the header's length; returns 0 or the sticky error. data/len then hold the frame. */
 int agent_frame_writer_finish(struct agent_frame_writer *w);
 void agent_frame_writer_release(struct agent_frame_writer *w);
@@ -155,7 +174,8 @@ struct agent_frame {
         uint32_t payload_len;
 };
 
-/* Decodes the 8-byte header. Returns payload length (>= 0) or -EPROTO/-E2BIG. */
+/* Decodes the 8-byte header. Returns payload length (>= 0), -EPROTONOSUPPORT for another
+ * protocol version, or -E2BIG. */
 int64_t agent_frame_header_decode(const uint8_t header[AGENT_FRAME_HEADER_SIZE], uint8_t *ret_type);
 
 /* Iterates fields: set *cursor = 0 first; returns 1 with tag/data/len filled, 0 at end,
@@ -187,6 +207,8 @@ struct agent_frame_reader {
         uint8_t *buf;
         uint32_t len;
         uint32_t got;
+        uint8_t *spare; /* a payload buffer given back (agent_frame_reader_recycle) */
+        uint32_t spare_size;
 };
 
 /* Reads what is available. Returns 1 when a whole frame is buffered (then call
@@ -196,4 +218,9 @@ int agent_frame_reader_fill(struct agent_frame_reader *r, int fd);
 /* Hands over the buffered frame: *ret_buf owns the payload (caller frees) and the
  * reader is reset for the next frame. Only valid after fill returned 1. */
 void agent_frame_reader_take(struct agent_frame_reader *r, struct agent_frame *ret_frame, uint8_t **ret_buf);
+/* Gives back a payload buffer of size bytes that take handed out, for the next frame that
+ * fits in it: a stream of data frames then costs no allocation (and no fresh pages) each.
+ * Buffers over AGENT_FRAME_READER_SPARE_MAX are freed instead. Takes buf. */
+void agent_frame_reader_recycle(struct agent_frame_reader *r, uint8_t *buf, uint32_t size);
 void agent_frame_reader_release(struct agent_frame_reader *r);
+#define AGENT_FRAME_READER_SPARE_MAX (320u << 10) /* a FILE_DATA frame fits */

@@ -52,18 +52,14 @@ struct api_stream {
         ssize_t (*read)(void *cls, char *buf, size_t max);
         void (*free)(void *cls);
         void *cls;
+        bool sized;    /* exactly size bytes come (Content-Length); else as many as read gives */
+        uint64_t size;
 };
 
 struct api_response {
         unsigned status;
         json_t *body;             /* owned; NULL for an empty body */
         struct api_stream stream; /* instead of body when stream.read is set */
-        struct {
-                bool set;
-                int fd;           /* taken: a regular file, sent with sendfile */
-                uint64_t offset;  /* from here */
-                uint64_t size;    /* this many bytes */
-        } file;                   /* instead of body when file.set */
         const char *content_type; /* for streams */
         json_t *headers;          /* owned; extra headers, object of strings */
 };

@@ -18,7 +18,7 @@ static void file_call(struct api_request *req, struct api_response *resp, enum a
 {
         struct space_error err = { 0 };
         struct file_target t;
-        struct agent_file_reply reply = { .fd = -1 };
+        struct agent_file_reply reply = { 0 };
         char msg[512] = "";
         int fd;
         if (file_target_load(req, &t, &err) < 0 || (fd = file_target_connect(&t, FILE_REQUEST_TIMEOUT_MS, &err)) < 0)

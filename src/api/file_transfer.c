@@ -1,8 +1,8 @@
 /* Whole-file transfers, streamed and never buffered whole:
- * GET /v1/sandboxes/{id}/files?path= answers with the file the agent opened for us
- * (sent with sendfile by libmicrohttpd); PUT writes the request body, as it arrives, into
- * a file_upload (an unnamed file the agent made in the target directory, linked into
- * place at the end). A dropped upload leaves nothing. */
+ * GET /v1/sandboxes/{id}/files?path= answers with the file's bytes as the agent sends them
+ * (file_download); PUT writes the request body, as it arrives, into a file_upload (an
+ * unnamed file the agent made in the target directory, linked into place at the end). A
+ * dropped upload leaves nothing. */
 #include <errno.h>
 #include <microhttpd.h>
 #include <stdio.h>
@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "api/api_routes.h"
+#include "api/file_download.h"
 #include "api/file_request.h"
 #include "api/file_upload.h"
 #include "cleanup.h"
@@ -23,31 +24,27 @@ void route_file_download(struct api_request *req, struct api_response *resp)
         struct space_error err = { 0 };
         struct agent_file_args a = { 0 };
         struct file_target t = { 0 };
-        struct agent_file_reply reply = { .fd = -1 };
+        struct agent_file_reply reply = { 0 };
         struct agent_file_entry e;
-        struct stat st;
         char msg[512] = "", mode[8];
         size_t cursor = 0;
-        int fd = -1;
+        _cleanup_close_ int agent = -1; /* stays open: the file's bytes come on it (file_download) */
         if (file_query_path(req, "path", &a.path, &err) < 0 || file_query_user(req, &a.user, &err) < 0 ||
-            file_target_load(req, &t, &err) < 0 || (fd = file_target_connect(&t, FILE_REQUEST_TIMEOUT_MS, &err)) < 0)
+            file_target_load(req, &t, &err) < 0 || (agent = file_target_connect(&t, FILE_REQUEST_TIMEOUT_MS, &err)) < 0)
                 goto fail;
-        int r = agent_files_call(fd, AGENT_MSG_FILE_READ, &a, AGENT_MSG_FILE_ENTRY, &reply, msg, sizeof(msg));
-        close(fd);
+        int r = agent_files_call(agent, AGENT_MSG_FILE_READ, &a, AGENT_MSG_FILE_ENTRY, &reply, msg, sizeof(msg));
         if (r < 0) {
                 if (r == -EINVAL || r == -EISDIR)
                         snprintf(msg + strlen(msg), sizeof(msg) - strlen(msg), " (only regular files can be downloaded)");
                 file_error_from_agent(&err, r, msg);
                 goto fail;
         }
-        /* Trust what the descriptor is, not what the agent says it is. */
-        if (reply.fd < 0 || fstat(reply.fd, &st) < 0 || !S_ISREG(st.st_mode) ||
-            agent_files_next_entry(&reply.frame, &cursor, &e) != 1) {
+        if (agent_files_next_entry(&reply.frame, &cursor, &e) != 1 || e.type != AGENT_FILE_REGULAR) {
                 space_error_set(&err, SPACE_E_INVALID_REQUEST, "%s is not a regular file", a.path);
                 goto fail;
         }
-        snprintf(mode, sizeof(mode), "%04o", (unsigned)(st.st_mode & 07777));
-        uint64_t size = (uint64_t)st.st_size, offset = 0, len = size;
+        snprintf(mode, sizeof(mode), "%04o", (unsigned)(e.mode & 07777));
+        uint64_t size = e.size, offset = 0, len = size;
         int range = file_range_parse(MHD_lookup_connection_value(req->conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_RANGE), size,
                                      &offset, &len);
         if (range < 0) {
@@ -61,11 +58,13 @@ void route_file_download(struct api_request *req, struct api_response *resp)
                 resp->headers = json_pack("{s:s}", "Content-Range", total);
                 return;
         }
+        r = file_download_respond(TAKE_FD(agent), offset, len, a.path, resp);
+        if (r < 0) {
+                snprintf(msg, sizeof(msg), "read %s: %s", a.path, strerror(-r));
+                file_error_from_agent(&err, r, msg);
+                goto fail;
+        }
         resp->status = range ? 206 : 200;
-        resp->file.fd = TAKE_FD(reply.fd);
-        resp->file.offset = offset;
-        resp->file.size = len;
-        resp->file.set = true;
         resp->content_type = "application/octet-stream";
         resp->headers = json_pack("{s:s, s:I, s:I, s:s}", "X-Space-File-Mode", mode, "X-Space-File-Uid", (json_int_t)e.uid,
                                   "X-Space-File-Gid", (json_int_t)e.gid, "Accept-Ranges", "bytes");
@@ -136,7 +135,7 @@ static void upload_finish(void *state, struct api_request *req, struct api_respo
 {
         struct file_upload *u = state;
         struct space_error err = { 0 };
-        struct agent_file_reply reply = { .fd = -1 };
+        struct agent_file_reply reply = { 0 };
         struct agent_file_entry e;
         uint64_t written = file_upload_written(u);
         if (file_upload_commit(u, &reply, &e, &err) < 0)

@@ -1,11 +1,11 @@
 /* file_upload: one file written into a running sandbox as its bytes arrive, never held
- * whole. The sandbox's agent makes an unnamed file in the target directory (FILE_CREATE)
- * and hands over a descriptor to write: the file itself, or, when the target is in the
- * sandbox's memory (tmpfs), a pipe the agent empties into it, so that the pages count
- * against the sandbox's memory and not spaced's. Commit asks the agent to link the file
- * into place (atomically, with its mode and owner); freeing an upload before that leaves
- * nothing behind. Used by the files API (PUT /v1/sandboxes/{id}/files) and by the E2B
- * front door's /files. */
+ * whole. The sandbox's agent makes an unnamed file in the target directory (FILE_CREATE);
+ * the bytes go to it in-band as FILE_DATA frames and the agent writes them, so that the
+ * pages count against the sandbox's memory and not spaced's (a target in the sandbox's
+ * memory, tmpfs, is also kept within what its memory limit leaves). Commit asks the agent
+ * to link the file into place (atomically, with its mode and owner); freeing an upload
+ * before that leaves nothing behind. Used by the files API (PUT /v1/sandboxes/{id}/files)
+ * and by the E2B front door's /files. */
 #pragma once
 
 #include <stddef.h>

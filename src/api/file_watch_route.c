@@ -116,7 +116,7 @@ void route_file_watch(struct api_request *req, struct api_response *resp)
         struct space_error err = { 0 };
         struct agent_file_args a = { 0 };
         struct file_target t = { 0 };
-        struct agent_file_reply reply = { .fd = -1 };
+        struct agent_file_reply reply = { 0 };
         char msg[512] = "";
         long long keepalive_s = 15;
         if (file_query_path(req, "path", &a.path, &err) < 0 || file_query_user(req, &a.user, &err) < 0 ||

@@ -40,16 +40,6 @@ static void add_headers(struct MHD_Response *r, const json_t *headers)
                         MHD_add_response_header(r, k, json_string_value(v));
 }
 
-static struct MHD_Response *file_response(struct api_response *resp)
-{
-        resp->file.set = false;
-        /* libmicrohttpd owns the descriptor from here, on failure too. */
-        struct MHD_Response *r = MHD_create_response_from_fd_at_offset64(resp->file.size, resp->file.fd, resp->file.offset);
-        if (!r)
-                close(resp->file.fd);
-        return r;
-}
-
 static struct MHD_Response *stream_response(struct api_response *resp, size_t block, struct request_trail *trail)
 {
         struct counted_stream *st = malloc(sizeof(*st));
@@ -62,7 +52,8 @@ static struct MHD_Response *stream_response(struct api_response *resp, size_t bl
         st->inner = resp->stream;
         st->trail = trail;
         memset(&resp->stream, 0, sizeof(resp->stream));
-        struct MHD_Response *r = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, block, stream_reader, st, stream_free);
+        struct MHD_Response *r = MHD_create_response_from_callback(st->inner.sized ? st->inner.size : MHD_SIZE_UNKNOWN, block, stream_reader, st,
+                                                                   stream_free);
         if (!r)
                 stream_free(st);
         return r;
@@ -102,15 +93,10 @@ enum MHD_Result http_response_send(struct MHD_Connection *conn, struct api_respo
                                    size_t stream_block, struct request_trail *trail)
 {
         struct MHD_Response *r;
-        bool raw = resp->file.set || resp->stream.read;
-        if (trail) {
+        bool raw = resp->stream.read;
+        if (trail)
                 request_trail_answer(trail, resp);
-                if (resp->file.set)
-                        atomic_store(&trail->bytes, resp->file.size);
-        }
-        if (resp->file.set)
-                r = file_response(resp);
-        else if (resp->stream.read)
+        if (resp->stream.read)
                 r = stream_response(resp, stream_block, trail);
         else
                 r = json_response(resp, json_newline, trail);

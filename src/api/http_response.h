@@ -1,4 +1,4 @@
-/* http_response: turns an api_response (JSON body, stream, or file) into a libmicrohttpd
+/* http_response: turns an api_response (JSON body or stream) into a libmicrohttpd
  * response and queues it. Shared by spaced's API server and the E2B front door. */
 #pragma once
 
@@ -8,7 +8,7 @@
 #include "api/api_request.h"
 #include "api/request_trail.h"
 
-/* Queues resp on conn, taking what it owns (body text, stream, file descriptor).
+/* Queues resp on conn, taking what it owns (body text, stream).
  * json_newline: end a JSON body with '\n' (spaced's API does; E2B's does not). Streams
  * are read in blocks of stream_block bytes. */
 /* A request body gathered in memory up to a limit (NUL-terminated for the JSON parser). */

@@ -8,11 +8,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include "agent_protocol/agent_files_client.h"
 #include "api/api_render.h"
+#include "api/file_download.h"
 #include "api/file_request.h"
 #include "api/output_encoding.h"
 #include "cleanup.h"
@@ -125,7 +125,7 @@ static void entry_method(struct e2b_call *call, struct api_response *resp, enum 
                          enum agent_msg_type want, json_t *msg)
 {
         struct space_error err = { 0 };
-        struct agent_file_reply reply = { .fd = -1 };
+        struct agent_file_reply reply = { 0 };
         struct agent_file_entry e;
         size_t cursor = 0;
         a->user = e2b_files_agent_user(call->user);
@@ -162,7 +162,7 @@ void e2b_fs_list_dir(struct e2b_call *call, struct api_response *resp)
         json_t *msg = NULL;
         char path[PATH_MAX];
         struct agent_file_args a = { .path = path, .depth = 1 };
-        struct agent_file_reply reply = { .fd = -1 };
+        struct agent_file_reply reply = { 0 };
         if (e2b_connect_request(&call->req, &msg, &err) < 0 || message_path(call, msg, "path", path, sizeof(path), &err) < 0)
                 goto fail;
         json_int_t depth = json_integer_value(json_object_get(msg, "depth"));
@@ -193,7 +193,7 @@ void e2b_fs_make_dir(struct e2b_call *call, struct api_response *resp)
         json_t *msg = NULL;
         char path[PATH_MAX];
         struct agent_file_args a = { .path = path, .user = e2b_files_agent_user(call->user) };
-        struct agent_file_reply reply = { .fd = -1 };
+        struct agent_file_reply reply = { 0 };
         if (e2b_connect_request(&call->req, &msg, &err) < 0 || message_path(call, msg, "path", path, sizeof(path), &err) < 0) {
                 json_decref(msg);
                 return e2b_connect_reply_error(resp, &err);
@@ -267,8 +267,9 @@ void e2b_files_download(struct e2b_call *call, struct api_response *resp)
         struct space_error err = { 0 };
         char path[PATH_MAX], msg[512] = "";
         const char *user = NULL;
-        struct agent_file_reply reply = { .fd = -1 };
-        struct stat st;
+        struct agent_file_reply reply = { 0 };
+        struct agent_file_entry e;
+        size_t cursor = 0;
         if (files_query(call, path, sizeof(path), &user, &err) < 0)
                 return e2b_files_reply_error(resp, &err);
         struct agent_file_args a = { .path = path, .user = e2b_files_agent_user(user) };
@@ -276,21 +277,25 @@ void e2b_files_download(struct e2b_call *call, struct api_response *resp)
         if (fd < 0)
                 return e2b_files_reply_error(resp, &err);
         int r = agent_files_call(fd, AGENT_MSG_FILE_READ, &a, AGENT_MSG_FILE_ENTRY, &reply, msg, sizeof(msg));
-        close(fd);
         if (r < 0) {
+                close(fd);
                 file_error_from_agent(&err, r, msg);
                 return e2b_files_reply_error(resp, &err);
         }
-        if (reply.fd < 0 || fstat(reply.fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+        if (agent_files_next_entry(&reply.frame, &cursor, &e) != 1 || e.type != AGENT_FILE_REGULAR) {
+                close(fd);
                 agent_file_reply_release(&reply);
                 space_error_set(&err, SPACE_E_INVALID_REQUEST, "%s is not a regular file", path);
                 return e2b_files_reply_error(resp, &err);
         }
-        resp->status = 200;
-        resp->file.fd = TAKE_FD(reply.fd);
-        resp->file.offset = 0;
-        resp->file.size = (uint64_t)st.st_size;
-        resp->file.set = true;
-        resp->content_type = "application/octet-stream";
+        /* The file's bytes come on the same connection (taken). */
+        r = file_download_respond(fd, 0, e.size, path, resp);
         agent_file_reply_release(&reply);
+        if (r < 0) {
+                snprintf(msg, sizeof(msg), "read %s: %s", path, strerror(-r));
+                file_error_from_agent(&err, r, msg);
+                return e2b_files_reply_error(resp, &err);
+        }
+        resp->status = 200;
+        resp->content_type = "application/octet-stream";
 }

@@ -93,7 +93,7 @@ static int file_write(struct e2b_upload *u, const char *data, size_t len)
         }
         /* Its commit says why the write failed (and drops the file). */
         struct space_error err = { 0 };
-        struct agent_file_reply reply = { .fd = -1 };
+        struct agent_file_reply reply = { 0 };
         struct agent_file_entry e;
         struct file_upload *f = u->file;
         u->file = NULL;
@@ -107,7 +107,7 @@ static int file_write(struct e2b_upload *u, const char *data, size_t len)
 static int file_close(struct e2b_upload *u)
 {
         struct space_error err = { 0 };
-        struct agent_file_reply reply = { .fd = -1 };
+        struct agent_file_reply reply = { 0 };
         struct agent_file_entry e;
         struct file_upload *f = u->file;
         u->file = NULL;

@@ -139,7 +139,7 @@ void e2b_fs_watch_dir(struct e2b_call *call, struct api_response *resp)
         struct space_error err = { 0 };
         json_t *msg = NULL;
         struct sandbox sb;
-        struct agent_file_reply reply = { .fd = -1 };
+        struct agent_file_reply reply = { 0 };
         char text[512] = "";
         struct watch_stream *st = calloc(1, sizeof(*st));
         if (!st) {

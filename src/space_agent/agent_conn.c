@@ -31,8 +31,6 @@ void agent_conn_update_events(struct agent_conn *c) {
                 return;
         if (c->file_watch)
                 events = agent_file_watch_events(c->file_watch);
-        else if (agent_file_upload_committing(c->upload))
-                events = 0; /* the commit waits for the upload's pipe */
         else if (c->subscriber)
                 events = EPOLLIN | (c->reply.data || agent_subscriber_pending(c->server) ? EPOLLOUT : 0);
         else if (c->reply.data)
@@ -43,32 +41,6 @@ void agent_conn_update_events(struct agent_conn *c) {
                 events = EPOLLIN;
         if (agent_server_watch_set(c->server, &c->watch, events) < 0)
                 agent_conn_close(c);
-}
-
-/* Sends the rest of the reply; the descriptor handed with it travels with its first byte. */
-static ssize_t conn_send(struct agent_conn *c) {
-        struct iovec iov = { c->reply.data + c->reply_off, c->reply.len - c->reply_off };
-        union {
-                struct cmsghdr h;
-                char buf[CMSG_SPACE(sizeof(int))];
-        } control = {};
-        struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1 };
-
-        if (c->reply_fd >= 0) {
-                msg.msg_control = control.buf;
-                msg.msg_controllen = sizeof control.buf;
-                struct cmsghdr *cm = CMSG_FIRSTHDR(&msg);
-                cm->cmsg_level = SOL_SOCKET;
-                cm->cmsg_type = SCM_RIGHTS;
-                cm->cmsg_len = CMSG_LEN(sizeof(int));
-                memcpy(CMSG_DATA(cm), &c->reply_fd, sizeof(int));
-        }
-        ssize_t n = sendmsg(c->watch.fd, &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
-        if (n > 0 && c->reply_fd >= 0) {
-                close(c->reply_fd);
-                c->reply_fd = -1;
-        }
-        return n;
 }
 
 static void conn_flush(struct agent_conn *c) {
@@ -82,35 +54,55 @@ static void conn_flush(struct agent_conn *c) {
                         return;
                 }
         }
-        while (c->reply_off < c->reply.len) {
-                ssize_t n = conn_send(c);
-                if (n < 0) {
-                        if (errno == EINTR)
-                                continue;
-                        if (errno == EAGAIN || errno == EWOULDBLOCK)
-                                break;
-                        agent_conn_close(c);
-                        return;
+        for (;;) {
+                while (c->reply_off < c->reply.len) {
+                        ssize_t n = send(c->watch.fd, c->reply.data + c->reply_off, c->reply.len - c->reply_off,
+                                         MSG_NOSIGNAL | MSG_DONTWAIT);
+                        if (n < 0) {
+                                if (errno == EINTR)
+                                        continue;
+                                if (errno == EAGAIN || errno == EWOULDBLOCK)
+                                        break;
+                                agent_conn_close(c);
+                                return;
+                        }
+                        c->reply_off += (size_t) n;
                 }
-                c->reply_off += (size_t) n;
-        }
-        if (c->reply_off == c->reply.len) {
-                agent_frame_writer_release(&c->reply);
+                if (c->reply_off < c->reply.len)
+                        break;
+                struct agent_frame_writer w = c->reply; /* sent; its buffer may carry the next chunk */
+                c->reply = (struct agent_frame_writer) {};
                 c->reply_off = 0;
                 if (c->subscriber) {
+                        agent_frame_writer_release(&w);
                         agent_subscriber_flush(c->server);
                         return;
                 }
+                /* A download goes on as the socket takes it: one chunk at a time. */
+                if (!agent_file_download_next(c, &w)) {
+                        agent_frame_writer_release(&w);
+                        break;
+                }
+                if (agent_frame_writer_finish(&w) < 0) {
+                        agent_frame_writer_release(&w);
+                        agent_conn_close(c);
+                        return;
+                }
+                c->reply = w;
         }
         agent_conn_update_events(c);
+}
+
+void agent_conn_error_frame(struct agent_frame_writer *w, int error, const char *message) {
+        agent_frame_writer_begin(w, AGENT_MSG_ERROR);
+        agent_frame_writer_put_i32(w, AGENT_F_ERRNO, error);
+        agent_frame_writer_put_str(w, AGENT_F_MESSAGE, message ? message : strerror(error));
 }
 
 void agent_conn_reply_error(struct agent_conn *c, int error, const char *message) {
         struct agent_frame_writer w;
 
-        agent_frame_writer_begin(&w, AGENT_MSG_ERROR);
-        agent_frame_writer_put_i32(&w, AGENT_F_ERRNO, error);
-        agent_frame_writer_put_str(&w, AGENT_F_MESSAGE, message ? message : strerror(error));
+        agent_conn_error_frame(&w, error, message);
         if (agent_frame_writer_finish(&w) < 0) {
                 agent_frame_writer_release(&w);
                 agent_conn_close(c);
@@ -121,26 +113,18 @@ void agent_conn_reply_error(struct agent_conn *c, int error, const char *message
         conn_flush(c);
 }
 
-/* Sends w (taken), or an ERROR frame when w could not be built; fd travels with it. */
-void agent_conn_reply_fd(struct agent_conn *c, struct agent_frame_writer *w, int fd) {
+void agent_conn_reply(struct agent_conn *c, struct agent_frame_writer *w) {
         int r = agent_frame_writer_finish(w);
 
         if (r < 0) {
-                if (fd >= 0)
-                        close(fd);
                 agent_frame_writer_release(w);
                 agent_conn_reply_error(c, -r, r == -E2BIG ? "reply too large" : "cannot build reply");
                 return;
         }
         c->reply = *w;
         c->reply_off = 0;
-        c->reply_fd = fd;
         *w = (struct agent_frame_writer) {};
         conn_flush(c);
-}
-
-void agent_conn_reply(struct agent_conn *c, struct agent_frame_writer *w) {
-        agent_conn_reply_fd(c, w, -1);
 }
 
 static void conn_on_hello(struct agent_conn *c) {
@@ -211,23 +195,44 @@ static void conn_dispatch(struct agent_conn *c, const struct agent_frame *f, uin
         }
 }
 
+/* A peer of another protocol version (not from this agent's build): one ERROR frame in
+ * this version, so that it reads "protocol not supported" rather than a bare hang-up. */
+static void conn_refuse_version(struct agent_conn *c) {
+        struct agent_frame_writer w;
+        char msg[96];
+
+        snprintf(msg, sizeof msg, "space-agent speaks agent protocol version %d, the request came in version %u",
+                 AGENT_PROTOCOL_VERSION, c->reader.header[5]);
+        agent_conn_error_frame(&w, EPROTONOSUPPORT, msg);
+        if (agent_frame_writer_finish(&w) == 0)
+                (void) send(c->watch.fd, w.data, w.len, MSG_NOSIGNAL | MSG_DONTWAIT);
+        agent_frame_writer_release(&w);
+}
+
 static void conn_read_requests(struct agent_conn *c) {
         for (int i = 0; i < REQUESTS_PER_WAKEUP; i++) {
-                if (c->dead || c->command || c->reply.data || c->file_watch || agent_file_upload_committing(c->upload))
+                if (c->dead || c->command || c->reply.data || c->file_watch)
                         return;
 
                 int r = agent_frame_reader_fill(&c->reader, c->watch.fd);
                 if (r == 0)
                         return;
+                if (r == -EPROTONOSUPPORT)
+                        conn_refuse_version(c);
                 if (r < 0) {
                         agent_conn_close(c);
                         return;
                 }
 
                 struct agent_frame f;
-                _cleanup_free_ uint8_t *payload = NULL;
+                uint8_t *payload = NULL;
                 agent_frame_reader_take(&c->reader, &f, &payload);
                 conn_dispatch(c, &f, &payload);
+                /* Not kept by the request: the next frame (an upload's next chunk) reuses it. */
+                if (c->dead)
+                        free(payload);
+                else
+                        agent_frame_reader_recycle(&c->reader, payload, f.payload_len);
         }
 }
 
@@ -240,11 +245,6 @@ static void conn_on_event(struct agent_watch *w, uint32_t events) {
         }
         if (c->file_watch) {
                 agent_file_watch_on_conn(c->file_watch, events);
-                return;
-        }
-        if (agent_file_upload_committing(c->upload)) {
-                if (events & (EPOLLHUP | EPOLLRDHUP))
-                        agent_conn_close(c);
                 return;
         }
         if (c->reply.data) {
@@ -275,9 +275,7 @@ int agent_conn_new(struct agent_server *s, int fd) {
                 return -ENOMEM;
         }
         c->server = s;
-        c->reply_fd = -1;
         agent_watch_init(&c->watch);
-        agent_watch_init(&c->upload_pipe);
         r = agent_server_watch_add(s, &c->watch, fd, EPOLLIN, conn_on_event);
         if (r < 0) {
                 free(c);
@@ -310,14 +308,12 @@ void agent_conn_close(struct agent_conn *c) {
                 c->command = NULL;
         }
         agent_file_upload_free(TAKE_PTR(c->upload));
-        agent_server_watch_close(c->server, &c->upload_pipe);
+        agent_file_download_free(TAKE_PTR(c->download));
         if (c->file_watch)
                 agent_file_watch_stop(c->file_watch);
         agent_server_watch_close(c->server, &c->watch);
         agent_frame_reader_release(&c->reader);
         agent_frame_writer_release(&c->reply);
-        if (c->reply_fd >= 0)
-                close(TAKE_FD(c->reply_fd));
         c->server->n_conns--;
 }
 

@@ -9,6 +9,7 @@
 #include "agent_protocol/agent_frame.h"
 #include "space_agent/agent_server.h"
 
+struct agent_file_download;
 struct agent_file_upload;
 struct agent_file_watch;
 
@@ -21,22 +22,21 @@ struct agent_conn {
         size_t reply_off;
         struct agent_command *command;   /* the EXEC being served */
         bool subscriber;                 /* the output channel (agent_subscriber.h) */
-        int reply_fd;                    /* sent with the reply (SCM_RIGHTS), then closed; -1 */
-        struct agent_file_upload *upload;      /* a FILE_CREATE waiting for its FILE_COMMIT */
-        struct agent_watch upload_pipe;        /* the pipe an upload to memory comes through */
+        struct agent_file_download *download; /* the file FILE_READ opened, for FILE_FETCH */
+        struct agent_file_upload *upload;     /* a FILE_CREATE waiting for its FILE_DATA and FILE_COMMIT */
         struct agent_file_watch *file_watch;   /* after FILE_WATCH the connection carries events */
         bool dead;
 };
 
 /* Takes fd (an accepted, non-blocking socket) in every case. */
 int agent_conn_new(struct agent_server *s, int fd);
-/* agent_conn_reply with fd (taken, closed once sent) passed alongside (SCM_RIGHTS). */
-void agent_conn_reply_fd(struct agent_conn *c, struct agent_frame_writer *w, int fd);
 /* The command finished: send *reply (taken) and resume reading. */
 void agent_conn_command_done(struct agent_conn *c, struct agent_frame_writer *reply);
 /* Sends *w (taken) as the reply, or an ERROR frame if it cannot be built. */
 void agent_conn_reply(struct agent_conn *c, struct agent_frame_writer *w);
 void agent_conn_reply_error(struct agent_conn *c, int error, const char *message);
+/* Builds an ERROR frame (ERRNO, MESSAGE: strerror when NULL) into w, unfinished. */
+void agent_conn_error_frame(struct agent_frame_writer *w, int error, const char *message);
 /* Recomputes what the connection waits for. */
 void agent_conn_update_events(struct agent_conn *c);
 /* Drops the connection (killing its command); the server frees it later. */

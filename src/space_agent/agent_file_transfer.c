@@ -1,4 +1,4 @@
-/* agent_file_transfer: FILE_READ, FILE_CREATE and FILE_COMMIT. */
+/* agent_file_transfer: FILE_READ + FILE_FETCH, FILE_CREATE + FILE_DATA + FILE_COMMIT. */
 #include "space_agent/agent_file_transfer.h"
 
 #include <errno.h>
@@ -7,11 +7,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
-#include <sys/epoll.h>
 #include <sys/stat.h>
 #include <sys/vfs.h>
 #include <unistd.h>
 
+#include "agent_protocol/agent_file_data.h"
 #include "space_agent/agent_cleanup.h"
 #include "space_agent/agent_conn.h"
 #include "space_agent/agent_file_path.h"
@@ -32,13 +32,18 @@ struct agent_file_upload {
         bool as_user;
         uid_t fsuid;
         gid_t fsgid;
-        /* through a pipe (memory-backed targets): the read end is c->upload_pipe */
-        bool via_pipe, drained, commit_pending;
-        int pipe_error; /* -errno of the first failed move into the file */
+        bool memory;        /* on tmpfs/ramfs: nothing to sync */
+        uint64_t written;   /* the next FILE_DATA's offset */
+        int error;          /* -errno of the first failed FILE_DATA: the rest is dropped */
+        const char *what;   /* what failed: "write", or "upload" for a bad frame */
 };
 
-#define PIPE_ROUNDS_PER_WAKEUP 64
-#define PIPE_CHUNK (1u << 20)
+struct agent_file_download {
+        int fd;             /* the file FILE_READ opened */
+        uint64_t at, left;  /* what FILE_FETCH asked for and is not sent yet */
+        char path[PATH_MAX];
+};
+
 #ifndef TMPFS_MAGIC
 #define TMPFS_MAGIC 0x01021994
 #endif
@@ -46,80 +51,12 @@ struct agent_file_upload {
 #define RAMFS_MAGIC 0x858458f6
 #endif
 
-bool agent_file_upload_committing(const struct agent_file_upload *u) {
-        return u && u->commit_pending;
-}
-
-/* Moves up to one chunk from the pipe into the file: > 0 moved, 0 at EOF, -errno. */
-static ssize_t pipe_move(int from, int to) {
-        ssize_t n = splice(from, NULL, to, NULL, PIPE_CHUNK, SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
-        if (n >= 0 || errno != EINVAL)
-                return n < 0 ? -errno : n;
-        /* No splice into this filesystem: copy. */
-        char buf[65536];
-        n = read(from, buf, sizeof buf);
-        if (n <= 0)
-                return n < 0 ? -errno : 0;
-        for (ssize_t off = 0; off < n;) {
-                ssize_t w = write(to, buf + off, (size_t) (n - off));
-                if (w < 0 && errno == EINTR)
-                        continue;
-                if (w <= 0)
-                        return w < 0 ? -errno : -EIO;
-                off += w;
-        }
-        return n;
-}
-
-static void upload_on_pipe(struct agent_watch *w, uint32_t events) {
-        struct agent_conn *c = agent_container_of(w, struct agent_conn, upload_pipe);
-        struct agent_file_upload *u = c->upload;
-
-        if (!u) {
-                agent_server_watch_close(c->server, w);
+void agent_file_download_free(struct agent_file_download *d) {
+        if (!d)
                 return;
-        }
-        for (int i = 0; i < PIPE_ROUNDS_PER_WAKEUP; i++) {
-                ssize_t n = pipe_move(w->fd, u->fd);
-                if (n > 0)
-                        continue;
-                if (n == -EINTR)
-                        continue;
-                if (n == -EAGAIN)
-                        return;
-                /* EOF (spaced sent everything) or a failure (ENOSPC, ENOMEM: the sandbox's
-                 * limits): either way the pipe is done; closing it tells a writer at once. */
-                if (n < 0)
-                        u->pipe_error = (int) n;
-                u->drained = true;
-                agent_server_watch_close(c->server, w);
-                if (u->commit_pending)
-                        agent_file_transfer_commit(c);
-                return;
-        }
-}
-
-/* Memory-backed target: the agent fills the file from a pipe. Returns the write end. */
-static int upload_pipe_open(struct agent_conn *c, struct agent_file_upload *u) {
-        int p[2];
-
-        if (pipe2(p, O_CLOEXEC) < 0)
-                return -errno;
-        (void) fcntl(p[1], F_SETPIPE_SZ, PIPE_CHUNK);
-        int flags = fcntl(p[0], F_GETFL);
-        if (flags < 0 || fcntl(p[0], F_SETFL, flags | O_NONBLOCK) < 0) {
-                int r = -errno;
-                close(p[0]);
-                close(p[1]);
-                return r;
-        }
-        int r = agent_server_watch_add(c->server, &c->upload_pipe, p[0], EPOLLIN, upload_on_pipe);
-        if (r < 0) {
-                close(p[1]);
-                return r;
-        }
-        u->via_pipe = true;
-        return p[1];
+        if (d->fd >= 0)
+                close(d->fd);
+        free(d);
 }
 
 void agent_file_upload_free(struct agent_file_upload *u) {
@@ -160,10 +97,71 @@ int agent_file_transfer_read(struct agent_conn *c, struct agent_file_request *re
         int flags = fcntl(fd, F_GETFL);
         if (flags >= 0)
                 (void) fcntl(fd, F_SETFL, flags & ~O_NONBLOCK);
+        struct agent_file_download *d = calloc(1, sizeof *d);
+        if (!d)
+                return -ENOMEM;
+        d->fd = TAKE_FD(fd);
+        snprintf(d->path, sizeof d->path, "%s", req->path);
+        agent_file_download_free(c->download);
+        c->download = d;
         agent_frame_writer_begin(&w, AGENT_MSG_FILE_ENTRY);
         agent_files_put_entry(&w, &req->names, req->path, &st, -1, NULL);
-        agent_conn_reply_fd(c, &w, TAKE_FD(fd));
+        agent_conn_reply(c, &w);
         return 0;
+}
+
+void agent_file_transfer_fetch(struct agent_conn *c, const struct agent_frame *f) {
+        uint64_t offset = 0, length = 0;
+
+        if (agent_frame_get_u64(f, AGENT_F_FILE_OFFSET, &offset) != 1 ||
+            agent_frame_get_u64(f, AGENT_F_FILE_LENGTH, &length) != 1 || offset > INT64_MAX ||
+            length > (uint64_t) INT64_MAX - offset) {
+                agent_conn_reply_error(c, EINVAL, "FILE_FETCH needs FILE_OFFSET and FILE_LENGTH (u64)");
+                return;
+        }
+        if (!c->download) {
+                agent_conn_reply_error(c, EINVAL, "no file to fetch from on this connection (FILE_READ first)");
+                return;
+        }
+        c->download->at = offset;
+        c->download->left = length;
+        struct agent_frame_writer w = {};
+        if (agent_file_download_next(c, &w))
+                agent_conn_reply(c, &w);
+}
+
+bool agent_file_download_next(struct agent_conn *c, struct agent_frame_writer *w) {
+        struct agent_file_download *d = c->download;
+        char msg[PATH_MAX + 128];
+        int error = 0;
+
+        if (!d || d->left == 0)
+                return false;
+        uint32_t n = d->left > AGENT_FILE_CHUNK ? AGENT_FILE_CHUNK : (uint32_t) d->left;
+        agent_frame_writer_restart(w, AGENT_MSG_FILE_DATA);
+        agent_frame_writer_put_u64(w, AGENT_F_FILE_OFFSET, d->at);
+        uint8_t *p = agent_frame_writer_put_space(w, AGENT_F_DATA, n);
+        for (uint32_t got = 0; p && got < n;) {
+                ssize_t k = pread(d->fd, p + got, n - got, (off_t) (d->at + got));
+                if (k < 0 && errno == EINTR)
+                        continue;
+                if (k <= 0) {
+                        error = k < 0 ? errno : EIO;
+                        snprintf(msg, sizeof msg, "read %s: %s", d->path,
+                                 k < 0 ? strerror(errno) : "the file ended before the range asked for (it shrank)");
+                        break;
+                }
+                got += (uint32_t) k;
+        }
+        if (error) {
+                agent_frame_writer_release(w);
+                agent_conn_error_frame(w, error, msg);
+                d->left = 0;
+                return true;
+        }
+        d->at += n;
+        d->left -= n;
+        return true; /* a failed writer: agent_conn_reply answers ERROR */
 }
 
 /* The deepest existing directory above path's parent (which does not exist). */
@@ -261,18 +259,45 @@ int agent_file_transfer_create(struct agent_conn *c, struct agent_file_request *
         u->fsuid = req->fsuid;
         u->fsgid = req->fsgid;
         struct statfs sfs;
-        bool memory = fstatfs(u->fd, &sfs) == 0 && (sfs.f_type == TMPFS_MAGIC || sfs.f_type == RAMFS_MAGIC);
-        int send_fd = memory ? upload_pipe_open(c, u) : fcntl(u->fd, F_DUPFD_CLOEXEC, 3);
-        if (send_fd < 0) {
-                r = memory ? send_fd : -errno;
-                agent_file_upload_free(u);
-                return r;
-        }
+        u->memory = fstatfs(u->fd, &sfs) == 0 && (sfs.f_type == TMPFS_MAGIC || sfs.f_type == RAMFS_MAGIC);
         c->upload = u;
         agent_frame_writer_begin(&w, AGENT_MSG_FILE_UPLOAD);
         agent_frame_writer_put_str(&w, AGENT_F_FILE_PATH, req->path);
-        agent_conn_reply_fd(c, &w, send_fd);
+        if (u->memory)
+                agent_frame_writer_put_u8(&w, AGENT_F_FILE_MEMORY, 1);
+        agent_conn_reply(c, &w);
         return 0;
+}
+
+void agent_file_transfer_data(struct agent_conn *c, const struct agent_frame *f) {
+        struct agent_file_upload *u = c->upload;
+        const uint8_t *data;
+        uint32_t len;
+
+        if (!u) {
+                agent_conn_reply_error(c, EINVAL, "no upload on this connection (FILE_CREATE first)");
+                return;
+        }
+        if (u->error)
+                return; /* dropped: FILE_COMMIT answers the first failure */
+        int r = agent_file_data_check(f, u->written, UINT64_MAX - u->written, &data, &len);
+        if (r < 0) {
+                u->error = -EPROTO;
+                u->what = "upload (a malformed or out-of-order data frame) to";
+                return;
+        }
+        for (uint32_t off = 0; off < len;) {
+                ssize_t k = write(u->fd, data + off, len - off);
+                if (k < 0 && errno == EINTR)
+                        continue;
+                if (k <= 0) {
+                        u->error = k < 0 ? -errno : -EIO;
+                        u->what = "write";
+                        return;
+                }
+                off += (uint32_t) k;
+        }
+        u->written += len;
 }
 
 /* Gives the unnamed file u->fd the name u->name in dir, replacing what is there. */
@@ -325,25 +350,25 @@ static int upload_target_dir(struct agent_file_upload *u) {
         return agent_file_open_parent(u->path, &name);
 }
 
-void agent_file_transfer_commit(struct agent_conn *c) {
+void agent_file_transfer_commit(struct agent_conn *c, const struct agent_frame *f) {
         struct agent_file_request req = { .saved_umask = (mode_t) -1 };
         const char *what = "chmod";
+        uint8_t sync = 0;
         int r = 0;
 
         if (!c->upload) {
                 agent_conn_reply_error(c, EINVAL, "no upload to commit on this connection");
                 return;
         }
-        if (c->upload->via_pipe && !c->upload->drained) {
-                /* spaced closed its end before asking: the rest is in the pipe. */
-                c->upload->commit_pending = true;
-                agent_conn_update_events(c);
-                return;
-        }
         struct agent_file_upload *u = TAKE_PTR(c->upload);
-        if (u->pipe_error) {
-                r = u->pipe_error;
-                what = "write";
+        if (u->error) {
+                r = u->error;
+                what = u->what;
+        }
+        (void) agent_frame_get_u8(f, AGENT_F_FILE_SYNC, &sync);
+        if (r == 0 && sync && !u->memory && fdatasync(u->fd) < 0) {
+                r = -errno;
+                what = "sync";
         }
         if (r == 0 && u->as_user && (r = agent_file_user_become(u->fsuid, u->fsgid)) < 0)
                 what = "become user for";

@@ -28,6 +28,8 @@ bool agent_files_handles(uint8_t type) {
         case AGENT_MSG_FILE_CREATE:
         case AGENT_MSG_FILE_COMMIT:
         case AGENT_MSG_FILE_WATCH:
+        case AGENT_MSG_FILE_FETCH:
+        case AGENT_MSG_FILE_DATA:
                 return true;
         }
         return false;
@@ -282,6 +284,15 @@ void agent_files_dispatch(struct agent_conn *c, const struct agent_frame *f) {
         const char *reason = NULL, *what = "";
         int r;
 
+        /* The bytes of a transfer: no path, no user, not a request of their own. */
+        if (f->type == AGENT_MSG_FILE_DATA) {
+                agent_file_transfer_data(c, f);
+                return;
+        }
+        if (f->type == AGENT_MSG_FILE_FETCH) {
+                agent_file_transfer_fetch(c, f);
+                return;
+        }
         r = agent_file_request_parse(f, &req, &reason);
         if (r == 0 && f->type != AGENT_MSG_FILE_COMMIT && !req.has_path) {
                 r = -EINVAL;
@@ -296,7 +307,7 @@ void agent_files_dispatch(struct agent_conn *c, const struct agent_frame *f) {
                 return;
         }
         if (f->type == AGENT_MSG_FILE_COMMIT) {
-                agent_file_transfer_commit(c);
+                agent_file_transfer_commit(c, f);
                 return;
         }
         r = agent_file_request_begin(&req, &reason);

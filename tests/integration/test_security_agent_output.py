@@ -7,6 +7,7 @@ here), which answers HELLO honestly and then lies: 48 MiB of stdout for an exec 
 ERROR message, a 40 MiB file entry. spaced must answer every one within its deadline, keep
 at most the cap, say it truncated, and not grow its memory by what the agent sent."""
 
+import http.client
 import os
 import shutil
 import subprocess
@@ -14,7 +15,7 @@ import tempfile
 import time
 import unittest
 
-from spaced_harness import SpacedTestCase, proc_status
+from spaced_harness import SpacedTestCase, proc_status, wait_for
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 CAP = 1 << 20
@@ -115,6 +116,49 @@ class HostileAgent(SpacedTestCase):
         self.assertIn("error", body)
         self.assertMemoryBounded("a 40 MiB file entry")
         self.assertStillServes()
+
+    def download_lie(self, path):
+        """GET a file whose bytes the agent lies about: the body must stop short of the size
+        announced (the client sees it incomplete), spaced must stay small and serving."""
+        status, session = self.spaced.request("POST", "/v1/sandboxes/%s/sessions" % self.sid, {})
+        self.assertIn(status, (200, 201), session)
+        conn = http.client.HTTPConnection("127.0.0.1", self.spaced.port, timeout=120)
+        t0 = time.monotonic()
+        conn.request("GET", "/v1/sandboxes/%s/files?path=%s" % (self.sid, path),
+                     headers={"Authorization": "Bearer " + session["attach_token"]})
+        resp = conn.getresponse()
+        self.assertEqual(resp.status, 200)
+        self.assertEqual(int(resp.getheader("Content-Length")), (1 << 20) + 100)
+        got = b""
+        try:
+            while True:
+                piece = resp.read(65536)
+                if not piece:
+                    break
+                got += piece
+        except http.client.IncompleteRead as e:
+            got += e.partial
+        conn.close()
+        self.assertLess(len(got), (1 << 20) + 100, "the body was not cut")
+        self.assertLess(time.monotonic() - t0, 20, "the lie was not caught at once")
+        self.assertMemoryBounded("a download from a lying agent (%s)" % path)
+        wait_for(lambda: "path=%s error=" % path in self.spaced.logs(tail=400), timeout=10, what="the reason in the log")
+        self.assertStillServes()
+        return got
+
+    def test_download_past_the_range_is_cut(self):
+        got = self.download_lie("/oversend")
+        self.assertLessEqual(len(got), 1 << 20)  # never a byte past what the agent may send
+
+    def test_download_frame_of_the_wrong_type_is_cut(self):
+        self.download_lie("/wrongtype")
+
+    def test_download_frame_over_the_bound_is_cut(self):
+        self.download_lie("/hugeframe")
+
+    def test_download_cut_short_by_an_error(self):
+        got = self.download_lie("/short")
+        self.assertLessEqual(len(got), ((1 << 20) + 100) // 2)
 
     def test_job_events_for_commands_spaced_never_started(self):
         """Starting a command makes spaced subscribe to the agent's job events; the hostile

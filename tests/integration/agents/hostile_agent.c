@@ -8,7 +8,13 @@
  *   bigerror N   an ERROR frame with an N MiB message
  *   hugeframe    a header announcing 64 MiB, then nothing
  *   (else)       a small honest reply "ok\n"
- * FILE_STAT gets a 40 MiB FILE_ENTRY. JOB_SUBSCRIBE is answered, then the channel gets
+ * FILE_STAT gets a 40 MiB FILE_ENTRY. FILE_READ of any path answers a regular file of
+ * 1 MiB + 100 bytes; its FILE_FETCH then lies by the path's name:
+ *   /oversend    64 KiB frames past the end of the range (the 17th crosses it)
+ *   /wrongtype   a FILE_ENTRY where the bytes should be
+ *   /hugeframe   a FILE_DATA header announcing 64 MiB, then nothing
+ *   (else)       half of the range, then an ERROR (EIO)
+ * JOB_SUBSCRIBE is answered, then the channel gets
  * output for 200 jobs spaced never started and one 8 MiB event, and is kept open.
  * Every connection is served by a child process; libc only, built static by the test. */
 #include <poll.h>
@@ -20,10 +26,12 @@
 #include <unistd.h>
 
 enum { HELLO = 1, HELLO_REPLY = 2, EXEC = 3, EXEC_RESULT = 4, ERROR = 5, FILE_STAT = 40, FILE_ENTRY = 41,
-       JOB_SUBSCRIBE = 12, JOB_SUBSCRIBED = 13, JOB_OUTPUT = 14 };
+       FILE_READ = 42, FILE_FETCH = 54, FILE_DATA = 55, JOB_SUBSCRIBE = 12, JOB_SUBSCRIBED = 13, JOB_OUTPUT = 14 };
 enum { F_VERSION = 1, F_AGENT_PID = 2, F_ARGV = 10, F_EXIT_CODE = 20, F_TERM_SIGNAL = 21, F_STDOUT = 22,
        F_STDERR = 23, F_TRUNCATED = 24, F_ERRNO = 30, F_MESSAGE = 31, F_JOB_ID = 40, F_SEQ = 45, F_STREAM = 46,
-       F_DATA = 47, F_FILE_PATH = 80, F_FILE_NAME = 90 };
+       F_DATA = 47, F_FILE_PATH = 80, F_FILE_NAME = 90, F_FILE_TYPE = 91, F_FILE_SIZE = 92, F_FILE_OFFSET = 98 };
+
+#define LIE_FILE_SIZE ((1u << 20) + 100)
 
 static int write_all(int fd, const void *buf, size_t len)
 {
@@ -49,7 +57,7 @@ static int frame_header(int fd, uint8_t type, uint32_t payload)
         uint8_t h[8] = { 0 };
         le32(h, payload);
         h[4] = type;
-        h[5] = 1;
+        h[5] = 2; /* AGENT_PROTOCOL_VERSION */
         return write_all(fd, h, sizeof(h));
 }
 
@@ -151,8 +159,66 @@ static void serve_exec(int fd, const char *a0, const char *a1)
         }
 }
 
+static void le64(uint8_t *p, uint64_t v)
+{
+        for (int i = 0; i < 8; i++)
+                p[i] = (uint8_t)(v >> (8 * i));
+}
+
+static void data_frame(int fd, uint64_t offset, uint32_t n)
+{
+        uint8_t off[8];
+        le64(off, offset);
+        frame_header(fd, FILE_DATA, (6 + 8) + (6 + n));
+        field(fd, F_FILE_OFFSET, off, 8);
+        field_header(fd, F_DATA, n);
+        filler(fd, n);
+}
+
+/* The FILE_PATH of a request, NUL-terminated into buf ("" when absent). */
+static void request_path(const uint8_t *p, uint32_t len, char *buf, size_t size)
+{
+        buf[0] = 0;
+        for (uint32_t pos = 0; pos + 6 <= len;) {
+                uint16_t tag = (uint16_t)(p[pos] | p[pos + 1] << 8);
+                uint32_t n = (uint32_t)p[pos + 2] | (uint32_t)p[pos + 3] << 8 | (uint32_t)p[pos + 4] << 16 |
+                             (uint32_t)p[pos + 5] << 24;
+                if (n > len - pos - 6)
+                        return;
+                if (tag == F_FILE_PATH && n < size) {
+                        memcpy(buf, p + pos + 6, n);
+                        buf[n] = 0;
+                }
+                pos += 6 + n;
+        }
+}
+
+static void serve_fetch(int fd, const char *path)
+{
+        if (strcmp(path, "/oversend") == 0) {
+                for (uint64_t at = 0; at < 2 * LIE_FILE_SIZE; at += 64u << 10)
+                        data_frame(fd, at, 64u << 10);
+        } else if (strcmp(path, "/wrongtype") == 0) {
+                uint8_t type = 1;
+                frame_header(fd, FILE_ENTRY, (6 + 2) + (6 + 1));
+                field(fd, F_FILE_PATH, "/x", 2);
+                field(fd, F_FILE_TYPE, &type, 1);
+        } else if (strcmp(path, "/hugeframe") == 0) {
+                frame_header(fd, FILE_DATA, 64u << 20);
+        } else {
+                data_frame(fd, 0, LIE_FILE_SIZE / 2);
+                uint8_t e[4];
+                le32(e, 5); /* EIO */
+                frame_header(fd, ERROR, (6 + 4) + (6 + 10));
+                field(fd, F_ERRNO, e, 4);
+                field(fd, F_MESSAGE, "read: lies", 10);
+        }
+        pause();
+}
+
 static void serve(int fd)
 {
+        char path[256] = "";
         for (;;) {
                 uint8_t h[8];
                 if (read_all(fd, h, sizeof(h)) < 0)
@@ -201,6 +267,17 @@ static void serve(int fd)
                         field_header(fd, F_DATA, big);
                         filler(fd, big);
                         pause();
+                } else if (h[4] == FILE_READ) {
+                        uint8_t type = 1, size[8];
+                        le64(size, LIE_FILE_SIZE);
+                        request_path(p, len, path, sizeof(path));
+                        frame_header(fd, FILE_ENTRY, (6 + 2) + (6 + 1) + (6 + 8));
+                        field(fd, F_FILE_PATH, "/x", 2);
+                        field(fd, F_FILE_TYPE, &type, 1);
+                        field(fd, F_FILE_SIZE, size, 8);
+                } else if (h[4] == FILE_FETCH) {
+                        serve_fetch(fd, path);
+                        return;
                 } else if (h[4] == FILE_STAT) {
                         uint32_t big = 40u << 20;
                         frame_header(fd, FILE_ENTRY, (6 + 1) + 6 + big);

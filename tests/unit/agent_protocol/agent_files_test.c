@@ -14,6 +14,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "agent_protocol/agent_file_data.h"
 #include "agent_test_harness.h"
 
 static char root[64];
@@ -92,31 +93,6 @@ static void send_file_request(int fd, enum agent_msg_type type, const char *path
         agent_test_send(fd, &w);
 }
 
-/* Reads a frame and the descriptor passed with it (-1 when none). */
-static int read_with_fd(int fd, struct agent_test_reply *r) {
-        uint8_t header[AGENT_FRAME_HEADER_SIZE];
-        union {
-                struct cmsghdr h;
-                char buf[CMSG_SPACE(sizeof(int))];
-        } control;
-        struct iovec iov = { header, sizeof header };
-        struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = control.buf,
-                              .msg_controllen = sizeof control.buf };
-        int passed = -1;
-        uint8_t type;
-
-        assert_int_equal(recvmsg(fd, &msg, MSG_WAITALL | MSG_CMSG_CLOEXEC), (ssize_t) sizeof header);
-        struct cmsghdr *cm = CMSG_FIRSTHDR(&msg);
-        if (cm && cm->cmsg_type == SCM_RIGHTS)
-                memcpy(&passed, CMSG_DATA(cm), sizeof passed);
-        int64_t len = agent_frame_header_decode(header, &type);
-        assert_true(len >= 0);
-        r->buf = malloc(len ? (size_t) len : 1);
-        assert_int_equal(recv(fd, r->buf, (size_t) len, MSG_WAITALL), len);
-        r->f = (struct agent_frame) { .type = type, .payload = r->buf, .payload_len = (uint32_t) len };
-        return passed;
-}
-
 static void expect_error(int fd, int error) {
         struct agent_test_reply r;
         agent_test_read(fd, &r);
@@ -124,30 +100,128 @@ static void expect_error(int fd, int error) {
         agent_test_reply_release(&r);
 }
 
-/* FILE_READ path: the content read from the passed descriptor into buf. */
+static void send_fetch(int fd, uint64_t offset, uint64_t length) {
+        struct agent_frame_writer w;
+        agent_frame_writer_begin(&w, AGENT_MSG_FILE_FETCH);
+        agent_frame_writer_put_u64(&w, AGENT_F_FILE_OFFSET, offset);
+        agent_frame_writer_put_u64(&w, AGENT_F_FILE_LENGTH, length);
+        agent_test_send(fd, &w);
+}
+
+/* Reads the FILE_DATA frames of [offset, offset + length) into buf (length bytes), each
+ * checked as spaced checks it: the next offset, 1..AGENT_FILE_CHUNK bytes. Returns how
+ * many frames came. */
+static int fetch_into(int fd, uint64_t offset, uint64_t length, char *buf) {
+        int frames = 0;
+        for (uint64_t got = 0; got < length; frames++) {
+                struct agent_test_reply r;
+                const uint8_t *data;
+                uint32_t n;
+                agent_test_read(fd, &r);
+                if (r.f.type == AGENT_MSG_ERROR)
+                        fail_msg("fetch: errno %d", agent_test_get_i32(&r, AGENT_F_ERRNO));
+                assert_int_equal(agent_file_data_check(&r.f, offset + got, length - got, &data, &n), 0);
+                memcpy(buf + got, data, n);
+                got += n;
+                agent_test_reply_release(&r);
+        }
+        return frames;
+}
+
+/* FILE_READ path, then FILE_FETCH of all of it: the content into buf (NUL-terminated). */
 static void read_file(int fd, const char *path, char *buf, size_t size) {
         struct agent_test_reply r;
         send_file_request(fd, AGENT_MSG_FILE_READ, path, NULL);
-        int file = read_with_fd(fd, &r);
+        agent_test_read(fd, &r);
         if (r.f.type == AGENT_MSG_ERROR)
                 fail_msg("read %s: errno %d", path, agent_test_get_i32(&r, AGENT_F_ERRNO));
         assert_int_equal(r.f.type, AGENT_MSG_FILE_ENTRY);
         if (!strstr(path, ".."))
                 agent_test_assert_str(&r, AGENT_F_FILE_PATH, path); /* else: the path as normalised */
         assert_int_equal(agent_test_get_u8(&r, AGENT_F_FILE_TYPE), AGENT_FILE_REGULAR);
-        assert_true(file >= 0);
-        ssize_t n = read(file, buf, size - 1);
-        assert_true(n >= 0);
-        buf[n] = 0;
-        close(file);
+        uint64_t len = agent_test_get_u64(&r, AGENT_F_FILE_SIZE);
         agent_test_reply_release(&r);
+        assert_true(len < size);
+        if (len)
+                send_fetch(fd, 0, len);
+        fetch_into(fd, 0, len, buf);
+        buf[len] = 0;
 }
 
-static void test_read_passes_the_file(void **state) {
+static void test_read_sends_the_bytes(void **state) {
         int fd = agent_test_connect();
         char buf[256];
         read_file(fd, "/etc/passwd", buf, sizeof buf);
         assert_non_null(strstr(buf, "user:x:1000"));
+        close(fd);
+}
+
+/* A file of several chunks, fetched whole and by range, comes in bounded frames in order. */
+static void test_fetch_ranges_in_chunks(void **state) {
+        static char want[3 * AGENT_FILE_CHUNK + 100], got[sizeof want];
+        struct agent_test_reply r;
+        char p[256];
+        for (size_t i = 0; i < sizeof want; i++)
+                want[i] = (char) (i * 7 + i / 4096);
+        root_path("/big", p, sizeof p);
+        FILE *f = fopen(p, "w");
+        assert_non_null(f);
+        assert_int_equal(fwrite(want, 1, sizeof want, f), sizeof want);
+        fclose(f);
+
+        int fd = agent_test_connect();
+        send_file_request(fd, AGENT_MSG_FILE_READ, "/big", NULL);
+        agent_test_read(fd, &r);
+        assert_int_equal(r.f.type, AGENT_MSG_FILE_ENTRY);
+        assert_int_equal(agent_test_get_u64(&r, AGENT_F_FILE_SIZE), sizeof want);
+        agent_test_reply_release(&r);
+        send_fetch(fd, 0, sizeof want);
+        assert_int_equal(fetch_into(fd, 0, sizeof want, got), 4);
+        assert_memory_equal(got, want, sizeof want);
+        /* A range across a chunk boundary, on the same open file. */
+        send_fetch(fd, AGENT_FILE_CHUNK - 10, 20);
+        assert_int_equal(fetch_into(fd, AGENT_FILE_CHUNK - 10, 20, got), 1);
+        assert_memory_equal(got, want + AGENT_FILE_CHUNK - 10, 20);
+        /* The file shrank after it was opened: the bytes that are gone are an ERROR. */
+        assert_int_equal(truncate(p, 100), 0);
+        send_fetch(fd, 50, 100);
+        expect_error(fd, EIO);
+        /* The connection still serves. */
+        send_fetch(fd, 0, 100);
+        fetch_into(fd, 0, 100, got);
+        assert_memory_equal(got, want, 100);
+        close(fd);
+        unlink(p);
+}
+
+/* Transfer frames out of their place are refused or kept for the commit, never crash. */
+static void test_transfer_frames_out_of_place(void **state) {
+        int fd = agent_test_connect();
+        char p[256];
+        /* FILE_FETCH without a FILE_READ, and with a missing field. */
+        send_fetch(fd, 0, 10);
+        expect_error(fd, EINVAL);
+        struct agent_frame_writer w;
+        agent_frame_writer_begin(&w, AGENT_MSG_FILE_FETCH);
+        agent_frame_writer_put_u64(&w, AGENT_F_FILE_OFFSET, 0);
+        agent_test_send(fd, &w);
+        expect_error(fd, EINVAL);
+        /* FILE_DATA without an upload. */
+        assert_int_equal(agent_file_data_send(fd, 0, "x", 1), 0);
+        expect_error(fd, EINVAL);
+        /* FILE_DATA out of order: the commit fails and nothing is linked. */
+        root_mkdir("/ooo");
+        send_file_request(fd, AGENT_MSG_FILE_CREATE, "/ooo/f", NULL);
+        struct agent_test_reply r;
+        agent_test_read(fd, &r);
+        assert_int_equal(r.f.type, AGENT_MSG_FILE_UPLOAD);
+        agent_test_reply_release(&r);
+        assert_int_equal(agent_file_data_send(fd, 0, "abc", 3), 0);
+        assert_int_equal(agent_file_data_send(fd, 10, "def", 3), 0); /* a gap */
+        send_file_request(fd, AGENT_MSG_FILE_COMMIT, NULL, NULL);
+        expect_error(fd, EPROTO);
+        root_path("/ooo/f", p, sizeof p);
+        assert_int_equal(access(p, F_OK), -1);
         close(fd);
 }
 
@@ -217,12 +291,13 @@ static void test_upload_commit(void **state) {
         agent_frame_writer_put_u8(&w, AGENT_F_FILE_PARENTS, 1);
         agent_frame_writer_put_u32(&w, AGENT_F_FILE_MODE, 0640);
         agent_test_send(fd, &w);
-        int file = read_with_fd(fd, &r);
+        agent_test_read(fd, &r);
         assert_int_equal(r.f.type, AGENT_MSG_FILE_UPLOAD);
+        uint8_t memory = 0;
+        assert_int_equal(agent_frame_get_u8(&r.f, AGENT_F_FILE_MEMORY, &memory), 0); /* on disk */
         agent_test_reply_release(&r);
-        assert_true(file >= 0);
-        assert_int_equal(write(file, "uploaded", 8), 8);
-        close(file);
+        assert_int_equal(agent_file_data_send(fd, 0, "upl", 3), 0);
+        assert_int_equal(agent_file_data_send(fd, 3, "oaded", 5), 0);
         root_path("/up/a/new.txt", p, sizeof p);
         assert_int_equal(access(p, F_OK), -1); /* nothing there before the commit */
         send_file_request(fd, AGENT_MSG_FILE_COMMIT, NULL, NULL);
@@ -247,11 +322,10 @@ static void test_dropped_upload_leaves_nothing(void **state) {
 
         root_mkdir("/drop");
         send_file_request(fd, AGENT_MSG_FILE_CREATE, "/drop/never", NULL);
-        int file = read_with_fd(fd, &r);
+        agent_test_read(fd, &r);
         assert_int_equal(r.f.type, AGENT_MSG_FILE_UPLOAD);
         agent_test_reply_release(&r);
-        assert_int_equal(write(file, "partial", 7), 7);
-        close(file);
+        assert_int_equal(agent_file_data_send(fd, 0, "partial", 7), 0);
         close(fd);
         /* Ask something on a new connection: by then the agent has seen the hang-up. */
         fd = agent_test_connect();
@@ -265,52 +339,40 @@ static void test_dropped_upload_leaves_nothing(void **state) {
         close(fd);
 }
 
-/* A memory-backed target: the agent passes a pipe and fills the file itself. */
-static void test_upload_to_memory_goes_through_a_pipe(void **state) {
+/* A memory-backed target is flagged FILE_MEMORY; the agent fills it (inside the
+ * sandbox's cgroup) and a write past the tmpfs's size fails the commit. */
+static void test_upload_to_memory(void **state) {
         struct agent_test_reply r;
-        struct stat st;
         char p[256], buf[16] = "";
 
         if (!have_tmpfs)
                 skip();
         int fd = agent_test_connect();
-        send_file_request(fd, AGENT_MSG_FILE_CREATE, "/mem/piped", NULL);
-        int file = read_with_fd(fd, &r);
+        send_file_request(fd, AGENT_MSG_FILE_CREATE, "/mem/inband", NULL);
+        agent_test_read(fd, &r);
         assert_int_equal(r.f.type, AGENT_MSG_FILE_UPLOAD);
+        assert_int_equal(agent_test_get_u8(&r, AGENT_F_FILE_MEMORY), 1);
         agent_test_reply_release(&r);
-        assert_int_equal(fstat(file, &st), 0);
-        assert_true(S_ISFIFO(st.st_mode));
-        assert_int_equal(write(file, "through a pipe", 14), 14);
-        close(file);
+        assert_int_equal(agent_file_data_send(fd, 0, "in band", 7), 0);
         send_file_request(fd, AGENT_MSG_FILE_COMMIT, NULL, NULL);
         agent_test_read(fd, &r);
         assert_int_equal(r.f.type, AGENT_MSG_FILE_ENTRY);
-        assert_int_equal(agent_test_get_u64(&r, AGENT_F_FILE_SIZE), 14);
+        assert_int_equal(agent_test_get_u64(&r, AGENT_F_FILE_SIZE), 7);
         agent_test_reply_release(&r);
-        root_path("/mem/piped", p, sizeof p);
+        root_path("/mem/inband", p, sizeof p);
         FILE *f = fopen(p, "r");
         assert_non_null(f);
         assert_non_null(fgets(buf, sizeof buf, f));
         fclose(f);
-        assert_string_equal(buf, "through a pipe");
+        assert_string_equal(buf, "in band");
 
-        /* More than the tmpfs holds: the agent closes the pipe and the commit says why. */
+        /* More than the tmpfs holds: the rest is dropped and the commit says why. */
         send_file_request(fd, AGENT_MSG_FILE_CREATE, "/mem/too-big", NULL);
-        file = read_with_fd(fd, &r);
+        agent_test_read(fd, &r);
         agent_test_reply_release(&r);
         static char chunk[1 << 20];
-        signal(SIGPIPE, SIG_IGN);
-        int failed = 0;
-        for (int i = 0; i < 16 && !failed; i++)
-                for (size_t off = 0; off < sizeof chunk && !failed;) {
-                        ssize_t n = write(file, chunk + off, sizeof chunk - off);
-                        if (n < 0)
-                                failed = errno;
-                        else
-                                off += (size_t) n;
-                }
-        assert_int_equal(failed, EPIPE);
-        close(file);
+        for (int i = 0; i < 16; i++)
+                assert_int_equal(agent_file_data_send(fd, (uint64_t) i << 20, chunk, sizeof chunk), 0);
         send_file_request(fd, AGENT_MSG_FILE_COMMIT, NULL, NULL);
         expect_error(fd, ENOSPC);
         root_path("/mem/too-big", p, sizeof p);
@@ -358,7 +420,8 @@ static void test_watch_streams_events(void **state) {
 static void test_random_requests(void **state) {
         static const uint8_t types[] = { AGENT_MSG_FILE_STAT,   AGENT_MSG_FILE_READ,   AGENT_MSG_FILE_LIST,
                                          AGENT_MSG_FILE_MKDIR,  AGENT_MSG_FILE_MOVE,   AGENT_MSG_FILE_REMOVE,
-                                         AGENT_MSG_FILE_CREATE, AGENT_MSG_FILE_COMMIT, AGENT_MSG_FILE_WATCH };
+                                         AGENT_MSG_FILE_CREATE, AGENT_MSG_FILE_COMMIT, AGENT_MSG_FILE_WATCH,
+                                         AGENT_MSG_FILE_FETCH,  AGENT_MSG_FILE_DATA };
         static const char *const paths[] = { "/", "/esc/root", "/esc/up/..", "/fifo", "/etc/passwd", "/x/../y",
                                              "/mem", "/nope/a", "relative", "", "/esc/magic/x" };
         srand(7);
@@ -401,12 +464,14 @@ int main(int argc, char **argv) {
         if (r)
                 return r;
         const struct CMUnitTest tests[] = {
-                cmocka_unit_test(test_read_passes_the_file),
+                cmocka_unit_test(test_read_sends_the_bytes),
+                cmocka_unit_test(test_fetch_ranges_in_chunks),
+                cmocka_unit_test(test_transfer_frames_out_of_place),
                 cmocka_unit_test(test_escapes_stay_in_root),
                 cmocka_unit_test(test_bad_requests),
                 cmocka_unit_test(test_upload_commit),
                 cmocka_unit_test(test_dropped_upload_leaves_nothing),
-                cmocka_unit_test(test_upload_to_memory_goes_through_a_pipe),
+                cmocka_unit_test(test_upload_to_memory),
                 cmocka_unit_test(test_watch_streams_events),
                 cmocka_unit_test(test_random_requests),
         };

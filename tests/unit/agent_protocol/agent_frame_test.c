@@ -211,8 +211,15 @@ static void test_header_errors(void **state) {
         /* Wrong protocol version. */
         memset(h, 0, 4);
         h[5] = AGENT_PROTOCOL_VERSION + 1;
-        assert_int_equal(agent_frame_header_decode(h, &type), -EPROTO);
+        assert_int_equal(agent_frame_header_decode(h, &type), -EPROTONOSUPPORT);
         assert_int_equal(type, 77);
+        /* HELLO, the version probe, is accepted in version 1 (only HELLO). */
+        h[4] = AGENT_MSG_HELLO;
+        h[5] = AGENT_HELLO_VERSION;
+        assert_int_equal(agent_frame_header_decode(h, &type), 0);
+        assert_int_equal(type, AGENT_MSG_HELLO);
+        h[4] = AGENT_MSG_HELLO_REPLY;
+        assert_int_equal(agent_frame_header_decode(h, &type), -EPROTONOSUPPORT);
 }
 
 static void test_writer_too_big_is_sticky(void **state) {

@@ -408,8 +408,13 @@ static void test_garbage_frames(void **state) {
         static const uint8_t huge[] = { 0xff, 0xff, 0xff, 0xff, AGENT_MSG_EXEC, AGENT_PROTOCOL_VERSION, 0, 0 };
         int fd;
 
+        /* Bytes whose version byte is not the agent's: one ERROR saying so, then closed. */
         fd = agent_test_connect();
         assert_int_equal(write(fd, "GET / HTTP/1.1\r\nHost: x\r\n\r\n", 27), 27);
+        struct agent_test_reply r;
+        agent_test_read(fd, &r);
+        agent_test_assert_error(&r, EPROTONOSUPPORT);
+        agent_test_reply_release(&r);
         expect_closed(fd);
         close(fd);
 
