@@ -8,11 +8,7 @@
 
 #include "bench_stats.h"
 
-static void cleanup_json_decrefp(json_t **j)
-{
-        json_decref(*j);
-}
-#define _cleanup_json_ __attribute__((cleanup(cleanup_json_decrefp)))
+#include "cleanup.h" /* _cleanup_json_ */
 
 /* Copies a string member of answer into buf. */
 static int copy_member(const json_t *answer, const char *key, char *buf, size_t size)

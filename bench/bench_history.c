@@ -29,7 +29,6 @@
 
 static char hist_names[BENCH_HISTORY_MAX_SIZES][_BENCH_HIST_MAX][64];
 
-#define _cleanup_json_ __attribute__((cleanup(json_decrefp))) /* jansson's own */
 
 struct hist_run {
         const struct bench_config *cfg;

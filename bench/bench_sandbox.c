@@ -6,11 +6,7 @@
 #include <string.h>
 #include <sys/types.h>
 
-static void cleanup_json_decrefp(json_t **j)
-{
-        json_decref(*j);
-}
-#define _cleanup_json_ __attribute__((cleanup(cleanup_json_decrefp)))
+#include "cleanup.h" /* _cleanup_json_ */
 
 void bench_sandboxes_init(struct bench_sandboxes *set)
 {

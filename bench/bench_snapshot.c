@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define _cleanup_json_ __attribute__((cleanup(json_decrefp))) /* jansson's own */
+#include "cleanup.h" /* _cleanup_json_ */
 
 int bench_snaps_add(struct bench_snaps *l, const char *id)
 {

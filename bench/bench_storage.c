@@ -19,7 +19,7 @@
 #include "bench_measure.h"
 #include "bench_snapshot.h"
 
-#define _cleanup_json_ __attribute__((cleanup(json_decrefp))) /* jansson's own */
+#include "cleanup.h" /* _cleanup_json_ */
 #define SHOWN_ERRORS 5
 #define SUBVOLUME_SYNC_TIMEOUT_S 600
 

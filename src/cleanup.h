@@ -53,3 +53,17 @@ static inline void erase_and_free(char *s)
 }
 static inline void cleanup_erase_and_freep(char **s) { erase_and_free(*s); }
 #define _cleanup_erase_ _cleanup_(cleanup_erase_and_freep)
+
+/* jansson references (docs/conventions.md, "JSON references"): a variable that owns a
+ * reference (from json_object(), json_loads(), json_pack(), a *_new() function, or
+ * json_incref()) is declared _cleanup_json_ and handed on with TAKE_PTR(); a borrowed one
+ * (json_object_get(), json_array_get(), a const json_t * parameter) is never decref'd.
+ * Only where jansson is on the include path: space-agent (musl) has no JSON. */
+#if __has_include(<jansson.h>)
+#include <jansson.h>
+static inline void cleanup_json_decrefp(json_t **j)
+{
+        json_decref(*j); /* NULL is fine */
+}
+#define _cleanup_json_ _cleanup_(cleanup_json_decrefp)
+#endif

@@ -29,9 +29,6 @@ struct cli {
         struct http_client *http; /* made on the first request */
 };
 
-static inline void cli_json_decrefp(json_t **j) { json_decref(*j); }
-#define _cleanup_json_ _cleanup_(cli_json_decrefp)
-
 static inline bool cli_streq(const char *a, const char *b) { return strcmp(a, b) == 0; }
 
 int cli_server_health(struct cli *cli, int argc, char **argv);

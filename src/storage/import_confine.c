@@ -236,8 +236,9 @@ static void child_fail(const char *what, int e)
         char msg[160];
         /* strerror is not async-signal-safe; the number is enough for the log. */
         size_t n = 0;
-        const char *pre = "ERROR: import confinement: ";
-        while (pre[n] && n < sizeof(msg) - 40)
+        static const char pre[] = "ERROR: import confinement: ";
+        _Static_assert(sizeof(pre) < sizeof(msg) - 40, "the prefix leaves room for the rest");
+        while (pre[n])
                 msg[n] = pre[n], n++;
         for (size_t i = 0; what[i] && n < sizeof(msg) - 20; i++)
                 msg[n++] = what[i];

@@ -26,7 +26,9 @@ char *build_env_expand(const json_t *env, const char *in)
 {
         size_t cap = strlen(in) + 1, len = 0;
         char *out = malloc(cap);
-        for (const char *p = in; out && *p;) {
+        if (!out)
+                return NULL;
+        for (const char *p = in; *p;) {
                 const char *val = NULL;
                 size_t skip = 1, vlen = 1;
                 if (p[0] == '$' && p[1] == '{') {
@@ -65,8 +67,7 @@ char *build_env_expand(const json_t *env, const char *in)
                 len += vlen;
                 p += skip;
         }
-        if (out)
-                out[len] = '\0';
+        out[len] = '\0';
         return out;
 }
 

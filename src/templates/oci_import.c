@@ -58,7 +58,8 @@ static int apply_layer(int fd, const char *root, uint64_t max_bytes, size_t inde
         return r;
 }
 
-static json_t *image_config(json_t *cfg)
+/* Returns a new reference: the parts of an image config a template keeps. */
+static json_t *image_config_new(json_t *cfg)
 {
         json_t *c = json_object_get(cfg, "config"), *env = json_object(), *e;
         size_t i;
@@ -87,7 +88,9 @@ int oci_import_apply(const char *archive, const char *workdir, const char *root,
                 return space_error_errno(err, -errno, "open %s", workdir);
         int layers[MAX_LAYERS];
         size_t n = 0;
-        json_t *config = NULL, *top = NULL, *manifest = NULL;
+        _cleanup_json_ json_t *config = NULL;
+        _cleanup_json_ json_t *top = NULL;
+        _cleanup_json_ json_t *manifest = NULL;
         int r = 0;
         if ((top = load_json_fd(open_inside(outer, "index.json")))) {
                 /* OCI layout: index → (nested index →) manifest → layers, config. */
@@ -140,9 +143,6 @@ int oci_import_apply(const char *archive, const char *workdir, const char *root,
         for (size_t i = applied; i < n; i++)
                 close(layers[i]);
         if (r == 0)
-                *ret_config = image_config(config);
-        json_decref(config);
-        json_decref(manifest);
-        json_decref(top);
+                *ret_config = image_config_new(config);
         return r;
 }

@@ -8,6 +8,8 @@
 #include <string.h>
 #include <strings.h>
 
+#include "cleanup.h"
+
 struct strv {
         char **v;
         size_t n;
@@ -97,24 +99,17 @@ static int json_words(const char *s, struct strv *out)
 {
         if (*s != '[')
                 return 0;
-        json_t *j = json_loads(s, JSON_REJECT_DUPLICATES, NULL);
-        if (!json_is_array(j) || json_array_size(j) == 0) {
-                json_decref(j);
+        _cleanup_json_ json_t *j = json_loads(s, JSON_REJECT_DUPLICATES, NULL);
+        if (!json_is_array(j) || json_array_size(j) == 0)
                 return 0;
-        }
         size_t i;
-        json_t *v;
+        json_t *v; /* borrowed from j */
         json_array_foreach(j, i, v)
-                if (!json_is_string(v) || strlen(json_string_value(v)) != json_string_length(v)) {
-                        json_decref(j);
+                if (!json_is_string(v) || strlen(json_string_value(v)) != json_string_length(v))
                         return 0;
-                }
         json_array_foreach(j, i, v)
-                if (strv_push(out, strdup(json_string_value(v))) < 0) {
-                        json_decref(j);
+                if (strv_push(out, strdup(json_string_value(v))) < 0)
                         return -1;
-                }
-        json_decref(j);
         return 1;
 }
 

@@ -6,6 +6,8 @@
  * mount API, keyrings, BPF, perf, fanotify, kcmp/pidfd_getfd, NUMA policy, modify_ldt,
  * memfd_secret and every call that needs a capability root inside does not hold. ptrace
  * stays (debuggers and strace work; the pid namespace bounds what can be traced). */
+/* One line per group of syscalls, not one per name: */
+/* clang-format off */
 const char *const seccomp_allowlist_names[] = {
         /* descriptors and file I/O */
         "read", "write", "readv", "writev", "pread64", "pwrite64", "preadv", "preadv2", "pwritev", "pwritev2",
@@ -60,6 +62,7 @@ const char *const seccomp_allowlist_names[] = {
         "bind", "listen", "accept", "accept4", "connect", "getsockname", "getpeername", "getsockopt",
         "setsockopt", "sendto", "recvfrom", "sendmsg", "recvmsg", "sendmmsg", "recvmmsg", "shutdown",
 };
+/* clang-format on */
 const size_t seccomp_allowlist_count = sizeof(seccomp_allowlist_names) / sizeof(seccomp_allowlist_names[0]);
 
 /* Calls newer than some libseccomp releases know by name, with their x86-64 numbers:
