@@ -8,7 +8,10 @@
 #include <string.h>
 #include <unistd.h>
 
-static inline void cleanup_freep(void *p) { free(*(void **)p); }
+static inline void cleanup_freep(void *p)
+{
+        free(*(void **)p);
+}
 static inline void cleanup_closep(int *fd)
 {
         if (*fd >= 0) {
@@ -28,17 +31,17 @@ static inline void cleanup_fclosep(FILE **f)
 #define _cleanup_close_ _cleanup_(cleanup_closep)
 #define _cleanup_fclose_ _cleanup_(cleanup_fclosep)
 
-#define TAKE_PTR(p)                                \
-        ({                                         \
-                __typeof__(p) _taken_ = (p);       \
-                (p) = NULL;                        \
-                _taken_;                           \
+#define TAKE_PTR(p)                          \
+        ({                                   \
+                __typeof__(p) _taken_ = (p); \
+                (p) = NULL;                  \
+                _taken_;                     \
         })
-#define TAKE_FD(fd)                                \
-        ({                                         \
-                int _taken_fd_ = (fd);             \
-                (fd) = -1;                         \
-                _taken_fd_;                        \
+#define TAKE_FD(fd)                    \
+        ({                             \
+                int _taken_fd_ = (fd); \
+                (fd) = -1;             \
+                _taken_fd_;            \
         })
 
 #define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
@@ -51,7 +54,10 @@ static inline void erase_and_free(char *s)
         explicit_bzero(s, strlen(s));
         free(s);
 }
-static inline void cleanup_erase_and_freep(char **s) { erase_and_free(*s); }
+static inline void cleanup_erase_and_freep(char **s)
+{
+        erase_and_free(*s);
+}
 #define _cleanup_erase_ _cleanup_(cleanup_erase_and_freep)
 
 /* jansson references (docs/conventions.md, "JSON references"): a variable that owns a

@@ -207,8 +207,7 @@ int agent_client_hello(const char *socket_path, int timeout_ms, uint32_t *ret_pi
 }
 
 /* One stream of an exec result: keeps what fits under the cap, drops the rest. */
-static int exec_stream_read(int fd, uint32_t len, uint32_t cap, int64_t deadline, uint8_t **buf, size_t *have,
-                            bool *truncated)
+static int exec_stream_read(int fd, uint32_t len, uint32_t cap, int64_t deadline, uint8_t **buf, size_t *have, bool *truncated)
 {
         size_t keep = *have < cap ? cap - *have : 0;
         if (keep > len)
@@ -288,7 +287,7 @@ static int exec_reply_read(int fd, uint32_t cap, int64_t deadline, struct exec_r
                         if ((r = agent_client_read_exact(fd, small, len, deadline)) < 0)
                                 goto fail;
                         uint32_t v32 = len == 4 ? (uint32_t)small[0] | (uint32_t)small[1] << 8 | (uint32_t)small[2] << 16 |
-                                                          (uint32_t)small[3] << 24
+                                        (uint32_t)small[3] << 24
                                                 : 0;
                         if (tag == AGENT_F_EXIT_CODE && len == 4)
                                 res.exit_code = (int32_t)v32;

@@ -12,10 +12,10 @@ struct agent_frame_writer;
 
 /* What spaced accepts from an agent. Everything an agent sends is untrusted (a sandbox's
  * root may have taken its PID 1 over): every read has a size bound and a deadline. */
-#define AGENT_CLIENT_REPLY_MAX (64u << 10)  /* a control reply: HELLO_REPLY, OK, JOB_STARTED, ERROR, FILE_ENTRY */
-#define AGENT_CLIENT_EVENT_MAX (1u << 20)   /* one job event (the agent sends output in 256 KiB pieces) */
-#define AGENT_CLIENT_LIST_MAX (32u << 20)   /* a FILE_ENTRIES list or a JOB_SUBSCRIBED reply */
-#define AGENT_CLIENT_FIELD_MAX 4096u        /* a scalar or message field of an exec result */
+#define AGENT_CLIENT_REPLY_MAX (64u << 10) /* a control reply: HELLO_REPLY, OK, JOB_STARTED, ERROR, FILE_ENTRY */
+#define AGENT_CLIENT_EVENT_MAX (1u << 20)  /* one job event (the agent sends output in 256 KiB pieces) */
+#define AGENT_CLIENT_LIST_MAX (32u << 20)  /* a FILE_ENTRIES list or a JOB_SUBSCRIBED reply */
+#define AGENT_CLIENT_FIELD_MAX 4096u       /* a scalar or message field of an exec result */
 
 /* An absolute CLOCK_MONOTONIC deadline in µs, timeout_ms from now; 0 for timeout_ms <= 0. */
 int64_t agent_client_deadline(int timeout_ms);
@@ -53,5 +53,5 @@ int agent_client_hello(const char *socket_path, int timeout_ms, uint32_t *ret_pi
  * spaced enforces req->output_cap itself: whatever the agent sends, at most output_cap
  * bytes of each stream are kept (the rest is read and dropped, and truncated is set), and
  * the whole reply must arrive within the command's timeout plus a grace (-ETIMEDOUT). */
-int agent_client_exec(const char *socket_path, const struct exec_request *req, struct exec_result *ret,
-                      char *ret_message, size_t message_size);
+int agent_client_exec(const char *socket_path, const struct exec_request *req, struct exec_result *ret, char *ret_message,
+                      size_t message_size);

@@ -24,8 +24,7 @@
  * bytes, pointing into f); -EBADMSG for another frame type, -EPROTO when malformed (no,
  * repeated or wrong-sized FILE_OFFSET or DATA, empty or oversized DATA, fields overrunning
  * the payload), -ESPIPE when FILE_OFFSET is not at, -EOVERFLOW for more than left. */
-int agent_file_data_check(const struct agent_frame *f, uint64_t at, uint64_t left, const uint8_t **ret_data,
-                          uint32_t *ret_len);
+int agent_file_data_check(const struct agent_frame *f, uint64_t at, uint64_t left, const uint8_t **ret_data, uint32_t *ret_len);
 
 /* Sends len bytes (any size; split in chunks) as FILE_DATA frames from offset on a blocking
  * socket, without copying them. 0, or -errno (-EAGAIN: the socket's send timeout passed,

@@ -10,7 +10,8 @@
 #include "agent_protocol/agent_client.h"
 #include "agent_protocol/agent_file_data.h"
 
-static int fetch_fail(struct agent_file_fetch *f, int r, const char *what) {
+static int fetch_fail(struct agent_file_fetch *f, int r, const char *what)
+{
         f->error = r;
         if (what)
                 snprintf(f->message, sizeof f->message, "%s", what);
@@ -19,10 +20,11 @@ static int fetch_fail(struct agent_file_fetch *f, int r, const char *what) {
         return r;
 }
 
-int agent_file_fetch_start(struct agent_file_fetch *f, int fd, uint64_t offset, uint64_t length, int timeout_ms) {
+int agent_file_fetch_start(struct agent_file_fetch *f, int fd, uint64_t offset, uint64_t length, int timeout_ms)
+{
         struct agent_frame_writer w;
 
-        *f = (struct agent_file_fetch) { .fd = fd, .at = offset, .left = length, .timeout_ms = timeout_ms };
+        *f = (struct agent_file_fetch){ .fd = fd, .at = offset, .left = length, .timeout_ms = timeout_ms };
         if (length == 0)
                 return 0;
         agent_frame_writer_begin(&w, AGENT_MSG_FILE_FETCH);
@@ -36,7 +38,8 @@ int agent_file_fetch_start(struct agent_file_fetch *f, int fd, uint64_t offset, 
 }
 
 /* Reads the next frame into f->data: 0, or the failure (recorded). */
-static int fetch_next(struct agent_file_fetch *f) {
+static int fetch_next(struct agent_file_fetch *f)
+{
         struct agent_frame fr;
 
         if (!f->buf && !(f->buf = malloc(AGENT_FILE_DATA_MAX)))
@@ -72,7 +75,8 @@ static int fetch_next(struct agent_file_fetch *f) {
         }
 }
 
-ssize_t agent_file_fetch_read(struct agent_file_fetch *f, void *buf, size_t max) {
+ssize_t agent_file_fetch_read(struct agent_file_fetch *f, void *buf, size_t max)
+{
         if (f->error)
                 return f->error;
         if (f->data_len == 0) {
@@ -85,15 +89,16 @@ ssize_t agent_file_fetch_read(struct agent_file_fetch *f, void *buf, size_t max)
         size_t n = f->data_len < max ? f->data_len : max;
         memcpy(buf, f->data, n);
         f->data += n;
-        f->data_len -= (uint32_t) n;
-        return (ssize_t) n;
+        f->data_len -= (uint32_t)n;
+        return (ssize_t)n;
 }
 
-void agent_file_fetch_release(struct agent_file_fetch *f) {
+void agent_file_fetch_release(struct agent_file_fetch *f)
+{
         if (!f)
                 return;
         free(f->buf);
         if (f->fd >= 0)
                 close(f->fd);
-        *f = (struct agent_file_fetch) { .fd = -1 };
+        *f = (struct agent_file_fetch){ .fd = -1 };
 }

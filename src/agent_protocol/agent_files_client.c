@@ -13,12 +13,14 @@
 
 #include "cleanup.h"
 
-void agent_file_reply_release(struct agent_file_reply *r) {
+void agent_file_reply_release(struct agent_file_reply *r)
+{
         free(r->buf);
         r->buf = NULL;
 }
 
-int agent_files_send(int fd, enum agent_msg_type type, const struct agent_file_args *a) {
+int agent_files_send(int fd, enum agent_msg_type type, const struct agent_file_args *a)
+{
         struct agent_frame_writer w;
 
         agent_frame_writer_begin(&w, type);
@@ -53,7 +55,8 @@ int agent_files_send(int fd, enum agent_msg_type type, const struct agent_file_a
         return r;
 }
 
-int agent_files_read(int fd, struct agent_file_reply *ret, char *msg, size_t msg_size) {
+int agent_files_read(int fd, struct agent_file_reply *ret, char *msg, size_t msg_size)
+{
         uint8_t header[AGENT_FRAME_HEADER_SIZE];
         uint8_t type;
 
@@ -94,7 +97,8 @@ int agent_files_read(int fd, struct agent_file_reply *ret, char *msg, size_t msg
 }
 
 int agent_files_call(int fd, enum agent_msg_type type, const struct agent_file_args *args, enum agent_msg_type want,
-                     struct agent_file_reply *ret, char *msg, size_t msg_size) {
+                     struct agent_file_reply *ret, char *msg, size_t msg_size)
+{
         int r = agent_files_send(fd, type, args);
         if (r < 0)
                 return r;
@@ -108,18 +112,21 @@ int agent_files_call(int fd, enum agent_msg_type type, const struct agent_file_a
         return 0;
 }
 
-static uint64_t le64(const uint8_t *p) {
+static uint64_t le64(const uint8_t *p)
+{
         uint64_t v = 0;
         for (int i = 7; i >= 0; i--)
                 v = v << 8 | p[i];
         return v;
 }
 
-static uint32_t le32(const uint8_t *p) {
+static uint32_t le32(const uint8_t *p)
+{
         return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
 }
 
-int agent_files_next_entry(const struct agent_frame *f, size_t *cursor, struct agent_file_entry *ret) {
+int agent_files_next_entry(const struct agent_frame *f, size_t *cursor, struct agent_file_entry *ret)
+{
         uint16_t tag;
         const uint8_t *data;
         uint32_t len;
@@ -144,16 +151,16 @@ int agent_files_next_entry(const struct agent_frame *f, size_t *cursor, struct a
                 }
                 if (!started)
                         continue;
-#define STR(tag_, field)                                     \
-        case tag_:                                           \
-                ret->field = (const char *)data;             \
-                ret->field##_len = len;                      \
+#define STR(tag_, field)                         \
+        case tag_:                               \
+                ret->field = (const char *)data; \
+                ret->field##_len = len;          \
                 break;
-#define INT(tag_, field, size, conv)                         \
-        case tag_:                                           \
-                if (len != size)                             \
-                        return -EPROTO;                      \
-                ret->field = conv;                           \
+#define INT(tag_, field, size, conv)    \
+        case tag_:                      \
+                if (len != size)        \
+                        return -EPROTO; \
+                ret->field = conv;      \
                 break;
                 switch (tag) {
                         STR(AGENT_F_FILE_NAME, name)

@@ -11,33 +11,39 @@
 #define FIELD_HEADER_SIZE 6u
 #define PAYLOAD_MAX (AGENT_FRAME_MAX - AGENT_FRAME_HEADER_SIZE)
 
-static void le16_put(uint8_t *p, uint16_t v) {
-        p[0] = (uint8_t) v;
-        p[1] = (uint8_t) (v >> 8);
+static void le16_put(uint8_t *p, uint16_t v)
+{
+        p[0] = (uint8_t)v;
+        p[1] = (uint8_t)(v >> 8);
 }
 
-static void le32_put(uint8_t *p, uint32_t v) {
+static void le32_put(uint8_t *p, uint32_t v)
+{
         for (int i = 0; i < 4; i++)
-                p[i] = (uint8_t) (v >> (8 * i));
+                p[i] = (uint8_t)(v >> (8 * i));
 }
 
-static void le64_put(uint8_t *p, uint64_t v) {
+static void le64_put(uint8_t *p, uint64_t v)
+{
         for (int i = 0; i < 8; i++)
-                p[i] = (uint8_t) (v >> (8 * i));
+                p[i] = (uint8_t)(v >> (8 * i));
 }
 
-static uint16_t le16_get(const uint8_t *p) {
-        return (uint16_t) (p[0] | (p[1] << 8));
+static uint16_t le16_get(const uint8_t *p)
+{
+        return (uint16_t)(p[0] | (p[1] << 8));
 }
 
-static uint32_t le32_get(const uint8_t *p) {
+static uint32_t le32_get(const uint8_t *p)
+{
         uint32_t v = 0;
         for (int i = 3; i >= 0; i--)
                 v = (v << 8) | p[i];
         return v;
 }
 
-static uint64_t le64_get(const uint8_t *p) {
+static uint64_t le64_get(const uint8_t *p)
+{
         uint64_t v = 0;
         for (int i = 7; i >= 0; i--)
                 v = (v << 8) | p[i];
@@ -46,7 +52,8 @@ static uint64_t le64_get(const uint8_t *p) {
 
 /* ---- writer ---- */
 
-static int writer_reserve(struct agent_frame_writer *w, size_t extra) {
+static int writer_reserve(struct agent_frame_writer *w, size_t extra)
+{
         if (w->failed)
                 return w->failed;
         if (extra > AGENT_FRAME_MAX - w->len)
@@ -69,24 +76,27 @@ static int writer_reserve(struct agent_frame_writer *w, size_t extra) {
         return 0;
 }
 
-void agent_frame_writer_begin(struct agent_frame_writer *w, enum agent_msg_type type) {
-        *w = (struct agent_frame_writer) {};
+void agent_frame_writer_begin(struct agent_frame_writer *w, enum agent_msg_type type)
+{
+        *w = (struct agent_frame_writer){};
         agent_frame_writer_restart(w, type);
 }
 
-void agent_frame_writer_restart(struct agent_frame_writer *w, enum agent_msg_type type) {
-        *w = (struct agent_frame_writer) { .data = w->data, .cap = w->cap };
+void agent_frame_writer_restart(struct agent_frame_writer *w, enum agent_msg_type type)
+{
+        *w = (struct agent_frame_writer){ .data = w->data, .cap = w->cap };
         if (writer_reserve(w, AGENT_FRAME_HEADER_SIZE) < 0)
                 return;
         le32_put(w->data, 0);
-        w->data[4] = (uint8_t) type;
+        w->data[4] = (uint8_t)type;
         w->data[5] = AGENT_PROTOCOL_VERSION;
         le16_put(w->data + 6, 0);
         w->len = AGENT_FRAME_HEADER_SIZE;
 }
 
 
-uint8_t *agent_frame_writer_put_space(struct agent_frame_writer *w, uint16_t tag, size_t len) {
+uint8_t *agent_frame_writer_put_space(struct agent_frame_writer *w, uint16_t tag, size_t len)
+{
         if (w->failed)
                 return NULL;
         if (len > UINT32_MAX || len > AGENT_FRAME_MAX) {
@@ -98,61 +108,70 @@ uint8_t *agent_frame_writer_put_space(struct agent_frame_writer *w, uint16_t tag
 
         uint8_t *p = w->data + w->len;
         le16_put(p, tag);
-        le32_put(p + 2, (uint32_t) len);
+        le32_put(p + 2, (uint32_t)len);
         w->len += FIELD_HEADER_SIZE + len;
         return p + FIELD_HEADER_SIZE;
 }
 
-void agent_frame_writer_put(struct agent_frame_writer *w, uint16_t tag, const void *data, size_t len) {
+void agent_frame_writer_put(struct agent_frame_writer *w, uint16_t tag, const void *data, size_t len)
+{
         uint8_t *p = agent_frame_writer_put_space(w, tag, len);
 
         if (p && len > 0)
                 memcpy(p, data, len);
 }
 
-void agent_frame_writer_put_str(struct agent_frame_writer *w, uint16_t tag, const char *s) {
+void agent_frame_writer_put_str(struct agent_frame_writer *w, uint16_t tag, const char *s)
+{
         agent_frame_writer_put(w, tag, s, s ? strlen(s) : 0);
 }
 
-void agent_frame_writer_put_u8(struct agent_frame_writer *w, uint16_t tag, uint8_t v) {
+void agent_frame_writer_put_u8(struct agent_frame_writer *w, uint16_t tag, uint8_t v)
+{
         agent_frame_writer_put(w, tag, &v, 1);
 }
 
-void agent_frame_writer_put_u32(struct agent_frame_writer *w, uint16_t tag, uint32_t v) {
+void agent_frame_writer_put_u32(struct agent_frame_writer *w, uint16_t tag, uint32_t v)
+{
         uint8_t b[4];
         le32_put(b, v);
         agent_frame_writer_put(w, tag, b, sizeof b);
 }
 
-void agent_frame_writer_put_i32(struct agent_frame_writer *w, uint16_t tag, int32_t v) {
-        agent_frame_writer_put_u32(w, tag, (uint32_t) v);
+void agent_frame_writer_put_i32(struct agent_frame_writer *w, uint16_t tag, int32_t v)
+{
+        agent_frame_writer_put_u32(w, tag, (uint32_t)v);
 }
 
-void agent_frame_writer_put_u64(struct agent_frame_writer *w, uint16_t tag, uint64_t v) {
+void agent_frame_writer_put_u64(struct agent_frame_writer *w, uint16_t tag, uint64_t v)
+{
         uint8_t b[8];
         le64_put(b, v);
         agent_frame_writer_put(w, tag, b, sizeof b);
 }
 
-int agent_frame_writer_finish(struct agent_frame_writer *w) {
+int agent_frame_writer_finish(struct agent_frame_writer *w)
+{
         if (w->failed)
                 return w->failed;
         if (!w->data || w->len < AGENT_FRAME_HEADER_SIZE)
                 return (w->failed = -EINVAL);
-        le32_put(w->data, (uint32_t) (w->len - AGENT_FRAME_HEADER_SIZE));
+        le32_put(w->data, (uint32_t)(w->len - AGENT_FRAME_HEADER_SIZE));
         return 0;
 }
 
-void agent_frame_writer_release(struct agent_frame_writer *w) {
+void agent_frame_writer_release(struct agent_frame_writer *w)
+{
         if (!w)
                 return;
         free(w->data);
-        *w = (struct agent_frame_writer) {};
+        *w = (struct agent_frame_writer){};
 }
 
 /* ---- decoder ---- */
 
-int64_t agent_frame_header_decode(const uint8_t header[AGENT_FRAME_HEADER_SIZE], uint8_t *ret_type) {
+int64_t agent_frame_header_decode(const uint8_t header[AGENT_FRAME_HEADER_SIZE], uint8_t *ret_type)
+{
         uint32_t len = le32_get(header);
 
         /* The reserved u16 is written as 0 and ignored on read. */
@@ -164,8 +183,9 @@ int64_t agent_frame_header_decode(const uint8_t header[AGENT_FRAME_HEADER_SIZE],
         return len;
 }
 
-int agent_frame_next_field(const struct agent_frame *f, size_t *cursor, uint16_t *ret_tag,
-                           const uint8_t **ret_data, uint32_t *ret_len) {
+int agent_frame_next_field(const struct agent_frame *f, size_t *cursor, uint16_t *ret_tag, const uint8_t **ret_data,
+                           uint32_t *ret_len)
+{
         size_t pos = *cursor;
 
         if (pos == f->payload_len)
@@ -189,7 +209,8 @@ int agent_frame_next_field(const struct agent_frame *f, size_t *cursor, uint16_t
         return 1;
 }
 
-int agent_frame_find(const struct agent_frame *f, uint16_t tag, const uint8_t **ret_data, uint32_t *ret_len) {
+int agent_frame_find(const struct agent_frame *f, uint16_t tag, const uint8_t **ret_data, uint32_t *ret_len)
+{
         size_t cursor = 0;
         uint16_t t;
         const uint8_t *data;
@@ -205,7 +226,8 @@ int agent_frame_find(const struct agent_frame *f, uint16_t tag, const uint8_t **
         return r;
 }
 
-static int find_sized(const struct agent_frame *f, uint16_t tag, uint32_t size, const uint8_t **ret_data) {
+static int find_sized(const struct agent_frame *f, uint16_t tag, uint32_t size, const uint8_t **ret_data)
+{
         const uint8_t *data;
         uint32_t len;
         int r = agent_frame_find(f, tag, &data, &len);
@@ -218,7 +240,8 @@ static int find_sized(const struct agent_frame *f, uint16_t tag, uint32_t size, 
         return 1;
 }
 
-int agent_frame_get_u8(const struct agent_frame *f, uint16_t tag, uint8_t *ret) {
+int agent_frame_get_u8(const struct agent_frame *f, uint16_t tag, uint8_t *ret)
+{
         const uint8_t *p;
         int r = find_sized(f, tag, 1, &p);
 
@@ -227,7 +250,8 @@ int agent_frame_get_u8(const struct agent_frame *f, uint16_t tag, uint8_t *ret) 
         return r;
 }
 
-int agent_frame_get_u32(const struct agent_frame *f, uint16_t tag, uint32_t *ret) {
+int agent_frame_get_u32(const struct agent_frame *f, uint16_t tag, uint32_t *ret)
+{
         const uint8_t *p;
         int r = find_sized(f, tag, 4, &p);
 
@@ -236,16 +260,18 @@ int agent_frame_get_u32(const struct agent_frame *f, uint16_t tag, uint32_t *ret
         return r;
 }
 
-int agent_frame_get_i32(const struct agent_frame *f, uint16_t tag, int32_t *ret) {
+int agent_frame_get_i32(const struct agent_frame *f, uint16_t tag, int32_t *ret)
+{
         const uint8_t *p;
         int r = find_sized(f, tag, 4, &p);
 
         if (r > 0)
-                *ret = (int32_t) le32_get(p);
+                *ret = (int32_t)le32_get(p);
         return r;
 }
 
-int agent_frame_get_u64(const struct agent_frame *f, uint16_t tag, uint64_t *ret) {
+int agent_frame_get_u64(const struct agent_frame *f, uint16_t tag, uint64_t *ret)
+{
         const uint8_t *p;
         int r = find_sized(f, tag, 8, &p);
 
@@ -256,7 +282,8 @@ int agent_frame_get_u64(const struct agent_frame *f, uint16_t tag, uint64_t *ret
 
 /* ---- blocking socket helpers ---- */
 
-int agent_frame_send(int fd, const struct agent_frame_writer *w) {
+int agent_frame_send(int fd, const struct agent_frame_writer *w)
+{
         if (w->failed)
                 return w->failed;
         /* Only finished frames: the header must carry the payload length. */
@@ -279,13 +306,14 @@ int agent_frame_send(int fd, const struct agent_frame_writer *w) {
                         return -errno;
                 }
                 p += n;
-                left -= (size_t) n;
+                left -= (size_t)n;
         }
         return 0;
 }
 
 /* Reads up to n bytes; returns how many arrived before EOF, or -errno. */
-static ssize_t read_full(int fd, uint8_t *buf, size_t n) {
+static ssize_t read_full(int fd, uint8_t *buf, size_t n)
+{
         size_t got = 0;
 
         while (got < n) {
@@ -297,46 +325,48 @@ static ssize_t read_full(int fd, uint8_t *buf, size_t n) {
                 }
                 if (k == 0)
                         break;
-                got += (size_t) k;
+                got += (size_t)k;
         }
-        return (ssize_t) got;
+        return (ssize_t)got;
 }
 
-int agent_frame_read(int fd, struct agent_frame *ret_frame, uint8_t **ret_buf) {
+int agent_frame_read(int fd, struct agent_frame *ret_frame, uint8_t **ret_buf)
+{
         uint8_t header[AGENT_FRAME_HEADER_SIZE];
         uint8_t type;
         ssize_t n;
 
         n = read_full(fd, header, sizeof header);
         if (n < 0)
-                return (int) n;
+                return (int)n;
         if (n == 0)
                 return -ECONNRESET;
-        if (n < (ssize_t) sizeof header)
+        if (n < (ssize_t)sizeof header)
                 return -EPROTO;
 
         int64_t len = agent_frame_header_decode(header, &type);
         if (len < 0)
-                return (int) len;
+                return (int)len;
 
-        uint8_t *buf = malloc(len > 0 ? (size_t) len : 1);
+        uint8_t *buf = malloc(len > 0 ? (size_t)len : 1);
         if (!buf)
                 return -ENOMEM;
 
-        n = read_full(fd, buf, (size_t) len);
+        n = read_full(fd, buf, (size_t)len);
         if (n < len) {
                 free(buf);
-                return n < 0 ? (int) n : -EPROTO;
+                return n < 0 ? (int)n : -EPROTO;
         }
 
-        *ret_frame = (struct agent_frame) { .type = type, .payload = buf, .payload_len = (uint32_t) len };
+        *ret_frame = (struct agent_frame){ .type = type, .payload = buf, .payload_len = (uint32_t)len };
         *ret_buf = buf;
         return 0;
 }
 
 /* ---- incremental reader ---- */
 
-int agent_frame_reader_fill(struct agent_frame_reader *r, int fd) {
+int agent_frame_reader_fill(struct agent_frame_reader *r, int fd)
+{
         for (;;) {
                 uint8_t *dst;
                 size_t want;
@@ -364,36 +394,38 @@ int agent_frame_reader_fill(struct agent_frame_reader *r, int fd) {
                         return in_header && r->header_got == 0 ? -ECONNRESET : -EPROTO;
 
                 if (!in_header) {
-                        r->got += (uint32_t) n;
+                        r->got += (uint32_t)n;
                         continue;
                 }
 
-                r->header_got += (uint32_t) n;
+                r->header_got += (uint32_t)n;
                 if (r->header_got < AGENT_FRAME_HEADER_SIZE)
                         continue;
 
                 int64_t len = agent_frame_header_decode(r->header, &r->type);
                 if (len < 0)
-                        return (int) len;
+                        return (int)len;
                 if (r->spare && r->spare_size >= len) {
                         r->buf = r->spare;
                         r->spare = NULL;
                 } else
-                        r->buf = malloc(len > 0 ? (size_t) len : 1);
+                        r->buf = malloc(len > 0 ? (size_t)len : 1);
                 if (!r->buf)
                         return -ENOMEM;
-                r->len = (uint32_t) len;
+                r->len = (uint32_t)len;
                 r->got = 0;
         }
 }
 
-void agent_frame_reader_take(struct agent_frame_reader *r, struct agent_frame *ret_frame, uint8_t **ret_buf) {
-        *ret_frame = (struct agent_frame) { .type = r->type, .payload = r->buf, .payload_len = r->len };
+void agent_frame_reader_take(struct agent_frame_reader *r, struct agent_frame *ret_frame, uint8_t **ret_buf)
+{
+        *ret_frame = (struct agent_frame){ .type = r->type, .payload = r->buf, .payload_len = r->len };
         *ret_buf = r->buf;
-        *r = (struct agent_frame_reader) { .spare = r->spare, .spare_size = r->spare_size };
+        *r = (struct agent_frame_reader){ .spare = r->spare, .spare_size = r->spare_size };
 }
 
-void agent_frame_reader_recycle(struct agent_frame_reader *r, uint8_t *buf, uint32_t size) {
+void agent_frame_reader_recycle(struct agent_frame_reader *r, uint8_t *buf, uint32_t size)
+{
         if (!buf)
                 return;
         if (size > AGENT_FRAME_READER_SPARE_MAX || (r->spare && r->spare_size >= size)) {
@@ -405,10 +437,11 @@ void agent_frame_reader_recycle(struct agent_frame_reader *r, uint8_t *buf, uint
         r->spare_size = size;
 }
 
-void agent_frame_reader_release(struct agent_frame_reader *r) {
+void agent_frame_reader_release(struct agent_frame_reader *r)
+{
         if (!r)
                 return;
         free(r->buf);
         free(r->spare);
-        *r = (struct agent_frame_reader) {};
+        *r = (struct agent_frame_reader){};
 }

@@ -54,49 +54,49 @@ enum agent_msg_type {
         AGENT_MSG_FILE_DATA = 55,    /* either way: FILE_OFFSET, DATA (1..AGENT_FILE_CHUNK bytes); no reply */
         /* Jobs: commands that outlive connections, with sequence-numbered output pushed to a
          * subscriber that acknowledges what it has stored (docs/agent-protocol.md). */
-        AGENT_MSG_JOB_START = 10,      /* JOB_ID, ARGV+, ENV*, CWD?, USER?, STDIN_OPEN?, TTY_COLS/ROWS?, TIMEOUT_MS? */
-        AGENT_MSG_JOB_STARTED = 11,    /* JOB_ID, JOB_PID */
-        AGENT_MSG_JOB_SUBSCRIBE = 12,  /* no fields; the connection becomes the output channel */
-        AGENT_MSG_JOB_SUBSCRIBED = 13, /* JOB_ID* of every job the agent holds */
-        AGENT_MSG_JOB_OUTPUT = 14,     /* JOB_ID, SEQ, STREAM, DATA */
-        AGENT_MSG_JOB_EXIT = 15,       /* JOB_ID, SEQ, EXIT_CODE, TERM_SIGNAL, TIMED_OUT, DURATION_US, ERRNO?, MESSAGE? */
-        AGENT_MSG_JOB_ACK = 16,        /* JOB_ID, SEQ: stored up to SEQ; no reply */
-        AGENT_MSG_JOB_INPUT = 17,      /* JOB_ID, DATA -> OK */
-        AGENT_MSG_JOB_CLOSE_STDIN = 18,/* JOB_ID -> OK */
-        AGENT_MSG_JOB_SIGNAL = 19,     /* JOB_ID, SIGNAL -> OK */
-        AGENT_MSG_JOB_RESIZE = 20,     /* JOB_ID, TTY_COLS, TTY_ROWS -> OK */
-        AGENT_MSG_OK = 21,             /* no fields */
+        AGENT_MSG_JOB_START = 10,       /* JOB_ID, ARGV+, ENV*, CWD?, USER?, STDIN_OPEN?, TTY_COLS/ROWS?, TIMEOUT_MS? */
+        AGENT_MSG_JOB_STARTED = 11,     /* JOB_ID, JOB_PID */
+        AGENT_MSG_JOB_SUBSCRIBE = 12,   /* no fields; the connection becomes the output channel */
+        AGENT_MSG_JOB_SUBSCRIBED = 13,  /* JOB_ID* of every job the agent holds */
+        AGENT_MSG_JOB_OUTPUT = 14,      /* JOB_ID, SEQ, STREAM, DATA */
+        AGENT_MSG_JOB_EXIT = 15,        /* JOB_ID, SEQ, EXIT_CODE, TERM_SIGNAL, TIMED_OUT, DURATION_US, ERRNO?, MESSAGE? */
+        AGENT_MSG_JOB_ACK = 16,         /* JOB_ID, SEQ: stored up to SEQ; no reply */
+        AGENT_MSG_JOB_INPUT = 17,       /* JOB_ID, DATA -> OK */
+        AGENT_MSG_JOB_CLOSE_STDIN = 18, /* JOB_ID -> OK */
+        AGENT_MSG_JOB_SIGNAL = 19,      /* JOB_ID, SIGNAL -> OK */
+        AGENT_MSG_JOB_RESIZE = 20,      /* JOB_ID, TTY_COLS, TTY_ROWS -> OK */
+        AGENT_MSG_OK = 21,              /* no fields */
 };
 
 enum agent_field_tag {
-        AGENT_F_VERSION = 1,      /* string */
-        AGENT_F_AGENT_PID = 2,    /* u32 */
-        AGENT_F_BOOT_ID = 3,      /* string: 32 hex digits, random per agent start */
-        AGENT_F_ARGV = 10,        /* string, repeated, in order */
-        AGENT_F_ENV = 11,         /* "KEY=VALUE", repeated; replaces the agent's default env */
-        AGENT_F_CWD = 12,         /* string, default "/" */
-        AGENT_F_STDIN = 13,       /* bytes fed to the command's stdin, then closed */
-        AGENT_F_TIMEOUT_MS = 14,  /* u32, 0 = none; on expiry the process group gets SIGKILL */
-        AGENT_F_OUTPUT_CAP = 15,  /* u32 bytes kept per stream; the rest is counted, not kept */
-        AGENT_F_EXIT_CODE = 20,   /* i32, 128+N when killed by signal N; 127 when exec failed */
-        AGENT_F_TERM_SIGNAL = 21, /* i32, 0 when exited normally */
-        AGENT_F_STDOUT = 22,      /* bytes */
-        AGENT_F_STDERR = 23,      /* bytes */
-        AGENT_F_TRUNCATED = 24,   /* u8: bit0 stdout, bit1 stderr */
-        AGENT_F_TIMED_OUT = 25,   /* u8 */
-        AGENT_F_DURATION_US = 26, /* u64 */
-        AGENT_F_ERRNO = 30,       /* i32, positive errno (e.g. ENOENT when exec failed) */
-        AGENT_F_MESSAGE = 31,     /* string */
-        AGENT_F_JOB_ID = 40,      /* string, chosen by spaced: [A-Za-z0-9_-]{1,63} */
-        AGENT_F_USER = 41,        /* string: a user name or uid of the sandbox's /etc/passwd */
-        AGENT_F_TTY_COLS = 42,    /* u32 */
-        AGENT_F_TTY_ROWS = 43,    /* u32 */
-        AGENT_F_STDIN_OPEN = 44,  /* u8: 1 = stdin is a pipe fed by JOB_INPUT until JOB_CLOSE_STDIN */
-        AGENT_F_SEQ = 45,         /* u64, per job, from 1, no gaps */
-        AGENT_F_STREAM = 46,      /* u8: 1 stdout, 2 stderr, 3 pty */
-        AGENT_F_DATA = 47,        /* bytes */
-        AGENT_F_SIGNAL = 48,      /* i32 */
-        AGENT_F_JOB_PID = 49,     /* u32, pid in the sandbox */
+        AGENT_F_VERSION = 1,          /* string */
+        AGENT_F_AGENT_PID = 2,        /* u32 */
+        AGENT_F_BOOT_ID = 3,          /* string: 32 hex digits, random per agent start */
+        AGENT_F_ARGV = 10,            /* string, repeated, in order */
+        AGENT_F_ENV = 11,             /* "KEY=VALUE", repeated; replaces the agent's default env */
+        AGENT_F_CWD = 12,             /* string, default "/" */
+        AGENT_F_STDIN = 13,           /* bytes fed to the command's stdin, then closed */
+        AGENT_F_TIMEOUT_MS = 14,      /* u32, 0 = none; on expiry the process group gets SIGKILL */
+        AGENT_F_OUTPUT_CAP = 15,      /* u32 bytes kept per stream; the rest is counted, not kept */
+        AGENT_F_EXIT_CODE = 20,       /* i32, 128+N when killed by signal N; 127 when exec failed */
+        AGENT_F_TERM_SIGNAL = 21,     /* i32, 0 when exited normally */
+        AGENT_F_STDOUT = 22,          /* bytes */
+        AGENT_F_STDERR = 23,          /* bytes */
+        AGENT_F_TRUNCATED = 24,       /* u8: bit0 stdout, bit1 stderr */
+        AGENT_F_TIMED_OUT = 25,       /* u8 */
+        AGENT_F_DURATION_US = 26,     /* u64 */
+        AGENT_F_ERRNO = 30,           /* i32, positive errno (e.g. ENOENT when exec failed) */
+        AGENT_F_MESSAGE = 31,         /* string */
+        AGENT_F_JOB_ID = 40,          /* string, chosen by spaced: [A-Za-z0-9_-]{1,63} */
+        AGENT_F_USER = 41,            /* string: a user name or uid of the sandbox's /etc/passwd */
+        AGENT_F_TTY_COLS = 42,        /* u32 */
+        AGENT_F_TTY_ROWS = 43,        /* u32 */
+        AGENT_F_STDIN_OPEN = 44,      /* u8: 1 = stdin is a pipe fed by JOB_INPUT until JOB_CLOSE_STDIN */
+        AGENT_F_SEQ = 45,             /* u64, per job, from 1, no gaps */
+        AGENT_F_STREAM = 46,          /* u8: 1 stdout, 2 stderr, 3 pty */
+        AGENT_F_DATA = 47,            /* bytes */
+        AGENT_F_SIGNAL = 48,          /* i32 */
+        AGENT_F_JOB_PID = 49,         /* u32, pid in the sandbox */
         AGENT_F_FILE_PATH = 80,       /* string: absolute path inside the sandbox */
         AGENT_F_FILE_DEST = 81,       /* string: destination of a move */
         AGENT_F_FILE_USER = 82,       /* string: do the operation as this user of the sandbox */
@@ -180,8 +180,8 @@ int64_t agent_frame_header_decode(const uint8_t header[AGENT_FRAME_HEADER_SIZE],
 
 /* Iterates fields: set *cursor = 0 first; returns 1 with tag/data/len filled, 0 at end,
  * -EPROTO on a truncated field. */
-int agent_frame_next_field(const struct agent_frame *f, size_t *cursor, uint16_t *ret_tag,
-                           const uint8_t **ret_data, uint32_t *ret_len);
+int agent_frame_next_field(const struct agent_frame *f, size_t *cursor, uint16_t *ret_tag, const uint8_t **ret_data,
+                           uint32_t *ret_len);
 
 /* Finds the first field with tag; returns 1 found, 0 absent, -EPROTO on a truncated field. */
 int agent_frame_find(const struct agent_frame *f, uint16_t tag, const uint8_t **ret_data, uint32_t *ret_len);

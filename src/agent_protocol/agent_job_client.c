@@ -24,8 +24,7 @@ static int request(int fd, struct agent_frame_writer *w, uint8_t want, struct ag
         return r;
 }
 
-int agent_job_client_start(int fd, const struct agent_job_spec *spec, uint32_t *ret_pid,
-                           char *msg, size_t msg_size)
+int agent_job_client_start(int fd, const struct agent_job_spec *spec, uint32_t *ret_pid, char *msg, size_t msg_size)
 {
         struct agent_frame_writer w;
         agent_frame_writer_begin(&w, AGENT_MSG_JOB_START);
@@ -61,8 +60,7 @@ static void control_begin(struct agent_frame_writer *w, enum agent_msg_type type
         agent_frame_writer_put_str(w, AGENT_F_JOB_ID, job_id);
 }
 
-int agent_job_client_input(int fd, const char *job_id, const void *data, size_t len, char *msg,
-                           size_t msg_size)
+int agent_job_client_input(int fd, const char *job_id, const void *data, size_t len, char *msg, size_t msg_size)
 {
         struct agent_frame_writer w;
         control_begin(&w, AGENT_MSG_JOB_INPUT, job_id);
@@ -85,8 +83,7 @@ int agent_job_client_signal(int fd, const char *job_id, int sig, char *msg, size
         return request(fd, &w, AGENT_MSG_OK, NULL, NULL, msg, msg_size);
 }
 
-int agent_job_client_resize(int fd, const char *job_id, uint32_t cols, uint32_t rows, char *msg,
-                            size_t msg_size)
+int agent_job_client_resize(int fd, const char *job_id, uint32_t cols, uint32_t rows, char *msg, size_t msg_size)
 {
         struct agent_frame_writer w;
         control_begin(&w, AGENT_MSG_JOB_RESIZE, job_id);

@@ -15,8 +15,8 @@
 
 struct agent_job_spec {
         const char *job_id;
-        char **argv; /* NULL-terminated */
-        char **envp; /* NULL-terminated, "K=V" */
+        char **argv;      /* NULL-terminated */
+        char **envp;      /* NULL-terminated, "K=V" */
         const char *cwd;  /* NULL: the user's home, or / */
         const char *user; /* NULL: root of the sandbox */
         bool stdin_open;
@@ -24,14 +24,11 @@ struct agent_job_spec {
         uint32_t timeout_ms;
 };
 
-int agent_job_client_start(int fd, const struct agent_job_spec *spec, uint32_t *ret_pid,
-                           char *msg, size_t msg_size);
-int agent_job_client_input(int fd, const char *job_id, const void *data, size_t len, char *msg,
-                           size_t msg_size);
+int agent_job_client_start(int fd, const struct agent_job_spec *spec, uint32_t *ret_pid, char *msg, size_t msg_size);
+int agent_job_client_input(int fd, const char *job_id, const void *data, size_t len, char *msg, size_t msg_size);
 int agent_job_client_close_stdin(int fd, const char *job_id, char *msg, size_t msg_size);
 int agent_job_client_signal(int fd, const char *job_id, int sig, char *msg, size_t msg_size);
-int agent_job_client_resize(int fd, const char *job_id, uint32_t cols, uint32_t rows, char *msg,
-                            size_t msg_size);
+int agent_job_client_resize(int fd, const char *job_id, uint32_t cols, uint32_t rows, char *msg, size_t msg_size);
 
 /* Makes fd (a new connection to the agent, whose receive timeout bounds the reply) the
  * output channel: subscribes and reads the JOB_SUBSCRIBED reply, whose frame (the ids of the

@@ -47,7 +47,7 @@ int api_auth_bootstrap(struct spaced_context *ctx, struct space_error *err)
         _cleanup_close_ int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
         size_t len = strlen(secret);
         bool ok = fd >= 0 && write(fd, secret, len) == (ssize_t)len && write(fd, "\n", 1) == 1 && fsync(fd) == 0 &&
-                  rename(tmp, path) == 0;
+                rename(tmp, path) == 0;
         explicit_bzero(secret, sizeof(secret));
         if (!ok) {
                 int saved = errno, d = STORE(ctx, key_delete, k.id);
@@ -102,8 +102,9 @@ int api_auth_authorize(struct spaced_context *ctx, const struct principal *p, ui
                 return space_error_set(err, SPACE_E_FORBIDDEN, "this %s key may not do this: it lacks permission %s",
                                        principal_role_name(p->role), need);
         }
-        bool write = permission & (PERM_SANDBOX_WRITE | PERM_SNAPSHOT_WRITE | PERM_TEMPLATE_WRITE | PERM_OPERATION_WRITE |
-                                   PERM_KEY_WRITE | PERM_SANDBOX_EXEC);
+        bool write = permission &
+                (PERM_SANDBOX_WRITE | PERM_SNAPSHOT_WRITE | PERM_TEMPLATE_WRITE | PERM_OPERATION_WRITE | PERM_KEY_WRITE |
+                 PERM_SANDBOX_EXEC);
         return object_id ? object_access_check(ctx, p, kind, object_id, write, err) : 0;
 }
 
@@ -116,9 +117,9 @@ int api_auth_request(struct api_request *req, enum api_auth_kind kind, struct sp
         case API_AUTH_CONTROL:
                 if (api_auth_check(req->ctx, header, &req->principal, err) < 0)
                         return -1;
-                return api_auth_authorize(req->ctx, &req->principal, req->permission, req->object,
-                                          req->object && req->object_segment < req->nsegments ? req->segments[req->object_segment] : NULL,
-                                          err);
+                return api_auth_authorize(
+                        req->ctx, &req->principal, req->permission, req->object,
+                        req->object && req->object_segment < req->nsegments ? req->segments[req->object_segment] : NULL, err);
         case API_AUTH_DATA:
                 break;
         }

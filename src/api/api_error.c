@@ -9,28 +9,46 @@
 unsigned api_error_http_status(enum space_error_code code)
 {
         switch (code) {
-        case SPACE_OK: return 200;
+        case SPACE_OK:
+                return 200;
         case SPACE_E_INVALID_JSON:
-        case SPACE_E_INVALID_REQUEST: return 400;
-        case SPACE_E_UNAUTHORIZED: return 401;
-        case SPACE_E_FORBIDDEN: return 403;
-        case SPACE_E_NOT_FOUND: return 404;
-        case SPACE_E_METHOD_NOT_ALLOWED: return 405;
+        case SPACE_E_INVALID_REQUEST:
+                return 400;
+        case SPACE_E_UNAUTHORIZED:
+                return 401;
+        case SPACE_E_FORBIDDEN:
+                return 403;
+        case SPACE_E_NOT_FOUND:
+                return 404;
+        case SPACE_E_METHOD_NOT_ALLOWED:
+                return 405;
         case SPACE_E_INVALID_STATE:
         case SPACE_E_TEMPLATE_NOT_READY:
-        case SPACE_E_ALREADY_EXISTS: return 409;
-        case SPACE_E_PAYLOAD_TOO_LARGE: return 413;
-        case SPACE_E_UNSUPPORTED_MEDIA_TYPE: return 415;
+        case SPACE_E_ALREADY_EXISTS:
+                return 409;
+        case SPACE_E_PAYLOAD_TOO_LARGE:
+                return 413;
+        case SPACE_E_UNSUPPORTED_MEDIA_TYPE:
+                return 415;
         case SPACE_E_UNSUPPORTED:
-        case SPACE_E_BUILD_FAILED: return 422;
-        case SPACE_E_CANCELLED: return 409;
-        case SPACE_E_GONE: return 410;
-        case SPACE_E_UNAVAILABLE: return 503;
-        case SPACE_E_TIMEOUT: return 504;
-        case SPACE_E_PERMISSION_DENIED: return 403;
-        case SPACE_E_CONFLICT: return 409;
-        case SPACE_E_RANGE_NOT_SATISFIABLE: return 416;
-        case SPACE_E_INTERNAL: return 500;
+        case SPACE_E_BUILD_FAILED:
+                return 422;
+        case SPACE_E_CANCELLED:
+                return 409;
+        case SPACE_E_GONE:
+                return 410;
+        case SPACE_E_UNAVAILABLE:
+                return 503;
+        case SPACE_E_TIMEOUT:
+                return 504;
+        case SPACE_E_PERMISSION_DENIED:
+                return 403;
+        case SPACE_E_CONFLICT:
+                return 409;
+        case SPACE_E_RANGE_NOT_SATISFIABLE:
+                return 416;
+        case SPACE_E_INTERNAL:
+                return 500;
         }
         return 500;
 }

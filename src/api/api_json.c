@@ -8,12 +8,14 @@ int api_json_only(const json_t *obj, const char *const allowed[], const char *wh
 {
         const char *key;
         json_t *v;
-        json_object_foreach((json_t *)obj, key, v) {
+        json_object_foreach((json_t *)obj, key, v)
+        {
                 bool ok = false;
                 for (const char *const *a = allowed; *a && !ok; a++)
                         ok = strcmp(*a, key) == 0;
                 if (!ok)
-                        return space_error_set(err, SPACE_E_INVALID_REQUEST, "unknown field %s%s%s", where, where[0] ? "." : "", key);
+                        return space_error_set(err, SPACE_E_INVALID_REQUEST, "unknown field %s%s%s", where, where[0] ? "." : "",
+                                               key);
         }
         return 0;
 }
@@ -26,7 +28,8 @@ int api_json_string(const json_t *obj, const char *key, size_t max_len, const ch
         if (!json_is_string(v))
                 return space_error_set(err, SPACE_E_INVALID_REQUEST, "field %s must be a string", key);
         if (json_string_length(v) > max_len || strlen(json_string_value(v)) != json_string_length(v))
-                return space_error_set(err, SPACE_E_INVALID_REQUEST, "field %s must be at most %zu bytes without NUL", key, max_len);
+                return space_error_set(err, SPACE_E_INVALID_REQUEST, "field %s must be at most %zu bytes without NUL", key,
+                                       max_len);
         *ret = json_string_value(v);
         return 0;
 }
@@ -82,13 +85,14 @@ int api_json_string_map(const json_t *obj, const char *key, bool (*key_ok)(const
                 return space_error_set(err, SPACE_E_INVALID_REQUEST, "field %s has more than %zu entries", key, max_entries);
         const char *k;
         json_t *val;
-        json_object_foreach(v, k, val) {
+        json_object_foreach(v, k, val)
+        {
                 if (!key_ok(k))
                         return space_error_set(err, SPACE_E_INVALID_REQUEST, "field %s has an invalid key \"%.64s\"", key, k);
                 if (!json_is_string(val) || json_string_length(val) > max_value_len ||
                     strlen(json_string_value(val)) != json_string_length(val))
-                        return space_error_set(err, SPACE_E_INVALID_REQUEST, "%s.%s must be a string of at most %zu bytes", key, k,
-                                               max_value_len);
+                        return space_error_set(err, SPACE_E_INVALID_REQUEST, "%s.%s must be a string of at most %zu bytes", key,
+                                               k, max_value_len);
         }
         *ret = v;
         return 0;
@@ -100,11 +104,12 @@ int api_json_string_array(const json_t *obj, const char *key, size_t max_entries
         if (!v || json_is_null(v))
                 return 0;
         if (!json_is_array(v) || json_array_size(v) == 0 || json_array_size(v) > max_entries)
-                return space_error_set(err, SPACE_E_INVALID_REQUEST, "field %s must be a non-empty array of at most %zu strings", key,
-                                       max_entries);
+                return space_error_set(err, SPACE_E_INVALID_REQUEST, "field %s must be a non-empty array of at most %zu strings",
+                                       key, max_entries);
         size_t i;
         json_t *e;
-        json_array_foreach(v, i, e) {
+        json_array_foreach(v, i, e)
+        {
                 if (!json_is_string(e) || strlen(json_string_value(e)) != json_string_length(e))
                         return space_error_set(err, SPACE_E_INVALID_REQUEST, "%s[%zu] must be a string without NUL", key, i);
         }

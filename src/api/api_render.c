@@ -15,17 +15,21 @@ json_t *api_render_time(int64_t ms)
         return json_string(buf);
 }
 
-static json_t *id_or_null(const char *id) { return id[0] ? json_string(id) : json_null(); }
+static json_t *id_or_null(const char *id)
+{
+        return id[0] ? json_string(id) : json_null();
+}
 
 json_t *api_render_sandbox(const struct sandbox *sb)
 {
-        json_t *j = json_pack("{s:s, s:s, s:s?, s:s, s:O, s:{s:f, s:I, s:I, s:I}, s:O, s:O, s:I, s:s, s:o, s:o, s:o}", "id", sb->id,
-                         "state", sandbox_state_name(sb->state), "state_reason", sb->state_reason[0] ? sb->state_reason : NULL,
-                         "template", sb->template_name, "environment", sb->environment, "resources", "cpus", sb->resources.cpus,
-                         "memory_mb", (json_int_t)sb->resources.memory_mb, "pids", (json_int_t)sb->resources.pids, "disk_mb",
-                         (json_int_t)sb->resources.disk_mb, "env", sb->env, "metadata", sb->metadata, "timeout_s",
-                         (json_int_t)sb->timeout_s, "on_timeout", sb->on_timeout, "expires_at", api_render_time(sb->expires_at_ms),
-                         "created_at", api_render_time(sb->created_at_ms), "updated_at", api_render_time(sb->updated_at_ms));
+        json_t *j = json_pack(
+                "{s:s, s:s, s:s?, s:s, s:O, s:{s:f, s:I, s:I, s:I}, s:O, s:O, s:I, s:s, s:o, s:o, s:o}", "id", sb->id, "state",
+                sandbox_state_name(sb->state), "state_reason", sb->state_reason[0] ? sb->state_reason : NULL, "template",
+                sb->template_name, "environment", sb->environment, "resources", "cpus", sb->resources.cpus, "memory_mb",
+                (json_int_t)sb->resources.memory_mb, "pids", (json_int_t)sb->resources.pids, "disk_mb",
+                (json_int_t)sb->resources.disk_mb, "env", sb->env, "metadata", sb->metadata, "timeout_s",
+                (json_int_t)sb->timeout_s, "on_timeout", sb->on_timeout, "expires_at", api_render_time(sb->expires_at_ms),
+                "created_at", api_render_time(sb->created_at_ms), "updated_at", api_render_time(sb->updated_at_ms));
         if (j)
                 json_object_set_new(j, "rolling_snapshots", sb->rolling ? json_incref(sb->rolling) : json_null());
         if (j)
@@ -38,13 +42,15 @@ json_t *api_render_sandbox(const struct sandbox *sb)
 
 json_t *api_render_operation(const struct operation *op)
 {
-        json_t *j = json_pack("{s:s, s:s, s:s, s:s, s:o, s:o, s:o}", "id", op->id, "kind", op->kind, "target", op->target, "state",
-                              operation_state_name(op->state), "created_at", api_render_time(op->created_at_ms), "started_at",
-                              api_render_time(op->started_at_ms), "finished_at", api_render_time(op->finished_at_ms));
+        json_t *j =
+                json_pack("{s:s, s:s, s:s, s:s, s:o, s:o, s:o}", "id", op->id, "kind", op->kind, "target", op->target, "state",
+                          operation_state_name(op->state), "created_at", api_render_time(op->created_at_ms), "started_at",
+                          api_render_time(op->started_at_ms), "finished_at", api_render_time(op->finished_at_ms));
         if (j && op->state == OPERATION_FAILED)
-                json_object_set_new(j, "error", json_pack("{s:s, s:o}", "code", op->error_code, "message",
-                                                     output_encoding_utf8((const uint8_t *)op->error_message,
-                                                                          strlen(op->error_message))));
+                json_object_set_new(
+                        j, "error",
+                        json_pack("{s:s, s:o}", "code", op->error_code, "message",
+                                  output_encoding_utf8((const uint8_t *)op->error_message, strlen(op->error_message))));
         else if (j)
                 json_object_set_new(j, "error", json_null());
         json_t *result = op->result[0] ? json_loads(op->result, 0, NULL) : NULL;
@@ -74,9 +80,9 @@ json_t *api_render_key(const struct api_key *k)
 
 json_t *api_render_snapshot(const struct snapshot *snap)
 {
-        return json_pack("{s:s, s:o, s:s, s:s, s:s, s:o, s:o, s:o, s:o}", "id", snap->id, "sandbox_id", id_or_null(snap->sandbox_id), "state",
-                         snap->state, "label", snap->label, "kind", snap->kind, "parent_snapshot_id",
-                         id_or_null(snap->parent_snapshot_id), "bytes_exclusive",
+        return json_pack("{s:s, s:o, s:s, s:s, s:s, s:o, s:o, s:o, s:o}", "id", snap->id, "sandbox_id",
+                         id_or_null(snap->sandbox_id), "state", snap->state, "label", snap->label, "kind", snap->kind,
+                         "parent_snapshot_id", id_or_null(snap->parent_snapshot_id), "bytes_exclusive",
                          snap->bytes_exclusive >= 0 ? json_integer(snap->bytes_exclusive) : json_null(), "pause_ms",
                          json_real((double)snap->pause_us / 1000.0), "created_at", api_render_time(snap->created_at_ms));
 }

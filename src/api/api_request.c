@@ -93,7 +93,8 @@ int api_request_check_body(const struct api_request *req, struct space_error *er
 /* "application/json", any case, alone or before parameters ("; charset=utf-8"). */
 static bool is_json_type(const char *ct)
 {
-        return ct && strncasecmp(ct, "application/json", 16) == 0 && (ct[16] == '\0' || ct[16] == ';' || ct[16] == ' ' || ct[16] == '\t');
+        return ct && strncasecmp(ct, "application/json", 16) == 0 &&
+                (ct[16] == '\0' || ct[16] == ';' || ct[16] == ' ' || ct[16] == '\t');
 }
 
 const char *api_request_query(const struct api_request *req, const char *name)
@@ -125,8 +126,8 @@ int api_request_query_int(const struct api_request *req, const char *name, long 
         errno = 0;
         long long n = strtoll(v, &end, 10);
         if (errno || end == v || *end || n < min || n > max)
-                return space_error_set(err, SPACE_E_INVALID_REQUEST, "query parameter %s must be an integer in [%lld, %lld]", name,
-                                       min, max);
+                return space_error_set(err, SPACE_E_INVALID_REQUEST, "query parameter %s must be an integer in [%lld, %lld]",
+                                       name, min, max);
         *ret = n;
         return 0;
 }

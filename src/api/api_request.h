@@ -31,18 +31,18 @@ struct api_request {
         int nsegments;
         const char *body;
         size_t body_len;
-        const char *content_type; /* of the body, or NULL */
+        const char *content_type;   /* of the body, or NULL */
         struct principal principal; /* the authenticated key (control routes) */
-        char session_id[32]; /* the attach session (data-plane routes) */
+        char session_id[32];        /* the attach session (data-plane routes) */
         enum api_body_rule body_rule;
         /* set by the router, checked once the caller is known: what the route needs and the
          * object its path names (in its first wildcard segment) */
         uint32_t permission;
         enum object_kind object;
         int object_segment;
-        const char *request_id; /* X-Request-Id: the client's when well-formed, else made */
-        const char *action;     /* the route's name in the audit log (set by the router) */
-        const char *target;     /* the id the path names, or NULL (set by the router) */
+        const char *request_id;           /* X-Request-Id: the client's when well-formed, else made */
+        const char *action;               /* the route's name in the audit log (set by the router) */
+        const char *target;               /* the id the path names, or NULL (set by the router) */
         const char *const *query_allowed; /* set by the router: the query parameters the route takes */
 };
 
@@ -52,7 +52,7 @@ struct api_stream {
         ssize_t (*read)(void *cls, char *buf, size_t max);
         void (*free)(void *cls);
         void *cls;
-        bool sized;    /* exactly size bytes come (Content-Length); else as many as read gives */
+        bool sized; /* exactly size bytes come (Content-Length); else as many as read gives */
         uint64_t size;
 };
 

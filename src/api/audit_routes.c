@@ -34,8 +34,7 @@ static int name_param(const struct api_request *req, const char *name, const cha
 {
         const char *v = api_request_query(req, name);
         if (v && !api_json_name_ok(v))
-                return space_error_set(err, SPACE_E_INVALID_REQUEST, "%s must be an id ([A-Za-z0-9._-], 1-63 characters)",
-                                       name);
+                return space_error_set(err, SPACE_E_INVALID_REQUEST, "%s must be an id ([A-Za-z0-9._-], 1-63 characters)", name);
         *ret = v;
         return 0;
 }
@@ -44,8 +43,8 @@ static int time_param(const struct api_request *req, const char *name, int64_t *
 {
         const char *v = api_request_query(req, name);
         if (v && wallclock_parse(v, ret) < 0)
-                return space_error_set(err, SPACE_E_INVALID_REQUEST,
-                                       "%s must be an RFC 3339 time such as 2026-12-01T00:00:00Z", name);
+                return space_error_set(err, SPACE_E_INVALID_REQUEST, "%s must be an RFC 3339 time such as 2026-12-01T00:00:00Z",
+                                       name);
         return 0;
 }
 
@@ -92,8 +91,7 @@ void route_audit_list(struct api_request *req, struct api_response *resp)
         struct space_error err = { 0 };
         struct audit_filter f = { 0 };
         struct api_page page;
-        if (parse_filter(req, &f, &err) < 0 || api_cursor_parse(req, "audit", &page, &err) < 0 ||
-            audit_scope(req, &f, &err) < 0)
+        if (parse_filter(req, &f, &err) < 0 || api_cursor_parse(req, "audit", &page, &err) < 0 || audit_scope(req, &f, &err) < 0)
                 return api_response_error(resp, &err);
         struct audit_record *rows = NULL;
         size_t n = 0;
@@ -106,8 +104,8 @@ void route_audit_list(struct api_request *req, struct api_response *resp)
         json_t *arr = json_array();
         for (size_t i = 0; i < shown; i++)
                 json_array_append_new(arr, render_row(&rows[i]));
-        json_t *next = shown ? api_cursor_next(&page, "audit", n, rows[shown - 1].created_at_ms, rows[shown - 1].id)
-                             : json_null();
+        json_t *next =
+                shown ? api_cursor_next(&page, "audit", n, rows[shown - 1].created_at_ms, rows[shown - 1].id) : json_null();
         free(rows);
         api_response_json(resp, 200, json_pack("{s:o, s:o}", "audit", arr, "next_cursor", next));
 }

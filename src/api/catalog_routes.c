@@ -52,9 +52,10 @@ void route_health(struct api_request *req, struct api_response *resp)
                                  (json_int_t)h.pool_bytes, "free_bytes", (json_int_t)h.pool_free_bytes, "device_errors",
                                  (json_int_t)h.device_errors, "reason", h.reason[0] ? h.reason : NULL);
         if (pool && req->ctx->pool.image[0]) {
-                json_object_set_new(pool, "image", json_pack("{s:I, s:I, s:I}", "bytes", (json_int_t)h.image_bytes,
-                                                             "allocated_bytes", (json_int_t)h.image_allocated_bytes,
-                                                             "host_free_bytes", (json_int_t)h.host_free_bytes));
+                json_object_set_new(pool, "image",
+                                    json_pack("{s:I, s:I, s:I}", "bytes", (json_int_t)h.image_bytes, "allocated_bytes",
+                                              (json_int_t)h.image_allocated_bytes, "host_free_bytes",
+                                              (json_int_t)h.host_free_bytes));
         }
         if (pool)
                 json_object_set_new(pool, "checked_at", api_render_time(h.checked_at_ms));
@@ -105,9 +106,10 @@ static json_t *tags_of(struct spaced_context *ctx, const struct principal *p, co
         for (size_t i = 0; i < n; i++) {
                 if (strncmp(all[i].name, name, len) == 0 && all[i].name[len] == ':' && template_access_sees(p, &all[i])) {
                         json_t *env = all[i].environment;
-                        json_array_append_new(arr, json_pack("{s:s, s:s, s:O?, s:s, s:O?}", "tag", all[i].name + len + 1, "name",
-                                                             all[i].name, "digest", json_object_get(env, "digest"), "state",
-                                                             all[i].state, "created_at", json_object_get(env, "created_at")));
+                        json_array_append_new(arr,
+                                              json_pack("{s:s, s:s, s:O?, s:s, s:O?}", "tag", all[i].name + len + 1, "name",
+                                                        all[i].name, "digest", json_object_get(env, "digest"), "state",
+                                                        all[i].state, "created_at", json_object_get(env, "created_at")));
                 }
                 template_record_release(&all[i]);
         }
@@ -187,8 +189,8 @@ void route_operation_list(struct api_request *req, struct api_response *resp)
         json_t *arr = json_array();
         for (size_t i = 0; i < shown; i++)
                 json_array_append_new(arr, api_render_operation(&ops[i]));
-        json_t *next = shown ? api_cursor_next(&page, "operations", n, ops[shown - 1].created_at_ms, ops[shown - 1].id)
-                             : json_null();
+        json_t *next =
+                shown ? api_cursor_next(&page, "operations", n, ops[shown - 1].created_at_ms, ops[shown - 1].id) : json_null();
         free(ops);
         api_response_json(resp, 200, json_pack("{s:o, s:o}", "operations", arr, "next_cursor", next));
 }

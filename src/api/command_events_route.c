@@ -71,10 +71,14 @@ static int out_printf(struct event_stream *st, const char *fmt, ...)
 static const char *kind_name(enum command_log_kind k)
 {
         switch (k) {
-        case COMMAND_LOG_STDERR: return "stderr";
-        case COMMAND_LOG_PTY: return "pty";
-        case COMMAND_LOG_EXIT: return "exit";
-        default: return "stdout";
+        case COMMAND_LOG_STDERR:
+                return "stderr";
+        case COMMAND_LOG_PTY:
+                return "pty";
+        case COMMAND_LOG_EXIT:
+                return "exit";
+        default:
+                return "stdout";
         }
 }
 
@@ -97,9 +101,11 @@ static int emit_record(void *cls, const struct command_log_record *rec)
 
 static int emit_dropped(void *cls, uint64_t first, uint64_t last)
 {
-        return out_printf(cls, "id: %" PRIu64 "\nevent: dropped\ndata: {\"first_seq\":%" PRIu64 ",\"last_seq\":%" PRIu64
-                               ",\"message\":\"older output was dropped: the command's log (or the sandbox's logs) reached its cap\"}\n\n",
-                          last, first, last);
+        return out_printf(
+                cls,
+                "id: %" PRIu64 "\nevent: dropped\ndata: {\"first_seq\":%" PRIu64 ",\"last_seq\":%" PRIu64
+                ",\"message\":\"older output was dropped: the command's log (or the sandbox's logs) reached its cap\"}\n\n",
+                last, first, last);
 }
 
 /* Whether the command's log went with its sandbox (destroyed, or being destroyed: the
@@ -126,8 +132,9 @@ static int emit_end_from_store(void *cls, const struct command_record *rec, bool
                 return 0;
         if (log_removed_with_sandbox(st->ctx, st->sandbox_id)) {
                 char msg[160];
-                snprintf(msg, sizeof(msg), "the command's output was removed with its sandbox (destroyed): events after %" PRIu64
-                         " cannot be sent", after);
+                snprintf(msg, sizeof(msg),
+                         "the command's output was removed with its sandbox (destroyed): events after %" PRIu64 " cannot be sent",
+                         after);
                 json_t *g = json_pack("{s:s, s:s, s:s}", "reason", "log_removed", "message", msg, "command_state",
                                       rec->state == COMMAND_EXITED ? "exited" : "lost");
                 if (g && rec->state == COMMAND_EXITED)

@@ -75,7 +75,8 @@ void route_command_start(struct api_request *req, struct api_response *resp)
         bool loaded = false;
 
         if (api_request_json(req, &body, &err) < 0 || api_json_only(body, start_fields, "", &err) < 0 ||
-            api_json_string_array(body, "cmd", 4096, &cmd, &err) < 0 || api_json_string(body, "shell", 262144, &shell, &err) < 0 ||
+            api_json_string_array(body, "cmd", 4096, &cmd, &err) < 0 ||
+            api_json_string(body, "shell", 262144, &shell, &err) < 0 ||
             api_json_string_map(body, "env", api_json_env_name_ok, 256, 32768, &env, &err) < 0 ||
             api_json_string(body, "cwd", 4095, &cwd, &err) < 0 || api_json_string(body, "user", 64, &user, &err) < 0 ||
             api_json_bool(body, "stdin", &want_stdin, &err) < 0 ||
@@ -150,7 +151,8 @@ void route_command_list(struct api_request *req, struct api_response *resp)
         json_t *arr = json_array();
         for (size_t i = 0; i < shown; i++)
                 json_array_append_new(arr, api_render_command(&all[i]));
-        json_t *next = shown ? api_cursor_next(&page, "commands", n, all[shown - 1].created_at_ms, all[shown - 1].id) : json_null();
+        json_t *next =
+                shown ? api_cursor_next(&page, "commands", n, all[shown - 1].created_at_ms, all[shown - 1].id) : json_null();
         command_record_array_free(all, n);
         api_response_json(resp, 200, json_pack("{s:o, s:o}", "commands", arr, "next_cursor", next));
 }
@@ -178,7 +180,8 @@ void route_command_get(struct api_request *req, struct api_response *resp)
         struct command_record rec;
         if (!command_id_ok(req, resp))
                 return;
-        if (api_wait_parse(req, &w, &err) < 0 || command_service_get(req->ctx, req->segments[2], req->segments[4], &rec, &err) < 0)
+        if (api_wait_parse(req, &w, &err) < 0 ||
+            command_service_get(req->ctx, req->segments[2], req->segments[4], &rec, &err) < 0)
                 return api_response_error(resp, &err);
         long long left_ms = w.timeout_s * 1000;
         while (w.wait && !command_ended(&rec) && left_ms > 0 && !atomic_load(&req->ctx->shutting_down)) {
@@ -295,9 +298,9 @@ static int signal_parse(const json_t *v, int *ret)
         static const struct {
                 const char *name;
                 int sig;
-        } names[] = { { "HUP", SIGHUP },   { "INT", SIGINT },   { "QUIT", SIGQUIT }, { "KILL", SIGKILL }, { "USR1", SIGUSR1 },
-                      { "USR2", SIGUSR2 }, { "TERM", SIGTERM }, { "CONT", SIGCONT }, { "STOP", SIGSTOP }, { "TSTP", SIGTSTP },
-                      { "WINCH", SIGWINCH }, { "ALRM", SIGALRM } };
+        } names[] = { { "HUP", SIGHUP },   { "INT", SIGINT },   { "QUIT", SIGQUIT },   { "KILL", SIGKILL },
+                      { "USR1", SIGUSR1 }, { "USR2", SIGUSR2 }, { "TERM", SIGTERM },   { "CONT", SIGCONT },
+                      { "STOP", SIGSTOP }, { "TSTP", SIGTSTP }, { "WINCH", SIGWINCH }, { "ALRM", SIGALRM } };
         if (json_is_integer(v)) {
                 json_int_t n = json_integer_value(v);
                 if (n < 1 || n > 64)

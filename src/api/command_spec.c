@@ -20,7 +20,8 @@ char **command_spec_envp(const json_t *sandbox_env, const json_t *request_env, b
         char **envp = calloc(n + 1, sizeof(char *));
         const char *k;
         json_t *v;
-        json_object_foreach(merged, k, v) {
+        json_object_foreach(merged, k, v)
+        {
                 if (!envp)
                         break;
                 if (asprintf(&envp[i], "%s=%s", k, json_string_value(v)) < 0) {
@@ -63,8 +64,7 @@ char **command_spec_argv(const json_t *cmd, const char *shell)
 }
 
 
-void command_spec_template_defaults(const json_t *environment, const char **user, const char **cwd, char *buf,
-                                    size_t size)
+void command_spec_template_defaults(const json_t *environment, const char **user, const char **cwd, char *buf, size_t size)
 {
         json_t *config = json_object_get(environment, "config");
         const char *tu = json_string_value(json_object_get(config, "user"));

@@ -12,8 +12,7 @@ char **command_spec_envp(const json_t *sandbox_env, const json_t *request_env, b
 void command_spec_strv_free(char **v);
 /* The template's defaults (environment.config) for what the request left out: *user
  * (its USER without a group, copied into buf) and *cwd (its absolute WORKDIR). */
-void command_spec_template_defaults(const json_t *environment, const char **user, const char **cwd, char *buf,
-                                    size_t size);
+void command_spec_template_defaults(const json_t *environment, const char **user, const char **cwd, char *buf, size_t size);
 /* A name or uid as the sandbox's /etc/passwd may have it. */
 bool command_spec_user_ok(const char *s);
 /* Whether user means root (NULL, "root" or "0"). */

@@ -25,7 +25,8 @@ void route_sandbox_exec(struct api_request *req, struct api_response *resp)
         bool loaded = false;
 
         if (api_request_json(req, &body, &err) < 0 || api_json_only(body, exec_fields, "", &err) < 0 ||
-            api_json_string_array(body, "cmd", 4096, &cmd, &err) < 0 || api_json_string(body, "shell", 262144, &shell, &err) < 0 ||
+            api_json_string_array(body, "cmd", 4096, &cmd, &err) < 0 ||
+            api_json_string(body, "shell", 262144, &shell, &err) < 0 ||
             api_json_string_map(body, "env", api_json_env_name_ok, 256, 32768, &env, &err) < 0 ||
             api_json_string(body, "cwd", 4095, &cwd, &err) < 0 || api_json_string(body, "user", 64, &user, &err) < 0 ||
             api_json_string(body, "stdin", 64u << 20, &stdin_text, &err) < 0 ||
@@ -95,7 +96,8 @@ void route_sandbox_exec(struct api_request *req, struct api_response *resp)
 
         bool b64 = strcmp(encoding, "base64") == 0;
         json_t *out = b64 ? output_encoding_base64(result.out, result.out_len) : output_encoding_utf8(result.out, result.out_len);
-        json_t *errj = b64 ? output_encoding_base64(result.err, result.err_len) : output_encoding_utf8(result.err, result.err_len);
+        json_t *errj =
+                b64 ? output_encoding_base64(result.err, result.err_len) : output_encoding_utf8(result.err, result.err_len);
         api_response_json(resp, 200,
                           json_pack("{s:i, s:o, s:o, s:o, s:f, s:b, s:b, s:b, s:b, s:s}", "exit_code", result.exit_code, "signal",
                                     result.term_signal ? json_integer(result.term_signal) : json_null(), "stdout", out, "stderr",

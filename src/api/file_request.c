@@ -32,8 +32,7 @@ void file_target_release(struct file_target *t)
         t->loaded = false;
 }
 
-int file_agent_connect(const struct runtime_registry *runtimes, const struct sandbox *sb, int timeout_ms,
-                       struct space_error *err)
+int file_agent_connect(const struct runtime_registry *runtimes, const struct sandbox *sb, int timeout_ms, struct space_error *err)
 {
         int fd = runtime_registry_agent_connect(runtimes, sb, timeout_ms, err);
         if (fd == -EPROTONOSUPPORT)
@@ -81,8 +80,7 @@ static enum MHD_Result query_find_cb(void *cls, enum MHD_ValueKind kind, const c
 }
 
 /* The raw (decoded) value with its length, so an encoded NUL (%00) is seen. */
-static int query_raw(const struct api_request *req, const char *name, const char **ret, size_t *ret_len,
-                     struct space_error *err)
+static int query_raw(const struct api_request *req, const char *name, const char **ret, size_t *ret_len, struct space_error *err)
 {
         struct query_find q = { .name = name };
         MHD_get_connection_values_n(req->conn, MHD_GET_ARGUMENT_KIND, query_find_cb, &q);

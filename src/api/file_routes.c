@@ -125,8 +125,8 @@ void route_file_mkdir(struct api_request *req, struct api_response *resp)
         if (api_request_json(req, &body, &err) < 0 || api_json_only(body, fields, "", &err) < 0 ||
             body_path(body, "path", true, &a.path, &err) < 0 || api_json_string(body, "mode", 8, &mode, &err) < 0 ||
             api_json_bool(body, "parents", &a.parents, &err) < 0 || body_user(body, "owner", &owner, &err) < 0 ||
-            api_json_int(body, "uid", 0, 0xfffffffe, &uid, &err) < 0 || api_json_int(body, "gid", 0, 0xfffffffe, &gid, &err) < 0 ||
-            body_user(body, "user", &a.user, &err) < 0)
+            api_json_int(body, "uid", 0, 0xfffffffe, &uid, &err) < 0 ||
+            api_json_int(body, "gid", 0, 0xfffffffe, &gid, &err) < 0 || body_user(body, "user", &a.user, &err) < 0)
                 goto fail;
         if (mode) {
                 if (file_mode_parse(mode, &a.mode) < 0) {

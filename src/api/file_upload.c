@@ -18,11 +18,11 @@
 struct file_upload {
         int agent; /* the connection the bytes go on; it holds the unnamed file until FILE_COMMIT */
         uint64_t written;
-        int write_error;      /* -errno of the first failed write */
-        uint8_t *pending;     /* AGENT_FILE_CHUNK bytes: the body gathered into whole frames */
+        int write_error;  /* -errno of the first failed write */
+        uint8_t *pending; /* AGENT_FILE_CHUNK bytes: the body gathered into whole frames */
         size_t pending_len;
-        bool memory;          /* the target is in the sandbox's memory (tmpfs) */
-        uint64_t memory_left; /* a memory-backed target: what the sandbox's memory limit leaves */
+        bool memory;                           /* the target is in the sandbox's memory (tmpfs) */
+        uint64_t memory_left;                  /* a memory-backed target: what the sandbox's memory limit leaves */
         const struct btrfs_pool *durable_pool; /* --durability power: synced before the answer */
         char path[PATH_MAX];
 };

@@ -22,8 +22,8 @@ struct file_upload;
  * of bytes to come when known (UINT64_MAX otherwise): for a memory-backed target, a length
  * beyond what the sandbox's memory limit leaves is refused at once (payload_too_large),
  * and writes that outgrow it fail. */
-int file_upload_begin(struct spaced_context *ctx, const struct sandbox *sb, const struct agent_file_args *a,
-                      uint64_t length, struct file_upload **ret, struct space_error *err);
+int file_upload_begin(struct spaced_context *ctx, const struct sandbox *sb, const struct agent_file_args *a, uint64_t length,
+                      struct file_upload **ret, struct space_error *err);
 /* Writes the next bytes. 0, or -1 once a write failed: later writes are dropped, and
  * commit says why. */
 int file_upload_write(struct file_upload *u, const void *data, size_t len);

@@ -36,8 +36,9 @@ void route_snapshot_create(struct api_request *req, struct api_response *resp)
         struct operation op;
         if (!id_ok(req, 2, "sandbox", resp))
                 return;
-        if (api_wait_parse(req, &w, &err) < 0 || api_request_json(req, &body, &err) < 0 || api_json_only(body, fields, "", &err) < 0 ||
-            api_json_string(body, "label", 127, &label, &err) < 0 || api_json_bool(body, "memory", &memory, &err) < 0 ||
+        if (api_wait_parse(req, &w, &err) < 0 || api_request_json(req, &body, &err) < 0 ||
+            api_json_only(body, fields, "", &err) < 0 || api_json_string(body, "label", 127, &label, &err) < 0 ||
+            api_json_bool(body, "memory", &memory, &err) < 0 ||
             sandbox_history_snapshot(req->ctx, req->segments[2], label, memory, false, &snap, &op, &err) < 0)
                 api_response_error(resp, &err);
         else
@@ -63,7 +64,8 @@ static void list_snapshots(struct api_request *req, struct api_response *resp, c
         json_t *arr = json_array();
         for (size_t i = 0; i < shown; i++)
                 json_array_append_new(arr, api_render_snapshot(&all[i]));
-        json_t *next = shown ? api_cursor_next(&page, "snapshots", n, all[shown - 1].created_at_ms, all[shown - 1].id) : json_null();
+        json_t *next =
+                shown ? api_cursor_next(&page, "snapshots", n, all[shown - 1].created_at_ms, all[shown - 1].id) : json_null();
         free(all);
         api_response_json(resp, 200, json_pack("{s:o, s:o}", "snapshots", arr, "next_cursor", next));
 }
@@ -121,8 +123,8 @@ void route_sandbox_restore(struct api_request *req, struct api_response *resp)
         struct operation op;
         if (!id_ok(req, 2, "sandbox", resp))
                 return;
-        if (api_wait_parse(req, &w, &err) < 0 || api_request_json(req, &body, &err) < 0 || api_json_only(body, fields, "", &err) < 0 ||
-            api_json_string(body, "snapshot_id", 31, &snapshot_id, &err) < 0)
+        if (api_wait_parse(req, &w, &err) < 0 || api_request_json(req, &body, &err) < 0 ||
+            api_json_only(body, fields, "", &err) < 0 || api_json_string(body, "snapshot_id", 31, &snapshot_id, &err) < 0)
                 goto fail;
         if (!snapshot_id) {
                 space_error_set(&err, SPACE_E_INVALID_REQUEST, "snapshot_id is required");
@@ -153,8 +155,9 @@ void route_sandbox_fork(struct api_request *req, struct api_response *resp)
         struct operation op;
         if (!id_ok(req, 2, "sandbox", resp))
                 return;
-        if (api_wait_parse(req, &w, &err) < 0 || api_request_json(req, &body, &err) < 0 || api_json_only(body, fields, "", &err) < 0 ||
-            api_json_string(body, "snapshot_id", 31, &snapshot_id, &err) < 0 || api_json_int(body, "count", 1, 16, &count, &err) < 0 ||
+        if (api_wait_parse(req, &w, &err) < 0 || api_request_json(req, &body, &err) < 0 ||
+            api_json_only(body, fields, "", &err) < 0 || api_json_string(body, "snapshot_id", 31, &snapshot_id, &err) < 0 ||
+            api_json_int(body, "count", 1, 16, &count, &err) < 0 ||
             api_json_string_map(body, "metadata", api_json_metadata_key_ok, 64, 256, &metadata, &err) < 0)
                 goto fail;
         struct snapshot seen;

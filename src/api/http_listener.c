@@ -62,8 +62,7 @@ static void pending_append(struct http_listener *l, struct http_peer *p)
         l->npending++;
 }
 
-static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_context,
-                          enum MHD_ConnectionNotificationCode code)
+static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_context, enum MHD_ConnectionNotificationCode code)
 {
         struct http_listener *l = cls;
         struct http_peer *p = *socket_context;
@@ -138,8 +137,7 @@ int http_listener_bind(const char *addr, uint16_t port, char *reason, size_t rea
                 return r;
         }
         int one = 1;
-        if (setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) < 0 ||
-            bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+        if (setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) < 0 || bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
                 int r = -errno;
                 close(fd);
                 if (r == -EADDRINUSE)
@@ -152,8 +150,7 @@ int http_listener_bind(const char *addr, uint16_t port, char *reason, size_t rea
         return fd;
 }
 
-int http_listener_start(const struct spaced_config *cfg, const struct http_listener_options *o,
-                        struct http_listener **ret)
+int http_listener_start(const struct spaced_config *cfg, const struct http_listener_options *o, struct http_listener **ret)
 {
         struct http_listener *l = calloc(1, sizeof(*l));
         if (!l) {
@@ -164,8 +161,8 @@ int http_listener_start(const struct spaced_config *cfg, const struct http_liste
         l->max_pending = cfg->http_max_unauthenticated;
         l->idle_timeout_s = cfg->http_idle_timeout_s;
         /* Suspend/resume brings the inter-thread channel that quiesce needs. */
-        unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION | MHD_USE_POLL |
-                         MHD_ALLOW_SUSPEND_RESUME;
+        unsigned flags =
+                MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION | MHD_USE_POLL | MHD_ALLOW_SUSPEND_RESUME;
         struct MHD_OptionItem opts[] = {
                 { MHD_OPTION_NOTIFY_COMPLETED, (intptr_t)o->on_completed, o->cls },
                 { MHD_OPTION_NOTIFY_CONNECTION, (intptr_t)on_connection, l },
@@ -177,8 +174,7 @@ int http_listener_start(const struct spaced_config *cfg, const struct http_liste
                 { MHD_OPTION_END, 0, NULL },
         };
         if (listen(o->listen_fd, 512) == 0)
-                l->daemon = MHD_start_daemon(flags, 0, NULL, NULL, o->on_request, o->cls, MHD_OPTION_ARRAY, opts,
-                                             MHD_OPTION_END);
+                l->daemon = MHD_start_daemon(flags, 0, NULL, NULL, o->on_request, o->cls, MHD_OPTION_ARRAY, opts, MHD_OPTION_END);
         if (!l->daemon) {
                 close(o->listen_fd);
                 pthread_mutex_destroy(&l->lock);

@@ -23,9 +23,9 @@ struct spaced_config;
 struct http_listener;
 
 struct http_listener_options {
-        int listen_fd;                  /* a bound socket (http_listener_bind, or unix) */
-        bool tcp;                       /* TCP: the per-address limit applies */
-        size_t stack_size;              /* of each connection thread; 0: the default */
+        int listen_fd;     /* a bound socket (http_listener_bind, or unix) */
+        bool tcp;          /* TCP: the per-address limit applies */
+        size_t stack_size; /* of each connection thread; 0: the default */
         MHD_AccessHandlerCallback on_request;
         MHD_RequestCompletedCallback on_completed;
         void *cls;
@@ -39,8 +39,7 @@ struct http_listener_options {
 int http_listener_bind(const char *addr, uint16_t port, char *reason, size_t reason_size);
 /* Starts listening with the limits of cfg; it owns o->listen_fd from here, on failure too. Returns 0, -ENOMEM, or -EADDRINUSE when
  * libmicrohttpd could not start (port taken, bad socket). */
-int http_listener_start(const struct spaced_config *cfg, const struct http_listener_options *o,
-                        struct http_listener **ret);
+int http_listener_start(const struct spaced_config *cfg, const struct http_listener_options *o, struct http_listener **ret);
 /* Called by the access handler once a request on conn has been authenticated: the
  * connection stops counting as unauthenticated and gets the idle timeout. */
 void http_listener_authenticated(struct MHD_Connection *conn);

@@ -35,9 +35,7 @@ static void add_headers(struct MHD_Response *r, const json_t *headers)
 {
         const char *k;
         json_t *v;
-        json_object_foreach((json_t *)headers, k, v)
-                if (json_is_string(v))
-                        MHD_add_response_header(r, k, json_string_value(v));
+        json_object_foreach((json_t *)headers, k, v) if (json_is_string(v)) MHD_add_response_header(r, k, json_string_value(v));
 }
 
 static struct MHD_Response *stream_response(struct api_response *resp, size_t block, struct request_trail *trail)
@@ -52,8 +50,8 @@ static struct MHD_Response *stream_response(struct api_response *resp, size_t bl
         st->inner = resp->stream;
         st->trail = trail;
         memset(&resp->stream, 0, sizeof(resp->stream));
-        struct MHD_Response *r = MHD_create_response_from_callback(st->inner.sized ? st->inner.size : MHD_SIZE_UNKNOWN, block, stream_reader, st,
-                                                                   stream_free);
+        struct MHD_Response *r = MHD_create_response_from_callback(st->inner.sized ? st->inner.size : MHD_SIZE_UNKNOWN, block,
+                                                                   stream_reader, st, stream_free);
         if (!r)
                 stream_free(st);
         return r;
@@ -75,8 +73,8 @@ static struct MHD_Response *json_response(const struct api_response *resp, bool 
                         }
                 }
         }
-        struct MHD_Response *r = MHD_create_response_from_buffer(len, text ? text : (void *)"", text ? MHD_RESPMEM_MUST_FREE
-                                                                                                 : MHD_RESPMEM_PERSISTENT);
+        struct MHD_Response *r = MHD_create_response_from_buffer(len, text ? text : (void *)"",
+                                                                 text ? MHD_RESPMEM_MUST_FREE : MHD_RESPMEM_PERSISTENT);
         if (!r) {
                 free(text);
                 return NULL;
@@ -89,8 +87,8 @@ static struct MHD_Response *json_response(const struct api_response *resp, bool 
         return r;
 }
 
-enum MHD_Result http_response_send(struct MHD_Connection *conn, struct api_response *resp, bool json_newline,
-                                   size_t stream_block, struct request_trail *trail)
+enum MHD_Result http_response_send(struct MHD_Connection *conn, struct api_response *resp, bool json_newline, size_t stream_block,
+                                   struct request_trail *trail)
 {
         struct MHD_Response *r;
         bool raw = resp->stream.read;

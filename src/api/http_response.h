@@ -23,5 +23,5 @@ int http_body_append(struct http_body *b, const char *data, size_t n, size_t lim
 
 /* With a trail (or NULL): X-Request-Id is added, and the status, error code and bytes sent
  * are recorded in it. */
-enum MHD_Result http_response_send(struct MHD_Connection *conn, struct api_response *resp, bool json_newline,
-                                   size_t stream_block, struct request_trail *trail);
+enum MHD_Result http_response_send(struct MHD_Connection *conn, struct api_response *resp, bool json_newline, size_t stream_block,
+                                   struct request_trail *trail);

@@ -227,9 +227,12 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 
 static int start_listener(struct http_server *s, int listen_fd, bool tcp, struct http_listener **ret)
 {
-        struct http_listener_options o = { .listen_fd = listen_fd, .tcp = tcp,
-                                           .stack_size = CONNECTION_STACK_BYTES, .on_request = on_request,
-                                           .on_completed = on_completed, .cls = s };
+        struct http_listener_options o = { .listen_fd = listen_fd,
+                                           .tcp = tcp,
+                                           .stack_size = CONNECTION_STACK_BYTES,
+                                           .on_request = on_request,
+                                           .on_completed = on_completed,
+                                           .cls = s };
         return http_listener_start(&s->ctx->cfg, &o, ret);
 }
 

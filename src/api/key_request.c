@@ -14,7 +14,8 @@ static int parse_time(const char *s, int64_t *ret_ms)
         struct tm tm = { 0 };
         int ms = 0, n = 0;
         if (sscanf(s, "%4d-%2d-%2dT%2d:%2d:%2d%n", &tm.tm_year, &tm.tm_mon, &tm.tm_mday, &tm.tm_hour, &tm.tm_min, &tm.tm_sec,
-                   &n) != 6 || n != 19)
+                   &n) != 6 ||
+            n != 19)
                 return -1;
         const char *rest = s + n;
         if (rest[0] == '.') {
@@ -23,8 +24,8 @@ static int parse_time(const char *s, int64_t *ret_ms)
                         return -1;
                 rest += m;
         }
-        if (strcmp(rest, "Z") != 0 || tm.tm_mon < 1 || tm.tm_mon > 12 || tm.tm_mday < 1 || tm.tm_mday > 31 ||
-            tm.tm_hour > 23 || tm.tm_min > 59 || tm.tm_sec > 60)
+        if (strcmp(rest, "Z") != 0 || tm.tm_mon < 1 || tm.tm_mon > 12 || tm.tm_mday < 1 || tm.tm_mday > 31 || tm.tm_hour > 23 ||
+            tm.tm_min > 59 || tm.tm_sec > 60)
                 return -1;
         tm.tm_year -= 1900;
         tm.tm_mon -= 1;
@@ -43,8 +44,8 @@ int key_request_parse(const json_t *body, int64_t now_ms, struct key_spec *ret, 
         long long in_s = 0;
         json_t *perms = NULL;
         if (api_json_only(body, fields, "", err) < 0 || api_json_string(body, "name", 63, &spec.name, err) < 0 ||
-            api_json_string(body, "project", 31, &spec.project_id, err) < 0 || api_json_string(body, "role", 16, &role, err) < 0 ||
-            api_json_string(body, "expires_at", 40, &expires_at, err) < 0 ||
+            api_json_string(body, "project", 31, &spec.project_id, err) < 0 ||
+            api_json_string(body, "role", 16, &role, err) < 0 || api_json_string(body, "expires_at", 40, &expires_at, err) < 0 ||
             api_json_int(body, "expires_in_s", 1, EXPIRY_MAX_S, &in_s, err) < 0)
                 return -1;
         if (!spec.name || !api_json_metadata_key_ok(spec.name))
@@ -56,7 +57,8 @@ int key_request_parse(const json_t *body, int64_t now_ms, struct key_spec *ret, 
                         return -1;
                 size_t i;
                 json_t *v;
-                json_array_foreach(perms, i, v) {
+                json_array_foreach(perms, i, v)
+                {
                         uint32_t bit;
                         if (permission_from_name(json_string_value(v), &bit) < 0)
                                 return space_error_set(err, SPACE_E_INVALID_REQUEST, "unknown permission \"%.40s\"",

@@ -108,9 +108,9 @@ void request_trail_finish(struct request_trail *t, struct spaced_context *ctx, b
         t->finished = true;
         log_info("http.access",
                  "door=%s request_id=%s method=%s path=\"%s\" status=%u bytes=%llu duration_us=%lld key_id=%s source=%s%s",
-                 t->door, t->id, LOG_ESC(t->method), LOG_ESC(t->path), t->status,
-                 (unsigned long long)atomic_load(&t->bytes), (long long)(monotonic_now_us() - t->started_us),
-                 t->key_id[0] ? t->key_id : "-", t->source, completed ? "" : " completed=false");
+                 t->door, t->id, LOG_ESC(t->method), LOG_ESC(t->path), t->status, (unsigned long long)atomic_load(&t->bytes),
+                 (long long)(monotonic_now_us() - t->started_us), t->key_id[0] ? t->key_id : "-", t->source,
+                 completed ? "" : " completed=false");
         if (request_trail_audited(t->mutating, t->status))
                 write_audit(t, ctx);
 }

@@ -28,8 +28,8 @@ struct request_trail {
         const char *door; /* "v1" | "e2b" */
         int64_t started_us;
         char method[8];
-        char path[256];   /* without the query string */
-        char source[64];  /* the client's address, "unix" on the local socket */
+        char path[256];  /* without the query string */
+        char source[64]; /* the client's address, "unix" on the local socket */
         /* the principal, once authenticated; project and role "" for data-plane tokens */
         char key_id[32];
         char project[64];

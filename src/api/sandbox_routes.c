@@ -48,7 +48,8 @@ static json_t *render_target(struct spaced_context *ctx, const struct operation 
                         size_t i;
                         json_t *v;
                         j = json_array();
-                        json_array_foreach(json_object_get(params, "children"), i, v) {
+                        json_array_foreach(json_object_get(params, "children"), i, v)
+                        {
                                 struct sandbox sb;
                                 if (json_is_string(v) && STORE(ctx, sandbox_get, json_string_value(v), &sb) == 0) {
                                         json_array_append_new(j, api_render_sandbox(&sb));
@@ -74,7 +75,8 @@ void api_respond_operation(struct api_request *req, struct api_response *resp, c
         unsigned status = 202;
         if (w->wait && operation_queue_wait(req->ctx->queue, op->id, (int)w->timeout_s * 1000, &latest) == 0)
                 status = 200;
-        json_t *body = json_pack("{s:o, s:o}", "operation", api_render_operation(&latest), key, render_target(req->ctx, &latest, key));
+        json_t *body =
+                json_pack("{s:o, s:o}", "operation", api_render_operation(&latest), key, render_target(req->ctx, &latest, key));
         if (status == 200 && latest.state == OPERATION_FAILED) {
                 struct space_error failed = { .code = space_error_code_from_name(latest.error_code) };
                 snprintf(failed.message, sizeof(failed.message), "%s", latest.error_message);
@@ -86,17 +88,20 @@ void api_respond_operation(struct api_request *req, struct api_response *resp, c
         api_response_json(resp, status, body);
 }
 
-static const char *const create_fields[] = { "template",   "snapshot_id",       "resources", "env", "metadata",
-                                             "timeout_s",  "rolling_snapshots", "on_timeout", NULL };
+static const char *const create_fields[] = { "template",  "snapshot_id",       "resources",  "env", "metadata",
+                                             "timeout_s", "rolling_snapshots", "on_timeout", NULL };
 static const char *const resource_fields[] = { "cpus", "memory_mb", "pids", "disk_mb", NULL };
 
 /* The v1 body as a create request: only parsing here; sandbox_create_request_submit
  * validates what both front doors ask for. */
-static int parse_create(struct spaced_context *ctx, const json_t *body, struct sandbox_create_request *cr, struct space_error *err)
+static int parse_create(struct spaced_context *ctx, const json_t *body, struct sandbox_create_request *cr,
+                        struct space_error *err)
 {
         const char *on_timeout = "stop";
-        json_t *res = json_object_get(body, "resources"), *tmpl = json_object_get(body, "template"), *env = NULL, *metadata = NULL;
-        if (api_json_only(body, create_fields, "", err) < 0 || api_json_string(body, "template", 160, &cr->template_ref, err) < 0 ||
+        json_t *res = json_object_get(body, "resources"), *tmpl = json_object_get(body, "template"), *env = NULL,
+               *metadata = NULL;
+        if (api_json_only(body, create_fields, "", err) < 0 ||
+            api_json_string(body, "template", 160, &cr->template_ref, err) < 0 ||
             api_json_string(body, "snapshot_id", 31, &cr->snapshot_id, err) < 0 ||
             api_json_string(body, "on_timeout", 16, &on_timeout, err) < 0 ||
             api_json_int(body, "timeout_s", 0, 30LL * 24 * 3600, &cr->timeout_s, err) < 0 ||
@@ -149,8 +154,8 @@ void route_sandbox_create(struct api_request *req, struct api_response *resp)
         struct api_wait w;
         sandbox_create_request_init(req->ctx, &cr);
         cr.caller = &req->principal;
-        if (api_wait_parse(req, &w, &err) < 0 || api_request_json(req, &body, &err) < 0 || parse_create(req->ctx, body, &cr, &err) < 0 ||
-            sandbox_create_request_submit(req->ctx, &cr, &sb, &op, &err) < 0)
+        if (api_wait_parse(req, &w, &err) < 0 || api_request_json(req, &body, &err) < 0 ||
+            parse_create(req->ctx, body, &cr, &err) < 0 || sandbox_create_request_submit(req->ctx, &cr, &sb, &op, &err) < 0)
                 api_response_error(resp, &err);
         else
                 api_respond_operation(req, resp, &op, &w, "sandbox");
@@ -215,7 +220,8 @@ void route_sandbox_list(struct api_request *req, struct api_response *resp)
         for (size_t i = 0; i < shown; i++)
                 if (metadata_matches(req, &all[i]))
                         json_array_append_new(arr, api_render_sandbox(&all[i]));
-        json_t *next = shown ? api_cursor_next(&page, "sandboxes", n, all[shown - 1].created_at_ms, all[shown - 1].id) : json_null();
+        json_t *next =
+                shown ? api_cursor_next(&page, "sandboxes", n, all[shown - 1].created_at_ms, all[shown - 1].id) : json_null();
         sandbox_array_free(all, n);
         api_response_json(resp, 200, json_pack("{s:o, s:o}", "sandboxes", arr, "next_cursor", next));
 }
@@ -251,7 +257,8 @@ static void submit_action(struct api_request *req, struct api_response *resp, en
                 return;
         }
         if (api_wait_parse(req, &w, &err) < 0 || api_request_json(req, &body, &err) < 0 ||
-            api_json_only(body, none, "", &err) < 0 || sandbox_lifecycle_submit(req->ctx, req->segments[2], action, &op, &err) < 0)
+            api_json_only(body, none, "", &err) < 0 ||
+            sandbox_lifecycle_submit(req->ctx, req->segments[2], action, &op, &err) < 0)
                 api_response_error(resp, &err);
         else
                 api_respond_operation(req, resp, &op, &w, "sandbox");

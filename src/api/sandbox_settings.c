@@ -23,13 +23,15 @@ int api_rolling_policy_parse(struct spaced_context *ctx, const json_t *v, json_t
         }
         if (!json_is_object(v))
                 return space_error_set(err, SPACE_E_INVALID_REQUEST, "rolling_snapshots must be an object or null");
-        if (api_json_only(v, fields, "rolling_snapshots", err) < 0 || api_json_int(v, "interval_s", 60, WEEK_S, &interval, err) < 0 ||
-            api_json_int(v, "retain_s", 60, WEEK_S, &retain, err) < 0 || api_json_int(v, "max_count", 1, 10000, &max_count, err) < 0 ||
-            api_json_bool(v, "memory", &memory, err) < 0)
+        if (api_json_only(v, fields, "rolling_snapshots", err) < 0 ||
+            api_json_int(v, "interval_s", 60, WEEK_S, &interval, err) < 0 ||
+            api_json_int(v, "retain_s", 60, WEEK_S, &retain, err) < 0 ||
+            api_json_int(v, "max_count", 1, 10000, &max_count, err) < 0 || api_json_bool(v, "memory", &memory, err) < 0)
                 return -1;
         json_t *given = json_object_get(v, "interval_s");
         if (!given || json_is_null(given)) /* null is not "0": the schema's minimum is 60 */
-                return space_error_set(err, SPACE_E_INVALID_REQUEST, "rolling_snapshots.interval_s is required (60 to %d)", WEEK_S);
+                return space_error_set(err, SPACE_E_INVALID_REQUEST, "rolling_snapshots.interval_s is required (60 to %d)",
+                                       WEEK_S);
         const struct runtime_driver *d = runtime_registry_default(&ctx->runtimes);
         if (memory && !d->caps.memory_snapshot)
                 return space_error_set(err, SPACE_E_UNSUPPORTED, "rolling memory snapshots are not available with the %s runtime",

@@ -91,7 +91,8 @@ void route_session_list(struct api_request *req, struct api_response *resp)
         json_t *arr = json_array();
         for (size_t i = 0; i < shown; i++)
                 json_array_append_new(arr, render_session(&all[i]));
-        json_t *next = shown ? api_cursor_next(&page, "sessions", n, all[shown - 1].created_at_ms, all[shown - 1].id) : json_null();
+        json_t *next =
+                shown ? api_cursor_next(&page, "sessions", n, all[shown - 1].created_at_ms, all[shown - 1].id) : json_null();
         free(all);
         api_response_json(resp, 200, json_pack("{s:o, s:o}", "sessions", arr, "next_cursor", next));
 }

@@ -65,7 +65,7 @@ static bool usable_parent(struct spaced_context *ctx, const char *id, char *path
 {
         struct snapshot p;
         return id && *id && api_json_name_ok(id) && STORE(ctx, snapshot_get, id, &p) == 0 && strcmp(p.state, "ready") == 0 &&
-               btrfs_pool_snapshot_path(&ctx->pool, id, path, size) == 0 && access(path, F_OK) == 0;
+                btrfs_pool_snapshot_path(&ctx->pool, id, path, size) == 0 && access(path, F_OK) == 0;
 }
 
 void route_snapshot_export(struct api_request *req, struct api_response *resp)
@@ -90,8 +90,9 @@ void route_snapshot_export(struct api_request *req, struct api_response *resp)
                 return api_response_error(resp, &err);
         }
         struct snapshot seen;
-        if (parent && (snapshot_access_load(req->ctx, &req->principal, parent, &seen, &err) < 0 ||
-                       !usable_parent(req->ctx, parent, parent_path, sizeof(parent_path)))) {
+        if (parent &&
+            (snapshot_access_load(req->ctx, &req->principal, parent, &seen, &err) < 0 ||
+             !usable_parent(req->ctx, parent, parent_path, sizeof(parent_path)))) {
                 space_error_set(&err, SPACE_E_INVALID_REQUEST, "parent %.64s is not a ready snapshot on this host", parent);
                 return api_response_error(resp, &err);
         }
@@ -183,8 +184,9 @@ static int import_begin(struct api_request *req, void **ret_state, struct space_
         char parent_path[PATH_MAX];
         struct snapshot p = { 0 };
         struct space_error unseen;
-        if (parent && (snapshot_access_load(req->ctx, &req->principal, parent, &p, &unseen) < 0 ||
-                       !usable_parent(req->ctx, parent, parent_path, sizeof(parent_path))))
+        if (parent &&
+            (snapshot_access_load(req->ctx, &req->principal, parent, &p, &unseen) < 0 ||
+             !usable_parent(req->ctx, parent, parent_path, sizeof(parent_path))))
                 return space_error_set(err, SPACE_E_INVALID_REQUEST, "parent_snapshot_id %s is not a ready snapshot on this host",
                                        parent);
         /* An import joins a sandbox's lineage only as an increment on a snapshot of that
@@ -192,7 +194,8 @@ static int import_begin(struct api_request *req, void **ret_state, struct space_
         if (sandbox_id && (!parent || strcmp(p.sandbox_id, sandbox_id) != 0))
                 return space_error_set(err, SPACE_E_FORBIDDEN,
                                        "sandbox_id %s: an imported snapshot belongs to a sandbox only when it is an incremental "
-                                       "stream against one of that sandbox's snapshots (parent_snapshot_id)", sandbox_id);
+                                       "stream against one of that sandbox's snapshots (parent_snapshot_id)",
+                                       sandbox_id);
         uint8_t uuids[2][16];
         size_t n_uuids = parent ? parent_uuids(parent_path, uuids) : 0;
         if (parent && n_uuids == 0)
@@ -212,15 +215,16 @@ static int import_begin(struct api_request *req, void **ret_state, struct space_
         random_id("", 6, tag, sizeof(tag));
         snprintf(name, sizeof(name), "import-%s", tag);
         char staging[PATH_MAX];
-        int r = send_stream_check_new((const uint8_t (*)[16])uuids, n_uuids, &rc->check);
+        int r = send_stream_check_new((const uint8_t(*)[16])uuids, n_uuids, &rc->check);
         if (r == 0 && (r = btrfs_pool_staging_path(&req->ctx->pool, name, staging, sizeof(staging))) == 0 &&
             (r = btrfs_pool_subvolume_create(staging)) == 0) {
                 snprintf(rc->staging, sizeof(rc->staging), "%s", staging); /* from here on, removed at the end */
                 /* receive's log lives in the staging subvolume: it goes with it, also after a crash */
                 snprintf(rc->log_path, sizeof(rc->log_path), "%s/receive.log", staging);
         }
-        struct import_confine spec = { .pool_root = req->ctx->pool.root, .staging_dir = rc->staging,
-                                       .parent_id = parent, .log_path = rc->log_path };
+        struct import_confine spec = {
+                .pool_root = req->ctx->pool.root, .staging_dir = rc->staging, .parent_id = parent, .log_path = rc->log_path
+        };
         if (r == 0 && (r = import_confine_spawn(&spec, &rc->fd, &rc->pid)) == 0)
                 rc->reaped = false;
         if (r < 0) {
@@ -236,7 +240,7 @@ static bool snapshot_here(struct receive *rc, const char *id)
         struct snapshot existing;
         char path[PATH_MAX];
         return STORE(rc->ctx, snapshot_get, id, &existing) == 0 ||
-               (btrfs_pool_snapshot_path(&rc->ctx->pool, id, path, sizeof(path)) == 0 && access(path, F_OK) == 0);
+                (btrfs_pool_snapshot_path(&rc->ctx->pool, id, path, sizeof(path)) == 0 && access(path, F_OK) == 0);
 }
 
 /* Once the stream's first command is known: what it makes must be new, and an import that
@@ -315,8 +319,8 @@ static int publish(struct receive *rc, const char *name, struct space_error *err
         if (snprintf(from, sizeof(from), "%s/recv/%s", rc->staging, name) >= (int)sizeof(from) ||
             btrfs_pool_snapshot_path(&rc->ctx->pool, name, to, sizeof(to)) < 0)
                 return space_error_set(err, SPACE_E_INVALID_REQUEST, "bad snapshot name");
-        if (btrfs_util_subvolume_info(from, 0, &info) != BTRFS_UTIL_OK || btrfs_util_get_subvolume_read_only(from, &ro) != BTRFS_UTIL_OK ||
-            !ro)
+        if (btrfs_util_subvolume_info(from, 0, &info) != BTRFS_UTIL_OK ||
+            btrfs_util_get_subvolume_read_only(from, &ro) != BTRFS_UTIL_OK || !ro)
                 return space_error_set(err, SPACE_E_INVALID_REQUEST, "btrfs receive did not finish subvolume %s", name);
         /* A read-only subvolume cannot move (its root's ctime would change): writable for the
          * move, read-only again at once. Its received UUID stays, for increments on top of it. */
@@ -374,7 +378,8 @@ static void import_finish(void *state, struct api_request *req, struct api_respo
         }
         (void)req;
         if (err.code) {
-                log_info("snapshot.import_refused", "code=%s reason=\"%s\"", space_error_code_name(err.code), LOG_ESC(err.message));
+                log_info("snapshot.import_refused", "code=%s reason=\"%s\"", space_error_code_name(err.code),
+                         LOG_ESC(err.message));
                 api_response_error(resp, &err);
         } else {
                 log_info("snapshot.import", "snapshot=%s", snap.id);

@@ -106,17 +106,17 @@ static ssize_t events_read(void *cls, char *buf, size_t max)
                         return 0;
                 struct operation op;
                 bool over = STORE(st->ctx, operation_get, st->op_id, &op) < 0 || op.state == OPERATION_SUCCEEDED ||
-                            op.state == OPERATION_FAILED;
+                        op.state == OPERATION_FAILED;
                 int r = produce(st, over);
                 if (r < 0)
                         return -1;
                 if (r > 0)
                         continue;
                 if (over) {
-                        json_t *end = json_pack("{s:s, s:o}", "state", operation_state_name(op.state), "error",
-                                                op.error_code[0] ? json_pack("{s:s, s:s}", "code", op.error_code, "message",
-                                                                             op.error_message)
-                                                                 : json_null());
+                        json_t *end = json_pack(
+                                "{s:s, s:o}", "state", operation_state_name(op.state), "error",
+                                op.error_code[0] ? json_pack("{s:s, s:s}", "code", op.error_code, "message", op.error_message)
+                                                 : json_null());
                         if (add_event(st, -1, "end", end) < 0)
                                 return -1;
                         st->done = true;
@@ -155,7 +155,8 @@ void route_template_build_events(struct api_request *req, struct api_response *r
                 errno = 0;
                 offset = strtoll(from, &end, 10);
                 if (errno || end == from || *end || offset < 0) {
-                        space_error_set(&err, SPACE_E_INVALID_REQUEST, "Last-Event-ID / after must be an event id (a log offset)");
+                        space_error_set(&err, SPACE_E_INVALID_REQUEST,
+                                        "Last-Event-ID / after must be an event id (a log offset)");
                         return api_response_error(resp, &err);
                 }
         }

@@ -176,8 +176,8 @@ static int check_spacefile(struct template_upload *u, const char *context, struc
                 template_record_release(&t);
         }
         if (r < 0)
-                space_error_set(err, SPACE_E_NOT_FOUND, "%s line %u: FROM %.64s: no such template", u->spacefile,
-                                f.steps[0].line, f.steps[0].value);
+                space_error_set(err, SPACE_E_NOT_FOUND, "%s line %u: FROM %.64s: no such template", u->spacefile, f.steps[0].line,
+                                f.steps[0].value);
         spacefile_release(&f);
         return r == 0 ? 0 : -1;
 }

@@ -5,19 +5,20 @@
 #include <string.h>
 
 static const char *const role_names[] = {
-        [ROLE_NONE] = "none", [ROLE_VIEWER] = "viewer", [ROLE_DEVELOPER] = "developer",
+        [ROLE_NONE] = "none",   [ROLE_VIEWER] = "viewer", [ROLE_DEVELOPER] = "developer",
         [ROLE_OWNER] = "owner", [ROLE_ADMIN] = "admin",
 };
 
 static const char *const permission_names[] = {
-        "server.read",    "sandbox.read",    "sandbox.write",   "sandbox.exec", "snapshot.read",
-        "snapshot.write", "template.read",   "template.write",  "operation.read", "operation.write",
-        "key.read",       "key.write",       "project.read",    "platform",
+        "server.read",    "sandbox.read",   "sandbox.write",   "sandbox.exec", "snapshot.read", "snapshot.write", "template.read",
+        "template.write", "operation.read", "operation.write", "key.read",     "key.write",     "project.read",   "platform",
 };
 _Static_assert(sizeof(permission_names) / sizeof(permission_names[0]) == 14, "one name per permission bit");
 
-#define READS (PERM_SERVER_READ | PERM_SANDBOX_READ | PERM_SNAPSHOT_READ | PERM_TEMPLATE_READ | PERM_OPERATION_READ | PERM_PROJECT_READ)
-#define DEVELOPS (READS | PERM_SANDBOX_WRITE | PERM_SANDBOX_EXEC | PERM_SNAPSHOT_WRITE | PERM_TEMPLATE_WRITE | PERM_OPERATION_WRITE)
+#define READS \
+        (PERM_SERVER_READ | PERM_SANDBOX_READ | PERM_SNAPSHOT_READ | PERM_TEMPLATE_READ | PERM_OPERATION_READ | PERM_PROJECT_READ)
+#define DEVELOPS \
+        (READS | PERM_SANDBOX_WRITE | PERM_SANDBOX_EXEC | PERM_SNAPSHOT_WRITE | PERM_TEMPLATE_WRITE | PERM_OPERATION_WRITE)
 
 const char *principal_role_name(enum principal_role role)
 {

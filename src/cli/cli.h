@@ -29,7 +29,10 @@ struct cli {
         struct http_client *http; /* made on the first request */
 };
 
-static inline bool cli_streq(const char *a, const char *b) { return strcmp(a, b) == 0; }
+static inline bool cli_streq(const char *a, const char *b)
+{
+        return strcmp(a, b) == 0;
+}
 
 int cli_server_health(struct cli *cli, int argc, char **argv);
 int cli_server_version(struct cli *cli, int argc, char **argv);

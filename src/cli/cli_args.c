@@ -71,7 +71,7 @@ int cli_args_pair(json_t *object, const char *arg)
         json_t *value = json_string(eq + 1);
         if (!value)
                 return -EINVAL; /* not UTF-8 */
-        if (json_object_setn_new(object, arg, (size_t) (eq - arg), value) < 0)
+        if (json_object_setn_new(object, arg, (size_t)(eq - arg), value) < 0)
                 return -EINVAL;
         return 0;
 }

@@ -26,7 +26,7 @@
 
 struct attach {
         struct cli *cli;
-        struct cli data;          /* the same settings, with a client holding the attach token */
+        struct cli data; /* the same settings, with a client holding the attach token */
         char *token;
         const char *sandbox_id;
         char command_id[64];
@@ -211,8 +211,9 @@ static int post(struct attach *a, struct cli *c, const char *leaf, const char *l
         if (!raw)
                 return cli_request(c, "POST", &path, body, CLI_REQUEST_TIMEOUT_S, NULL, &answer);
         struct buffer_reader b = { raw, raw_len, 0 };
-        struct http_client_stream s = { .content_type = "application/octet-stream", .read = buffer_read,
-                                        .size = (long long)raw_len, .userdata = &b };
+        struct http_client_stream s = {
+                .content_type = "application/octet-stream", .read = buffer_read, .size = (long long)raw_len, .userdata = &b
+        };
         return cli_request_stream(c, "POST", &path, &s, NULL, &answer);
 }
 

@@ -24,7 +24,7 @@ static const char audit_usage[] =
         "  --limit N             show at most N rows [all]\n";
 
 static const struct cli_output_column audit_columns[] = {
-        { "TIME", "time" },     { "REQUEST", "request_id" }, { "KEY", "key_id" },     { "ACTION", "action" },
+        { "TIME", "time" },     { "REQUEST", "request_id" }, { "KEY", "key_id" },       { "ACTION", "action" },
         { "TARGET", "target" }, { "STATUS", "status" },      { "ERROR", "error_code" }, { "SOURCE", "source" },
 };
 

@@ -11,9 +11,9 @@
 static volatile sig_atomic_t enabled, shown;
 static volatile sig_atomic_t step, total;
 static volatile time_t step_started;
-static char line[160];         /* the start of the current log line, across pieces */
+static char line[160]; /* the start of the current log line, across pieces */
 static size_t line_len;
-static char title[64];         /* the step's instruction, shortened; read by the handler */
+static char title[64]; /* the step's instruction, shortened; read by the handler */
 static volatile sig_atomic_t title_len;
 
 static size_t put_uint(char *buf, unsigned long v)
@@ -80,8 +80,8 @@ static void on_line(void)
         int off = 0;
         line[line_len < sizeof(line) ? line_len : sizeof(line) - 1] = '\0';
         char word[16] = "";
-        if (sscanf(line, "#%*u %15s", word) == 1 && (strcmp(word, "DONE") == 0 || strcmp(word, "CACHED") == 0 ||
-                                                      strcmp(word, "ERROR") == 0)) {
+        if (sscanf(line, "#%*u %15s", word) == 1 &&
+            (strcmp(word, "DONE") == 0 || strcmp(word, "CACHED") == 0 || strcmp(word, "ERROR") == 0)) {
                 step = 0; /* the step is over: nothing to show until the next */
                 return;
         }

@@ -76,7 +76,7 @@ static int cli_config_read_key_file(const char *path, char **ret_key)
                 }
                 if (n == 0)
                         break;
-                len += (size_t) n;
+                len += (size_t)n;
         }
         buf[len] = '\0';
         len = strcspn(buf, "\r\n");
@@ -94,7 +94,7 @@ static int cli_config_read_key_file(const char *path, char **ret_key)
 
 static bool cli_config_key_valid(const char *key)
 {
-        for (const unsigned char *p = (const unsigned char *) key; *p; p++)
+        for (const unsigned char *p = (const unsigned char *)key; *p; p++)
                 if (*p <= ' ' || *p == 0x7f)
                         return false;
         return true;

@@ -209,8 +209,9 @@ static int cp_download(struct cli *data, const struct cp_remote *remote, const c
         } else if (isatty(STDOUT_FILENO)) {
                 return cli_usage_error(cp_usage, "refusing to write a file to a terminal: redirect stdout or give a path");
         }
-        struct http_client_stream stream = { .accept = "application/octet-stream, application/json", .size = -1,
-                                             .write = cp_write, .userdata = &fd };
+        struct http_client_stream stream = {
+                .accept = "application/octet-stream, application/json", .size = -1, .write = cp_write, .userdata = &fd
+        };
         int r = cli_request_stream(data, "GET", &path, &stream, NULL, &answer);
         if (r == -ECANCELED)
                 fprintf(stderr, "space: cannot write %s: %s\n", target ? target : "stdout", strerror(-stream.error));
@@ -270,8 +271,11 @@ static int cp_upload(struct cli *data, const char *local, const struct cp_remote
                 http_path_query(&path, "user", o->user);
         if (o->parents)
                 http_path_query(&path, "parents", "true");
-        struct http_client_stream stream = { .content_type = "application/octet-stream", .accept = "application/json",
-                                             .read = cp_read, .size = local ? (long long)st.st_size : -1, .userdata = &fd };
+        struct http_client_stream stream = { .content_type = "application/octet-stream",
+                                             .accept = "application/json",
+                                             .read = cp_read,
+                                             .size = local ? (long long)st.st_size : -1,
+                                             .userdata = &fd };
         int r = cli_request_stream(data, "PUT", &path, &stream, NULL, &answer);
         if (r == -ECANCELED)
                 fprintf(stderr, "space: cannot read %s: %s\n", local ? local : "stdin", strerror(-stream.error));

@@ -55,7 +55,7 @@ static int cli_exec_read_stdin(json_t *body)
                 }
                 if (n == 0)
                         break;
-                len += (size_t) n;
+                len += (size_t)n;
                 if (len > CLI_EXEC_STDIN_MAX)
                         return -EFBIG;
         }
@@ -123,7 +123,7 @@ static int cli_exec_exit_status(const json_t *answer)
                 return CLI_EXIT_FAILURE;
         }
         json_int_t v = json_integer_value(code);
-        return v < 0 || v > 255 ? 255 : (int) v;
+        return v < 0 || v > 255 ? 255 : (int)v;
 }
 
 /* Parses the flags into body; leaves ID and CMD at argv[optind]. */
@@ -174,8 +174,7 @@ static int cli_exec_parse(int argc, char **argv, json_t *body, long long *ret_ti
                         break;
                 case OPT_TIMEOUT:
                         if (cli_args_integer(optarg, 1, max_timeout, &timeout) < 0)
-                                return cli_usage_error(exec_usage, "--timeout needs whole seconds from 1 to %lld",
-                                                       max_timeout);
+                                return cli_usage_error(exec_usage, "--timeout needs whole seconds from 1 to %lld", max_timeout);
                         if (json_object_set_new(body, "timeout_s", json_integer(timeout)) < 0)
                                 return cli_output_exit(-ENOMEM);
                         break;
@@ -247,7 +246,7 @@ int cli_exec_main(struct cli *cli, int argc, char **argv)
         http_path_segment(&path, argv[optind]);
         http_path_segment(&path, "exec");
         /* The command may run for its whole timeout; give spaced time to answer after that. */
-        if (cli_request(cli, "POST", &path, body, (long) timeout + CLI_REQUEST_TIMEOUT_S, NULL, &answer) < 0)
+        if (cli_request(cli, "POST", &path, body, (long)timeout + CLI_REQUEST_TIMEOUT_S, NULL, &answer) < 0)
                 return CLI_EXIT_FAILURE;
 
         if (cli->json) {

@@ -71,20 +71,14 @@ static int cli_history_fork_print(const json_t *answer)
         json_t *item;
 
         if (json_array_size(sandboxes) > 0) {
-                json_array_foreach(sandboxes, i, item)
-                        if (!json_is_string(json_object_get(item, "id")))
-                                return -EBADMSG;
-                json_array_foreach(sandboxes, i, item)
-                        printf("%s\n", json_string_value(json_object_get(item, "id")));
+                json_array_foreach(sandboxes, i, item) if (!json_is_string(json_object_get(item, "id"))) return -EBADMSG;
+                json_array_foreach(sandboxes, i, item) printf("%s\n", json_string_value(json_object_get(item, "id")));
                 return 0;
         }
         if (json_array_size(ids) == 0)
                 return -EBADMSG;
-        json_array_foreach(ids, i, item)
-                if (!json_is_string(item))
-                        return -EBADMSG;
-        json_array_foreach(ids, i, item)
-                printf("%s\n", json_string_value(item));
+        json_array_foreach(ids, i, item) if (!json_is_string(item)) return -EBADMSG;
+        json_array_foreach(ids, i, item) printf("%s\n", json_string_value(item));
         return 0;
 }
 
@@ -118,8 +112,7 @@ int cli_history_fork(struct cli *cli, int argc, char **argv)
                         return cli_usage_print(history_fork_usage);
                 case OPT_COUNT:
                         if (cli_args_integer(optarg, 0, CLI_HISTORY_COUNT_MAX, &count) < 0)
-                                return cli_usage_error(history_fork_usage, "--count needs a whole number, not '%s'",
-                                                       optarg);
+                                return cli_usage_error(history_fork_usage, "--count needs a whole number, not '%s'", optarg);
                         if (json_object_set_new(body, "count", json_integer(count)) < 0)
                                 return cli_output_exit(-ENOMEM);
                         break;
@@ -129,8 +122,7 @@ int cli_history_fork(struct cli *cli, int argc, char **argv)
                         break;
                 case OPT_META:
                         if (cli_args_pair(metadata, optarg) < 0)
-                                return cli_usage_error(history_fork_usage, "--meta needs KEY=VALUE in UTF-8, not '%s'",
-                                                       optarg);
+                                return cli_usage_error(history_fork_usage, "--meta needs KEY=VALUE in UTF-8, not '%s'", optarg);
                         break;
                 case OPT_NO_WAIT:
                         no_wait = true;

@@ -48,7 +48,7 @@ static void cli_key_answer_freep(json_t **answer)
         json_t *secret = json_object_get(*answer, "secret");
 
         if (json_is_string(secret))
-                explicit_bzero((char *) json_string_value(secret), json_string_length(secret));
+                explicit_bzero((char *)json_string_value(secret), json_string_length(secret));
         json_decref(*answer);
 }
 
@@ -61,7 +61,7 @@ static void cli_key_to_e2b_form(json_t *answer)
                 return;
         char form[160];
         snprintf(form, sizeof(form), "e2b_%s", s + 6);
-        explicit_bzero((char *) s, strlen(s));
+        explicit_bzero((char *)s, strlen(s));
         json_string_set(secret, form);
         explicit_bzero(form, sizeof(form));
 }
@@ -69,8 +69,12 @@ static void cli_key_to_e2b_form(json_t *answer)
 static int cli_key_print_created(const json_t *answer)
 {
         static const char *const fields[][2] = {
-                { "id", "id:" },         { "name", "name:" },   { "project", "project:" },
-                { "role", "role:" },     { "secret", "secret:" }, { "created_at", "created_at:" },
+                { "id", "id:" },
+                { "name", "name:" },
+                { "project", "project:" },
+                { "role", "role:" },
+                { "secret", "secret:" },
+                { "created_at", "created_at:" },
                 { "expires_at", "expires_at:" },
         };
 

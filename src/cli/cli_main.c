@@ -32,9 +32,11 @@ static const char main_usage[] =
         "  audit [--since T] [--action A]  the audit log (mutating and refused calls)\n"
         "\n"
         "Flags:\n"
-        "  --url URL    spaced's address ($SPACE_URL, default " CLI_CONFIG_DEFAULT_URL ")\n"
+        "  --url URL    spaced's address ($SPACE_URL, default " CLI_CONFIG_DEFAULT_URL
+        ")\n"
         "  --key KEY    API key ($SPACE_API_KEY, else $SPACE_STATE_DIR/admin.key,\n"
-        "               default " CLI_CONFIG_DEFAULT_STATE_DIR "/" CLI_CONFIG_KEY_FILE ", if readable)\n"
+        "               default " CLI_CONFIG_DEFAULT_STATE_DIR "/" CLI_CONFIG_KEY_FILE
+        ", if readable)\n"
         "  --json       print the API's JSON answers\n"
         "  -h, --help   this help; 'space COMMAND --help' for a command's\n"
         "  --version    print the client version\n"

@@ -19,16 +19,14 @@ static const char operation_usage[] =
 
 static const char operation_get_usage[] = "usage: space op get ID\n";
 
-static const char operation_ls_usage[] =
-        "usage: space op ls [--target ID] [--state pending|running|succeeded|failed]\n";
+static const char operation_ls_usage[] = "usage: space op ls [--target ID] [--state pending|running|succeeded|failed]\n";
 
 static const struct cli_output_column operation_columns[] = {
-        { "ID", "id" },           { "KIND", "kind" },          { "TARGET", "target" },
-        { "STATE", "state" },     { "CREATED", "created_at" },
+        { "ID", "id" }, { "KIND", "kind" }, { "TARGET", "target" }, { "STATE", "state" }, { "CREATED", "created_at" },
 };
 
-int cli_operation_submit(struct cli *cli, const char *method, struct http_path *path, const json_t *body,
-                         bool wait, json_t **ret_answer)
+int cli_operation_submit(struct cli *cli, const char *method, struct http_path *path, const json_t *body, bool wait,
+                         json_t **ret_answer)
 {
         _cleanup_json_ json_t *answer = NULL;
         long status = 0;

@@ -14,8 +14,8 @@
 /* Sends a lifecycle request. With wait, adds ?wait=true&timeout_s=CLI_OPERATION_WAIT_S and
  * treats an operation still running when the wait ends as a failure. Returns 0 and the answer
  * ({"operation": ..., <resource>: ...}), or -errno after printing why. */
-int cli_operation_submit(struct cli *cli, const char *method, struct http_path *path, const json_t *body,
-                         bool wait, json_t **ret_answer);
+int cli_operation_submit(struct cli *cli, const char *method, struct http_path *path, const json_t *body, bool wait,
+                         json_t **ret_answer);
 
 /* Prints a lifecycle answer: the JSON with --json; else the operation id without wait, or
  * the state of answer[resource] after the wait (the operation's state if that is missing). */

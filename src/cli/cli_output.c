@@ -19,7 +19,7 @@ int cli_output_json(const json_t *answer)
 
 json_t *cli_output_lookup(const json_t *object, const char *path)
 {
-        json_t *cur = (json_t *) object;
+        json_t *cur = (json_t *)object;
 
         while (cur && *path) {
                 size_t n = strcspn(path, ".");
@@ -46,7 +46,8 @@ static int cli_output_format_array(const json_t *array, char **ret_text)
 
         size_t i;
         json_t *item;
-        json_array_foreach(array, i, item) {
+        json_array_foreach(array, i, item)
+        {
                 _cleanup_free_ char *one = NULL;
                 int r = cli_output_format(item, &one);
                 if (r < 0) {
@@ -109,7 +110,8 @@ static int cli_output_flatten(struct cli_table *t, const char *prefix, const jso
         const char *key;
         json_t *value;
 
-        json_object_foreach((json_t *) object, key, value) {
+        json_object_foreach((json_t *)object, key, value)
+        {
                 _cleanup_free_ char *name = NULL;
                 if (asprintf(&name, "%s%s", prefix, key) < 0)
                         return -ENOMEM;
@@ -131,7 +133,7 @@ static int cli_output_flatten(struct cli_table *t, const char *prefix, const jso
                 int r = cli_output_format(value, &text);
                 if (r < 0)
                         return r;
-                r = cli_table_add_row(t, (const char *const[]) { label, text });
+                r = cli_table_add_row(t, (const char *const[]){ label, text });
                 if (r < 0)
                         return r;
         }
@@ -171,11 +173,12 @@ int cli_output_list(const json_t *list, const struct cli_output_column *columns,
 
         size_t i;
         json_t *item;
-        json_array_foreach(list, i, item) {
+        json_array_foreach(list, i, item)
+        {
                 for (size_t c = 0; c < n_columns && r >= 0; c++)
                         r = cli_output_format(cli_output_lookup(item, columns[c].path), &cells[c]);
                 if (r >= 0)
-                        r = cli_table_add_row(t, (const char *const *) cells);
+                        r = cli_table_add_row(t, (const char *const *)cells);
                 for (size_t c = 0; c < n_columns; c++) {
                         free(cells[c]);
                         cells[c] = NULL;

@@ -42,7 +42,7 @@ static int cli_request_connect(struct cli *cli)
                 return r;
         }
         if (r < 0) {
-                (void) cli_config_key_path(&path);
+                (void)cli_config_key_path(&path);
                 cli_request_say("cannot read the API key from %s: %s", path ? path : "?", strerror(-r));
                 return r;
         }
@@ -95,7 +95,7 @@ void cli_request_report(const struct cli *cli, long status, const json_t *answer
 
         if (status == 401 && !cli->have_key) {
                 _cleanup_free_ char *path = NULL;
-                (void) cli_config_key_path(&path);
+                (void)cli_config_key_path(&path);
                 cli_request_say("no API key: use --key or SPACE_API_KEY, or run as a user who can read %s",
                                 path ? path : CLI_CONFIG_DEFAULT_STATE_DIR "/" CLI_CONFIG_KEY_FILE);
         }
@@ -113,8 +113,7 @@ static int cli_request_prepare(struct cli *cli, const struct http_path *path)
 }
 
 /* Reports a failed transfer or a non-2xx answer; hands the answer on otherwise. */
-static int cli_request_finish(struct cli *cli, int r, long status, json_t *answer, long *ret_status,
-                              json_t **ret_body)
+static int cli_request_finish(struct cli *cli, int r, long status, json_t *answer, long *ret_status, json_t **ret_body)
 {
         _cleanup_json_ json_t *owned = answer;
 
@@ -134,8 +133,8 @@ static int cli_request_finish(struct cli *cli, int r, long status, json_t *answe
         return 0;
 }
 
-int cli_request(struct cli *cli, const char *method, const struct http_path *path, const json_t *body,
-                long timeout_s, long *ret_status, json_t **ret_body)
+int cli_request(struct cli *cli, const char *method, const struct http_path *path, const json_t *body, long timeout_s,
+                long *ret_status, json_t **ret_body)
 {
         json_t *answer = NULL;
         long status = 0;
@@ -147,8 +146,8 @@ int cli_request(struct cli *cli, const char *method, const struct http_path *pat
         return cli_request_finish(cli, r, status, answer, ret_status, ret_body);
 }
 
-int cli_request_stream(struct cli *cli, const char *method, const struct http_path *path,
-                       struct http_client_stream *stream, long *ret_status, json_t **ret_body)
+int cli_request_stream(struct cli *cli, const char *method, const struct http_path *path, struct http_client_stream *stream,
+                       long *ret_status, json_t **ret_body)
 {
         json_t *answer = NULL;
         long status = 0;

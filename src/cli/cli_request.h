@@ -15,8 +15,8 @@
 #define CLI_REQUEST_TIMEOUT_S 60L
 
 /* ret_status may be NULL. */
-int cli_request(struct cli *cli, const char *method, const struct http_path *path, const json_t *body,
-                long timeout_s, long *ret_status, json_t **ret_body);
+int cli_request(struct cli *cli, const char *method, const struct http_path *path, const json_t *body, long timeout_s,
+                long *ret_status, json_t **ret_body);
 
 /* GET of a paged list (?limit=, ?cursor=): follows next_cursor to the last page and
  * answers {member: [every item], "next_cursor": null}, so a listing shows everything. */
@@ -25,8 +25,8 @@ int cli_request_list(struct cli *cli, const struct http_path *path, const char *
 /* The same for a streamed transfer (http_client_transfer): ret_body is NULL after a 2xx
  * answer that went to stream->write. A failure of the stream's own read or write
  * (-ECANCELED, stream->error says why) is left to the caller to report: it knows the file. */
-int cli_request_stream(struct cli *cli, const char *method, const struct http_path *path,
-                       struct http_client_stream *stream, long *ret_status, json_t **ret_body);
+int cli_request_stream(struct cli *cli, const char *method, const struct http_path *path, struct http_client_stream *stream,
+                       long *ret_status, json_t **ret_body);
 
 /* Prints the error carried by an answer with a non-2xx status. */
 void cli_request_report(const struct cli *cli, long status, const json_t *answer);

@@ -227,7 +227,7 @@ static int cli_sandbox_ls(struct cli *cli, int argc, char **argv)
                         const char *eq = strchr(optarg, '=');
                         if (!eq || eq == optarg)
                                 return cli_usage_error(sandbox_ls_usage, "--meta needs KEY=VALUE, not '%s'", optarg);
-                        if (asprintf(&name, "metadata.%.*s", (int) (eq - optarg), optarg) < 0)
+                        if (asprintf(&name, "metadata.%.*s", (int)(eq - optarg), optarg) < 0)
                                 return cli_output_exit(-ENOMEM);
                         http_path_query(&path, name, eq + 1);
                         break;
@@ -281,14 +281,10 @@ static int cli_sandbox_lifecycle(struct cli *cli, int argc, char **argv)
 int cli_sandbox_main(struct cli *cli, int argc, char **argv)
 {
         static const struct cli_verb verbs[] = {
-                { "create", cli_sandbox_create },
-                { "ls", cli_sandbox_ls },
-                { "get", cli_sandbox_get },
-                { "set", cli_settings_set },
-                { "stop", cli_sandbox_lifecycle },
-                { "start", cli_sandbox_lifecycle },
-                { "pause", cli_sandbox_lifecycle },
-                { "resume", cli_sandbox_lifecycle },
+                { "create", cli_sandbox_create },   { "ls", cli_sandbox_ls },
+                { "get", cli_sandbox_get },         { "set", cli_settings_set },
+                { "stop", cli_sandbox_lifecycle },  { "start", cli_sandbox_lifecycle },
+                { "pause", cli_sandbox_lifecycle }, { "resume", cli_sandbox_lifecycle },
                 { "rm", cli_sandbox_lifecycle },
         };
         return cli_verb_dispatch(cli, verbs, ARRAY_SIZE(verbs), argc, argv, sandbox_usage);

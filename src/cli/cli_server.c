@@ -71,9 +71,8 @@ int cli_server_version(struct cli *cli, int argc, char **argv)
                 return cli_output_exit(-ENOMEM);
         const char *key;
         json_t *value;
-        json_object_foreach(answer, key, value)
-                if (!cli_streq(key, "version") && json_object_set(shown, key, value) < 0)
-                        return cli_output_exit(-ENOMEM);
+        json_object_foreach(answer, key, value) if (!cli_streq(key, "version") &&
+                                                    json_object_set(shown, key, value) < 0) return cli_output_exit(-ENOMEM);
         return cli_output_exit(cli_output_object(shown));
 }
 

@@ -86,8 +86,7 @@ static int cli_settings_option(struct cli_settings *s, int opt, char **argv)
         case OPT_ON_TIMEOUT:
                 if (!cli_streq(optarg, "pause") && !cli_streq(optarg, "stop") && !cli_streq(optarg, "destroy"))
                         return cli_usage_error(settings_usage, "--on-timeout is pause, stop or destroy");
-                return json_object_set_new(s->body, "on_timeout", json_string(optarg)) < 0 ? cli_output_exit(-ENOMEM)
-                                                                                           : 0;
+                return json_object_set_new(s->body, "on_timeout", json_string(optarg)) < 0 ? cli_output_exit(-ENOMEM) : 0;
         case OPT_INTERVAL:
                 return cli_settings_number(s->rolling, "interval_s", "rolling-interval", optarg);
         case OPT_RETAIN:
@@ -114,8 +113,7 @@ static int cli_settings_finish(struct cli_settings *s)
         if (json_object_size(s->rolling) > 0 && !json_object_get(s->rolling, "interval_s"))
                 return cli_usage_error(settings_usage, "the --rolling-* flags need --rolling-interval");
 
-        if ((s->clear_meta || json_object_size(s->metadata) > 0) &&
-            json_object_set(s->body, "metadata", s->metadata) < 0)
+        if ((s->clear_meta || json_object_size(s->metadata) > 0) && json_object_set(s->body, "metadata", s->metadata) < 0)
                 return cli_output_exit(-ENOMEM);
         if (s->no_rolling && json_object_set_new(s->body, "rolling_snapshots", json_null()) < 0)
                 return cli_output_exit(-ENOMEM);

@@ -171,12 +171,8 @@ static int cli_snapshot_rm(struct cli *cli, int argc, char **argv)
 int cli_snapshot_main(struct cli *cli, int argc, char **argv)
 {
         static const struct cli_verb verbs[] = {
-                { "create", cli_snapshot_create },
-                { "ls", cli_snapshot_ls },
-                { "get", cli_snapshot_get },
-                { "rm", cli_snapshot_rm },
-                { "export", cli_transfer_export },
-                { "import", cli_transfer_import },
+                { "create", cli_snapshot_create }, { "ls", cli_snapshot_ls },         { "get", cli_snapshot_get },
+                { "rm", cli_snapshot_rm },         { "export", cli_transfer_export }, { "import", cli_transfer_import },
         };
         return cli_verb_dispatch(cli, verbs, ARRAY_SIZE(verbs), argc, argv, snapshot_usage);
 }

@@ -16,5 +16,8 @@ int cli_table_add_row(struct cli_table *t, const char *const *cells);
 
 int cli_table_print(const struct cli_table *t, FILE *f);
 
-static inline void cli_table_freep(struct cli_table **t) { cli_table_free(*t); }
+static inline void cli_table_freep(struct cli_table **t)
+{
+        cli_table_free(*t);
+}
 #define _cleanup_cli_table_ __attribute__((cleanup(cli_table_freep)))

@@ -133,12 +133,8 @@ static int cli_template_prune(struct cli *cli, int argc, char **argv)
 int cli_template_main(struct cli *cli, int argc, char **argv)
 {
         static const struct cli_verb verbs[] = {
-                { "ls", cli_template_ls },
-                { "get", cli_template_get },
-                { "build", cli_template_build },
-                { "import", cli_template_import },
-                { "prune", cli_template_prune },
-                { "rm", cli_template_rm },
+                { "ls", cli_template_ls },         { "get", cli_template_get },     { "build", cli_template_build },
+                { "import", cli_template_import }, { "prune", cli_template_prune }, { "rm", cli_template_rm },
         };
         return cli_verb_dispatch(cli, verbs, ARRAY_SIZE(verbs), argc, argv, template_usage);
 }

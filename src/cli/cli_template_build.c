@@ -167,8 +167,9 @@ static int follow(struct cli *cli, const char *op_id, const char *name)
         http_path_segment(&log, op_id);
         http_path_segment(&log, "log");
         http_path_query(&log, "follow", "true");
-        struct http_client_stream stream = { .accept = "text/plain", .write = write_log, .size = -1,
-                                             .userdata = cli->json ? stderr : stdout };
+        struct http_client_stream stream = {
+                .accept = "text/plain", .write = write_log, .size = -1, .userdata = cli->json ? stderr : stdout
+        };
         if (!cli->json)
                 cli_build_progress_start();
         int r = cli_request_stream(cli, "GET", &log, &stream, NULL, &ignored);
@@ -212,8 +213,10 @@ bool cli_template_build_wants_context(int argc, char **argv)
 int cli_template_build_context(struct cli *cli, int argc, char **argv)
 {
         static const struct option options[] = {
-                { "help", no_argument, NULL, 'h' },         { "file", required_argument, NULL, 'f' },
-                { "tag", required_argument, NULL, 't' },    { "no-follow", no_argument, NULL, 'n' },
+                { "help", no_argument, NULL, 'h' },
+                { "file", required_argument, NULL, 'f' },
+                { "tag", required_argument, NULL, 't' },
+                { "no-follow", no_argument, NULL, 'n' },
                 {},
         };
         const char *file = NULL, *tag = NULL;
@@ -223,11 +226,19 @@ int cli_template_build_context(struct cli *cli, int argc, char **argv)
         opterr = 0;
         while ((c = getopt_long(argc, argv, ":hf:t:", options, NULL)) != -1) {
                 switch (c) {
-                case 'h': return cli_usage_print(build_usage);
-                case 'f': file = optarg; break;
-                case 't': tag = optarg; break;
-                case 'n': no_follow = true; break;
-                default: return cli_usage_option_error(build_usage, c, argv);
+                case 'h':
+                        return cli_usage_print(build_usage);
+                case 'f':
+                        file = optarg;
+                        break;
+                case 't':
+                        tag = optarg;
+                        break;
+                case 'n':
+                        no_follow = true;
+                        break;
+                default:
+                        return cli_usage_option_error(build_usage, c, argv);
                 }
         }
         if (!tag || optind != argc - 1)
@@ -290,10 +301,16 @@ int cli_template_import(struct cli *cli, int argc, char **argv)
         opterr = 0;
         while ((c = getopt_long(argc, argv, ":ht:", options, NULL)) != -1) {
                 switch (c) {
-                case 'h': return cli_usage_print(import_usage);
-                case 't': tag = optarg; break;
-                case 'F': format = optarg; break;
-                default: return cli_usage_option_error(import_usage, c, argv);
+                case 'h':
+                        return cli_usage_print(import_usage);
+                case 't':
+                        tag = optarg;
+                        break;
+                case 'F':
+                        format = optarg;
+                        break;
+                default:
+                        return cli_usage_option_error(import_usage, c, argv);
                 }
         }
         if (!tag || optind != argc - 1)

@@ -11,7 +11,7 @@ int cli_text_sanitize(const char *s, char **ret_text)
         if (!out)
                 return -ENOMEM;
 
-        for (unsigned char *p = (unsigned char *) out; *p; p++) {
+        for (unsigned char *p = (unsigned char *)out; *p; p++) {
                 if (*p < 0x20 || *p == 0x7f)
                         *p = '?';
                 else if (*p == 0xc2 && p[1] >= 0x80 && p[1] <= 0x9f) {
@@ -28,7 +28,7 @@ int cli_text_sanitize(const char *s, char **ret_text)
 size_t cli_text_width(const char *s)
 {
         size_t w = 0;
-        for (const unsigned char *p = (const unsigned char *) s; *p; p++)
+        for (const unsigned char *p = (const unsigned char *)s; *p; p++)
                 if ((*p & 0xc0) != 0x80)
                         w++;
         return w;

@@ -59,7 +59,7 @@ static void cli_transfer_on_signal(int sig)
         char *partial = cli_transfer_partial;
 
         if (partial)
-                (void) unlink(partial);
+                (void)unlink(partial);
         raise(sig); /* SA_RESETHAND: now with the default action */
 }
 
@@ -73,14 +73,14 @@ static void cli_transfer_catch_signals(void)
         /* A signal ignored by whoever started us (nohup) stays ignored. */
         for (size_t i = 0; i < ARRAY_SIZE(signals); i++)
                 if (sigaction(signals[i], NULL, &old) == 0 && old.sa_handler != SIG_IGN)
-                        (void) sigaction(signals[i], &sa, NULL);
+                        (void)sigaction(signals[i], &sa, NULL);
 }
 
 static void cli_transfer_output_release(struct cli_transfer_output *out)
 {
         if (out->partial) {
                 cli_transfer_partial = NULL;
-                (void) unlink(out->partial);
+                (void)unlink(out->partial);
                 free(out->partial);
                 out->partial = NULL;
         }
@@ -138,7 +138,7 @@ static int cli_transfer_write(void *userdata, const char *data, size_t len)
 
 static ssize_t cli_transfer_read(void *userdata, char *buf, size_t max)
 {
-        return cli_fd_read(*(int *) userdata, buf, max);
+        return cli_fd_read(*(int *)userdata, buf, max);
 }
 
 /* An incremental stream is of no use without its parent: say which it is. */
@@ -149,8 +149,7 @@ static void cli_transfer_note_parent(const struct cli *cli)
 
         if (!value || cli_text_sanitize(value, &parent) < 0)
                 return;
-        fprintf(stderr, "space: the stream is incremental: import it where snapshot %s is, with --parent %s\n",
-                parent, parent);
+        fprintf(stderr, "space: the stream is incremental: import it where snapshot %s is, with --parent %s\n", parent, parent);
 }
 
 static int cli_transfer_export_run(struct cli *cli, const struct http_path *path, struct cli_transfer_output *out)
@@ -221,8 +220,9 @@ int cli_transfer_export(struct cli *cli, int argc, char **argv)
         if (full && parent)
                 return cli_usage_error(export_usage, "give --full or --parent, not both");
         if (!file && isatty(STDOUT_FILENO))
-                return cli_usage_error(export_usage, "refusing to write a binary stream to a terminal: "
-                                                     "use -o FILE or redirect stdout");
+                return cli_usage_error(export_usage,
+                                       "refusing to write a binary stream to a terminal: "
+                                       "use -o FILE or redirect stdout");
 
         http_path_init(&path, "/v1/snapshots");
         http_path_segment(&path, argv[optind]);
@@ -250,7 +250,7 @@ static long long cli_transfer_input_size(int fd)
         if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode))
                 return -1;
         off_t pos = lseek(fd, 0, SEEK_CUR);
-        return pos >= 0 && pos <= st.st_size ? (long long) (st.st_size - pos) : -1;
+        return pos >= 0 && pos <= st.st_size ? (long long)(st.st_size - pos) : -1;
 }
 
 static int cli_transfer_import_run(struct cli *cli, const struct http_path *path, int fd, const char *file)
@@ -336,7 +336,8 @@ int cli_transfer_import(struct cli *cli, int argc, char **argv)
                 }
         }
         if (isatty(fd))
-                return cli_usage_error(import_usage, "refusing to read a stream from a terminal: "
-                                                     "use -i FILE or redirect stdin");
+                return cli_usage_error(import_usage,
+                                       "refusing to read a stream from a terminal: "
+                                       "use -i FILE or redirect stdin");
         return cli_transfer_import_run(cli, &path, fd, file);
 }

@@ -11,7 +11,7 @@
 static void cli_usage_line(const char *usage)
 {
         size_t n = strcspn(usage, "\n");
-        fprintf(stderr, "%.*s\n", (int) n, usage);
+        fprintf(stderr, "%.*s\n", (int)n, usage);
 }
 
 int cli_usage_error(const char *usage, const char *fmt, ...)
@@ -32,7 +32,7 @@ int cli_usage_option_error(const char *usage, int opt, char **argv)
         const char *arg = optind > 0 ? argv[optind - 1] : "";
 
         if (strncmp(arg, "--", 2) == 0) {
-                int n = (int) strcspn(arg, "=");
+                int n = (int)strcspn(arg, "=");
                 if (opt == ':')
                         return cli_usage_error(usage, "option %.*s needs a value", n, arg);
                 if (optopt != 0)

@@ -3,8 +3,7 @@
 
 #include "cli/cli_usage.h"
 
-int cli_verb_dispatch(struct cli *cli, const struct cli_verb *verbs, size_t n_verbs, int argc, char **argv,
-                      const char *usage)
+int cli_verb_dispatch(struct cli *cli, const struct cli_verb *verbs, size_t n_verbs, int argc, char **argv, const char *usage)
 {
         if (argc < 2)
                 return cli_usage_error(usage, "missing command");

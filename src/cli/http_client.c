@@ -108,8 +108,7 @@ int http_client_new(const char *base_url, const char *key, struct http_client **
         if (curl_easy_setopt(h, CURLOPT_HTTPHEADER, c->headers) != CURLE_OK ||
             curl_easy_setopt(h, CURLOPT_ERRORBUFFER, c->curl_error) != CURLE_OK ||
             curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https") != CURLE_OK ||
-            curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L) != CURLE_OK ||
-            curl_easy_setopt(h, CURLOPT_PATH_AS_IS, 1L) != CURLE_OK ||
+            curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L) != CURLE_OK || curl_easy_setopt(h, CURLOPT_PATH_AS_IS, 1L) != CURLE_OK ||
             curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT, HTTP_CLIENT_CONNECT_TIMEOUT_S) != CURLE_OK ||
             curl_easy_setopt(h, CURLOPT_USERAGENT, "space/" SPACE_VERSION) != CURLE_OK ||
             curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, http_client_write) != CURLE_OK) {
@@ -136,7 +135,10 @@ struct http_client *http_client_free(struct http_client *c)
         return NULL;
 }
 
-const char *http_client_error(const struct http_client *c) { return c->error; }
+const char *http_client_error(const struct http_client *c)
+{
+        return c->error;
+}
 
 static int http_client_transport_error(struct http_client *c, CURLcode code, const struct http_client_answer *a)
 {
@@ -156,8 +158,7 @@ static int http_client_transport_error(struct http_client *c, CURLcode code, con
                 return connect_us > 0 ? -ETIMEDOUT : -EHOSTUNREACH;
         case CURLE_WRITE_ERROR:
                 if (a->too_large) {
-                        snprintf(c->error, sizeof(c->error), "answer larger than %u MiB",
-                                 HTTP_CLIENT_MAX_BODY >> 20);
+                        snprintf(c->error, sizeof(c->error), "answer larger than %u MiB", HTTP_CLIENT_MAX_BODY >> 20);
                         return -EFBIG;
                 }
                 return -ENOMEM;
@@ -179,7 +180,7 @@ static int http_client_set_method(struct http_client *c, const char *method, con
         if (payload || post) {
                 const char *data = payload ? payload : "";
                 if (curl_easy_setopt(h, CURLOPT_POSTFIELDS, data) != CURLE_OK ||
-                    curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t) strlen(data)) != CURLE_OK)
+                    curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)strlen(data)) != CURLE_OK)
                         return -EINVAL;
         } else if (curl_easy_setopt(h, CURLOPT_HTTPGET, 1L) != CURLE_OK)
                 return -EINVAL;
@@ -222,8 +223,8 @@ static int http_client_parse(struct http_client *c, const struct http_client_ans
         return 0;
 }
 
-int http_client_request(struct http_client *c, const char *method, const char *path, const json_t *body,
-                        long timeout_s, long *ret_status, json_t **ret_body)
+int http_client_request(struct http_client *c, const char *method, const char *path, const json_t *body, long timeout_s,
+                        long *ret_status, json_t **ret_body)
 {
         _cleanup_free_ char *payload = NULL;
         _cleanup_(http_client_answer_release) struct http_client_answer answer = {};
@@ -267,7 +268,10 @@ struct http_client_transfer {
         struct http_client_answer answer; /* an answer that is not streamed */
 };
 
-static void http_client_transfer_release(struct http_client_transfer *t) { http_client_answer_release(&t->answer); }
+static void http_client_transfer_release(struct http_client_transfer *t)
+{
+        http_client_answer_release(&t->answer);
+}
 
 static size_t http_client_transfer_write(char *ptr, size_t size, size_t nmemb, void *userdata)
 {
@@ -292,10 +296,10 @@ static size_t http_client_transfer_read(char *buf, size_t size, size_t nitems, v
 
         ssize_t n = t->stream->read(t->stream->userdata, buf, size * nitems);
         if (n < 0) {
-                t->stream->error = (int) n;
+                t->stream->error = (int)n;
                 return CURL_READFUNC_ABORT;
         }
-        return (size_t) n;
+        return (size_t)n;
 }
 
 /* The client's headers with Accept and Content-Type replaced by the stream's. */
@@ -340,7 +344,7 @@ static int http_client_transfer_setup(struct http_client *c, const char *method,
         CURLcode e = CURLE_OK;
 
         if (t->stream->read) {
-                curl_off_t size = t->stream->size >= 0 ? (curl_off_t) t->stream->size : -1;
+                curl_off_t size = t->stream->size >= 0 ? (curl_off_t)t->stream->size : -1;
                 if ((e = curl_easy_setopt(h, CURLOPT_POST, 1L)) == CURLE_OK &&
                     (e = curl_easy_setopt(h, CURLOPT_POSTFIELDS, NULL)) == CURLE_OK &&
                     (e = curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE, size)) == CURLE_OK &&
@@ -374,8 +378,8 @@ static void http_client_transfer_reset(struct http_client *c)
         curl_easy_setopt(h, CURLOPT_WRITEDATA, NULL);
 }
 
-int http_client_transfer(struct http_client *c, const char *method, const char *path,
-                         struct http_client_stream *stream, long *ret_status, json_t **ret_body)
+int http_client_transfer(struct http_client *c, const char *method, const char *path, struct http_client_stream *stream,
+                         long *ret_status, json_t **ret_body)
 {
         _cleanup_(http_client_transfer_release) struct http_client_transfer t = { .curl = c->curl, .stream = stream };
         struct curl_slist *headers = NULL;

@@ -25,8 +25,8 @@ struct http_client *http_client_free(struct http_client *c);
 /* method: "GET", "POST", "DELETE". path starts with '/' and is already escaped. body may be
  * NULL. timeout_s 0 = no limit. On success (any HTTP status) returns 0, the status, and the
  * parsed answer (NULL when the answer is empty). */
-int http_client_request(struct http_client *c, const char *method, const char *path, const json_t *body,
-                        long timeout_s, long *ret_status, json_t **ret_body);
+int http_client_request(struct http_client *c, const char *method, const char *path, const json_t *body, long timeout_s,
+                        long *ret_status, json_t **ret_body);
 
 /* A streamed request (http_client_transfer): a request body read piece by piece, and a 2xx
  * answer's body handed on as it arrives; nothing is held whole in memory. */
@@ -49,8 +49,8 @@ struct http_client_stream {
  * read or write fails the transfer stops and -ECANCELED is returned (stream->error says why).
  * ret_body is NULL after a 2xx answer that went to write. */
 #define HTTP_CLIENT_STALL_S 600L
-int http_client_transfer(struct http_client *c, const char *method, const char *path,
-                         struct http_client_stream *stream, long *ret_status, json_t **ret_body);
+int http_client_transfer(struct http_client *c, const char *method, const char *path, struct http_client_stream *stream,
+                         long *ret_status, json_t **ret_body);
 
 /* A header of the last answer (the first of that name), or NULL. Valid until the next
  * request. */

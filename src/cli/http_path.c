@@ -46,7 +46,7 @@ static void http_path_append_escaped(struct http_path *p, const char *s)
 
 void http_path_init(struct http_path *p, const char *literal)
 {
-        *p = (struct http_path) {};
+        *p = (struct http_path){};
         http_path_append(p, literal);
 }
 
@@ -76,12 +76,18 @@ void http_path_query(struct http_path *p, const char *name, const char *value)
         http_path_append_escaped(p, value);
 }
 
-const char *http_path_string(const struct http_path *p) { return p->error < 0 ? NULL : p->buf; }
+const char *http_path_string(const struct http_path *p)
+{
+        return p->error < 0 ? NULL : p->buf;
+}
 
-int http_path_error(const struct http_path *p) { return p->error; }
+int http_path_error(const struct http_path *p)
+{
+        return p->error;
+}
 
 void http_path_release(struct http_path *p)
 {
         free(p->buf);
-        *p = (struct http_path) {};
+        *p = (struct http_path){};
 }

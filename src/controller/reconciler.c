@@ -72,7 +72,9 @@ static void settle(struct spaced_context *ctx, struct sandbox *sb, unsigned from
                 return;
         }
         /* The cleared runtime handle and the state, in one transaction. */
-        struct sandbox_settlement set = { .from_mask = from, .to = to, .reason = reason, .set_runtime = true, .runtime_state = "" };
+        struct sandbox_settlement set = {
+                .from_mask = from, .to = to, .reason = reason, .set_runtime = true, .runtime_state = ""
+        };
         enum sandbox_state current;
         int r = STORE(ctx, sandbox_settle, sb->id, &set, &current);
         if (r < 0) {
@@ -134,18 +136,21 @@ static void reconcile_snapshots(struct spaced_context *ctx)
         if (STORE(ctx, snapshot_list, NULL, NULL, NULL, &snaps, &n) < 0)
                 return;
         for (size_t i = 0; i < n; i++)
-                if (strcmp(snaps[i].state, "ready") == 0 && btrfs_pool_snapshot_path(&ctx->pool, snaps[i].id, path, sizeof(path)) == 0 &&
-                    access(path, F_OK) < 0 && errno == ENOENT) {
+                if (strcmp(snaps[i].state, "ready") == 0 &&
+                    btrfs_pool_snapshot_path(&ctx->pool, snaps[i].id, path, sizeof(path)) == 0 && access(path, F_OK) < 0 &&
+                    errno == ENOENT) {
                         int r = STORE(ctx, snapshot_delete, snaps[i].id, false, NULL);
                         if (r < 0)
-                                log_error("reconcile.snapshot_delete_failed", "snapshot=%s error=\"%s\"", snaps[i].id, strerror(-r));
+                                log_error("reconcile.snapshot_delete_failed", "snapshot=%s error=\"%s\"", snaps[i].id,
+                                          strerror(-r));
                         log_warn("reconcile.snapshot_lost", "snapshot=%s reason=\"its subvolume is missing\"", snaps[i].id);
                 } else if (strcmp(snaps[i].state, "ready") != 0 && !has_op(ctx, snaps[i].id)) {
                         if (btrfs_pool_snapshot_path(&ctx->pool, snaps[i].id, path, sizeof(path)) == 0)
                                 btrfs_pool_subvolume_delete(path);
                         int r = STORE(ctx, snapshot_delete, snaps[i].id, false, NULL);
                         if (r < 0)
-                                log_error("reconcile.snapshot_delete_failed", "snapshot=%s error=\"%s\"", snaps[i].id, strerror(-r));
+                                log_error("reconcile.snapshot_delete_failed", "snapshot=%s error=\"%s\"", snaps[i].id,
+                                          strerror(-r));
                         log_info("reconcile.snapshot_dropped", "snapshot=%s reason=\"taken when spaced stopped\"", snaps[i].id);
                 }
         char dir[PATH_MAX];
@@ -226,8 +231,8 @@ int reconciler_startup(struct spaced_context *ctx)
                                         w = STORE(ctx, template_upsert, &templates[i]);
                                 }
                                 if (w < 0)
-                                        log_error("reconcile.template_settle_failed", "template=%s error=\"%s\"", templates[i].name,
-                                                  strerror(-w));
+                                        log_error("reconcile.template_settle_failed", "template=%s error=\"%s\"",
+                                                  templates[i].name, strerror(-w));
                         }
                         template_record_release(&templates[i]);
                 }
@@ -261,9 +266,9 @@ int reconciler_startup(struct spaced_context *ctx)
 static void expire(struct spaced_context *ctx, const struct sandbox *sb)
 {
         enum sandbox_action action = SANDBOX_ACTION_STOP;
-        sandbox_action_from_name(strcmp(sb->on_timeout, "pause") == 0     ? "pause"
-                                 : strcmp(sb->on_timeout, "destroy") == 0 ? "destroy"
-                                                                          : "stop",
+        sandbox_action_from_name(strcmp(sb->on_timeout, "pause") == 0             ? "pause"
+                                         : strcmp(sb->on_timeout, "destroy") == 0 ? "destroy"
+                                                                                  : "stop",
                                  &action);
         struct operation op;
         struct space_error err = { 0 };
@@ -299,7 +304,8 @@ static void check_deadlines(struct spaced_context *ctx, struct sandbox *all, siz
         for (size_t i = 0; i < n; i++)
                 if ((TRANSIENT & M(all[i].state)) && now - all[i].updated_at_ms > TRANSIENT_DEADLINE_MS &&
                     !has_op(ctx, all[i].id)) {
-                        log_warn("controller.transient_overdue", "sandbox=%s state=%s", all[i].id, sandbox_state_name(all[i].state));
+                        log_warn("controller.transient_overdue", "sandbox=%s state=%s", all[i].id,
+                                 sandbox_state_name(all[i].state));
                         reconcile_sandbox(ctx, &all[i]);
                 }
         free(ops);

@@ -36,7 +36,8 @@ static const struct sandbox *find_sandbox(const struct sandbox *all, size_t n, c
 }
 
 /* Deletes the expired and the surplus rolling snapshots of one sandbox (snaps oldest first). */
-static void retain(struct spaced_context *ctx, struct snapshot *snaps, size_t n, const char *sandbox_id, struct policy p, int64_t now)
+static void retain(struct spaced_context *ctx, struct snapshot *snaps, size_t n, const char *sandbox_id, struct policy p,
+                   int64_t now)
 {
         int64_t ready = 0;
         for (size_t i = 0; i < n; i++)
@@ -114,7 +115,8 @@ void rolling_snapshots_tick(struct spaced_context *ctx)
                 for (size_t j = 0; j < k && !seen; j++)
                         seen = snaps[j].rolling && strcmp(snaps[j].sandbox_id, snaps[k].sandbox_id) == 0;
                 if (!seen)
-                        retain(ctx, snaps, nsnaps, snaps[k].sandbox_id, policy_of(ctx, find_sandbox(all, n, snaps[k].sandbox_id)), now);
+                        retain(ctx, snaps, nsnaps, snaps[k].sandbox_id, policy_of(ctx, find_sandbox(all, n, snaps[k].sandbox_id)),
+                               now);
         }
         free(snaps);
         sandbox_array_free(all, n);

@@ -84,9 +84,9 @@ static int64_t measure(struct spaced_context *ctx, const struct snapshot *snap)
         if (btrfs_pool_snapshot_path(&ctx->pool, snap->id, path, sizeof(path)) < 0)
                 return -1;
         bool incremental = snap->parent_snapshot_id[0] && STORE(ctx, snapshot_get, snap->parent_snapshot_id, &parent) == 0 &&
-                           strcmp(parent.state, "ready") == 0 &&
-                           btrfs_pool_snapshot_path(&ctx->pool, parent.id, parent_path, sizeof(parent_path)) == 0 &&
-                           access(parent_path, F_OK) == 0;
+                strcmp(parent.state, "ready") == 0 &&
+                btrfs_pool_snapshot_path(&ctx->pool, parent.id, parent_path, sizeof(parent_path)) == 0 &&
+                access(parent_path, F_OK) == 0;
         char *full[] = { "btrfs", "send", "-q", path, NULL };
         char *incr[] = { "btrfs", "send", "-q", "-p", parent_path, path, NULL };
         return stream_size(incremental ? incr : full, snap->id, incremental ? parent.id : NULL);

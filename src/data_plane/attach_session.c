@@ -20,8 +20,8 @@ static int ttl_resolve(const struct spaced_context *ctx, int64_t ttl_s, int64_t 
         return 0;
 }
 
-int attach_session_create(struct spaced_context *ctx, const char *sandbox_id, int64_t ttl_s,
-                          struct attach_session *ret, char ret_token[ATTACH_TOKEN_SIZE], struct space_error *err)
+int attach_session_create(struct spaced_context *ctx, const char *sandbox_id, int64_t ttl_s, struct attach_session *ret,
+                          char ret_token[ATTACH_TOKEN_SIZE], struct space_error *err)
 {
         struct attach_session s = { 0 };
         char token[ATTACH_TOKEN_SIZE];
@@ -48,8 +48,8 @@ int attach_session_create(struct spaced_context *ctx, const char *sandbox_id, in
 }
 
 /* The session of this sandbox with this id. */
-static int session_load(struct spaced_context *ctx, const char *sandbox_id, const char *session_id,
-                        struct attach_session *ret, struct space_error *err)
+static int session_load(struct spaced_context *ctx, const char *sandbox_id, const char *session_id, struct attach_session *ret,
+                        struct space_error *err)
 {
         int r = STORE(ctx, session_get, session_id, ret);
         if (r == -ENOENT || (r == 0 && strcmp(ret->sandbox_id, sandbox_id) != 0))
@@ -78,8 +78,7 @@ int attach_session_renew(struct spaced_context *ctx, const char *sandbox_id, con
         return 0;
 }
 
-int attach_session_revoke(struct spaced_context *ctx, const char *sandbox_id, const char *session_id,
-                          struct space_error *err)
+int attach_session_revoke(struct spaced_context *ctx, const char *sandbox_id, const char *session_id, struct space_error *err)
 {
         struct attach_session s;
         if (session_load(ctx, sandbox_id, session_id, &s, err) < 0)
@@ -101,8 +100,8 @@ int attach_session_check(struct spaced_context *ctx, const char *token, const ch
         return 0;
 }
 
-int attach_session_authenticate(struct spaced_context *ctx, const char *token, const char *sandbox_id,
-                                struct attach_session *ret, struct space_error *err)
+int attach_session_authenticate(struct spaced_context *ctx, const char *token, const char *sandbox_id, struct attach_session *ret,
+                                struct space_error *err)
 {
         char hash[65];
         struct attach_session s;

@@ -84,8 +84,8 @@ const char *command_lost_message(const char *reason)
         return "the command's output is gone";
 }
 
-void command_channels_log_dir(const struct spaced_context *ctx, const char *sandbox_id, const char *command_id,
-                              char *buf, size_t size)
+void command_channels_log_dir(const struct spaced_context *ctx, const char *sandbox_id, const char *command_id, char *buf,
+                              size_t size)
 {
         if (command_id)
                 snprintf(buf, size, "%s/command-logs/%s/%s", ctx->cfg.state_dir, sandbox_id, command_id);
@@ -148,8 +148,8 @@ void command_channels_notify(struct command_channels *chs, const char *command_i
         pthread_mutex_unlock(&chs->lock);
 }
 
-enum command_wait command_channels_wait(struct command_channels *chs, const char *command_id, uint64_t seen_seq,
-                                        bool seen_end, int timeout_ms)
+enum command_wait command_channels_wait(struct command_channels *chs, const char *command_id, uint64_t seen_seq, bool seen_end,
+                                        int timeout_ms)
 {
         struct timespec until;
         clock_gettime(CLOCK_MONOTONIC, &until);
@@ -199,8 +199,8 @@ static struct command_log_writer *channel_log(struct channel *ch, const char *co
                 return NULL;
         int r = command_log_open(dir, ch->chs->ctx->cfg.command_log_cap, &l->w);
         if (r < 0) {
-                log_warn("command.log_open_failed", "sandbox=%s command=%s dir=%s error=\"%s\"", ch->sandbox_id, command_id,
-                         dir, strerror(-r));
+                log_warn("command.log_open_failed", "sandbox=%s command=%s dir=%s error=\"%s\"", ch->sandbox_id, command_id, dir,
+                         strerror(-r));
                 free(l);
                 return NULL;
         }
@@ -314,7 +314,8 @@ static void channel_end_unknown(struct channel *ch, const struct agent_frame *ke
                         continue;
                 recs[i].state = COMMAND_LOST;
                 snprintf(recs[i].reason, sizeof(recs[i].reason), "%s", reason);
-                json_t *exit_json = json_pack("{s:n, s:b, s:s, s:s}", "exit_code", "lost", 1, "reason", reason, "message", message);
+                json_t *exit_json =
+                        json_pack("{s:n, s:b, s:s, s:s}", "exit_code", "lost", 1, "reason", reason, "message", message);
                 command_end(ch, &recs[i], exit_json, write_log);
                 json_decref(exit_json);
         }
@@ -344,7 +345,7 @@ static void on_output(struct channel *ch, int fd, const struct agent_frame *f, c
         uint64_t last = command_log_last_seq(w);
         if (seq == last + 1) {
                 enum command_log_kind kind = stream == AGENT_STREAM_STDERR ? COMMAND_LOG_STDERR
-                                             : stream == AGENT_STREAM_PTY  ? COMMAND_LOG_PTY
+                        : stream == AGENT_STREAM_PTY                       ? COMMAND_LOG_PTY
                                                                            : COMMAND_LOG_STDOUT;
                 int r = command_log_append(w, seq, kind, data, len);
                 if (r < 0) {

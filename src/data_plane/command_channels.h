@@ -41,14 +41,14 @@ void command_channels_unlock_starts(struct command_channels *chs, const char *sa
 const char *command_lost_message(const char *reason);
 
 /* The log directory of a command, and of all a sandbox's commands. */
-void command_channels_log_dir(const struct spaced_context *ctx, const char *sandbox_id, const char *command_id,
-                              char *buf, size_t size);
+void command_channels_log_dir(const struct spaced_context *ctx, const char *sandbox_id, const char *command_id, char *buf,
+                              size_t size);
 
 enum command_wait { COMMAND_WAIT_TIMEOUT = 0, COMMAND_WAIT_CHANGED = 1, COMMAND_WAIT_NOT_LIVE = 2 };
 /* Waits up to timeout_ms for the command to get records after seen_seq or to end.
  * NOT_LIVE at once when no channel follows the command (it ended, or spaced is starting):
  * the log and the store then say all there is. */
-enum command_wait command_channels_wait(struct command_channels *chs, const char *command_id, uint64_t seen_seq,
-                                        bool seen_end, int timeout_ms);
+enum command_wait command_channels_wait(struct command_channels *chs, const char *command_id, uint64_t seen_seq, bool seen_end,
+                                        int timeout_ms);
 /* Wakes the command's waiters (after appending to its log outside a channel). */
 void command_channels_notify(struct command_channels *chs, const char *command_id, uint64_t last_seq, bool ended);

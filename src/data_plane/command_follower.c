@@ -75,7 +75,8 @@ static bool log_done_at(const char *dir, uint64_t seq)
         if (seq == 0 || command_log_reader_open(dir, seq - 1, &r) < 0)
                 return false;
         int q = command_log_reader_next(r, &rec);
-        bool done = q == COMMAND_LOG_READ_NONE || (q == COMMAND_LOG_READ_RECORD && rec.seq == seq && rec.kind == COMMAND_LOG_EXIT);
+        bool done =
+                q == COMMAND_LOG_READ_NONE || (q == COMMAND_LOG_READ_RECORD && rec.seq == seq && rec.kind == COMMAND_LOG_EXIT);
         command_log_reader_close(r);
         return done;
 }

@@ -217,8 +217,7 @@ uint64_t command_log_last_seq(const struct command_log_writer *w)
         return w->last_seq;
 }
 
-int command_log_append(struct command_log_writer *w, uint64_t seq, enum command_log_kind kind, const void *data,
-                       size_t len)
+int command_log_append(struct command_log_writer *w, uint64_t seq, enum command_log_kind kind, const void *data, size_t len)
 {
         if (seq != w->last_seq + 1 || len > COMMAND_LOG_RECORD_MAX)
                 return -EINVAL;
@@ -567,8 +566,8 @@ int command_log_compact_end(const char *dir, uint64_t *ret_freed)
         /* Find the last record: it must be the exit. */
         uint64_t off = 0, exit_off = UINT64_MAX, seq = last.first_seq - 1;
         struct header h, exit_h = { 0 };
-        while (off + sizeof(h) <= last.size && pread(fd, &h, sizeof(h), (off_t)off) == (ssize_t)sizeof(h) &&
-               h.seq == seq + 1 && h.len <= COMMAND_LOG_RECORD_MAX && off + sizeof(h) + h.len <= last.size) {
+        while (off + sizeof(h) <= last.size && pread(fd, &h, sizeof(h), (off_t)off) == (ssize_t)sizeof(h) && h.seq == seq + 1 &&
+               h.len <= COMMAND_LOG_RECORD_MAX && off + sizeof(h) + h.len <= last.size) {
                 exit_off = h.kind == COMMAND_LOG_EXIT ? off : UINT64_MAX;
                 exit_h = h;
                 seq = h.seq;

@@ -34,8 +34,7 @@ int command_log_open(const char *dir, uint64_t cap_bytes, struct command_log_wri
 /* The sequence number of the last record, 0 for an empty log. */
 uint64_t command_log_last_seq(const struct command_log_writer *w);
 /* Appends one record; seq must be last_seq + 1 (-EINVAL otherwise). */
-int command_log_append(struct command_log_writer *w, uint64_t seq, enum command_log_kind kind, const void *data,
-                       size_t len);
+int command_log_append(struct command_log_writer *w, uint64_t seq, enum command_log_kind kind, const void *data, size_t len);
 /* Durable: every append is on disk (fdatasync, and the directory on a new segment) before
  * it returns, so that what is acknowledged survives a power loss (--durability power). */
 void command_log_set_durable(struct command_log_writer *w, bool durable);

@@ -59,8 +59,8 @@ static int require_running(const struct sandbox *sb, struct space_error *err)
                                sandbox_state_name(sb->state));
 }
 
-int command_service_start(struct spaced_context *ctx, const struct sandbox *sb, struct agent_job_spec *spec,
-                          const char *tag, json_t *spec_json, struct command_record *ret, struct space_error *err)
+int command_service_start(struct spaced_context *ctx, const struct sandbox *sb, struct agent_job_spec *spec, const char *tag,
+                          json_t *spec_json, struct command_record *ret, struct space_error *err)
 {
         struct command_record rec = { 0 };
         char msg[256] = "";
@@ -119,8 +119,8 @@ int command_service_start(struct spaced_context *ctx, const struct sandbox *sb, 
         return 0;
 }
 
-int command_service_get(struct spaced_context *ctx, const char *sandbox_id, const char *command_id,
-                        struct command_record *ret, struct space_error *err)
+int command_service_get(struct spaced_context *ctx, const char *sandbox_id, const char *command_id, struct command_record *ret,
+                        struct space_error *err)
 {
         int r = STORE(ctx, command_get, sandbox_id, command_id, ret);
         if (r == -ENOENT)
@@ -131,8 +131,7 @@ int command_service_get(struct spaced_context *ctx, const char *sandbox_id, cons
 }
 
 /* The command must exist and still run, and so must the sandbox. */
-static int control_prepare(struct spaced_context *ctx, const struct sandbox *sb, const char *command_id,
-                           struct space_error *err)
+static int control_prepare(struct spaced_context *ctx, const struct sandbox *sb, const char *command_id, struct space_error *err)
 {
         struct command_record rec;
         if (command_service_get(ctx, sb->id, command_id, &rec, err) < 0)
@@ -145,8 +144,8 @@ static int control_prepare(struct spaced_context *ctx, const struct sandbox *sb,
         return require_running(sb, err);
 }
 
-int command_service_input(struct spaced_context *ctx, const struct sandbox *sb, const char *command_id,
-                          const void *data, size_t len, struct space_error *err)
+int command_service_input(struct spaced_context *ctx, const struct sandbox *sb, const char *command_id, const void *data,
+                          size_t len, struct space_error *err)
 {
         char msg[256] = "";
         if (control_prepare(ctx, sb, command_id, err) < 0)

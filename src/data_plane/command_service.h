@@ -13,14 +13,14 @@ struct spaced_context;
 
 /* Starts spec (its job_id is chosen here) in the running sandbox sb; *ret is the command's
  * record (caller releases). spec_json is stored as what was asked. */
-int command_service_start(struct spaced_context *ctx, const struct sandbox *sb, struct agent_job_spec *spec,
-                          const char *tag, json_t *spec_json, struct command_record *ret, struct space_error *err);
+int command_service_start(struct spaced_context *ctx, const struct sandbox *sb, struct agent_job_spec *spec, const char *tag,
+                          json_t *spec_json, struct command_record *ret, struct space_error *err);
 /* The command's record; not_found when the sandbox has no such command. */
-int command_service_get(struct spaced_context *ctx, const char *sandbox_id, const char *command_id,
-                        struct command_record *ret, struct space_error *err);
+int command_service_get(struct spaced_context *ctx, const char *sandbox_id, const char *command_id, struct command_record *ret,
+                        struct space_error *err);
 /* Writes to its stdin (waiting while the agent's stdin queue is full). */
-int command_service_input(struct spaced_context *ctx, const struct sandbox *sb, const char *command_id,
-                          const void *data, size_t len, struct space_error *err);
+int command_service_input(struct spaced_context *ctx, const struct sandbox *sb, const char *command_id, const void *data,
+                          size_t len, struct space_error *err);
 int command_service_close_stdin(struct spaced_context *ctx, const struct sandbox *sb, const char *command_id,
                                 struct space_error *err);
 int command_service_signal(struct spaced_context *ctx, const struct sandbox *sb, const char *command_id, int sig,

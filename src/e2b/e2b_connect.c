@@ -53,9 +53,9 @@ int e2b_connect_frame(struct e2b_buf *b, uint8_t flags, const json_t *msg)
 
 int e2b_connect_end_frame(struct e2b_buf *b, const struct space_error *err)
 {
-        json_t *msg = err && err->code != SPACE_OK ? json_pack("{s:{s:s, s:s}}", "error", "code", e2b_connect_code_name(err->code),
-                                                               "message", err->message)
-                                                   : json_object();
+        json_t *msg = err && err->code != SPACE_OK
+                ? json_pack("{s:{s:s, s:s}}", "error", "code", e2b_connect_code_name(err->code), "message", err->message)
+                : json_object();
         if (!msg)
                 return -ENOMEM;
         int r = e2b_connect_frame(b, E2B_CONNECT_FLAG_END_STREAM, msg);
@@ -107,22 +107,35 @@ const char *e2b_connect_code_name(enum space_error_code code)
         switch (code) {
         case SPACE_E_INVALID_JSON:
         case SPACE_E_INVALID_REQUEST:
-        case SPACE_E_UNSUPPORTED_MEDIA_TYPE: return "invalid_argument";
-        case SPACE_E_PAYLOAD_TOO_LARGE: return "resource_exhausted";
-        case SPACE_E_UNAUTHORIZED: return "unauthenticated";
+        case SPACE_E_UNSUPPORTED_MEDIA_TYPE:
+                return "invalid_argument";
+        case SPACE_E_PAYLOAD_TOO_LARGE:
+                return "resource_exhausted";
+        case SPACE_E_UNAUTHORIZED:
+                return "unauthenticated";
         case SPACE_E_FORBIDDEN:
-        case SPACE_E_PERMISSION_DENIED: return "permission_denied";
-        case SPACE_E_CONFLICT: return "failed_precondition";
-        case SPACE_E_RANGE_NOT_SATISFIABLE: return "out_of_range";
-        case SPACE_E_NOT_FOUND: return "not_found";
+        case SPACE_E_PERMISSION_DENIED:
+                return "permission_denied";
+        case SPACE_E_CONFLICT:
+                return "failed_precondition";
+        case SPACE_E_RANGE_NOT_SATISFIABLE:
+                return "out_of_range";
+        case SPACE_E_NOT_FOUND:
+                return "not_found";
         case SPACE_E_METHOD_NOT_ALLOWED:
-        case SPACE_E_UNSUPPORTED: return "unimplemented";
+        case SPACE_E_UNSUPPORTED:
+                return "unimplemented";
         case SPACE_E_INVALID_STATE:
-        case SPACE_E_TEMPLATE_NOT_READY: return "failed_precondition";
-        case SPACE_E_ALREADY_EXISTS: return "already_exists";
-        case SPACE_E_UNAVAILABLE: return "unavailable";
-        case SPACE_E_TIMEOUT: return "deadline_exceeded";
-        default: return "internal";
+        case SPACE_E_TEMPLATE_NOT_READY:
+                return "failed_precondition";
+        case SPACE_E_ALREADY_EXISTS:
+                return "already_exists";
+        case SPACE_E_UNAVAILABLE:
+                return "unavailable";
+        case SPACE_E_TIMEOUT:
+                return "deadline_exceeded";
+        default:
+                return "internal";
         }
 }
 
@@ -132,9 +145,9 @@ unsigned e2b_connect_http_status(enum space_error_code code)
         static const struct {
                 const char *name;
                 unsigned status;
-        } map[] = { { "invalid_argument", 400 }, { "unauthenticated", 401 }, { "permission_denied", 403 },
-                    { "not_found", 404 },        { "unimplemented", 501 },   { "failed_precondition", 400 },
-                    { "already_exists", 409 },   { "unavailable", 503 },     { "deadline_exceeded", 504 },
+        } map[] = { { "invalid_argument", 400 }, { "unauthenticated", 401 },   { "permission_denied", 403 },
+                    { "not_found", 404 },        { "unimplemented", 501 },     { "failed_precondition", 400 },
+                    { "already_exists", 409 },   { "unavailable", 503 },       { "deadline_exceeded", 504 },
                     { "out_of_range", 400 },     { "resource_exhausted", 429 } };
         for (size_t i = 0; i < sizeof(map) / sizeof(map[0]); i++)
                 if (strcmp(map[i].name, name) == 0)

@@ -65,10 +65,14 @@ int e2b_files_resolve(const char *user, const char *path, char *buf, size_t size
 static const char *type_name(uint8_t t)
 {
         switch (t) {
-        case AGENT_FILE_REGULAR: return "FILE_TYPE_FILE";
-        case AGENT_FILE_DIRECTORY: return "FILE_TYPE_DIRECTORY";
-        case AGENT_FILE_SYMLINK: return "FILE_TYPE_SYMLINK";
-        default: return "FILE_TYPE_UNSPECIFIED";
+        case AGENT_FILE_REGULAR:
+                return "FILE_TYPE_FILE";
+        case AGENT_FILE_DIRECTORY:
+                return "FILE_TYPE_DIRECTORY";
+        case AGENT_FILE_SYMLINK:
+                return "FILE_TYPE_SYMLINK";
+        default:
+                return "FILE_TYPE_UNSPECIFIED";
         }
 }
 
@@ -92,8 +96,8 @@ static json_t *render_entry(const struct agent_file_entry *e)
                               output_encoding_utf8((const uint8_t *)e->name, e->name_len), "type", type_name(e->type), "path",
                               output_encoding_utf8((const uint8_t *)e->path, e->path_len), "size", size, "mode",
                               (int)(e->mode & 07777), "permissions", perms, "owner",
-                              e->owner ? output_encoding_utf8((const uint8_t *)e->owner, e->owner_len) : json_string(""),
-                              "group", e->group ? output_encoding_utf8((const uint8_t *)e->group, e->group_len) : json_string(""),
+                              e->owner ? output_encoding_utf8((const uint8_t *)e->owner, e->owner_len) : json_string(""), "group",
+                              e->group ? output_encoding_utf8((const uint8_t *)e->group, e->group_len) : json_string(""),
                               "modifiedTime", api_render_time((int64_t)e->mtime_ms));
         if (j && e->has_link)
                 json_object_set_new(j, "symlinkTarget", output_encoding_utf8((const uint8_t *)e->link, e->link_len));
@@ -101,8 +105,8 @@ static json_t *render_entry(const struct agent_file_entry *e)
 }
 
 /* One agent call for a unary method: reply in *ret (caller releases). */
-static int agent_call(struct e2b_call *call, enum agent_msg_type type, const struct agent_file_args *a,
-                      enum agent_msg_type want, struct agent_file_reply *ret, struct space_error *err)
+static int agent_call(struct e2b_call *call, enum agent_msg_type type, const struct agent_file_args *a, enum agent_msg_type want,
+                      struct agent_file_reply *ret, struct space_error *err)
 {
         char msg[512] = "";
         int fd = agent_connect(call, err);

@@ -123,9 +123,7 @@ static bool strings_only(const json_t *obj)
 {
         const char *k;
         json_t *v;
-        json_object_foreach((json_t *)obj, k, v)
-                if (!json_is_string(v) || !api_json_env_name_ok(k))
-                        return false;
+        json_object_foreach((json_t *)obj, k, v) if (!json_is_string(v) || !api_json_env_name_ok(k)) return false;
         return true;
 }
 
@@ -148,12 +146,13 @@ static int parse_start(struct e2b_call *call, const json_t *msg, const struct sa
                 return space_error_set(err, SPACE_E_INVALID_REQUEST, "process.cwd must be an absolute path");
         json_t *argv = json_array();
         /* SDKs run commands with /bin/bash -l -c; a sandbox without bash gets its /bin/sh. */
-        json_array_append_new(argv, json_string(strcmp(cmd, "/bin/bash") == 0 && !sandbox_has(call->req.ctx, sb, "/bin/bash")
-                                                        ? "/bin/sh"
-                                                        : cmd));
+        json_array_append_new(
+                argv,
+                json_string(strcmp(cmd, "/bin/bash") == 0 && !sandbox_has(call->req.ctx, sb, "/bin/bash") ? "/bin/sh" : cmd));
         size_t i;
         json_t *a;
-        json_array_foreach(args, i, a) {
+        json_array_foreach(args, i, a)
+        {
                 if (!json_is_string(a)) {
                         json_decref(argv);
                         return space_error_set(err, SPACE_E_INVALID_REQUEST, "process.args must be an array of strings");
@@ -181,10 +180,10 @@ static int parse_start(struct e2b_call *call, const json_t *msg, const struct sa
                 return space_error_set(err, SPACE_E_INTERNAL, "out of memory");
         }
         /* Stored as asked: what a v1 list shows, and the config an envd List returns. */
-        json_t *asked = json_pack("{s:o, s:s, s:b, s:{s:s, s:o, s:o, s:s}}", "cmd", argv, "user", call->user, "stdin",
-                                  spec->stdin_open, "e2b", "cmd", cmd, "args",
-                                  json_is_array(args) ? json_incref(args) : json_array(), "envs",
-                                  json_is_object(envs) ? json_incref(envs) : json_object(), "cwd", cwd ? cwd : "");
+        json_t *asked =
+                json_pack("{s:o, s:s, s:b, s:{s:s, s:o, s:o, s:s}}", "cmd", argv, "user", call->user, "stdin", spec->stdin_open,
+                          "e2b", "cmd", cmd, "args", json_is_array(args) ? json_incref(args) : json_array(), "envs",
+                          json_is_object(envs) ? json_incref(envs) : json_object(), "cwd", cwd ? cwd : "");
         if (asked && json_is_object(envs))
                 json_object_set(asked, "env", envs);
         if (asked && spec->cwd)
@@ -257,9 +256,7 @@ static json_t *process_config(const struct command_record *c)
         json_t *args = json_array();
         size_t i;
         json_t *a;
-        json_array_foreach(cmd, i, a)
-                if (i > 0)
-                        json_array_append(args, a);
+        json_array_foreach(cmd, i, a) if (i > 0) json_array_append(args, a);
         json_t *env = json_object_get(c->spec, "env");
         const char *cwd = json_string_value(json_object_get(c->spec, "cwd"));
         const char *shell = json_string_value(json_object_get(c->spec, "shell"));
@@ -392,8 +389,8 @@ static int signal_of(const json_t *v)
         static const struct {
                 const char *name;
                 int sig;
-        } names[] = { { "KILL", SIGKILL }, { "TERM", SIGTERM }, { "INT", SIGINT },   { "HUP", SIGHUP },
-                      { "QUIT", SIGQUIT }, { "USR1", SIGUSR1 }, { "USR2", SIGUSR2 }, { "STOP", SIGSTOP }, { "CONT", SIGCONT } };
+        } names[] = { { "KILL", SIGKILL }, { "TERM", SIGTERM }, { "INT", SIGINT },   { "HUP", SIGHUP },  { "QUIT", SIGQUIT },
+                      { "USR1", SIGUSR1 }, { "USR2", SIGUSR2 }, { "STOP", SIGSTOP }, { "CONT", SIGCONT } };
         for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
                 if (strcmp(s, names[i].name) == 0)
                         return names[i].sig;

@@ -113,9 +113,9 @@ static int file_close(struct e2b_upload *u)
         u->file = NULL;
         if (file_upload_commit(f, &reply, &e, &err) < 0)
                 return fail(u, &err);
-        json_array_append_new(u->out, json_pack("{s:o, s:s, s:o}", "name", output_encoding_utf8((const uint8_t *)e.name, e.name_len),
-                                                "type", "file", "path",
-                                                output_encoding_utf8((const uint8_t *)e.path, e.path_len)));
+        json_array_append_new(u->out,
+                              json_pack("{s:o, s:s, s:o}", "name", output_encoding_utf8((const uint8_t *)e.name, e.name_len),
+                                        "type", "file", "path", output_encoding_utf8((const uint8_t *)e.path, e.path_len)));
         agent_file_reply_release(&reply);
         return 0;
 }
@@ -181,7 +181,8 @@ int e2b_upload_begin(struct e2b_call *call, struct e2b_upload **ret, struct spac
                 return space_error_set(err, SPACE_E_INVALID_REQUEST, "username is not a user name");
         bool gzip = encoding && strcasecmp(encoding, "gzip") == 0;
         if (encoding && !gzip && strcasecmp(encoding, "identity") != 0)
-                return space_error_set(err, SPACE_E_INVALID_REQUEST, "Content-Encoding %.32s is not supported (gzip is)", encoding);
+                return space_error_set(err, SPACE_E_INVALID_REQUEST, "Content-Encoding %.32s is not supported (gzip is)",
+                                       encoding);
         if (path && strlen(path) >= PATH_MAX)
                 return space_error_set(err, SPACE_E_INVALID_REQUEST, "path is longer than %d bytes", PATH_MAX - 1);
         struct e2b_upload *u = calloc(1, sizeof(*u));
@@ -271,7 +272,8 @@ void e2b_upload_finish(struct e2b_upload *u, struct api_response *resp)
                 fail_with(u, SPACE_E_INVALID_REQUEST, "the body is not valid gzip (it ends early)");
         if (!u->failed && u->mp && e2b_multipart_finish(u->mp) < 0)
                 fail_with(u, SPACE_E_INVALID_REQUEST,
-                          u->parts ? "the multipart body ends before its closing boundary" : "no file part in the multipart body");
+                          u->parts ? "the multipart body ends before its closing boundary"
+                                   : "no file part in the multipart body");
         if (!u->failed && u->mp && u->parts == 0)
                 fail_with(u, SPACE_E_INVALID_REQUEST, "no file part in the multipart body");
         if (!u->failed && u->file)

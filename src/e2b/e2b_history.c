@@ -99,7 +99,8 @@ void e2b_snapshot_list(struct e2b_call *call, struct api_response *resp)
                 const struct snapshot *s = &all[i];
                 if (strcmp(s->state, "ready") != 0 || (name && *name && strcmp(s->label, name) != 0))
                         continue;
-                if (token_ms >= 0 && (s->created_at_ms < token_ms || (s->created_at_ms == token_ms && strcmp(s->id, token_id) <= 0)))
+                if (token_ms >= 0 &&
+                    (s->created_at_ms < token_ms || (s->created_at_ms == token_ms && strcmp(s->id, token_id) <= 0)))
                         continue;
                 if ((long long)json_array_size(arr) == limit) {
                         more = true;
@@ -171,7 +172,9 @@ void e2b_sandbox_fork(struct e2b_call *call, struct api_response *resp)
                                 e2b_set_timeout(ctx, &sb, timeout_s, false);
                         json_array_append_new(arr, json_pack("{s:o}", "sandbox", e2b_render_created(call, &sb)));
                 } else {
-                        const char *why = sb.state_reason[0] ? sb.state_reason : wait_err.message[0] ? wait_err.message : "fork failed";
+                        const char *why = sb.state_reason[0] ? sb.state_reason
+                                : wait_err.message[0]        ? wait_err.message
+                                                             : "fork failed";
                         json_array_append_new(arr, json_pack("{s:{s:i, s:s}}", "error", "code", 500, "message", why));
                 }
                 sandbox_release(&sb);

@@ -60,7 +60,7 @@ int e2b_keys_load_secret(const char *state_dir, unsigned char ret_secret[E2B_TOK
         snprintf(tmp, sizeof(tmp), "%s.tmp", path);
         _cleanup_close_ int out = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
         bool ok = out >= 0 && write(out, secret, sizeof(secret)) == (ssize_t)sizeof(secret) && fsync(out) == 0 &&
-                  rename(tmp, path) == 0;
+                rename(tmp, path) == 0;
         int r = ok ? 0 : -errno;
         if (ok)
                 memcpy(ret_secret, secret, sizeof(secret));
@@ -68,8 +68,7 @@ int e2b_keys_load_secret(const char *state_dir, unsigned char ret_secret[E2B_TOK
         return r;
 }
 
-int e2b_keys_envd_token(const unsigned char secret[E2B_TOKEN_SECRET_SIZE], const char *sandbox_id, char *buf,
-                        size_t size)
+int e2b_keys_envd_token(const unsigned char secret[E2B_TOKEN_SECRET_SIZE], const char *sandbox_id, char *buf, size_t size)
 {
         unsigned char md[EVP_MAX_MD_SIZE];
         unsigned len = 0;
@@ -106,8 +105,8 @@ bool e2b_keys_envd_token_ok(const unsigned char secret[E2B_TOKEN_SECRET_SIZE], c
         return ok;
 }
 
-int e2b_keys_file_signature(const char *path, const char *operation, const char *user, const char *token,
-                            const char *expiration, char *buf, size_t size)
+int e2b_keys_file_signature(const char *path, const char *operation, const char *user, const char *token, const char *expiration,
+                            char *buf, size_t size)
 {
         char *raw = NULL;
         unsigned char md[EVP_MAX_MD_SIZE];

@@ -31,13 +31,12 @@ int e2b_keys_authenticate(struct spaced_context *ctx, const char *key, struct pr
 /* Reads (making it the first time) the token secret under state_dir. */
 int e2b_keys_load_secret(const char *state_dir, unsigned char ret_secret[E2B_TOKEN_SECRET_SIZE]);
 /* The envd access token of a sandbox. */
-int e2b_keys_envd_token(const unsigned char secret[E2B_TOKEN_SECRET_SIZE], const char *sandbox_id, char *buf,
-                        size_t size);
+int e2b_keys_envd_token(const unsigned char secret[E2B_TOKEN_SECRET_SIZE], const char *sandbox_id, char *buf, size_t size);
 /* The sandbox a token names (not checked), or -EINVAL when it is not shaped like one. */
 int e2b_keys_envd_token_sandbox(const char *token, char *buf, size_t size);
 /* A signed /files URL's signature: "v1_" + base64(sha256("<path>:<read|write>:<user>:<token>"
  * [":<expiration>"])) without '=' padding, as SDKs make it. expiration NULL or "": none. */
-int e2b_keys_file_signature(const char *path, const char *operation, const char *user, const char *token,
-                            const char *expiration, char *buf, size_t size);
+int e2b_keys_file_signature(const char *path, const char *operation, const char *user, const char *token, const char *expiration,
+                            char *buf, size_t size);
 /* Whether token is the sandbox's (compared in constant time). */
 bool e2b_keys_envd_token_ok(const unsigned char secret[E2B_TOKEN_SECRET_SIZE], const char *sandbox_id, const char *token);

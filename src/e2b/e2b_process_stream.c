@@ -104,8 +104,9 @@ static int emit_record(void *cls, const struct command_log_record *rec)
 static int emit_end_from_store(void *cls, const struct command_record *rec, bool log_ended)
 {
         (void)log_ended; /* a reader that started at the log's end still gets an end */
-        json_t *info = rec->state == COMMAND_EXITED ? json_pack("{s:i, s:i}", "exit_code", rec->exit_code, "signal", rec->term_signal)
-                                                    : json_pack("{s:n, s:b, s:s}", "exit_code", "lost", 1, "message", rec->reason);
+        json_t *info = rec->state == COMMAND_EXITED
+                ? json_pack("{s:i, s:i}", "exit_code", rec->exit_code, "signal", rec->term_signal)
+                : json_pack("{s:n, s:b, s:s}", "exit_code", "lost", 1, "message", rec->reason);
         int r = info ? emit_end(cls, info) : -ENOMEM;
         json_decref(info);
         return r;

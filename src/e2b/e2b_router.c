@@ -22,6 +22,7 @@
 
 enum route_half { CONTROL, ENVD, ENVD_OPEN }; /* ENVD_OPEN: envd without a token (/health) */
 
+/* clang-format off: a table, one route per line (tests read it) */
 static const struct route {
         const char *method;
         const char *pattern[5];
@@ -32,29 +33,113 @@ static const struct route {
         const char *action;      /* its name in the audit log, the v1 route's where there is one */
         bool mutating;           /* changes something: audited whatever its answer */
 } routes[] = {
-        { "POST", { "sandboxes" }, e2b_sandbox_create, CONTROL, PERM_SANDBOX_WRITE | PERM_SANDBOX_EXEC, OBJECT_NONE, "sandbox.create", true },
-        { "POST", { "v2", "sandboxes" }, e2b_sandbox_create, CONTROL, PERM_SANDBOX_WRITE | PERM_SANDBOX_EXEC, OBJECT_NONE, "sandbox.create", true },
+        { "POST",
+          { "sandboxes" },
+          e2b_sandbox_create,
+          CONTROL,
+          PERM_SANDBOX_WRITE | PERM_SANDBOX_EXEC,
+          OBJECT_NONE,
+          "sandbox.create",
+          true },
+        { "POST",
+          { "v2", "sandboxes" },
+          e2b_sandbox_create,
+          CONTROL,
+          PERM_SANDBOX_WRITE | PERM_SANDBOX_EXEC,
+          OBJECT_NONE,
+          "sandbox.create",
+          true },
         { "GET", { "sandboxes" }, e2b_sandbox_list_v1, CONTROL, PERM_SANDBOX_READ, OBJECT_NONE, "sandbox.list", false },
         { "GET", { "v2", "sandboxes" }, e2b_sandbox_list, CONTROL, PERM_SANDBOX_READ, OBJECT_NONE, "sandbox.list", false },
         { "GET", { "sandboxes", "*" }, e2b_sandbox_get, CONTROL, PERM_SANDBOX_READ, OBJECT_SANDBOX, "sandbox.get", false },
         { "DELETE", { "sandboxes", "*" }, e2b_sandbox_kill, CONTROL, PERM_SANDBOX_WRITE, OBJECT_SANDBOX, "sandbox.delete", true },
-        { "POST", { "sandboxes", "*", "timeout" }, e2b_sandbox_timeout, CONTROL, PERM_SANDBOX_WRITE, OBJECT_SANDBOX, "sandbox.set_timeout", true },
-        { "POST", { "sandboxes", "*", "pause" }, e2b_sandbox_pause, CONTROL, PERM_SANDBOX_WRITE, OBJECT_SANDBOX, "sandbox.pause", true },
-        { "POST", { "sandboxes", "*", "connect" }, e2b_sandbox_connect, CONTROL, PERM_SANDBOX_WRITE | PERM_SANDBOX_EXEC, OBJECT_SANDBOX, "sandbox.connect", true },
-        { "POST", { "v2", "sandboxes", "*", "connect" }, e2b_sandbox_connect, CONTROL, PERM_SANDBOX_WRITE | PERM_SANDBOX_EXEC, OBJECT_SANDBOX, "sandbox.connect", true },
-        { "POST", { "sandboxes", "*", "resume" }, e2b_sandbox_resume, CONTROL, PERM_SANDBOX_WRITE | PERM_SANDBOX_EXEC, OBJECT_SANDBOX, "sandbox.resume", true },
-        { "POST", { "sandboxes", "*", "snapshots" }, e2b_snapshot_create, CONTROL, PERM_SNAPSHOT_WRITE, OBJECT_SANDBOX, "snapshot.create", true },
+        { "POST",
+          { "sandboxes", "*", "timeout" },
+          e2b_sandbox_timeout,
+          CONTROL,
+          PERM_SANDBOX_WRITE,
+          OBJECT_SANDBOX,
+          "sandbox.set_timeout",
+          true },
+        { "POST",
+          { "sandboxes", "*", "pause" },
+          e2b_sandbox_pause,
+          CONTROL,
+          PERM_SANDBOX_WRITE,
+          OBJECT_SANDBOX,
+          "sandbox.pause",
+          true },
+        { "POST",
+          { "sandboxes", "*", "connect" },
+          e2b_sandbox_connect,
+          CONTROL,
+          PERM_SANDBOX_WRITE | PERM_SANDBOX_EXEC,
+          OBJECT_SANDBOX,
+          "sandbox.connect",
+          true },
+        { "POST",
+          { "v2", "sandboxes", "*", "connect" },
+          e2b_sandbox_connect,
+          CONTROL,
+          PERM_SANDBOX_WRITE | PERM_SANDBOX_EXEC,
+          OBJECT_SANDBOX,
+          "sandbox.connect",
+          true },
+        { "POST",
+          { "sandboxes", "*", "resume" },
+          e2b_sandbox_resume,
+          CONTROL,
+          PERM_SANDBOX_WRITE | PERM_SANDBOX_EXEC,
+          OBJECT_SANDBOX,
+          "sandbox.resume",
+          true },
+        { "POST",
+          { "sandboxes", "*", "snapshots" },
+          e2b_snapshot_create,
+          CONTROL,
+          PERM_SNAPSHOT_WRITE,
+          OBJECT_SANDBOX,
+          "snapshot.create",
+          true },
         { "GET", { "snapshots" }, e2b_snapshot_list, CONTROL, PERM_SNAPSHOT_READ, OBJECT_NONE, "snapshot.list", false },
-        { "DELETE", { "templates", "*" }, e2b_snapshot_delete, CONTROL, PERM_SNAPSHOT_WRITE, OBJECT_SNAPSHOT, "snapshot.delete", true },
-        { "POST", { "sandboxes", "*", "fork" }, e2b_sandbox_fork, CONTROL, PERM_SANDBOX_WRITE | PERM_SANDBOX_EXEC, OBJECT_SANDBOX, "sandbox.fork", true },
-        { "GET", { "sandboxes", "*", "metrics" }, e2b_sandbox_metrics, CONTROL, PERM_SANDBOX_READ, OBJECT_SANDBOX, "sandbox.metrics", false },
+        { "DELETE",
+          { "templates", "*" },
+          e2b_snapshot_delete,
+          CONTROL,
+          PERM_SNAPSHOT_WRITE,
+          OBJECT_SNAPSHOT,
+          "snapshot.delete",
+          true },
+        { "POST",
+          { "sandboxes", "*", "fork" },
+          e2b_sandbox_fork,
+          CONTROL,
+          PERM_SANDBOX_WRITE | PERM_SANDBOX_EXEC,
+          OBJECT_SANDBOX,
+          "sandbox.fork",
+          true },
+        { "GET",
+          { "sandboxes", "*", "metrics" },
+          e2b_sandbox_metrics,
+          CONTROL,
+          PERM_SANDBOX_READ,
+          OBJECT_SANDBOX,
+          "sandbox.metrics",
+          false },
         { "GET", { "health" }, e2b_envd_health, ENVD_OPEN, 0, OBJECT_NONE, "health.get", false },
         { "POST", { "process.Process", "Start" }, e2b_process_start, ENVD, 0, OBJECT_NONE, "command.start", true },
         { "POST", { "process.Process", "Connect" }, e2b_process_connect, ENVD, 0, OBJECT_NONE, "command.events", false },
         { "POST", { "process.Process", "List" }, e2b_process_list, ENVD, 0, OBJECT_NONE, "command.list", false },
         { "POST", { "process.Process", "SendInput" }, e2b_process_send_input, ENVD, 0, OBJECT_NONE, "command.stdin", true },
         { "POST", { "process.Process", "SendSignal" }, e2b_process_send_signal, ENVD, 0, OBJECT_NONE, "command.signal", true },
-        { "POST", { "process.Process", "CloseStdin" }, e2b_process_close_stdin, ENVD, 0, OBJECT_NONE, "command.stdin_close", true },
+        { "POST",
+          { "process.Process", "CloseStdin" },
+          e2b_process_close_stdin,
+          ENVD,
+          0,
+          OBJECT_NONE,
+          "command.stdin_close",
+          true },
         { "POST", { "process.Process", "Update" }, e2b_process_update, ENVD, 0, OBJECT_NONE, "command.resize", true },
         { "POST", { "filesystem.Filesystem", "Stat" }, e2b_fs_stat, ENVD, 0, OBJECT_NONE, "file.stat", false },
         { "POST", { "filesystem.Filesystem", "ListDir" }, e2b_fs_list_dir, ENVD, 0, OBJECT_NONE, "file.list", false },
@@ -65,6 +150,7 @@ static const struct route {
         { "GET", { "files" }, e2b_files_download, ENVD, 0, OBJECT_NONE, "file.download", false },
         { "POST", { "files" }, NULL, ENVD, 0, OBJECT_NONE, "file.upload", true }, /* streamed: e2b_router_upload_begin */
 };
+/* clang-format on */
 
 const char *e2b_call_header(const struct e2b_call *call, const char *name)
 {
@@ -257,8 +343,8 @@ static const struct route *route_call(struct e2b_call *call, char *path_copy, si
                         found = &routes[i];
         }
         if (!found) {
-                space_error_set(&err, path_known ? SPACE_E_METHOD_NOT_ALLOWED : SPACE_E_NOT_FOUND, "%s %s is not %s", method,
-                                url, path_known ? "allowed" : "supported by space's E2B front door");
+                space_error_set(&err, path_known ? SPACE_E_METHOD_NOT_ALLOWED : SPACE_E_NOT_FOUND, "%s %s is not %s", method, url,
+                                path_known ? "allowed" : "supported by space's E2B front door");
                 if (envd)
                         e2b_connect_reply_error(resp, &err);
                 else
@@ -315,8 +401,9 @@ int e2b_router_upload_begin(struct e2b_front *front, struct MHD_Connection *conn
         struct space_error err = { 0 };
         struct e2b_call call = { .front = front };
         char path_copy[1024];
-        call.req = (struct api_request){ .ctx = front->ctx, .conn = conn, .method = method, .path = url, .body = "",
-                                         .request_id = trail->id };
+        call.req = (struct api_request){
+                .ctx = front->ctx, .conn = conn, .method = method, .path = url, .body = "", .request_id = trail->id
+        };
         if (!route_call(&call, path_copy, sizeof(path_copy), trail, resp))
                 return -1;
         if (e2b_upload_begin(&call, ret, &err) < 0) {
@@ -332,8 +419,9 @@ bool e2b_router_authenticates(struct e2b_front *front, struct MHD_Connection *co
         struct e2b_call call = { .front = front };
         struct api_response resp = { 0 };
         char path_copy[1024];
-        call.req = (struct api_request){ .ctx = front->ctx, .conn = conn, .method = method, .path = url, .body = "",
-                                         .request_id = trail->id };
+        call.req = (struct api_request){
+                .ctx = front->ctx, .conn = conn, .method = method, .path = url, .body = "", .request_id = trail->id
+        };
         const struct route *found = route_call(&call, path_copy, sizeof(path_copy), trail, &resp);
         json_decref(resp.body);
         json_decref(resp.headers);
@@ -345,8 +433,13 @@ void e2b_router_handle(struct e2b_front *front, struct MHD_Connection *conn, con
 {
         struct e2b_call call = { .front = front };
         char path_copy[1024];
-        call.req = (struct api_request){ .ctx = front->ctx, .conn = conn, .method = method, .path = url, .body = body,
-                                         .body_len = body_len, .request_id = trail->id };
+        call.req = (struct api_request){ .ctx = front->ctx,
+                                         .conn = conn,
+                                         .method = method,
+                                         .path = url,
+                                         .body = body,
+                                         .body_len = body_len,
+                                         .request_id = trail->id };
         const struct route *found = route_call(&call, path_copy, sizeof(path_copy), trail, resp);
         if (!found)
                 return;

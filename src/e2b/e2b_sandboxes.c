@@ -90,8 +90,10 @@ static const char *e2b_state(enum sandbox_state s)
         switch (s) {
         case SANDBOX_PAUSED:
         case SANDBOX_STOPPING:
-        case SANDBOX_STOPPED: return "paused";
-        default: return "running";
+        case SANDBOX_STOPPED:
+                return "paused";
+        default:
+                return "running";
         }
 }
 
@@ -135,8 +137,9 @@ static json_t *render_info(struct e2b_call *call, const struct sandbox *sb)
         json_t *j = render_listed(call, sb);
         json_object_set_new(j, "allowInternetAccess", json_false());
         json_object_set_new(j, "domain", json_null());
-        json_object_set_new(j, "lifecycle", json_pack("{s:s, s:b}", "onTimeout", strcmp(sb->on_timeout, "pause") == 0 ? "pause" : "kill",
-                                                      "autoResume", 0));
+        json_object_set_new(
+                j, "lifecycle",
+                json_pack("{s:s, s:b}", "onTimeout", strcmp(sb->on_timeout, "pause") == 0 ? "pause" : "kill", "autoResume", 0));
         return j;
 }
 
@@ -208,8 +211,8 @@ int e2b_timeout_field(const json_t *body, long long *ret, struct space_error *er
 /* The E2B body as a create request: templateID is translated (--e2b-templates, snapshot
  * names) here; sandbox_create_request_submit validates and submits as for the v1 API. */
 static int parse_create(struct spaced_context *ctx, const struct principal *caller, const json_t *body,
-                        struct sandbox_create_request *cr, char *space_template,
-                        size_t space_template_size, char *snapshot, size_t snapshot_size, struct space_error *err)
+                        struct sandbox_create_request *cr, char *space_template, size_t space_template_size, char *snapshot,
+                        size_t snapshot_size, struct space_error *err)
 {
         const char *template_id = "base";
         bool auto_pause = false;
@@ -529,8 +532,8 @@ void e2b_sandbox_pause(struct e2b_call *call, struct api_response *resp)
         /* An E2B paused sandbox waits for its connect: it does not time out meanwhile. */
         int r = STORE(call->req.ctx, sandbox_set_expiry, call->sandbox_id, 0);
         if (r < 0)
-                return e2b_reply_error(resp, 500, "sandbox %s is paused, but its timeout could not be cleared: %s", call->sandbox_id,
-                                       strerror(-r));
+                return e2b_reply_error(resp, 500, "sandbox %s is paused, but its timeout could not be cleared: %s",
+                                       call->sandbox_id, strerror(-r));
         e2b_reply_empty(resp);
 }
 

@@ -32,9 +32,9 @@ struct e2b_server {
 struct body {
         struct http_body in;
         size_t limit;
-        bool streamed;             /* a /files upload */
-        struct e2b_upload *upload; /* NULL once finished, or when it could not start */
-        struct api_response early; /* why it could not start (sent after the body) */
+        bool streamed;              /* a /files upload */
+        struct e2b_upload *upload;  /* NULL once finished, or when it could not start */
+        struct api_response early;  /* why it could not start (sent after the body) */
         struct request_trail trail; /* finished in on_completed */
 };
 
@@ -91,11 +91,9 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         struct api_response resp = { 0 };
         if (b->in.too_large) {
                 resp.status = 413;
-                resp.body = json_pack("{s:i, s:s}", "code", 413, "message",
-                                      "request body is too large (--max-body)");
+                resp.body = json_pack("{s:i, s:s}", "code", 413, "message", "request body is too large (--max-body)");
         } else {
-                e2b_router_handle(&s->front, conn, method, url, b->in.data ? b->in.data : "", b->in.len, &b->trail,
-                                  &resp);
+                e2b_router_handle(&s->front, conn, method, url, b->in.data ? b->in.data : "", b->in.len, &b->trail, &resp);
         }
         enum MHD_Result r = send_response(conn, b, &resp);
         json_decref(resp.body);
@@ -142,8 +140,9 @@ int e2b_server_start(struct spaced_context *ctx, int fd, struct e2b_server **ret
         }
         /* Bound without SO_REUSEPORT (http_listener_bind): a port already taken, also by
          * spaced's own --listen, failed at the start rather than be shared at random. */
-        struct http_listener_options o = { .listen_fd = fd, .tcp = true, .on_request = on_request,
-                                           .on_completed = on_completed, .cls = s };
+        struct http_listener_options o = {
+                .listen_fd = fd, .tcp = true, .on_request = on_request, .on_completed = on_completed, .cls = s
+        };
         if (http_listener_start(&ctx->cfg, &o, &s->listener) < 0) {
                 snprintf(reason, reason_size, "cannot listen on %s:%u for E2B (in use?)", ctx->cfg.e2b_listen_addr,
                          ctx->cfg.e2b_listen_port);

@@ -33,8 +33,9 @@ struct watch_stream {
         bool done;
 };
 
-static const char *const event_types[] = { "", "EVENT_TYPE_CREATE", "EVENT_TYPE_WRITE", "EVENT_TYPE_REMOVE",
-                                           "EVENT_TYPE_RENAME", "EVENT_TYPE_CHMOD" };
+static const char *const event_types[] = {
+        "", "EVENT_TYPE_CREATE", "EVENT_TYPE_WRITE", "EVENT_TYPE_REMOVE", "EVENT_TYPE_RENAME", "EVENT_TYPE_CHMOD"
+};
 
 static int emit(struct watch_stream *st, json_t *msg)
 {
@@ -68,8 +69,9 @@ static int emit_event(struct watch_stream *st, const struct agent_frame *f)
         size_t base_len = rel_len - (size_t)(base - rel);
         if (base_len > 1 && base[0] == '#' && strspn(base + 1, "0123456789") >= base_len - 1)
                 return 0;
-        return emit(st, json_pack("{s:{s:o, s:s}}", "filesystem", "name", output_encoding_utf8((const uint8_t *)rel, rel_len), "type",
-                                  event_types[kind]));
+        return emit(st,
+                    json_pack("{s:{s:o, s:s}}", "filesystem", "name", output_encoding_utf8((const uint8_t *)rel, rel_len), "type",
+                              event_types[kind]));
 }
 
 static ssize_t watch_read(void *cls, char *buf, size_t max)
@@ -105,7 +107,8 @@ static ssize_t watch_read(void *cls, char *buf, size_t max)
                 if (r < 0 && errno != EINTR)
                         return -1;
                 if (r <= 0) {
-                        if (monotonic_now_us() - st->idle_since_us >= st->keepalive_us && emit(st, json_pack("{s:{}}", "keepalive")) < 0)
+                        if (monotonic_now_us() - st->idle_since_us >= st->keepalive_us &&
+                            emit(st, json_pack("{s:{}}", "keepalive")) < 0)
                                 return -1;
                         continue;
                 }
@@ -154,7 +157,8 @@ void e2b_fs_watch_dir(struct e2b_call *call, struct api_response *resp)
         if (r < 0 || sb.state != SANDBOX_RUNNING) {
                 if (r == 0)
                         sandbox_release(&sb);
-                space_error_set(&err, r == -ENOENT ? SPACE_E_NOT_FOUND : SPACE_E_UNAVAILABLE, "sandbox %s is not running", call->sandbox_id);
+                space_error_set(&err, r == -ENOENT ? SPACE_E_NOT_FOUND : SPACE_E_UNAVAILABLE, "sandbox %s is not running",
+                                call->sandbox_id);
                 goto fail;
         }
         /* No read timeout: the stream waits for events as long as the client stays. */
@@ -164,7 +168,8 @@ void e2b_fs_watch_dir(struct e2b_call *call, struct api_response *resp)
                 goto fail;
         struct timeval tv = { .tv_sec = 30 };
         setsockopt(st->agent, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
-        struct agent_file_args a = { .path = st->dir, .recursive = json_is_true(json_object_get(msg, "recursive")),
+        struct agent_file_args a = { .path = st->dir,
+                                     .recursive = json_is_true(json_object_get(msg, "recursive")),
                                      .user = strcmp(call->user, "root") == 0 ? NULL : call->user };
         r = agent_files_call(st->agent, AGENT_MSG_FILE_WATCH, &a, AGENT_MSG_FILE_DONE, &reply, text, sizeof(text));
         agent_file_reply_release(&reply);

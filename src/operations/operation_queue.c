@@ -80,8 +80,8 @@ static int set_text(char *field, size_t size, const char *what, const struct ope
         size_t n = strlen(text);
         if (n >= size) {
                 free(text);
-                return space_error_set(err, SPACE_E_INVALID_REQUEST, "the %s of this %s would be %zu bytes; at most %zu are kept", what,
-                                       op->kind, n, size - 1);
+                return space_error_set(err, SPACE_E_INVALID_REQUEST, "the %s of this %s would be %zu bytes; at most %zu are kept",
+                                       what, op->kind, n, size - 1);
         }
         memcpy(field, text, n + 1);
         free(text);
@@ -110,8 +110,8 @@ static int store_update(struct spaced_context *ctx, const struct operation *op)
                 struct timespec ts = { 0, 100000000L << attempt };
                 nanosleep(&ts, NULL);
         }
-        log_error("operation.store_failed", "op=%s kind=%s state=%s error=\"%s\"", op->id, op->kind, operation_state_name(op->state),
-                  strerror(-r));
+        log_error("operation.store_failed", "op=%s kind=%s state=%s error=\"%s\"", op->id, op->kind,
+                  operation_state_name(op->state), strerror(-r));
         return r;
 }
 

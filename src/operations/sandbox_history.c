@@ -76,8 +76,9 @@ int sandbox_history_snapshot(struct spaced_context *ctx, const char *sandbox_id,
         /* Asked of the default driver before the sandbox is looked up, then of its own. */
         const struct runtime_driver *d = runtime_registry_default(&ctx->runtimes);
         if (memory && !d->caps.memory_snapshot)
-                return space_error_set(err, SPACE_E_UNSUPPORTED, "memory snapshots are not available with the %s runtime on this host: %s",
-                                       d->ops->name, d->caps.memory_snapshot_detail);
+                return space_error_set(err, SPACE_E_UNSUPPORTED,
+                                       "memory snapshots are not available with the %s runtime on this host: %s", d->ops->name,
+                                       d->caps.memory_snapshot_detail);
         struct sandbox sb;
         if (storage_gate_check(ctx, STORAGE_WRITES, err) < 0 || load_sandbox(ctx, sandbox_id, &sb, err) < 0)
                 return -1;
@@ -87,8 +88,9 @@ int sandbox_history_snapshot(struct spaced_context *ctx, const char *sandbox_id,
         if (!d)
                 return -1;
         if (memory && !d->caps.memory_snapshot)
-                return space_error_set(err, SPACE_E_UNSUPPORTED, "memory snapshots are not available with the %s runtime on this host: %s",
-                                       d->ops->name, d->caps.memory_snapshot_detail);
+                return space_error_set(err, SPACE_E_UNSUPPORTED,
+                                       "memory snapshots are not available with the %s runtime on this host: %s", d->ops->name,
+                                       d->caps.memory_snapshot_detail);
         if (!(SNAPSHOTTABLE & M(state)))
                 return space_error_set(err, SPACE_E_INVALID_STATE, "cannot snapshot sandbox %s while it is %s", sandbox_id,
                                        sandbox_state_name(state));
@@ -111,7 +113,8 @@ static int take_snapshot(struct spaced_context *ctx, struct sandbox *sb, struct 
         if (!(SNAPSHOTTABLE & M(sb->state)))
                 return space_error_set(err, SPACE_E_INVALID_STATE, "sandbox %s became %s", sb->id, sandbox_state_name(sb->state));
         const struct runtime_driver *d = runtime_registry_for(&ctx->runtimes, sb, err);
-        if (!d || snapshot_dir(ctx, snap->id, dst, sizeof(dst), err) < 0 || d->ops->snapshot_rootfs(d, sb, dst, &snap->pause_us, err) < 0)
+        if (!d || snapshot_dir(ctx, snap->id, dst, sizeof(dst), err) < 0 ||
+            d->ops->snapshot_rootfs(d, sb, dst, &snap->pause_us, err) < 0)
                 return -1;
         snprintf(snap->parent_snapshot_id, sizeof(snap->parent_snapshot_id), "%s", sb->head_snapshot_id);
         snprintf(snap->state, sizeof(snap->state), "ready");
@@ -191,8 +194,8 @@ int sandbox_history_delete_snapshot(struct spaced_context *ctx, const char *snap
          * next start removes; the other order could leave a row without its data. */
         int r = STORE(ctx, snapshot_delete, snapshot_id, true, user);
         if (r == -EBUSY)
-                return space_error_set(err, SPACE_E_INVALID_STATE, "snapshot %s is needed by operation %s, which has not finished",
-                                       snapshot_id, user);
+                return space_error_set(err, SPACE_E_INVALID_STATE,
+                                       "snapshot %s is needed by operation %s, which has not finished", snapshot_id, user);
         if (r < 0 && r != -ENOENT)
                 return space_error_errno(err, r, "store deletion of %s", snapshot_id);
         /* Our own background reader steps aside (and may pick it up again in between: retry). */
@@ -210,8 +213,8 @@ int sandbox_history_delete_snapshot(struct spaced_context *ctx, const char *snap
 
 /* ---- restore ---- */
 
-int sandbox_history_restore(struct spaced_context *ctx, const char *sandbox_id, const char *snapshot_id,
-                            struct operation *ret_op, struct space_error *err)
+int sandbox_history_restore(struct spaced_context *ctx, const char *sandbox_id, const char *snapshot_id, struct operation *ret_op,
+                            struct space_error *err)
 {
         struct snapshot snap;
         struct sandbox sb;
@@ -259,7 +262,8 @@ int sandbox_op_restore(struct spaced_context *ctx, struct operation *op, struct 
         if (sandbox_step_load(ctx, op->target, &sb, err) < 0)
                 goto out_params;
         if (sb.state != SANDBOX_RESTORING) {
-                space_error_set(err, SPACE_E_INVALID_STATE, "sandbox %s is %s, not restoring", sb.id, sandbox_state_name(sb.state));
+                space_error_set(err, SPACE_E_INVALID_STATE, "sandbox %s is %s, not restoring", sb.id,
+                                sandbox_state_name(sb.state));
                 goto out;
         }
         const struct runtime_driver *d = runtime_registry_for(&ctx->runtimes, &sb, err);
@@ -271,8 +275,12 @@ int sandbox_op_restore(struct spaced_context *ctx, struct operation *op, struct 
         }
         /* The new head and the cleared runtime handle go with the final state, in one
          * transaction (a start that fails is written the same way, without the op). */
-        struct sandbox_settlement done = { .from_mask = M(SANDBOX_RESTORING), .to = SANDBOX_STOPPED, .reason = "",
-                                           .head_snapshot_id = snap_id, .set_runtime = true, .runtime_state = "" };
+        struct sandbox_settlement done = { .from_mask = M(SANDBOX_RESTORING),
+                                           .to = SANDBOX_STOPPED,
+                                           .reason = "",
+                                           .head_snapshot_id = snap_id,
+                                           .set_runtime = true,
+                                           .runtime_state = "" };
         if (restart && sandbox_step_launch(ctx, &sb, err) < 0) {
                 snprintf(reason, sizeof(reason), "restored, but start failed: %s", err->message);
                 done.reason = reason;
@@ -323,8 +331,8 @@ static void child_from_parent(struct sandbox *child, const struct sandbox *paren
         snprintf(child->head_snapshot_id, sizeof(child->head_snapshot_id), "%s", snapshot_id);
 }
 
-int sandbox_history_fork(struct spaced_context *ctx, const char *sandbox_id, const char *snapshot_id, int count,
-                         json_t *metadata, char (**ret_ids)[32], struct operation *ret_op, struct space_error *err)
+int sandbox_history_fork(struct spaced_context *ctx, const char *sandbox_id, const char *snapshot_id, int count, json_t *metadata,
+                         char (**ret_ids)[32], struct operation *ret_op, struct space_error *err)
 {
         struct sandbox parent;
         struct snapshot snap;
@@ -352,7 +360,8 @@ int sandbox_history_fork(struct spaced_context *ctx, const char *sandbox_id, con
                 if (load_snapshot(ctx, snapshot_id, &snap, err) < 0)
                         goto out;
                 if (strcmp(snap.sandbox_id, sandbox_id) != 0) {
-                        space_error_set(err, SPACE_E_INVALID_REQUEST, "snapshot %s belongs to sandbox %s", snapshot_id, snap.sandbox_id);
+                        space_error_set(err, SPACE_E_INVALID_REQUEST, "snapshot %s belongs to sandbox %s", snapshot_id,
+                                        snap.sandbox_id);
                         goto out;
                 }
                 if (strcmp(snap.state, "ready") != 0) {
@@ -367,8 +376,9 @@ int sandbox_history_fork(struct spaced_context *ctx, const char *sandbox_id, con
                 json_array_append_new(child_ids, json_string(children[made].id));
         }
         operation_init(ret_op, "sandbox.fork", sandbox_id);
-        if (operation_set_params(ret_op, json_pack("{s:s, s:b, s:o}", "snapshot_id", snap.id, "take_snapshot", take, "children", child_ids),
-                                 err) < 0) {
+        if (operation_set_params(
+                    ret_op, json_pack("{s:s, s:b, s:o}", "snapshot_id", snap.id, "take_snapshot", take, "children", child_ids),
+                    err) < 0) {
                 r = -1;
                 goto out;
         }
@@ -399,8 +409,11 @@ out:
 /* A launched child's move to running and its timeout, in one transaction. */
 static int settle_child_running(struct spaced_context *ctx, const struct sandbox *child)
 {
-        struct sandbox_settlement up = { .from_mask = M(SANDBOX_CREATING), .to = SANDBOX_RUNNING, .reason = "",
-                                         .set_expiry = true, .expires_at_ms = sandbox_step_expiry_at(child) };
+        struct sandbox_settlement up = { .from_mask = M(SANDBOX_CREATING),
+                                         .to = SANDBOX_RUNNING,
+                                         .reason = "",
+                                         .set_expiry = true,
+                                         .expires_at_ms = sandbox_step_expiry_at(child) };
         enum sandbox_state current;
         int r = STORE(ctx, sandbox_settle, child->id, &up, &current);
         if (r < 0 && r != -ESTALE)
@@ -482,13 +495,15 @@ int sandbox_op_fork(struct spaced_context *ctx, struct operation *op, struct spa
         size_t i;
         json_t *v;
         struct space_error first = { 0 };
-        json_array_foreach(children, i, v) {
+        json_array_foreach(children, i, v)
+        {
                 struct space_error e = { 0 };
                 if (start_child(ctx, json_string_value(v), src, &e) < 0 && failed++ == 0)
                         first = e;
         }
         if (failed) {
-                space_error_set(err, first.code, "%d of %zu forks failed; first: %s", failed, json_array_size(children), first.message);
+                space_error_set(err, first.code, "%d of %zu forks failed; first: %s", failed, json_array_size(children),
+                                first.message);
                 goto out;
         }
         r = operation_set_result(op, json_pack("{s:s, s:O}", "snapshot_id", snap.id, "sandbox_ids", children), err);

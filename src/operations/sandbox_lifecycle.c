@@ -71,8 +71,8 @@ static int bind_to_snapshot(struct spaced_context *ctx, struct sandbox *sb, stru
                 snprintf(sb->template_name, sizeof(sb->template_name), "snapshot");
                 snprintf(base, sizeof(base), "snapshot:%s", snap.id);
                 const struct runtime_driver *d = runtime_registry_default(&ctx->runtimes);
-                sb->environment = json_pack("{s:s, s:s, s:s}", "driver", d->ops->name, "driver_version", d->ops->version,
-                                            "base", base);
+                sb->environment =
+                        json_pack("{s:s, s:s, s:s}", "driver", d->ops->name, "driver_version", d->ops->version, "base", base);
         }
         snprintf(sb->parent_sandbox_id, sizeof(sb->parent_sandbox_id), "%s", snap.sandbox_id);
         snprintf(sb->head_snapshot_id, sizeof(sb->head_snapshot_id), "%s", snap.id);
@@ -97,8 +97,9 @@ int sandbox_lifecycle_create(struct spaced_context *ctx, struct sandbox *sb, str
                 return space_error_errno(err, r, "read template %s", sb->template_name);
         if (strcmp(t.state, "ready") != 0) {
                 template_record_release(&t);
-                return space_error_set(err, SPACE_E_TEMPLATE_NOT_READY, "template %s is %s; build it first (POST /v1/templates/%s/build)",
-                                       sb->template_name, t.state, sb->template_name);
+                return space_error_set(err, SPACE_E_TEMPLATE_NOT_READY,
+                                       "template %s is %s; build it first (POST /v1/templates/%s/build)", sb->template_name,
+                                       t.state, sb->template_name);
         }
         const char *pin = json_string_value(json_object_get(sb->environment, "pinned_digest"));
         const char *digest = json_string_value(json_object_get(t.environment, "digest"));
@@ -136,7 +137,8 @@ insert:;
 
         r = STORE(ctx, sandbox_insert, sb, ret_op);
         if (r == -ENOENT && sb->parent_snapshot_id[0])
-                return space_error_set(err, SPACE_E_NOT_FOUND, "snapshot %s not found (deleted meanwhile)", sb->parent_snapshot_id);
+                return space_error_set(err, SPACE_E_NOT_FOUND, "snapshot %s not found (deleted meanwhile)",
+                                       sb->parent_snapshot_id);
         if (r < 0)
                 return space_error_errno(err, r, "store sandbox");
         operation_queue_submit(ctx->queue, ret_op->id);
@@ -154,13 +156,14 @@ int sandbox_lifecycle_submit(struct spaced_context *ctx, const char *id, enum sa
         if (r == -ENOENT)
                 return space_error_set(err, SPACE_E_NOT_FOUND, "sandbox %s not found", id);
         if (r == -ESTALE)
-                return space_error_set(err, SPACE_E_INVALID_STATE, "cannot %s sandbox %s while it is %s", actions[action].name, id,
-                                       sandbox_state_name(current));
+                return space_error_set(err, SPACE_E_INVALID_STATE, "cannot %s sandbox %s while it is %s", actions[action].name,
+                                       id, sandbox_state_name(current));
         if (r == -EBUSY)
-                return space_error_set(err, SPACE_E_INVALID_STATE,
-                                       "cannot %s sandbox %s while a fork or snapshot of it that was accepted first has not finished; "
-                                       "try again when it has",
-                                       actions[action].name, id);
+                return space_error_set(
+                        err, SPACE_E_INVALID_STATE,
+                        "cannot %s sandbox %s while a fork or snapshot of it that was accepted first has not finished; "
+                        "try again when it has",
+                        actions[action].name, id);
         if (r < 0)
                 return space_error_errno(err, r, "store transition");
         operation_queue_submit(ctx->queue, ret_op->id);
@@ -181,7 +184,8 @@ int sandbox_step_move(struct spaced_context *ctx, const char *id, unsigned from,
         enum sandbox_state current;
         int r = STORE(ctx, sandbox_transition, id, from, to, reason, NULL, &current);
         if (r == -ESTALE)
-                return space_error_set(err, SPACE_E_INVALID_STATE, "sandbox %s became %s meanwhile", id, sandbox_state_name(current));
+                return space_error_set(err, SPACE_E_INVALID_STATE, "sandbox %s became %s meanwhile", id,
+                                       sandbox_state_name(current));
         return r < 0 ? space_error_errno(err, r, "store state of %s", id) : 0;
 }
 
@@ -211,7 +215,8 @@ int sandbox_step_settle(struct spaced_context *ctx, struct operation *op, const 
                 return 0;
         *op = before;
         if (r == -ESTALE)
-                return space_error_set(err, SPACE_E_INVALID_STATE, "sandbox %s became %s meanwhile", id, sandbox_state_name(current));
+                return space_error_set(err, SPACE_E_INVALID_STATE, "sandbox %s became %s meanwhile", id,
+                                       sandbox_state_name(current));
         return space_error_errno(err, r, "store state of %s", id);
 }
 
@@ -280,7 +285,8 @@ int sandbox_op_create(struct spaced_context *ctx, struct operation *op, struct s
                 return -1;
         int r = -1;
         if (sb.state != SANDBOX_CREATING) {
-                space_error_set(err, SPACE_E_INVALID_STATE, "sandbox %s is %s, not creating", sb.id, sandbox_state_name(sb.state));
+                space_error_set(err, SPACE_E_INVALID_STATE, "sandbox %s is %s, not creating", sb.id,
+                                sandbox_state_name(sb.state));
                 goto out;
         }
         /* From its template, or from the snapshot it was created from. */
@@ -294,12 +300,15 @@ int sandbox_op_create(struct spaced_context *ctx, struct operation *op, struct s
         if (!(d = runtime_registry_for(&ctx->runtimes, &sb, err)) || d->ops->stop(d, &sb, err) < 0 ||
             d->ops->create_rootfs(d, &sb, tpath, err) < 0 || sandbox_step_launch(ctx, &sb, err) < 0)
                 goto fail;
-        struct sandbox_settlement running = { .from_mask = M(SANDBOX_CREATING), .to = SANDBOX_RUNNING, .reason = "",
-                                               .set_expiry = true, .expires_at_ms = sandbox_step_expiry_at(&sb) };
+        struct sandbox_settlement running = { .from_mask = M(SANDBOX_CREATING),
+                                              .to = SANDBOX_RUNNING,
+                                              .reason = "",
+                                              .set_expiry = true,
+                                              .expires_at_ms = sandbox_step_expiry_at(&sb) };
         /* On invalid_state it was destroyed while being created: the destroy cleans up after us. */
         r = sandbox_step_settle(ctx, op, sb.id, &running, NULL, err);
         goto out;
-fail: {
+fail : {
         struct space_error ignored;
         if (d) {
                 d->ops->stop(d, &sb, &ignored);
@@ -320,15 +329,19 @@ int sandbox_op_start(struct spaced_context *ctx, struct operation *op, struct sp
                 return -1;
         int r = -1;
         if (sb.state != SANDBOX_STARTING) {
-                space_error_set(err, SPACE_E_INVALID_STATE, "sandbox %s is %s, not starting", sb.id, sandbox_state_name(sb.state));
+                space_error_set(err, SPACE_E_INVALID_STATE, "sandbox %s is %s, not starting", sb.id,
+                                sandbox_state_name(sb.state));
         } else if (sandbox_step_launch(ctx, &sb, err) < 0) {
                 struct space_error ignored;
                 char reason[300];
                 snprintf(reason, sizeof(reason), "start failed: %s", err->message);
                 sandbox_step_move(ctx, sb.id, M(SANDBOX_STARTING), SANDBOX_STOPPED, reason, &ignored);
         } else {
-                struct sandbox_settlement running = { .from_mask = M(SANDBOX_STARTING), .to = SANDBOX_RUNNING, .reason = "",
-                                                       .set_expiry = true, .expires_at_ms = sandbox_step_expiry_at(&sb) };
+                struct sandbox_settlement running = { .from_mask = M(SANDBOX_STARTING),
+                                                      .to = SANDBOX_RUNNING,
+                                                      .reason = "",
+                                                      .set_expiry = true,
+                                                      .expires_at_ms = sandbox_step_expiry_at(&sb) };
                 r = sandbox_step_settle(ctx, op, sb.id, &running, NULL, err);
         }
         sandbox_release(&sb);
@@ -343,10 +356,14 @@ int sandbox_op_stop(struct spaced_context *ctx, struct operation *op, struct spa
                 return -1;
         int r = -1;
         if (sb.state != SANDBOX_STOPPING)
-                space_error_set(err, SPACE_E_INVALID_STATE, "sandbox %s is %s, not stopping", sb.id, sandbox_state_name(sb.state));
+                space_error_set(err, SPACE_E_INVALID_STATE, "sandbox %s is %s, not stopping", sb.id,
+                                sandbox_state_name(sb.state));
         else if ((d = runtime_registry_for(&ctx->runtimes, &sb, err)) && d->ops->stop(d, &sb, err) == 0) {
-                struct sandbox_settlement stopped = { .from_mask = M(SANDBOX_STOPPING), .to = SANDBOX_STOPPED, .reason = "",
-                                                       .set_runtime = true, .set_expiry = true };
+                struct sandbox_settlement stopped = { .from_mask = M(SANDBOX_STOPPING),
+                                                      .to = SANDBOX_STOPPED,
+                                                      .reason = "",
+                                                      .set_runtime = true,
+                                                      .set_expiry = true };
                 r = sandbox_step_settle(ctx, op, sb.id, &stopped, NULL, err);
         }
         sandbox_release(&sb);
@@ -368,7 +385,10 @@ static int freeze_op(struct spaced_context *ctx, struct operation *op, bool paus
                 space_error_set(err, SPACE_E_INVALID_STATE, "sandbox %s is %s", sb.id, sandbox_state_name(sb.state));
         else if ((d = runtime_registry_for(&ctx->runtimes, &sb, err)) &&
                  (pause ? d->ops->pause(d, &sb, err) : d->ops->resume(d, &sb, err)) == 0) {
-                struct sandbox_settlement moved = { .from_mask = M(from), .to = to, .reason = "", .set_expiry = !pause,
+                struct sandbox_settlement moved = { .from_mask = M(from),
+                                                    .to = to,
+                                                    .reason = "",
+                                                    .set_expiry = !pause,
                                                     .expires_at_ms = pause ? 0 : sandbox_step_expiry_at(&sb) };
                 r = sandbox_step_settle(ctx, op, sb.id, &moved, NULL, err);
         }
@@ -396,15 +416,19 @@ int sandbox_op_destroy(struct spaced_context *ctx, struct operation *op, struct 
         if (sb.state == SANDBOX_DESTROYED)
                 r = 0;
         else if (sb.state != SANDBOX_DESTROYING)
-                space_error_set(err, SPACE_E_INVALID_STATE, "sandbox %s is %s, not destroying", sb.id, sandbox_state_name(sb.state));
+                space_error_set(err, SPACE_E_INVALID_STATE, "sandbox %s is %s, not destroying", sb.id,
+                                sandbox_state_name(sb.state));
         else if ((d = runtime_registry_for(&ctx->runtimes, &sb, err)) && d->ops->stop(d, &sb, err) == 0 &&
                  d->ops->destroy_rootfs(d, &sb, err) == 0) {
                 /* Everything on disk goes before the row says destroyed (a re-run then has it all). */
                 char logs[PATH_MAX];
                 command_channels_log_dir(ctx, sb.id, NULL, logs, sizeof(logs));
                 (void)command_log_remove(logs);
-                struct sandbox_settlement destroyed = { .from_mask = M(SANDBOX_DESTROYING), .to = SANDBOX_DESTROYED, .reason = "",
-                                                         .set_runtime = true, .set_expiry = true };
+                struct sandbox_settlement destroyed = { .from_mask = M(SANDBOX_DESTROYING),
+                                                        .to = SANDBOX_DESTROYED,
+                                                        .reason = "",
+                                                        .set_runtime = true,
+                                                        .set_expiry = true };
                 r = sandbox_step_settle(ctx, op, sb.id, &destroyed, NULL, err);
         }
         sandbox_release(&sb);
@@ -417,9 +441,9 @@ operation_handler operation_handler_for(const char *kind)
                 const char *kind;
                 operation_handler h;
         } table[] = {
-                { "sandbox.create", sandbox_op_create }, { "sandbox.start", sandbox_op_start },
-                { "sandbox.stop", sandbox_op_stop },     { "sandbox.pause", sandbox_op_pause },
-                { "sandbox.resume", sandbox_op_resume }, { "sandbox.destroy", sandbox_op_destroy },
+                { "sandbox.create", sandbox_op_create },     { "sandbox.start", sandbox_op_start },
+                { "sandbox.stop", sandbox_op_stop },         { "sandbox.pause", sandbox_op_pause },
+                { "sandbox.resume", sandbox_op_resume },     { "sandbox.destroy", sandbox_op_destroy },
                 { "sandbox.snapshot", sandbox_op_snapshot }, { "sandbox.restore", sandbox_op_restore },
                 { "sandbox.fork", sandbox_op_fork },         { "template.build", template_op_build },
         };

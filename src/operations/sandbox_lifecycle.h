@@ -10,14 +10,20 @@
 
 struct spaced_context;
 
-enum sandbox_action { SANDBOX_ACTION_STOP, SANDBOX_ACTION_START, SANDBOX_ACTION_PAUSE, SANDBOX_ACTION_RESUME, SANDBOX_ACTION_DESTROY };
+enum sandbox_action {
+        SANDBOX_ACTION_STOP,
+        SANDBOX_ACTION_START,
+        SANDBOX_ACTION_PAUSE,
+        SANDBOX_ACTION_RESUME,
+        SANDBOX_ACTION_DESTROY
+};
 
 int sandbox_action_from_name(const char *name, enum sandbox_action *ret);
 
 /* Creates the row (state creating) and its sandbox.create operation, and queues it. */
 int sandbox_lifecycle_create(struct spaced_context *ctx, struct sandbox *sb, struct operation *ret_op, struct space_error *err);
-int sandbox_lifecycle_submit(struct spaced_context *ctx, const char *id, enum sandbox_action action,
-                             struct operation *ret_op, struct space_error *err);
+int sandbox_lifecycle_submit(struct spaced_context *ctx, const char *id, enum sandbox_action action, struct operation *ret_op,
+                             struct space_error *err);
 
 int sandbox_op_create(struct spaced_context *ctx, struct operation *op, struct space_error *err);
 int sandbox_op_start(struct spaced_context *ctx, struct operation *op, struct space_error *err);

@@ -16,10 +16,10 @@ struct btrfs_pool;
 
 struct runtime_config {
         const struct btrfs_pool *pool;
-        const char *instance;  /* this daemon's instance id (spaced/instance_id.h) */
-        const char *state_dir; /* this daemon's state directory */
-        char run_dir[4096];    /* <state>/run: per-sandbox host-side directories */
-        char agent_path[4096]; /* the static space-agent binary */
+        const char *instance;     /* this daemon's instance id (spaced/instance_id.h) */
+        const char *state_dir;    /* this daemon's state directory */
+        char run_dir[4096];       /* <state>/run: per-sandbox host-side directories */
+        char agent_path[4096];    /* the static space-agent binary */
         char uid_range_dir[4096]; /* host-wide uid range records; "" for the default */
 };
 
@@ -59,7 +59,7 @@ void exec_result_set_limits(struct exec_result *r, int before_r, const struct ru
 struct runtime_capabilities {
         bool memory_snapshot;
         bool pause;
-        bool fd_passing; /* the agent connection can carry SCM_RIGHTS descriptors (same kernel) */
+        bool fd_passing;                  /* the agent connection can carry SCM_RIGHTS descriptors (same kernel) */
         char memory_snapshot_detail[160]; /* why (not), for operators; filled at init */
         char cgroup[8];                   /* the cgroup backend ("v1" | "v2"), "" for none */
 };
@@ -95,12 +95,11 @@ struct runtime_driver_ops {
         int (*destroy_rootfs)(const struct runtime_driver *d, const struct sandbox *sb, struct space_error *err);
         /* A read-only, consistent copy of the rootfs at dst: a running sandbox is frozen for it
          * (the time frozen goes to *ret_pause_us). Its cost does not grow with the data. */
-        int (*snapshot_rootfs)(const struct runtime_driver *d, const struct sandbox *sb, const char *dst,
-                               int64_t *ret_pause_us, struct space_error *err);
+        int (*snapshot_rootfs)(const struct runtime_driver *d, const struct sandbox *sb, const char *dst, int64_t *ret_pause_us,
+                               struct space_error *err);
         /* Replaces the rootfs of a stopped sandbox with a writable copy of src, atomically:
          * redone after a crash, it finishes the swap. */
-        int (*restore_rootfs)(const struct runtime_driver *d, const struct sandbox *sb, const char *src,
-                              struct space_error *err);
+        int (*restore_rootfs)(const struct runtime_driver *d, const struct sandbox *sb, const char *src, struct space_error *err);
         /* Launches the sandbox; fills sb->runtime_state (the caller stores it). Kills any
          * leftover first. */
         int (*start)(const struct runtime_driver *d, struct sandbox *sb, struct space_error *err);

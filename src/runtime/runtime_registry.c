@@ -74,7 +74,8 @@ const struct runtime_driver *runtime_registry_for_binding(const struct runtime_r
                 return runtime_registry_default(reg);
         const struct runtime_driver *d = json_is_string(name) ? runtime_registry_find(reg, json_string_value(name)) : NULL;
         if (!d)
-                space_error_set(err, SPACE_E_INVALID_REQUEST, "the template is bound to the %s runtime, which this server does not host",
+                space_error_set(err, SPACE_E_INVALID_REQUEST,
+                                "the template is bound to the %s runtime, which this server does not host",
                                 json_is_string(name) ? json_string_value(name) : "(invalid)");
         return d;
 }
@@ -89,7 +90,8 @@ int runtime_registry_agent_connect(const struct runtime_registry *reg, const str
         if (fd >= 0)
                 return fd;
         if (fd == -ENOENT || fd == -ECONNREFUSED || fd == -ECONNRESET || fd == -ETIMEDOUT || fd == -EAGAIN)
-                space_error_set(err, SPACE_E_UNAVAILABLE, "the agent of sandbox %s cannot be reached (%s)", sb->id, strerror(-fd));
+                space_error_set(err, SPACE_E_UNAVAILABLE, "the agent of sandbox %s cannot be reached (%s)", sb->id,
+                                strerror(-fd));
         else
                 space_error_errno(err, fd, "connect to the agent of sandbox %s", sb->id);
         return fd;

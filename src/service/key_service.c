@@ -60,7 +60,8 @@ int key_service_create(struct spaced_context *ctx, const struct principal *p, co
         if (s.permissions & ~principal_role_permissions(s.role)) {
                 char extra[256];
                 permission_format(s.permissions & ~principal_role_permissions(s.role), ", ", extra, sizeof(extra));
-                return space_error_set(err, SPACE_E_INVALID_REQUEST, "role %s does not have: %s", principal_role_name(s.role), extra);
+                return space_error_set(err, SPACE_E_INVALID_REQUEST, "role %s does not have: %s", principal_role_name(s.role),
+                                       extra);
         }
         if (!s.expires_at_ms)
                 s.expires_at_ms = p->expires_at_ms;

@@ -11,8 +11,8 @@
 #include "service/template_access.h"
 #include "state_store/state_store.h"
 
-int object_access_check(struct spaced_context *ctx, const struct principal *p, enum object_kind kind, const char *id,
-                        bool write, struct space_error *err)
+int object_access_check(struct spaced_context *ctx, const struct principal *p, enum object_kind kind, const char *id, bool write,
+                        struct space_error *err)
 {
         switch (kind) {
         case OBJECT_NONE:

@@ -25,5 +25,5 @@ enum object_kind {
 /* 0 when p may address object kind/id; -1 with err: not_found (unknown, or another
  * project's), forbidden (write to a shared template without the platform permission). An
  * unknown template reference passes (the handler answers it: a name may be built anew). */
-int object_access_check(struct spaced_context *ctx, const struct principal *p, enum object_kind kind, const char *id,
-                        bool write, struct space_error *err);
+int object_access_check(struct spaced_context *ctx, const struct principal *p, enum object_kind kind, const char *id, bool write,
+                        struct space_error *err);

@@ -22,7 +22,8 @@ static bool id_ok(const char *id)
 int project_service_create(struct spaced_context *ctx, const char *id, struct project *ret, struct space_error *err)
 {
         if (!id || !id_ok(id))
-                return space_error_set(err, SPACE_E_INVALID_REQUEST, "project id must be 1-31 of [a-z0-9-], not starting with '-'");
+                return space_error_set(err, SPACE_E_INVALID_REQUEST,
+                                       "project id must be 1-31 of [a-z0-9-], not starting with '-'");
         struct project p = { .created_at_ms = wallclock_now_ms() };
         snprintf(p.id, sizeof(p.id), "%s", id);
         int r = STORE(ctx, project_insert, &p);

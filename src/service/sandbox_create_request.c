@@ -13,7 +13,10 @@ void sandbox_create_request_init(const struct spaced_context *ctx, struct sandbo
 {
         *req = (struct sandbox_create_request){
                 .template_ref = "busybox",
-                .resources = { .cpus = 1.0, .memory_mb = 512, .pids = 256, .disk_mb = ctx->cfg.disk_quota ? ctx->cfg.sandbox_disk_mb : 0 },
+                .resources = { .cpus = 1.0,
+                               .memory_mb = 512,
+                               .pids = 256,
+                               .disk_mb = ctx->cfg.disk_quota ? ctx->cfg.sandbox_disk_mb : 0 },
                 .on_timeout = "stop",
         };
 }

@@ -17,16 +17,16 @@ struct spaced_context;
 struct principal;
 
 struct sandbox_create_request {
-        const struct principal *caller;    /* borrowed: the sandbox is its project's; what it names must be visible to it */
-        const char *template_ref;          /* name[:tag][@sha256:…]; borrowed; NULL with snapshot_id */
-        const char *snapshot_id;           /* snap-…; borrowed; NULL for none */
+        const struct principal *caller; /* borrowed: the sandbox is its project's; what it names must be visible to it */
+        const char *template_ref;       /* name[:tag][@sha256:…]; borrowed; NULL with snapshot_id */
+        const char *snapshot_id;        /* snap-…; borrowed; NULL for none */
         struct sandbox_resources resources;
-        bool disk_given;                   /* resources.disk_mb was asked for */
-        json_t *env;                       /* owned: object of strings, or NULL */
-        json_t *metadata;                  /* owned: object of strings, or NULL */
-        json_t *rolling;                   /* owned: rolling snapshot policy, or NULL for none */
-        long long timeout_s;               /* 0: none */
-        char on_timeout[12];               /* pause | stop | destroy */
+        bool disk_given;     /* resources.disk_mb was asked for */
+        json_t *env;         /* owned: object of strings, or NULL */
+        json_t *metadata;    /* owned: object of strings, or NULL */
+        json_t *rolling;     /* owned: rolling snapshot policy, or NULL for none */
+        long long timeout_s; /* 0: none */
+        char on_timeout[12]; /* pause | stop | destroy */
 };
 
 /* The defaults of the server (template busybox, 1 cpu, 512 MiB, 256 pids, the server's disk

@@ -5,11 +5,13 @@
 #include <stdlib.h>
 #include <unistd.h>
 
-static inline void agent_cleanup_freep(void *p) {
-        free(*(void **) p);
+static inline void agent_cleanup_freep(void *p)
+{
+        free(*(void **)p);
 }
 
-static inline void agent_cleanup_closep(int *fd) {
+static inline void agent_cleanup_closep(int *fd)
+{
         if (*fd >= 0) {
                 int saved = errno;
                 close(*fd);
@@ -21,15 +23,15 @@ static inline void agent_cleanup_closep(int *fd) {
 #define _cleanup_close_ __attribute__((cleanup(agent_cleanup_closep)))
 
 /* Hand ownership on: returns the value and leaves NULL / -1 behind. */
-#define TAKE_PTR(p)                          \
-        ({                                   \
-                __typeof__(p) _taken = (p);  \
-                (p) = NULL;                  \
-                _taken;                      \
+#define TAKE_PTR(p)                         \
+        ({                                  \
+                __typeof__(p) _taken = (p); \
+                (p) = NULL;                 \
+                _taken;                     \
         })
-#define TAKE_FD(fd)                  \
-        ({                           \
-                int _taken = (fd);   \
-                (fd) = -1;           \
-                _taken;              \
+#define TAKE_FD(fd)                \
+        ({                         \
+                int _taken = (fd); \
+                (fd) = -1;         \
+                _taken;            \
         })

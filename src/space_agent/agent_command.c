@@ -20,20 +20,23 @@
 /* Where output beyond the cap goes. Single-threaded, so one buffer serves all. */
 static uint8_t discard_buf[16384];
 
-static void command_kill(struct agent_command *cmd) {
-        (void) kill(-cmd->pid, SIGKILL);
+static void command_kill(struct agent_command *cmd)
+{
+        (void)kill(-cmd->pid, SIGKILL);
         if (!cmd->exited) /* not reaped yet, so the pid is still ours; covers a pre-setsid child */
-                (void) kill(cmd->pid, SIGKILL);
+                (void)kill(cmd->pid, SIGKILL);
 }
 
-static void command_close_fds(struct agent_command *cmd) {
+static void command_close_fds(struct agent_command *cmd)
+{
         agent_server_watch_close(cmd->server, &cmd->stdin_watch);
         agent_server_watch_close(cmd->server, &cmd->out[0].watch);
         agent_server_watch_close(cmd->server, &cmd->out[1].watch);
         agent_server_watch_close(cmd->server, &cmd->report_watch);
 }
 
-static int stream_grow(struct agent_command_stream *st, size_t limit) {
+static int stream_grow(struct agent_command_stream *st, size_t limit)
+{
         if (st->len < st->cap)
                 return 0;
         size_t cap = st->cap ? st->cap * 2 : STREAM_MIN_CAP;
@@ -48,7 +51,8 @@ static int stream_grow(struct agent_command_stream *st, size_t limit) {
 }
 
 /* Reads what the pipe has (bounded per call); closes it at EOF or on error. */
-static void stream_read(struct agent_command *cmd, struct agent_command_stream *st) {
+static void stream_read(struct agent_command *cmd, struct agent_command_stream *st)
+{
         size_t limit = cmd->req.output_cap;
 
         for (int i = 0; i < READS_PER_WAKEUP && st->watch.fd >= 0; i++) {
@@ -70,19 +74,20 @@ static void stream_read(struct agent_command *cmd, struct agent_command_stream *
                         return;
                 }
                 if (keep)
-                        st->len += (size_t) n;
+                        st->len += (size_t)n;
                 else
                         st->truncated = true;
         }
 }
 
-static void report_read(struct agent_command *cmd) {
-        uint8_t *dst = (uint8_t *) &cmd->report;
+static void report_read(struct agent_command *cmd)
+{
+        uint8_t *dst = (uint8_t *)&cmd->report;
 
         while (cmd->report_watch.fd >= 0) {
                 size_t want = sizeof cmd->report - cmd->report_got;
-                ssize_t n = read(cmd->report_watch.fd, want ? dst + cmd->report_got : discard_buf,
-                                 want ? want : sizeof discard_buf);
+                ssize_t n =
+                        read(cmd->report_watch.fd, want ? dst + cmd->report_got : discard_buf, want ? want : sizeof discard_buf);
                 if (n < 0 && errno == EINTR)
                         continue;
                 if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
@@ -92,16 +97,18 @@ static void report_read(struct agent_command *cmd) {
                         return;
                 }
                 if (want)
-                        cmd->report_got += (size_t) n;
+                        cmd->report_got += (size_t)n;
         }
 }
 
-static bool command_has_report(const struct agent_command *cmd) {
+static bool command_has_report(const struct agent_command *cmd)
+{
         return cmd->report_got == sizeof cmd->report;
 }
 
 /* Appends the spawn failure text to stderr, as a shell would print it. */
-static void command_report_to_stderr(struct agent_command *cmd, const char *message) {
+static void command_report_to_stderr(struct agent_command *cmd, const char *message)
+{
         struct agent_command_stream *st = &cmd->out[1];
         size_t len = strlen(message);
         uint8_t *data = realloc(st->data, st->len + len + 1);
@@ -115,7 +122,8 @@ static void command_report_to_stderr(struct agent_command *cmd, const char *mess
         st->cap = st->len;
 }
 
-static void command_reply_build(struct agent_command *cmd, struct agent_frame_writer *w) {
+static void command_reply_build(struct agent_command *cmd, struct agent_frame_writer *w)
+{
         int exit_code = 0, sig = 0;
         char message[512];
 
@@ -135,8 +143,7 @@ static void command_reply_build(struct agent_command *cmd, struct agent_frame_wr
         agent_frame_writer_put_i32(w, AGENT_F_TERM_SIGNAL, sig);
         agent_frame_writer_put(w, AGENT_F_STDOUT, cmd->out[0].data, cmd->out[0].len);
         agent_frame_writer_put(w, AGENT_F_STDERR, cmd->out[1].data, cmd->out[1].len);
-        agent_frame_writer_put_u8(w, AGENT_F_TRUNCATED,
-                                  (uint8_t) (cmd->out[0].truncated | (cmd->out[1].truncated << 1)));
+        agent_frame_writer_put_u8(w, AGENT_F_TRUNCATED, (uint8_t)(cmd->out[0].truncated | (cmd->out[1].truncated << 1)));
         agent_frame_writer_put_u8(w, AGENT_F_TIMED_OUT, cmd->timed_out);
         agent_frame_writer_put_u64(w, AGENT_F_DURATION_US, cmd->exit_us - cmd->start_us);
         if (command_has_report(cmd)) {
@@ -145,7 +152,8 @@ static void command_reply_build(struct agent_command *cmd, struct agent_frame_wr
         }
 }
 
-static void command_finish(struct agent_command *cmd) {
+static void command_finish(struct agent_command *cmd)
+{
         struct agent_frame_writer w;
 
         /* Whatever the process wrote before exiting may still sit in the pipes. */
@@ -157,7 +165,7 @@ static void command_finish(struct agent_command *cmd) {
         command_reply_build(cmd, &w);
         for (int i = 0; i < 2; i++) {
                 free(cmd->out[i].data);
-                cmd->out[i] = (struct agent_command_stream) { .watch.fd = -1 };
+                cmd->out[i] = (struct agent_command_stream){ .watch.fd = -1 };
         }
 
         struct agent_conn *conn = cmd->conn;
@@ -169,35 +177,40 @@ static void command_finish(struct agent_command *cmd) {
                 agent_frame_writer_release(&w);
 }
 
-static void command_check_done(struct agent_command *cmd) {
+static void command_check_done(struct agent_command *cmd)
+{
         if (cmd->dead || !cmd->exited)
                 return;
         if (cmd->out[0].watch.fd < 0 && cmd->out[1].watch.fd < 0 && cmd->report_watch.fd < 0)
                 command_finish(cmd);
 }
 
-static void command_on_stdout(struct agent_watch *w, uint32_t events) {
+static void command_on_stdout(struct agent_watch *w, uint32_t events)
+{
         struct agent_command *cmd = agent_container_of(w, struct agent_command, out[0].watch);
 
         stream_read(cmd, &cmd->out[0]);
         command_check_done(cmd);
 }
 
-static void command_on_stderr(struct agent_watch *w, uint32_t events) {
+static void command_on_stderr(struct agent_watch *w, uint32_t events)
+{
         struct agent_command *cmd = agent_container_of(w, struct agent_command, out[1].watch);
 
         stream_read(cmd, &cmd->out[1]);
         command_check_done(cmd);
 }
 
-static void command_on_report(struct agent_watch *w, uint32_t events) {
+static void command_on_report(struct agent_watch *w, uint32_t events)
+{
         struct agent_command *cmd = agent_container_of(w, struct agent_command, report_watch);
 
         report_read(cmd);
         command_check_done(cmd);
 }
 
-static void command_on_stdin(struct agent_watch *w, uint32_t events) {
+static void command_on_stdin(struct agent_watch *w, uint32_t events)
+{
         struct agent_command *cmd = agent_container_of(w, struct agent_command, stdin_watch);
 
         while (cmd->stdin_off < cmd->req.stdin_len) {
@@ -210,19 +223,20 @@ static void command_on_stdin(struct agent_watch *w, uint32_t events) {
                                 return;
                         break; /* EPIPE: nobody reads stdin any more */
                 }
-                cmd->stdin_off += (size_t) n;
+                cmd->stdin_off += (size_t)n;
         }
         /* All written (or unwanted): closing sends EOF. */
         agent_server_watch_close(cmd->server, w);
 }
 
-static int command_watch(struct agent_command *cmd, struct agent_watch *w, int fd, uint32_t events,
-                         agent_watch_fn fn) {
+static int command_watch(struct agent_command *cmd, struct agent_watch *w, int fd, uint32_t events, agent_watch_fn fn)
+{
         return agent_server_watch_add(cmd->server, w, fd, events, fn);
 }
 
-int agent_command_start(struct agent_server *s, struct agent_conn *conn, const struct agent_frame *f,
-                        uint8_t **payload, struct agent_command **ret_command, const char **ret_reason) {
+int agent_command_start(struct agent_server *s, struct agent_conn *conn, const struct agent_frame *f, uint8_t **payload,
+                        struct agent_command **ret_command, const char **ret_reason)
+{
         struct agent_spawn_fds fds;
         int r;
 
@@ -290,7 +304,7 @@ int agent_command_start(struct agent_server *s, struct agent_conn *conn, const s
         }
 
         if (cmd->req.timeout_ms)
-                cmd->deadline_us = cmd->start_us + (uint64_t) cmd->req.timeout_ms * 1000u;
+                cmd->deadline_us = cmd->start_us + (uint64_t)cmd->req.timeout_ms * 1000u;
         cmd->conn = conn;
         cmd->payload = TAKE_PTR(*payload);
         cmd->next = s->commands;
@@ -299,14 +313,16 @@ int agent_command_start(struct agent_server *s, struct agent_conn *conn, const s
         return 0;
 }
 
-void agent_command_on_exit(struct agent_command *cmd, int status) {
+void agent_command_on_exit(struct agent_command *cmd, int status)
+{
         cmd->exited = true;
         cmd->status = status;
         cmd->exit_us = agent_clock_now_us();
         command_check_done(cmd);
 }
 
-uint64_t agent_command_tick(struct agent_command *cmd, uint64_t now_us) {
+uint64_t agent_command_tick(struct agent_command *cmd, uint64_t now_us)
+{
         if (cmd->dead)
                 return 0;
         if (!cmd->exited) {
@@ -325,7 +341,8 @@ uint64_t agent_command_tick(struct agent_command *cmd, uint64_t now_us) {
         return linger_until;
 }
 
-void agent_command_abort(struct agent_command *cmd) {
+void agent_command_abort(struct agent_command *cmd)
+{
         if (cmd->dead)
                 return;
         command_kill(cmd);
@@ -334,7 +351,8 @@ void agent_command_abort(struct agent_command *cmd) {
         cmd->dead = true;
 }
 
-void agent_command_free(struct agent_command *cmd) {
+void agent_command_free(struct agent_command *cmd)
+{
         if (!cmd)
                 return;
         command_close_fds(cmd);

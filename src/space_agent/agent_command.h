@@ -30,8 +30,8 @@ struct agent_command_stream {
 struct agent_command {
         struct agent_server *server;
         struct agent_command *next;
-        struct agent_conn *conn;  /* NULL once aborted */
-        uint8_t *payload;         /* the EXEC frame payload; req points into it */
+        struct agent_conn *conn; /* NULL once aborted */
+        uint8_t *payload;        /* the EXEC frame payload; req points into it */
         struct agent_exec_request req;
         pid_t pid;
         struct agent_command_stream out[2]; /* stdout, stderr */
@@ -41,7 +41,7 @@ struct agent_command {
         struct agent_spawn_report report;
         size_t report_got;
         uint64_t start_us;
-        uint64_t deadline_us;     /* timeout; 0 = none or already fired */
+        uint64_t deadline_us; /* timeout; 0 = none or already fired */
         uint64_t exit_us;
         int status;
         bool exited;
@@ -52,8 +52,8 @@ struct agent_command {
 /* Parses the EXEC frame f and starts the command for conn. On success takes *payload
  * (f's buffer), links the command into the server and returns 0. On failure returns
  * -errno with an explanation in *ret_reason (or NULL: use strerror). */
-int agent_command_start(struct agent_server *s, struct agent_conn *conn, const struct agent_frame *f,
-                        uint8_t **payload, struct agent_command **ret_command, const char **ret_reason);
+int agent_command_start(struct agent_server *s, struct agent_conn *conn, const struct agent_frame *f, uint8_t **payload,
+                        struct agent_command **ret_command, const char **ret_reason);
 /* The server reaped the process. */
 void agent_command_on_exit(struct agent_command *cmd, int status);
 /* Fires the timeout / linger deadline if due; returns the next deadline (0 = none). */

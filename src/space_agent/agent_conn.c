@@ -24,7 +24,8 @@
 /* Frames handled per wake-up before yielding to other fds. */
 #define REQUESTS_PER_WAKEUP 16
 
-void agent_conn_update_events(struct agent_conn *c) {
+void agent_conn_update_events(struct agent_conn *c)
+{
         uint32_t events;
 
         if (c->dead)
@@ -43,7 +44,8 @@ void agent_conn_update_events(struct agent_conn *c) {
                 agent_conn_close(c);
 }
 
-static void conn_flush(struct agent_conn *c) {
+static void conn_flush(struct agent_conn *c)
+{
         /* On the output channel a reply must not land inside an event being written. */
         if (c->subscriber && c->reply_off == 0 && agent_subscriber_pending(c->server)) {
                 agent_subscriber_flush(c->server);
@@ -66,12 +68,12 @@ static void conn_flush(struct agent_conn *c) {
                                 agent_conn_close(c);
                                 return;
                         }
-                        c->reply_off += (size_t) n;
+                        c->reply_off += (size_t)n;
                 }
                 if (c->reply_off < c->reply.len)
                         break;
                 struct agent_frame_writer w = c->reply; /* sent; its buffer may carry the next chunk */
-                c->reply = (struct agent_frame_writer) {};
+                c->reply = (struct agent_frame_writer){};
                 c->reply_off = 0;
                 if (c->subscriber) {
                         agent_frame_writer_release(&w);
@@ -93,13 +95,15 @@ static void conn_flush(struct agent_conn *c) {
         agent_conn_update_events(c);
 }
 
-void agent_conn_error_frame(struct agent_frame_writer *w, int error, const char *message) {
+void agent_conn_error_frame(struct agent_frame_writer *w, int error, const char *message)
+{
         agent_frame_writer_begin(w, AGENT_MSG_ERROR);
         agent_frame_writer_put_i32(w, AGENT_F_ERRNO, error);
         agent_frame_writer_put_str(w, AGENT_F_MESSAGE, message ? message : strerror(error));
 }
 
-void agent_conn_reply_error(struct agent_conn *c, int error, const char *message) {
+void agent_conn_reply_error(struct agent_conn *c, int error, const char *message)
+{
         struct agent_frame_writer w;
 
         agent_conn_error_frame(&w, error, message);
@@ -113,7 +117,8 @@ void agent_conn_reply_error(struct agent_conn *c, int error, const char *message
         conn_flush(c);
 }
 
-void agent_conn_reply(struct agent_conn *c, struct agent_frame_writer *w) {
+void agent_conn_reply(struct agent_conn *c, struct agent_frame_writer *w)
+{
         int r = agent_frame_writer_finish(w);
 
         if (r < 0) {
@@ -123,21 +128,23 @@ void agent_conn_reply(struct agent_conn *c, struct agent_frame_writer *w) {
         }
         c->reply = *w;
         c->reply_off = 0;
-        *w = (struct agent_frame_writer) {};
+        *w = (struct agent_frame_writer){};
         conn_flush(c);
 }
 
-static void conn_on_hello(struct agent_conn *c) {
+static void conn_on_hello(struct agent_conn *c)
+{
         struct agent_frame_writer w;
 
         agent_frame_writer_begin(&w, AGENT_MSG_HELLO_REPLY);
         agent_frame_writer_put_str(&w, AGENT_F_VERSION, SPACE_VERSION);
-        agent_frame_writer_put_u32(&w, AGENT_F_AGENT_PID, (uint32_t) getpid());
+        agent_frame_writer_put_u32(&w, AGENT_F_AGENT_PID, (uint32_t)getpid());
         agent_frame_writer_put_str(&w, AGENT_F_BOOT_ID, c->server->boot_id);
         agent_conn_reply(c, &w);
 }
 
-static void conn_on_exec(struct agent_conn *c, const struct agent_frame *f, uint8_t **payload) {
+static void conn_on_exec(struct agent_conn *c, const struct agent_frame *f, uint8_t **payload)
+{
         const char *reason = NULL;
         struct agent_command *cmd;
         int r;
@@ -152,7 +159,8 @@ static void conn_on_exec(struct agent_conn *c, const struct agent_frame *f, uint
 }
 
 /* Handles one frame; may take *payload. */
-static void conn_dispatch(struct agent_conn *c, const struct agent_frame *f, uint8_t **payload) {
+static void conn_dispatch(struct agent_conn *c, const struct agent_frame *f, uint8_t **payload)
+{
         size_t cursor = 0;
         uint16_t tag;
         const uint8_t *data;
@@ -197,7 +205,8 @@ static void conn_dispatch(struct agent_conn *c, const struct agent_frame *f, uin
 
 /* A peer of another protocol version (not from this agent's build): one ERROR frame in
  * this version, so that it reads "protocol not supported" rather than a bare hang-up. */
-static void conn_refuse_version(struct agent_conn *c) {
+static void conn_refuse_version(struct agent_conn *c)
+{
         struct agent_frame_writer w;
         char msg[96];
 
@@ -205,11 +214,12 @@ static void conn_refuse_version(struct agent_conn *c) {
                  AGENT_PROTOCOL_VERSION, c->reader.header[5]);
         agent_conn_error_frame(&w, EPROTONOSUPPORT, msg);
         if (agent_frame_writer_finish(&w) == 0)
-                (void) send(c->watch.fd, w.data, w.len, MSG_NOSIGNAL | MSG_DONTWAIT);
+                (void)send(c->watch.fd, w.data, w.len, MSG_NOSIGNAL | MSG_DONTWAIT);
         agent_frame_writer_release(&w);
 }
 
-static void conn_read_requests(struct agent_conn *c) {
+static void conn_read_requests(struct agent_conn *c)
+{
         for (int i = 0; i < REQUESTS_PER_WAKEUP; i++) {
                 if (c->dead || c->command || c->reply.data || c->file_watch)
                         return;
@@ -236,7 +246,8 @@ static void conn_read_requests(struct agent_conn *c) {
         }
 }
 
-static void conn_on_event(struct agent_watch *w, uint32_t events) {
+static void conn_on_event(struct agent_watch *w, uint32_t events)
+{
         struct agent_conn *c = agent_container_of(w, struct agent_conn, watch);
 
         if (events & EPOLLERR) {
@@ -266,7 +277,8 @@ static void conn_on_event(struct agent_watch *w, uint32_t events) {
         conn_read_requests(c);
 }
 
-int agent_conn_new(struct agent_server *s, int fd) {
+int agent_conn_new(struct agent_server *s, int fd)
+{
         struct agent_conn *c = calloc(1, sizeof *c);
         int r;
 
@@ -287,7 +299,8 @@ int agent_conn_new(struct agent_server *s, int fd) {
         return 0;
 }
 
-void agent_conn_command_done(struct agent_conn *c, struct agent_frame_writer *reply) {
+void agent_conn_command_done(struct agent_conn *c, struct agent_frame_writer *reply)
+{
         c->command = NULL;
         if (c->dead) {
                 agent_frame_writer_release(reply);
@@ -298,7 +311,8 @@ void agent_conn_command_done(struct agent_conn *c, struct agent_frame_writer *re
         agent_conn_reply(c, reply);
 }
 
-void agent_conn_close(struct agent_conn *c) {
+void agent_conn_close(struct agent_conn *c)
+{
         if (c->dead)
                 return;
         c->dead = true;
@@ -317,7 +331,8 @@ void agent_conn_close(struct agent_conn *c) {
         c->server->n_conns--;
 }
 
-void agent_conn_free(struct agent_conn *c) {
+void agent_conn_free(struct agent_conn *c)
+{
         agent_file_watch_free(c->file_watch);
         free(c);
 }

@@ -20,11 +20,11 @@ struct agent_conn {
         struct agent_frame_reader reader;
         struct agent_frame_writer reply; /* reply.data != NULL while a reply is being sent */
         size_t reply_off;
-        struct agent_command *command;   /* the EXEC being served */
-        bool subscriber;                 /* the output channel (agent_subscriber.h) */
+        struct agent_command *command;        /* the EXEC being served */
+        bool subscriber;                      /* the output channel (agent_subscriber.h) */
         struct agent_file_download *download; /* the file FILE_READ opened, for FILE_FETCH */
         struct agent_file_upload *upload;     /* a FILE_CREATE waiting for its FILE_DATA and FILE_COMMIT */
-        struct agent_file_watch *file_watch;   /* after FILE_WATCH the connection carries events */
+        struct agent_file_watch *file_watch;  /* after FILE_WATCH the connection carries events */
         bool dead;
 };
 

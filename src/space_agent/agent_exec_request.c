@@ -19,14 +19,16 @@ struct request_counts {
         size_t string_bytes;
 };
 
-static int fail(const char **ret_reason, const char *reason) {
+static int fail(const char **ret_reason, const char *reason)
+{
         *ret_reason = reason;
         return -EINVAL;
 }
 
 /* First pass: validates every field we understand and sizes the string storage. */
-static int request_scan(const struct agent_frame *f, struct agent_exec_request *req,
-                        struct request_counts *counts, const char **ret_reason) {
+static int request_scan(const struct agent_frame *f, struct agent_exec_request *req, struct request_counts *counts,
+                        const char **ret_reason)
+{
         size_t cursor = 0;
         uint16_t tag;
         const uint8_t *data;
@@ -34,8 +36,8 @@ static int request_scan(const struct agent_frame *f, struct agent_exec_request *
         int r;
 
         while ((r = agent_frame_next_field(f, &cursor, &tag, &data, &len)) > 0) {
-                bool is_string = tag == AGENT_F_ARGV || tag == AGENT_F_ENV || tag == AGENT_F_CWD ||
-                                 tag == AGENT_F_JOB_ID || tag == AGENT_F_USER;
+                bool is_string = tag == AGENT_F_ARGV || tag == AGENT_F_ENV || tag == AGENT_F_CWD || tag == AGENT_F_JOB_ID ||
+                        tag == AGENT_F_USER;
 
                 if (is_string && memchr(data, '\0', len))
                         return fail(ret_reason, "string field contains a NUL byte");
@@ -105,7 +107,8 @@ static int request_scan(const struct agent_frame *f, struct agent_exec_request *
         return 0;
 }
 
-static char *string_copy(char **cursor, const uint8_t *data, uint32_t len) {
+static char *string_copy(char **cursor, const uint8_t *data, uint32_t len)
+{
         char *s = *cursor;
 
         memcpy(s, data, len);
@@ -114,8 +117,8 @@ static char *string_copy(char **cursor, const uint8_t *data, uint32_t len) {
         return s;
 }
 
-int agent_exec_request_parse(const struct agent_frame *f, struct agent_exec_request *ret,
-                             const char **ret_reason) {
+int agent_exec_request_parse(const struct agent_frame *f, struct agent_exec_request *ret, const char **ret_reason)
+{
         struct agent_exec_request req = {};
         struct request_counts counts = {};
         int r;
@@ -131,7 +134,7 @@ int agent_exec_request_parse(const struct agent_frame *f, struct agent_exec_requ
                 return -ENOMEM;
 
         char **ptrs = storage;
-        char *strings = (char *) (ptrs + n_ptrs);
+        char *strings = (char *)(ptrs + n_ptrs);
         size_t n_argv = 0, n_env = 0;
 
         req.argv = ptrs;
@@ -150,8 +153,7 @@ int agent_exec_request_parse(const struct agent_frame *f, struct agent_exec_requ
                 else if (tag == AGENT_F_CWD) {
                         req.cwd = string_copy(&strings, data, len);
                         req.cwd_set = true;
-                }
-                else if (tag == AGENT_F_JOB_ID && !req.job_id)
+                } else if (tag == AGENT_F_JOB_ID && !req.job_id)
                         req.job_id = string_copy(&strings, data, len);
                 else if (tag == AGENT_F_USER && !req.user)
                         req.user = string_copy(&strings, data, len);
@@ -165,14 +167,16 @@ int agent_exec_request_parse(const struct agent_frame *f, struct agent_exec_requ
         return 0;
 }
 
-void agent_exec_request_release(struct agent_exec_request *req) {
+void agent_exec_request_release(struct agent_exec_request *req)
+{
         if (!req)
                 return;
         free(req->storage);
-        *req = (struct agent_exec_request) {};
+        *req = (struct agent_exec_request){};
 }
 
-bool agent_job_id_valid(const uint8_t *data, size_t len) {
+bool agent_job_id_valid(const uint8_t *data, size_t len)
+{
         if (len == 0 || len > 63)
                 return false;
         for (size_t i = 0; i < len; i++) {

@@ -27,7 +27,8 @@ struct agent_open_how {
 
 static int root_fd = -1;
 
-int agent_file_root_set(const char *dir) {
+int agent_file_root_set(const char *dir)
+{
         int fd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
 
         if (fd < 0)
@@ -38,7 +39,8 @@ int agent_file_root_set(const char *dir) {
         return 0;
 }
 
-static int root_get(void) {
+static int root_get(void)
+{
         if (root_fd < 0) {
                 int r = agent_file_root_set("/");
                 if (r < 0)
@@ -47,7 +49,8 @@ static int root_get(void) {
         return root_fd;
 }
 
-int agent_file_path_normalize(const uint8_t *data, size_t len, char *ret, size_t size) {
+int agent_file_path_normalize(const uint8_t *data, size_t len, char *ret, size_t size)
+{
         size_t out = 0;
 
         if (len == 0 || data[0] != '/' || memchr(data, 0, len))
@@ -82,9 +85,10 @@ int agent_file_path_normalize(const uint8_t *data, size_t len, char *ret, size_t
         return 0;
 }
 
-int agent_file_open(const char *path, int flags, mode_t mode, bool follow) {
+int agent_file_open(const char *path, int flags, mode_t mode, bool follow)
+{
         struct agent_open_how how = {
-                .flags = (uint64_t) (flags | O_CLOEXEC | (follow ? 0 : O_NOFOLLOW)),
+                .flags = (uint64_t)(flags | O_CLOEXEC | (follow ? 0 : O_NOFOLLOW)),
                 .mode = (flags & (O_CREAT | O_TMPFILE)) ? mode : 0,
                 .resolve = AGENT_RESOLVE_IN_ROOT | AGENT_RESOLVE_NO_MAGICLINKS,
         };
@@ -94,16 +98,17 @@ int agent_file_open(const char *path, int flags, mode_t mode, bool follow) {
         if (root < 0)
                 return root;
         long fd = syscall(SYS_openat2, root, rel, &how, sizeof how);
-        return fd < 0 ? -errno : (int) fd;
+        return fd < 0 ? -errno : (int)fd;
 }
 
-int agent_file_open_parent(const char *path, const char **ret_name) {
+int agent_file_open_parent(const char *path, const char **ret_name)
+{
         char parent[PATH_MAX];
         const char *slash = strrchr(path, '/');
 
         if (!slash || !slash[1])
                 return -EINVAL; /* "/" has no parent */
-        size_t n = (size_t) (slash - path);
+        size_t n = (size_t)(slash - path);
         if (n == 0)
                 n = 1; /* parent of "/x" is "/" */
         memcpy(parent, path, n);
@@ -115,7 +120,8 @@ int agent_file_open_parent(const char *path, const char **ret_name) {
         return fd;
 }
 
-int agent_file_mkdir_parents(const char *path, mode_t mode) {
+int agent_file_mkdir_parents(const char *path, mode_t mode)
+{
         char prefix[PATH_MAX];
         size_t len = strlen(path);
 

@@ -18,12 +18,12 @@
 #include "space_agent/agent_file_user.h"
 
 struct agent_file_upload {
-        int dir;            /* where the file waits (O_PATH): the target's directory, or with
+        int dir;           /* where the file waits (O_PATH): the target's directory, or with
                              * parents its deepest existing ancestor (same filesystem) */
-        bool parents;       /* make the missing directories at commit, then link there */
-        int fd;             /* the file being filled */
-        char name[256];     /* the target's name in dir */
-        char tmp_name[64];  /* the hidden name when O_TMPFILE was not available, else "" */
+        bool parents;      /* make the missing directories at commit, then link there */
+        int fd;            /* the file being filled */
+        char name[256];    /* the target's name in dir */
+        char tmp_name[64]; /* the hidden name when O_TMPFILE was not available, else "" */
         char path[PATH_MAX];
         mode_t mode;
         bool chown;
@@ -32,15 +32,15 @@ struct agent_file_upload {
         bool as_user;
         uid_t fsuid;
         gid_t fsgid;
-        bool memory;        /* on tmpfs/ramfs: nothing to sync */
-        uint64_t written;   /* the next FILE_DATA's offset */
-        int error;          /* -errno of the first failed FILE_DATA: the rest is dropped */
-        const char *what;   /* what failed: "write", or "upload" for a bad frame */
+        bool memory;      /* on tmpfs/ramfs: nothing to sync */
+        uint64_t written; /* the next FILE_DATA's offset */
+        int error;        /* -errno of the first failed FILE_DATA: the rest is dropped */
+        const char *what; /* what failed: "write", or "upload" for a bad frame */
 };
 
 struct agent_file_download {
-        int fd;             /* the file FILE_READ opened */
-        uint64_t at, left;  /* what FILE_FETCH asked for and is not sent yet */
+        int fd;            /* the file FILE_READ opened */
+        uint64_t at, left; /* what FILE_FETCH asked for and is not sent yet */
         char path[PATH_MAX];
 };
 
@@ -51,7 +51,8 @@ struct agent_file_download {
 #define RAMFS_MAGIC 0x858458f6
 #endif
 
-void agent_file_download_free(struct agent_file_download *d) {
+void agent_file_download_free(struct agent_file_download *d)
+{
         if (!d)
                 return;
         if (d->fd >= 0)
@@ -59,11 +60,12 @@ void agent_file_download_free(struct agent_file_download *d) {
         free(d);
 }
 
-void agent_file_upload_free(struct agent_file_upload *u) {
+void agent_file_upload_free(struct agent_file_upload *u)
+{
         if (!u)
                 return;
         if (u->tmp_name[0])
-                (void) unlinkat(u->dir, u->tmp_name, 0);
+                (void)unlinkat(u->dir, u->tmp_name, 0);
         if (u->fd >= 0)
                 close(u->fd);
         if (u->dir >= 0)
@@ -71,11 +73,13 @@ void agent_file_upload_free(struct agent_file_upload *u) {
         free(u);
 }
 
-static int not_regular(mode_t m) {
+static int not_regular(mode_t m)
+{
         return S_ISDIR(m) ? -EISDIR : -EINVAL;
 }
 
-int agent_file_transfer_read(struct agent_conn *c, struct agent_file_request *req) {
+int agent_file_transfer_read(struct agent_conn *c, struct agent_file_request *req)
+{
         struct agent_frame_writer w;
         struct stat st;
 
@@ -96,7 +100,7 @@ int agent_file_transfer_read(struct agent_conn *c, struct agent_file_request *re
                 return not_regular(st.st_mode); /* swapped meanwhile */
         int flags = fcntl(fd, F_GETFL);
         if (flags >= 0)
-                (void) fcntl(fd, F_SETFL, flags & ~O_NONBLOCK);
+                (void)fcntl(fd, F_SETFL, flags & ~O_NONBLOCK);
         struct agent_file_download *d = calloc(1, sizeof *d);
         if (!d)
                 return -ENOMEM;
@@ -110,12 +114,13 @@ int agent_file_transfer_read(struct agent_conn *c, struct agent_file_request *re
         return 0;
 }
 
-void agent_file_transfer_fetch(struct agent_conn *c, const struct agent_frame *f) {
+void agent_file_transfer_fetch(struct agent_conn *c, const struct agent_frame *f)
+{
         uint64_t offset = 0, length = 0;
 
         if (agent_frame_get_u64(f, AGENT_F_FILE_OFFSET, &offset) != 1 ||
             agent_frame_get_u64(f, AGENT_F_FILE_LENGTH, &length) != 1 || offset > INT64_MAX ||
-            length > (uint64_t) INT64_MAX - offset) {
+            length > (uint64_t)INT64_MAX - offset) {
                 agent_conn_reply_error(c, EINVAL, "FILE_FETCH needs FILE_OFFSET and FILE_LENGTH (u64)");
                 return;
         }
@@ -130,19 +135,20 @@ void agent_file_transfer_fetch(struct agent_conn *c, const struct agent_frame *f
                 agent_conn_reply(c, &w);
 }
 
-bool agent_file_download_next(struct agent_conn *c, struct agent_frame_writer *w) {
+bool agent_file_download_next(struct agent_conn *c, struct agent_frame_writer *w)
+{
         struct agent_file_download *d = c->download;
         char msg[PATH_MAX + 128];
         int error = 0;
 
         if (!d || d->left == 0)
                 return false;
-        uint32_t n = d->left > AGENT_FILE_CHUNK ? AGENT_FILE_CHUNK : (uint32_t) d->left;
+        uint32_t n = d->left > AGENT_FILE_CHUNK ? AGENT_FILE_CHUNK : (uint32_t)d->left;
         agent_frame_writer_restart(w, AGENT_MSG_FILE_DATA);
         agent_frame_writer_put_u64(w, AGENT_F_FILE_OFFSET, d->at);
         uint8_t *p = agent_frame_writer_put_space(w, AGENT_F_DATA, n);
         for (uint32_t got = 0; p && got < n;) {
-                ssize_t k = pread(d->fd, p + got, n - got, (off_t) (d->at + got));
+                ssize_t k = pread(d->fd, p + got, n - got, (off_t)(d->at + got));
                 if (k < 0 && errno == EINTR)
                         continue;
                 if (k <= 0) {
@@ -151,7 +157,7 @@ bool agent_file_download_next(struct agent_conn *c, struct agent_frame_writer *w
                                  k < 0 ? strerror(errno) : "the file ended before the range asked for (it shrank)");
                         break;
                 }
-                got += (uint32_t) k;
+                got += (uint32_t)k;
         }
         if (error) {
                 agent_frame_writer_release(w);
@@ -165,7 +171,8 @@ bool agent_file_download_next(struct agent_conn *c, struct agent_frame_writer *w
 }
 
 /* The deepest existing directory above path's parent (which does not exist). */
-static int upload_ancestor_open(const char *path) {
+static int upload_ancestor_open(const char *path)
+{
         char anc[PATH_MAX];
 
         snprintf(anc, sizeof anc, "%s", path);
@@ -184,12 +191,13 @@ static int upload_ancestor_open(const char *path) {
         }
 }
 
-static void random_name(char *buf, size_t size) {
+static void random_name(char *buf, size_t size)
+{
         uint8_t raw[8] = { 0 };
         char hex[17];
 
-        if (getrandom(raw, sizeof raw, GRND_NONBLOCK) != (ssize_t) sizeof raw) {
-                uint64_t t = (uint64_t) getpid() ^ (uint64_t) (uintptr_t) buf;
+        if (getrandom(raw, sizeof raw, GRND_NONBLOCK) != (ssize_t)sizeof raw) {
+                uint64_t t = (uint64_t)getpid() ^ (uint64_t)(uintptr_t)buf;
                 memcpy(raw, &t, sizeof raw);
         }
         for (size_t i = 0; i < sizeof raw; i++)
@@ -197,7 +205,8 @@ static void random_name(char *buf, size_t size) {
         snprintf(buf, size, ".space-upload-%s", hex);
 }
 
-int agent_file_transfer_create(struct agent_conn *c, struct agent_file_request *req) {
+int agent_file_transfer_create(struct agent_conn *c, struct agent_file_request *req)
+{
         struct agent_frame_writer w;
         struct stat st;
         const char *name;
@@ -251,7 +260,7 @@ int agent_file_transfer_create(struct agent_conn *c, struct agent_file_request *
                 agent_file_upload_free(u);
                 return r;
         }
-        u->mode = req->has_mode ? (mode_t) req->mode : 0644;
+        u->mode = req->has_mode ? (mode_t)req->mode : 0644;
         u->chown = req->chown;
         u->chown_uid = req->chown_uid;
         u->chown_gid = req->chown_gid;
@@ -269,7 +278,8 @@ int agent_file_transfer_create(struct agent_conn *c, struct agent_file_request *
         return 0;
 }
 
-void agent_file_transfer_data(struct agent_conn *c, const struct agent_frame *f) {
+void agent_file_transfer_data(struct agent_conn *c, const struct agent_frame *f)
+{
         struct agent_file_upload *u = c->upload;
         const uint8_t *data;
         uint32_t len;
@@ -295,13 +305,14 @@ void agent_file_transfer_data(struct agent_conn *c, const struct agent_frame *f)
                         u->what = "write";
                         return;
                 }
-                off += (uint32_t) k;
+                off += (uint32_t)k;
         }
         u->written += len;
 }
 
 /* Gives the unnamed file u->fd the name u->name in dir, replacing what is there. */
-static int upload_link(struct agent_file_upload *u, int dir) {
+static int upload_link(struct agent_file_upload *u, int dir)
+{
         char proc[64], tmp[64];
         struct stat st;
 
@@ -324,14 +335,15 @@ static int upload_link(struct agent_file_upload *u, int dir) {
                 return -errno;
         if (renameat(dir, tmp, dir, u->name) < 0) {
                 int r = -errno;
-                (void) unlinkat(dir, tmp, 0);
+                (void)unlinkat(dir, tmp, 0);
                 return r;
         }
         return 0;
 }
 
 /* The directory the file goes into: made now when the upload asked for parents. */
-static int upload_target_dir(struct agent_file_upload *u) {
+static int upload_target_dir(struct agent_file_upload *u)
+{
         char parent[PATH_MAX];
         const char *name;
 
@@ -350,8 +362,9 @@ static int upload_target_dir(struct agent_file_upload *u) {
         return agent_file_open_parent(u->path, &name);
 }
 
-void agent_file_transfer_commit(struct agent_conn *c, const struct agent_frame *f) {
-        struct agent_file_request req = { .saved_umask = (mode_t) -1 };
+void agent_file_transfer_commit(struct agent_conn *c, const struct agent_frame *f)
+{
+        struct agent_file_request req = { .saved_umask = (mode_t)-1 };
         const char *what = "chmod";
         uint8_t sync = 0;
         int r = 0;
@@ -365,7 +378,7 @@ void agent_file_transfer_commit(struct agent_conn *c, const struct agent_frame *
                 r = u->error;
                 what = u->what;
         }
-        (void) agent_frame_get_u8(f, AGENT_F_FILE_SYNC, &sync);
+        (void)agent_frame_get_u8(f, AGENT_F_FILE_SYNC, &sync);
         if (r == 0 && sync && !u->memory && fdatasync(u->fd) < 0) {
                 r = -errno;
                 what = "sync";

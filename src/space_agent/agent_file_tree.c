@@ -23,19 +23,22 @@ struct names {
         size_t n, cap;
 };
 
-static void names_release(struct names *n) {
+static void names_release(struct names *n)
+{
         for (size_t i = 0; i < n->n; i++)
                 free(n->v[i]);
         free(n->v);
-        *n = (struct names) {};
+        *n = (struct names){};
 }
 
-static int names_cmp(const void *a, const void *b) {
-        return strcmp(*(char *const *) a, *(char *const *) b);
+static int names_cmp(const void *a, const void *b)
+{
+        return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
 /* The names in dir (fd taken), sorted, without "." and "..". */
-static int names_read(int fd, struct names *ret) {
+static int names_read(int fd, struct names *ret)
+{
         DIR *d = fdopendir(fd);
         struct dirent *de;
 
@@ -44,7 +47,7 @@ static int names_read(int fd, struct names *ret) {
                 close(fd);
                 return r;
         }
-        *ret = (struct names) {};
+        *ret = (struct names){};
         errno = 0;
         while ((de = readdir(d))) {
                 if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
@@ -78,7 +81,8 @@ struct list_state {
         bool truncated;
 };
 
-static void list_dir(struct list_state *ls, int dir, const char *path, unsigned depth_left) {
+static void list_dir(struct list_state *ls, int dir, const char *path, unsigned depth_left)
+{
         struct names names;
         int fd = openat(dir, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 
@@ -87,7 +91,7 @@ static void list_dir(struct list_state *ls, int dir, const char *path, unsigned 
         for (size_t i = 0; i < names.n && !ls->truncated; i++) {
                 char child[PATH_MAX];
                 struct stat st;
-                if (snprintf(child, sizeof child, "%s/%s", strcmp(path, "/") ? path : "", names.v[i]) >= (int) sizeof child)
+                if (snprintf(child, sizeof child, "%s/%s", strcmp(path, "/") ? path : "", names.v[i]) >= (int)sizeof child)
                         continue;
                 if (fstatat(dir, names.v[i], &st, AT_SYMLINK_NOFOLLOW) < 0)
                         continue; /* gone meanwhile */
@@ -106,7 +110,8 @@ static void list_dir(struct list_state *ls, int dir, const char *path, unsigned 
         names_release(&names);
 }
 
-int agent_file_tree_list(struct agent_conn *c, struct agent_file_request *req) {
+int agent_file_tree_list(struct agent_conn *c, struct agent_file_request *req)
+{
         struct list_state ls = { .names = &req->names };
         _cleanup_close_ int dir = agent_file_open(req->path, O_PATH | O_DIRECTORY, 0, true);
 
@@ -126,7 +131,8 @@ int agent_file_tree_list(struct agent_conn *c, struct agent_file_request *req) {
 }
 
 /* Empties the directory name in dir (not crossing to another filesystem), then removes it. */
-static int remove_tree(int dir, const char *name, dev_t dev, int depth) {
+static int remove_tree(int dir, const char *name, dev_t dev, int depth)
+{
         struct names names;
         struct stat st;
 
@@ -162,7 +168,8 @@ static int remove_tree(int dir, const char *name, dev_t dev, int depth) {
         return unlinkat(dir, name, AT_REMOVEDIR) < 0 ? -errno : 0;
 }
 
-int agent_file_tree_remove(struct agent_file_request *req) {
+int agent_file_tree_remove(struct agent_file_request *req)
+{
         const char *name;
         struct stat st;
 

@@ -15,29 +15,31 @@
 
 #define NAMES_FILE_MAX (4u << 20)
 
-static char *read_small(const char *path) {
+static char *read_small(const char *path)
+{
         _cleanup_close_ int fd = agent_file_open(path, O_RDONLY | O_NONBLOCK, 0, true);
         struct stat st;
 
         if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_size > NAMES_FILE_MAX)
                 return calloc(1, 1);
-        char *buf = malloc((size_t) st.st_size + 1);
+        char *buf = malloc((size_t)st.st_size + 1);
         size_t got = 0;
         if (!buf)
                 return NULL;
-        while (got < (size_t) st.st_size) {
-                ssize_t n = read(fd, buf + got, (size_t) st.st_size - got);
+        while (got < (size_t)st.st_size) {
+                ssize_t n = read(fd, buf + got, (size_t)st.st_size - got);
                 if (n < 0 && errno == EINTR)
                         continue;
                 if (n <= 0)
                         break;
-                got += (size_t) n;
+                got += (size_t)n;
         }
         buf[got] = 0;
         return buf;
 }
 
-static int names_load(struct agent_file_names *n) {
+static int names_load(struct agent_file_names *n)
+{
         if (n->loaded)
                 return 0;
         n->passwd = read_small("/etc/passwd");
@@ -50,29 +52,32 @@ static int names_load(struct agent_file_names *n) {
         return 0;
 }
 
-void agent_file_names_release(struct agent_file_names *n) {
+void agent_file_names_release(struct agent_file_names *n)
+{
         free(n->passwd);
         free(n->group);
-        *n = (struct agent_file_names) {};
+        *n = (struct agent_file_names){};
 }
 
 /* Field i (0-based) of a ':'-separated line [line, end). */
-static bool line_field(const char *line, const char *end, int i, const char **ret, size_t *ret_len) {
+static bool line_field(const char *line, const char *end, int i, const char **ret, size_t *ret_len)
+{
         const char *p = line;
 
         for (; i > 0; i--) {
-                p = memchr(p, ':', (size_t) (end - p));
+                p = memchr(p, ':', (size_t)(end - p));
                 if (!p)
                         return false;
                 p++;
         }
-        const char *q = memchr(p, ':', (size_t) (end - p));
+        const char *q = memchr(p, ':', (size_t)(end - p));
         *ret = p;
-        *ret_len = (size_t) ((q ? q : end) - p);
+        *ret_len = (size_t)((q ? q : end) - p);
         return true;
 }
 
-static bool parse_id(const char *s, size_t len, unsigned long *ret) {
+static bool parse_id(const char *s, size_t len, unsigned long *ret)
+{
         unsigned long v = 0;
 
         if (len == 0 || len > 10)
@@ -80,7 +85,7 @@ static bool parse_id(const char *s, size_t len, unsigned long *ret) {
         for (size_t i = 0; i < len; i++) {
                 if (s[i] < '0' || s[i] > '9')
                         return false;
-                v = v * 10 + (unsigned long) (s[i] - '0');
+                v = v * 10 + (unsigned long)(s[i] - '0');
         }
         if (v > 0xfffffffeul)
                 return false;
@@ -90,7 +95,8 @@ static bool parse_id(const char *s, size_t len, unsigned long *ret) {
 
 /* Finds the line whose field key_field equals key (by name) or whose id field equals id. */
 static bool table_find(const char *table, int key_field, const char *key, size_t key_len, const char **ret_line,
-                       const char **ret_end) {
+                       const char **ret_end)
+{
         for (const char *line = table; *line;) {
                 const char *end = strchr(line, '\n');
                 if (!end)
@@ -107,7 +113,8 @@ static bool table_find(const char *table, int key_field, const char *key, size_t
         return false;
 }
 
-int agent_file_names_user(struct agent_file_names *n, const char *name, uid_t *ret_uid, gid_t *ret_gid) {
+int agent_file_names_user(struct agent_file_names *n, const char *name, uid_t *ret_uid, gid_t *ret_gid)
+{
         const char *line, *end, *f;
         size_t flen;
         unsigned long uid, gid;
@@ -120,58 +127,61 @@ int agent_file_names_user(struct agent_file_names *n, const char *name, uid_t *r
                 /* A number: that uid, with its passwd group when it has a line. */
                 gid = uid;
                 if (table_find(n->passwd, 2, name, len, &line, &end) && line_field(line, end, 3, &f, &flen))
-                        (void) parse_id(f, flen, &gid);
+                        (void)parse_id(f, flen, &gid);
         } else {
-                if (len == 0 || strchr(name, ':') || strchr(name, '\n') ||
-                    !table_find(n->passwd, 0, name, len, &line, &end))
+                if (len == 0 || strchr(name, ':') || strchr(name, '\n') || !table_find(n->passwd, 0, name, len, &line, &end))
                         return -ESRCH;
-                if (!line_field(line, end, 2, &f, &flen) || !parse_id(f, flen, &uid) ||
-                    !line_field(line, end, 3, &f, &flen) || !parse_id(f, flen, &gid))
+                if (!line_field(line, end, 2, &f, &flen) || !parse_id(f, flen, &uid) || !line_field(line, end, 3, &f, &flen) ||
+                    !parse_id(f, flen, &gid))
                         return -ESRCH;
         }
-        *ret_uid = (uid_t) uid;
-        *ret_gid = (gid_t) gid;
+        *ret_uid = (uid_t)uid;
+        *ret_gid = (gid_t)gid;
         return 0;
 }
 
-static void id_name(const char *table, unsigned long id, char *buf, size_t size) {
+static void id_name(const char *table, unsigned long id, char *buf, size_t size)
+{
         char key[16];
         const char *line, *end, *f;
         size_t flen;
 
         buf[0] = 0;
         snprintf(key, sizeof key, "%lu", id);
-        if (table && table_find(table, 2, key, strlen(key), &line, &end) && line_field(line, end, 0, &f, &flen) &&
-            flen < size) {
+        if (table && table_find(table, 2, key, strlen(key), &line, &end) && line_field(line, end, 0, &f, &flen) && flen < size) {
                 memcpy(buf, f, flen);
                 buf[flen] = 0;
         }
 }
 
-void agent_file_names_uid(struct agent_file_names *n, uid_t uid, char *buf, size_t size) {
+void agent_file_names_uid(struct agent_file_names *n, uid_t uid, char *buf, size_t size)
+{
         buf[0] = 0;
         if (names_load(n) == 0)
                 id_name(n->passwd, uid, buf, size);
 }
 
-void agent_file_names_gid(struct agent_file_names *n, gid_t gid, char *buf, size_t size) {
+void agent_file_names_gid(struct agent_file_names *n, gid_t gid, char *buf, size_t size)
+{
         buf[0] = 0;
         if (names_load(n) == 0)
                 id_name(n->group, gid, buf, size);
 }
 
-int agent_file_user_become(uid_t uid, gid_t gid) {
-        (void) setfsgid(gid);
-        (void) setfsuid(uid);
+int agent_file_user_become(uid_t uid, gid_t gid)
+{
+        (void)setfsgid(gid);
+        (void)setfsuid(uid);
         /* setfsuid reports nothing: ask for the current value back. */
-        if ((uid_t) setfsuid((uid_t) -1) != uid || (gid_t) setfsgid((gid_t) -1) != gid) {
+        if ((uid_t)setfsuid((uid_t)-1) != uid || (gid_t)setfsgid((gid_t)-1) != gid) {
                 agent_file_user_restore();
                 return -EPERM;
         }
         return 0;
 }
 
-void agent_file_user_restore(void) {
-        (void) setfsuid(geteuid());
-        (void) setfsgid(getegid());
+void agent_file_user_restore(void)
+{
+        (void)setfsuid(geteuid());
+        (void)setfsgid(getegid());
 }

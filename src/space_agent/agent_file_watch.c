@@ -20,9 +20,9 @@
 
 #define WATCH_DIRS_MAX 8192
 #define WATCH_OUT_MAX (1u << 20)
-#define WATCH_MASK                                                                                     \
-        (IN_CREATE | IN_MODIFY | IN_ATTRIB | IN_DELETE | IN_MOVED_FROM | IN_MOVED_TO | IN_DELETE_SELF | \
-         IN_MOVE_SELF | IN_ONLYDIR | IN_EXCL_UNLINK)
+#define WATCH_MASK                                                                                                     \
+        (IN_CREATE | IN_MODIFY | IN_ATTRIB | IN_DELETE | IN_MOVED_FROM | IN_MOVED_TO | IN_DELETE_SELF | IN_MOVE_SELF | \
+         IN_ONLYDIR | IN_EXCL_UNLINK)
 
 struct watch_dir {
         int wd;
@@ -43,7 +43,8 @@ struct agent_file_watch {
         size_t out_len, out_off, out_cap;
 };
 
-static void watch_append(struct agent_file_watch *w, struct agent_frame_writer *f) {
+static void watch_append(struct agent_file_watch *w, struct agent_frame_writer *f)
+{
         if (agent_frame_writer_finish(f) < 0)
                 goto out;
         if (w->out_len - w->out_off + f->len > WATCH_OUT_MAX) {
@@ -70,7 +71,8 @@ out:
         agent_frame_writer_release(f);
 }
 
-static void watch_flush(struct agent_file_watch *w) {
+static void watch_flush(struct agent_file_watch *w)
+{
         struct agent_conn *c = w->conn;
 
         while (w->out_off < w->out_len) {
@@ -83,7 +85,7 @@ static void watch_flush(struct agent_file_watch *w) {
                         agent_conn_close(c);
                         return;
                 }
-                w->out_off += (size_t) n;
+                w->out_off += (size_t)n;
         }
         if (w->out_off == w->out_len && w->ending) {
                 agent_conn_close(c);
@@ -102,14 +104,16 @@ static void watch_flush(struct agent_file_watch *w) {
                 agent_conn_close(c);
 }
 
-static const char *dir_path(struct agent_file_watch *w, int wd) {
+static const char *dir_path(struct agent_file_watch *w, int wd)
+{
         for (size_t i = 0; i < w->n_dirs; i++)
                 if (w->dirs[i].wd == wd)
                         return w->dirs[i].path;
         return NULL;
 }
 
-static void dir_forget(struct agent_file_watch *w, int wd) {
+static void dir_forget(struct agent_file_watch *w, int wd)
+{
         for (size_t i = 0; i < w->n_dirs; i++)
                 if (w->dirs[i].wd == wd) {
                         free(w->dirs[i].path);
@@ -120,7 +124,8 @@ static void dir_forget(struct agent_file_watch *w, int wd) {
 
 /* A subdirectory moved away: its watches (and those below it) would report stale paths.
  * Drop them; if it moved within the tree, its IN_MOVED_TO adds it again under the new name. */
-static void dir_forget_tree(struct agent_file_watch *w, const char *path) {
+static void dir_forget_tree(struct agent_file_watch *w, const char *path)
+{
         size_t len = strlen(path);
 
         for (size_t i = 0; i < w->n_dirs;) {
@@ -136,7 +141,8 @@ static void dir_forget_tree(struct agent_file_watch *w, const char *path) {
 }
 
 /* Watches the directory open as fd (its path inside the root is path). */
-static int dir_add(struct agent_file_watch *w, int fd, const char *path) {
+static int dir_add(struct agent_file_watch *w, int fd, const char *path)
+{
         char proc[64];
 
         if (w->n_dirs >= WATCH_DIRS_MAX)
@@ -161,12 +167,13 @@ static int dir_add(struct agent_file_watch *w, int fd, const char *path) {
                 inotify_rm_watch(w->inotify.fd, wd);
                 return -ENOMEM;
         }
-        w->dirs[w->n_dirs++] = (struct watch_dir) { wd, copy };
+        w->dirs[w->n_dirs++] = (struct watch_dir){ wd, copy };
         return wd;
 }
 
 /* Adds watches below the directory fd (taken) at path, not following symlinks. */
-static void dir_add_tree(struct agent_file_watch *w, int fd, const char *path, int depth) {
+static void dir_add_tree(struct agent_file_watch *w, int fd, const char *path, int depth)
+{
         _cleanup_close_ int dfd = fd;
         if (depth > 64 || dir_add(w, dfd, path) < 0)
                 return;
@@ -183,7 +190,7 @@ static void dir_add_tree(struct agent_file_watch *w, int fd, const char *path, i
                 char child[PATH_MAX];
                 if (de->d_type != DT_DIR || !strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
                         continue;
-                if (snprintf(child, sizeof child, "%s/%s", strcmp(path, "/") ? path : "", de->d_name) >= (int) sizeof child)
+                if (snprintf(child, sizeof child, "%s/%s", strcmp(path, "/") ? path : "", de->d_name) >= (int)sizeof child)
                         continue;
                 int sub = openat(dfd, de->d_name, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
                 if (sub >= 0)
@@ -192,7 +199,8 @@ static void dir_add_tree(struct agent_file_watch *w, int fd, const char *path, i
         closedir(d);
 }
 
-static void watch_emit(struct agent_file_watch *w, uint8_t kind, const char *path, const char *name, bool is_dir) {
+static void watch_emit(struct agent_file_watch *w, uint8_t kind, const char *path, const char *name, bool is_dir)
+{
         struct agent_frame_writer f;
 
         agent_frame_writer_begin(&f, AGENT_MSG_FILE_EVENT);
@@ -203,7 +211,8 @@ static void watch_emit(struct agent_file_watch *w, uint8_t kind, const char *pat
         watch_append(w, &f);
 }
 
-static void watch_on_event(struct agent_file_watch *w, const struct inotify_event *ev) {
+static void watch_on_event(struct agent_file_watch *w, const struct inotify_event *ev)
+{
         char path[PATH_MAX];
         bool is_dir = ev->mask & IN_ISDIR;
         const char *dir = dir_path(w, ev->wd);
@@ -230,7 +239,7 @@ static void watch_on_event(struct agent_file_watch *w, const struct inotify_even
                            slash && slash[1] ? slash + 1 : "/", true);
                 return;
         }
-        if (snprintf(path, sizeof path, "%s/%s", strcmp(dir, "/") ? dir : "", ev->name) >= (int) sizeof path)
+        if (snprintf(path, sizeof path, "%s/%s", strcmp(dir, "/") ? dir : "", ev->name) >= (int)sizeof path)
                 return;
         if (ev->mask & (IN_CREATE | IN_MOVED_TO))
                 kind = AGENT_FILE_EVENT_CREATE;
@@ -248,7 +257,7 @@ static void watch_on_event(struct agent_file_watch *w, const struct inotify_even
                 dir_forget_tree(w, path);
         if (w->recursive && is_dir && kind == AGENT_FILE_EVENT_CREATE) {
                 if (w->as_user)
-                        (void) agent_file_user_become(w->fsuid, w->fsgid);
+                        (void)agent_file_user_become(w->fsuid, w->fsgid);
                 int fd = agent_file_open(path, O_PATH | O_DIRECTORY, 0, false);
                 if (fd >= 0)
                         dir_add_tree(w, fd, path, 0);
@@ -257,7 +266,8 @@ static void watch_on_event(struct agent_file_watch *w, const struct inotify_even
         }
 }
 
-static void watch_on_inotify(struct agent_watch *iw, uint32_t events) {
+static void watch_on_inotify(struct agent_watch *iw, uint32_t events)
+{
         struct agent_file_watch *w = agent_container_of(iw, struct agent_file_watch, inotify);
         _Alignas(struct inotify_event) char buf[16384];
 
@@ -268,16 +278,17 @@ static void watch_on_inotify(struct agent_watch *iw, uint32_t events) {
                 if (n <= 0)
                         break;
                 for (ssize_t off = 0; off < n && !w->conn->dead;) {
-                        const struct inotify_event *ev = (const struct inotify_event *) (buf + off);
+                        const struct inotify_event *ev = (const struct inotify_event *)(buf + off);
                         watch_on_event(w, ev);
-                        off += (ssize_t) (sizeof *ev + ev->len);
+                        off += (ssize_t)(sizeof *ev + ev->len);
                 }
         }
         if (!w->conn->dead)
                 watch_flush(w);
 }
 
-int agent_file_watch_start(struct agent_conn *c, struct agent_file_request *req) {
+int agent_file_watch_start(struct agent_conn *c, struct agent_file_request *req)
+{
         struct agent_frame_writer f;
         int r;
 
@@ -324,11 +335,13 @@ int agent_file_watch_start(struct agent_conn *c, struct agent_file_request *req)
         return 0;
 }
 
-uint32_t agent_file_watch_events(const struct agent_file_watch *w) {
+uint32_t agent_file_watch_events(const struct agent_file_watch *w)
+{
         return EPOLLIN | EPOLLRDHUP | (w->out_off < w->out_len ? EPOLLOUT : 0);
 }
 
-void agent_file_watch_on_conn(struct agent_file_watch *w, uint32_t events) {
+void agent_file_watch_on_conn(struct agent_file_watch *w, uint32_t events)
+{
         struct agent_conn *c = w->conn;
         char buf[512];
 
@@ -344,11 +357,13 @@ void agent_file_watch_on_conn(struct agent_file_watch *w, uint32_t events) {
                 watch_flush(w);
 }
 
-void agent_file_watch_stop(struct agent_file_watch *w) {
+void agent_file_watch_stop(struct agent_file_watch *w)
+{
         agent_server_watch_close(w->conn->server, &w->inotify);
 }
 
-void agent_file_watch_free(struct agent_file_watch *w) {
+void agent_file_watch_free(struct agent_file_watch *w)
+{
         if (!w)
                 return;
         for (size_t i = 0; i < w->n_dirs; i++)

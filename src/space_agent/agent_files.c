@@ -17,7 +17,8 @@
 #include "space_agent/agent_file_tree.h"
 #include "space_agent/agent_file_watch.h"
 
-bool agent_files_handles(uint8_t type) {
+bool agent_files_handles(uint8_t type)
+{
         switch (type) {
         case AGENT_MSG_FILE_STAT:
         case AGENT_MSG_FILE_READ:
@@ -35,7 +36,8 @@ bool agent_files_handles(uint8_t type) {
         return false;
 }
 
-static int put_string(char *dst, size_t size, const uint8_t *data, uint32_t len) {
+static int put_string(char *dst, size_t size, const uint8_t *data, uint32_t len)
+{
         if (len >= size || memchr(data, 0, len))
                 return -EINVAL;
         memcpy(dst, data, len);
@@ -43,30 +45,33 @@ static int put_string(char *dst, size_t size, const uint8_t *data, uint32_t len)
         return 0;
 }
 
-static int get_u32(const uint8_t *data, uint32_t len, uint32_t *ret, bool *has) {
+static int get_u32(const uint8_t *data, uint32_t len, uint32_t *ret, bool *has)
+{
         if (len != 4)
                 return -EINVAL;
-        *ret = (uint32_t) data[0] | (uint32_t) data[1] << 8 | (uint32_t) data[2] << 16 | (uint32_t) data[3] << 24;
+        *ret = (uint32_t)data[0] | (uint32_t)data[1] << 8 | (uint32_t)data[2] << 16 | (uint32_t)data[3] << 24;
         if (has)
                 *has = true;
         return 0;
 }
 
-static int get_flag(const uint8_t *data, uint32_t len, bool *ret) {
+static int get_flag(const uint8_t *data, uint32_t len, bool *ret)
+{
         if (len != 1)
                 return -EINVAL;
         *ret = data[0] != 0;
         return 0;
 }
 
-int agent_file_request_parse(const struct agent_frame *f, struct agent_file_request *req, const char **ret_reason) {
+int agent_file_request_parse(const struct agent_frame *f, struct agent_file_request *req, const char **ret_reason)
+{
         size_t cursor = 0;
         uint16_t tag;
         const uint8_t *data;
         uint32_t len;
         int r;
 
-        *req = (struct agent_file_request) { .depth = 1, .saved_umask = (mode_t) -1 };
+        *req = (struct agent_file_request){ .depth = 1, .saved_umask = (mode_t)-1 };
         while ((r = agent_frame_next_field(f, &cursor, &tag, &data, &len)) > 0) {
                 switch (tag) {
                 case AGENT_F_FILE_PATH:
@@ -74,8 +79,8 @@ int agent_file_request_parse(const struct agent_frame *f, struct agent_file_requ
                         bool dest = tag == AGENT_F_FILE_DEST;
                         r = agent_file_path_normalize(data, len, dest ? req->dest : req->path, PATH_MAX);
                         if (r < 0) {
-                                *ret_reason = r == -ENAMETOOLONG ? "path too long"
-                                                                 : "paths must be absolute and free of NUL bytes";
+                                *ret_reason =
+                                        r == -ENAMETOOLONG ? "path too long" : "paths must be absolute and free of NUL bytes";
                                 return r;
                         }
                         *(dest ? &req->has_dest : &req->has_path) = true;
@@ -124,7 +129,8 @@ int agent_file_request_parse(const struct agent_frame *f, struct agent_file_requ
         return 0;
 }
 
-int agent_file_request_begin(struct agent_file_request *req, const char **ret_reason) {
+int agent_file_request_begin(struct agent_file_request *req, const char **ret_reason)
+{
         int r;
 
         if (req->owner[0]) {
@@ -136,13 +142,13 @@ int agent_file_request_begin(struct agent_file_request *req, const char **ret_re
                 req->chown = true;
         } else if (req->has_uid || req->has_gid) {
                 req->chown = true;
-                req->chown_uid = req->has_uid ? (uid_t) req->uid : (uid_t) -1;
-                req->chown_gid = req->has_gid ? (gid_t) req->gid : (gid_t) -1;
+                req->chown_uid = req->has_uid ? (uid_t)req->uid : (uid_t)-1;
+                req->chown_gid = req->has_gid ? (gid_t)req->gid : (gid_t)-1;
         }
         if (req->has_uid && req->owner[0])
-                req->chown_uid = (uid_t) req->uid;
+                req->chown_uid = (uid_t)req->uid;
         if (req->has_gid && req->owner[0])
-                req->chown_gid = (gid_t) req->gid;
+                req->chown_gid = (gid_t)req->gid;
         if (req->user[0]) {
                 r = agent_file_names_user(&req->names, req->user, &req->fsuid, &req->fsgid);
                 if (r < 0) {
@@ -160,17 +166,19 @@ int agent_file_request_begin(struct agent_file_request *req, const char **ret_re
         return 0;
 }
 
-void agent_file_request_end(struct agent_file_request *req) {
-        if (req->saved_umask != (mode_t) -1)
+void agent_file_request_end(struct agent_file_request *req)
+{
+        if (req->saved_umask != (mode_t)-1)
                 umask(req->saved_umask);
-        req->saved_umask = (mode_t) -1;
+        req->saved_umask = (mode_t)-1;
         if (req->as_user)
                 agent_file_user_restore();
         req->as_user = false;
         agent_file_names_release(&req->names);
 }
 
-static uint8_t entry_type(mode_t m) {
+static uint8_t entry_type(mode_t m)
+{
         if (S_ISREG(m))
                 return AGENT_FILE_REGULAR;
         if (S_ISDIR(m))
@@ -180,20 +188,21 @@ static uint8_t entry_type(mode_t m) {
         return AGENT_FILE_OTHER;
 }
 
-void agent_files_put_entry(struct agent_frame_writer *w, struct agent_file_names *names, const char *path,
-                           const struct stat *st, int dir, const char *name) {
+void agent_files_put_entry(struct agent_frame_writer *w, struct agent_file_names *names, const char *path, const struct stat *st,
+                           int dir, const char *name)
+{
         char buf[256];
         const char *slash = strrchr(path, '/');
-        int64_t ms = (int64_t) st->st_mtim.tv_sec * 1000 + st->st_mtim.tv_nsec / 1000000;
+        int64_t ms = (int64_t)st->st_mtim.tv_sec * 1000 + st->st_mtim.tv_nsec / 1000000;
 
         agent_frame_writer_put_str(w, AGENT_F_FILE_PATH, path);
         agent_frame_writer_put_str(w, AGENT_F_FILE_NAME, slash && slash[1] ? slash + 1 : "/");
         agent_frame_writer_put_u8(w, AGENT_F_FILE_TYPE, entry_type(st->st_mode));
-        agent_frame_writer_put_u64(w, AGENT_F_FILE_SIZE, (uint64_t) st->st_size);
-        agent_frame_writer_put_u32(w, AGENT_F_FILE_MODE, (uint32_t) st->st_mode);
-        agent_frame_writer_put_u32(w, AGENT_F_FILE_UID, (uint32_t) st->st_uid);
-        agent_frame_writer_put_u32(w, AGENT_F_FILE_GID, (uint32_t) st->st_gid);
-        agent_frame_writer_put_u64(w, AGENT_F_FILE_MTIME_MS, ms > 0 ? (uint64_t) ms : 0);
+        agent_frame_writer_put_u64(w, AGENT_F_FILE_SIZE, (uint64_t)st->st_size);
+        agent_frame_writer_put_u32(w, AGENT_F_FILE_MODE, (uint32_t)st->st_mode);
+        agent_frame_writer_put_u32(w, AGENT_F_FILE_UID, (uint32_t)st->st_uid);
+        agent_frame_writer_put_u32(w, AGENT_F_FILE_GID, (uint32_t)st->st_gid);
+        agent_frame_writer_put_u64(w, AGENT_F_FILE_MTIME_MS, ms > 0 ? (uint64_t)ms : 0);
         agent_file_names_uid(names, st->st_uid, buf, sizeof buf);
         if (buf[0])
                 agent_frame_writer_put_str(w, AGENT_F_FILE_OWNER, buf);
@@ -204,11 +213,12 @@ void agent_files_put_entry(struct agent_frame_writer *w, struct agent_file_names
                 char target[PATH_MAX];
                 ssize_t n = readlinkat(dir, name, target, sizeof target - 1);
                 if (n >= 0)
-                        agent_frame_writer_put(w, AGENT_F_FILE_LINK, target, (size_t) n);
+                        agent_frame_writer_put(w, AGENT_F_FILE_LINK, target, (size_t)n);
         }
 }
 
-void agent_files_reply_errno(struct agent_conn *c, int error, const char *what, const char *path) {
+void agent_files_reply_errno(struct agent_conn *c, int error, const char *what, const char *path)
+{
         char msg[PATH_MAX + 128];
 
         snprintf(msg, sizeof msg, "%s %s: %s", what, path, strerror(error));
@@ -216,7 +226,8 @@ void agent_files_reply_errno(struct agent_conn *c, int error, const char *what, 
 }
 
 /* Stats path (the entry itself, not a symlink's target) into a FILE_ENTRY. */
-int agent_files_reply_entry(struct agent_conn *c, struct agent_file_request *req, const char *path) {
+int agent_files_reply_entry(struct agent_conn *c, struct agent_file_request *req, const char *path)
+{
         struct agent_frame_writer w;
         struct stat st;
         const char *name = NULL;
@@ -239,8 +250,9 @@ int agent_files_reply_entry(struct agent_conn *c, struct agent_file_request *req
         return 0;
 }
 
-static int file_mkdir(struct agent_file_request *req) {
-        mode_t mode = req->has_mode ? (mode_t) req->mode : 0755;
+static int file_mkdir(struct agent_file_request *req)
+{
+        mode_t mode = req->has_mode ? (mode_t)req->mode : 0755;
         const char *name;
         struct stat st;
         bool existed = false;
@@ -262,13 +274,14 @@ static int file_mkdir(struct agent_file_request *req) {
                 r = -errno;
                 /* A refused owner changes nothing: take back the directory just made. */
                 if (!existed && fstatat(dir, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode))
-                        (void) unlinkat(dir, name, AT_REMOVEDIR);
+                        (void)unlinkat(dir, name, AT_REMOVEDIR);
                 return r;
         }
         return 0;
 }
 
-static int file_move(struct agent_file_request *req) {
+static int file_move(struct agent_file_request *req)
+{
         const char *src_name, *dst_name;
         _cleanup_close_ int src = agent_file_open_parent(req->path, &src_name);
         if (src < 0)
@@ -279,7 +292,8 @@ static int file_move(struct agent_file_request *req) {
         return renameat(src, src_name, dst, dst_name) < 0 ? -errno : 0;
 }
 
-void agent_files_dispatch(struct agent_conn *c, const struct agent_frame *f) {
+void agent_files_dispatch(struct agent_conn *c, const struct agent_frame *f)
+{
         struct agent_file_request req;
         const char *reason = NULL, *what = "";
         int r;

@@ -46,8 +46,8 @@ void agent_file_request_end(struct agent_file_request *req);
 
 /* Appends one entry (FILE_PATH first) for path, whose stat is st; dir/name locate it for
  * readlinkat (a symlink's target). */
-void agent_files_put_entry(struct agent_frame_writer *w, struct agent_file_names *names, const char *path,
-                           const struct stat *st, int dir, const char *name);
+void agent_files_put_entry(struct agent_frame_writer *w, struct agent_file_names *names, const char *path, const struct stat *st,
+                           int dir, const char *name);
 /* ERROR "<what> <path>: <strerror>" on c. */
 void agent_files_reply_errno(struct agent_conn *c, int error, const char *what, const char *path);
 /* Replies FILE_ENTRY for path (lstat semantics); -errno when it cannot be stat'ed. */

@@ -19,15 +19,17 @@
 /* Single-threaded: one read buffer serves every job. */
 static uint8_t read_buf[AGENT_JOB_READ_CHUNK];
 
-static void job_kill(struct agent_job *job) {
-        (void) kill(-job->pid, SIGKILL);
+static void job_kill(struct agent_job *job)
+{
+        (void)kill(-job->pid, SIGKILL);
         if (!job->exited)
-                (void) kill(job->pid, SIGKILL);
+                (void)kill(job->pid, SIGKILL);
 }
 
 static void job_close_slave(struct agent_job *job);
 
-static void job_close_fds(struct agent_job *job) {
+static void job_close_fds(struct agent_job *job)
+{
         job_close_slave(job);
         agent_server_watch_close(job->server, &job->stdin_watch);
         agent_server_watch_close(job->server, &job->out[0]);
@@ -36,7 +38,8 @@ static void job_close_fds(struct agent_job *job) {
 }
 
 /* Appends a finished frame as the next event. */
-static int job_queue(struct agent_job *job, struct agent_frame_writer *w, uint64_t seq) {
+static int job_queue(struct agent_job *job, struct agent_frame_writer *w, uint64_t seq)
+{
         int r = agent_frame_writer_finish(w);
         if (r < 0) {
                 agent_frame_writer_release(w);
@@ -64,14 +67,15 @@ static int job_queue(struct agent_job *job, struct agent_frame_writer *w, uint64
         return 0;
 }
 
-static int job_queue_output(struct agent_job *job, enum agent_job_stream stream, const uint8_t *data, size_t len) {
+static int job_queue_output(struct agent_job *job, enum agent_job_stream stream, const uint8_t *data, size_t len)
+{
         struct agent_frame_writer w;
         uint64_t seq = job->next_seq;
 
         agent_frame_writer_begin(&w, AGENT_MSG_JOB_OUTPUT);
         agent_frame_writer_put_str(&w, AGENT_F_JOB_ID, job->req.job_id);
         agent_frame_writer_put_u64(&w, AGENT_F_SEQ, seq);
-        agent_frame_writer_put_u8(&w, AGENT_F_STREAM, (uint8_t) stream);
+        agent_frame_writer_put_u8(&w, AGENT_F_STREAM, (uint8_t)stream);
         agent_frame_writer_put(&w, AGENT_F_DATA, data, len);
         int r = job_queue(job, &w, seq);
         if (r == 0)
@@ -79,7 +83,8 @@ static int job_queue_output(struct agent_job *job, enum agent_job_stream stream,
         return r;
 }
 
-void agent_job_update_reading(struct agent_job *job) {
+void agent_job_update_reading(struct agent_job *job)
+{
         bool pause = job->unacked_bytes >= AGENT_JOB_UNACKED_MAX;
         if (pause == job->reading_paused)
                 return;
@@ -88,12 +93,13 @@ void agent_job_update_reading(struct agent_job *job) {
          * whatever it is asked for. */
         for (int i = 0; i < 2; i++)
                 if (pause)
-                        (void) agent_server_watch_detach(job->server, &job->out[i]);
+                        (void)agent_server_watch_detach(job->server, &job->out[i]);
                 else if (!(i == 0 && job->pty_eof))
-                        (void) agent_server_watch_attach(job->server, &job->out[i]);
+                        (void)agent_server_watch_attach(job->server, &job->out[i]);
 }
 
-static enum agent_job_stream job_stream_of(const struct agent_job *job, int i) {
+static enum agent_job_stream job_stream_of(const struct agent_job *job, int i)
+{
         if (job->on_pty)
                 return AGENT_STREAM_PTY;
         return i == 0 ? AGENT_STREAM_STDOUT : AGENT_STREAM_STDERR;
@@ -101,7 +107,8 @@ static enum agent_job_stream job_stream_of(const struct agent_job *job, int i) {
 
 /* Reads what a pipe has into events; closes it at EOF (EIO on a pty whose terminal side
  * is closed means the same). */
-static void job_read(struct agent_job *job, int i) {
+static void job_read(struct agent_job *job, int i)
+{
         struct agent_watch *w = &job->out[i];
 
         for (int n_reads = 0; n_reads < READS_PER_WAKEUP && w->fd >= 0; n_reads++) {
@@ -123,29 +130,29 @@ static void job_read(struct agent_job *job, int i) {
                                          * the master now would hang the terminal up and kill
                                          * it with SIGHUP. Unwatched, it is closed at the exit. */
                                         job->pty_eof = true;
-                                        (void) agent_server_watch_detach(job->server, w);
+                                        (void)agent_server_watch_detach(job->server, w);
                                         return;
                                 }
                         }
                         agent_server_watch_close(job->server, w);
                         return;
                 }
-                if (job_queue_output(job, job_stream_of(job, i), read_buf, (size_t) n) < 0) {
+                if (job_queue_output(job, job_stream_of(job, i), read_buf, (size_t)n) < 0) {
                         /* Out of memory: these bytes are lost; say so in the stream. */
                         static const char lost[] = "\n[space-agent: output lost: out of memory]\n";
-                        (void) job_queue_output(job, AGENT_STREAM_STDERR, (const uint8_t *) lost, sizeof lost - 1);
+                        (void)job_queue_output(job, AGENT_STREAM_STDERR, (const uint8_t *)lost, sizeof lost - 1);
                         return;
                 }
         }
 }
 
-static void job_read_report(struct agent_job *job) {
-        uint8_t *dst = (uint8_t *) &job->report;
+static void job_read_report(struct agent_job *job)
+{
+        uint8_t *dst = (uint8_t *)&job->report;
 
         while (job->report_watch.fd >= 0) {
                 size_t want = sizeof job->report - job->report_got;
-                ssize_t n = read(job->report_watch.fd, want ? dst + job->report_got : read_buf,
-                                 want ? want : sizeof read_buf);
+                ssize_t n = read(job->report_watch.fd, want ? dst + job->report_got : read_buf, want ? want : sizeof read_buf);
                 if (n < 0 && errno == EINTR)
                         continue;
                 if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
@@ -155,11 +162,12 @@ static void job_read_report(struct agent_job *job) {
                         return;
                 }
                 if (want)
-                        job->report_got += (size_t) n;
+                        job->report_got += (size_t)n;
         }
 }
 
-static void job_finish(struct agent_job *job) {
+static void job_finish(struct agent_job *job)
+{
         struct agent_frame_writer w;
         int exit_code = 0, sig = 0;
         char message[512];
@@ -185,8 +193,8 @@ static void job_finish(struct agent_job *job) {
                 agent_spawn_report_format(&job->report, &job->req, message, sizeof message);
                 size_t len = strlen(message);
                 message[len] = '\n';
-                (void) job_queue_output(job, job->on_pty ? AGENT_STREAM_PTY : AGENT_STREAM_STDERR,
-                                        (const uint8_t *) message, len + 1);
+                (void)job_queue_output(job, job->on_pty ? AGENT_STREAM_PTY : AGENT_STREAM_STDERR, (const uint8_t *)message,
+                                       len + 1);
                 message[len] = '\0';
         }
 
@@ -208,34 +216,39 @@ static void job_finish(struct agent_job *job) {
         agent_subscriber_flush(job->server);
 }
 
-static void job_check_done(struct agent_job *job) {
+static void job_check_done(struct agent_job *job)
+{
         if (job->finished || !job->exited)
                 return;
         if ((job->out[0].fd < 0 || job->pty_eof) && job->out[1].fd < 0 && job->report_watch.fd < 0)
                 job_finish(job);
 }
 
-static void job_on_out(struct agent_watch *w, uint32_t events) {
+static void job_on_out(struct agent_watch *w, uint32_t events)
+{
         struct agent_job *job = agent_container_of(w, struct agent_job, out[0]);
         job_read(job, 0);
         job_check_done(job);
         agent_subscriber_flush(job->server);
 }
 
-static void job_on_err(struct agent_watch *w, uint32_t events) {
+static void job_on_err(struct agent_watch *w, uint32_t events)
+{
         struct agent_job *job = agent_container_of(w, struct agent_job, out[1]);
         job_read(job, 1);
         job_check_done(job);
         agent_subscriber_flush(job->server);
 }
 
-static void job_close_slave(struct agent_job *job) {
+static void job_close_slave(struct agent_job *job)
+{
         if (job->pty_slave_fd >= 0)
                 close(job->pty_slave_fd);
         job->pty_slave_fd = -1;
 }
 
-static void job_on_report(struct agent_watch *w, uint32_t events) {
+static void job_on_report(struct agent_watch *w, uint32_t events)
+{
         struct agent_job *job = agent_container_of(w, struct agent_job, report_watch);
         job_read_report(job);
         if (w->fd < 0) /* exec'd (or failed): the command holds its terminal now */
@@ -243,14 +256,16 @@ static void job_on_report(struct agent_watch *w, uint32_t events) {
         job_check_done(job);
 }
 
-static void job_stdin_drop(struct agent_job *job) {
+static void job_stdin_drop(struct agent_job *job)
+{
         free(job->stdin_buf);
         job->stdin_buf = NULL;
         job->stdin_len = job->stdin_off = 0;
 }
 
 /* Writes queued stdin; closes stdin once drained if asked to. */
-static void job_stdin_write(struct agent_job *job) {
+static void job_stdin_write(struct agent_job *job)
+{
         struct agent_watch *w = &job->stdin_watch;
 
         while (w->fd >= 0 && job->stdin_off < job->stdin_len) {
@@ -258,7 +273,7 @@ static void job_stdin_write(struct agent_job *job) {
                 if (n < 0 && errno == EINTR)
                         continue;
                 if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-                        (void) agent_server_watch_set(job->server, w, EPOLLOUT);
+                        (void)agent_server_watch_set(job->server, w, EPOLLOUT);
                         return;
                 }
                 if (n < 0) { /* EPIPE: nobody reads stdin any more */
@@ -266,7 +281,7 @@ static void job_stdin_write(struct agent_job *job) {
                         agent_server_watch_close(job->server, w);
                         return;
                 }
-                job->stdin_off += (size_t) n;
+                job->stdin_off += (size_t)n;
         }
         job_stdin_drop(job);
         if (w->fd < 0)
@@ -275,10 +290,11 @@ static void job_stdin_write(struct agent_job *job) {
                 agent_server_watch_close(job->server, w);
                 return;
         }
-        (void) agent_server_watch_set(job->server, w, 0);
+        (void)agent_server_watch_set(job->server, w, 0);
 }
 
-static void job_on_stdin(struct agent_watch *w, uint32_t events) {
+static void job_on_stdin(struct agent_watch *w, uint32_t events)
+{
         struct agent_job *job = agent_container_of(w, struct agent_job, stdin_watch);
         if (events & (EPOLLERR | EPOLLHUP)) { /* the reading side is gone */
                 job_stdin_drop(job);
@@ -288,7 +304,8 @@ static void job_on_stdin(struct agent_watch *w, uint32_t events) {
         job_stdin_write(job);
 }
 
-int agent_job_input(struct agent_job *job, const uint8_t *data, size_t len) {
+int agent_job_input(struct agent_job *job, const uint8_t *data, size_t len)
+{
         if (job->stdin_watch.fd < 0 || job->stdin_close_pending || job->exited)
                 return -EPIPE;
         if (len == 0)
@@ -310,7 +327,8 @@ int agent_job_input(struct agent_job *job, const uint8_t *data, size_t len) {
         return 0;
 }
 
-int agent_job_close_stdin(struct agent_job *job) {
+int agent_job_close_stdin(struct agent_job *job)
+{
         if (job->stdin_watch.fd < 0 || job->stdin_close_pending)
                 return 0;
         if (job->on_pty) {
@@ -325,7 +343,8 @@ int agent_job_close_stdin(struct agent_job *job) {
         return 0;
 }
 
-int agent_job_signal(struct agent_job *job, int sig) {
+int agent_job_signal(struct agent_job *job, int sig)
+{
         if (sig <= 0 || sig >= 65)
                 return -EINVAL;
         if (job->exited)
@@ -337,7 +356,8 @@ int agent_job_signal(struct agent_job *job, int sig) {
         return 0;
 }
 
-int agent_job_resize(struct agent_job *job, uint32_t cols, uint32_t rows) {
+int agent_job_resize(struct agent_job *job, uint32_t cols, uint32_t rows)
+{
         if (!job->on_pty)
                 return -ENOTTY;
         if (cols == 0 || rows == 0 || cols > 65535 || rows > 65535)
@@ -347,14 +367,16 @@ int agent_job_resize(struct agent_job *job, uint32_t cols, uint32_t rows) {
         return agent_spawn_pty_resize(job->out[0].fd, cols, rows);
 }
 
-struct agent_job *agent_job_find(struct agent_server *s, const uint8_t *id, size_t len) {
+struct agent_job *agent_job_find(struct agent_server *s, const uint8_t *id, size_t len)
+{
         for (struct agent_job *j = s->jobs; j; j = j->next)
                 if (!j->dead && strlen(j->req.job_id) == len && memcmp(j->req.job_id, id, len) == 0)
                         return j;
         return NULL;
 }
 
-static int job_watch_all(struct agent_job *job, const struct agent_spawn_fds *fds) {
+static int job_watch_all(struct agent_job *job, const struct agent_spawn_fds *fds)
+{
         struct agent_server *s = job->server;
         int r = 0, q;
 
@@ -379,15 +401,17 @@ static int job_watch_all(struct agent_job *job, const struct agent_spawn_fds *fd
         return r < 0 ? r : q;
 }
 
-static unsigned job_count(const struct agent_server *s) {
+static unsigned job_count(const struct agent_server *s)
+{
         unsigned n = 0;
         for (const struct agent_job *j = s->jobs; j; j = j->next)
                 n += !j->dead;
         return n;
 }
 
-int agent_job_start(struct agent_server *s, const struct agent_frame *f, uint8_t **payload,
-                    struct agent_job **ret_job, const char **ret_reason) {
+int agent_job_start(struct agent_server *s, const struct agent_frame *f, uint8_t **payload, struct agent_job **ret_job,
+                    const char **ret_reason)
+{
         struct agent_spawn_fds fds;
         int r;
 
@@ -419,7 +443,7 @@ int agent_job_start(struct agent_server *s, const struct agent_frame *f, uint8_t
                 *ret_reason = "STDIN belongs to EXEC; jobs take STDIN_OPEN and JOB_INPUT";
                 goto fail;
         }
-        if (agent_job_find(s, (const uint8_t *) job->req.job_id, strlen(job->req.job_id))) {
+        if (agent_job_find(s, (const uint8_t *)job->req.job_id, strlen(job->req.job_id))) {
                 *ret_reason = "a job with this id exists";
                 r = -EEXIST;
                 goto fail;
@@ -431,8 +455,7 @@ int agent_job_start(struct agent_server *s, const struct agent_frame *f, uint8_t
                         goto fail;
                 }
                 job->has_user = true;
-                job->user.env_default = agent_frame_find(f, AGENT_F_ENV, &(const uint8_t *) { NULL },
-                                                         &(uint32_t) { 0 }) == 0;
+                job->user.env_default = agent_frame_find(f, AGENT_F_ENV, &(const uint8_t *){ NULL }, &(uint32_t){ 0 }) == 0;
         }
         job->on_pty = job->req.tty_cols && job->req.tty_rows;
 
@@ -451,7 +474,7 @@ int agent_job_start(struct agent_server *s, const struct agent_frame *f, uint8_t
                 goto fail;
         }
         if (job->req.timeout_ms)
-                job->deadline_us = job->start_us + (uint64_t) job->req.timeout_ms * 1000u;
+                job->deadline_us = job->start_us + (uint64_t)job->req.timeout_ms * 1000u;
         job->payload = TAKE_PTR(*payload);
         job->next = s->jobs;
         s->jobs = job;
@@ -463,7 +486,8 @@ fail:
         return r;
 }
 
-void agent_job_on_exit(struct agent_job *job, int status) {
+void agent_job_on_exit(struct agent_job *job, int status)
+{
         job->exited = true;
         job->status = status;
         job->exit_us = agent_clock_now_us();
@@ -472,7 +496,8 @@ void agent_job_on_exit(struct agent_job *job, int status) {
         job_check_done(job);
 }
 
-uint64_t agent_job_tick(struct agent_job *job, uint64_t now_us) {
+uint64_t agent_job_tick(struct agent_job *job, uint64_t now_us)
+{
         if (job->finished || job->dead)
                 return 0;
         if (!job->exited) {
@@ -492,7 +517,8 @@ uint64_t agent_job_tick(struct agent_job *job, uint64_t now_us) {
         return linger_until;
 }
 
-void agent_job_ack(struct agent_job *job, uint64_t seq) {
+void agent_job_ack(struct agent_job *job, uint64_t seq)
+{
         const struct agent_job_event *sending = job->server->sub_event;
 
         while (job->head && job->head->seq <= seq && job->head != sending && job->head != job->unsent) {
@@ -510,11 +536,13 @@ void agent_job_ack(struct agent_job *job, uint64_t seq) {
                 job_finish(job);
 }
 
-void agent_job_rewind(struct agent_job *job) {
+void agent_job_rewind(struct agent_job *job)
+{
         job->unsent = job->head;
 }
 
-void agent_job_free(struct agent_job *job) {
+void agent_job_free(struct agent_job *job)
+{
         if (!job)
                 return;
         job_close_fds(job);

@@ -41,9 +41,9 @@ struct agent_job {
         bool has_user;
         pid_t pid;
         bool on_pty;
-        int pty_slave_fd;            /* closed once the command has exec'd */
-        bool pty_eof;                /* the terminal side is closed; the master waits for the exit */
-        struct agent_watch out[2];   /* stdout, stderr; on a pty out[0] is the master */
+        int pty_slave_fd;               /* closed once the command has exec'd */
+        bool pty_eof;                   /* the terminal side is closed; the master waits for the exit */
+        struct agent_watch out[2];      /* stdout, stderr; on a pty out[0] is the master */
         struct agent_watch stdin_watch; /* the stdin pipe, or a duplicate of the pty master */
         uint8_t *stdin_buf;
         size_t stdin_len, stdin_off;
@@ -66,8 +66,8 @@ struct agent_job {
 
 /* Parses a JOB_START frame and starts the job. Takes *payload on success. Returns 0 or
  * -errno with a reason (or NULL: strerror) in *ret_reason. */
-int agent_job_start(struct agent_server *s, const struct agent_frame *f, uint8_t **payload,
-                    struct agent_job **ret_job, const char **ret_reason);
+int agent_job_start(struct agent_server *s, const struct agent_frame *f, uint8_t **payload, struct agent_job **ret_job,
+                    const char **ret_reason);
 struct agent_job *agent_job_find(struct agent_server *s, const uint8_t *id, size_t len);
 void agent_job_on_exit(struct agent_job *job, int status);
 /* Fires the timeout / linger deadline if due; returns the next deadline (0 = none). */

@@ -8,13 +8,15 @@
 #include "space_agent/agent_job.h"
 #include "space_agent/agent_subscriber.h"
 
-static void reply_ok(struct agent_conn *c) {
+static void reply_ok(struct agent_conn *c)
+{
         struct agent_frame_writer w;
         agent_frame_writer_begin(&w, AGENT_MSG_OK);
         agent_conn_reply(c, &w);
 }
 
-static void on_start(struct agent_conn *c, const struct agent_frame *f, uint8_t **payload) {
+static void on_start(struct agent_conn *c, const struct agent_frame *f, uint8_t **payload)
+{
         const char *reason = NULL;
         struct agent_job *job;
         struct agent_frame_writer w;
@@ -26,11 +28,12 @@ static void on_start(struct agent_conn *c, const struct agent_frame *f, uint8_t 
         }
         agent_frame_writer_begin(&w, AGENT_MSG_JOB_STARTED);
         agent_frame_writer_put_str(&w, AGENT_F_JOB_ID, job->req.job_id);
-        agent_frame_writer_put_u32(&w, AGENT_F_JOB_PID, (uint32_t) job->pid);
+        agent_frame_writer_put_u32(&w, AGENT_F_JOB_PID, (uint32_t)job->pid);
         agent_conn_reply(c, &w);
 }
 
-static void on_subscribe(struct agent_conn *c) {
+static void on_subscribe(struct agent_conn *c)
+{
         struct agent_frame_writer w;
 
         agent_subscriber_attach(c->server, c);
@@ -43,7 +46,8 @@ static void on_subscribe(struct agent_conn *c) {
 }
 
 /* The job a control frame names; replies ENOENT itself when there is none. */
-static struct agent_job *named_job(struct agent_conn *c, const struct agent_frame *f) {
+static struct agent_job *named_job(struct agent_conn *c, const struct agent_frame *f)
+{
         const uint8_t *id;
         uint32_t len;
         struct agent_job *job = NULL;
@@ -55,7 +59,8 @@ static struct agent_job *named_job(struct agent_conn *c, const struct agent_fram
         return job;
 }
 
-static void on_ack(struct agent_conn *c, const struct agent_frame *f) {
+static void on_ack(struct agent_conn *c, const struct agent_frame *f)
+{
         const uint8_t *id;
         uint32_t len;
         uint64_t seq;
@@ -69,26 +74,29 @@ static void on_ack(struct agent_conn *c, const struct agent_frame *f) {
         agent_subscriber_flush(c->server);
 }
 
-static void reply_result(struct agent_conn *c, int r, const char *what) {
+static void reply_result(struct agent_conn *c, int r, const char *what)
+{
         if (r < 0)
                 agent_conn_reply_error(c, -r, what);
         else
                 reply_ok(c);
 }
 
-static void on_input(struct agent_conn *c, const struct agent_frame *f) {
+static void on_input(struct agent_conn *c, const struct agent_frame *f)
+{
         const uint8_t *data = NULL;
         uint32_t len = 0;
         struct agent_job *job = named_job(c, f);
 
         if (!job)
                 return;
-        (void) agent_frame_find(f, AGENT_F_DATA, &data, &len);
+        (void)agent_frame_find(f, AGENT_F_DATA, &data, &len);
         int r = agent_job_input(job, data, len);
         reply_result(c, r, r == -EAGAIN ? "stdin buffer full, retry" : r == -EPIPE ? "stdin is closed" : NULL);
 }
 
-static void on_signal(struct agent_conn *c, const struct agent_frame *f) {
+static void on_signal(struct agent_conn *c, const struct agent_frame *f)
+{
         int32_t sig = 0;
         struct agent_job *job = named_job(c, f);
 
@@ -102,7 +110,8 @@ static void on_signal(struct agent_conn *c, const struct agent_frame *f) {
         reply_result(c, r, r == -ESRCH ? "the job has exited" : NULL);
 }
 
-static void on_resize(struct agent_conn *c, const struct agent_frame *f) {
+static void on_resize(struct agent_conn *c, const struct agent_frame *f)
+{
         uint32_t cols = 0, rows = 0;
         struct agent_job *job = named_job(c, f);
 
@@ -116,7 +125,8 @@ static void on_resize(struct agent_conn *c, const struct agent_frame *f) {
         reply_result(c, r, r == -ENOTTY ? "the job has no terminal" : NULL);
 }
 
-void agent_job_requests_handle(struct agent_conn *c, const struct agent_frame *f, uint8_t **payload) {
+void agent_job_requests_handle(struct agent_conn *c, const struct agent_frame *f, uint8_t **payload)
+{
         struct agent_job *job;
 
         switch (f->type) {

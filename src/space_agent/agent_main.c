@@ -23,38 +23,42 @@
 #endif
 
 /* stderr is /dev/null inside a sandbox; this is for people running the agent by hand. */
-static void log_error(const char *what, int error) {
+static void log_error(const char *what, int error)
+{
         dprintf(STDERR_FILENO, "space-agent: level=error msg=\"%s\" error=\"%s\"\n", what, strerror(error));
 }
 
-static void usage(int fd) {
-        dprintf(fd, "usage: space-agent --listen-fd N | --listen PATH [--root DIR] [--proc-view FD ...] | --version\n"
-                    "  --listen-fd N   serve on the inherited listening unix socket N\n"
-                    "  --proc-view FD  serve the /proc views on the FUSE descriptors FD..FD+3\n"
-                    "                  (meminfo, stat, loadavg, uptime; a closed one is skipped)\n"
-                    "  --memory-bytes N, --cpus N   the limits those views show\n"
-                    "  --listen PATH   bind and listen on the unix socket PATH\n"
-                    "  --root DIR      resolve file requests inside DIR (default /)\n"
-                    "  --version       print the version and exit\n");
+static void usage(int fd)
+{
+        dprintf(fd,
+                "usage: space-agent --listen-fd N | --listen PATH [--root DIR] [--proc-view FD ...] | --version\n"
+                "  --listen-fd N   serve on the inherited listening unix socket N\n"
+                "  --proc-view FD  serve the /proc views on the FUSE descriptors FD..FD+3\n"
+                "                  (meminfo, stat, loadavg, uptime; a closed one is skipped)\n"
+                "  --memory-bytes N, --cpus N   the limits those views show\n"
+                "  --listen PATH   bind and listen on the unix socket PATH\n"
+                "  --root DIR      resolve file requests inside DIR (default /)\n"
+                "  --version       print the version and exit\n");
 }
 
 /* Commands get our fds 0-2 replaced by pipes; keep them occupied so a pipe never lands there. */
-static void stdio_ensure_open(void) {
+static void stdio_ensure_open(void)
+{
         for (int fd = 0; fd <= 2; fd++) {
                 if (fcntl(fd, F_GETFD) >= 0 || errno != EBADF)
                         continue;
                 int nfd = open("/dev/null", O_RDWR);
                 if (nfd >= 0 && nfd != fd) {
-                        (void) dup2(nfd, fd);
+                        (void)dup2(nfd, fd);
                         close(nfd);
                 }
         }
 }
 
 /* Only SIGKILL from outside may end PID 1; children get default dispositions back. */
-static int signals_setup(void) {
-        static const int ignored[] = { SIGPIPE, SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2,
-                                       SIGTSTP, SIGTTIN, SIGTTOU };
+static int signals_setup(void)
+{
+        static const int ignored[] = { SIGPIPE, SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGTSTP, SIGTTIN, SIGTTOU };
         struct sigaction ign = { .sa_handler = SIG_IGN }, dfl = { .sa_handler = SIG_DFL };
 
         sigemptyset(&ign.sa_mask);
@@ -68,7 +72,8 @@ static int signals_setup(void) {
         return 0;
 }
 
-static int listen_fd_check(int fd) {
+static int listen_fd_check(int fd)
+{
         int accepting = 0;
         socklen_t len = sizeof accepting;
 
@@ -77,7 +82,8 @@ static int listen_fd_check(int fd) {
         return accepting ? 0 : -EINVAL;
 }
 
-static int listen_path_open(const char *path) {
+static int listen_path_open(const char *path)
+{
         struct sockaddr_un addr = { .sun_family = AF_UNIX };
         struct stat st;
 
@@ -90,25 +96,27 @@ static int listen_path_open(const char *path) {
                 return -errno;
         /* A stale socket from an earlier run is replaced; anything else is left alone. */
         if (lstat(path, &st) == 0 && S_ISSOCK(st.st_mode))
-                (void) unlink(path);
-        if (bind(fd, (struct sockaddr *) &addr, sizeof addr) < 0)
+                (void)unlink(path);
+        if (bind(fd, (struct sockaddr *)&addr, sizeof addr) < 0)
                 return -errno;
         if (listen(fd, 128) < 0)
                 return -errno;
         return TAKE_FD(fd);
 }
 
-static int parse_fd(const char *s) {
+static int parse_fd(const char *s)
+{
         char *end;
         errno = 0;
         long v = strtol(s, &end, 10);
 
         if (errno || end == s || *end || v < 0 || v > 1 << 20)
                 return -EINVAL;
-        return (int) v;
+        return (int)v;
 }
 
-static int parse_u64(const char *s, uint64_t *ret) {
+static int parse_u64(const char *s, uint64_t *ret)
+{
         char *end;
         errno = 0;
         unsigned long long v = strtoull(s, &end, 10);
@@ -118,7 +126,8 @@ static int parse_u64(const char *s, uint64_t *ret) {
         return 0;
 }
 
-int main(int argc, char **argv) {
+int main(int argc, char **argv)
+{
         const char *listen_path = NULL, *root = NULL;
         int listen_fd = -1, proc_view_fd = -1, r;
         uint64_t memory_bytes = 0, cpus = 1;
@@ -174,7 +183,7 @@ int main(int argc, char **argv) {
 
         stdio_ensure_open();
         /* Without its views a sandbox still works: /proc then shows the host's figures. */
-        if (proc_view_fd >= 3 && (r = agent_proc_view_start(view_fds, memory_bytes, (unsigned) cpus)) < 0)
+        if (proc_view_fd >= 3 && (r = agent_proc_view_start(view_fds, memory_bytes, (unsigned)cpus)) < 0)
                 log_error("cannot serve the /proc views", -r);
         if (root && (r = agent_file_root_set(root)) < 0) {
                 log_error("cannot open --root", -r);
@@ -187,7 +196,7 @@ int main(int argc, char **argv) {
         }
         /* Outside a pid namespace, still collect our commands' orphans. */
         if (getpid() != 1)
-                (void) prctl(PR_SET_CHILD_SUBREAPER, 1);
+                (void)prctl(PR_SET_CHILD_SUBREAPER, 1);
 
         if (listen_path) {
                 listen_fd = listen_path_open(listen_path);

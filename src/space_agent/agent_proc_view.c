@@ -42,34 +42,37 @@ struct proc_view {
         struct view_handle handles[VIEW_MAX_OPEN];
 };
 
-static void reply(int fd, uint64_t unique, int error, const void *data, size_t len) {
-        struct fuse_abi_out_header h = { .len = (uint32_t) (sizeof(h) + (error ? 0 : len)), .error = error, .unique = unique };
-        struct iovec iov[2] = { { &h, sizeof(h) }, { (void *) data, error ? 0 : len } };
+static void reply(int fd, uint64_t unique, int error, const void *data, size_t len)
+{
+        struct fuse_abi_out_header h = { .len = (uint32_t)(sizeof(h) + (error ? 0 : len)), .error = error, .unique = unique };
+        struct iovec iov[2] = { { &h, sizeof(h) }, { (void *)data, error ? 0 : len } };
         /* A reply the kernel refuses (the request was interrupted meanwhile) needs nothing more. */
-        (void) writev(fd, iov, error || !len ? 1 : 2);
+        (void)writev(fd, iov, error || !len ? 1 : 2);
 }
 
 /* The size is the text's length, which never changes for a file (fixed-width figures):
  * sendfile(2) and splice read only that far. */
-static void attr_fill(struct proc_view *v, enum agent_proc_file kind, struct fuse_abi_attr *a) {
+static void attr_fill(struct proc_view *v, enum agent_proc_file kind, struct fuse_abi_attr *a)
+{
         char *text = NULL;
         size_t len = 0;
         if (agent_proc_figures_text(&v->figures, kind, &text, &len) < 0)
                 len = 0;
         free(text);
-        *a = (struct fuse_abi_attr) {
+        *a = (struct fuse_abi_attr){
                 .ino = FUSE_ABI_ROOT_ID,
                 .size = len,
                 .mode = S_IFREG | 0444,
                 .nlink = 1,
                 .blksize = 4096,
-                .atime = (uint64_t) v->figures.start_wall,
-                .mtime = (uint64_t) v->figures.start_wall,
-                .ctime = (uint64_t) v->figures.start_wall,
+                .atime = (uint64_t)v->figures.start_wall,
+                .mtime = (uint64_t)v->figures.start_wall,
+                .ctime = (uint64_t)v->figures.start_wall,
         };
 }
 
-static void on_init(struct view_file *f, const struct fuse_abi_in_header *h, const void *body, size_t len) {
+static void on_init(struct view_file *f, const struct fuse_abi_in_header *h, const void *body, size_t len)
+{
         const struct fuse_abi_init_in *in = body;
         if (len < sizeof(*in) || in->major != FUSE_ABI_MAJOR) {
                 reply(f->fd, h->unique, -EPROTO, NULL, 0);
@@ -88,7 +91,8 @@ static void on_init(struct view_file *f, const struct fuse_abi_in_header *h, con
         reply(f->fd, h->unique, 0, &out, sizeof(out));
 }
 
-static void on_open(struct view_file *f, const struct fuse_abi_in_header *h, const void *body, size_t len) {
+static void on_open(struct view_file *f, const struct fuse_abi_in_header *h, const void *body, size_t len)
+{
         struct proc_view *v = f->view;
         const struct fuse_abi_open_in *in = body;
         if (len < sizeof(*in) || h->nodeid != FUSE_ABI_ROOT_ID) {
@@ -117,37 +121,41 @@ static void on_open(struct view_file *f, const struct fuse_abi_in_header *h, con
         reply(f->fd, h->unique, 0, &out, sizeof(out));
 }
 
-static struct view_handle *handle_of(struct proc_view *v, uint64_t fh) {
+static struct view_handle *handle_of(struct proc_view *v, uint64_t fh)
+{
         if (fh < 1 || fh > VIEW_MAX_OPEN || !v->handles[fh - 1].used)
                 return NULL;
         return &v->handles[fh - 1];
 }
 
-static void on_read(struct view_file *f, const struct fuse_abi_in_header *h, const void *body, size_t len) {
+static void on_read(struct view_file *f, const struct fuse_abi_in_header *h, const void *body, size_t len)
+{
         const struct fuse_abi_read_in *in = body;
         struct view_handle *hd = len >= sizeof(*in) ? handle_of(f->view, in->fh) : NULL;
         if (!hd) {
                 reply(f->fd, h->unique, -EBADF, NULL, 0);
                 return;
         }
-        size_t off = in->offset < hd->len ? (size_t) in->offset : hd->len;
+        size_t off = in->offset < hd->len ? (size_t)in->offset : hd->len;
         size_t n = hd->len - off < in->size ? hd->len - off : in->size;
-        struct fuse_abi_out_header oh = { .len = (uint32_t) (sizeof(oh) + n), .unique = h->unique };
+        struct fuse_abi_out_header oh = { .len = (uint32_t)(sizeof(oh) + n), .unique = h->unique };
         struct iovec iov[2] = { { &oh, sizeof(oh) }, { hd->text + off, n } };
-        (void) writev(f->fd, iov, n ? 2 : 1);
+        (void)writev(f->fd, iov, n ? 2 : 1);
 }
 
-static void on_release(struct view_file *f, const struct fuse_abi_in_header *h, const void *body, size_t len) {
+static void on_release(struct view_file *f, const struct fuse_abi_in_header *h, const void *body, size_t len)
+{
         const struct fuse_abi_release_in *in = body;
         struct view_handle *hd = len >= sizeof(*in) ? handle_of(f->view, in->fh) : NULL;
         if (hd) {
                 free(hd->text);
-                *hd = (struct view_handle) { 0 };
+                *hd = (struct view_handle){ 0 };
         }
         reply(f->fd, h->unique, 0, NULL, 0);
 }
 
-static void dispatch(struct view_file *f, const struct fuse_abi_in_header *h, const void *body, size_t len) {
+static void dispatch(struct view_file *f, const struct fuse_abi_in_header *h, const void *body, size_t len)
+{
         switch (h->opcode) {
         case FUSE_ABI_INIT:
                 on_init(f, h, body, len);
@@ -187,7 +195,8 @@ static void dispatch(struct view_file *f, const struct fuse_abi_in_header *h, co
 }
 
 /* Serves what one descriptor has queued; false once its mount is gone (ENODEV). */
-static bool serve(struct view_file *f) {
+static bool serve(struct view_file *f)
+{
         static char buf[VIEW_READ_BUFFER] __attribute__((aligned(8)));
         for (int i = 0; i < 64; i++) {
                 ssize_t n = read(f->fd, buf, sizeof(buf));
@@ -197,10 +206,10 @@ static bool serve(struct view_file *f) {
                         return errno == EAGAIN;
                 }
                 struct fuse_abi_in_header h;
-                if ((size_t) n < sizeof(h))
+                if ((size_t)n < sizeof(h))
                         continue;
                 memcpy(&h, buf, sizeof(h));
-                if (h.len < sizeof(h) || h.len > (size_t) n) {
+                if (h.len < sizeof(h) || h.len > (size_t)n) {
                         reply(f->fd, h.unique, -EIO, NULL, 0);
                         continue;
                 }
@@ -209,31 +218,33 @@ static bool serve(struct view_file *f) {
         return true;
 }
 
-static void close_all_but(const int fds[_AGENT_PROC_MAX]) {
+static void close_all_but(const int fds[_AGENT_PROC_MAX])
+{
         unsigned from = 3;
         for (int i = 0; i < _AGENT_PROC_MAX; i++) {
                 if (fds[i] < 0)
                         continue;
-                if ((unsigned) fds[i] > from)
-                        (void) syscall(SYS_close_range, from, (unsigned) fds[i] - 1, 0);
-                from = (unsigned) fds[i] + 1 > from ? (unsigned) fds[i] + 1 : from;
+                if ((unsigned)fds[i] > from)
+                        (void)syscall(SYS_close_range, from, (unsigned)fds[i] - 1, 0);
+                from = (unsigned)fds[i] + 1 > from ? (unsigned)fds[i] + 1 : from;
         }
-        (void) syscall(SYS_close_range, from, ~0U, 0);
+        (void)syscall(SYS_close_range, from, ~0U, 0);
 }
 
-static _Noreturn void server_main(const int fds[_AGENT_PROC_MAX], uint64_t memory_bytes, unsigned cpus) {
+static _Noreturn void server_main(const int fds[_AGENT_PROC_MAX], uint64_t memory_bytes, unsigned cpus)
+{
         static struct proc_view v;
         struct pollfd pfd[_AGENT_PROC_MAX];
         sigset_t none;
 
-        (void) prctl(PR_SET_NAME, "space-proc-view");
+        (void)prctl(PR_SET_NAME, "space-proc-view");
         sigemptyset(&none);
-        (void) sigprocmask(SIG_SETMASK, &none, NULL);
+        (void)sigprocmask(SIG_SETMASK, &none, NULL);
         close_all_but(fds);
         agent_proc_figures_init(&v.figures, memory_bytes, cpus);
         for (int i = 0; i < _AGENT_PROC_MAX; i++) {
-                v.files[i] = (struct view_file) { .fd = fds[i], .kind = (enum agent_proc_file) i, .view = &v };
-                pfd[i] = (struct pollfd) { .fd = fds[i], .events = POLLIN };
+                v.files[i] = (struct view_file){ .fd = fds[i], .kind = (enum agent_proc_file)i, .view = &v };
+                pfd[i] = (struct pollfd){ .fd = fds[i], .events = POLLIN };
                 if (fds[i] >= 0) {
                         int fl = fcntl(fds[i], F_GETFL);
                         if (fl < 0 || fcntl(fds[i], F_SETFL, fl | O_NONBLOCK) < 0)
@@ -262,7 +273,8 @@ static _Noreturn void server_main(const int fds[_AGENT_PROC_MAX], uint64_t memor
         }
 }
 
-int agent_proc_view_start(const int fds[_AGENT_PROC_MAX], uint64_t memory_bytes, unsigned cpus) {
+int agent_proc_view_start(const int fds[_AGENT_PROC_MAX], uint64_t memory_bytes, unsigned cpus)
+{
         pid_t pid = fork();
         if (pid == 0)
                 server_main(fds, memory_bytes, cpus);

@@ -22,12 +22,13 @@
 #define MAX_EVENTS 64
 #define ACCEPT_RETRY_US 100000u
 
-void agent_watch_init(struct agent_watch *w) {
-        *w = (struct agent_watch) { .fd = -1 };
+void agent_watch_init(struct agent_watch *w)
+{
+        *w = (struct agent_watch){ .fd = -1 };
 }
 
-int agent_server_watch_add(struct agent_server *s, struct agent_watch *w, int fd, uint32_t events,
-                           agent_watch_fn fn) {
+int agent_server_watch_add(struct agent_server *s, struct agent_watch *w, int fd, uint32_t events, agent_watch_fn fn)
+{
         struct epoll_event ev = { .events = events, .data.ptr = w };
 
         if (epoll_ctl(s->epoll_fd, EPOLL_CTL_ADD, fd, &ev) < 0) {
@@ -35,11 +36,12 @@ int agent_server_watch_add(struct agent_server *s, struct agent_watch *w, int fd
                 close(fd);
                 return r;
         }
-        *w = (struct agent_watch) { .fd = fd, .events = events, .fn = fn };
+        *w = (struct agent_watch){ .fd = fd, .events = events, .fn = fn };
         return 0;
 }
 
-int agent_server_watch_set(struct agent_server *s, struct agent_watch *w, uint32_t events) {
+int agent_server_watch_set(struct agent_server *s, struct agent_watch *w, uint32_t events)
+{
         struct epoll_event ev = { .events = events, .data.ptr = w };
 
         if (w->fd < 0 || w->events == events)
@@ -54,7 +56,8 @@ int agent_server_watch_set(struct agent_server *s, struct agent_watch *w, uint32
         return 0;
 }
 
-int agent_server_watch_detach(struct agent_server *s, struct agent_watch *w) {
+int agent_server_watch_detach(struct agent_server *s, struct agent_watch *w)
+{
         if (w->fd < 0 || w->detached)
                 return 0;
         if (epoll_ctl(s->epoll_fd, EPOLL_CTL_DEL, w->fd, NULL) < 0)
@@ -63,7 +66,8 @@ int agent_server_watch_detach(struct agent_server *s, struct agent_watch *w) {
         return 0;
 }
 
-int agent_server_watch_attach(struct agent_server *s, struct agent_watch *w) {
+int agent_server_watch_attach(struct agent_server *s, struct agent_watch *w)
+{
         struct epoll_event ev = { .events = w->events, .data.ptr = w };
 
         if (w->fd < 0 || !w->detached)
@@ -74,29 +78,33 @@ int agent_server_watch_attach(struct agent_server *s, struct agent_watch *w) {
         return 0;
 }
 
-void agent_server_watch_close(struct agent_server *s, struct agent_watch *w) {
+void agent_server_watch_close(struct agent_server *s, struct agent_watch *w)
+{
         if (w->fd < 0)
                 return;
         if (!w->detached)
-                (void) epoll_ctl(s->epoll_fd, EPOLL_CTL_DEL, w->fd, NULL);
+                (void)epoll_ctl(s->epoll_fd, EPOLL_CTL_DEL, w->fd, NULL);
         close(w->fd);
         w->fd = -1;
         w->detached = false;
 }
 
-static void server_accept_pause(struct agent_server *s) {
+static void server_accept_pause(struct agent_server *s)
+{
         if (agent_server_watch_set(s, &s->listen_watch, 0) == 0)
                 s->accept_paused = true;
 }
 
-static void server_accept_resume(struct agent_server *s) {
+static void server_accept_resume(struct agent_server *s)
+{
         if (s->n_conns >= AGENT_SERVER_MAX_CONNS)
                 return;
         if (agent_server_watch_set(s, &s->listen_watch, EPOLLIN) == 0)
                 s->accept_paused = false;
 }
 
-static void server_on_listen(struct agent_watch *w, uint32_t events) {
+static void server_on_listen(struct agent_watch *w, uint32_t events)
+{
         struct agent_server *s = agent_container_of(w, struct agent_server, listen_watch);
 
         for (int i = 0; i < 32; i++) {
@@ -114,11 +122,12 @@ static void server_on_listen(struct agent_watch *w, uint32_t events) {
                         server_accept_pause(s);
                         return;
                 }
-                (void) agent_conn_new(s, fd);
+                (void)agent_conn_new(s, fd);
         }
 }
 
-static struct agent_command *server_find_command(struct agent_server *s, pid_t pid) {
+static struct agent_command *server_find_command(struct agent_server *s, pid_t pid)
+{
         for (struct agent_command *c = s->commands; c; c = c->next)
                 if (!c->dead && !c->exited && c->pid == pid)
                         return c;
@@ -126,7 +135,8 @@ static struct agent_command *server_find_command(struct agent_server *s, pid_t p
 }
 
 /* Reaps every exited child, ours or reparented orphans. */
-static void server_reap(struct agent_server *s) {
+static void server_reap(struct agent_server *s)
+{
         for (;;) {
                 int status;
                 pid_t pid = waitpid(-1, &status, WNOHANG);
@@ -147,7 +157,8 @@ static void server_reap(struct agent_server *s) {
         }
 }
 
-static void server_on_signal(struct agent_watch *w, uint32_t events) {
+static void server_on_signal(struct agent_watch *w, uint32_t events)
+{
         struct agent_server *s = agent_container_of(w, struct agent_server, signal_watch);
         struct signalfd_siginfo info[8];
 
@@ -157,7 +168,8 @@ static void server_on_signal(struct agent_watch *w, uint32_t events) {
 }
 
 /* Runs deadlines; returns the epoll timeout in ms (-1 = none). */
-static int server_tick(struct agent_server *s) {
+static int server_tick(struct agent_server *s)
+{
         uint64_t now = agent_clock_now_us(), next = 0;
 
         for (struct agent_command *c = s->commands; c; c = c->next) {
@@ -172,8 +184,7 @@ static int server_tick(struct agent_server *s) {
         }
         if (s->accept_paused) {
                 server_accept_resume(s);
-                if (s->accept_paused && s->n_conns < AGENT_SERVER_MAX_CONNS &&
-                    (!next || now + ACCEPT_RETRY_US < next))
+                if (s->accept_paused && s->n_conns < AGENT_SERVER_MAX_CONNS && (!next || now + ACCEPT_RETRY_US < next))
                         next = now + ACCEPT_RETRY_US;
         }
         if (!next)
@@ -181,10 +192,11 @@ static int server_tick(struct agent_server *s) {
         if (next <= now)
                 return 0;
         uint64_t ms = (next - now + 999) / 1000;
-        return ms > 60000 ? 60000 : (int) ms;
+        return ms > 60000 ? 60000 : (int)ms;
 }
 
-static void server_sweep(struct agent_server *s) {
+static void server_sweep(struct agent_server *s)
+{
         bool freed = false;
 
         for (struct agent_command **p = &s->commands; *p;) {
@@ -219,26 +231,28 @@ static void server_sweep(struct agent_server *s) {
                 server_accept_resume(s);
 }
 
-static void server_boot_id_make(struct agent_server *s) {
+static void server_boot_id_make(struct agent_server *s)
+{
         uint8_t raw[16];
         ssize_t n = getrandom(raw, sizeof raw, GRND_NONBLOCK);
 
-        if (n != (ssize_t) sizeof raw) {
+        if (n != (ssize_t)sizeof raw) {
                 /* No entropy yet: still unique enough to tell restarts apart. */
-                uint64_t t = agent_clock_now_us() ^ ((uint64_t) getpid() << 32);
+                uint64_t t = agent_clock_now_us() ^ ((uint64_t)getpid() << 32);
                 for (size_t i = 0; i < sizeof raw; i++)
-                        raw[i] = (uint8_t) (t >> (8 * (i % 8))) ^ (uint8_t) (i * 37);
+                        raw[i] = (uint8_t)(t >> (8 * (i % 8))) ^ (uint8_t)(i * 37);
         }
         for (size_t i = 0; i < sizeof raw; i++)
                 snprintf(s->boot_id + 2 * i, 3, "%02x", raw[i]);
 }
 
-int agent_server_init(struct agent_server *s, int listen_fd) {
+int agent_server_init(struct agent_server *s, int listen_fd)
+{
         _cleanup_close_ int lfd = listen_fd;
         sigset_t mask;
         int r;
 
-        *s = (struct agent_server) { .epoll_fd = -1 };
+        *s = (struct agent_server){ .epoll_fd = -1 };
         agent_watch_init(&s->listen_watch);
         agent_watch_init(&s->signal_watch);
         server_boot_id_make(s);
@@ -271,7 +285,8 @@ int agent_server_init(struct agent_server *s, int listen_fd) {
         return 0;
 }
 
-int agent_server_run(struct agent_server *s) {
+int agent_server_run(struct agent_server *s)
+{
         struct epoll_event events[MAX_EVENTS];
 
         for (;;) {

@@ -27,7 +27,7 @@ struct agent_watch {
         bool detached; /* open but out of the epoll set (not even hang-ups are reported) */
 };
 
-#define agent_container_of(ptr, type, member) ((type *) (void *) ((char *) (ptr) - offsetof(type, member)))
+#define agent_container_of(ptr, type, member) ((type *)(void *)((char *)(ptr)-offsetof(type, member)))
 
 #define AGENT_SERVER_MAX_CONNS 1024
 
@@ -54,8 +54,7 @@ int agent_server_run(struct agent_server *s);
 
 void agent_watch_init(struct agent_watch *w);
 /* Registers fd (taking it: it is closed on failure too). */
-int agent_server_watch_add(struct agent_server *s, struct agent_watch *w, int fd, uint32_t events,
-                           agent_watch_fn fn);
+int agent_server_watch_add(struct agent_server *s, struct agent_watch *w, int fd, uint32_t events, agent_watch_fn fn);
 int agent_server_watch_set(struct agent_server *s, struct agent_watch *w, uint32_t events);
 /* Takes the fd out of the epoll set without closing it, and puts it back. */
 int agent_server_watch_detach(struct agent_server *s, struct agent_watch *w);

@@ -20,7 +20,8 @@
 
 #define CHILD_REPORT_FD 3
 
-static _Noreturn void child_fail(int report_fd, enum agent_spawn_stage stage, int error) {
+static _Noreturn void child_fail(int report_fd, enum agent_spawn_stage stage, int error)
+{
         struct agent_spawn_report report = { .stage = stage, .error = error };
 
         /* A pipe write this small is atomic; nothing to do if it fails. */
@@ -29,34 +30,37 @@ static _Noreturn void child_fail(int report_fd, enum agent_spawn_stage stage, in
         _exit(127);
 }
 
-static void child_reset_signals(void) {
+static void child_reset_signals(void)
+{
         struct sigaction sa = { .sa_handler = SIG_DFL };
         sigset_t none;
 
         sigemptyset(&sa.sa_mask);
         for (int sig = 1; sig < NSIG; sig++)
                 if (sig != SIGKILL && sig != SIGSTOP)
-                        (void) sigaction(sig, &sa, NULL); /* reserved libc signals fail: fine */
+                        (void)sigaction(sig, &sa, NULL); /* reserved libc signals fail: fine */
 
         sigemptyset(&none);
-        (void) sigprocmask(SIG_SETMASK, &none, NULL);
+        (void)sigprocmask(SIG_SETMASK, &none, NULL);
 }
 
-static void child_close_from(int first) {
+static void child_close_from(int first)
+{
 #ifdef SYS_close_range
-        if (syscall(SYS_close_range, (unsigned) first, ~0U, 0) == 0)
+        if (syscall(SYS_close_range, (unsigned)first, ~0U, 0) == 0)
                 return;
 #endif
         long max = sysconf(_SC_OPEN_MAX);
         if (max < 0 || max > 65536)
                 max = 65536;
         for (int fd = first; fd < max; fd++)
-                (void) close(fd);
+                (void)close(fd);
 }
 
 /* Becomes user: groups first, then gid, then uid (after which no capability is left). */
-static int child_become(const struct agent_spawn_user *user) {
-        if (syscall(SYS_setgroups, (size_t) user->n_groups, user->groups) < 0)
+static int child_become(const struct agent_spawn_user *user)
+{
+        if (syscall(SYS_setgroups, (size_t)user->n_groups, user->groups) < 0)
                 return -1;
         if (syscall(SYS_setresgid, user->gid, user->gid, user->gid) < 0)
                 return -1;
@@ -65,16 +69,18 @@ static int child_become(const struct agent_spawn_user *user) {
         return 0;
 }
 
-static void child_user_env(const struct agent_spawn_user *user) {
+static void child_user_env(const struct agent_spawn_user *user)
+{
         int replace = user->env_default;
 
-        (void) setenv("HOME", user->home, replace);
-        (void) setenv("USER", user->name, replace);
-        (void) setenv("LOGNAME", user->name, replace);
+        (void)setenv("HOME", user->home, replace);
+        (void)setenv("USER", user->name, replace);
+        (void)setenv("LOGNAME", user->name, replace);
 }
 
 /* The terminal side of a pseudo-terminal becomes the controlling terminal and stdio. */
-static int child_attach_pty(const char *slave_path, const struct agent_spawn_user *user) {
+static int child_attach_pty(const char *slave_path, const struct agent_spawn_user *user)
+{
         int fd = open(slave_path, O_RDWR | O_CLOEXEC);
         if (fd < 0)
                 return -1;
@@ -95,8 +101,8 @@ struct child_fds {
 
 /* Runs in the forked child; never returns. The agent guarantees fds 0-2 are open, so the
  * pipe fds are all >= 3 and the dup2s below cannot clobber one another. */
-static _Noreturn void child_run(const struct agent_exec_request *req, const struct agent_spawn_user *user,
-                                struct child_fds fds) {
+static _Noreturn void child_run(const struct agent_exec_request *req, const struct agent_spawn_user *user, struct child_fds fds)
+{
         int report_fd = fds.report;
 
         if (setsid() < 0)
@@ -106,7 +112,7 @@ static _Noreturn void child_run(const struct agent_exec_request *req, const stru
          * memory hog could never be killed. Raising the score needs no privilege. */
         int oom = open("/proc/self/oom_score_adj", O_WRONLY | O_CLOEXEC);
         if (oom >= 0) {
-                (void) !write(oom, "0\n", 2);
+                (void)!write(oom, "0\n", 2);
                 close(oom);
         }
 
@@ -148,11 +154,13 @@ static _Noreturn void child_run(const struct agent_exec_request *req, const stru
         child_fail(report_fd, AGENT_SPAWN_STAGE_EXEC, errno);
 }
 
-static int pipe_make(int fds[2]) {
+static int pipe_make(int fds[2])
+{
         return pipe2(fds, O_CLOEXEC) < 0 ? -errno : 0;
 }
 
-static int fd_set_nonblock(int fd) {
+static int fd_set_nonblock(int fd)
+{
         int flags = fcntl(fd, F_GETFL);
 
         if (flags < 0 || fcntl(fd, F_SETFL, flags | O_NONBLOCK) < 0)
@@ -161,7 +169,8 @@ static int fd_set_nonblock(int fd) {
 }
 
 /* A pseudo-terminal master, unlocked and sized; its terminal's path in slave_path. */
-static int pty_open(const struct agent_exec_request *req, char *slave_path, size_t size) {
+static int pty_open(const struct agent_exec_request *req, char *slave_path, size_t size)
+{
         _cleanup_close_ int fd = open("/dev/ptmx", O_RDWR | O_NOCTTY | O_CLOEXEC);
         int unlock = 0;
         unsigned n = 0;
@@ -177,14 +186,16 @@ static int pty_open(const struct agent_exec_request *req, char *slave_path, size
         return TAKE_FD(fd);
 }
 
-int agent_spawn_pty_resize(int pty_fd, uint32_t cols, uint32_t rows) {
-        struct winsize ws = { .ws_row = (unsigned short) rows, .ws_col = (unsigned short) cols };
+int agent_spawn_pty_resize(int pty_fd, uint32_t cols, uint32_t rows)
+{
+        struct winsize ws = { .ws_row = (unsigned short)rows, .ws_col = (unsigned short)cols };
 
         return ioctl(pty_fd, TIOCSWINSZ, &ws) < 0 ? -errno : 0;
 }
 
-int agent_spawn_start(const struct agent_exec_request *req, const struct agent_spawn_user *user,
-                      struct agent_spawn_fds *ret_fds, pid_t *ret_pid) {
+int agent_spawn_start(const struct agent_exec_request *req, const struct agent_spawn_user *user, struct agent_spawn_fds *ret_fds,
+                      pid_t *ret_pid)
+{
         _cleanup_close_ int in_r = -1, in_w = -1, out_r = -1, out_w = -1, err_r = -1, err_w = -1;
         _cleanup_close_ int rep_r = -1, rep_w = -1, pty = -1, slave = -1;
         char slave_path[64];
@@ -214,15 +225,19 @@ int agent_spawn_start(const struct agent_exec_request *req, const struct agent_s
                         in_r = p[0], in_w = p[1];
                 }
                 /* Bigger reads per wake-up when a command writes a lot. */
-                (void) fcntl(out_r, F_SETPIPE_SZ, 1 << 20);
+                (void)fcntl(out_r, F_SETPIPE_SZ, 1 << 20);
         }
 
         pid_t pid = fork();
         if (pid < 0)
                 return -errno;
         if (pid == 0)
-                child_run(req, user, (struct child_fds) { .in = in_r, .out = out_w, .err = err_w, .report = rep_w,
-                                                          .slave_path = on_pty ? slave_path : NULL });
+                child_run(req, user,
+                          (struct child_fds){ .in = in_r,
+                                              .out = out_w,
+                                              .err = err_w,
+                                              .report = rep_w,
+                                              .slave_path = on_pty ? slave_path : NULL });
 
         /* Parent: the write ends now belong to the child. */
         int fds[] = { in_w, out_r, err_r, rep_r, pty };
@@ -233,7 +248,7 @@ int agent_spawn_start(const struct agent_exec_request *req, const struct agent_s
                         return r;
                 }
 
-        *ret_fds = (struct agent_spawn_fds) {
+        *ret_fds = (struct agent_spawn_fds){
                 .stdin_fd = TAKE_FD(in_w),
                 .stdout_fd = TAKE_FD(out_r),
                 .stderr_fd = TAKE_FD(err_r),
@@ -245,7 +260,8 @@ int agent_spawn_start(const struct agent_exec_request *req, const struct agent_s
         return 0;
 }
 
-static int user_groups(const char *name, gid_t gid, struct agent_spawn_user *u) {
+static int user_groups(const char *name, gid_t gid, struct agent_spawn_user *u)
+{
         int n = AGENT_SPAWN_MAX_GROUPS;
 
         if (getgrouplist(name, gid, u->groups, &n) < 0) {
@@ -256,7 +272,8 @@ static int user_groups(const char *name, gid_t gid, struct agent_spawn_user *u) 
         return 0;
 }
 
-int agent_spawn_user_resolve(const char *user, struct agent_spawn_user *ret) {
+int agent_spawn_user_resolve(const char *user, struct agent_spawn_user *ret)
+{
         struct agent_spawn_user u = { 0 };
         struct passwd *pw;
         char *end;
@@ -264,13 +281,13 @@ int agent_spawn_user_resolve(const char *user, struct agent_spawn_user *ret) {
         errno = 0;
         unsigned long id = strtoul(user, &end, 10);
         bool numeric = *user && *end == '\0';
-        pw = numeric ? getpwuid((uid_t) id) : getpwnam(user);
+        pw = numeric ? getpwuid((uid_t)id) : getpwnam(user);
         if (!pw) {
                 if (!numeric)
                         return -ENOENT;
                 /* A uid without a passwd entry: run as it, with its own gid, home "/". */
-                u.uid = (uid_t) id;
-                u.gid = (gid_t) id;
+                u.uid = (uid_t)id;
+                u.gid = (gid_t)id;
                 u.groups[0] = u.gid;
                 u.n_groups = 1;
                 snprintf(u.name, sizeof u.name, "%lu", id);
@@ -289,8 +306,9 @@ int agent_spawn_user_resolve(const char *user, struct agent_spawn_user *ret) {
         return 0;
 }
 
-void agent_spawn_report_format(const struct agent_spawn_report *report, const struct agent_exec_request *req,
-                               char *buf, size_t size) {
+void agent_spawn_report_format(const struct agent_spawn_report *report, const struct agent_exec_request *req, char *buf,
+                               size_t size)
+{
         const char *what = "setup", *subject = req->argv[0];
 
         if (report->stage == AGENT_SPAWN_STAGE_CHDIR)

@@ -57,11 +57,11 @@ int agent_spawn_user_resolve(const char *user, struct agent_spawn_user *ret);
 /* Forks the command, as user when not NULL (HOME, USER and LOGNAME are set from it unless
  * the request's own ENV has them; its home is the default cwd). Returns 0 with
  * *ret_fds and *ret_pid filled, or -errno. */
-int agent_spawn_start(const struct agent_exec_request *req, const struct agent_spawn_user *user,
-                      struct agent_spawn_fds *ret_fds, pid_t *ret_pid);
+int agent_spawn_start(const struct agent_exec_request *req, const struct agent_spawn_user *user, struct agent_spawn_fds *ret_fds,
+                      pid_t *ret_pid);
 /* Sets a pseudo-terminal's size. */
 int agent_spawn_pty_resize(int pty_fd, uint32_t cols, uint32_t rows);
 
 /* "exec \"ls\": No such file or directory" style text for a report. */
-void agent_spawn_report_format(const struct agent_spawn_report *report, const struct agent_exec_request *req,
-                               char *buf, size_t size);
+void agent_spawn_report_format(const struct agent_spawn_report *report, const struct agent_exec_request *req, char *buf,
+                               size_t size);

@@ -8,7 +8,8 @@
 #include "space_agent/agent_conn.h"
 #include "space_agent/agent_job.h"
 
-void agent_subscriber_attach(struct agent_server *s, struct agent_conn *c) {
+void agent_subscriber_attach(struct agent_server *s, struct agent_conn *c)
+{
         if (s->subscriber != c) {
                 if (s->subscriber)
                         agent_conn_close(s->subscriber);
@@ -23,7 +24,8 @@ void agent_subscriber_attach(struct agent_server *s, struct agent_conn *c) {
                         agent_job_rewind(j);
 }
 
-void agent_subscriber_detach(struct agent_server *s, struct agent_conn *c) {
+void agent_subscriber_detach(struct agent_server *s, struct agent_conn *c)
+{
         if (s->subscriber != c)
                 return;
         s->subscriber = NULL;
@@ -31,24 +33,26 @@ void agent_subscriber_detach(struct agent_server *s, struct agent_conn *c) {
         s->sub_off = 0;
 }
 
-bool agent_subscriber_pending(const struct agent_server *s) {
+bool agent_subscriber_pending(const struct agent_server *s)
+{
         return s->sub_event != NULL;
 }
 
 /* Writes the rest of the current event: 1 done, 0 socket full, -1 connection failed. */
-static int write_current(struct agent_server *s) {
+static int write_current(struct agent_server *s)
+{
         struct agent_job_event *ev = s->sub_event;
 
         while (s->sub_off < ev->len) {
-                ssize_t n = send(s->subscriber->watch.fd, ev->frame + s->sub_off, ev->len - s->sub_off,
-                                 MSG_NOSIGNAL | MSG_DONTWAIT);
+                ssize_t n =
+                        send(s->subscriber->watch.fd, ev->frame + s->sub_off, ev->len - s->sub_off, MSG_NOSIGNAL | MSG_DONTWAIT);
                 if (n < 0 && errno == EINTR)
                         continue;
                 if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
                         return 0;
                 if (n < 0)
                         return -1;
-                s->sub_off += (size_t) n;
+                s->sub_off += (size_t)n;
         }
         s->sub_event = NULL;
         s->sub_off = 0;
@@ -56,7 +60,8 @@ static int write_current(struct agent_server *s) {
 }
 
 /* Takes the next unsent event of job as the current one; false when it has none. */
-static bool take_next(struct agent_server *s, struct agent_job *job) {
+static bool take_next(struct agent_server *s, struct agent_job *job)
+{
         if (job->dead || !job->unsent)
                 return false;
         s->sub_event = job->unsent;
@@ -65,7 +70,8 @@ static bool take_next(struct agent_server *s, struct agent_job *job) {
         return true;
 }
 
-void agent_subscriber_flush(struct agent_server *s) {
+void agent_subscriber_flush(struct agent_server *s)
+{
         struct agent_conn *c = s->subscriber;
 
         if (!c || c->dead)

@@ -10,7 +10,10 @@ static enum log_level min_level = LOG_INFO;
 static pthread_mutex_t log_lock = PTHREAD_MUTEX_INITIALIZER;
 static const char *const level_names[] = { "debug", "info", "warn", "error" };
 
-void log_set_level(enum log_level level) { min_level = level; }
+void log_set_level(enum log_level level)
+{
+        min_level = level;
+}
 
 int log_parse_level(const char *s, enum log_level *ret)
 {

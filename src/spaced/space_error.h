@@ -22,8 +22,8 @@ enum space_error_code {
         SPACE_E_UNAVAILABLE,
         SPACE_E_TIMEOUT,
         SPACE_E_FORBIDDEN,
-        SPACE_E_PERMISSION_DENIED, /* the sandbox's own permissions refused a file operation */
-        SPACE_E_CONFLICT,          /* the target's current content forbids it (a non-empty directory) */
+        SPACE_E_PERMISSION_DENIED,     /* the sandbox's own permissions refused a file operation */
+        SPACE_E_CONFLICT,              /* the target's current content forbids it (a non-empty directory) */
         SPACE_E_RANGE_NOT_SATISFIABLE, /* a download's Range lies beyond the file */
         SPACE_E_INTERNAL,
         SPACE_E_BUILD_FAILED, /* a template build step failed (the log says why) */

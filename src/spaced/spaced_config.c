@@ -77,11 +77,28 @@ static int parse_size(const char *s, uint64_t *ret)
                 return -1;
         unsigned shift = 0;
         switch (*end) {
-        case 'K': case 'k': shift = 10; end++; break;
-        case 'M': case 'm': shift = 20; end++; break;
-        case 'G': case 'g': shift = 30; end++; break;
-        case 'T': case 't': shift = 40; end++; break;
-        default: break;
+        case 'K':
+        case 'k':
+                shift = 10;
+                end++;
+                break;
+        case 'M':
+        case 'm':
+                shift = 20;
+                end++;
+                break;
+        case 'G':
+        case 'g':
+                shift = 30;
+                end++;
+                break;
+        case 'T':
+        case 't':
+                shift = 40;
+                end++;
+                break;
+        default:
+                break;
         }
         if (shift && *end == 'i')
                 end++;
@@ -375,30 +392,47 @@ int spaced_config_load(struct spaced_config *cfg, int argc, char **argv)
         default_agent_path(cfg);
 
         static const struct option opts[] = {
-                { "state-dir", required_argument, NULL, 0 }, { "listen", required_argument, NULL, 0 },
-                { "unix-socket", required_argument, NULL, 0 }, { "config", required_argument, NULL, 0 },
-                { "log-level", required_argument, NULL, 0 }, { "pool-size", required_argument, NULL, 0 },
-                { "pool-overcommit", required_argument, NULL, 0 }, { "pool-low-space", required_argument, NULL, 0 },
-                { "pool-trim-interval", required_argument, NULL, 0 }, { "destroyed-retention", required_argument, NULL, 0 },
+                { "state-dir", required_argument, NULL, 0 },
+                { "listen", required_argument, NULL, 0 },
+                { "unix-socket", required_argument, NULL, 0 },
+                { "config", required_argument, NULL, 0 },
+                { "log-level", required_argument, NULL, 0 },
+                { "pool-size", required_argument, NULL, 0 },
+                { "pool-overcommit", required_argument, NULL, 0 },
+                { "pool-low-space", required_argument, NULL, 0 },
+                { "pool-trim-interval", required_argument, NULL, 0 },
+                { "destroyed-retention", required_argument, NULL, 0 },
                 { "audit-retention", required_argument, NULL, 0 },
                 { "operation-retention", required_argument, NULL, 0 },
                 { "durability", required_argument, NULL, 0 },
-                { "agent", required_argument, NULL, 0 }, { "debian-mirror", required_argument, NULL, 0 },
-                { "workers", required_argument, NULL, 0 }, { "max-body", required_argument, NULL, 0 },
-                { "exec-output-cap", required_argument, NULL, 0 }, { "rolling-interval", required_argument, NULL, 0 },
-                { "rolling-retain", required_argument, NULL, 0 }, { "rolling-max-count", required_argument, NULL, 0 },
-                { "build-network", required_argument, NULL, 0 }, { "presets-dir", required_argument, NULL, 0 },
+                { "agent", required_argument, NULL, 0 },
+                { "debian-mirror", required_argument, NULL, 0 },
+                { "workers", required_argument, NULL, 0 },
+                { "max-body", required_argument, NULL, 0 },
+                { "exec-output-cap", required_argument, NULL, 0 },
+                { "rolling-interval", required_argument, NULL, 0 },
+                { "rolling-retain", required_argument, NULL, 0 },
+                { "rolling-max-count", required_argument, NULL, 0 },
+                { "build-network", required_argument, NULL, 0 },
+                { "presets-dir", required_argument, NULL, 0 },
                 { "max-context", required_argument, NULL, 0 },
-                { "session-ttl", required_argument, NULL, 0 }, { "command-log-cap", required_argument, NULL, 0 },
-                { "sandbox-log-cap", required_argument, NULL, 0 }, { "disk-quota", required_argument, NULL, 0 },
-                { "pool-reserve", required_argument, NULL, 0 }, { "sandbox-disk-mb", required_argument, NULL, 0 },
+                { "session-ttl", required_argument, NULL, 0 },
+                { "command-log-cap", required_argument, NULL, 0 },
+                { "sandbox-log-cap", required_argument, NULL, 0 },
+                { "disk-quota", required_argument, NULL, 0 },
+                { "pool-reserve", required_argument, NULL, 0 },
+                { "sandbox-disk-mb", required_argument, NULL, 0 },
                 { "sandbox-disk-max-mb", required_argument, NULL, 0 },
-                { "e2b-listen", required_argument, NULL, 0 }, { "e2b-templates", required_argument, NULL, 0 },
-                { "header-timeout", required_argument, NULL, 0 }, { "idle-timeout", required_argument, NULL, 0 },
-                { "max-connections", required_argument, NULL, 0 }, { "max-connections-per-ip", required_argument, NULL, 0 },
+                { "e2b-listen", required_argument, NULL, 0 },
+                { "e2b-templates", required_argument, NULL, 0 },
+                { "header-timeout", required_argument, NULL, 0 },
+                { "idle-timeout", required_argument, NULL, 0 },
+                { "max-connections", required_argument, NULL, 0 },
+                { "max-connections-per-ip", required_argument, NULL, 0 },
                 { "max-unauthenticated", required_argument, NULL, 0 },
                 { "help", no_argument, NULL, 'h' },
-                { "version", no_argument, NULL, 'V' }, { 0 },
+                { "version", no_argument, NULL, 'V' },
+                { 0 },
         };
         /* First pass: only --config, --help and --version, so the file sits below env and flags. */
         int idx, c;
@@ -426,7 +460,9 @@ int spaced_config_load(struct spaced_config *cfg, int argc, char **argv)
         }
         static const struct {
                 const char *env, *key;
-        } envs[] = { { "SPACE_STATE_DIR", "state-dir" }, { "SPACE_LISTEN", "listen" }, { "SPACE_LOG_LEVEL", "log-level" },
+        } envs[] = { { "SPACE_STATE_DIR", "state-dir" },
+                     { "SPACE_LISTEN", "listen" },
+                     { "SPACE_LOG_LEVEL", "log-level" },
                      { "SPACE_E2B_LISTEN", "e2b-listen" } };
         for (size_t i = 0; i < sizeof(envs) / sizeof(envs[0]); i++) {
                 const char *v = getenv(envs[i].env);

@@ -82,7 +82,7 @@ static void raise_fd_limit(void)
 
 static int check_kernel(char *reason, size_t size)
 {
-        static const char *const needed[] = { "/proc/self/ns/user", "/proc/self/ns/pid", "/proc/self/ns/net",
+        static const char *const needed[] = { "/proc/self/ns/user",   "/proc/self/ns/pid", "/proc/self/ns/net",
                                               "/proc/self/ns/cgroup", "/proc/self/ns/ipc", "/proc/self/ns/uts" };
         for (size_t i = 0; i < ARRAY_SIZE(needed); i++)
                 if (access(needed[i], F_OK) < 0) {
@@ -135,13 +135,14 @@ static void release_pool(struct spaced_context *ctx)
                 return;
         for (size_t i = 0; i < n; i++) {
                 const struct runtime_driver *d = runtime_registry_find(&ctx->runtimes, all[i].runtime);
-                if (all[i].state == SANDBOX_RUNNING || all[i].state == SANDBOX_PAUSED || !d || d->ops->probe(d, &all[i], false) == 1)
+                if (all[i].state == SANDBOX_RUNNING || all[i].state == SANDBOX_PAUSED || !d ||
+                    d->ops->probe(d, &all[i], false) == 1)
                         live++;
         }
         sandbox_array_free(all, n);
         if (live > 0) {
-                log_info("pool.kept_mounted", "sandboxes=%zu note=\"running sandboxes keep the pool; it is unmounted at a stop with none\"",
-                         live);
+                log_info("pool.kept_mounted",
+                         "sandboxes=%zu note=\"running sandboxes keep the pool; it is unmounted at a stop with none\"", live);
                 return;
         }
         if (umount2(ctx->pool.root, 0) < 0)
@@ -228,7 +229,8 @@ int main(int argc, char **argv)
                 log_warn("spaced.quota", "note=\"quotas are left as they are: the pool cannot take writes\"");
         else if ((r = pool_quota_setup(&ctx.cfg, ctx.pool.root)) < 0)
                 return fail("spaced.quota", "cannot %s btrfs quotas on %s: %s%s", ctx.cfg.disk_quota ? "enable" : "disable",
-                            ctx.pool.root, strerror(-r), ctx.cfg.disk_quota ? " (pass --disk-quota off to run without disk limits)" : "");
+                            ctx.pool.root, strerror(-r),
+                            ctx.cfg.disk_quota ? " (pass --disk-quota off to run without disk limits)" : "");
         char instance[32];
         if ((r = instance_id_load(ctx.cfg.state_dir, instance, sizeof(instance))) < 0)
                 return fail("spaced.instance", "cannot read or create %s/instance: %s", ctx.cfg.state_dir, strerror(-r));

@@ -14,8 +14,8 @@
 #include "cleanup.h"
 
 /* Files whose content is a secret or sandbox data (absent ones are skipped). */
-static const char *const private_files[] = { "state.db", "state.db-wal", "state.db-shm", "admin.key", "e2b-token.key",
-                                             "instance", "spaced.lock",  "pool.img" };
+static const char *const private_files[] = { "state.db",      "state.db-wal", "state.db-shm", "admin.key",
+                                             "e2b-token.key", "instance",     "spaced.lock",  "pool.img" };
 /* Directories secured with everything below them. */
 static const char *const private_trees[] = { "logs", "command-logs" };
 /* Directories secured themselves only (their content is the runtime's). */
@@ -47,8 +47,9 @@ static int check_ancestor(const char *path, char *reason, size_t size)
                 return -EPERM;
         }
         if ((st.st_mode & (S_IWGRP | S_IWOTH)) && !(st.st_mode & S_ISVTX)) {
-                snprintf(reason, size, "%s on the state directory's path is writable by others (mode %04o): they could swap the path",
-                         path, (unsigned)(st.st_mode & 07777));
+                snprintf(reason, size,
+                         "%s on the state directory's path is writable by others (mode %04o): they could swap the path", path,
+                         (unsigned)(st.st_mode & 07777));
                 return -EPERM;
         }
         return 0;

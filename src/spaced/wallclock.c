@@ -25,8 +25,8 @@ void wallclock_format(int64_t ms, char *buf, size_t size)
         time_t secs = (time_t)(ms / 1000);
         struct tm tm;
         gmtime_r(&secs, &tm);
-        snprintf(buf, size, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday,
-                 tm.tm_hour, tm.tm_min, tm.tm_sec, (int)(ms % 1000));
+        snprintf(buf, size, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour,
+                 tm.tm_min, tm.tm_sec, (int)(ms % 1000));
 }
 
 int random_id(const char *prefix, size_t nbytes, char *buf, size_t size)
@@ -69,8 +69,8 @@ int wallclock_parse(const char *s, int64_t *ret_ms)
         int y, mo, d, h, mi, sec, ms = 0, oh = 0, om = 0, sign = 0;
         const char *p = s;
         if (!s || digits(&p, 4, &y) < 0 || *p++ != '-' || digits(&p, 2, &mo) < 0 || *p++ != '-' || digits(&p, 2, &d) < 0 ||
-            (*p != 'T' && *p != 't') || !*p++ || digits(&p, 2, &h) < 0 || *p++ != ':' || digits(&p, 2, &mi) < 0 ||
-            *p++ != ':' || digits(&p, 2, &sec) < 0)
+            (*p != 'T' && *p != 't') || !*p++ || digits(&p, 2, &h) < 0 || *p++ != ':' || digits(&p, 2, &mi) < 0 || *p++ != ':' ||
+            digits(&p, 2, &sec) < 0)
                 return -EINVAL;
         if (*p == '.') {
                 p++;
@@ -94,8 +94,9 @@ int wallclock_parse(const char *s, int64_t *ret_ms)
         }
         if (*p || y < 1970 || mo < 1 || mo > 12 || d < 1 || d > 31 || h > 23 || mi > 59 || sec > 60)
                 return -EINVAL;
-        struct tm tm = { .tm_year = y - 1900, .tm_mon = mo - 1, .tm_mday = d, .tm_hour = h, .tm_min = mi,
-                         .tm_sec = sec > 59 ? 59 : sec };
+        struct tm tm = {
+                .tm_year = y - 1900, .tm_mon = mo - 1, .tm_mday = d, .tm_hour = h, .tm_min = mi, .tm_sec = sec > 59 ? 59 : sec
+        };
         time_t t = timegm(&tm);
         if (t == (time_t)-1 || tm.tm_mday != d) /* 2026-02-30 normalises to March */
                 return -EINVAL;

@@ -10,10 +10,12 @@ int sqlite_template_upsert(struct state_store *st, const struct template_record 
         sqlite3_stmt *s;
         pthread_mutex_lock(&st->lock);
         /* The project is the first writer's: a rebuild never moves a template. */
-        int r = sq_prepare(st, "INSERT INTO templates(name, state, environment, state_reason, updated_at, project_id) VALUES (?,?,?,?,?,?)"
-                               " ON CONFLICT(name) DO UPDATE SET state=excluded.state, environment=excluded.environment,"
-                               " state_reason=excluded.state_reason, updated_at=excluded.updated_at",
-                           &s);
+        int r = sq_prepare(
+                st,
+                "INSERT INTO templates(name, state, environment, state_reason, updated_at, project_id) VALUES (?,?,?,?,?,?)"
+                " ON CONFLICT(name) DO UPDATE SET state=excluded.state, environment=excluded.environment,"
+                " state_reason=excluded.state_reason, updated_at=excluded.updated_at",
+                &s);
         if (r == 0) {
                 sq_bind_text(s, 1, t->name);
                 sq_bind_text(s, 2, t->state);
@@ -28,8 +30,14 @@ int sqlite_template_upsert(struct state_store *st, const struct template_record 
 }
 
 static void template_from_row(sqlite3_stmt *s, struct template_record *t);
-static void template_row(sqlite3_stmt *s, void *elem) { template_from_row(s, elem); }
-static void template_release(void *elem) { template_record_release(elem); }
+static void template_row(sqlite3_stmt *s, void *elem)
+{
+        template_from_row(s, elem);
+}
+static void template_release(void *elem)
+{
+        template_record_release(elem);
+}
 
 static void template_from_row(sqlite3_stmt *s, struct template_record *t)
 {
@@ -46,7 +54,8 @@ int sqlite_template_get(struct state_store *st, const char *name, struct templat
 {
         sqlite3_stmt *s;
         pthread_mutex_lock(&st->lock);
-        int r = sq_prepare(st, "SELECT name, state, environment, state_reason, updated_at, project_id FROM templates WHERE name=?", &s);
+        int r = sq_prepare(
+                st, "SELECT name, state, environment, state_reason, updated_at, project_id FROM templates WHERE name=?", &s);
         if (r == 0) {
                 sq_bind_text(s, 1, name);
                 int rc = sqlite3_step(s);
@@ -66,8 +75,8 @@ int sqlite_template_list(struct state_store *st, const char *project_id, const s
         pthread_mutex_lock(&st->lock);
         int r = sq_prepare(st,
                            "SELECT name, state, environment, state_reason, updated_at, project_id FROM templates"
-                           " WHERE (?1 IS NULL OR project_id = ?1 OR project_id = '') AND " SQ_PAGE_AFTER_NAME("name")
-                           " ORDER BY name" SQ_PAGE_LIMIT,
+                           " WHERE (?1 IS NULL OR project_id = ?1 OR project_id = '') AND " SQ_PAGE_AFTER_NAME(
+                                   "name") " ORDER BY name" SQ_PAGE_LIMIT,
                            &s);
         if (r == 0) {
                 if (project_id)
@@ -104,8 +113,10 @@ int sqlite_key_insert(struct state_store *st, const struct api_key *k)
 {
         sqlite3_stmt *s;
         pthread_mutex_lock(&st->lock);
-        int r = sq_prepare(st, "INSERT INTO api_keys(id, name, hash, created_at, last_used_at, project_id, role, permissions,"
-                               " expires_at) VALUES (?,?,?,?,0,?,?,?,?)", &s);
+        int r = sq_prepare(st,
+                           "INSERT INTO api_keys(id, name, hash, created_at, last_used_at, project_id, role, permissions,"
+                           " expires_at) VALUES (?,?,?,?,0,?,?,?,?)",
+                           &s);
         if (r == 0) {
                 sq_bind_text(s, 1, k->id);
                 sq_bind_text(s, 2, k->name);
@@ -122,7 +133,10 @@ int sqlite_key_insert(struct state_store *st, const struct api_key *k)
 }
 
 static void key_from_row(sqlite3_stmt *s, struct api_key *k);
-static void key_row(sqlite3_stmt *s, void *elem) { key_from_row(s, elem); }
+static void key_row(sqlite3_stmt *s, void *elem)
+{
+        key_from_row(s, elem);
+}
 
 static void key_from_row(sqlite3_stmt *s, struct api_key *k)
 {
@@ -159,8 +173,8 @@ int sqlite_key_list(struct state_store *st, const char *project_id, const struct
         sqlite3_stmt *s;
         pthread_mutex_lock(&st->lock);
         int r = sq_prepare(st,
-                           "SELECT " KEY_COLUMNS " FROM api_keys WHERE (?1 IS NULL OR project_id = ?1) AND "
-                           SQ_PAGE_AFTER("created_at, id", ">") " ORDER BY created_at, id" SQ_PAGE_LIMIT,
+                           "SELECT " KEY_COLUMNS " FROM api_keys WHERE (?1 IS NULL OR project_id = ?1) AND " SQ_PAGE_AFTER(
+                                   "created_at, id", ">") " ORDER BY created_at, id" SQ_PAGE_LIMIT,
                            &s);
         if (r == 0) {
                 if (project_id)

@@ -27,8 +27,10 @@ int sqlite_session_insert(struct state_store *st, const struct attach_session *a
 {
         sqlite3_stmt *s;
         pthread_mutex_lock(&st->lock);
-        int r = sq_prepare(st, "INSERT INTO attach_sessions(" SESSION_COLUMNS ", project_id) VALUES (?,?,?,?,?,?,"
-                               " COALESCE((SELECT project_id FROM sandboxes WHERE id=?2), ''))",
+        int r = sq_prepare(st,
+                           "INSERT INTO attach_sessions(" SESSION_COLUMNS
+                           ", project_id) VALUES (?,?,?,?,?,?,"
+                           " COALESCE((SELECT project_id FROM sandboxes WHERE id=?2), ''))",
                            &s);
         if (r == 0) {
                 sq_bind_text(s, 1, a->id);
@@ -44,8 +46,8 @@ int sqlite_session_insert(struct state_store *st, const struct attach_session *a
 }
 
 /* One row by a single text key. */
-static int fetch_by_text(struct state_store *st, const char *sql, const char *key,
-                         void (*row_fn)(sqlite3_stmt *s, void *elem), void *ret)
+static int fetch_by_text(struct state_store *st, const char *sql, const char *key, void (*row_fn)(sqlite3_stmt *s, void *elem),
+                         void *ret)
 {
         sqlite3_stmt *s;
         pthread_mutex_lock(&st->lock);
@@ -74,8 +76,8 @@ int sqlite_session_list(struct state_store *st, const char *sandbox_id, const st
         sqlite3_stmt *s;
         pthread_mutex_lock(&st->lock);
         int r = sq_prepare(st,
-                           "SELECT " SESSION_READ " FROM attach_sessions WHERE sandbox_id=?1 AND " SQ_PAGE_AFTER("created_at, id", ">")
-                           " ORDER BY created_at, id" SQ_PAGE_LIMIT,
+                           "SELECT " SESSION_READ " FROM attach_sessions WHERE sandbox_id=?1 AND " SQ_PAGE_AFTER(
+                                   "created_at, id", ">") " ORDER BY created_at, id" SQ_PAGE_LIMIT,
                            &s);
         if (r == 0) {
                 sq_bind_text(s, 1, sandbox_id);
@@ -129,14 +131,19 @@ static void command_row(sqlite3_stmt *s, void *elem)
         c->finished_at_ms = sqlite3_column_int64(s, 12);
 }
 
-static void command_release(void *elem) { command_record_release(elem); }
+static void command_release(void *elem)
+{
+        command_record_release(elem);
+}
 
 int sqlite_command_insert(struct state_store *st, const struct command_record *c)
 {
         sqlite3_stmt *s;
         pthread_mutex_lock(&st->lock);
-        int r = sq_prepare(st, "INSERT INTO commands(" COMMAND_COLUMNS ", project_id) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,"
-                               " COALESCE((SELECT project_id FROM sandboxes WHERE id=?2), ''))",
+        int r = sq_prepare(st,
+                           "INSERT INTO commands(" COMMAND_COLUMNS
+                           ", project_id) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,"
+                           " COALESCE((SELECT project_id FROM sandboxes WHERE id=?2), ''))",
                            &s);
         if (r == 0) {
                 sq_bind_text(s, 1, c->id);
@@ -162,8 +169,9 @@ int sqlite_command_update(struct state_store *st, const struct command_record *c
 {
         sqlite3_stmt *s;
         pthread_mutex_lock(&st->lock);
-        int r = sq_prepare(st, "UPDATE commands SET state=?, pid=?, exit_code=?, term_signal=?, timed_out=?, reason=?,"
-                               " started_at=?, finished_at=? WHERE id=? AND sandbox_id=?",
+        int r = sq_prepare(st,
+                           "UPDATE commands SET state=?, pid=?, exit_code=?, term_signal=?, timed_out=?, reason=?,"
+                           " started_at=?, finished_at=? WHERE id=? AND sandbox_id=?",
                            &s);
         if (r == 0) {
                 sq_bind_text(s, 1, command_state_name(c->state));
@@ -212,15 +220,16 @@ int sqlite_command_delete(struct state_store *st, const char *sandbox_id, const 
         return r;
 }
 
-int sqlite_command_list(struct state_store *st, const char *sandbox_id, bool unfinished_only,
-                        const struct store_page *page, struct command_record **ret, size_t *ret_n)
+int sqlite_command_list(struct state_store *st, const char *sandbox_id, bool unfinished_only, const struct store_page *page,
+                        struct command_record **ret, size_t *ret_n)
 {
         sqlite3_stmt *s;
         pthread_mutex_lock(&st->lock);
         int r = sq_prepare(st,
-                           "SELECT " COMMAND_COLUMNS " FROM commands WHERE (?1 IS NULL OR sandbox_id=?1)"
-                           " AND (?2 = 0 OR state IN ('starting','running')) AND " SQ_PAGE_AFTER("created_at, id", ">")
-                           " ORDER BY created_at, id" SQ_PAGE_LIMIT,
+                           "SELECT " COMMAND_COLUMNS
+                           " FROM commands WHERE (?1 IS NULL OR sandbox_id=?1)"
+                           " AND (?2 = 0 OR state IN ('starting','running')) AND " SQ_PAGE_AFTER(
+                                   "created_at, id", ">") " ORDER BY created_at, id" SQ_PAGE_LIMIT,
                            &s);
         if (r == 0) {
                 if (sandbox_id)

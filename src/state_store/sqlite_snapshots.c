@@ -5,13 +5,16 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define SNAP_COLUMNS "id, sandbox_id, state, label, kind, parent_snapshot_id, bytes_exclusive, pause_us, created_at, rolling, project_id"
+#define SNAP_COLUMNS \
+        "id, sandbox_id, state, label, kind, parent_snapshot_id, bytes_exclusive, pause_us, created_at, rolling, project_id"
 
 int sq_snapshot_insert_locked(struct state_store *st, const struct snapshot *snap)
 {
         sqlite3_stmt *s;
-        int r = sq_prepare(st, "INSERT INTO snapshots(" SNAP_COLUMNS ") VALUES (?,?,?,?,?,?,?,?,?,?,"
-                               " COALESCE(NULLIF(?11, ''), (SELECT project_id FROM sandboxes WHERE id=?2), ''))",
+        int r = sq_prepare(st,
+                           "INSERT INTO snapshots(" SNAP_COLUMNS
+                           ") VALUES (?,?,?,?,?,?,?,?,?,?,"
+                           " COALESCE(NULLIF(?11, ''), (SELECT project_id FROM sandboxes WHERE id=?2), ''))",
                            &s);
         if (r < 0)
                 return r;
@@ -30,7 +33,10 @@ int sq_snapshot_insert_locked(struct state_store *st, const struct snapshot *sna
 }
 
 static void snapshot_from_row(sqlite3_stmt *s, struct snapshot *snap);
-static void snapshot_row(sqlite3_stmt *s, void *elem) { snapshot_from_row(s, elem); }
+static void snapshot_row(sqlite3_stmt *s, void *elem)
+{
+        snapshot_from_row(s, elem);
+}
 
 static void snapshot_from_row(sqlite3_stmt *s, struct snapshot *snap)
 {
@@ -66,15 +72,15 @@ int sqlite_snapshot_get(struct state_store *st, const char *id, struct snapshot 
 }
 
 int sqlite_snapshot_list(struct state_store *st, const char *sandbox_id, const char *project_id, const struct store_page *page,
-                         struct snapshot **ret,
-                         size_t *ret_n)
+                         struct snapshot **ret, size_t *ret_n)
 {
         sqlite3_stmt *s;
         pthread_mutex_lock(&st->lock);
         int r = sq_prepare(st,
-                           "SELECT " SNAP_COLUMNS " FROM snapshots WHERE (?1 = '' OR sandbox_id = ?1)"
-                           " AND (?2 IS NULL OR project_id = ?2) AND " SQ_PAGE_AFTER("created_at, id", ">")
-                           " ORDER BY created_at, id" SQ_PAGE_LIMIT,
+                           "SELECT " SNAP_COLUMNS
+                           " FROM snapshots WHERE (?1 = '' OR sandbox_id = ?1)"
+                           " AND (?2 IS NULL OR project_id = ?2) AND " SQ_PAGE_AFTER(
+                                   "created_at, id", ">") " ORDER BY created_at, id" SQ_PAGE_LIMIT,
                            &s);
         if (r == 0) {
                 sq_bind_text(s, 1, sandbox_id ? sandbox_id : "");
@@ -91,7 +97,8 @@ int sqlite_snapshot_update(struct state_store *st, const struct snapshot *snap)
 {
         sqlite3_stmt *s;
         pthread_mutex_lock(&st->lock);
-        int r = sq_prepare(st, "UPDATE snapshots SET state=?, bytes_exclusive=?, pause_us=?, parent_snapshot_id=? WHERE id=?", &s);
+        int r = sq_prepare(st, "UPDATE snapshots SET state=?, bytes_exclusive=?, pause_us=?, parent_snapshot_id=? WHERE id=?",
+                           &s);
         if (r == 0) {
                 sq_bind_text(s, 1, snap->state);
                 sqlite3_bind_int64(s, 2, snap->bytes_exclusive);

@@ -18,12 +18,17 @@ int64_t sq_now_ms(void)
 int sq_error(int rc)
 {
         switch (rc) {
-        case SQLITE_CONSTRAINT: return -EEXIST;
+        case SQLITE_CONSTRAINT:
+                return -EEXIST;
         case SQLITE_BUSY:
-        case SQLITE_LOCKED: return -EBUSY;
-        case SQLITE_NOMEM: return -ENOMEM;
-        case SQLITE_FULL: return -ENOSPC;
-        default: return -EIO;
+        case SQLITE_LOCKED:
+                return -EBUSY;
+        case SQLITE_NOMEM:
+                return -ENOMEM;
+        case SQLITE_FULL:
+                return -ENOSPC;
+        default:
+                return -EIO;
         }
 }
 
@@ -33,7 +38,10 @@ int sq_prepare(struct state_store *st, const char *sql, sqlite3_stmt **ret)
         return rc == SQLITE_OK ? 0 : sq_error(rc);
 }
 
-void sq_bind_text(sqlite3_stmt *s, int i, const char *v) { sqlite3_bind_text(s, i, v ? v : "", -1, SQLITE_TRANSIENT); }
+void sq_bind_text(sqlite3_stmt *s, int i, const char *v)
+{
+        sqlite3_bind_text(s, i, v ? v : "", -1, SQLITE_TRANSIENT);
+}
 
 void sq_bind_json(sqlite3_stmt *s, int i, const json_t *v)
 {
@@ -72,13 +80,22 @@ int sq_fetch_one(sqlite3_stmt *s, void (*row_fn)(sqlite3_stmt *s, void *elem), v
         return rc == SQLITE_ROW ? 0 : rc == SQLITE_DONE ? -ENOENT : sq_error(rc);
 }
 
-int sq_begin(struct state_store *st) { return sqlite3_exec(st->db, "BEGIN IMMEDIATE", NULL, NULL, NULL) == SQLITE_OK ? 0 : -EIO; }
-int sq_commit(struct state_store *st) { return sqlite3_exec(st->db, "COMMIT", NULL, NULL, NULL) == SQLITE_OK ? 0 : -EIO; }
-void sq_rollback(struct state_store *st) { sqlite3_exec(st->db, "ROLLBACK", NULL, NULL, NULL); }
+int sq_begin(struct state_store *st)
+{
+        return sqlite3_exec(st->db, "BEGIN IMMEDIATE", NULL, NULL, NULL) == SQLITE_OK ? 0 : -EIO;
+}
+int sq_commit(struct state_store *st)
+{
+        return sqlite3_exec(st->db, "COMMIT", NULL, NULL, NULL) == SQLITE_OK ? 0 : -EIO;
+}
+void sq_rollback(struct state_store *st)
+{
+        sqlite3_exec(st->db, "ROLLBACK", NULL, NULL, NULL);
+}
 
 
-int sq_collect(sqlite3_stmt *s, size_t elem_size, void (*row_fn)(sqlite3_stmt *s, void *elem),
-               void (*release_fn)(void *elem), void **ret, size_t *ret_n)
+int sq_collect(sqlite3_stmt *s, size_t elem_size, void (*row_fn)(sqlite3_stmt *s, void *elem), void (*release_fn)(void *elem),
+               void **ret, size_t *ret_n)
 {
         char *arr = NULL;
         size_t n = 0, cap = 0;

@@ -25,8 +25,8 @@ int sq_exec_done(sqlite3_stmt *s);
 /* Steps a prepared statement to the end, filling a growing array with one element per row
  * (row_fn reads a row into an element; release_fn, if any, frees one). Finalizes the
  * statement. On failure frees what it had and leaves *ret untouched. */
-int sq_collect(sqlite3_stmt *s, size_t elem_size, void (*row_fn)(sqlite3_stmt *s, void *elem),
-               void (*release_fn)(void *elem), void **ret, size_t *ret_n);
+int sq_collect(sqlite3_stmt *s, size_t elem_size, void (*row_fn)(sqlite3_stmt *s, void *elem), void (*release_fn)(void *elem),
+               void **ret, size_t *ret_n);
 /* Steps s once: a row is read into *elem with row_fn (0), no row gives -ENOENT. Finalizes s. */
 int sq_fetch_one(sqlite3_stmt *s, void (*row_fn)(sqlite3_stmt *s, void *elem), void *elem);
 int sq_begin(struct state_store *st);
@@ -63,8 +63,7 @@ int sqlite_project_list(struct state_store *st, struct project **ret, size_t *re
 int sq_snapshot_insert_locked(struct state_store *st, const struct snapshot *snap);
 int sqlite_snapshot_get(struct state_store *st, const char *id, struct snapshot *ret);
 int sqlite_snapshot_list(struct state_store *st, const char *sandbox_id, const char *project_id, const struct store_page *page,
-                         struct snapshot **ret,
-                         size_t *ret_n);
+                         struct snapshot **ret, size_t *ret_n);
 int sqlite_snapshot_update(struct state_store *st, const struct snapshot *snap);
 int sqlite_sandbox_purge_destroyed(struct state_store *st, int64_t before_ms, int limit, int *ret_n);
 int sqlite_operation_purge_finished(struct state_store *st, int64_t before_ms, int limit, int *ret_n);
@@ -81,8 +80,8 @@ int sqlite_command_insert(struct state_store *st, const struct command_record *c
 int sqlite_command_update(struct state_store *st, const struct command_record *c);
 int sqlite_command_delete(struct state_store *st, const char *sandbox_id, const char *id);
 int sqlite_command_get(struct state_store *st, const char *sandbox_id, const char *id, struct command_record *ret);
-int sqlite_command_list(struct state_store *st, const char *sandbox_id, bool unfinished_only,
-                        const struct store_page *page, struct command_record **ret, size_t *ret_n);
+int sqlite_command_list(struct state_store *st, const char *sandbox_id, bool unfinished_only, const struct store_page *page,
+                        struct command_record **ret, size_t *ret_n);
 
 /* sqlite_audit.c: the audit log */
 int sqlite_audit_insert(struct state_store *st, const struct audit_record *a);

@@ -63,11 +63,13 @@ static int op_insert_locked(struct state_store *st, const struct operation *op)
                 if (rc != SQLITE_ROW)
                         return rc == SQLITE_DONE ? -ENOENT : sq_error(rc);
         }
-        int r = sq_prepare(st, "INSERT INTO operations(id, kind, target, state, error_code, error_message, created_at, started_at, finished_at,"
-                               " params, result, snapshot_id, project_id) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,"
-                               " COALESCE(NULLIF(?13, ''), (SELECT project_id FROM sandboxes WHERE id=?3),"
-                               " (SELECT project_id FROM templates WHERE name=?3), (SELECT project_id FROM snapshots WHERE id=?3), ''))",
-                       &s);
+        int r = sq_prepare(
+                st,
+                "INSERT INTO operations(id, kind, target, state, error_code, error_message, created_at, started_at, finished_at,"
+                " params, result, snapshot_id, project_id) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,"
+                " COALESCE(NULLIF(?13, ''), (SELECT project_id FROM sandboxes WHERE id=?3),"
+                " (SELECT project_id FROM templates WHERE name=?3), (SELECT project_id FROM snapshots WHERE id=?3), ''))",
+                &s);
         if (r < 0)
                 return r;
         sq_bind_text(s, 1, op->id);
@@ -87,9 +89,12 @@ static int op_insert_locked(struct state_store *st, const struct operation *op)
         if (r < 0 || !op->params[0])
                 return r;
         /* What it names besides its target, for operation_refers (migration 10). */
-        r = sq_prepare(st, "WITH p(j) AS (SELECT CASE WHEN json_valid(?2) THEN ?2 ELSE '{}' END)"
-                           " INSERT OR IGNORE INTO operation_refs SELECT ?1, value FROM p, json_each(p.j, '$.children') WHERE type = 'text'"
-                           " UNION SELECT ?1, json_extract(j, '$.snapshot_id') FROM p WHERE json_type(j, '$.snapshot_id') = 'text'", &s);
+        r = sq_prepare(
+                st,
+                "WITH p(j) AS (SELECT CASE WHEN json_valid(?2) THEN ?2 ELSE '{}' END)"
+                " INSERT OR IGNORE INTO operation_refs SELECT ?1, value FROM p, json_each(p.j, '$.children') WHERE type = 'text'"
+                " UNION SELECT ?1, json_extract(j, '$.snapshot_id') FROM p WHERE json_type(j, '$.snapshot_id') = 'text'",
+                &s);
         if (r < 0)
                 return r;
         sq_bind_text(s, 1, op->id);
@@ -102,9 +107,11 @@ static int sqlite_operation_refers(struct state_store *st, const char *id, bool 
 {
         sqlite3_stmt *s;
         pthread_mutex_lock(&st->lock);
-        int r = sq_prepare(st, "SELECT EXISTS (SELECT 1 FROM operations WHERE target = ?1 AND state IN ('pending', 'running'))"
-                               " OR EXISTS (SELECT 1 FROM operation_refs f JOIN operations o ON o.id = f.operation_id"
-                               "            WHERE f.ref = ?1 AND o.state IN ('pending', 'running'))", &s);
+        int r = sq_prepare(st,
+                           "SELECT EXISTS (SELECT 1 FROM operations WHERE target = ?1 AND state IN ('pending', 'running'))"
+                           " OR EXISTS (SELECT 1 FROM operation_refs f JOIN operations o ON o.id = f.operation_id"
+                           "            WHERE f.ref = ?1 AND o.state IN ('pending', 'running'))",
+                           &s);
         if (r == 0) {
                 sq_bind_text(s, 1, id);
                 int rc = sqlite3_step(s);
@@ -118,10 +125,15 @@ static int sqlite_operation_refers(struct state_store *st, const char *id, bool 
         return r;
 }
 
-#define OP_COLUMNS "id, kind, target, state, error_code, error_message, created_at, started_at, finished_at, params, result, snapshot_id, project_id"
+#define OP_COLUMNS                                                                                                               \
+        "id, kind, target, state, error_code, error_message, created_at, started_at, finished_at, params, result, snapshot_id, " \
+        "project_id"
 
 static void op_from_row(sqlite3_stmt *s, struct operation *op);
-static void op_row(sqlite3_stmt *s, void *elem) { op_from_row(s, elem); }
+static void op_row(sqlite3_stmt *s, void *elem)
+{
+        op_from_row(s, elem);
+}
 
 static void op_from_row(sqlite3_stmt *s, struct operation *op)
 {
@@ -153,7 +165,10 @@ static int sqlite_operation_update(struct state_store *st, const struct operatio
 {
         sqlite3_stmt *s;
         pthread_mutex_lock(&st->lock);
-        int r = sq_prepare(st, "UPDATE operations SET state=?, error_code=?, error_message=?, started_at=?, finished_at=?, result=? WHERE id=?", &s);
+        int r = sq_prepare(
+                st,
+                "UPDATE operations SET state=?, error_code=?, error_message=?, started_at=?, finished_at=?, result=? WHERE id=?",
+                &s);
         if (r == 0) {
                 sq_bind_text(s, 1, operation_state_name(op->state));
                 sq_bind_text(s, 2, op->error_code);
@@ -192,10 +207,11 @@ static int sqlite_operation_list(struct state_store *st, const char *target, int
 {
         sqlite3_stmt *s;
         const char *sql = unfinished_only
-                                  ? "SELECT " OP_COLUMNS " FROM operations WHERE state IN ('pending','running') ORDER BY created_at ASC"
-                                  : "SELECT " OP_COLUMNS " FROM operations WHERE (?1 = '' OR target = ?1) AND (?2 = '' OR state = ?2)"
-                                    " AND (?3 IS NULL OR project_id = ?3)"
-                                    " AND " SQ_PAGE_AFTER("created_at, id", "<") " ORDER BY created_at DESC, id DESC" SQ_PAGE_LIMIT;
+                ? "SELECT " OP_COLUMNS " FROM operations WHERE state IN ('pending','running') ORDER BY created_at ASC"
+                : "SELECT " OP_COLUMNS
+                  " FROM operations WHERE (?1 = '' OR target = ?1) AND (?2 = '' OR state = ?2)"
+                  " AND (?3 IS NULL OR project_id = ?3)"
+                  " AND " SQ_PAGE_AFTER("created_at, id", "<") " ORDER BY created_at DESC, id DESC" SQ_PAGE_LIMIT;
         pthread_mutex_lock(&st->lock);
         int r = sq_prepare(st, sql, &s);
         if (r < 0)
@@ -215,13 +231,20 @@ out:
 
 /* ---- sandboxes ---- */
 
-#define SB_COLUMNS "id, state, state_reason, template, environment, cpus, memory_mb, pids, disk_mb, env, metadata," \
-                   " timeout_s, on_timeout, expires_at, created_at, updated_at, runtime, runtime_state," \
-                   " parent_sandbox_id, parent_snapshot_id, head_snapshot_id, rolling, project_id"
+#define SB_COLUMNS                                                                                       \
+        "id, state, state_reason, template, environment, cpus, memory_mb, pids, disk_mb, env, metadata," \
+        " timeout_s, on_timeout, expires_at, created_at, updated_at, runtime, runtime_state,"            \
+        " parent_sandbox_id, parent_snapshot_id, head_snapshot_id, rolling, project_id"
 
 static void sb_from_row(sqlite3_stmt *s, struct sandbox *sb);
-static void sb_row(sqlite3_stmt *s, void *elem) { sb_from_row(s, elem); }
-static void sb_release(void *elem) { sandbox_release(elem); }
+static void sb_row(sqlite3_stmt *s, void *elem)
+{
+        sb_from_row(s, elem);
+}
+static void sb_release(void *elem)
+{
+        sandbox_release(elem);
+}
 
 static void sb_from_row(sqlite3_stmt *s, struct sandbox *sb)
 {
@@ -256,8 +279,10 @@ static int sb_insert_locked(struct state_store *st, const struct sandbox *sb)
 {
         sqlite3_stmt *s;
         /* A fork given no project takes its parent's; nothing else is left without one. */
-        int r = sq_prepare(st, "INSERT INTO sandboxes(" SB_COLUMNS ") VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,"
-                               " COALESCE(NULLIF(?23, ''), (SELECT project_id FROM sandboxes WHERE id=?19), ''))",
+        int r = sq_prepare(st,
+                           "INSERT INTO sandboxes(" SB_COLUMNS
+                           ") VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,"
+                           " COALESCE(NULLIF(?23, ''), (SELECT project_id FROM sandboxes WHERE id=?19), ''))",
                            &s);
         if (r < 0)
                 return r;
@@ -340,13 +365,13 @@ static int sqlite_sandbox_get(struct state_store *st, const char *id, struct san
 }
 
 static int sqlite_sandbox_list(struct state_store *st, int state_filter, const char *project_id, const struct store_page *page,
-                               struct sandbox **ret,
-                               size_t *ret_n)
+                               struct sandbox **ret, size_t *ret_n)
 {
         sqlite3_stmt *s;
         pthread_mutex_lock(&st->lock);
         int r = sq_prepare(st,
-                           "SELECT " SB_COLUMNS " FROM sandboxes WHERE (?1 IS NULL AND state != 'destroyed' OR state = ?1)"
+                           "SELECT " SB_COLUMNS
+                           " FROM sandboxes WHERE (?1 IS NULL AND state != 'destroyed' OR state = ?1)"
                            " AND (?2 IS NULL OR project_id = ?2)"
                            " AND " SQ_PAGE_AFTER("created_at, id", ">") " ORDER BY created_at, id" SQ_PAGE_LIMIT,
                            &s);
@@ -392,8 +417,10 @@ static int transition_locked(struct state_store *st, const char *id, unsigned fr
 static int capture_pending_locked(struct state_store *st, const char *id)
 {
         sqlite3_stmt *s;
-        int r = sq_prepare(st, "SELECT 1 FROM operations WHERE target=? AND state IN ('pending', 'running')"
-                               " AND kind IN ('sandbox.fork', 'sandbox.snapshot') LIMIT 1", &s);
+        int r = sq_prepare(st,
+                           "SELECT 1 FROM operations WHERE target=? AND state IN ('pending', 'running')"
+                           " AND kind IN ('sandbox.fork', 'sandbox.snapshot') LIMIT 1",
+                           &s);
         if (r < 0)
                 return r;
         sq_bind_text(s, 1, id);
@@ -460,7 +487,9 @@ static int sqlite_sandbox_settle(struct state_store *st, const char *id, const s
                 r = exec_bound(st, "UPDATE sandboxes SET head_snapshot_id=? WHERE id=?", 0, 0, set->head_snapshot_id, id);
         if (r == 0 && set->op) {
                 sqlite3_stmt *s;
-                r = sq_prepare(st, "UPDATE operations SET state=?, error_code=?, error_message=?, finished_at=?, result=? WHERE id=?", &s);
+                r = sq_prepare(st,
+                               "UPDATE operations SET state=?, error_code=?, error_message=?, finished_at=?, result=? WHERE id=?",
+                               &s);
                 if (r == 0) {
                         sq_bind_text(s, 1, operation_state_name(set->op->state));
                         sq_bind_text(s, 2, set->op->error_code);
@@ -519,14 +548,16 @@ static int sqlite_sandbox_set_runtime(struct state_store *st, const char *id, co
 
 static int sqlite_sandbox_set_expiry(struct state_store *st, const char *id, int64_t expires_at_ms)
 {
-        return update_sandbox_ints(st, "UPDATE sandboxes SET expires_at=?, updated_at=? WHERE id=?", id, expires_at_ms, sq_now_ms());
+        return update_sandbox_ints(st, "UPDATE sandboxes SET expires_at=?, updated_at=? WHERE id=?", id, expires_at_ms,
+                                   sq_now_ms());
 }
 
 static int sqlite_sandbox_set_settings(struct state_store *st, const struct sandbox *sb)
 {
         sqlite3_stmt *s;
         pthread_mutex_lock(&st->lock);
-        int r = sq_prepare(st, "UPDATE sandboxes SET metadata=?, timeout_s=?, on_timeout=?, rolling=?, updated_at=? WHERE id=?", &s);
+        int r = sq_prepare(st, "UPDATE sandboxes SET metadata=?, timeout_s=?, on_timeout=?, rolling=?, updated_at=? WHERE id=?",
+                           &s);
         if (r == 0) {
                 sq_bind_json(s, 1, sb->metadata);
                 sqlite3_bind_int64(s, 2, sb->timeout_s);

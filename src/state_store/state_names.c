@@ -6,8 +6,8 @@
 #include <string.h>
 
 static const char *const sandbox_state_names[] = {
-        [SANDBOX_CREATING] = "creating",     [SANDBOX_RUNNING] = "running",   [SANDBOX_PAUSED] = "paused",
-        [SANDBOX_STOPPING] = "stopping",     [SANDBOX_STOPPED] = "stopped",   [SANDBOX_STARTING] = "starting",
+        [SANDBOX_CREATING] = "creating",     [SANDBOX_RUNNING] = "running",     [SANDBOX_PAUSED] = "paused",
+        [SANDBOX_STOPPING] = "stopping",     [SANDBOX_STOPPED] = "stopped",     [SANDBOX_STARTING] = "starting",
         [SANDBOX_DESTROYING] = "destroying", [SANDBOX_DESTROYED] = "destroyed", [SANDBOX_FAILED] = "failed",
         [SANDBOX_RESTORING] = "restoring",
 };

@@ -102,13 +102,13 @@ struct snapshot {
         int64_t bytes_exclusive; /* -1 when not measured */
         int64_t pause_us;        /* how long the sandbox was frozen for it */
         int64_t created_at_ms;
-        bool rolling;            /* taken by the rolling schedule, deleted by its retention */
+        bool rolling; /* taken by the rolling schedule, deleted by its retention */
 };
 
 struct template_record {
         char name[64];
         char project_id[32]; /* "" = shared (built in, or from before projects); set at the first insert only */
-        char state[16]; /* ready | building | not_built | failed */
+        char state[16];      /* ready | building | not_built | failed */
         json_t *environment;
         char state_reason[256];
         int64_t updated_at_ms;
@@ -122,8 +122,8 @@ struct api_key {
         int64_t created_at_ms;
         int64_t last_used_at_ms;
         char project_id[32];
-        char role[16];        /* auth/principal.h role name */
-        uint32_t permissions; /* mask of enum permission the role is narrowed to (all bits: not narrowed) */
+        char role[16];         /* auth/principal.h role name */
+        uint32_t permissions;  /* mask of enum permission the role is narrowed to (all bits: not narrowed) */
         int64_t expires_at_ms; /* 0 = never */
 };
 
@@ -175,11 +175,11 @@ struct audit_record {
         char id[32];
         int64_t created_at_ms;
         char request_id[72];
-        char key_id[32];     /* the principal: the authenticated key, "" when none */
-        char project[64];    /* "" until requests carry a project */
-        char role[32];       /* "" until requests carry a role */
-        char action[48];     /* a stable name from the route table: sandbox.create */
-        char target[72];     /* the id in the path, "" for none */
+        char key_id[32];  /* the principal: the authenticated key, "" when none */
+        char project[64]; /* "" until requests carry a project */
+        char role[32];    /* "" until requests carry a role */
+        char action[48];  /* a stable name from the route table: sandbox.create */
+        char target[72];  /* the id in the path, "" for none */
         char method[8];
         int status;          /* the HTTP status answered */
         char error_code[32]; /* the error's code, "" on success */
@@ -226,8 +226,7 @@ struct state_store_ops {
         int (*sandbox_get)(struct state_store *st, const char *id, struct sandbox *ret);
         /* state_filter < 0: all but destroyed. project_id NULL: every project's. page NULL: all. */
         int (*sandbox_list)(struct state_store *st, int state_filter, const char *project_id, const struct store_page *page,
-                            struct sandbox **ret,
-                            size_t *ret_n);
+                            struct sandbox **ret, size_t *ret_n);
         /* If the sandbox is in one of `from` (mask of 1<<state), moves it to `to` with reason and,
          * if op != NULL, inserts op, all in one transaction. Otherwise -ESTALE and *ret_current.
          * A sandbox.destroy is refused with -EBUSY while a fork or snapshot of the sandbox that
@@ -252,8 +251,7 @@ struct state_store_ops {
         int (*snapshot_get)(struct state_store *st, const char *id, struct snapshot *ret);
         /* sandbox_id NULL: all; project_id NULL: every project's. Oldest first. */
         int (*snapshot_list)(struct state_store *st, const char *sandbox_id, const char *project_id,
-                             const struct store_page *page, struct snapshot **ret,
-                             size_t *ret_n);
+                             const struct store_page *page, struct snapshot **ret, size_t *ret_n);
         int (*snapshot_update)(struct state_store *st, const struct snapshot *snap);
         /* With if_unused, refuses (-EBUSY, the operation's id in ret_user[32] when given)
          * while an unfinished operation needs the snapshot; checked in the same transaction. */
@@ -264,8 +262,8 @@ struct state_store_ops {
         int (*operation_get)(struct state_store *st, const char *id, struct operation *ret);
         /* target/state/project_id may be NULL / < 0 for any, newest first; unfinished_only
          * returns pending+running oldest first (of every project; it takes no page). */
-        int (*operation_list)(struct state_store *st, const char *target, int state, bool unfinished_only,
-                              const char *project_id, const struct store_page *page, struct operation **ret, size_t *ret_n);
+        int (*operation_list)(struct state_store *st, const char *target, int state, bool unfinished_only, const char *project_id,
+                              const struct store_page *page, struct operation **ret, size_t *ret_n);
         /* Deletes up to `limit` operations that finished before before_ms, never an unfinished
          * one nor the newest operation of a target that exists (a sandbox not destroyed, a
          * template); *ret_n how many. */
@@ -312,8 +310,8 @@ struct state_store_ops {
         /* Only for a command that never started. */
         int (*command_delete)(struct state_store *st, const char *sandbox_id, const char *id);
         /* sandbox_id NULL: all; unfinished_only: starting + running. Oldest first. */
-        int (*command_list)(struct state_store *st, const char *sandbox_id, bool unfinished_only,
-                            const struct store_page *page, struct command_record **ret, size_t *ret_n);
+        int (*command_list)(struct state_store *st, const char *sandbox_id, bool unfinished_only, const struct store_page *page,
+                            struct command_record **ret, size_t *ret_n);
 
         /* The audit log is append-only: rows are inserted, listed, and purged by age. */
         int (*audit_insert)(struct state_store *st, const struct audit_record *a);

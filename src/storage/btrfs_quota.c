@@ -133,7 +133,7 @@ int btrfs_quota_limit_subvolume(const char *path, uint64_t limit_bytes)
         errno = 0;
         if (btrfs_util_subvolume_id_fd(fd, &id) != BTRFS_UTIL_OK)
                 return errno ? -errno : -EIO;
-        if (id == 5) /* BTRFS_FS_TREE_OBJECTID: the top level */
+        if (id == 5)            /* BTRFS_FS_TREE_OBJECTID: the top level */
                 return -EINVAL; /* a plain directory, not a subvolume of its own */
         struct btrfs_ioctl_qgroup_assign_args a = { .assign = 1, .src = id, .dst = BTRFS_QUOTA_SANDBOXES };
         /* EEXIST: a member already. A positive return (full qgroups only: the group's count

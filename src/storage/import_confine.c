@@ -58,11 +58,42 @@ struct plan {
 /* Calls receive never makes: refused, so that a stream that took over receive still could
  * not unmount its covers, leave its namespace, or reach the kernel's wider surfaces. */
 static const char *const denied_calls[] = {
-        "mount", "umount2", "pivot_root", "move_mount", "open_tree", "fsopen", "fsmount", "fsconfig", "fspick",
-        "mount_setattr", "unshare", "setns", "ptrace", "process_vm_readv", "process_vm_writev", "kexec_load",
-        "kexec_file_load", "init_module", "finit_module", "delete_module", "bpf", "perf_event_open", "keyctl",
-        "add_key", "request_key", "open_by_handle_at", "name_to_handle_at", "reboot", "swapon", "swapoff", "iopl",
-        "ioperm", "userfaultfd", "io_uring_setup", "io_uring_enter", "io_uring_register",
+        "mount",
+        "umount2",
+        "pivot_root",
+        "move_mount",
+        "open_tree",
+        "fsopen",
+        "fsmount",
+        "fsconfig",
+        "fspick",
+        "mount_setattr",
+        "unshare",
+        "setns",
+        "ptrace",
+        "process_vm_readv",
+        "process_vm_writev",
+        "kexec_load",
+        "kexec_file_load",
+        "init_module",
+        "finit_module",
+        "delete_module",
+        "bpf",
+        "perf_event_open",
+        "keyctl",
+        "add_key",
+        "request_key",
+        "open_by_handle_at",
+        "name_to_handle_at",
+        "reboot",
+        "swapon",
+        "swapoff",
+        "iopl",
+        "ioperm",
+        "userfaultfd",
+        "io_uring_setup",
+        "io_uring_enter",
+        "io_uring_register",
 };
 
 static void seccomp_releasep(scmp_filter_ctx *ctx)
@@ -105,8 +136,8 @@ static int filter_build(struct plan *p)
 }
 
 /* What receive needs to run as root in its box; the bounding set loses everything else. */
-static const int kept_caps[] = { CAP_CHOWN,  CAP_DAC_OVERRIDE, CAP_DAC_READ_SEARCH, CAP_FOWNER,         CAP_FSETID,
-                                 CAP_MKNOD,  CAP_SYS_ADMIN,    CAP_SYS_CHROOT,      CAP_LINUX_IMMUTABLE, CAP_SETFCAP };
+static const int kept_caps[] = { CAP_CHOWN, CAP_DAC_OVERRIDE, CAP_DAC_READ_SEARCH, CAP_FOWNER,          CAP_FSETID,
+                                 CAP_MKNOD, CAP_SYS_ADMIN,    CAP_SYS_CHROOT,      CAP_LINUX_IMMUTABLE, CAP_SETFCAP };
 
 #define RO_FLAGS (MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC)
 

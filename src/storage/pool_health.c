@@ -17,10 +17,14 @@
 const char *pool_condition_name(enum pool_condition c)
 {
         switch (c) {
-        case POOL_OK: return "ok";
-        case POOL_LOW_SPACE: return "low_space";
-        case POOL_READ_ONLY: return "read_only";
-        case POOL_FAILED: return "failed";
+        case POOL_OK:
+                return "ok";
+        case POOL_LOW_SPACE:
+                return "low_space";
+        case POOL_READ_ONLY:
+                return "read_only";
+        case POOL_FAILED:
+                return "failed";
         }
         return "failed";
 }
@@ -74,7 +78,9 @@ static void fail_with(struct pool_health *h, enum pool_condition c, const char *
 
 void pool_health_check(const struct btrfs_pool *p, uint64_t low_space_bytes, struct pool_health *ret)
 {
-        struct pool_health h = { .condition = POOL_OK, .checked_at_ms = now_ms(), .trimmed_at_ms = ret->trimmed_at_ms,
+        struct pool_health h = { .condition = POOL_OK,
+                                 .checked_at_ms = now_ms(),
+                                 .trimmed_at_ms = ret->trimmed_at_ms,
                                  .trimmed_bytes = ret->trimmed_bytes };
         _cleanup_close_ int rootfd = open(p->root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         struct statvfs sv;

@@ -25,7 +25,7 @@ enum pool_condition {
 struct pool_health {
         enum pool_condition condition;
         char reason[256];
-        uint64_t pool_bytes, pool_free_bytes;       /* statvfs of the pool */
+        uint64_t pool_bytes, pool_free_bytes;        /* statvfs of the pool */
         uint64_t image_bytes, image_allocated_bytes; /* the image file: apparent and real size (0: no image) */
         uint64_t host_free_bytes;                    /* the filesystem under the image */
         uint64_t device_errors;                      /* btrfs write/read/flush/corruption/generation errors */

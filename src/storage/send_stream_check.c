@@ -16,18 +16,69 @@
 #include "storage/send_path_set.h"
 
 enum {
-        C_SUBVOL = 1, C_SNAPSHOT, C_MKFILE, C_MKDIR, C_MKNOD, C_MKFIFO, C_MKSOCK, C_SYMLINK, C_RENAME, C_LINK,
-        C_UNLINK, C_RMDIR, C_SET_XATTR, C_REMOVE_XATTR, C_WRITE, C_CLONE, C_TRUNCATE, C_CHMOD, C_CHOWN, C_UTIMES,
-        C_END, C_UPDATE_EXTENT, C_MAX_V1 = C_UPDATE_EXTENT,
-        C_FALLOCATE, C_FILEATTR, C_ENCODED_WRITE, C_MAX_V2 = C_ENCODED_WRITE,
+        C_SUBVOL = 1,
+        C_SNAPSHOT,
+        C_MKFILE,
+        C_MKDIR,
+        C_MKNOD,
+        C_MKFIFO,
+        C_MKSOCK,
+        C_SYMLINK,
+        C_RENAME,
+        C_LINK,
+        C_UNLINK,
+        C_RMDIR,
+        C_SET_XATTR,
+        C_REMOVE_XATTR,
+        C_WRITE,
+        C_CLONE,
+        C_TRUNCATE,
+        C_CHMOD,
+        C_CHOWN,
+        C_UTIMES,
+        C_END,
+        C_UPDATE_EXTENT,
+        C_MAX_V1 = C_UPDATE_EXTENT,
+        C_FALLOCATE,
+        C_FILEATTR,
+        C_ENCODED_WRITE,
+        C_MAX_V2 = C_ENCODED_WRITE,
 };
 
 enum {
-        A_UUID = 1, A_CTRANSID, A_INO, A_SIZE, A_MODE, A_UID, A_GID, A_RDEV, A_CTIME, A_MTIME, A_ATIME, A_OTIME,
-        A_XATTR_NAME, A_XATTR_DATA, A_PATH, A_PATH_TO, A_PATH_LINK, A_FILE_OFFSET, A_DATA, A_CLONE_UUID,
-        A_CLONE_CTRANSID, A_CLONE_PATH, A_CLONE_OFFSET, A_CLONE_LEN, A_MAX_V1 = A_CLONE_LEN,
-        A_FALLOCATE_MODE, A_FILEATTR, A_UNENCODED_FILE_LEN, A_UNENCODED_LEN, A_UNENCODED_OFFSET, A_COMPRESSION,
-        A_ENCRYPTION, A_MAX_V2 = A_ENCRYPTION,
+        A_UUID = 1,
+        A_CTRANSID,
+        A_INO,
+        A_SIZE,
+        A_MODE,
+        A_UID,
+        A_GID,
+        A_RDEV,
+        A_CTIME,
+        A_MTIME,
+        A_ATIME,
+        A_OTIME,
+        A_XATTR_NAME,
+        A_XATTR_DATA,
+        A_PATH,
+        A_PATH_TO,
+        A_PATH_LINK,
+        A_FILE_OFFSET,
+        A_DATA,
+        A_CLONE_UUID,
+        A_CLONE_CTRANSID,
+        A_CLONE_PATH,
+        A_CLONE_OFFSET,
+        A_CLONE_LEN,
+        A_MAX_V1 = A_CLONE_LEN,
+        A_FALLOCATE_MODE,
+        A_FILEATTR,
+        A_UNENCODED_FILE_LEN,
+        A_UNENCODED_LEN,
+        A_UNENCODED_OFFSET,
+        A_COMPRESSION,
+        A_ENCRYPTION,
+        A_MAX_V2 = A_ENCRYPTION,
 };
 
 #define BIT(a) (1ull << (a))
@@ -53,7 +104,7 @@ static const uint64_t required[C_MAX_V2 + 1] = {
         [C_REMOVE_XATTR] = BIT(A_PATH) | BIT(A_XATTR_NAME),
         [C_WRITE] = BIT(A_PATH) | BIT(A_FILE_OFFSET) | BIT(A_DATA),
         [C_CLONE] = BIT(A_PATH) | BIT(A_FILE_OFFSET) | BIT(A_CLONE_LEN) | BIT(A_CLONE_UUID) | BIT(A_CLONE_CTRANSID) |
-                    BIT(A_CLONE_PATH) | BIT(A_CLONE_OFFSET),
+                BIT(A_CLONE_PATH) | BIT(A_CLONE_OFFSET),
         [C_TRUNCATE] = BIT(A_PATH) | BIT(A_SIZE),
         [C_CHMOD] = BIT(A_PATH) | BIT(A_MODE),
         [C_CHOWN] = BIT(A_PATH) | BIT(A_UID) | BIT(A_GID),
@@ -63,13 +114,13 @@ static const uint64_t required[C_MAX_V2 + 1] = {
         [C_FALLOCATE] = BIT(A_PATH) | BIT(A_FALLOCATE_MODE) | BIT(A_FILE_OFFSET) | BIT(A_SIZE),
         [C_FILEATTR] = BIT(A_PATH) | BIT(A_FILEATTR),
         [C_ENCODED_WRITE] = BIT(A_PATH) | BIT(A_FILE_OFFSET) | BIT(A_UNENCODED_FILE_LEN) | BIT(A_UNENCODED_LEN) |
-                            BIT(A_UNENCODED_OFFSET) | BIT(A_DATA),
+                BIT(A_UNENCODED_OFFSET) | BIT(A_DATA),
 };
 
 /* Commands that act on a symlink itself rather than through it (receive uses rename,
  * link, unlink, lchown, utimensat(AT_SYMLINK_NOFOLLOW), lsetxattr): they may name one. */
-#define ON_SYMLINK_OK (BIT(C_RENAME) | BIT(C_LINK) | BIT(C_UNLINK) | BIT(C_CHOWN) | BIT(C_UTIMES) | \
-                       BIT(C_SET_XATTR) | BIT(C_REMOVE_XATTR))
+#define ON_SYMLINK_OK \
+        (BIT(C_RENAME) | BIT(C_LINK) | BIT(C_UNLINK) | BIT(C_CHOWN) | BIT(C_UTIMES) | BIT(C_SET_XATTR) | BIT(C_REMOVE_XATTR))
 
 struct attr {
         const uint8_t *data;
@@ -136,9 +187,18 @@ static uint32_t crc32c(uint32_t crc, const uint8_t *p, size_t n)
         return crc32c_bytes(crc, p, n);
 }
 
-static uint16_t le16(const uint8_t *p) { return (uint16_t)(p[0] | p[1] << 8); }
-static uint32_t le32(const uint8_t *p) { return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24; }
-static uint64_t le64(const uint8_t *p) { return (uint64_t)le32(p) | (uint64_t)le32(p + 4) << 32; }
+static uint16_t le16(const uint8_t *p)
+{
+        return (uint16_t)(p[0] | p[1] << 8);
+}
+static uint32_t le32(const uint8_t *p)
+{
+        return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+static uint64_t le64(const uint8_t *p)
+{
+        return (uint64_t)le32(p) | (uint64_t)le32(p + 4) << 32;
+}
 
 __attribute__((format(printf, 2, 3))) static int refuse(struct send_stream_check *c, const char *fmt, ...)
 {
@@ -158,8 +218,7 @@ int send_stream_check_new(const uint8_t (*parent_uuids)[16], size_t n_parent_uui
         if (!crc32c_table[1])
                 crc32c_init(); /* idempotent: racing threads write the same values */
         struct send_stream_check *c = calloc(1, sizeof(*c));
-        if (!c || !(c->buf = malloc(c->cap = 4096)) ||
-            send_path_set_new(SEND_STREAM_CHECK_MAX_SYMLINK_BYTES, &c->symlinks) < 0) {
+        if (!c || !(c->buf = malloc(c->cap = 4096)) || send_path_set_new(SEND_STREAM_CHECK_MAX_SYMLINK_BYTES, &c->symlinks) < 0) {
                 send_stream_check_free(c);
                 return -ENOMEM;
         }
@@ -239,8 +298,8 @@ static bool snapshot_name_ok(const struct attr *a)
 
 static bool xattr_name_ok(const struct attr *a)
 {
-        static const char *const allowed[] = { "user.", "security.", "system.posix_acl_access",
-                                               "system.posix_acl_default", "btrfs.compression" };
+        static const char *const allowed[] = { "user.", "security.", "system.posix_acl_access", "system.posix_acl_default",
+                                               "btrfs.compression" };
         if (a->len == 0 || a->len > 255 || memchr(a->data, '\0', a->len))
                 return false;
         for (size_t i = 0; i < sizeof(allowed) / sizeof(allowed[0]); i++) {
@@ -323,7 +382,7 @@ static int check_paths(struct send_stream_check *c, unsigned cmd, const struct a
                 if (through_symlink(c, a))
                         return refuse(c, "path \"%s\" goes through a symlink", shown(a, show, sizeof(show)));
                 bool on_itself = (t == A_PATH && (ON_SYMLINK_OK & BIT(cmd))) || (t == A_PATH_LINK && cmd == C_LINK) ||
-                                 (t == A_PATH_TO && cmd == C_RENAME);
+                        (t == A_PATH_TO && cmd == C_RENAME);
                 if (!on_itself && is_symlink(c, a))
                         return refuse(c, "command %u would follow the symlink \"%s\"", cmd, shown(a, show, sizeof(show)));
         }
@@ -382,15 +441,17 @@ static int check_command(struct send_stream_check *c)
         if (first) {
                 char show[68];
                 if (!snapshot_name_ok(&attrs[A_PATH]))
-                        return refuse(c, "the stream makes \"%s\", not a space snapshot", shown(&attrs[A_PATH], show, sizeof(show)));
+                        return refuse(c, "the stream makes \"%s\", not a space snapshot",
+                                      shown(&attrs[A_PATH], show, sizeof(show)));
                 if (attrs[A_UUID].len != 16)
                         return refuse(c, "bad UUID");
                 memcpy(c->uuid, attrs[A_UUID].data, 16);
                 snprintf(c->subvolume, sizeof(c->subvolume), "%.*s", (int)attrs[A_PATH].len, (const char *)attrs[A_PATH].data);
                 c->incremental = cmd == C_SNAPSHOT;
                 if (cmd == C_SNAPSHOT && !known_uuid(c, &attrs[A_CLONE_UUID], false))
-                        return refuse(c, c->n_parent_uuids ? "the stream's parent is not the parent snapshot named"
-                                                           : "an incremental stream needs parent_snapshot_id");
+                        return refuse(c,
+                                      c->n_parent_uuids ? "the stream's parent is not the parent snapshot named"
+                                                        : "an incremental stream needs parent_snapshot_id");
                 return 0;
         }
         if (cmd == C_END) {
@@ -402,7 +463,8 @@ static int check_command(struct send_stream_check *c)
                         return refuse(c, "bad mknod attributes");
                 uint64_t type = le64(attrs[A_MODE].data) & S_IFMT, rdev = le64(attrs[A_RDEV].data);
                 if (!(type == S_IFIFO || type == S_IFSOCK || (type == S_IFCHR && rdev == 0)))
-                        return refuse(c, "device node (mode %llo, rdev %llu)", (unsigned long long)type, (unsigned long long)rdev);
+                        return refuse(c, "device node (mode %llo, rdev %llu)", (unsigned long long)type,
+                                      (unsigned long long)rdev);
         }
         if (cmd == C_CLONE && !known_uuid(c, &attrs[A_CLONE_UUID], true))
                 return refuse(c, "clone from a subvolume that is neither the stream's nor its parent");
@@ -470,6 +532,15 @@ int send_stream_check_finish(struct send_stream_check *c)
         return 0;
 }
 
-const char *send_stream_check_error(const struct send_stream_check *c) { return c->error; }
-const char *send_stream_check_subvolume(const struct send_stream_check *c) { return c->subvolume; }
-bool send_stream_check_incremental(const struct send_stream_check *c) { return c->incremental; }
+const char *send_stream_check_error(const struct send_stream_check *c)
+{
+        return c->error;
+}
+const char *send_stream_check_subvolume(const struct send_stream_check *c)
+{
+        return c->subvolume;
+}
+bool send_stream_check_incremental(const struct send_stream_check *c)
+{
+        return c->incremental;
+}

@@ -42,7 +42,10 @@ static int source_parent(int ctxfd, const char *src, int *ret_parent, char *leaf
         return 0;
 }
 
-static int filter_dots(const struct dirent *de) { return strcmp(de->d_name, ".") && strcmp(de->d_name, ".."); }
+static int filter_dots(const struct dirent *de)
+{
+        return strcmp(de->d_name, ".") && strcmp(de->d_name, "..");
+}
 
 static int hash_entry(EVP_MD_CTX *md, int dirfd, const char *name, const char *rel)
 {
@@ -50,7 +53,8 @@ static int hash_entry(EVP_MD_CTX *md, int dirfd, const char *name, const char *r
         if (fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
                 return -errno;
         char line[PATH_MAX + 64];
-        int n = snprintf(line, sizeof(line), "%s%c%o %lld%c", rel, 0, st.st_mode, S_ISREG(st.st_mode) ? (long long)st.st_size : 0LL, 0);
+        int n = snprintf(line, sizeof(line), "%s%c%o %lld%c", rel, 0, st.st_mode,
+                         S_ISREG(st.st_mode) ? (long long)st.st_size : 0LL, 0);
         EVP_DigestUpdate(md, line, (size_t)n);
         if (S_ISLNK(st.st_mode)) {
                 char target[PATH_MAX];
@@ -252,7 +256,8 @@ int build_copy_owner(int rootfd, const char *spec, uid_t *ret_uid, gid_t *ret_gi
         if (gid < 0)
                 gid = uid;
         if (group && !numeric(group, &gid) && lookup_id(rootfd, "etc/group", group, &gid, NULL) < 0)
-                return space_error_set(err, SPACE_E_BUILD_FAILED, "COPY --chown: no group %.64s in the image's /etc/group", group);
+                return space_error_set(err, SPACE_E_BUILD_FAILED, "COPY --chown: no group %.64s in the image's /etc/group",
+                                       group);
         *ret_uid = (uid_t)uid;
         *ret_gid = (gid_t)gid;
         return 0;
@@ -283,7 +288,8 @@ int build_copy_apply(int ctxfd, int rootfd, const struct spacefile_step *st, con
                 if (S_ISDIR(sst.st_mode)) {
                         /* A directory's contents go into the destination. */
                         int d = rootfs_path_mkdirs(rootfd, abs, o.uid, o.gid, st->chown != NULL);
-                        _cleanup_close_ int sub = d < 0 ? -1 : openat(srcdir, leaf, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+                        _cleanup_close_ int sub =
+                                d < 0 ? -1 : openat(srcdir, leaf, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
                         r = d < 0 ? d : sub < 0 ? -errno : copy_children(sub, d, &o);
                         if (d >= 0)
                                 close(d);
@@ -305,7 +311,8 @@ int build_copy_apply(int ctxfd, int rootfd, const struct spacefile_step *st, con
                 if (sparent >= 0)
                         close(sparent);
                 if (r < 0)
-                        return space_error_set(err, SPACE_E_BUILD_FAILED, "COPY %.200s to %.200s: %s", st->argv[i], dst, strerror(-r));
+                        return space_error_set(err, SPACE_E_BUILD_FAILED, "COPY %.200s to %.200s: %s", st->argv[i], dst,
+                                               strerror(-r));
         }
         return 0;
 }

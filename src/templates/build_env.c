@@ -19,8 +19,14 @@ static const char *lookup(const json_t *env, const char *name, size_t n)
         return strcmp(key, "PATH") == 0 ? BUILD_ENV_DEFAULT_PATH : "";
 }
 
-static bool name_start(char c) { return c == '_' || isalpha((unsigned char)c); }
-static bool name_char(char c) { return c == '_' || isalnum((unsigned char)c); }
+static bool name_start(char c)
+{
+        return c == '_' || isalpha((unsigned char)c);
+}
+static bool name_char(char c)
+{
+        return c == '_' || isalnum((unsigned char)c);
+}
 
 char *build_env_expand(const json_t *env, const char *in)
 {
@@ -84,9 +90,8 @@ char **build_env_envp(const json_t *env, const char *user)
                 envp[i++] = strdup("HOME=/root"); /* another user's HOME comes from the agent */
         const char *k;
         json_t *v;
-        json_object_foreach((json_t *)env, k, v)
-                if (asprintf(&envp[i++], "%s=%s", k, json_string_value(v)) < 0)
-                        envp[i - 1] = NULL;
+        json_object_foreach((json_t *)env, k, v) if (asprintf(&envp[i++], "%s=%s", k, json_string_value(v)) < 0) envp[i - 1] =
+                NULL;
         for (size_t j = 0; j < i; j++)
                 if (!envp[j]) {
                         build_env_strv_free(envp);

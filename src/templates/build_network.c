@@ -113,7 +113,8 @@ int build_network_prepare(struct build_network *n, const char *mode, int rootfd,
         int r = 0;
         for (int i = 0; i < 2 && r == 0; i++)
                 if ((r = save(etc, names[i], &n->files[i])) == 0)
-                        r = i == 0 ? put(etc, names[i], hosts, hosts_len, 0644) : put(etc, names[i], resolv, sizeof(resolv) - 1, 0644);
+                        r = i == 0 ? put(etc, names[i], hosts, hosts_len, 0644)
+                                   : put(etc, names[i], resolv, sizeof(resolv) - 1, 0644);
         free(hosts);
         return r < 0 ? space_error_errno(err, r, "set up name resolution in the layer") : 0;
 }
@@ -142,8 +143,16 @@ int build_network_attach(struct build_network *n, pid_t sandbox_pid, const char 
          * namespace, a syscall filter): it parses the sandbox's packets. Its stdin is a pipe
          * whose other end only spaced holds (helper_fd), and --exit-fd=0 ends it when that
          * closes: also when spaced is killed mid-build, where it would otherwise run on. */
-        char *argv[] = { "slirp4netns", "--configure", "--mtu=65520", "--disable-host-loopback", "--enable-sandbox",
-                         "--enable-seccomp", "--exit-fd=0", pid, "tap0", NULL };
+        char *argv[] = { "slirp4netns",
+                         "--configure",
+                         "--mtu=65520",
+                         "--disable-host-loopback",
+                         "--enable-sandbox",
+                         "--enable-seccomp",
+                         "--exit-fd=0",
+                         pid,
+                         "tap0",
+                         NULL };
         int r = host_command_spawn_piped(argv, false, log_path, &n->helper_fd, &n->helper_pid);
         if (r < 0)
                 return space_error_errno(err, r, "start slirp4netns (install it or run spaced with --build-network none)");

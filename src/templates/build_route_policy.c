@@ -14,7 +14,7 @@
  * the documentation blocks, which the internet does not route and which some sites (these
  * machines among them) use for their package mirror. */
 const char *const build_route_policy_refused[] = {
-        "0.0.0.0/8",     "10.0.0.0/8",     "100.64.0.0/10", "169.254.0.0/16", "172.16.0.0/12", "192.0.0.0/24",
+        "0.0.0.0/8",      "10.0.0.0/8",     "100.64.0.0/10", "169.254.0.0/16", "172.16.0.0/12", "192.0.0.0/24",
         "192.88.99.0/24", "192.168.0.0/16", "198.18.0.0/15", "224.0.0.0/4",    "240.0.0.0/4",   NULL,
 };
 

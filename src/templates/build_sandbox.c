@@ -63,7 +63,8 @@ int build_sandbox_run(struct spaced_context *ctx, struct build_sandbox *b, char 
         if (r == 0) {
                 char msg[256] = "";
                 int before_r = d->ops->stats(d, &b->sb, &before);
-                int q = build_job_run(d, &b->sb, argv, envp, cwd, user, BUILD_STEP_TIMEOUT_S * 1000u, log, &res, msg, sizeof(msg));
+                int q = build_job_run(d, &b->sb, argv, envp, cwd, user, BUILD_STEP_TIMEOUT_S * 1000u, log, &res, msg,
+                                      sizeof(msg));
                 int after_r = d->ops->stats(d, &b->sb, &after);
                 exec_result_set_limits(&limits, before_r, &before, after_r, &after);
                 if (q < 0)

@@ -50,8 +50,8 @@ int busybox_rootfs_build(const char *root, struct space_error *err)
         if (!busybox)
                 return space_error_set(err, SPACE_E_INTERNAL, "busybox not found (install the busybox-static package)");
 
-        static const char *const dirs[] = { "bin", "sbin", "usr", "usr/bin", "usr/sbin", "etc", "proc", "sys", "dev",
-                                            "tmp", "root", "home", "home/user", "var", "var/tmp", "run", "mnt" };
+        static const char *const dirs[] = { "bin", "sbin", "usr",  "usr/bin",   "usr/sbin", "etc",     "proc", "sys", "dev",
+                                            "tmp", "root", "home", "home/user", "var",      "var/tmp", "run",  "mnt" };
         char path[PATH_MAX];
         for (size_t i = 0; i < ARRAY_SIZE(dirs); i++) {
                 snprintf(path, sizeof(path), "%s/%s", root, dirs[i]);
@@ -80,8 +80,10 @@ int busybox_rootfs_build(const char *root, struct space_error *err)
                 if (symlink("/bin/busybox", path) < 0 && errno != EEXIST)
                         return space_error_errno(err, errno, "symlink %s", path);
         }
-        if ((r = write_file(root, "etc/passwd", "root:x:0:0:root:/root:/bin/sh\nuser:x:1000:1000:user:/home/user:/bin/sh\n"
-                                                "nobody:x:65534:65534:nobody:/nonexistent:/bin/false\n", 0644)) < 0 ||
+        if ((r = write_file(root, "etc/passwd",
+                            "root:x:0:0:root:/root:/bin/sh\nuser:x:1000:1000:user:/home/user:/bin/sh\n"
+                            "nobody:x:65534:65534:nobody:/nonexistent:/bin/false\n",
+                            0644)) < 0 ||
             (r = write_file(root, "etc/group", "root:x:0:\nuser:x:1000:\nnogroup:x:65534:\n", 0644)) < 0 ||
             (r = write_file(root, "etc/hosts", "127.0.0.1 localhost\n::1 localhost\n", 0644)) < 0 ||
             (r = write_file(root, "etc/os-release", "NAME=\"space busybox\"\nID=busybox\n", 0644)) < 0)

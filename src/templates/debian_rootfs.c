@@ -10,10 +10,17 @@ int debian_rootfs_build(const char *root, const char *mirror, const char *log_pa
 {
         /* The pool is nodev, and debootstrap's maintainer scripts need the target's /dev/null:
          * it runs in a mount namespace of its own where the target is a bind with dev. */
-        char *argv[] = { "unshare", "--mount", "--propagation", "private", "sh", "-c",
+        char *argv[] = { "unshare",
+                         "--mount",
+                         "--propagation",
+                         "private",
+                         "sh",
+                         "-c",
                          "mount --bind \"$0\" \"$0\" && mount -o remount,bind,dev,nosuid \"$0\" && "
                          "exec debootstrap --variant=minbase bookworm \"$0\" \"$1\"",
-                         (char *)root, (char *)mirror, NULL };
+                         (char *)root,
+                         (char *)mirror,
+                         NULL };
         int r = host_command_run(argv, log_path, NULL, 0, 1800);
         if (r < 0)
                 return space_error_errno(err, r, "run debootstrap (install the debootstrap package)");
@@ -26,10 +33,11 @@ int debian_rootfs_build(const char *root, const char *mirror, const char *log_pa
         char *nodes[] = { "find", devdir, "-xdev", "(", "-type", "b", "-o", "-type", "c", ")", "-delete", NULL };
         r = host_command_run(nodes, log_path, NULL, 0, 60);
         if (r != 0)
-                return space_error_set(err, SPACE_E_INTERNAL, "removing device nodes from the debian rootfs exited with %d; see %s", r,
-                                       log_path);
+                return space_error_set(err, SPACE_E_INTERNAL,
+                                       "removing device nodes from the debian rootfs exited with %d; see %s", r, log_path);
         /* An unprivileged user, as the presets have. */
-        char *useradd[] = { "chroot", (char *)root, "useradd", "--create-home", "--uid", "1000", "--shell", "/bin/bash", "user", NULL };
+        char *useradd[] = { "chroot", (char *)root, "useradd",   "--create-home", "--uid",
+                            "1000",   "--shell",    "/bin/bash", "user",          NULL };
         r = host_command_run(useradd, log_path, NULL, 0, 60);
         if (r != 0)
                 return space_error_set(err, SPACE_E_INTERNAL, "useradd in the debian rootfs exited with %d; see %s", r, log_path);

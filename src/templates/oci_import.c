@@ -72,7 +72,8 @@ static json_t *image_config_new(json_t *cfg)
                         json_object_set_new(env, key, json_string(eq + 1));
                 }
         }
-        const char *wd = json_string_value(json_object_get(c, "WorkingDir")), *user = json_string_value(json_object_get(c, "User"));
+        const char *wd = json_string_value(json_object_get(c, "WorkingDir")),
+                   *user = json_string_value(json_object_get(c, "User"));
         return json_pack("{s:o, s:s, s:s, s:{}}", "env", env, "workdir", wd && *wd == '/' ? wd : "/", "user", user ? user : "",
                          "labels");
 }
@@ -115,7 +116,8 @@ int oci_import_apply(const char *archive, const char *workdir, const char *root,
                         }
                         n++;
                 }
-                config = load_json_fd(blob_by_digest(outer, json_string_value(json_object_get(json_object_get(manifest, "config"), "digest"))));
+                config = load_json_fd(
+                        blob_by_digest(outer, json_string_value(json_object_get(json_object_get(manifest, "config"), "digest"))));
         } else if ((top = load_json_fd(open_inside(outer, "manifest.json")))) {
                 /* docker save: [{"Config": "x.json", "Layers": ["a/layer.tar", …]}] */
                 json_t *m = json_array_get(top, 0), *l;

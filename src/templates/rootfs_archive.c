@@ -92,7 +92,8 @@ static int check_entry(struct archive_entry *e, const char *root, const struct r
         if (link) {
                 char lclean[PATH_MAX], ltarget[PATH_MAX + 256];
                 if (rootfs_path_clean(link, false, lclean, sizeof(lclean)) < 0)
-                        return space_error_set(err, SPACE_E_INVALID_REQUEST, "hard link \"%.200s\" points outside the archive", link);
+                        return space_error_set(err, SPACE_E_INVALID_REQUEST, "hard link \"%.200s\" points outside the archive",
+                                               link);
                 snprintf(ltarget, sizeof(ltarget), "%s/%s", root, lclean);
                 archive_entry_set_hardlink(e, ltarget);
         }
@@ -123,9 +124,10 @@ int rootfs_archive_extract(const char *archive_path, const char *root_in, const 
         if (!a)
                 return -1;
         struct archive *w = archive_write_disk_new();
-        archive_write_disk_set_options(w, ARCHIVE_EXTRACT_OWNER | ARCHIVE_EXTRACT_PERM | ARCHIVE_EXTRACT_TIME |
-                                                  ARCHIVE_EXTRACT_XATTR | ARCHIVE_EXTRACT_UNLINK | ARCHIVE_EXTRACT_SECURE_SYMLINKS |
-                                                  ARCHIVE_EXTRACT_SECURE_NODOTDOT);
+        archive_write_disk_set_options(w,
+                                       ARCHIVE_EXTRACT_OWNER | ARCHIVE_EXTRACT_PERM | ARCHIVE_EXTRACT_TIME |
+                                               ARCHIVE_EXTRACT_XATTR | ARCHIVE_EXTRACT_UNLINK | ARCHIVE_EXTRACT_SECURE_SYMLINKS |
+                                               ARCHIVE_EXTRACT_SECURE_NODOTDOT);
         /* No name lookup: owners are the archive's numbers, never the host's idea of a name. */
         struct archive_entry *e;
         int r = 0, rc;
@@ -173,7 +175,8 @@ int rootfs_archive_extract(const char *archive_path, const char *root_in, const 
                 if (rc == ARCHIVE_OK)
                         rc = archive_write_finish_entry(w);
                 if (rc != ARCHIVE_OK && rc != ARCHIVE_WARN) {
-                        r = space_error_set(err, SPACE_E_INVALID_REQUEST, "cannot unpack \"%.200s\": %s", target + strlen(root) + 1,
+                        r = space_error_set(err, SPACE_E_INVALID_REQUEST, "cannot unpack \"%.200s\": %s",
+                                            target + strlen(root) + 1,
                                             archive_error_string(w) ? archive_error_string(w) : archive_error_string(a));
                         break;
                 }

@@ -12,8 +12,8 @@
 #include "spaced/space_error.h"
 
 struct rootfs_archive_options {
-        bool keep_owner; /* else everything is root's (build contexts) */
-        bool whiteouts;  /* an image layer: apply whiteouts */
+        bool keep_owner;    /* else everything is root's (build contexts) */
+        bool whiteouts;     /* an image layer: apply whiteouts */
         uint64_t max_bytes; /* total size of regular files; 0: no limit */
 };
 

@@ -104,12 +104,8 @@ static int json_words(const char *s, struct strv *out)
                 return 0;
         size_t i;
         json_t *v; /* borrowed from j */
-        json_array_foreach(j, i, v)
-                if (!json_is_string(v) || strlen(json_string_value(v)) != json_string_length(v))
-                        return 0;
-        json_array_foreach(j, i, v)
-                if (strv_push(out, strdup(json_string_value(v))) < 0)
-                        return -1;
+        json_array_foreach(j, i, v) if (!json_is_string(v) || strlen(json_string_value(v)) != json_string_length(v)) return 0;
+        json_array_foreach(j, i, v) if (strv_push(out, strdup(json_string_value(v))) < 0) return -1;
         return 1;
 }
 
@@ -200,7 +196,8 @@ static int parse_copy(struct spacefile_step *st, const char *args, struct spacef
                 } else if (strncmp(p, "--from=", 7) == 0) {
                         return fail(err, st->line, "COPY --from is not supported (Spacefiles have one stage)");
                 } else {
-                        return fail(err, st->line, "unknown COPY option %.*s (supported: --chown=, --chmod=)", (int)(n > 40 ? 40 : n), p);
+                        return fail(err, st->line, "unknown COPY option %.*s (supported: --chown=, --chmod=)",
+                                    (int)(n > 40 ? 40 : n), p);
                 }
                 p = skip_space(p + n);
         }
@@ -247,9 +244,8 @@ static const struct {
         const char *name;
         enum spacefile_kind kind;
 } keywords[] = {
-        { "FROM", SPACEFILE_FROM },       { "RUN", SPACEFILE_RUN },   { "COPY", SPACEFILE_COPY },
-        { "ENV", SPACEFILE_ENV },         { "WORKDIR", SPACEFILE_WORKDIR }, { "USER", SPACEFILE_USER },
-        { "LABEL", SPACEFILE_LABEL },
+        { "FROM", SPACEFILE_FROM },       { "RUN", SPACEFILE_RUN },   { "COPY", SPACEFILE_COPY },   { "ENV", SPACEFILE_ENV },
+        { "WORKDIR", SPACEFILE_WORKDIR }, { "USER", SPACEFILE_USER }, { "LABEL", SPACEFILE_LABEL },
 };
 
 const char *spacefile_kind_name(enum spacefile_kind k)
@@ -283,10 +279,14 @@ static int parse_instruction(struct spacefile_step *st, char *logical, struct sp
                 return fail(err, st->line, "out of memory");
         }
         switch (st->kind) {
-        case SPACEFILE_RUN: return parse_run(st, args, err);
-        case SPACEFILE_COPY: return parse_copy(st, args, err);
-        case SPACEFILE_ENV: return parse_pairs(st, args, true, err);
-        case SPACEFILE_LABEL: return parse_pairs(st, args, false, err);
+        case SPACEFILE_RUN:
+                return parse_run(st, args, err);
+        case SPACEFILE_COPY:
+                return parse_copy(st, args, err);
+        case SPACEFILE_ENV:
+                return parse_pairs(st, args, true, err);
+        case SPACEFILE_LABEL:
+                return parse_pairs(st, args, false, err);
         case SPACEFILE_FROM:
                 if (strpbrk(args, " \t"))
                         return fail(err, st->line, "FROM takes one template name (no AS, no --platform)");

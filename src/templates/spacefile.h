@@ -19,14 +19,14 @@ enum spacefile_kind {
 
 struct spacefile_step {
         enum spacefile_kind kind;
-        unsigned line;  /* where the instruction starts, from 1 */
-        char *text;     /* "KEYWORD args", continuations joined: what the cache key and the log use */
-        char *value;    /* FROM, WORKDIR, USER: the argument; RUN shell form: the command */
-        char **argv;    /* RUN exec form: the argv; COPY: sources then the destination;
+        unsigned line; /* where the instruction starts, from 1 */
+        char *text;    /* "KEYWORD args", continuations joined: what the cache key and the log use */
+        char *value;   /* FROM, WORKDIR, USER: the argument; RUN shell form: the command */
+        char **argv;   /* RUN exec form: the argv; COPY: sources then the destination;
                          * ENV, LABEL: key, value, key, value… */
         size_t argc;
-        char *chown;    /* COPY --chown=user[:group], or NULL */
-        mode_t chmod;   /* COPY --chmod=, when has_chmod */
+        char *chown;  /* COPY --chown=user[:group], or NULL */
+        mode_t chmod; /* COPY --chmod=, when has_chmod */
         bool has_chmod;
 };
 

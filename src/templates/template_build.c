@@ -238,8 +238,7 @@ static int apply_metadata(struct build *b, const struct spacefile_step *st, stru
 {
         switch (st->kind) {
         case SPACEFILE_ENV:
-        case SPACEFILE_LABEL:
-        {
+        case SPACEFILE_LABEL: {
                 /* Values see the environment as it was before the line (ENV A=2 B=$A: B gets the old A), as in Docker. */
                 json_t *before = json_copy(b->env);
                 for (size_t k = 0; before && k + 1 < st->argc; k += 2) {
@@ -263,7 +262,8 @@ static int apply_metadata(struct build *b, const struct spacefile_step *st, stru
         case SPACEFILE_USER:
                 snprintf(b->user, sizeof(b->user), "%s", st->value);
                 break;
-        default: break;
+        default:
+                break;
         }
         key_mix(b->key, st->text, NULL, NULL);
         return 0;
@@ -337,10 +337,11 @@ static int publish(struct build *b, const char *row, const char *base, struct sp
         struct template_record t = { 0 };
         snprintf(t.name, sizeof(t.name), "%s", row);
         snprintf(t.state, sizeof(t.state), "ready");
-        t.environment = json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:{s:O, s:s, s:s, s:O}}", "driver", runtime_registry_default(&b->ctx->runtimes)->ops->name,
-                                  "driver_version", runtime_registry_default(&b->ctx->runtimes)->ops->version, "base", base, "digest", digest, "created_at",
-                                  created, "build_operation", b->op_id, "config", "env", b->env, "workdir", b->workdir,
-                                  "user", b->user, "labels", b->labels);
+        t.environment = json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:{s:O, s:s, s:s, s:O}}", "driver",
+                                  runtime_registry_default(&b->ctx->runtimes)->ops->name, "driver_version",
+                                  runtime_registry_default(&b->ctx->runtimes)->ops->version, "base", base, "digest", digest,
+                                  "created_at", created, "build_operation", b->op_id, "config", "env", b->env, "workdir",
+                                  b->workdir, "user", b->user, "labels", b->labels);
         t.updated_at_ms = wallclock_now_ms();
         r = STORE(b->ctx, template_upsert, &t);
         json_decref(t.environment);
@@ -355,7 +356,8 @@ static int read_spacefile(struct build *b, const char *preset_path, const char *
                           struct space_error *err)
 {
         _cleanup_close_ int fd = preset_path ? open(preset_path, O_RDONLY | O_CLOEXEC)
-                                             : b->ctxfd >= 0 ? rootfs_path_open(b->ctxfd, name, O_RDONLY, 0) : -ENOENT;
+                : b->ctxfd >= 0              ? rootfs_path_open(b->ctxfd, name, O_RDONLY, 0)
+                                             : -ENOENT;
         if (fd < 0)
                 return space_error_set(err, SPACE_E_INVALID_REQUEST, "no Spacefile %s", preset_path ? preset_path : name);
         size_t cap = SPACEFILE_MAX_BYTES + 1, len = 0;
@@ -443,7 +445,9 @@ static void remove_build_dir(struct spaced_context *ctx, const char *op_id)
  * the cancellation; NULL for an operation's own build. */
 static int build_op(struct spaced_context *ctx, struct operation *op, const char *parent, struct space_error *err)
 {
-        struct build b = { .ctx = ctx, .op_id = op->id, .reg_id = parent ? parent : op->id, .ctxfd = -1, .workdir = "/", .user = "" };
+        struct build b = {
+                .ctx = ctx, .op_id = op->id, .reg_id = parent ? parent : op->id, .ctxfd = -1, .workdir = "/", .user = ""
+        };
         json_t *params = json_loads(op->params[0] ? op->params : "{}", 0, NULL);
         b.env = json_object();
         b.labels = json_object();

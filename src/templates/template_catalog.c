@@ -89,8 +89,9 @@ static int build(struct spaced_context *ctx, const char *name, const char *tag, 
         if (r < 0)
                 return -1;
         wallclock_format(wallclock_now_ms(), created, sizeof(created));
-        json_t *env = json_pack("{s:s, s:s, s:s, s:s, s:s}", "driver", runtime_registry_default(&ctx->runtimes)->ops->name, "driver_version",
-                                runtime_registry_default(&ctx->runtimes)->ops->version, "base", base_of(name), "digest", digest, "created_at", created);
+        json_t *env = json_pack("{s:s, s:s, s:s, s:s, s:s}", "driver", runtime_registry_default(&ctx->runtimes)->ops->name,
+                                "driver_version", runtime_registry_default(&ctx->runtimes)->ops->version, "base", base_of(name),
+                                "digest", digest, "created_at", created);
         r = set_state(ctx, name, "ready", env, "");
         json_decref(env);
         if (r < 0)
@@ -102,8 +103,8 @@ static int build(struct spaced_context *ctx, const char *name, const char *tag, 
 int template_catalog_build_now(struct spaced_context *ctx, const char *name, struct space_error *err)
 {
         if (!template_catalog_is_builtin(name))
-                return space_error_set(err, SPACE_E_TEMPLATE_NOT_READY, "template %s is not built; build it first (POST /v1/templates/%s/build)",
-                                       name, name);
+                return space_error_set(err, SPACE_E_TEMPLATE_NOT_READY,
+                                       "template %s is not built; build it first (POST /v1/templates/%s/build)", name, name);
         return build(ctx, name, "now", err);
 }
 
@@ -146,7 +147,8 @@ static void sweep_build_dirs(struct spaced_context *ctx)
                 struct operation op;
                 if (de->d_name[0] == '.')
                         continue;
-                if (STORE(ctx, operation_get, de->d_name, &op) == 0 && (op.state == OPERATION_PENDING || op.state == OPERATION_RUNNING))
+                if (STORE(ctx, operation_get, de->d_name, &op) == 0 &&
+                    (op.state == OPERATION_PENDING || op.state == OPERATION_RUNNING))
                         continue;
                 int r = rootfs_path_remove_at(fd, de->d_name);
                 log_info("reconcile.build_dir_removed", "op=%s result=%d", de->d_name, r);
@@ -197,7 +199,8 @@ int template_catalog_submit_build(struct spaced_context *ctx, const char *name, 
                         template_record_release(&t);
                 return space_error_set(err, SPACE_E_NOT_FOUND,
                                        "template %s not found (built-in templates: busybox, debian; presets: python, node;"
-                                       " build others with POST /v1/templates)", name);
+                                       " build others with POST /v1/templates)",
+                                       name);
         }
         if (r < 0)
                 return space_error_errno(err, r, "read template %s", name);

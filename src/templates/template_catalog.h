@@ -15,7 +15,8 @@ struct spaced_context;
 int template_catalog_init(struct spaced_context *ctx, struct space_error *err);
 bool template_catalog_is_builtin(const char *name);
 /* Marks the template building and queues its build. */
-int template_catalog_submit_build(struct spaced_context *ctx, const char *name, struct operation *ret_op, struct space_error *err);
+int template_catalog_submit_build(struct spaced_context *ctx, const char *name, struct operation *ret_op,
+                                  struct space_error *err);
 int template_catalog_delete(struct spaced_context *ctx, const char *name, struct space_error *err);
 /* Builds a built-in template now, on the calling thread (a Spacefile's FROM needs it). */
 int template_catalog_build_now(struct spaced_context *ctx, const char *name, struct space_error *err);

@@ -24,7 +24,10 @@ static int hash_file(EVP_MD_CTX *md, int dirfd, const char *name)
         return n < 0 ? -errno : 0;
 }
 
-static int filter_dots(const struct dirent *de) { return strcmp(de->d_name, ".") && strcmp(de->d_name, ".."); }
+static int filter_dots(const struct dirent *de)
+{
+        return strcmp(de->d_name, ".") && strcmp(de->d_name, "..");
+}
 
 static int hash_dir(EVP_MD_CTX *md, const char *path, const char *rel)
 {
@@ -44,8 +47,8 @@ static int hash_dir(EVP_MD_CTX *md, const char *path, const char *rel)
                         r = -errno;
                 if (r == 0) {
                         char line[PATH_MAX + 128];
-                        int len = snprintf(line, sizeof(line), "%s\n%o %u %u %lld\n", childrel, st.st_mode, st.st_uid,
-                                           st.st_gid, S_ISREG(st.st_mode) ? (long long)st.st_size : 0LL);
+                        int len = snprintf(line, sizeof(line), "%s\n%o %u %u %lld\n", childrel, st.st_mode, st.st_uid, st.st_gid,
+                                           S_ISREG(st.st_mode) ? (long long)st.st_size : 0LL);
                         EVP_DigestUpdate(md, line, (size_t)len);
                         if (S_ISLNK(st.st_mode)) {
                                 char target[PATH_MAX];

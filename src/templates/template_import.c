@@ -64,8 +64,9 @@ int template_import_publish(struct spaced_context *ctx, const char *id, const ch
         snprintf(t.name, sizeof(t.name), "%s", row);
         snprintf(t.project_id, sizeof(t.project_id), "%s", project_id);
         snprintf(t.state, sizeof(t.state), "ready");
-        t.environment = json_pack("{s:s, s:s, s:s, s:s, s:s, s:o}", "driver", runtime_registry_default(&ctx->runtimes)->ops->name, "driver_version",
-                                  runtime_registry_default(&ctx->runtimes)->ops->version, "base", base, "digest", digest, "created_at", created, "config", config);
+        t.environment = json_pack("{s:s, s:s, s:s, s:s, s:s, s:o}", "driver", runtime_registry_default(&ctx->runtimes)->ops->name,
+                                  "driver_version", runtime_registry_default(&ctx->runtimes)->ops->version, "base", base,
+                                  "digest", digest, "created_at", created, "config", config);
         t.updated_at_ms = wallclock_now_ms();
         r = STORE(ctx, template_upsert, &t);
         if (r < 0) {

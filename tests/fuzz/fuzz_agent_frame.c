@@ -55,8 +55,7 @@ static void file_replies(int fd)
 
 static void download(int fd, const uint8_t *params)
 {
-        uint64_t length = (uint64_t)params[0] | (uint64_t)params[1] << 8 | (uint64_t)params[2] << 16 |
-                          (uint64_t)params[3] << 24;
+        uint64_t length = (uint64_t)params[0] | (uint64_t)params[1] << 8 | (uint64_t)params[2] << 16 | (uint64_t)params[3] << 24;
         uint64_t offset = (uint64_t)params[4] * 4096;
         size_t piece = ((size_t)params[4] + 1) * 97;
         static uint8_t buf[256 * 97];

@@ -16,7 +16,7 @@ static int run(const uint8_t *data, size_t size, size_t step, char *name, size_t
         uint8_t parent[1][16];
         memset(parent, 0x11, sizeof(parent));
         struct send_stream_check *c;
-        if (send_stream_check_new((const uint8_t (*)[16])parent, 1, &c) < 0)
+        if (send_stream_check_new((const uint8_t(*)[16])parent, 1, &c) < 0)
                 abort();
         int r = 0;
         for (size_t off = 0; off < size && r == 0; off += step)

@@ -15,10 +15,10 @@
 struct sandbox_resources;
 
 struct cgroup_events {
-        uint64_t oom_kills;      /* processes killed by the OOM killer */
-        uint64_t pids_max_hits;  /* fork/clone refused by pids.max */
-        uint64_t cpu_usage_us;   /* total CPU time */
-        uint64_t memory_bytes;   /* current usage */
+        uint64_t oom_kills;          /* processes killed by the OOM killer */
+        uint64_t pids_max_hits;      /* fork/clone refused by pids.max */
+        uint64_t cpu_usage_us;       /* total CPU time */
+        uint64_t memory_bytes;       /* current usage */
         uint64_t memory_cache_bytes; /* of which page cache (v2 memory.stat file, v1 cache) */
         uint64_t memory_limit_bytes; /* the limit; 0 when there is none */
 };

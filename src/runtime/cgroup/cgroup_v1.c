@@ -17,7 +17,7 @@ static const char *const v1_names[_CGROUP_BASE_MAX] = { "memory", "pids", "cpu",
 
 int cgroup_v1_init(struct cgroup_manager *cg, const char *instance, char *reason, size_t reason_size)
 {
-        char (*v1_base)[PATH_MAX] = cg->base;
+        char(*v1_base)[PATH_MAX] = cg->base;
         for (int i = 0; i < _CGROUP_BASE_MAX; i++) {
                 char mnt[PATH_MAX];
                 if (cgroup_find_mount(v1_names[i], mnt, sizeof(mnt)) < 0) {

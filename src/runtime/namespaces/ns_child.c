@@ -107,10 +107,10 @@ static void setup_dev(const struct ns_child_config *c)
  * is not host root. /proc/meminfo, stat, cpuinfo, loadavg and uptime stay (tools read them;
  * sysinfo(2) tells the same; docs/isolation.md). */
 static const char *const masked_proc_files[] = {
-        "buddyinfo", "cmdline", "config.gz", "consoles", "devices", "diskstats", "interrupts", "iomem",
-        "ioports", "kallsyms", "key-users", "keys", "latency_stats", "locks", "modules", "mtrr",
-        "pagetypeinfo", "partitions", "sched_debug", "schedstat", "softirqs", "swaps", "timer_list",
-        "timer_stats", "zoneinfo",
+        "buddyinfo", "cmdline",    "config.gz",    "consoles",   "devices",     "diskstats",     "interrupts",
+        "iomem",     "ioports",    "kallsyms",     "key-users",  "keys",        "latency_stats", "locks",
+        "modules",   "mtrr",       "pagetypeinfo", "partitions", "sched_debug", "schedstat",     "softirqs",
+        "swaps",     "timer_list", "timer_stats",  "zoneinfo",
 };
 static const char *const masked_proc_dirs[] = { "acpi", "asound", "bus", "fs", "irq", "scsi" };
 
@@ -198,8 +198,8 @@ static void loopback_up(const struct ns_child_config *c)
  * the host): enough for package managers and for the agent to run commands and serve files
  * as other users. Docker's default set without NET_RAW, MKNOD, SETPCAP, SYS_CHROOT and
  * AUDIT_WRITE. */
-static const int kept_caps[] = { CAP_CHOWN, CAP_DAC_OVERRIDE, CAP_FOWNER, CAP_FSETID, CAP_KILL,
-                                 CAP_SETGID, CAP_SETUID, CAP_NET_BIND_SERVICE, CAP_SETFCAP };
+static const int kept_caps[] = { CAP_CHOWN,  CAP_DAC_OVERRIDE, CAP_FOWNER,           CAP_FSETID, CAP_KILL,
+                                 CAP_SETGID, CAP_SETUID,       CAP_NET_BIND_SERVICE, CAP_SETFCAP };
 
 static bool cap_kept(int cap)
 {
@@ -213,8 +213,9 @@ static void drop_privileges(const struct ns_child_config *c)
 {
         /* Ordinary root semantics (a non-root uid holds no capabilities), frozen: nothing
          * inside can change these bits, keep capabilities across setuid or raise ambient ones. */
-        if (prctl(PR_SET_SECUREBITS, SECBIT_NOROOT_LOCKED | SECBIT_NO_SETUID_FIXUP_LOCKED | SECBIT_KEEP_CAPS_LOCKED |
-                                             SECBIT_NO_CAP_AMBIENT_RAISE | SECBIT_NO_CAP_AMBIENT_RAISE_LOCKED) < 0)
+        if (prctl(PR_SET_SECUREBITS,
+                  SECBIT_NOROOT_LOCKED | SECBIT_NO_SETUID_FIXUP_LOCKED | SECBIT_KEEP_CAPS_LOCKED | SECBIT_NO_CAP_AMBIENT_RAISE |
+                          SECBIT_NO_CAP_AMBIENT_RAISE_LOCKED) < 0)
                 fail(c, "securebits");
         for (int cap = 0; cap <= 63; cap++)
                 if (!cap_kept(cap) && prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) < 0 && errno != EINVAL)
@@ -368,8 +369,9 @@ int ns_child_main(void *arg)
         char memory[24], cpus[12];
         ns_child_format_uint(memory, sizeof(memory), c->memory_bytes);
         ns_child_format_uint(cpus, sizeof(cpus), c->cpus ? c->cpus : 1);
-        char *const argv[] = { "space-agent", "--listen-fd", "3", "--memory-bytes", memory, "--cpus", cpus,
-                               any_view ? "--proc-view" : NULL, "6", NULL };
+        char *const argv[] = { "space-agent", "--listen-fd", "3",  "--memory-bytes",
+                               memory,        "--cpus",      cpus, any_view ? "--proc-view" : NULL,
+                               "6",           NULL };
         char *const envp[] = { "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", NULL };
         syscall(SYS_execveat, 4, "", argv, envp, AT_EMPTY_PATH);
         fail(c, "exec space-agent");

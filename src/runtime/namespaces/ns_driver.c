@@ -163,7 +163,9 @@ static int ns_init(struct runtime_driver *d, const struct runtime_config *cfg, s
         detect_criu(&d->caps);
         char why[200];
         if (!ns_proc_view_available(why, sizeof(why)))
-                log_warn("runtime.proc_views_off", "reason=\"%s\" effect=\"sandboxes' /proc/meminfo, stat, loadavg and uptime show the host's figures\"", why);
+                log_warn("runtime.proc_views_off",
+                         "reason=\"%s\" effect=\"sandboxes' /proc/meminfo, stat, loadavg and uptime show the host's figures\"",
+                         why);
         if ((r = seccomp_policy_build(&ns->seccomp_program)) < 0) {
                 space_error_errno(err, r, "build seccomp filter");
                 goto fail;
@@ -173,7 +175,8 @@ static int ns_init(struct runtime_driver *d, const struct runtime_config *cfg, s
                 goto fail;
         }
         if ((r = ns_uid_ranges_open(cfg->uid_range_dir, cfg->instance, cfg->state_dir, &ns->uids)) < 0) {
-                space_error_errno(err, r, "open the host's uid ranges (%s)", cfg->uid_range_dir[0] ? cfg->uid_range_dir : NS_UID_RANGE_DIR);
+                space_error_errno(err, r, "open the host's uid ranges (%s)",
+                                  cfg->uid_range_dir[0] ? cfg->uid_range_dir : NS_UID_RANGE_DIR);
                 goto fail;
         }
         /* Ranges taken by an earlier run of this instance that no sandbox recorded (it stopped
@@ -186,7 +189,8 @@ static int ns_init(struct runtime_driver *d, const struct runtime_config *cfg, s
         ns->reaper_stop = eventfd(0, EFD_CLOEXEC);
         struct epoll_event stop = { .events = EPOLLIN };
         stop.data.fd = ns->reaper_stop;
-        if (ns->reaper_epoll < 0 || ns->reaper_stop < 0 || epoll_ctl(ns->reaper_epoll, EPOLL_CTL_ADD, ns->reaper_stop, &stop) < 0) {
+        if (ns->reaper_epoll < 0 || ns->reaper_stop < 0 ||
+            epoll_ctl(ns->reaper_epoll, EPOLL_CTL_ADD, ns->reaper_stop, &stop) < 0) {
                 space_error_errno(err, errno, "set up the reaper");
                 goto fail;
         }
@@ -387,9 +391,10 @@ static int ns_exec(const struct runtime_driver *d, const struct sandbox *sb, con
         int r = agent_client_exec(sock, req, ret, msg, sizeof(msg));
         if (r < 0) {
                 if (msg[0])
-                        return space_error_set(err, r == -EINVAL || r == -ENOENT ? SPACE_E_INVALID_REQUEST
-                                                    : r == -EAGAIN ? SPACE_E_UNAVAILABLE
-                                                                   : SPACE_E_INTERNAL,
+                        return space_error_set(err,
+                                               r == -EINVAL || r == -ENOENT ? SPACE_E_INVALID_REQUEST
+                                                       : r == -EAGAIN       ? SPACE_E_UNAVAILABLE
+                                                                            : SPACE_E_INTERNAL,
                                                "%s", msg);
                 if (r == -ECONNREFUSED || r == -ENOENT || r == -ECONNRESET || r == -EPIPE)
                         return space_error_set(err, SPACE_E_UNAVAILABLE, "the sandbox's agent is not running (%s)", strerror(-r));

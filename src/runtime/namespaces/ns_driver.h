@@ -26,7 +26,10 @@ struct ns_driver {
         bool reaper_running;
 };
 
-static inline struct ns_driver *ns_driver_of(const struct runtime_driver *d) { return d->state; }
+static inline struct ns_driver *ns_driver_of(const struct runtime_driver *d)
+{
+        return d->state;
+}
 
 /* <run_dir>/<id>[/<leaf>] */
 void ns_driver_run_path(const struct ns_driver *ns, const char *id, const char *leaf, char *buf, size_t size);

@@ -156,7 +156,8 @@ pid_t ns_launch(const struct ns_launch_params *p, int *ret_pidfd, struct space_e
         }
 
         pid = clone(ns_child_main, (char *)stack + CHILD_STACK_SIZE,
-                    CLONE_NEWUSER | CLONE_NEWPID | CLONE_NEWNS | CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS | CLONE_PIDFD | SIGCHLD,
+                    CLONE_NEWUSER | CLONE_NEWPID | CLONE_NEWNS | CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS | CLONE_PIDFD |
+                            SIGCHLD,
                     cfg, &pidfd);
         if (pid < 0) {
                 space_error_errno(err, errno, "clone");

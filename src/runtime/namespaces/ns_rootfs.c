@@ -18,8 +18,7 @@
 #include "storage/btrfs_pool.h"
 #include "storage/btrfs_quota.h"
 
-int ns_rootfs_create(const struct runtime_driver *d, const struct sandbox *sb, const char *template_path,
-                     struct space_error *err)
+int ns_rootfs_create(const struct runtime_driver *d, const struct sandbox *sb, const char *template_path, struct space_error *err)
 {
         const struct ns_driver *ns = ns_driver_of(d);
         char path[PATH_MAX];

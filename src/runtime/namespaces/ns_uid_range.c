@@ -51,7 +51,10 @@ int ns_uid_ranges_open(const char *dir, const char *instance, const char *state_
         return 0;
 }
 
-void ns_uid_ranges_free(struct ns_uid_ranges *u) { free(u); }
+void ns_uid_ranges_free(struct ns_uid_ranges *u)
+{
+        free(u);
+}
 
 /* The host-wide lock, held for every read-modify-write of the directory. */
 static int lock_dir(const struct ns_uid_ranges *u)

@@ -22,14 +22,61 @@
  * fanotify, host and domain names, and the obsolete calls. Anything neither here nor in
  * seccomp_allowlist fails with ENOSYS, as an unknown call would, so libc falls back. */
 static const char *const refused[] = {
-        "io_uring_setup", "io_uring_enter", "io_uring_register", "mount", "umount", "umount2", "pivot_root",
-        "chroot", "fsopen", "fsconfig", "fsmount", "fspick", "move_mount", "open_tree", "mount_setattr",
-        "kexec_load", "kexec_file_load", "init_module", "finit_module", "delete_module", "create_module",
-        "get_kernel_syms", "query_module", "bpf", "perf_event_open", "keyctl", "add_key", "request_key",
-        "open_by_handle_at", "name_to_handle_at", "reboot", "swapon", "swapoff", "settimeofday",
-        "clock_settime", "clock_adjtime", "adjtimex", "acct", "quotactl", "quotactl_fd", "lookup_dcookie",
-        "iopl", "ioperm", "syslog", "vhangup", "setns", "userfaultfd", "fanotify_init", "sethostname",
-        "setdomainname", "uselib", "nfsservctl", "_sysctl", "sysfs", "ustat",
+        "io_uring_setup",
+        "io_uring_enter",
+        "io_uring_register",
+        "mount",
+        "umount",
+        "umount2",
+        "pivot_root",
+        "chroot",
+        "fsopen",
+        "fsconfig",
+        "fsmount",
+        "fspick",
+        "move_mount",
+        "open_tree",
+        "mount_setattr",
+        "kexec_load",
+        "kexec_file_load",
+        "init_module",
+        "finit_module",
+        "delete_module",
+        "create_module",
+        "get_kernel_syms",
+        "query_module",
+        "bpf",
+        "perf_event_open",
+        "keyctl",
+        "add_key",
+        "request_key",
+        "open_by_handle_at",
+        "name_to_handle_at",
+        "reboot",
+        "swapon",
+        "swapoff",
+        "settimeofday",
+        "clock_settime",
+        "clock_adjtime",
+        "adjtimex",
+        "acct",
+        "quotactl",
+        "quotactl_fd",
+        "lookup_dcookie",
+        "iopl",
+        "ioperm",
+        "syslog",
+        "vhangup",
+        "setns",
+        "userfaultfd",
+        "fanotify_init",
+        "sethostname",
+        "setdomainname",
+        "uselib",
+        "nfsservctl",
+        "_sysctl",
+        "sysfs",
+        "ustat",
 };
 
 /* The flags that ask clone() or unshare() for a new namespace. */
@@ -40,8 +87,7 @@ static const unsigned long namespace_flags[] = { CLONE_NEWUSER, CLONE_NEWNS,  CL
  * 2.6-style uname, no address randomisation (gdb asks for it; it is cleared on setuid
  * exec), their combinations, and 0xffffffff, which only asks for the current value.
  * READ_IMPLIES_EXEC, MMAP_PAGE_ZERO and the rest are not allowed. */
-static const unsigned long personalities[] = { 0x0,     0x8,     0x20000, 0x20008,   0x40000,
-                                               0x40008, 0x60000, 0x60008, 0xffffffff };
+static const unsigned long personalities[] = { 0x0, 0x8, 0x20000, 0x20008, 0x40000, 0x40008, 0x60000, 0x60008, 0xffffffff };
 
 /* The socket families a sandbox may open; every other family fails with EAFNOSUPPORT
  * (AF_VSOCK, which no network namespace confines, AF_PACKET, AF_KEY, AF_ALG, AF_BLUETOOTH…). */
@@ -140,8 +186,7 @@ static int add_socket_rules(scmp_filter_ctx ctx)
         if (r == 0)
                 r = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(socketpair), 1, SCMP_A0(SCMP_CMP_EQ, AF_UNIX));
         if (r == 0)
-                r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EAFNOSUPPORT), SCMP_SYS(socketpair), 1,
-                                     SCMP_A0(SCMP_CMP_NE, AF_UNIX));
+                r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EAFNOSUPPORT), SCMP_SYS(socketpair), 1, SCMP_A0(SCMP_CMP_NE, AF_UNIX));
         return r;
 }
 
@@ -212,8 +257,7 @@ static int add_personality_rules(scmp_filter_ctx ctx)
 {
         int r = 0;
         for (size_t i = 0; r == 0 && i < ARRAY_SIZE(personalities); i++)
-                r = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(personality), 1,
-                                     SCMP_A0(SCMP_CMP_EQ, personalities[i]));
+                r = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(personality), 1, SCMP_A0(SCMP_CMP_EQ, personalities[i]));
         return r;
 }
 

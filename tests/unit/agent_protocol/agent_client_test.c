@@ -21,12 +21,14 @@
 #include "agent_protocol/agent_frame.h"
 #include "runtime/runtime_driver.h"
 
-static void put32(uint8_t *p, uint32_t v) {
+static void put32(uint8_t *p, uint32_t v)
+{
         for (int i = 0; i < 4; i++)
                 p[i] = (uint8_t)(v >> (8 * i));
 }
 
-static void header(int fd, uint8_t type, uint32_t payload) {
+static void header(int fd, uint8_t type, uint32_t payload)
+{
         uint8_t h[8] = { 0 };
         put32(h, payload);
         h[4] = type;
@@ -34,7 +36,8 @@ static void header(int fd, uint8_t type, uint32_t payload) {
         assert_int_equal(write(fd, h, sizeof h), (ssize_t)sizeof h);
 }
 
-static void write_all(int fd, const void *buf, size_t len) {
+static void write_all(int fd, const void *buf, size_t len)
+{
         const uint8_t *p = buf;
         while (len > 0) {
                 ssize_t n = write(fd, p, len);
@@ -45,14 +48,16 @@ static void write_all(int fd, const void *buf, size_t len) {
         }
 }
 
-static void field(int fd, uint16_t tag, const void *data, uint32_t len) {
+static void field(int fd, uint16_t tag, const void *data, uint32_t len)
+{
         uint8_t h[6] = { (uint8_t)tag, (uint8_t)(tag >> 8) };
         put32(h + 2, len);
         write_all(fd, h, sizeof h);
         write_all(fd, data, len);
 }
 
-static void test_frame_over_the_bound_is_refused(void **state) {
+static void test_frame_over_the_bound_is_refused(void **state)
+{
         int sv[2];
         assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
         header(sv[1], AGENT_MSG_OK, AGENT_CLIENT_REPLY_MAX + 1);
@@ -70,7 +75,8 @@ static void test_frame_over_the_bound_is_refused(void **state) {
         close(sv[1]);
 }
 
-static void test_deadline_bounds_the_whole_reply(void **state) {
+static void test_deadline_bounds_the_whole_reply(void **state)
+{
         int sv[2];
         assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
         header(sv[1], AGENT_MSG_OK, 100); /* and only 1 byte of the 100 */
@@ -90,7 +96,8 @@ static void test_deadline_bounds_the_whole_reply(void **state) {
 /* A fake agent on a unix socket that answers one EXEC with the given behaviour. */
 enum fake { FAKE_FLOOD, FAKE_BAD_LENGTH, FAKE_HONEST, FAKE_BIG_ERROR };
 
-static pid_t fake_agent(const char *path, enum fake how) {
+static pid_t fake_agent(const char *path, enum fake how)
+{
         int l = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
         struct sockaddr_un sa = { .sun_family = AF_UNIX };
         snprintf(sa.sun_path, sizeof sa.sun_path, "%s", path);
@@ -145,7 +152,8 @@ static pid_t fake_agent(const char *path, enum fake how) {
         _exit(0);
 }
 
-static int run_exec(enum fake how, uint32_t cap, struct exec_result *ret) {
+static int run_exec(enum fake how, uint32_t cap, struct exec_result *ret)
+{
         char dir[] = "/tmp/agent-client-test-XXXXXX", path[128];
         assert_non_null(mkdtemp(dir));
         snprintf(path, sizeof path, "%s/sock", dir);
@@ -161,7 +169,8 @@ static int run_exec(enum fake how, uint32_t cap, struct exec_result *ret) {
         return r;
 }
 
-static void test_exec_keeps_at_most_the_cap(void **state) {
+static void test_exec_keeps_at_most_the_cap(void **state)
+{
         struct exec_result res = { 0 };
         assert_int_equal(run_exec(FAKE_FLOOD, 64 << 10, &res), 0);
         assert_int_equal(res.out_len, 64 << 10);
@@ -171,18 +180,21 @@ static void test_exec_keeps_at_most_the_cap(void **state) {
         exec_result_release(&res);
 }
 
-static void test_exec_field_past_its_frame_is_a_protocol_error(void **state) {
+static void test_exec_field_past_its_frame_is_a_protocol_error(void **state)
+{
         struct exec_result res = { 0 };
         assert_int_equal(run_exec(FAKE_BAD_LENGTH, 64 << 10, &res), -EPROTO);
         assert_null(res.out);
 }
 
-static void test_exec_error_over_the_bound_is_refused(void **state) {
+static void test_exec_error_over_the_bound_is_refused(void **state)
+{
         struct exec_result res = { 0 };
         assert_int_equal(run_exec(FAKE_BIG_ERROR, 64 << 10, &res), -EMSGSIZE);
 }
 
-static void test_exec_honest_reply(void **state) {
+static void test_exec_honest_reply(void **state)
+{
         struct exec_result res = { 0 };
         assert_int_equal(run_exec(FAKE_HONEST, 64 << 10, &res), 0);
         assert_int_equal(res.exit_code, 3);
@@ -193,7 +205,8 @@ static void test_exec_honest_reply(void **state) {
         exec_result_release(&res);
 }
 
-int main(void) {
+int main(void)
+{
         signal(SIGPIPE, SIG_IGN);
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_frame_over_the_bound_is_refused),

@@ -10,13 +10,16 @@
 
 #include "space_agent/agent_exec_request.h"
 
-static struct agent_frame frame_of(struct agent_frame_writer *w) {
+static struct agent_frame frame_of(struct agent_frame_writer *w)
+{
         assert_int_equal(agent_frame_writer_finish(w), 0);
-        return (struct agent_frame) { .type = w->data[4], .payload = w->data + AGENT_FRAME_HEADER_SIZE,
-                                      .payload_len = (uint32_t) (w->len - AGENT_FRAME_HEADER_SIZE) };
+        return (struct agent_frame){ .type = w->data[4],
+                                     .payload = w->data + AGENT_FRAME_HEADER_SIZE,
+                                     .payload_len = (uint32_t)(w->len - AGENT_FRAME_HEADER_SIZE) };
 }
 
-static void test_defaults(void **state) {
+static void test_defaults(void **state)
+{
         struct agent_frame_writer w;
         struct agent_exec_request req;
         const char *reason = NULL;
@@ -41,7 +44,8 @@ static void test_defaults(void **state) {
         agent_frame_writer_release(&w);
 }
 
-static void test_all_fields(void **state) {
+static void test_all_fields(void **state)
+{
         struct agent_frame_writer w;
         struct agent_exec_request req;
         const char *reason = NULL;
@@ -74,7 +78,8 @@ static void test_all_fields(void **state) {
         agent_frame_writer_release(&w);
 }
 
-static void test_empty_stdin_is_present(void **state) {
+static void test_empty_stdin_is_present(void **state)
+{
         struct agent_frame_writer w;
         struct agent_exec_request req;
         const char *reason = NULL;
@@ -93,7 +98,8 @@ static void test_empty_stdin_is_present(void **state) {
         agent_frame_writer_release(&w);
 }
 
-static void expect_invalid(void (*build)(struct agent_frame_writer *w)) {
+static void expect_invalid(void (*build)(struct agent_frame_writer *w))
+{
         struct agent_frame_writer w;
         struct agent_exec_request req = {};
         const char *reason = NULL;
@@ -107,35 +113,42 @@ static void expect_invalid(void (*build)(struct agent_frame_writer *w)) {
         agent_frame_writer_release(&w);
 }
 
-static void build_no_argv(struct agent_frame_writer *w) {
+static void build_no_argv(struct agent_frame_writer *w)
+{
         agent_frame_writer_put_str(w, AGENT_F_ENV, "A=1");
 }
 
-static void build_nul_in_argv(struct agent_frame_writer *w) {
+static void build_nul_in_argv(struct agent_frame_writer *w)
+{
         agent_frame_writer_put(w, AGENT_F_ARGV, "ec\0ho", 5);
 }
 
-static void build_env_without_equals(struct agent_frame_writer *w) {
+static void build_env_without_equals(struct agent_frame_writer *w)
+{
         agent_frame_writer_put_str(w, AGENT_F_ARGV, "env");
         agent_frame_writer_put_str(w, AGENT_F_ENV, "JUSTKEY");
 }
 
-static void build_env_empty_key(struct agent_frame_writer *w) {
+static void build_env_empty_key(struct agent_frame_writer *w)
+{
         agent_frame_writer_put_str(w, AGENT_F_ARGV, "env");
         agent_frame_writer_put_str(w, AGENT_F_ENV, "=value");
 }
 
-static void build_bad_timeout_size(struct agent_frame_writer *w) {
+static void build_bad_timeout_size(struct agent_frame_writer *w)
+{
         agent_frame_writer_put_str(w, AGENT_F_ARGV, "true");
         agent_frame_writer_put_u8(w, AGENT_F_TIMEOUT_MS, 5);
 }
 
-static void build_empty_cwd(struct agent_frame_writer *w) {
+static void build_empty_cwd(struct agent_frame_writer *w)
+{
         agent_frame_writer_put_str(w, AGENT_F_ARGV, "true");
         agent_frame_writer_put_str(w, AGENT_F_CWD, "");
 }
 
-static void test_invalid(void **state) {
+static void test_invalid(void **state)
+{
         expect_invalid(build_no_argv);
         expect_invalid(build_nul_in_argv);
         expect_invalid(build_env_without_equals);
@@ -144,7 +157,8 @@ static void test_invalid(void **state) {
         expect_invalid(build_empty_cwd);
 }
 
-static void test_malformed(void **state) {
+static void test_malformed(void **state)
+{
         static const uint8_t payload[] = { AGENT_F_ARGV, 0, 9, 0, 0, 0, 'x' };
         struct agent_frame f = { .type = AGENT_MSG_EXEC, .payload = payload, .payload_len = sizeof payload };
         struct agent_exec_request req = {};
@@ -154,13 +168,11 @@ static void test_malformed(void **state) {
         assert_null(req.storage);
 }
 
-int main(void) {
+int main(void)
+{
         const struct CMUnitTest tests[] = {
-                cmocka_unit_test(test_defaults),
-                cmocka_unit_test(test_all_fields),
-                cmocka_unit_test(test_empty_stdin_is_present),
-                cmocka_unit_test(test_invalid),
-                cmocka_unit_test(test_malformed),
+                cmocka_unit_test(test_defaults), cmocka_unit_test(test_all_fields), cmocka_unit_test(test_empty_stdin_is_present),
+                cmocka_unit_test(test_invalid),  cmocka_unit_test(test_malformed),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -19,11 +19,13 @@
 
 static char root[64];
 
-static int norm(const char *in, char *out) {
-        return agent_file_path_normalize((const uint8_t *) in, strlen(in), out, PATH_MAX);
+static int norm(const char *in, char *out)
+{
+        return agent_file_path_normalize((const uint8_t *)in, strlen(in), out, PATH_MAX);
 }
 
-static void test_normalize(void **state) {
+static void test_normalize(void **state)
+{
         static const struct {
                 const char *in, *out;
         } cases[] = {
@@ -48,21 +50,23 @@ static void test_normalize(void **state) {
         }
 }
 
-static void test_normalize_refuses(void **state) {
+static void test_normalize_refuses(void **state)
+{
         char out[PATH_MAX], *big = malloc(PATH_MAX + 10);
 
         assert_int_equal(norm("", out), -EINVAL);
         assert_int_equal(norm("relative", out), -EINVAL);
         assert_int_equal(norm("./x", out), -EINVAL);
-        assert_int_equal(agent_file_path_normalize((const uint8_t *) "/a\0b", 4, out, sizeof out), -EINVAL);
+        assert_int_equal(agent_file_path_normalize((const uint8_t *)"/a\0b", 4, out, sizeof out), -EINVAL);
         big[0] = '/';
         memset(big + 1, 'a', PATH_MAX + 8);
-        assert_int_equal(agent_file_path_normalize((const uint8_t *) big, PATH_MAX + 9, out, sizeof out), -ENAMETOOLONG);
-        assert_int_equal(agent_file_path_normalize((const uint8_t *) big, PATH_MAX - 1, out, sizeof out), 0);
+        assert_int_equal(agent_file_path_normalize((const uint8_t *)big, PATH_MAX + 9, out, sizeof out), -ENAMETOOLONG);
+        assert_int_equal(agent_file_path_normalize((const uint8_t *)big, PATH_MAX - 1, out, sizeof out), 0);
         free(big);
 }
 
-static void put(const char *rel, const char *text) {
+static void put(const char *rel, const char *text)
+{
         char p[256];
         snprintf(p, sizeof p, "%s/%s", root, rel);
         FILE *f = fopen(p, "w");
@@ -71,13 +75,15 @@ static void put(const char *rel, const char *text) {
         fclose(f);
 }
 
-static void link_in(const char *target, const char *rel) {
+static void link_in(const char *target, const char *rel)
+{
         char p[256];
         snprintf(p, sizeof p, "%s/%s", root, rel);
         assert_int_equal(symlink(target, p), 0);
 }
 
-static int setup(void **state) {
+static int setup(void **state)
+{
         char p[256];
         strcpy(root, "/tmp/agent-file-path-test-XXXXXX");
         if (!mkdtemp(root))
@@ -95,13 +101,15 @@ static int setup(void **state) {
         return agent_file_root_set(root);
 }
 
-static int teardown(void **state) {
+static int teardown(void **state)
+{
         char cmd[128];
         snprintf(cmd, sizeof cmd, "rm -rf %s", root);
         return system(cmd) == 0 ? 0 : -1;
 }
 
-static void assert_reads_inside(const char *path) {
+static void assert_reads_inside(const char *path)
+{
         char buf[32] = "";
         int fd = agent_file_open(path, O_RDONLY, 0, true);
         if (fd < 0)
@@ -113,7 +121,8 @@ static void assert_reads_inside(const char *path) {
                 fail_msg("%s read %s", path, buf);
 }
 
-static void test_links_stay_inside(void **state) {
+static void test_links_stay_inside(void **state)
+{
         char out[PATH_MAX];
 
         assert_reads_inside("/etc/passwd");
@@ -130,7 +139,8 @@ static void test_links_stay_inside(void **state) {
         assert_int_equal(agent_file_open("/dir/passwd", O_RDONLY, 0, false), -ELOOP);
 }
 
-static void test_parent_and_mkdir(void **state) {
+static void test_parent_and_mkdir(void **state)
+{
         const char *name;
         struct stat st;
         char p[256];
@@ -148,7 +158,8 @@ static void test_parent_and_mkdir(void **state) {
         assert_int_equal(agent_file_mkdir_parents("/etc/passwd/x", 0755), -ENOTDIR);
 }
 
-int main(void) {
+int main(void)
+{
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_normalize),
                 cmocka_unit_test(test_normalize_refuses),

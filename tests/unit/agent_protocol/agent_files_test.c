@@ -20,11 +20,13 @@
 static char root[64];
 static bool have_tmpfs; /* root/mem is a small tmpfs (needs root to mount) */
 
-static void root_path(const char *rel, char *buf, size_t size) {
+static void root_path(const char *rel, char *buf, size_t size)
+{
         snprintf(buf, size, "%s%s", root, rel);
 }
 
-static void root_put(const char *rel, const char *text) {
+static void root_put(const char *rel, const char *text)
+{
         char p[256];
         root_path(rel, p, sizeof p);
         FILE *f = fopen(p, "w");
@@ -33,19 +35,22 @@ static void root_put(const char *rel, const char *text) {
         fclose(f);
 }
 
-static void root_mkdir(const char *rel) {
+static void root_mkdir(const char *rel)
+{
         char p[256];
         root_path(rel, p, sizeof p);
         assert_int_equal(mkdir(p, 0755), 0);
 }
 
-static void root_link(const char *target, const char *rel) {
+static void root_link(const char *target, const char *rel)
+{
         char p[256];
         root_path(rel, p, sizeof p);
         assert_int_equal(symlink(target, p), 0);
 }
 
-static int group_setup(void **state) {
+static int group_setup(void **state)
+{
         char p[256];
         strcpy(root, "/tmp/agent-files-root-XXXXXX");
         if (!mkdtemp(root))
@@ -69,7 +74,8 @@ static int group_setup(void **state) {
         return agent_test_setup(state);
 }
 
-static int group_teardown(void **state) {
+static int group_teardown(void **state)
+{
         char cmd[128];
         agent_test_teardown(state);
         if (have_tmpfs) {
@@ -83,7 +89,8 @@ static int group_teardown(void **state) {
 
 /* ---- requests ---- */
 
-static void send_file_request(int fd, enum agent_msg_type type, const char *path, const char *dest) {
+static void send_file_request(int fd, enum agent_msg_type type, const char *path, const char *dest)
+{
         struct agent_frame_writer w;
         agent_frame_writer_begin(&w, type);
         if (path)
@@ -93,14 +100,16 @@ static void send_file_request(int fd, enum agent_msg_type type, const char *path
         agent_test_send(fd, &w);
 }
 
-static void expect_error(int fd, int error) {
+static void expect_error(int fd, int error)
+{
         struct agent_test_reply r;
         agent_test_read(fd, &r);
         agent_test_assert_error(&r, error);
         agent_test_reply_release(&r);
 }
 
-static void send_fetch(int fd, uint64_t offset, uint64_t length) {
+static void send_fetch(int fd, uint64_t offset, uint64_t length)
+{
         struct agent_frame_writer w;
         agent_frame_writer_begin(&w, AGENT_MSG_FILE_FETCH);
         agent_frame_writer_put_u64(&w, AGENT_F_FILE_OFFSET, offset);
@@ -111,7 +120,8 @@ static void send_fetch(int fd, uint64_t offset, uint64_t length) {
 /* Reads the FILE_DATA frames of [offset, offset + length) into buf (length bytes), each
  * checked as spaced checks it: the next offset, 1..AGENT_FILE_CHUNK bytes. Returns how
  * many frames came. */
-static int fetch_into(int fd, uint64_t offset, uint64_t length, char *buf) {
+static int fetch_into(int fd, uint64_t offset, uint64_t length, char *buf)
+{
         int frames = 0;
         for (uint64_t got = 0; got < length; frames++) {
                 struct agent_test_reply r;
@@ -129,7 +139,8 @@ static int fetch_into(int fd, uint64_t offset, uint64_t length, char *buf) {
 }
 
 /* FILE_READ path, then FILE_FETCH of all of it: the content into buf (NUL-terminated). */
-static void read_file(int fd, const char *path, char *buf, size_t size) {
+static void read_file(int fd, const char *path, char *buf, size_t size)
+{
         struct agent_test_reply r;
         send_file_request(fd, AGENT_MSG_FILE_READ, path, NULL);
         agent_test_read(fd, &r);
@@ -148,7 +159,8 @@ static void read_file(int fd, const char *path, char *buf, size_t size) {
         buf[len] = 0;
 }
 
-static void test_read_sends_the_bytes(void **state) {
+static void test_read_sends_the_bytes(void **state)
+{
         int fd = agent_test_connect();
         char buf[256];
         read_file(fd, "/etc/passwd", buf, sizeof buf);
@@ -157,12 +169,13 @@ static void test_read_sends_the_bytes(void **state) {
 }
 
 /* A file of several chunks, fetched whole and by range, comes in bounded frames in order. */
-static void test_fetch_ranges_in_chunks(void **state) {
+static void test_fetch_ranges_in_chunks(void **state)
+{
         static char want[3 * AGENT_FILE_CHUNK + 100], got[sizeof want];
         struct agent_test_reply r;
         char p[256];
         for (size_t i = 0; i < sizeof want; i++)
-                want[i] = (char) (i * 7 + i / 4096);
+                want[i] = (char)(i * 7 + i / 4096);
         root_path("/big", p, sizeof p);
         FILE *f = fopen(p, "w");
         assert_non_null(f);
@@ -195,7 +208,8 @@ static void test_fetch_ranges_in_chunks(void **state) {
 }
 
 /* Transfer frames out of their place are refused or kept for the commit, never crash. */
-static void test_transfer_frames_out_of_place(void **state) {
+static void test_transfer_frames_out_of_place(void **state)
+{
         int fd = agent_test_connect();
         char p[256];
         /* FILE_FETCH without a FILE_READ, and with a missing field. */
@@ -225,7 +239,8 @@ static void test_transfer_frames_out_of_place(void **state) {
         close(fd);
 }
 
-static void test_escapes_stay_in_root(void **state) {
+static void test_escapes_stay_in_root(void **state)
+{
         static const char *const inside[] = { "/esc/root/etc/passwd", "/esc/up/etc/passwd", "/esc/etc/passwd",
                                               "/../../../etc/passwd", "/esc/root/esc/up/esc/root/etc/passwd" };
         int fd = agent_test_connect();
@@ -244,7 +259,8 @@ static void test_escapes_stay_in_root(void **state) {
         close(fd);
 }
 
-static void test_bad_requests(void **state) {
+static void test_bad_requests(void **state)
+{
         int fd = agent_test_connect();
         struct agent_frame_writer w;
 
@@ -280,7 +296,8 @@ static void test_bad_requests(void **state) {
         close(fd);
 }
 
-static void test_upload_commit(void **state) {
+static void test_upload_commit(void **state)
+{
         int fd = agent_test_connect();
         struct agent_test_reply r;
         struct agent_frame_writer w;
@@ -315,7 +332,8 @@ static void test_upload_commit(void **state) {
         close(fd);
 }
 
-static void test_dropped_upload_leaves_nothing(void **state) {
+static void test_dropped_upload_leaves_nothing(void **state)
+{
         int fd = agent_test_connect();
         struct agent_test_reply r;
         char p[256];
@@ -341,7 +359,8 @@ static void test_dropped_upload_leaves_nothing(void **state) {
 
 /* A memory-backed target is flagged FILE_MEMORY; the agent fills it (inside the
  * sandbox's cgroup) and a write past the tmpfs's size fails the commit. */
-static void test_upload_to_memory(void **state) {
+static void test_upload_to_memory(void **state)
+{
         struct agent_test_reply r;
         char p[256], buf[16] = "";
 
@@ -372,7 +391,7 @@ static void test_upload_to_memory(void **state) {
         agent_test_reply_release(&r);
         static char chunk[1 << 20];
         for (int i = 0; i < 16; i++)
-                assert_int_equal(agent_file_data_send(fd, (uint64_t) i << 20, chunk, sizeof chunk), 0);
+                assert_int_equal(agent_file_data_send(fd, (uint64_t)i << 20, chunk, sizeof chunk), 0);
         send_file_request(fd, AGENT_MSG_FILE_COMMIT, NULL, NULL);
         expect_error(fd, ENOSPC);
         root_path("/mem/too-big", p, sizeof p);
@@ -380,7 +399,8 @@ static void test_upload_to_memory(void **state) {
         close(fd);
 }
 
-static void test_watch_streams_events(void **state) {
+static void test_watch_streams_events(void **state)
+{
         int fd = agent_test_connect_timeout(5);
         struct agent_test_reply r;
         char p[256];
@@ -417,35 +437,36 @@ static void test_watch_streams_events(void **state) {
 }
 
 /* Random file requests (last: they may change the root) never bring the agent down. */
-static void test_random_requests(void **state) {
+static void test_random_requests(void **state)
+{
         static const uint8_t types[] = { AGENT_MSG_FILE_STAT,   AGENT_MSG_FILE_READ,   AGENT_MSG_FILE_LIST,
                                          AGENT_MSG_FILE_MKDIR,  AGENT_MSG_FILE_MOVE,   AGENT_MSG_FILE_REMOVE,
                                          AGENT_MSG_FILE_CREATE, AGENT_MSG_FILE_COMMIT, AGENT_MSG_FILE_WATCH,
                                          AGENT_MSG_FILE_FETCH,  AGENT_MSG_FILE_DATA };
-        static const char *const paths[] = { "/", "/esc/root", "/esc/up/..", "/fifo", "/etc/passwd", "/x/../y",
-                                             "/mem", "/nope/a", "relative", "", "/esc/magic/x" };
+        static const char *const paths[] = { "/",    "/esc/root", "/esc/up/..", "/fifo", "/etc/passwd", "/x/../y",
+                                             "/mem", "/nope/a",   "relative",   "",      "/esc/magic/x" };
         srand(7);
         for (int i = 0; i < 300; i++) {
                 int fd = agent_test_connect_timeout(5);
                 struct agent_frame_writer w;
-                agent_frame_writer_begin(&w, types[rand() % (int) sizeof types]);
+                agent_frame_writer_begin(&w, types[rand() % (int)sizeof types]);
                 int nfields = rand() % 5;
                 for (int k = 0; k < nfields; k++) {
-                        uint16_t tag = (uint16_t) (80 + rand() % 20);
+                        uint16_t tag = (uint16_t)(80 + rand() % 20);
                         if (rand() % 2) {
-                                const char *p = paths[rand() % (int) (sizeof paths / sizeof paths[0])];
+                                const char *p = paths[rand() % (int)(sizeof paths / sizeof paths[0])];
                                 agent_frame_writer_put(&w, tag, p, strlen(p));
                         } else {
                                 uint8_t junk[8];
                                 for (size_t b = 0; b < sizeof junk; b++)
-                                        junk[b] = (uint8_t) rand();
-                                agent_frame_writer_put(&w, tag, junk, (size_t) (rand() % 9));
+                                        junk[b] = (uint8_t)rand();
+                                agent_frame_writer_put(&w, tag, junk, (size_t)(rand() % 9));
                         }
                 }
                 agent_test_send(fd, &w);
                 /* Any answer (or none, for a watch) is fine; the agent must stay up. */
                 struct pollfd pfd = { .fd = fd, .events = POLLIN };
-                (void) poll(&pfd, 1, 200);
+                (void)poll(&pfd, 1, 200);
                 close(fd);
         }
         int fd = agent_test_connect();
@@ -459,7 +480,8 @@ static void test_random_requests(void **state) {
         close(fd);
 }
 
-int main(int argc, char **argv) {
+int main(int argc, char **argv)
+{
         int r = agent_test_init(argc, argv);
         if (r)
                 return r;

@@ -16,17 +16,18 @@
 
 #include "agent_protocol/agent_frame.h"
 
-static struct agent_frame frame_of(const struct agent_frame_writer *w) {
+static struct agent_frame frame_of(const struct agent_frame_writer *w)
+{
         uint8_t type = 0;
         int64_t len = agent_frame_header_decode(w->data, &type);
 
         assert_true(len >= 0);
         assert_int_equal(len, w->len - AGENT_FRAME_HEADER_SIZE);
-        return (struct agent_frame) { .type = type, .payload = w->data + AGENT_FRAME_HEADER_SIZE,
-                                      .payload_len = (uint32_t) len };
+        return (struct agent_frame){ .type = type, .payload = w->data + AGENT_FRAME_HEADER_SIZE, .payload_len = (uint32_t)len };
 }
 
-static void test_round_trip(void **state) {
+static void test_round_trip(void **state)
+{
         struct agent_frame_writer w;
 
         agent_frame_writer_begin(&w, AGENT_MSG_EXEC_RESULT);
@@ -44,8 +45,7 @@ static void test_round_trip(void **state) {
         assert_int_equal(w.data[5], AGENT_PROTOCOL_VERSION);
         assert_int_equal(w.data[6], 0);
         assert_int_equal(w.data[7], 0);
-        uint32_t le = (uint32_t) w.data[0] | (uint32_t) w.data[1] << 8 | (uint32_t) w.data[2] << 16 |
-                      (uint32_t) w.data[3] << 24;
+        uint32_t le = (uint32_t)w.data[0] | (uint32_t)w.data[1] << 8 | (uint32_t)w.data[2] << 16 | (uint32_t)w.data[3] << 24;
         assert_int_equal(le, w.len - 8);
 
         struct agent_frame f = frame_of(&w);
@@ -84,7 +84,8 @@ static void test_round_trip(void **state) {
         agent_frame_writer_release(NULL);
 }
 
-static void test_empty_frame(void **state) {
+static void test_empty_frame(void **state)
+{
         struct agent_frame_writer w;
 
         agent_frame_writer_begin(&w, AGENT_MSG_HELLO);
@@ -101,7 +102,8 @@ static void test_empty_frame(void **state) {
         agent_frame_writer_release(&w);
 }
 
-static void test_repeated_fields_in_order(void **state) {
+static void test_repeated_fields_in_order(void **state)
+{
         static const char *args[] = { "sh", "-c", "echo hi", "" };
         struct agent_frame_writer w;
 
@@ -138,7 +140,8 @@ static void test_repeated_fields_in_order(void **state) {
         agent_frame_writer_release(&w);
 }
 
-static void test_unknown_tags_skipped(void **state) {
+static void test_unknown_tags_skipped(void **state)
+{
         struct agent_frame_writer w;
 
         agent_frame_writer_begin(&w, AGENT_MSG_EXEC);
@@ -159,7 +162,8 @@ static void test_unknown_tags_skipped(void **state) {
         agent_frame_writer_release(&w);
 }
 
-static void test_truncated_field(void **state) {
+static void test_truncated_field(void **state)
+{
         /* tag 10, len 100, but only 3 bytes follow. */
         static const uint8_t long_field[] = { 10, 0, 100, 0, 0, 0, 'a', 'b', 'c' };
         /* A valid empty field followed by 3 stray bytes (shorter than a field header). */
@@ -189,7 +193,8 @@ static void test_truncated_field(void **state) {
         assert_int_equal(agent_frame_next_field(&f, &cursor, &tag, &data, &len), -EPROTO);
 }
 
-static void test_header_errors(void **state) {
+static void test_header_errors(void **state)
+{
         uint8_t h[AGENT_FRAME_HEADER_SIZE] = { 0, 0, 0, 0, AGENT_MSG_HELLO, AGENT_PROTOCOL_VERSION, 0, 0 };
         uint8_t type = 77;
 
@@ -198,10 +203,10 @@ static void test_header_errors(void **state) {
 
         /* Largest allowed payload, then one more. */
         uint32_t max = AGENT_FRAME_MAX - AGENT_FRAME_HEADER_SIZE;
-        h[0] = (uint8_t) max, h[1] = (uint8_t) (max >> 8), h[2] = (uint8_t) (max >> 16), h[3] = (uint8_t) (max >> 24);
+        h[0] = (uint8_t)max, h[1] = (uint8_t)(max >> 8), h[2] = (uint8_t)(max >> 16), h[3] = (uint8_t)(max >> 24);
         assert_int_equal(agent_frame_header_decode(h, &type), max);
         max++;
-        h[0] = (uint8_t) max, h[1] = (uint8_t) (max >> 8), h[2] = (uint8_t) (max >> 16), h[3] = (uint8_t) (max >> 24);
+        h[0] = (uint8_t)max, h[1] = (uint8_t)(max >> 8), h[2] = (uint8_t)(max >> 16), h[3] = (uint8_t)(max >> 24);
         type = 77;
         assert_int_equal(agent_frame_header_decode(h, &type), -E2BIG);
         assert_int_equal(type, 77);
@@ -222,24 +227,27 @@ static void test_header_errors(void **state) {
         assert_int_equal(agent_frame_header_decode(h, &type), -EPROTONOSUPPORT);
 }
 
-static void test_writer_too_big_is_sticky(void **state) {
+static void test_writer_too_big_is_sticky(void **state)
+{
         struct agent_frame_writer w;
 
         agent_frame_writer_begin(&w, AGENT_MSG_EXEC_RESULT);
-        agent_frame_writer_put(&w, AGENT_F_STDOUT, "", (size_t) AGENT_FRAME_MAX + 1);
+        agent_frame_writer_put(&w, AGENT_F_STDOUT, "", (size_t)AGENT_FRAME_MAX + 1);
         agent_frame_writer_put_str(&w, AGENT_F_MESSAGE, "ignored");
         assert_int_equal(agent_frame_writer_finish(&w), -E2BIG);
         agent_frame_writer_release(&w);
 }
 
-static void frame_hello_with_message(struct agent_frame_writer *w, const char *msg) {
+static void frame_hello_with_message(struct agent_frame_writer *w, const char *msg)
+{
         agent_frame_writer_begin(w, AGENT_MSG_HELLO_REPLY);
         agent_frame_writer_put_str(w, AGENT_F_VERSION, "9.9.9");
         agent_frame_writer_put_str(w, AGENT_F_MESSAGE, msg);
         assert_int_equal(agent_frame_writer_finish(w), 0);
 }
 
-static void test_send_read_socketpair(void **state) {
+static void test_send_read_socketpair(void **state)
+{
         struct agent_frame_writer w;
         int sv[2];
         struct agent_frame f;
@@ -265,7 +273,8 @@ static void test_send_read_socketpair(void **state) {
 }
 
 /* A child dribbles the frame a few bytes at a time. */
-static pid_t dribble(int fd, const uint8_t *data, size_t len, size_t chunk) {
+static pid_t dribble(int fd, const uint8_t *data, size_t len, size_t chunk)
+{
         pid_t pid = fork();
 
         assert_true(pid >= 0);
@@ -273,7 +282,7 @@ static pid_t dribble(int fd, const uint8_t *data, size_t len, size_t chunk) {
                 struct timespec ts = { 0, 200000 };
                 for (size_t off = 0; off < len; off += chunk) {
                         size_t n = len - off < chunk ? len - off : chunk;
-                        if (write(fd, data + off, n) != (ssize_t) n)
+                        if (write(fd, data + off, n) != (ssize_t)n)
                                 _exit(1);
                         nanosleep(&ts, NULL);
                 }
@@ -282,7 +291,8 @@ static pid_t dribble(int fd, const uint8_t *data, size_t len, size_t chunk) {
         return pid;
 }
 
-static void test_read_short_writes(void **state) {
+static void test_read_short_writes(void **state)
+{
         struct agent_frame_writer w;
         struct agent_frame f;
         uint8_t *buf = NULL;
@@ -314,7 +324,8 @@ static void test_read_short_writes(void **state) {
         agent_frame_writer_release(&w);
 }
 
-static void test_read_oversize_header(void **state) {
+static void test_read_oversize_header(void **state)
+{
         uint8_t h[AGENT_FRAME_HEADER_SIZE] = { 0xff, 0xff, 0xff, 0x7f, AGENT_MSG_EXEC, AGENT_PROTOCOL_VERSION, 0, 0 };
         struct agent_frame f;
         uint8_t *buf = NULL;
@@ -328,7 +339,8 @@ static void test_read_oversize_header(void **state) {
         close(sv[1]);
 }
 
-static void test_reader_incremental(void **state) {
+static void test_reader_incremental(void **state)
+{
         struct agent_frame_writer w;
         struct agent_frame_reader r = {};
         struct agent_frame f;
@@ -346,7 +358,7 @@ static void test_reader_incremental(void **state) {
                 assert_int_equal(agent_frame_reader_fill(&r, sv[1]), i + 1 == w.len ? 1 : 0);
         }
         /* Two frames back to back: the reader stops at the frame boundary. */
-        assert_int_equal(write(sv[0], w.data, w.len), (ssize_t) w.len);
+        assert_int_equal(write(sv[0], w.data, w.len), (ssize_t)w.len);
         assert_int_equal(agent_frame_reader_fill(&r, sv[1]), 1); /* still the first one */
         agent_frame_reader_take(&r, &f, &buf);
         assert_int_equal(f.type, AGENT_MSG_HELLO_REPLY);
@@ -380,7 +392,8 @@ static void test_reader_incremental(void **state) {
         agent_frame_writer_release(&w);
 }
 
-static void test_send_to_closed_peer(void **state) {
+static void test_send_to_closed_peer(void **state)
+{
         struct agent_frame_writer w;
         int sv[2];
 
@@ -399,7 +412,8 @@ static void test_send_to_closed_peer(void **state) {
         agent_frame_writer_release(&w);
 }
 
-int main(void) {
+int main(void)
+{
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_round_trip),
                 cmocka_unit_test(test_empty_frame),

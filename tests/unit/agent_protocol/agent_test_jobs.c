@@ -10,7 +10,8 @@
 
 const char *const agent_test_no_jobs[] = { NULL };
 
-static void job_start_frame(struct agent_frame_writer *w, const struct agent_test_job_spec *spec) {
+static void job_start_frame(struct agent_frame_writer *w, const struct agent_test_job_spec *spec)
+{
         agent_frame_writer_begin(w, AGENT_MSG_JOB_START);
         if (spec->id)
                 agent_frame_writer_put_str(w, AGENT_F_JOB_ID, spec->id);
@@ -33,14 +34,16 @@ static void job_start_frame(struct agent_frame_writer *w, const struct agent_tes
 }
 
 /* One request on its own connection; the reply in *r. */
-static void request(struct agent_frame_writer *w, struct agent_test_reply *r) {
+static void request(struct agent_frame_writer *w, struct agent_test_reply *r)
+{
         int fd = agent_test_connect();
         agent_test_send(fd, w);
         agent_test_read(fd, r);
         close(fd);
 }
 
-pid_t agent_test_job_start(const struct agent_test_job_spec *spec) {
+pid_t agent_test_job_start(const struct agent_test_job_spec *spec)
+{
         struct agent_frame_writer w;
         struct agent_test_reply r;
 
@@ -49,17 +52,18 @@ pid_t agent_test_job_start(const struct agent_test_job_spec *spec) {
         if (r.f.type == AGENT_MSG_ERROR) {
                 const uint8_t *msg;
                 uint32_t len = agent_test_get_bytes(&r, AGENT_F_MESSAGE, &msg);
-                print_error("JOB_START %s: %.*s\n", spec->id, (int) len, msg);
+                print_error("JOB_START %s: %.*s\n", spec->id, (int)len, msg);
         }
         assert_int_equal(r.f.type, AGENT_MSG_JOB_STARTED);
         agent_test_assert_str(&r, AGENT_F_JOB_ID, spec->id);
-        pid_t pid = (pid_t) agent_test_get_u32(&r, AGENT_F_JOB_PID);
+        pid_t pid = (pid_t)agent_test_get_u32(&r, AGENT_F_JOB_PID);
         assert_true(pid > 1);
         agent_test_reply_release(&r);
         return pid;
 }
 
-void agent_test_job_start_fails(const struct agent_test_job_spec *spec, int error) {
+void agent_test_job_start_fails(const struct agent_test_job_spec *spec, int error)
+{
         struct agent_frame_writer w;
         struct agent_test_reply r;
 
@@ -69,13 +73,15 @@ void agent_test_job_start_fails(const struct agent_test_job_spec *spec, int erro
         agent_test_reply_release(&r);
 }
 
-void agent_test_job_control_begin(struct agent_frame_writer *w, enum agent_msg_type type, const char *id) {
+void agent_test_job_control_begin(struct agent_frame_writer *w, enum agent_msg_type type, const char *id)
+{
         agent_frame_writer_begin(w, type);
         if (id)
                 agent_frame_writer_put_str(w, AGENT_F_JOB_ID, id);
 }
 
-void agent_test_job_control_expect(struct agent_frame_writer *w, int error) {
+void agent_test_job_control_expect(struct agent_frame_writer *w, int error)
+{
         struct agent_test_reply r;
 
         request(w, &r);
@@ -86,27 +92,31 @@ void agent_test_job_control_expect(struct agent_frame_writer *w, int error) {
         agent_test_reply_release(&r);
 }
 
-void agent_test_job_input(const char *id, const void *data, size_t len, int error) {
+void agent_test_job_input(const char *id, const void *data, size_t len, int error)
+{
         struct agent_frame_writer w;
         agent_test_job_control_begin(&w, AGENT_MSG_JOB_INPUT, id);
         agent_frame_writer_put(&w, AGENT_F_DATA, data, len);
         agent_test_job_control_expect(&w, error);
 }
 
-void agent_test_job_close_stdin(const char *id, int error) {
+void agent_test_job_close_stdin(const char *id, int error)
+{
         struct agent_frame_writer w;
         agent_test_job_control_begin(&w, AGENT_MSG_JOB_CLOSE_STDIN, id);
         agent_test_job_control_expect(&w, error);
 }
 
-void agent_test_job_signal(const char *id, int sig, int error) {
+void agent_test_job_signal(const char *id, int sig, int error)
+{
         struct agent_frame_writer w;
         agent_test_job_control_begin(&w, AGENT_MSG_JOB_SIGNAL, id);
         agent_frame_writer_put_i32(&w, AGENT_F_SIGNAL, sig);
         agent_test_job_control_expect(&w, error);
 }
 
-void agent_test_job_resize(const char *id, uint32_t cols, uint32_t rows, int error) {
+void agent_test_job_resize(const char *id, uint32_t cols, uint32_t rows, int error)
+{
         struct agent_frame_writer w;
         agent_test_job_control_begin(&w, AGENT_MSG_JOB_RESIZE, id);
         agent_frame_writer_put_u32(&w, AGENT_F_TTY_COLS, cols);
@@ -114,7 +124,8 @@ void agent_test_job_resize(const char *id, uint32_t cols, uint32_t rows, int err
         agent_test_job_control_expect(&w, error);
 }
 
-void agent_test_job_wait_forgotten(const char *id) {
+void agent_test_job_wait_forgotten(const char *id)
+{
         for (int i = 0; i < 500; i++) {
                 struct agent_frame_writer w;
                 struct agent_test_reply r;
@@ -134,7 +145,8 @@ void agent_test_job_wait_forgotten(const char *id) {
 
 /* ---- the output channel ---- */
 
-int agent_test_job_subscribe(const char *const *expected) {
+int agent_test_job_subscribe(const char *const *expected)
+{
         struct agent_frame_writer w;
         struct agent_test_reply r;
         int fd = agent_test_connect();
@@ -154,7 +166,7 @@ int agent_test_job_subscribe(const char *const *expected) {
                 for (const char *const *e = expected; *e && !found; e++)
                         found = strlen(*e) == len && memcmp(*e, data, len) == 0;
                 if (!found)
-                        fail_msg("JOB_SUBSCRIBED lists unexpected job %.*s", (int) len, data);
+                        fail_msg("JOB_SUBSCRIBED lists unexpected job %.*s", (int)len, data);
                 n_listed++;
         }
         for (const char *const *e = expected; *e; e++)
@@ -164,7 +176,8 @@ int agent_test_job_subscribe(const char *const *expected) {
         return fd;
 }
 
-void agent_test_job_ack(int fd, const char *id, uint64_t seq) {
+void agent_test_job_ack(int fd, const char *id, uint64_t seq)
+{
         struct agent_frame_writer w;
         agent_frame_writer_begin(&w, AGENT_MSG_JOB_ACK);
         agent_frame_writer_put_str(&w, AGENT_F_JOB_ID, id);
@@ -172,7 +185,8 @@ void agent_test_job_ack(int fd, const char *id, uint64_t seq) {
         agent_test_send(fd, &w);
 }
 
-void agent_test_job_channel_sync(int fd) {
+void agent_test_job_channel_sync(int fd)
+{
         struct agent_frame_writer w;
         struct agent_test_reply r;
 
@@ -183,25 +197,29 @@ void agent_test_job_channel_sync(int fd) {
         agent_test_reply_release(&r);
 }
 
-void agent_test_job_watch_init(struct agent_test_job_watch *jw, int fd, const char *id) {
-        *jw = (struct agent_test_job_watch) { .fd = fd, .id = id, .next_seq = 1, .ack = true };
+void agent_test_job_watch_init(struct agent_test_job_watch *jw, int fd, const char *id)
+{
+        *jw = (struct agent_test_job_watch){ .fd = fd, .id = id, .next_seq = 1, .ack = true };
 }
 
-void agent_test_job_watch_release(struct agent_test_job_watch *jw) {
+void agent_test_job_watch_release(struct agent_test_job_watch *jw)
+{
         for (int i = 0; i < 4; i++)
                 free(jw->out[i]);
         agent_test_reply_release(&jw->exit);
         agent_test_reply_release(&jw->last);
 }
 
-void agent_test_job_watch_step(struct agent_test_job_watch *jw) {
+void agent_test_job_watch_step(struct agent_test_job_watch *jw)
+{
         struct agent_test_reply r;
 
         agent_test_read(jw->fd, &r);
         agent_test_job_watch_take(jw, &r);
 }
 
-void agent_test_job_watch_take(struct agent_test_job_watch *jw, struct agent_test_reply *event) {
+void agent_test_job_watch_take(struct agent_test_job_watch *jw, struct agent_test_reply *event)
+{
         struct agent_test_reply *r = &jw->last;
         const uint8_t *data;
         uint32_t len;
@@ -209,20 +227,19 @@ void agent_test_job_watch_take(struct agent_test_job_watch *jw, struct agent_tes
         assert_false(jw->exited);
         agent_test_reply_release(r);
         *r = *event;
-        *event = (struct agent_test_reply) {};
+        *event = (struct agent_test_reply){};
         assert_true(r->f.type == AGENT_MSG_JOB_OUTPUT || r->f.type == AGENT_MSG_JOB_EXIT);
         agent_test_assert_str(r, AGENT_F_JOB_ID, jw->id);
         uint64_t seq = agent_test_get_u64(r, AGENT_F_SEQ);
         if (seq != jw->next_seq)
-                fail_msg("job %s: SEQ %llu, expected %llu", jw->id, (unsigned long long) seq,
-                         (unsigned long long) jw->next_seq);
+                fail_msg("job %s: SEQ %llu, expected %llu", jw->id, (unsigned long long)seq, (unsigned long long)jw->next_seq);
         jw->next_seq++;
         if (jw->ack)
                 agent_test_job_ack(jw->fd, jw->id, seq);
 
         if (r->f.type == AGENT_MSG_JOB_EXIT) {
                 jw->exit = *r;
-                *r = (struct agent_test_reply) {};
+                *r = (struct agent_test_reply){};
                 jw->exited = true;
                 return;
         }
@@ -246,12 +263,14 @@ void agent_test_job_watch_take(struct agent_test_job_watch *jw, struct agent_tes
         jw->out[stream] = grown;
 }
 
-void agent_test_job_watch_until_exit(struct agent_test_job_watch *jw) {
+void agent_test_job_watch_until_exit(struct agent_test_job_watch *jw)
+{
         while (!jw->exited)
                 agent_test_job_watch_step(jw);
 }
 
-void agent_test_job_watch_until_contains(struct agent_test_job_watch *jw, uint8_t stream, const char *text) {
+void agent_test_job_watch_until_contains(struct agent_test_job_watch *jw, uint8_t stream, const char *text)
+{
         while (!jw->out[stream] || !memmem(jw->out[stream], jw->out_len[stream], text, strlen(text))) {
                 if (jw->exited)
                         fail_msg("job %s exited before printing \"%s\"", jw->id, text);
@@ -259,38 +278,42 @@ void agent_test_job_watch_until_contains(struct agent_test_job_watch *jw, uint8_
         }
 }
 
-void agent_test_job_assert_output(const struct agent_test_job_watch *jw, uint8_t stream, const char *expected) {
+void agent_test_job_assert_output(const struct agent_test_job_watch *jw, uint8_t stream, const char *expected)
+{
         size_t len = strlen(expected);
         if (jw->out_len[stream] != len || memcmp(jw->out[stream], expected, len) != 0)
                 fail_msg("job %s stream %u: \"%s\", expected \"%s\"", jw->id, stream,
-                         jw->out[stream] ? (const char *) jw->out[stream] : "", expected);
+                         jw->out[stream] ? (const char *)jw->out[stream] : "", expected);
 }
 
-void agent_test_job_assert_exit(const struct agent_test_job_watch *jw, int code, int sig, int timed_out) {
+void agent_test_job_assert_exit(const struct agent_test_job_watch *jw, int code, int sig, int timed_out)
+{
         assert_true(jw->exited);
         int got_code = agent_test_get_i32(&jw->exit, AGENT_F_EXIT_CODE);
         int got_sig = agent_test_get_i32(&jw->exit, AGENT_F_TERM_SIGNAL);
         if (got_code != code || got_sig != sig)
-                fail_msg("job %s: EXIT_CODE %d TERM_SIGNAL %d, expected %d and %d", jw->id, got_code, got_sig, code,
-                         sig);
+                fail_msg("job %s: EXIT_CODE %d TERM_SIGNAL %d, expected %d and %d", jw->id, got_code, got_sig, code, sig);
         assert_int_equal(agent_test_get_u8(&jw->exit, AGENT_F_TIMED_OUT), timed_out);
         assert_true(agent_test_get_u64(&jw->exit, AGENT_F_DURATION_US) > 0);
 }
 
-void agent_test_job_watch_finish(struct agent_test_job_watch *jw) {
+void agent_test_job_watch_finish(struct agent_test_job_watch *jw)
+{
         assert_true(jw->exited && jw->ack);
         agent_test_job_wait_forgotten(jw->id);
         agent_test_job_watch_release(jw);
 }
 
-void agent_test_job_run(const struct agent_test_job_spec *spec, struct agent_test_job_watch *jw) {
+void agent_test_job_run(const struct agent_test_job_spec *spec, struct agent_test_job_watch *jw)
+{
         int fd = agent_test_job_subscribe(agent_test_no_jobs);
         agent_test_job_start(spec);
         agent_test_job_watch_init(jw, fd, spec->id);
         agent_test_job_watch_until_exit(jw);
 }
 
-void agent_test_job_run_close(struct agent_test_job_watch *jw) {
+void agent_test_job_run_close(struct agent_test_job_watch *jw)
+{
         int fd = jw->fd;
         agent_test_job_watch_finish(jw);
         close(fd);

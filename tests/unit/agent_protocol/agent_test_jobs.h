@@ -26,8 +26,8 @@ struct agent_test_job_spec {
 struct agent_test_job_watch {
         int fd;
         const char *id;
-        uint64_t next_seq;  /* the SEQ the next event must have */
-        bool ack;           /* acknowledge each event on arrival */
+        uint64_t next_seq;   /* the SEQ the next event must have */
+        bool ack;            /* acknowledge each event on arrival */
         uint8_t want_stream; /* 0: stdout or stderr; else every OUTPUT must be on it */
         /* output per stream (index = STREAM), unless a sink takes it */
         uint8_t *out[4];

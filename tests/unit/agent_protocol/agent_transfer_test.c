@@ -27,14 +27,16 @@
 
 /* ---- the stand-in agent ---- */
 
-static void send_frame(int fd, struct agent_frame_writer *w) {
+static void send_frame(int fd, struct agent_frame_writer *w)
+{
         if (agent_frame_writer_finish(w) < 0 || agent_frame_send(fd, w) < 0)
                 _exit(3);
         agent_frame_writer_release(w);
 }
 
 /* A FILE_DATA frame built by hand, so it can lie. */
-static void data_frame(int fd, uint64_t offset, const void *data, size_t len) {
+static void data_frame(int fd, uint64_t offset, const void *data, size_t len)
+{
         struct agent_frame_writer w;
         agent_frame_writer_begin(&w, AGENT_MSG_FILE_DATA);
         agent_frame_writer_put_u64(&w, AGENT_F_FILE_OFFSET, offset);
@@ -43,7 +45,8 @@ static void data_frame(int fd, uint64_t offset, const void *data, size_t len) {
 }
 
 /* Reads the FILE_FETCH the client sends and checks it asks for [offset, offset + length). */
-static void expect_fetch(int fd, uint64_t offset, uint64_t length) {
+static void expect_fetch(int fd, uint64_t offset, uint64_t length)
+{
         struct agent_frame f;
         uint8_t *buf;
         uint64_t o = 0, l = 0;
@@ -54,14 +57,16 @@ static void expect_fetch(int fd, uint64_t offset, uint64_t length) {
         free(buf);
 }
 
-static uint8_t pattern(uint64_t i) {
+static uint8_t pattern(uint64_t i)
+{
         return (uint8_t)(i * 131 + (i >> 12));
 }
 
 enum behaviour { HONEST, OVERSEND, SHORT_EOF, SHORT_ERROR, STALL, WRONG_TYPE, OUT_OF_ORDER, OVERSIZE, EMPTY, OLD_VERSION };
 
 /* Forks the agent: it answers a FILE_FETCH of [offset, offset + length) as told. */
-static pid_t agent_start(int fd, enum behaviour how, uint64_t offset, uint64_t length) {
+static pid_t agent_start(int fd, enum behaviour how, uint64_t offset, uint64_t length)
+{
         pid_t pid = fork();
         assert_true(pid >= 0);
         if (pid > 0)
@@ -140,7 +145,8 @@ static pid_t agent_start(int fd, enum behaviour how, uint64_t offset, uint64_t l
         _exit(0);
 }
 
-static void agent_stop(pid_t pid) {
+static void agent_stop(pid_t pid)
+{
         kill(pid, SIGKILL);
         waitpid(pid, NULL, 0);
 }
@@ -154,13 +160,15 @@ struct run {
         double seconds;
 };
 
-static double now_s(void) {
+static double now_s(void)
+{
         struct timespec ts;
         clock_gettime(CLOCK_MONOTONIC, &ts);
         return (double)ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
-static struct run fetch(enum behaviour how, uint64_t offset, uint64_t length, int timeout_ms) {
+static struct run fetch(enum behaviour how, uint64_t offset, uint64_t length, int timeout_ms)
+{
         int sv[2];
         assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
         pid_t pid = agent_start(sv[1], how, offset, length);
@@ -191,13 +199,15 @@ static struct run fetch(enum behaviour how, uint64_t offset, uint64_t length, in
         return run;
 }
 
-static void test_honest_range(void **state) {
+static void test_honest_range(void **state)
+{
         struct run r = fetch(HONEST, 1000, 3 * AGENT_FILE_CHUNK + 17, 5000);
         assert_int_equal(r.result, 0);
         assert_int_equal(r.got, 3 * AGENT_FILE_CHUNK + 17);
 }
 
-static void test_zero_length_sends_nothing(void **state) {
+static void test_zero_length_sends_nothing(void **state)
+{
         int sv[2];
         assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
         struct agent_file_fetch f;
@@ -209,14 +219,16 @@ static void test_zero_length_sends_nothing(void **state) {
         close(sv[1]);
 }
 
-static void test_oversend_is_refused(void **state) {
+static void test_oversend_is_refused(void **state)
+{
         struct run r = fetch(OVERSEND, 0, 2 * AGENT_FILE_CHUNK + 5, 5000);
         assert_int_equal(r.result, -EOVERFLOW);
         assert_int_equal(r.got, 2 * AGENT_FILE_CHUNK); /* what came before the lie, all of it right */
         assert_non_null(strstr(r.message, "more bytes"));
 }
 
-static void test_short_file(void **state) {
+static void test_short_file(void **state)
+{
         struct run r = fetch(SHORT_EOF, 0, 600000, 5000);
         assert_int_equal(r.result, -EPROTO);
         assert_int_equal(r.got, 300000);
@@ -227,26 +239,30 @@ static void test_short_file(void **state) {
         assert_string_equal(r.message, "read /f: the file ended before the range asked for");
 }
 
-static void test_stall_times_out(void **state) {
+static void test_stall_times_out(void **state)
+{
         struct run r = fetch(STALL, 0, 100, 300);
         assert_int_equal(r.result, -ETIMEDOUT);
         assert_int_equal(r.got, 0);
         assert_true(r.seconds >= 0.25 && r.seconds < 5);
 }
 
-static void test_wrong_frame_type(void **state) {
+static void test_wrong_frame_type(void **state)
+{
         struct run r = fetch(WRONG_TYPE, 0, 100, 2000);
         assert_int_equal(r.result, -EBADMSG);
         assert_true(r.seconds < 1.5); /* at once, not at the deadline */
 }
 
-static void test_out_of_order(void **state) {
+static void test_out_of_order(void **state)
+{
         struct run r = fetch(OUT_OF_ORDER, 7, 100, 2000);
         assert_int_equal(r.result, -ESPIPE);
         assert_int_equal(r.got, 2);
 }
 
-static void test_frame_over_the_bound(void **state) {
+static void test_frame_over_the_bound(void **state)
+{
         struct run r = fetch(OVERSIZE, 0, 10u << 20, 2000);
         assert_int_equal(r.result, -EMSGSIZE);
         assert_true(r.seconds < 1.5); /* refused on the header, the payload is never awaited */
@@ -257,18 +273,19 @@ static void test_frame_over_the_bound(void **state) {
 }
 
 /* The frame checker on its own: every malformed shape has its error. */
-static void test_data_check(void **state) {
+static void test_data_check(void **state)
+{
         struct agent_frame_writer w;
         struct agent_frame f;
         const uint8_t *data;
         uint32_t len;
-#define FRAME(build)                                                                     \
-        do {                                                                             \
-                agent_frame_writer_begin(&w, AGENT_MSG_FILE_DATA);                       \
-                build;                                                                   \
-                assert_int_equal(agent_frame_writer_finish(&w), 0);                      \
-                f = (struct agent_frame){ .type = w.data[4],                             \
-                                          .payload = w.data + AGENT_FRAME_HEADER_SIZE,   \
+#define FRAME(build)                                                                                    \
+        do {                                                                                            \
+                agent_frame_writer_begin(&w, AGENT_MSG_FILE_DATA);                                      \
+                build;                                                                                  \
+                assert_int_equal(agent_frame_writer_finish(&w), 0);                                     \
+                f = (struct agent_frame){ .type = w.data[4],                                            \
+                                          .payload = w.data + AGENT_FRAME_HEADER_SIZE,                  \
                                           .payload_len = (uint32_t)(w.len - AGENT_FRAME_HEADER_SIZE) }; \
         } while (0)
         FRAME((agent_frame_writer_put_u64(&w, AGENT_F_FILE_OFFSET, 5), agent_frame_writer_put(&w, AGENT_F_DATA, "abc", 3),
@@ -290,18 +307,20 @@ static void test_data_check(void **state) {
         FRAME((agent_frame_writer_put_u64(&w, AGENT_F_FILE_OFFSET, 0), agent_frame_writer_put(&w, AGENT_F_DATA, "a", 1),
                agent_frame_writer_put(&w, AGENT_F_DATA, "b", 1)));
         assert_int_equal(agent_file_data_check(&f, 0, 3, &data, &len), -EPROTO); /* two DATA */
-        f.payload_len -= 1; /* the last field overruns */
+        f.payload_len -= 1;                                                      /* the last field overruns */
         assert_int_equal(agent_file_data_check(&f, 0, 3, &data, &len), -EPROTO);
         agent_frame_writer_release(&w);
         static uint8_t big[AGENT_FILE_CHUNK + 1];
-        FRAME((agent_frame_writer_put_u64(&w, AGENT_F_FILE_OFFSET, 0), agent_frame_writer_put(&w, AGENT_F_DATA, big, sizeof big)));
+        FRAME((agent_frame_writer_put_u64(&w, AGENT_F_FILE_OFFSET, 0),
+               agent_frame_writer_put(&w, AGENT_F_DATA, big, sizeof big)));
         assert_int_equal(agent_file_data_check(&f, 0, UINT64_MAX, &data, &len), -EPROTO); /* over a chunk */
         agent_frame_writer_release(&w);
 #undef FRAME
 }
 
 /* An upload to an agent that stops reading ends at the socket's send timeout. */
-static void test_upload_to_a_stalled_agent(void **state) {
+static void test_upload_to_a_stalled_agent(void **state)
+{
         int sv[2];
         assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
         struct timeval tv = { .tv_sec = 0, .tv_usec = 300000 };
@@ -332,19 +351,15 @@ static void test_upload_to_a_stalled_agent(void **state) {
         close(sv[1]);
 }
 
-int main(void) {
+int main(void)
+{
         signal(SIGPIPE, SIG_IGN);
         const struct CMUnitTest tests[] = {
-                cmocka_unit_test(test_honest_range),
-                cmocka_unit_test(test_zero_length_sends_nothing),
-                cmocka_unit_test(test_oversend_is_refused),
-                cmocka_unit_test(test_short_file),
-                cmocka_unit_test(test_stall_times_out),
-                cmocka_unit_test(test_wrong_frame_type),
-                cmocka_unit_test(test_out_of_order),
-                cmocka_unit_test(test_frame_over_the_bound),
-                cmocka_unit_test(test_data_check),
-                cmocka_unit_test(test_upload_to_a_stalled_agent),
+                cmocka_unit_test(test_honest_range),        cmocka_unit_test(test_zero_length_sends_nothing),
+                cmocka_unit_test(test_oversend_is_refused), cmocka_unit_test(test_short_file),
+                cmocka_unit_test(test_stall_times_out),     cmocka_unit_test(test_wrong_frame_type),
+                cmocka_unit_test(test_out_of_order),        cmocka_unit_test(test_frame_over_the_bound),
+                cmocka_unit_test(test_data_check),          cmocka_unit_test(test_upload_to_a_stalled_agent),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -15,13 +15,15 @@
 #include "agent_test_harness.h"
 
 /* Builds an EXEC of argv (NULL-terminated); the caller may add fields before sending. */
-static void exec_begin(struct agent_frame_writer *w, const char *const *argv) {
+static void exec_begin(struct agent_frame_writer *w, const char *const *argv)
+{
         agent_frame_writer_begin(w, AGENT_MSG_EXEC);
         for (; *argv; argv++)
                 agent_frame_writer_put_str(w, AGENT_F_ARGV, *argv);
 }
 
-static void exec_simple(const char *const *argv, struct agent_test_reply *r) {
+static void exec_simple(const char *const *argv, struct agent_test_reply *r)
+{
         struct agent_frame_writer w;
         int fd = agent_test_connect();
 
@@ -32,13 +34,15 @@ static void exec_simple(const char *const *argv, struct agent_test_reply *r) {
         close(fd);
 }
 
-static void assert_stdout(struct agent_test_reply *r, const char *expected) {
+static void assert_stdout(struct agent_test_reply *r, const char *expected)
+{
         agent_test_assert_str(r, AGENT_F_STDOUT, expected);
 }
 
 /* ---- tests ---- */
 
-static void test_hello(void **state) {
+static void test_hello(void **state)
+{
         struct agent_frame_writer w;
         struct agent_test_reply r;
         const uint8_t *data;
@@ -57,7 +61,8 @@ static void test_hello(void **state) {
         close(fd);
 }
 
-static void test_echo(void **state) {
+static void test_echo(void **state)
+{
         static const char *const argv[] = { "echo", "hi", NULL };
         struct agent_test_reply r;
         const uint8_t *data;
@@ -72,11 +77,12 @@ static void test_echo(void **state) {
         assert_int_equal(agent_test_get_u8(&r, AGENT_F_TIMED_OUT), 0);
         assert_int_equal(agent_frame_get_u64(&r.f, AGENT_F_DURATION_US, &duration), 1);
         assert_true(duration > 0);
-        assert_int_equal(agent_frame_find(&r.f, AGENT_F_ERRNO, &data, &(uint32_t) { 0 }), 0);
+        assert_int_equal(agent_frame_find(&r.f, AGENT_F_ERRNO, &data, &(uint32_t){ 0 }), 0);
         agent_test_reply_release(&r);
 }
 
-static void test_nonzero_exit_and_stderr(void **state) {
+static void test_nonzero_exit_and_stderr(void **state)
+{
         static const char *const argv[] = { "sh", "-c", "echo out; echo err >&2; exit 3", NULL };
         struct agent_test_reply r;
         const uint8_t *data;
@@ -90,7 +96,8 @@ static void test_nonzero_exit_and_stderr(void **state) {
         agent_test_reply_release(&r);
 }
 
-static void test_killed_by_signal(void **state) {
+static void test_killed_by_signal(void **state)
+{
         static const char *const argv[] = { "sh", "-c", "kill -TERM $$", NULL };
         struct agent_test_reply r;
 
@@ -100,7 +107,8 @@ static void test_killed_by_signal(void **state) {
         agent_test_reply_release(&r);
 }
 
-static void check_missing(const char *name) {
+static void check_missing(const char *name)
+{
         const char *const argv[] = { name, NULL };
         struct agent_test_reply r;
         const uint8_t *data;
@@ -120,12 +128,14 @@ static void check_missing(const char *name) {
         agent_test_reply_release(&r);
 }
 
-static void test_missing_binary(void **state) {
+static void test_missing_binary(void **state)
+{
         check_missing("/nonexistent/space-agent-test-binary");
         check_missing("space-agent-test-no-such-command");
 }
 
-static void test_bad_cwd(void **state) {
+static void test_bad_cwd(void **state)
+{
         static const char *const argv[] = { "true", NULL };
         struct agent_frame_writer w;
         struct agent_test_reply r;
@@ -145,7 +155,8 @@ static void test_bad_cwd(void **state) {
         close(fd);
 }
 
-static void test_env_cwd(void **state) {
+static void test_env_cwd(void **state)
+{
         static const char *const argv[] = { "/bin/sh", "-c", "echo $FOO:$HOME:$(pwd)", NULL };
         static const char *const argv_default[] = { "sh", "-c", "echo $PATH:$HOME:$(pwd)", NULL };
         struct agent_frame_writer w;
@@ -169,7 +180,8 @@ static void test_env_cwd(void **state) {
         close(fd);
 }
 
-static void test_stdin_large_truncated(void **state) {
+static void test_stdin_large_truncated(void **state)
+{
         static const char *const argv[] = { "cat", NULL };
         size_t in_len = 3u << 20, cap = 1u << 20;
         struct agent_frame_writer w;
@@ -180,7 +192,7 @@ static void test_stdin_large_truncated(void **state) {
         uint8_t *in = malloc(in_len);
         assert_non_null(in);
         for (size_t i = 0; i < in_len; i++)
-                in[i] = (uint8_t) (i * 7 + (i >> 13));
+                in[i] = (uint8_t)(i * 7 + (i >> 13));
 
         exec_begin(&w, argv);
         agent_frame_writer_put(&w, AGENT_F_STDIN, in, in_len);
@@ -218,7 +230,8 @@ static void test_stdin_large_truncated(void **state) {
         close(fd);
 }
 
-static void test_timeout(void **state) {
+static void test_timeout(void **state)
+{
         static const char *const argv[] = { "sleep", "10", NULL };
         struct agent_frame_writer w;
         struct agent_test_reply r;
@@ -237,7 +250,8 @@ static void test_timeout(void **state) {
         close(fd);
 }
 
-static void test_nul_bytes(void **state) {
+static void test_nul_bytes(void **state)
+{
         static const char *const argv[] = { "printf", "a\\000b\\000", NULL };
         struct agent_test_reply r;
         const uint8_t *data;
@@ -248,7 +262,8 @@ static void test_nul_bytes(void **state) {
         agent_test_reply_release(&r);
 }
 
-static void test_concurrent_connections(void **state) {
+static void test_concurrent_connections(void **state)
+{
         static const char *const slow[] = { "sh", "-c", "sleep 2; echo one", NULL };
         static const char *const fast[] = { "echo", "two", NULL };
         struct agent_frame_writer w;
@@ -274,7 +289,8 @@ static void test_concurrent_connections(void **state) {
         close(b);
 }
 
-static void test_background_grandchild(void **state) {
+static void test_background_grandchild(void **state)
+{
         static const char *const argv[] = { "sh", "-c", "sleep 5 & echo done", NULL };
         struct agent_test_reply r;
         uint64_t t0 = agent_test_now_ms();
@@ -287,14 +303,14 @@ static void test_background_grandchild(void **state) {
         agent_test_reply_release(&r);
 }
 
-static void test_disconnect_kills(void **state) {
+static void test_disconnect_kills(void **state)
+{
         char script[1024], pid_path[192], buf[32] = "";
         struct agent_frame_writer w;
         int fd = agent_test_connect();
 
         agent_test_path_in_dir("pid", pid_path, sizeof pid_path);
-        snprintf(script, sizeof script, "echo $$ > %s.tmp && mv %s.tmp %s && exec sleep 30", pid_path, pid_path,
-                 pid_path);
+        snprintf(script, sizeof script, "echo $$ > %s.tmp && mv %s.tmp %s && exec sleep 30", pid_path, pid_path, pid_path);
         const char *const argv[] = { "sh", "-c", script, NULL };
         exec_begin(&w, argv);
         agent_test_send(fd, &w);
@@ -322,7 +338,8 @@ static void test_disconnect_kills(void **state) {
         assert_true(gone);
 }
 
-static void test_half_close_still_replies(void **state) {
+static void test_half_close_still_replies(void **state)
+{
         static const char *const argv[] = { "sh", "-c", "sleep 0.2; echo late", NULL };
         struct agent_frame_writer w;
         struct agent_test_reply r;
@@ -337,7 +354,8 @@ static void test_half_close_still_replies(void **state) {
         close(fd);
 }
 
-static void test_pipelined_requests(void **state) {
+static void test_pipelined_requests(void **state)
+{
         static const char *const argv[] = { "echo", "x", NULL };
         struct agent_frame_writer w;
         struct agent_test_reply r;
@@ -363,7 +381,8 @@ static void test_pipelined_requests(void **state) {
         close(fd);
 }
 
-static void test_bad_requests_get_errors(void **state) {
+static void test_bad_requests_get_errors(void **state)
+{
         struct agent_frame_writer w;
         struct agent_test_reply r;
         int fd = agent_test_connect();
@@ -394,7 +413,8 @@ static void test_bad_requests_get_errors(void **state) {
         close(fd);
 }
 
-static void expect_closed(int fd) {
+static void expect_closed(int fd)
+{
         struct agent_frame f;
         uint8_t *buf = NULL;
         int r = agent_frame_read(fd, &f, &buf);
@@ -402,9 +422,10 @@ static void expect_closed(int fd) {
         assert_null(buf);
 }
 
-static void test_garbage_frames(void **state) {
-        static const uint8_t bad_field[] = { 7, 0, 0, 0, AGENT_MSG_EXEC, AGENT_PROTOCOL_VERSION, 0, 0,
-                                             AGENT_F_ARGV, 0, 50, 0, 0, 0, 'x' };
+static void test_garbage_frames(void **state)
+{
+        static const uint8_t bad_field[] = { 7, 0, 0, 0,  AGENT_MSG_EXEC, AGENT_PROTOCOL_VERSION, 0, 0, AGENT_F_ARGV, 0, 50,
+                                             0, 0, 0, 'x' };
         static const uint8_t huge[] = { 0xff, 0xff, 0xff, 0xff, AGENT_MSG_EXEC, AGENT_PROTOCOL_VERSION, 0, 0 };
         int fd;
 
@@ -438,7 +459,8 @@ static void test_garbage_frames(void **state) {
         test_hello(state);
 }
 
-static void test_orphans_reaped(void **state) {
+static void test_orphans_reaped(void **state)
+{
         static const char *const argv[] = { "sh", "-c", "(sleep 0.2 &) ; true", NULL };
         struct agent_test_reply r;
         char path[64], buf[256];
@@ -472,14 +494,16 @@ static void test_orphans_reaped(void **state) {
         }
 }
 
-static void test_report_rss(void **state) {
+static void test_report_rss(void **state)
+{
         long kib = agent_test_rss_kib(agent_test.pid);
         if (kib < 0)
                 skip();
         print_message("space-agent VmRSS: %ld kB\n", kib);
 }
 
-int main(int argc, char **argv) {
+int main(int argc, char **argv)
+{
         if (agent_test_init(argc, argv) != 0)
                 return 2;
 

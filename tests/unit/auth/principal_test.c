@@ -27,11 +27,11 @@ static void test_role_table(void **state)
                 const char *perm;
                 bool admin, owner, developer, viewer;
         } table[] = {
-                { "server.read", 1, 1, 1, 1 },    { "sandbox.read", 1, 1, 1, 1 },    { "sandbox.write", 1, 1, 1, 0 },
-                { "sandbox.exec", 1, 1, 1, 0 },   { "snapshot.read", 1, 1, 1, 1 },   { "snapshot.write", 1, 1, 1, 0 },
-                { "template.read", 1, 1, 1, 1 },  { "template.write", 1, 1, 1, 0 },  { "operation.read", 1, 1, 1, 1 },
+                { "server.read", 1, 1, 1, 1 },     { "sandbox.read", 1, 1, 1, 1 },   { "sandbox.write", 1, 1, 1, 0 },
+                { "sandbox.exec", 1, 1, 1, 0 },    { "snapshot.read", 1, 1, 1, 1 },  { "snapshot.write", 1, 1, 1, 0 },
+                { "template.read", 1, 1, 1, 1 },   { "template.write", 1, 1, 1, 0 }, { "operation.read", 1, 1, 1, 1 },
                 { "operation.write", 1, 1, 1, 0 }, { "key.read", 1, 1, 0, 0 },       { "key.write", 1, 1, 0, 0 },
-                { "project.read", 1, 1, 1, 1 },   { "platform", 1, 0, 0, 0 },
+                { "project.read", 1, 1, 1, 1 },    { "platform", 1, 0, 0, 0 },
         };
         uint32_t seen = 0;
         for (size_t i = 0; i < sizeof(table) / sizeof(table[0]); i++) {
@@ -108,15 +108,16 @@ static void test_may_grant(void **state)
         assert_true(principal_may_grant(&owner, "p1", ROLE_OWNER, own, 0, why, sizeof(why)));
         assert_false(principal_may_grant(&owner, "p1", ROLE_ADMIN, own, 0, why, sizeof(why)));
         assert_non_null(strstr(why, "admin"));
-        assert_false(principal_may_grant(&owner, "p2", ROLE_VIEWER, principal_role_permissions(ROLE_VIEWER), 0, why, sizeof(why)));
+        assert_false(
+                principal_may_grant(&owner, "p2", ROLE_VIEWER, principal_role_permissions(ROLE_VIEWER), 0, why, sizeof(why)));
         assert_non_null(strstr(why, "another project"));
         assert_false(principal_may_grant(&owner, "p1", ROLE_OWNER, PERM_ALL, 0, why, sizeof(why)));
         assert_non_null(strstr(why, "platform"));
 
         struct principal narrowed = key_of("p1", ROLE_OWNER, PERM_KEY_WRITE | PERM_SANDBOX_READ, 0);
         assert_true(principal_may_grant(&narrowed, "p1", ROLE_VIEWER, PERM_SANDBOX_READ, 0, why, sizeof(why)));
-        assert_false(principal_may_grant(&narrowed, "p1", ROLE_VIEWER, PERM_SANDBOX_READ | PERM_TEMPLATE_READ, 0, why,
-                                         sizeof(why)));
+        assert_false(
+                principal_may_grant(&narrowed, "p1", ROLE_VIEWER, PERM_SANDBOX_READ | PERM_TEMPLATE_READ, 0, why, sizeof(why)));
         assert_non_null(strstr(why, "template.read"));
 
         struct principal expiring = key_of("p1", ROLE_OWNER, 0, 5000);
@@ -144,8 +145,8 @@ static void test_format(void **state)
 int main(void)
 {
         const struct CMUnitTest tests[] = {
-                cmocka_unit_test(test_role_table), cmocka_unit_test(test_role_names),  cmocka_unit_test(test_may),
-                cmocka_unit_test(test_sees_project), cmocka_unit_test(test_may_grant), cmocka_unit_test(test_format),
+                cmocka_unit_test(test_role_table),   cmocka_unit_test(test_role_names), cmocka_unit_test(test_may),
+                cmocka_unit_test(test_sees_project), cmocka_unit_test(test_may_grant),  cmocka_unit_test(test_format),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -73,21 +73,22 @@ static void assert_event(const struct seen *s, size_t i, const char *id, const c
         assert_memory_equal(s->ev[i].data, data, strlen(data));
 }
 
-static const char stream[] = ": hello\n"
-                             "id: 1\n"
-                             "event: stdout\n"
-                             "data: {\"data\":\"aGVsbG8K\"}\n"
-                             "\n"
-                             ": keepalive\n"
-                             "\n"
-                             "id: 2\n"
-                             "event: stderr\n"
-                             "data: {\"data\":\"\"}\n"
-                             "\n"
-                             "id: 3\n"
-                             "event: exit\n"
-                             "data: {\"exit_code\":0}\n"
-                             "\n";
+static const char stream[] =
+        ": hello\n"
+        "id: 1\n"
+        "event: stdout\n"
+        "data: {\"data\":\"aGVsbG8K\"}\n"
+        "\n"
+        ": keepalive\n"
+        "\n"
+        "id: 2\n"
+        "event: stderr\n"
+        "data: {\"data\":\"\"}\n"
+        "\n"
+        "id: 3\n"
+        "event: exit\n"
+        "data: {\"exit_code\":0}\n"
+        "\n";
 
 static void assert_stream_events(const struct seen *s)
 {

@@ -54,8 +54,7 @@ static void create(struct spaced_context *ctx, const char *sandbox_id, int64_t t
                 fail_msg("create: %s", err.message);
 }
 
-static enum space_error_code check(struct spaced_context *ctx, const char *token, const char *sandbox_id,
-                                   char session_id[32])
+static enum space_error_code check(struct spaced_context *ctx, const char *token, const char *sandbox_id, char session_id[32])
 {
         struct space_error err = { 0 };
         if (attach_session_check(ctx, token, sandbox_id, session_id, &err) < 0)
@@ -142,8 +141,12 @@ static void test_bad_tokens_are_unauthorized(void **state)
         memset(longtok, 'a', sizeof(longtok) - 1);
         memcpy(longtok, ATTACH_TOKEN_PREFIX, strlen(ATTACH_TOKEN_PREFIX));
         longtok[sizeof(longtok) - 1] = '\0';
-        const char *bad[] = { "space_0123456789012345678901234567890123456789", "spat_0123456789012345678901234567890123456789",
-                              other, "", "spat_", longtok };
+        const char *bad[] = { "space_0123456789012345678901234567890123456789",
+                              "spat_0123456789012345678901234567890123456789",
+                              other,
+                              "",
+                              "spat_",
+                              longtok };
         for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
                 assert_int_equal(check(ctx, bad[i], SB, sid), SPACE_E_UNAUTHORIZED);
         assert_string_equal(sid, "");

@@ -60,7 +60,7 @@ static int teardown(void **state)
 
 static void test_oldest_output_goes_first(void **state)
 {
-        write_log("a", 60, true);  /* ~180 KiB, 3 segments */
+        write_log("a", 60, true); /* ~180 KiB, 3 segments */
         write_log("b", 60, true);
         write_log("c", 60, false); /* still running */
         uint64_t before, after;

@@ -118,7 +118,7 @@ static void test_codes_and_statuses(void **state)
 int main(void)
 {
         const struct CMUnitTest tests[] = {
-                cmocka_unit_test(test_frame_is_flag_length_json),   cmocka_unit_test(test_end_frame_empty_and_with_error),
+                cmocka_unit_test(test_frame_is_flag_length_json),    cmocka_unit_test(test_end_frame_empty_and_with_error),
                 cmocka_unit_test(test_request_unwraps_one_envelope), cmocka_unit_test(test_request_rejects_bad_envelopes),
                 cmocka_unit_test(test_request_unary_json_and_empty), cmocka_unit_test(test_codes_and_statuses),
         };

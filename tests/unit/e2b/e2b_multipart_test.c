@@ -48,14 +48,15 @@ static int on_end(void *cls)
 
 static const struct e2b_multipart_ops ops = { on_begin, on_data, on_end };
 
-static const char body[] = "--XyZ\r\n"
-                           "Content-Disposition: form-data; name=\"file\"; filename=\"/home/user/a.txt\"\r\n"
-                           "Content-Type: application/octet-stream\r\n\r\n"
-                           "first--XyZ inline\r\n-XyZ\r\n--Xy\r\n"
-                           "--XyZ\r\n"
-                           "Content-Disposition: form-data; name=\"file\"; filename=\"b.bin\"\r\n\r\n"
-                           "\r\n\r\n"
-                           "--XyZ--\r\nepilogue";
+static const char body[] =
+        "--XyZ\r\n"
+        "Content-Disposition: form-data; name=\"file\"; filename=\"/home/user/a.txt\"\r\n"
+        "Content-Type: application/octet-stream\r\n\r\n"
+        "first--XyZ inline\r\n-XyZ\r\n--Xy\r\n"
+        "--XyZ\r\n"
+        "Content-Disposition: form-data; name=\"file\"; filename=\"b.bin\"\r\n\r\n"
+        "\r\n\r\n"
+        "--XyZ--\r\nepilogue";
 
 /* Feeds body in pieces of step bytes. */
 static void parse_in_steps(size_t step, struct seen *s)
@@ -142,10 +143,8 @@ static void test_headers_too_long(void **state)
 int main(void)
 {
         const struct CMUnitTest tests[] = {
-                cmocka_unit_test(test_parts_in_any_pieces),
-                cmocka_unit_test(test_quoted_boundary_and_no_boundary),
-                cmocka_unit_test(test_truncated_and_malformed),
-                cmocka_unit_test(test_callback_stops_it),
+                cmocka_unit_test(test_parts_in_any_pieces),     cmocka_unit_test(test_quoted_boundary_and_no_boundary),
+                cmocka_unit_test(test_truncated_and_malformed), cmocka_unit_test(test_callback_stops_it),
                 cmocka_unit_test(test_headers_too_long),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);

@@ -45,9 +45,15 @@ static int make_dirs(void **state)
         return 0;
 }
 
-static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw) { return remove(path); }
+static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+        return remove(path);
+}
 
-static int remove_dirs(void **state) { return nftw(top, remove_entry, 8, FTW_DEPTH | FTW_PHYS); }
+static int remove_dirs(void **state)
+{
+        return nftw(top, remove_entry, 8, FTW_DEPTH | FTW_PHYS);
+}
 
 static void test_two_daemons_get_disjoint_ranges(void **state)
 {
@@ -96,7 +102,10 @@ static void test_a_gone_state_dir_frees_its_ranges(void **state)
 }
 
 static uint32_t kept;
-static int keep_one(uint32_t base, const char *sandbox_id, void *arg) { return base == kept; }
+static int keep_one(uint32_t base, const char *sandbox_id, void *arg)
+{
+        return base == kept;
+}
 
 static void test_sweep_gives_back_unrecorded_ranges(void **state)
 {

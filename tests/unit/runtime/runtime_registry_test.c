@@ -49,10 +49,18 @@ static int failing_init(struct runtime_driver *d, const struct runtime_config *c
 }
 
 static const struct runtime_driver_ops toy_ops = {
-        .name = "toy", .version = "7", .init = toy_init, .free = toy_free, .agent_connect = toy_agent_connect,
+        .name = "toy",
+        .version = "7",
+        .init = toy_init,
+        .free = toy_free,
+        .agent_connect = toy_agent_connect,
 };
 static const struct runtime_driver_ops other_ops = {
-        .name = "other", .version = "1", .init = toy_init, .free = toy_free, .agent_connect = toy_agent_connect,
+        .name = "other",
+        .version = "1",
+        .init = toy_init,
+        .free = toy_free,
+        .agent_connect = toy_agent_connect,
 };
 static const struct runtime_driver_ops broken_ops = { .name = "broken", .version = "0", .init = failing_init };
 

@@ -41,9 +41,15 @@ static int make_dir(void **state)
         return mkdir(sub, 0700);
 }
 
-static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw) { return remove(path); }
+static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+        return remove(path);
+}
 
-static int remove_dir(void **state) { return nftw(dir, remove_entry, 8, FTW_DEPTH | FTW_PHYS); }
+static int remove_dir(void **state)
+{
+        return nftw(dir, remove_entry, 8, FTW_DEPTH | FTW_PHYS);
+}
 
 static void test_limits_need_two_good_reads(void **state)
 {

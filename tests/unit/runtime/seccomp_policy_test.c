@@ -34,10 +34,20 @@
 
 /* Linux 6.8; older uapi headers lack them. */
 #ifndef FS_IOC_GETFSUUID
-#define FS_IOC_GETFSUUID _IOR(0x15, 0, struct { __u8 len; __u8 uuid[16]; })
+#define FS_IOC_GETFSUUID               \
+        _IOR(                          \
+                0x15, 0, struct {      \
+                        __u8 len;      \
+                        __u8 uuid[16]; \
+                })
 #endif
 #ifndef FS_IOC_GETFSSYSFSPATH
-#define FS_IOC_GETFSSYSFSPATH _IOR(0x15, 1, struct { __u8 len; __u8 name[128]; })
+#define FS_IOC_GETFSSYSFSPATH           \
+        _IOR(                           \
+                0x15, 1, struct {       \
+                        __u8 len;       \
+                        __u8 name[128]; \
+                })
 #endif
 /* Bits above the 32 the kernel keeps of an ioctl request. */
 #define HIGH 0x5a5a000100000000L
@@ -269,8 +279,7 @@ static void expect_killed(void (*fn)(void), const char *abi)
                 assert_int_equal(WTERMSIG(status), SIGSYS);
                 return;
         }
-        print_message("note: the kernel itself does not offer the %s ABI (status %#x); filtered status %#x\n", abi,
-                      bare, status);
+        print_message("note: the kernel itself does not offer the %s ABI (status %#x); filtered status %#x\n", abi, bare, status);
         assert_false(WIFEXITED(status) && WEXITSTATUS(status) == 0);
         if (!WIFSIGNALED(bare))
                 assert_true(WIFSIGNALED(status) && WTERMSIG(status) == SIGSYS); /* ENOSYS bare: the filter kills */
@@ -318,8 +327,14 @@ static int ioctl_want(unsigned long request)
  * blocks must add up to exactly the policy, with no value falling to the default. */
 static void exhaustive_ioctls(void)
 {
-        static const unsigned long upper[] = { 0, 0x40040000UL, 0x80110000UL, 0xc0ff0000UL, 0x3fff0000UL,
-                                               0x5a5a000100000000UL, 0xffffffff00000000UL, 0x8000000000000000UL };
+        static const unsigned long upper[] = { 0,
+                                               0x40040000UL,
+                                               0x80110000UL,
+                                               0xc0ff0000UL,
+                                               0x3fff0000UL,
+                                               0x5a5a000100000000UL,
+                                               0xffffffff00000000UL,
+                                               0x8000000000000000UL };
         for (size_t u = 0; u < ARRAY_SIZE(upper); u++)
                 for (unsigned long v = 0; v < 0x10000; v++) {
                         unsigned long request = upper[u] | v;

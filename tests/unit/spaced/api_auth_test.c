@@ -104,8 +104,8 @@ static void test_check_refuses(void **state)
         snprintf(no_space, sizeof(no_space), "Bearer%s", secret);
         snprintf(wrong_header, sizeof(wrong_header), "Bearer %s", wrong);
         snprintf(long_header, sizeof(long_header), "Bearer %s", huge);
-        const char *headers[] = { NULL, "", "Bearer", "Bearer ", "Bearer    ", secret, basic, no_space, wrong_header,
-                                  with_space, long_header, "Bearer space_" };
+        const char *headers[] = { NULL,  "",       "Bearer",     "Bearer ",  "Bearer    ", secret,
+                                  basic, no_space, wrong_header, with_space, long_header,  "Bearer space_" };
         for (size_t i = 0; i < sizeof(headers) / sizeof(headers[0]); i++) {
                 memset(&err, 0, sizeof(err));
                 if (api_auth_check(ctx, headers[i], &who, &err) != -1)
@@ -168,9 +168,12 @@ static void test_authorize(void **state)
         struct operation op = store_fixture_operation("op-guarded", "sandbox.create", sb.id, OPERATION_PENDING, 1);
         assert_int_equal(ctx->store.ops->sandbox_insert(ctx->store.st, &sb, &op), 0);
         sandbox_release(&sb);
-        struct principal viewer = { .project_id = "pa", .role = ROLE_VIEWER,
+        struct principal viewer = { .project_id = "pa",
+                                    .role = ROLE_VIEWER,
                                     .permissions = principal_role_permissions(ROLE_VIEWER) };
-        struct principal other = { .project_id = "pb", .role = ROLE_OWNER, .permissions = principal_role_permissions(ROLE_OWNER) };
+        struct principal other = { .project_id = "pb",
+                                   .role = ROLE_OWNER,
+                                   .permissions = principal_role_permissions(ROLE_OWNER) };
         struct principal admin = { .project_id = "default", .role = ROLE_ADMIN, .permissions = PERM_ALL };
 
         assert_int_equal(api_auth_authorize(ctx, &viewer, PERM_SANDBOX_READ, OBJECT_SANDBOX, "sb-guarded", &err), 0);

@@ -82,8 +82,9 @@ static void test_string(void **state)
 static void test_int(void **state)
 {
         struct space_error err = { 0 };
-        json_t *o = obj("{'i': 16, 'r': 512.0, 'f': 1.5, 's': '16', 'b': true, 'neg': -1, 'big': 1e300, 'z': null,"
-                        " 'max': 65536, 'over': 65537}");
+        json_t *o =
+                obj("{'i': 16, 'r': 512.0, 'f': 1.5, 's': '16', 'b': true, 'neg': -1, 'big': 1e300, 'z': null,"
+                    " 'max': 65536, 'over': 65537}");
         long long v = 7;
         assert_int_equal(api_json_int(o, "missing", 0, 10, &v, &err), 0);
         assert_int_equal(v, 7);
@@ -152,9 +153,10 @@ static void test_bool(void **state)
 static void test_string_map(void **state)
 {
         struct space_error err = { 0 };
-        json_t *o = obj("{'env': {'FOO': 'bar', '_x1': ''}, 'arr': ['a'], 'str': 'x', 'badkey': {'1X': 'v'},"
-                        " 'dotdot': {'../x': 'v'}, 'num': {'A': 1}, 'nullv': {'A': null}, 'nested': {'A': {}},"
-                        " 'three': {'A': 'a', 'B': 'b', 'C': 'c'}, 'long': {'A': 'abcde'}, 'empty': {}}");
+        json_t *o =
+                obj("{'env': {'FOO': 'bar', '_x1': ''}, 'arr': ['a'], 'str': 'x', 'badkey': {'1X': 'v'},"
+                    " 'dotdot': {'../x': 'v'}, 'num': {'A': 1}, 'nullv': {'A': null}, 'nested': {'A': {}},"
+                    " 'three': {'A': 'a', 'B': 'b', 'C': 'c'}, 'long': {'A': 'abcde'}, 'empty': {}}");
         json_t *ret = NULL;
         assert_int_equal(api_json_string_map(o, "env", api_json_env_name_ok, 256, 32768, &ret, &err), 0);
         assert_ptr_equal(ret, json_object_get(o, "env")); /* borrowed */

@@ -35,9 +35,10 @@ static void test_time(void **state)
 
 static void test_sandbox(void **state)
 {
-        static const char *const members[] = { "id", "state", "state_reason", "template", "environment", "resources", "env",
-                                               "metadata", "timeout_s", "on_timeout", "expires_at", "created_at", "updated_at",
-                                               "lineage", "rolling_snapshots", NULL };
+        static const char *const members[] = { "id",         "state",      "state_reason", "template",  "environment",
+                                               "resources",  "env",        "metadata",     "timeout_s", "on_timeout",
+                                               "expires_at", "created_at", "updated_at",   "lineage",   "rolling_snapshots",
+                                               NULL };
         static const char *const lineage[] = { "parent_sandbox_id", "parent_snapshot_id", "head_snapshot_id", NULL };
         static const char *const resources[] = { "cpus", "memory_mb", "pids", "disk_mb", NULL };
         struct sandbox sb = store_fixture_sandbox("sb-0123456789abcdef", SANDBOX_RUNNING, 1764439200123);
@@ -72,8 +73,8 @@ static void test_sandbox(void **state)
 
 static void test_operation(void **state)
 {
-        static const char *const members[] = { "id", "kind", "target", "state", "created_at", "started_at", "finished_at",
-                                               "error", "result", NULL };
+        static const char *const members[] = { "id",         "kind",        "target", "state",  "created_at",
+                                               "started_at", "finished_at", "error",  "result", NULL };
         struct operation op = store_fixture_operation("op-8c1f0e2a9b7d4c11", "sandbox.create", "sb-1", OPERATION_PENDING, 5000);
         json_t *j = api_render_operation(&op);
         assert_members(j, members);
@@ -107,8 +108,8 @@ static void test_template_and_key(void **state)
 {
         static const char *const template_members[] = { "name", "state", "state_reason", "environment", "updated_at", NULL };
         /* key rows grew their project, role, permissions and expiry (docs/tenancy.md) */
-        static const char *const key_members[] = { "id",   "name",        "created_at", "last_used_at", "project",
-                                                   "role", "permissions", "expires_at", NULL };
+        static const char *const key_members[] = { "id",          "name",       "created_at", "last_used_at", "project", "role",
+                                                   "permissions", "expires_at", NULL };
         struct template_record t = { .environment = json_object(), .updated_at_ms = 1 };
         snprintf(t.name, sizeof(t.name), "debian");
         snprintf(t.state, sizeof(t.state), "not_built");

@@ -17,8 +17,12 @@ static int parse(const char *body, size_t len, json_t **ret, struct space_error 
 
 static void test_json_needs_its_content_type(void **state)
 {
-        static const char *const refused[] = { NULL, "", "text/plain", "application/jsonx", "application/x-www-form-urlencoded",
-                                                "multipart/form-data; boundary=x" };
+        static const char *const refused[] = { NULL,
+                                               "",
+                                               "text/plain",
+                                               "application/jsonx",
+                                               "application/x-www-form-urlencoded",
+                                               "multipart/form-data; boundary=x" };
         static const char *const taken[] = { "application/json", "Application/JSON", "application/json; charset=utf-8" };
         const char *body = "{\"a\": 1}";
         for (size_t i = 0; i < sizeof(refused) / sizeof(refused[0]); i++) {
@@ -41,8 +45,12 @@ static void test_json_needs_its_content_type(void **state)
 static void test_body_rules(void **state)
 {
         struct space_error err = { 0 };
-        struct api_request req = { .method = "DELETE", .path = "/v1/keys/k", .body = "{}", .body_len = 2,
-                                   .content_type = "application/json", .body_rule = API_BODY_NONE };
+        struct api_request req = { .method = "DELETE",
+                                   .path = "/v1/keys/k",
+                                   .body = "{}",
+                                   .body_len = 2,
+                                   .content_type = "application/json",
+                                   .body_rule = API_BODY_NONE };
         assert_int_equal(api_request_check_body(&req, &err), -1);
         assert_int_equal(err.code, SPACE_E_INVALID_REQUEST);
         req.body_len = 0;
@@ -86,12 +94,20 @@ static void test_object_is_parsed(void **state)
 static void test_bad_bodies_are_invalid_json(void **state)
 {
         static const char *const bodies[] = {
-                "[]", "\"x\"", "42", "null", "true", "{", "{\"a\":1,}", "{'a': 1}", "{\"a\": 1} trailing",
-                "{\"a\": 1, \"a\": 2}",      /* duplicate member: which one wins would be ambiguous */
-                "{\"a\": \"x\\u0000y\"}",   /* NUL in a value */
-                "{\"a\\u0000b\": \"x\"}",   /* NUL in a key */
-                "{\"a\": \"\xff\xfe\"}",    /* invalid UTF-8 */
-                "{\"a\": \"\\ud800\"}",     /* lone surrogate escape */
+                "[]",
+                "\"x\"",
+                "42",
+                "null",
+                "true",
+                "{",
+                "{\"a\":1,}",
+                "{'a': 1}",
+                "{\"a\": 1} trailing",
+                "{\"a\": 1, \"a\": 2}",   /* duplicate member: which one wins would be ambiguous */
+                "{\"a\": \"x\\u0000y\"}", /* NUL in a value */
+                "{\"a\\u0000b\": \"x\"}", /* NUL in a key */
+                "{\"a\": \"\xff\xfe\"}",  /* invalid UTF-8 */
+                "{\"a\": \"\\ud800\"}",   /* lone surrogate escape */
         };
         for (size_t i = 0; i < sizeof(bodies) / sizeof(bodies[0]); i++) {
                 struct space_error err = { 0 };
@@ -120,12 +136,9 @@ static void test_body_is_bounded_by_its_length(void **state)
 int main(void)
 {
         const struct CMUnitTest tests[] = {
-                cmocka_unit_test(test_empty_body_is_empty_object),
-                cmocka_unit_test(test_object_is_parsed),
-                cmocka_unit_test(test_bad_bodies_are_invalid_json),
-                cmocka_unit_test(test_body_is_bounded_by_its_length),
-                cmocka_unit_test(test_json_needs_its_content_type),
-                cmocka_unit_test(test_body_rules),
+                cmocka_unit_test(test_empty_body_is_empty_object),  cmocka_unit_test(test_object_is_parsed),
+                cmocka_unit_test(test_bad_bodies_are_invalid_json), cmocka_unit_test(test_body_is_bounded_by_its_length),
+                cmocka_unit_test(test_json_needs_its_content_type), cmocka_unit_test(test_body_rules),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -175,9 +175,9 @@ static void test_health_is_open(void **state)
 static void test_wrong_method_is_405(void **state)
 {
         static const char *const cases[][2] = {
-                { "PUT", "/v1/sandboxes" },         { "DELETE", "/v1/sandboxes" },     { "GET", "/v1/sandboxes/x/exec" },
-                { "POST", "/v1/health" },           { "PUT", "/v1/sandboxes/x" },      { "GET", "/v1/templates/x/build" },
-                { "POST", "/v1/operations/op-1" },  { "get", "/v1/version" },          { "DELETE", "/v1/operations/op-1" },
+                { "PUT", "/v1/sandboxes" },        { "DELETE", "/v1/sandboxes" }, { "GET", "/v1/sandboxes/x/exec" },
+                { "POST", "/v1/health" },          { "PUT", "/v1/sandboxes/x" },  { "GET", "/v1/templates/x/build" },
+                { "POST", "/v1/operations/op-1" }, { "get", "/v1/version" },      { "DELETE", "/v1/operations/op-1" },
         };
         for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
                 struct match m = route(cases[i][0], cases[i][1]);
@@ -190,8 +190,16 @@ static void test_wrong_method_is_405(void **state)
 static void test_unknown_path_is_404(void **state)
 {
         static const char *const paths[] = {
-                "/", "/v1", "/v2/health", "/v1/sandboxes/x/exec/more", "/v1/sandboxes/x/reboot", "/v1/Health",
-                "/v1/templates/x/y/build", "/v1/keys/x/rotate", "/health", "/v1/health/extra",
+                "/",
+                "/v1",
+                "/v2/health",
+                "/v1/sandboxes/x/exec/more",
+                "/v1/sandboxes/x/reboot",
+                "/v1/Health",
+                "/v1/templates/x/y/build",
+                "/v1/keys/x/rotate",
+                "/health",
+                "/v1/health/extra",
         };
         for (size_t i = 0; i < sizeof(paths) / sizeof(paths[0]); i++) {
                 struct match m = route("GET", paths[i]);
@@ -204,12 +212,9 @@ static void test_unknown_path_is_404(void **state)
 int main(void)
 {
         const struct CMUnitTest tests[] = {
-                cmocka_unit_test(test_documented_routes),
-                cmocka_unit_test(test_actions_and_targets),
-                cmocka_unit_test(test_data_plane_routes),
-                cmocka_unit_test(test_health_is_open),
-                cmocka_unit_test(test_wrong_method_is_405),
-                cmocka_unit_test(test_unknown_path_is_404),
+                cmocka_unit_test(test_documented_routes),   cmocka_unit_test(test_actions_and_targets),
+                cmocka_unit_test(test_data_plane_routes),   cmocka_unit_test(test_health_is_open),
+                cmocka_unit_test(test_wrong_method_is_405), cmocka_unit_test(test_unknown_path_is_404),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

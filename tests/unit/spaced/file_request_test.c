@@ -107,13 +107,20 @@ static void test_errors_from_agent(void **state)
                 int e;
                 enum space_error_code code;
         } map[] = {
-                { ENOENT, SPACE_E_NOT_FOUND },         { EEXIST, SPACE_E_ALREADY_EXISTS },
-                { ENOTEMPTY, SPACE_E_CONFLICT },       { EBUSY, SPACE_E_CONFLICT },
-                { EACCES, SPACE_E_PERMISSION_DENIED }, { EPERM, SPACE_E_PERMISSION_DENIED },
-                { EINVAL, SPACE_E_INVALID_REQUEST },   { EISDIR, SPACE_E_INVALID_REQUEST },
-                { ENOTDIR, SPACE_E_INVALID_REQUEST },  { ELOOP, SPACE_E_INVALID_REQUEST },
-                { ESRCH, SPACE_E_INVALID_REQUEST },    { ENAMETOOLONG, SPACE_E_INVALID_REQUEST },
-                { ENOSPC, SPACE_E_PAYLOAD_TOO_LARGE }, { ECONNRESET, SPACE_E_UNAVAILABLE },
+                { ENOENT, SPACE_E_NOT_FOUND },
+                { EEXIST, SPACE_E_ALREADY_EXISTS },
+                { ENOTEMPTY, SPACE_E_CONFLICT },
+                { EBUSY, SPACE_E_CONFLICT },
+                { EACCES, SPACE_E_PERMISSION_DENIED },
+                { EPERM, SPACE_E_PERMISSION_DENIED },
+                { EINVAL, SPACE_E_INVALID_REQUEST },
+                { EISDIR, SPACE_E_INVALID_REQUEST },
+                { ENOTDIR, SPACE_E_INVALID_REQUEST },
+                { ELOOP, SPACE_E_INVALID_REQUEST },
+                { ESRCH, SPACE_E_INVALID_REQUEST },
+                { ENAMETOOLONG, SPACE_E_INVALID_REQUEST },
+                { ENOSPC, SPACE_E_PAYLOAD_TOO_LARGE },
+                { ECONNRESET, SPACE_E_UNAVAILABLE },
                 { EIO, SPACE_E_INTERNAL },
         };
         for (size_t i = 0; i < sizeof(map) / sizeof(map[0]); i++) {
@@ -236,7 +243,9 @@ static void test_reply_with_descriptor(void **state)
                 char buf[CMSG_SPACE(sizeof(int))];
         } control = { 0 };
         struct iovec iov = { w.data, w.len };
-        struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = control.buf, .msg_controllen = sizeof(control.buf) };
+        struct msghdr msg = {
+                .msg_iov = &iov, .msg_iovlen = 1, .msg_control = control.buf, .msg_controllen = sizeof(control.buf)
+        };
         struct cmsghdr *cm = CMSG_FIRSTHDR(&msg);
         cm->cmsg_level = SOL_SOCKET;
         cm->cmsg_type = SCM_RIGHTS;
@@ -272,7 +281,7 @@ static void test_reply_with_descriptor(void **state)
 /* Random payloads never make the entry decoder read out of bounds (run under ASan). */
 static void test_entries_decode_random_payloads(void **state)
 {
-        static const uint16_t tags[] = { AGENT_F_FILE_PATH, AGENT_F_FILE_NAME, AGENT_F_FILE_TYPE, AGENT_F_FILE_SIZE,
+        static const uint16_t tags[] = { AGENT_F_FILE_PATH, AGENT_F_FILE_NAME, AGENT_F_FILE_TYPE,  AGENT_F_FILE_SIZE,
                                          AGENT_F_FILE_MODE, AGENT_F_FILE_LINK, AGENT_F_FILE_OWNER, 7 };
         uint8_t payload[512];
         srand(42);

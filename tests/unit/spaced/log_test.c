@@ -67,7 +67,10 @@ static void test_event_is_one_line(void **state)
         fflush(stderr);
         int saved = dup(2);
         dup2(fd, 2);
-        log_event(LOG_INFO, "test.event", "raw=%s quoted=\"%s\"", "a\nb\x01" "c", LOG_ESC("x\"y\nz"));
+        log_event(LOG_INFO, "test.event", "raw=%s quoted=\"%s\"",
+                  "a\nb\x01"
+                  "c",
+                  LOG_ESC("x\"y\nz"));
         fflush(stderr);
         dup2(saved, 2);
         close(saved);

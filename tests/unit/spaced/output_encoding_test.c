@@ -34,7 +34,10 @@ static void test_valid_text_is_kept(void **state)
         UTF8("\xed\x9f\xbf", "\xed\x9f\xbf");         /* U+D7FF, just below the surrogates */
         UTF8("\xee\x80\x80", "\xee\x80\x80");         /* U+E000, just above */
         UTF8("\xf4\x8f\xbf\xbf", "\xf4\x8f\xbf\xbf"); /* U+10FFFF, the last code point */
-        UTF8("\xef\xbb\xbf" "bom", "\xef\xbb\xbf" "bom");
+        UTF8("\xef\xbb\xbf"
+             "bom",
+             "\xef\xbb\xbf"
+             "bom");
 }
 
 static void test_nul_is_kept(void **state)
@@ -52,31 +55,35 @@ static void test_nul_is_kept(void **state)
 
 static void test_invalid_bytes_become_replacement(void **state)
 {
-        UTF8("\x80", FFFD);                         /* lone continuation */
+        UTF8("\x80", FFFD); /* lone continuation */
         UTF8("\xbf", FFFD);
-        UTF8("\xff", FFFD);                         /* never valid */
+        UTF8("\xff", FFFD); /* never valid */
         UTF8("\xfe\xff", FFFD FFFD);
         UTF8("a\xffz", "a" FFFD "z");
         UTF8("\xf8\x88\x80\x80\x80", FFFD FFFD FFFD FFFD FFFD); /* old 5-byte form */
-        UTF8("\xe2\x82", FFFD FFFD);                /* truncated at the end */
-        UTF8("\xe2\x82" "A", FFFD FFFD "A");        /* truncated, ASCII after it is kept */
-        UTF8("\xc3" "(", FFFD "(");
+        UTF8("\xe2\x82", FFFD FFFD);                            /* truncated at the end */
+        UTF8("\xe2\x82"
+             "A",
+             FFFD FFFD "A"); /* truncated, ASCII after it is kept */
+        UTF8("\xc3"
+             "(",
+             FFFD "(");
         UTF8("\xf0\x9d\x84", FFFD FFFD FFFD);
 }
 
 static void test_overlong_and_surrogates_are_rejected(void **state)
 {
-        UTF8("\xc0\xaf", FFFD FFFD);                   /* overlong '/' */
-        UTF8("\xc1\xbf", FFFD FFFD);                   /* overlong U+007F */
-        UTF8("\xe0\x80\xaf", FFFD FFFD FFFD);          /* overlong '/', 3 bytes */
-        UTF8("\xe0\x9f\xbf", FFFD FFFD FFFD);          /* overlong U+07FF */
-        UTF8("\xf0\x80\x80\xaf", FFFD FFFD FFFD FFFD); /* overlong '/', 4 bytes */
-        UTF8("\xf0\x8f\xbf\xbf", FFFD FFFD FFFD FFFD); /* overlong U+FFFF */
-        UTF8("\xc0\x80", FFFD FFFD);                   /* "modified UTF-8" NUL */
-        UTF8("\xed\xa0\x80", FFFD FFFD FFFD);          /* U+D800 */
-        UTF8("\xed\xbf\xbf", FFFD FFFD FFFD);          /* U+DFFF */
+        UTF8("\xc0\xaf", FFFD FFFD);                                     /* overlong '/' */
+        UTF8("\xc1\xbf", FFFD FFFD);                                     /* overlong U+007F */
+        UTF8("\xe0\x80\xaf", FFFD FFFD FFFD);                            /* overlong '/', 3 bytes */
+        UTF8("\xe0\x9f\xbf", FFFD FFFD FFFD);                            /* overlong U+07FF */
+        UTF8("\xf0\x80\x80\xaf", FFFD FFFD FFFD FFFD);                   /* overlong '/', 4 bytes */
+        UTF8("\xf0\x8f\xbf\xbf", FFFD FFFD FFFD FFFD);                   /* overlong U+FFFF */
+        UTF8("\xc0\x80", FFFD FFFD);                                     /* "modified UTF-8" NUL */
+        UTF8("\xed\xa0\x80", FFFD FFFD FFFD);                            /* U+D800 */
+        UTF8("\xed\xbf\xbf", FFFD FFFD FFFD);                            /* U+DFFF */
         UTF8("\xed\xa0\xbd\xed\xb2\xa9", FFFD FFFD FFFD FFFD FFFD FFFD); /* CESU-8 pair */
-        UTF8("\xf4\x90\x80\x80", FFFD FFFD FFFD FFFD); /* U+110000 */
+        UTF8("\xf4\x90\x80\x80", FFFD FFFD FFFD FFFD);                   /* U+110000 */
         UTF8("\xf7\xbf\xbf\xbf", FFFD FFFD FFFD FFFD);
 }
 
@@ -120,8 +127,13 @@ static void test_random_bytes_always_give_valid_utf8(void **state)
 static const struct {
         const char *raw, *b64;
 } rfc4648[] = {
-        { "", "" },         { "f", "Zg==" },        { "fo", "Zm8=" },         { "foo", "Zm9v" },
-        { "foob", "Zm9vYg==" }, { "fooba", "Zm9vYmE=" }, { "foobar", "Zm9vYmFy" },
+        { "", "" },
+        { "f", "Zg==" },
+        { "fo", "Zm8=" },
+        { "foo", "Zm9v" },
+        { "foob", "Zm9vYg==" },
+        { "fooba", "Zm9vYmE=" },
+        { "foobar", "Zm9vYmFy" },
 };
 
 static void test_base64_known_vectors(void **state)

@@ -25,8 +25,8 @@ static void test_valid(void **state)
 
 static void test_invalid(void **state)
 {
-        static const char *const bad[] = { "", "a b", "a\"b", "a\\b", "a\nb", "a\rb", "a\tb", "a=b", "a;b", "a/b",
-                                           "a:b", "caf\xc3\xa9", "\x7f", "a\x01", "key_id=x", "{}", "a,b" };
+        static const char *const bad[] = { "",    "a b", "a\"b",        "a\\b", "a\nb",  "a\rb",     "a\tb", "a=b", "a;b",
+                                           "a/b", "a:b", "caf\xc3\xa9", "\x7f", "a\x01", "key_id=x", "{}",   "a,b" };
         for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
                 if (request_id_valid(bad[i]))
                         fail_msg("accepted %s", bad[i]);

@@ -110,7 +110,7 @@ static void test_code_names_round_trip(void **state)
 static void test_unknown_codes_and_names(void **state)
 {
         assert_string_equal(space_error_code_name((enum space_error_code)999), "internal");
-        assert_string_equal(space_error_code_name((enum space_error_code)-1), "internal");
+        assert_string_equal(space_error_code_name((enum space_error_code) - 1), "internal");
         assert_int_equal(space_error_code_from_name("no_such_code"), SPACE_E_INTERNAL);
         assert_int_equal(space_error_code_from_name(""), SPACE_E_INTERNAL);
         assert_int_equal(space_error_code_from_name("NOT_FOUND"), SPACE_E_INTERNAL);

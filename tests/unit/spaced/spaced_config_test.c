@@ -191,9 +191,9 @@ static void test_quota_and_log_caps(void **state)
         /* A default above the maximum is refused, not clamped. */
         assert_int_equal(LOAD(&cfg, "--sandbox-disk-mb", "200", "--sandbox-disk-max-mb", "100"), -1);
         static const char *const bad[][2] = {
-                { "--disk-quota", "yes" },         { "--disk-quota", "" },          { "--pool-reserve", "1M" },
-                { "--sandbox-disk-mb", "15" },     { "--sandbox-disk-max-mb", "0" },
-                { "--sandbox-disk-mb", "16777217" }, { "--sandbox-log-cap", "100K" }, { "--sandbox-log-cap", "-1" },
+                { "--disk-quota", "yes" },       { "--disk-quota", "" },           { "--pool-reserve", "1M" },
+                { "--sandbox-disk-mb", "15" },   { "--sandbox-disk-max-mb", "0" }, { "--sandbox-disk-mb", "16777217" },
+                { "--sandbox-log-cap", "100K" }, { "--sandbox-log-cap", "-1" },
         };
         for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
                 if (LOAD(&cfg, bad[i][0], bad[i][1]) != -1)
@@ -289,8 +289,8 @@ static void test_e2b_front_door(void **state)
         assert_string_equal(cfg.e2b_templates, "base=debian,py=python");
         assert_int_equal(LOAD(&cfg, "--e2b-templates", ""), 0);
         assert_int_equal(LOAD(&cfg, "--e2b-templates", "base=python|busybox,x=debian:v1"), 0);
-        const char *bad[] = { "base", "=busybox", "base=", "base=a=b", "base=busy box", "base=busybox,", "a=b,,c=d", "base=|a",
-                              "base=a|", "base=a||b", "ba|se=a" };
+        const char *bad[] = { "base",     "=busybox", "base=",   "base=a=b",  "base=busy box", "base=busybox,",
+                              "a=b,,c=d", "base=|a",  "base=a|", "base=a||b", "ba|se=a" };
         for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
                 assert_int_not_equal(LOAD(&cfg, "--e2b-templates", bad[i]), 0);
         assert_int_not_equal(LOAD(&cfg, "--e2b-listen", "49999"), 0);

@@ -32,8 +32,7 @@ static int close_store(void **state)
         return 0;
 }
 
-static struct audit_record row(const char *id, int64_t at, const char *key, const char *action, const char *target,
-                               int status)
+static struct audit_record row(const char *id, int64_t at, const char *key, const char *action, const char *target, int status)
 {
         struct audit_record a = { .created_at_ms = at, .status = status };
         snprintf(a.id, sizeof(a.id), "%s", id);

@@ -68,9 +68,9 @@ static void test_apply_is_idempotent(void **state)
         static const char *const tables[] = { "sandboxes", "operations", "templates", "api_keys" };
         for (size_t i = 0; i < sizeof(tables) / sizeof(tables[0]); i++) {
                 sqlite3_stmt *s = NULL;
-                assert_int_equal(sqlite3_prepare_v2(db, "SELECT count(*) FROM sqlite_master WHERE type='table' AND name=?", -1, &s,
-                                                    NULL),
-                                 SQLITE_OK);
+                assert_int_equal(
+                        sqlite3_prepare_v2(db, "SELECT count(*) FROM sqlite_master WHERE type='table' AND name=?", -1, &s, NULL),
+                        SQLITE_OK);
                 sqlite3_bind_text(s, 1, tables[i], -1, SQLITE_STATIC);
                 assert_int_equal(sqlite3_step(s), SQLITE_ROW);
                 assert_int_equal(sqlite3_column_int(s, 0), 1);
@@ -97,18 +97,23 @@ static void test_projects_migration_moves_existing_rows(void **state)
         assert_int_equal(sqlite3_open(":memory:", &db), SQLITE_OK);
         assert_int_equal(sqlite_migrations_apply_upto(db, 5, &v), 0);
         assert_int_equal(v, 5);
-        assert_int_equal(sqlite3_exec(db,
-                                      "INSERT INTO sandboxes(id, state, template, environment, cpus, memory_mb, pids, disk_mb, env,"
-                                      " metadata, timeout_s, on_timeout, created_at, updated_at, uid_base)"
-                                      " VALUES ('sb-old', 'running', 'busybox', '{}', 1, 512, 256, 0, '{}', '{}', 0, 'stop', 1, 1, 0);"
-                                      "INSERT INTO snapshots(id, sandbox_id, state, kind, created_at) VALUES ('snap-old', 'sb-old', 'ready', 'filesystem', 1);"
-                                      "INSERT INTO operations(id, kind, target, state, created_at) VALUES ('op-old', 'sandbox.create', 'sb-old', 'succeeded', 1);"
-                                      "INSERT INTO templates(name, state, environment, updated_at) VALUES ('mine:1', 'ready', '{}', 1);"
-                                      "INSERT INTO api_keys(id, name, hash, created_at) VALUES ('key-old', 'ci', 'h', 1);"
-                                      "INSERT INTO commands(id, sandbox_id, spec, state, created_at) VALUES ('cmd-old', 'sb-old', '{}', 'exited', 1);"
-                                      "INSERT INTO attach_sessions(id, sandbox_id, token_hash, created_at, expires_at) VALUES ('ses-old', 'sb-old', 't', 1, 2);",
-                                      NULL, NULL, NULL),
-                         SQLITE_OK);
+        assert_int_equal(
+                sqlite3_exec(db,
+                             "INSERT INTO sandboxes(id, state, template, environment, cpus, memory_mb, pids, disk_mb, env,"
+                             " metadata, timeout_s, on_timeout, created_at, updated_at, uid_base)"
+                             " VALUES ('sb-old', 'running', 'busybox', '{}', 1, 512, 256, 0, '{}', '{}', 0, 'stop', 1, 1, 0);"
+                             "INSERT INTO snapshots(id, sandbox_id, state, kind, created_at) VALUES ('snap-old', 'sb-old', "
+                             "'ready', 'filesystem', 1);"
+                             "INSERT INTO operations(id, kind, target, state, created_at) VALUES ('op-old', 'sandbox.create', "
+                             "'sb-old', 'succeeded', 1);"
+                             "INSERT INTO templates(name, state, environment, updated_at) VALUES ('mine:1', 'ready', '{}', 1);"
+                             "INSERT INTO api_keys(id, name, hash, created_at) VALUES ('key-old', 'ci', 'h', 1);"
+                             "INSERT INTO commands(id, sandbox_id, spec, state, created_at) VALUES ('cmd-old', 'sb-old', '{}', "
+                             "'exited', 1);"
+                             "INSERT INTO attach_sessions(id, sandbox_id, token_hash, created_at, expires_at) VALUES ('ses-old', "
+                             "'sb-old', 't', 1, 2);",
+                             NULL, NULL, NULL),
+                SQLITE_OK);
         assert_int_equal(sqlite_migrations_apply(db, &v), 0);
         assert_true(v >= 6);
         expect_text(db, "SELECT id FROM projects", "default");
@@ -191,7 +196,8 @@ static void test_operation_refs_backfilled(void **state)
         snprintf(sql, sizeof(sql),
                  "DROP TABLE operation_refs; PRAGMA user_version = %d;"
                  "INSERT INTO operations(id, kind, target, state, created_at, params) VALUES"
-                 " ('op-f', 'sandbox.fork', 'sb-p', 'pending', 1, '{\"snapshot_id\":\"snap-1\",\"children\":[\"sb-a\",\"sb-b\"]}'),"
+                 " ('op-f', 'sandbox.fork', 'sb-p', 'pending', 1, "
+                 "'{\"snapshot_id\":\"snap-1\",\"children\":[\"sb-a\",\"sb-b\"]}'),"
                  " ('op-s', 'sandbox.stop', 'sb-q', 'pending', 2, ''),"
                  " ('op-x', 'sandbox.snapshot', 'sb-r', 'pending', 3, '{not json');",
                  latest - 1);

@@ -238,9 +238,15 @@ static void test_settle_writes_all_or_nothing(void **state)
         struct operation op = store_fixture_operation("op-start", "sandbox.start", "sb-e", OPERATION_SUCCEEDED, 1);
         op.finished_at_ms = 77;
         snprintf(op.result, sizeof(op.result), "{\"ok\":true}");
-        struct sandbox_settlement set = { .from_mask = STATE_MASK(SANDBOX_STARTING), .to = SANDBOX_RUNNING, .reason = "",
-                                          .set_runtime = true, .runtime_state = "{\"pid\":42}", .set_expiry = true,
-                                          .expires_at_ms = 99000, .head_snapshot_id = "snap-h", .op = &op };
+        struct sandbox_settlement set = { .from_mask = STATE_MASK(SANDBOX_STARTING),
+                                          .to = SANDBOX_RUNNING,
+                                          .reason = "",
+                                          .set_runtime = true,
+                                          .runtime_state = "{\"pid\":42}",
+                                          .set_expiry = true,
+                                          .expires_at_ms = 99000,
+                                          .head_snapshot_id = "snap-h",
+                                          .op = &op };
         enum sandbox_state cur = SANDBOX_FAILED;
         assert_int_equal(ops->sandbox_settle(st, "sb-e", &set, &cur), 0);
         assert_int_equal(cur, SANDBOX_RUNNING);
@@ -261,8 +267,11 @@ static void test_settle_writes_all_or_nothing(void **state)
         struct operation op2 = store_fixture_operation("op-stop2", "sandbox.stop", "sb-e", OPERATION_PENDING, 2);
         assert_int_equal(ops->operation_insert(st, &op2), 0);
         op2.state = OPERATION_SUCCEEDED;
-        struct sandbox_settlement stale = { .from_mask = STATE_MASK(SANDBOX_STOPPING), .to = SANDBOX_STOPPED,
-                                            .set_runtime = true, .set_expiry = true, .op = &op2 };
+        struct sandbox_settlement stale = { .from_mask = STATE_MASK(SANDBOX_STOPPING),
+                                            .to = SANDBOX_STOPPED,
+                                            .set_runtime = true,
+                                            .set_expiry = true,
+                                            .op = &op2 };
         assert_int_equal(ops->sandbox_settle(st, "sb-e", &stale, &cur), -ESTALE);
         assert_int_equal(cur, SANDBOX_RUNNING);
         assert_int_equal(ops->operation_get(st, "op-stop2", &got), 0);
@@ -385,10 +394,10 @@ static void test_purge_finished_operations(void **state)
         c.state = OPERATION_SUCCEEDED;
         c.finished_at_ms = 2;
         assert_int_equal(ops->operation_update(st, &c), 0);
-        add_op(st, "op-live-stop", "sb-live", OPERATION_SUCCEEDED, 3, 4);   /* the live sandbox's newest */
+        add_op(st, "op-live-stop", "sb-live", OPERATION_SUCCEEDED, 3, 4); /* the live sandbox's newest */
         add_op(st, "op-gone-1", "sb-gone", OPERATION_FAILED, 2, 3);
-        add_op(st, "op-gone-2", "sb-gone", OPERATION_SUCCEEDED, 3, 4);      /* newest, but of a destroyed one */
-        add_op(st, "op-pending", "sb-gone", OPERATION_PENDING, 1, 0);      /* unfinished */
+        add_op(st, "op-gone-2", "sb-gone", OPERATION_SUCCEEDED, 3, 4); /* newest, but of a destroyed one */
+        add_op(st, "op-pending", "sb-gone", OPERATION_PENDING, 1, 0);  /* unfinished */
         add_op(st, "op-running", "sb-live", OPERATION_RUNNING, 1, 0);
         add_op(st, "op-tmpl-1", "tmpl:v1", OPERATION_SUCCEEDED, 1, 2);
         add_op(st, "op-tmpl-2", "tmpl:v1", OPERATION_SUCCEEDED, 2, 3);      /* the template's newest */
@@ -415,7 +424,8 @@ static void test_operation_refers(void **state)
         struct state_store *st = *state;
         insert(st, "sb-parent", SANDBOX_RUNNING, 1, NULL);
         struct operation op = store_fixture_operation("op-fork", "sandbox.fork", "sb-parent", OPERATION_PENDING, 2);
-        snprintf(op.params, sizeof(op.params), "{\"snapshot_id\":\"snap-aa\",\"take_snapshot\":true,\"children\":[\"sb-c1x\",\"sb-c2x\"]}");
+        snprintf(op.params, sizeof(op.params),
+                 "{\"snapshot_id\":\"snap-aa\",\"take_snapshot\":true,\"children\":[\"sb-c1x\",\"sb-c2x\"]}");
         assert_int_equal(ops->operation_insert(st, &op), 0);
         const char *const named[] = { "sb-parent", "snap-aa", "sb-c1x", "sb-c2x" };
         const char *const not_named[] = { "sb-c1", "snap-a", "c2x", "take_snapshot", "sb-other" };
@@ -536,7 +546,8 @@ static void test_operation_list_filters(void **state)
                 { "op-5", "sb-b", OPERATION_PENDING, 50 },
         };
         for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
-                struct operation op = store_fixture_operation(rows[i].id, "sandbox.stop", rows[i].target, rows[i].state, rows[i].at);
+                struct operation op =
+                        store_fixture_operation(rows[i].id, "sandbox.stop", rows[i].target, rows[i].state, rows[i].at);
                 assert_int_equal(ops->operation_insert(st, &op), 0);
         }
         struct operation *l = NULL;

@@ -28,7 +28,7 @@ static void test_sandbox_states_round_trip(void **state)
         assert_int_equal(sandbox_state_from_name(NULL, &s), -EINVAL);
         assert_int_equal(s, SANDBOX_PAUSED); /* untouched on failure */
         assert_string_equal(sandbox_state_name(_SANDBOX_STATE_MAX), "unknown");
-        assert_string_equal(sandbox_state_name((enum sandbox_state)-1), "unknown");
+        assert_string_equal(sandbox_state_name((enum sandbox_state) - 1), "unknown");
 }
 
 static void test_operation_states_round_trip(void **state)

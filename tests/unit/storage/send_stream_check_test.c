@@ -15,16 +15,64 @@
 
 #include "storage/send_stream_check.h"
 
-enum { SUBVOL = 1, SNAPSHOT, MKFILE, MKDIR, MKNOD, MKFIFO, MKSOCK, SYMLINK, RENAME, LINK, UNLINK, RMDIR,
-       SET_XATTR, REMOVE_XATTR, WRITE, CLONE, TRUNCATE, CHMOD, CHOWN, UTIMES, END, UPDATE_EXTENT,
-       FALLOCATE, FILEATTR, ENCODED_WRITE };
-enum { A_UUID = 1, A_CTRANSID, A_INO, A_SIZE, A_MODE, A_UID, A_GID, A_RDEV, A_CTIME, A_MTIME, A_ATIME, A_OTIME,
-       A_XATTR_NAME, A_XATTR_DATA, A_PATH, A_PATH_TO, A_PATH_LINK, A_FILE_OFFSET, A_DATA, A_CLONE_UUID,
-       A_CLONE_CTRANSID, A_CLONE_PATH, A_CLONE_OFFSET, A_CLONE_LEN };
+enum {
+        SUBVOL = 1,
+        SNAPSHOT,
+        MKFILE,
+        MKDIR,
+        MKNOD,
+        MKFIFO,
+        MKSOCK,
+        SYMLINK,
+        RENAME,
+        LINK,
+        UNLINK,
+        RMDIR,
+        SET_XATTR,
+        REMOVE_XATTR,
+        WRITE,
+        CLONE,
+        TRUNCATE,
+        CHMOD,
+        CHOWN,
+        UTIMES,
+        END,
+        UPDATE_EXTENT,
+        FALLOCATE,
+        FILEATTR,
+        ENCODED_WRITE
+};
+enum {
+        A_UUID = 1,
+        A_CTRANSID,
+        A_INO,
+        A_SIZE,
+        A_MODE,
+        A_UID,
+        A_GID,
+        A_RDEV,
+        A_CTIME,
+        A_MTIME,
+        A_ATIME,
+        A_OTIME,
+        A_XATTR_NAME,
+        A_XATTR_DATA,
+        A_PATH,
+        A_PATH_TO,
+        A_PATH_LINK,
+        A_FILE_OFFSET,
+        A_DATA,
+        A_CLONE_UUID,
+        A_CLONE_CTRANSID,
+        A_CLONE_PATH,
+        A_CLONE_OFFSET,
+        A_CLONE_LEN
+};
 
 static const uint8_t OWN[16] = { 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16 };
-static const uint8_t PARENT[16] = { 0x11, 0x11, 0x11, 0x11, 0x11, 0x11, 0x11, 0x11,
-                                    0x11, 0x11, 0x11, 0x11, 0x11, 0x11, 0x11, 0x11 };
+static const uint8_t PARENT[16] = {
+        0x11, 0x11, 0x11, 0x11, 0x11, 0x11, 0x11, 0x11, 0x11, 0x11, 0x11, 0x11, 0x11, 0x11, 0x11, 0x11
+};
 static const uint8_t OTHER[16] = { 0x22 };
 
 struct buf {
@@ -51,9 +99,18 @@ static void put(struct buf *b, const void *p, size_t n)
         b->len += n;
 }
 
-static void put16(struct buf *b, uint16_t v) { put(b, (uint8_t[]){ (uint8_t)v, (uint8_t)(v >> 8) }, 2); }
-static void put32(struct buf *b, uint32_t v) { put16(b, (uint16_t)v), put16(b, (uint16_t)(v >> 16)); }
-static void put64(struct buf *b, uint64_t v) { put32(b, (uint32_t)v), put32(b, (uint32_t)(v >> 32)); }
+static void put16(struct buf *b, uint16_t v)
+{
+        put(b, (uint8_t[]){ (uint8_t)v, (uint8_t)(v >> 8) }, 2);
+}
+static void put32(struct buf *b, uint32_t v)
+{
+        put16(b, (uint16_t)v), put16(b, (uint16_t)(v >> 16));
+}
+static void put64(struct buf *b, uint64_t v)
+{
+        put32(b, (uint32_t)v), put32(b, (uint32_t)(v >> 32));
+}
 
 static void start(struct buf *b, uint32_t version)
 {
@@ -86,8 +143,14 @@ static void attr(struct buf *b, uint16_t t, const void *p, size_t n)
         put(b, p, n);
 }
 
-static void str(struct buf *b, uint16_t t, const char *s) { attr(b, t, s, strlen(s)); }
-static void u64(struct buf *b, uint16_t t, uint64_t v) { put16(b, t), put16(b, 8), put64(b, v); }
+static void str(struct buf *b, uint16_t t, const char *s)
+{
+        attr(b, t, s, strlen(s));
+}
+static void u64(struct buf *b, uint16_t t, uint64_t v)
+{
+        put16(b, t), put16(b, 8), put64(b, v);
+}
 
 static void subvol(struct buf *b, const char *name)
 {
@@ -127,7 +190,10 @@ static void mode_cmd(struct buf *b, const char *path, uint64_t mode)
         cmd(b, CHMOD), str(b, A_PATH, path), u64(b, A_MODE, mode), done(b);
 }
 
-static void end(struct buf *b) { cmd(b, END), done(b); }
+static void end(struct buf *b)
+{
+        cmd(b, END), done(b);
+}
 
 /* The verdict of feeding b in pieces of `step` bytes: 0 or -EINVAL. */
 static int verdict(const struct buf *b, size_t step, size_t n_parents, char *name, size_t name_size)
@@ -137,7 +203,7 @@ static int verdict(const struct buf *b, size_t step, size_t n_parents, char *nam
         memcpy(p, parents, sizeof(p));
         memcpy(p[0], PARENT, 16);
         struct send_stream_check *c;
-        assert_int_equal(send_stream_check_new((const uint8_t (*)[16])p, n_parents, &c), 0);
+        assert_int_equal(send_stream_check_new((const uint8_t(*)[16])p, n_parents, &c), 0);
         int r = 0;
         for (size_t off = 0; off < b->len && r == 0; off += step)
                 r = send_stream_check_feed(c, b->data + off, off + step > b->len ? b->len - off : step);
@@ -249,11 +315,26 @@ static void truncate_symlink(struct buf *b)
         two_paths(b, SYMLINK, "a", A_PATH_LINK, "/etc/passwd");
         cmd(b, TRUNCATE), str(b, A_PATH, "a"), u64(b, A_SIZE, 0), done(b);
 }
-static void dotdot(struct buf *b) { path_cmd(b, MKFILE, "../../../etc/cron.d/x"); }
-static void absolute(struct buf *b) { mode_cmd(b, "/etc/shadow", 0777); }
-static void empty_component(struct buf *b) { path_cmd(b, MKFILE, "a//b"); }
-static void empty_for_mkfile(struct buf *b) { path_cmd(b, MKFILE, ""); }
-static void rename_out(struct buf *b) { two_paths(b, RENAME, "a", A_PATH_TO, "x/../../b"); }
+static void dotdot(struct buf *b)
+{
+        path_cmd(b, MKFILE, "../../../etc/cron.d/x");
+}
+static void absolute(struct buf *b)
+{
+        mode_cmd(b, "/etc/shadow", 0777);
+}
+static void empty_component(struct buf *b)
+{
+        path_cmd(b, MKFILE, "a//b");
+}
+static void empty_for_mkfile(struct buf *b)
+{
+        path_cmd(b, MKFILE, "");
+}
+static void rename_out(struct buf *b)
+{
+        two_paths(b, RENAME, "a", A_PATH_TO, "x/../../b");
+}
 static void clone_path_out(struct buf *b)
 {
         cmd(b, CLONE), str(b, A_PATH, "f"), u64(b, A_FILE_OFFSET, 0), u64(b, A_CLONE_LEN, 4096);
@@ -276,24 +357,39 @@ static void char_device(struct buf *b)
         cmd(b, MKNOD), str(b, A_PATH, "mem"), u64(b, A_INO, 300), u64(b, A_MODE, S_IFCHR | 0600);
         u64(b, A_RDEV, makedev(1, 1)), done(b);
 }
-static void second_subvolume(struct buf *b) { subvol(b, "snap-2"); }
+static void second_subvolume(struct buf *b)
+{
+        subvol(b, "snap-2");
+}
 static void repeated_attribute(struct buf *b)
 {
         cmd(b, MKFILE), str(b, A_PATH, "ok"), str(b, A_PATH, "../x"), u64(b, A_INO, 1), done(b);
 }
-static void unknown_command(struct buf *b) { cmd(b, 99), done(b); }
-static void v2_command_in_v1(struct buf *b) { cmd(b, FILEATTR), str(b, A_PATH, "a"), u64(b, 26, 0), done(b); }
+static void unknown_command(struct buf *b)
+{
+        cmd(b, 99), done(b);
+}
+static void v2_command_in_v1(struct buf *b)
+{
+        cmd(b, FILEATTR), str(b, A_PATH, "a"), u64(b, 26, 0), done(b);
+}
 static void trusted_xattr(struct buf *b)
 {
         cmd(b, SET_XATTR), str(b, A_PATH, "a"), str(b, A_XATTR_NAME, "trusted.overlay.x"), str(b, A_XATTR_DATA, "y"), done(b);
 }
-static void nul_in_path(struct buf *b) { cmd(b, MKFILE), attr(b, A_PATH, "a\0/../b", 7), u64(b, A_INO, 1), done(b); }
+static void nul_in_path(struct buf *b)
+{
+        cmd(b, MKFILE), attr(b, A_PATH, "a\0/../b", 7), u64(b, A_INO, 1), done(b);
+}
 static void bad_crc(struct buf *b)
 {
         path_cmd(b, MKFILE, "a");
         b->data[b->len - 1] ^= 1;
 }
-static void missing_attribute(struct buf *b) { cmd(b, WRITE), str(b, A_PATH, "a"), done(b); }
+static void missing_attribute(struct buf *b)
+{
+        cmd(b, WRITE), str(b, A_PATH, "a"), done(b);
+}
 static void attribute_overrun(struct buf *b)
 {
         cmd(b, MKFILE), put16(b, A_PATH), put16(b, 200), put(b, "abc", 3), done(b);
@@ -302,10 +398,11 @@ static void attribute_overrun(struct buf *b)
 static void test_hostile(void **state)
 {
         void (*const bodies[])(struct buf *) = {
-                through_symlink, through_renamed_dir, through_link, truncate_symlink, dotdot, absolute, empty_component,
-                empty_for_mkfile, rename_out, clone_path_out, clone_foreign, block_device, char_device,
-                second_subvolume, repeated_attribute, unknown_command, v2_command_in_v1, trusted_xattr, nul_in_path,
-                bad_crc, missing_attribute, attribute_overrun,
+                through_symlink,   through_renamed_dir, through_link,     truncate_symlink, dotdot,
+                absolute,          empty_component,     empty_for_mkfile, rename_out,       clone_path_out,
+                clone_foreign,     block_device,        char_device,      second_subvolume, repeated_attribute,
+                unknown_command,   v2_command_in_v1,    trusted_xattr,    nul_in_path,      bad_crc,
+                missing_attribute, attribute_overrun,
         };
         for (size_t i = 0; i < sizeof(bodies) / sizeof(bodies[0]); i++)
                 hostile(bodies[i]);
@@ -325,7 +422,12 @@ static void test_framing(void **state)
         start(&B, 1);
         path_cmd(&B, MKDIR, "a"), end(&B);
         expect(&B, 0, -EINVAL);
-        const char *names[] = { "sandboxes", "snap-", "snap-A", "snap-a/b", "../snap-a", "snap-a\n",
+        const char *names[] = { "sandboxes",
+                                "snap-",
+                                "snap-A",
+                                "snap-a/b",
+                                "../snap-a",
+                                "snap-a\n",
                                 "snap-0123456789abcdef0123456789a" /* 32 bytes: longer than any id */ };
         for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
                 start(&B, 1);

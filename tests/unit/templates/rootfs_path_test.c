@@ -24,10 +24,18 @@ static void test_clean(void **state)
                 bool abs;
                 const char *out; /* NULL: -EINVAL */
         } cases[] = {
-                { "a/b", false, "a/b" },          { "./a//b/", false, "a/b" },   { ".", false, "." },
-                { "a/./b/.", false, "a/b" },      { "/etc/passwd", false, NULL }, { "/etc/passwd", true, "etc/passwd" },
-                { "///", true, "." },             { "..", false, NULL },          { "a/../b", false, NULL },
-                { "a/..b/c..", false, "a/..b/c.." }, { "", false, NULL },         { "../x", true, NULL },
+                { "a/b", false, "a/b" },
+                { "./a//b/", false, "a/b" },
+                { ".", false, "." },
+                { "a/./b/.", false, "a/b" },
+                { "/etc/passwd", false, NULL },
+                { "/etc/passwd", true, "etc/passwd" },
+                { "///", true, "." },
+                { "..", false, NULL },
+                { "a/../b", false, NULL },
+                { "a/..b/c..", false, "a/..b/c.." },
+                { "", false, NULL },
+                { "../x", true, NULL },
         };
         for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
                 char out[PATH_MAX] = "untouched";
@@ -100,11 +108,24 @@ static void test_resolution_stays_inside(void **state)
 
 static void test_template_refs(void **state)
 {
-        static const char *const good[] = { "busybox", "my-app:v1.2", "a_b.c:latest", "x:y",
+        static const char *const good[] = { "busybox",
+                                            "my-app:v1.2",
+                                            "a_b.c:latest",
+                                            "x:y",
                                             "app@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef",
                                             "app:v1@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef" };
-        static const char *const bad[] = { "", ":tag", "name:", ".hidden", "a:.b", "a/b", "a:b:c", "sp ace", "app@sha256:0123", "app@md5:0123456789abcdef0123456789abcdef",
-                                           "app@sha256:0123456789ABCDEF0123456789abcdef0123456789abcdef0123456789abcdef", "@sha256:x",
+        static const char *const bad[] = { "",
+                                           ":tag",
+                                           "name:",
+                                           ".hidden",
+                                           "a:.b",
+                                           "a/b",
+                                           "a:b:c",
+                                           "sp ace",
+                                           "app@sha256:0123",
+                                           "app@md5:0123456789abcdef0123456789abcdef",
+                                           "app@sha256:0123456789ABCDEF0123456789abcdef0123456789abcdef0123456789abcdef",
+                                           "@sha256:x",
                                            "0123456789012345678901234567890123456789:0123456789012345678901234" };
         for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++)
                 assert_true(template_ref_ok(good[i]));

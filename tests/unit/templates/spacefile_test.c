@@ -33,18 +33,19 @@ static struct spacefile_error parse_bad(const char *text)
 
 static void test_every_instruction(void **state)
 {
-        struct spacefile f = parse_ok("# a comment\n"
-                                      "from debian\n"
-                                      "\n"
-                                      "ENV A=1 B=\"two words\" C='x y'\n"
-                                      "ENV PATHX /opt/bin:/usr/bin\n"
-                                      "WORKDIR /app\n"
-                                      "COPY --chown=user:user --chmod=0640 a.txt b/ /app/\n"
-                                      "RUN echo hi && \\\n"
-                                      "    echo there\n"
-                                      "RUN [\"/bin/sh\", \"-c\", \"echo exec\"]\n"
-                                      "USER user\n"
-                                      "LABEL org.example.v=1 maintainer=\"me\"\n");
+        struct spacefile f = parse_ok(
+                "# a comment\n"
+                "from debian\n"
+                "\n"
+                "ENV A=1 B=\"two words\" C='x y'\n"
+                "ENV PATHX /opt/bin:/usr/bin\n"
+                "WORKDIR /app\n"
+                "COPY --chown=user:user --chmod=0640 a.txt b/ /app/\n"
+                "RUN echo hi && \\\n"
+                "    echo there\n"
+                "RUN [\"/bin/sh\", \"-c\", \"echo exec\"]\n"
+                "USER user\n"
+                "LABEL org.example.v=1 maintainer=\"me\"\n");
         assert_int_equal(f.nsteps, 9);
         assert_int_equal(f.steps[0].kind, SPACEFILE_FROM);
         assert_string_equal(f.steps[0].value, "debian");
@@ -103,7 +104,8 @@ static void test_continuations_and_comments(void **state)
 {
         /* Comment lines and blank lines inside a continuation are skipped, CRLF is accepted,
          * trailing blanks after the backslash do not end the instruction. */
-        struct spacefile f = parse_ok("FROM busybox\r\nRUN a \\  \r\n# inside\r\n\r\n  b\\\n  c\r\n   # indented comment\nRUN d \\");
+        struct spacefile f =
+                parse_ok("FROM busybox\r\nRUN a \\  \r\n# inside\r\n\r\n  b\\\n  c\r\n   # indented comment\nRUN d \\");
         assert_int_equal(f.nsteps, 3);
         assert_string_equal(f.steps[1].value, "a   b  c");
         assert_string_equal(f.steps[1].text, "RUN a   b  c");
