@@ -16,6 +16,9 @@ import sys
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+# Builds of other versions answer in their own shape: the integration tests' contract check
+# (api/openapi.yaml of this checkout) is not theirs to meet, nor a cost to measure.
+os.environ["SPACE_CONTRACT"] = "off"
 sys.path.insert(0, os.path.join(os.path.dirname(HERE), "tests", "integration"))
 import spaced_harness  # noqa: E402
 

@@ -90,6 +90,17 @@ int api_request_check_body(const struct api_request *req, struct space_error *er
         return 0;
 }
 
+int api_request_check_announced_body(const struct api_request *req, struct space_error *err)
+{
+        if (req->body_rule != API_BODY_NONE)
+                return 0;
+        const char *len = MHD_lookup_connection_value(req->conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
+        const char *te = MHD_lookup_connection_value(req->conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_TRANSFER_ENCODING);
+        if (te || (len && strspn(len, "0") != strlen(len)))
+                return space_error_set(err, SPACE_E_INVALID_REQUEST, "%s %s takes no request body", req->method, req->path);
+        return 0;
+}
+
 /* "application/json", any case, alone or before parameters ("; charset=utf-8"). */
 static bool is_json_type(const char *ct)
 {

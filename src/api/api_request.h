@@ -81,6 +81,10 @@ struct api_upload_sink {
 int api_request_check_query(const struct api_request *req, struct space_error *err);
 /* The body is what req->body_rule allows. -1 with err (400, 415) otherwise. */
 int api_request_check_body(const struct api_request *req, struct space_error *err);
+/* At the headers, before anything the path names is looked up: a route that takes no body
+ * refuses one that is announced (Content-Length above 0, or Transfer-Encoding), so that
+ * the answer is that 400 whatever the object (api_request_check_body checks the bytes). */
+int api_request_check_announced_body(const struct api_request *req, struct space_error *err);
 /* Query parameter or NULL. */
 const char *api_request_query(const struct api_request *req, const char *name);
 /* ?name=true|false|1|0 (nothing else, an empty value neither); *ret unchanged when

@@ -93,6 +93,10 @@ static void begin_request(struct spaced_context *ctx, struct MHD_Connection *con
         if (!up->handler)
                 return;
         trail_route(up);
+        if (api_request_check_announced_body(req, &up->err) < 0) {
+                up->handler = NULL;
+                return;
+        }
         int authorized = api_auth_request(req, auth_kind, &up->err);
         /* Whoever was authenticated is recorded, also when the route then refused them (403,
          * or 404 for another project's object). */

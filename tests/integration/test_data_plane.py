@@ -748,10 +748,15 @@ class Commands(DataPlaneClient, SpacedTestCase):
             self.assertEqual(body["error"]["code"], "gone", body)
 
     def kill_agent(self, sid):
+        # The agent (PID 1) and its /proc view server (a fork of it, the same cmdline): the
+        # first kill ends the pid namespace, so the second may find its process gone.
         agents = [p for p in cgroup_pids(sid) if "space-agent" in read_cmdline(p)]
         self.assertTrue(agents, "no agent process found for %s" % sid)
         for p in agents:
-            os.kill(p, signal.SIGKILL)
+            try:
+                os.kill(p, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
         wait_for(lambda: not cgroup_pids(sid), timeout=30, what="the sandbox's processes to end")
         return True
 
