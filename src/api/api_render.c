@@ -20,7 +20,16 @@ static json_t *id_or_null(const char *id)
         return id[0] ? json_string(id) : json_null();
 }
 
-json_t *api_render_sandbox(const struct sandbox *sb)
+/* What the pool under it says, for a sandbox that still has a filesystem there. */
+static json_t *sandbox_storage(const struct sandbox *sb, const struct pool_health *pool)
+{
+        if (!pool || sb->state == SANDBOX_DESTROYED)
+                return json_null();
+        return json_pack("{s:s, s:s?}", "condition", pool_condition_name(pool->condition), "reason",
+                         pool->condition != POOL_OK && pool->reason[0] ? pool->reason : NULL);
+}
+
+json_t *api_render_sandbox(const struct sandbox *sb, const struct pool_health *pool)
 {
         json_t *j = json_pack(
                 "{s:s, s:s, s:s?, s:s, s:O, s:{s:f, s:I, s:I, s:I}, s:O, s:O, s:I, s:s, s:o, s:o, s:o}", "id", sb->id, "state",
@@ -37,6 +46,10 @@ json_t *api_render_sandbox(const struct sandbox *sb)
                                     json_pack("{s:o, s:o, s:o}", "parent_sandbox_id", id_or_null(sb->parent_sandbox_id),
                                               "parent_snapshot_id", id_or_null(sb->parent_snapshot_id), "head_snapshot_id",
                                               id_or_null(sb->head_snapshot_id)));
+        if (j)
+                json_object_set_new(j, "project", json_string(sb->project_id));
+        if (j)
+                json_object_set_new(j, "storage", sandbox_storage(sb, pool));
         return j;
 }
 

@@ -42,6 +42,9 @@ int api_wait_parse(const struct api_request *req, struct api_wait *ret, struct s
 void api_respond_operation(struct api_request *req, struct api_response *resp, const struct operation *op,
                            const struct api_wait *w, const char *key);
 
+/* A sandbox as the API shows it, with the storage pool's condition (api_render_sandbox). */
+json_t *api_sandbox_json(struct spaced_context *ctx, const struct sandbox *sb);
+
 /* Validates the sandbox id in segment 2 and loads its row (404 when unknown). */
 int api_load_sandbox(struct api_request *req, struct sandbox *ret, struct space_error *err);
 

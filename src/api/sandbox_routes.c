@@ -26,6 +26,13 @@ int api_wait_parse(const struct api_request *req, struct api_wait *ret, struct s
         return 0;
 }
 
+json_t *api_sandbox_json(struct spaced_context *ctx, const struct sandbox *sb)
+{
+        struct pool_health pool;
+        pool_monitor_get(&ctx->pool_health, &pool);
+        return api_render_sandbox(sb, &pool);
+}
+
 /* The operation's target as it is now. */
 static json_t *render_target(struct spaced_context *ctx, const struct operation *op, const char *key)
 {
@@ -33,7 +40,7 @@ static json_t *render_target(struct spaced_context *ctx, const struct operation 
         if (strcmp(key, "sandbox") == 0) {
                 struct sandbox sb;
                 if (STORE(ctx, sandbox_get, op->target, &sb) == 0) {
-                        j = api_render_sandbox(&sb);
+                        j = api_sandbox_json(ctx, &sb);
                         sandbox_release(&sb);
                 }
         } else if (strcmp(key, "snapshot") == 0 || strcmp(key, "sandboxes") == 0) {
@@ -52,7 +59,7 @@ static json_t *render_target(struct spaced_context *ctx, const struct operation 
                         {
                                 struct sandbox sb;
                                 if (json_is_string(v) && STORE(ctx, sandbox_get, json_string_value(v), &sb) == 0) {
-                                        json_array_append_new(j, api_render_sandbox(&sb));
+                                        json_array_append_new(j, api_sandbox_json(ctx, &sb));
                                         sandbox_release(&sb);
                                 }
                         }
@@ -219,7 +226,7 @@ void route_sandbox_list(struct api_request *req, struct api_response *resp)
         json_t *arr = json_array();
         for (size_t i = 0; i < shown; i++)
                 if (metadata_matches(req, &all[i]))
-                        json_array_append_new(arr, api_render_sandbox(&all[i]));
+                        json_array_append_new(arr, api_sandbox_json(req->ctx, &all[i]));
         json_t *next =
                 shown ? api_cursor_next(&page, "sandboxes", n, all[shown - 1].created_at_ms, all[shown - 1].id) : json_null();
         sandbox_array_free(all, n);
@@ -239,7 +246,7 @@ void route_sandbox_get(struct api_request *req, struct api_response *resp)
                 api_response_error(resp, &err);
                 return;
         }
-        api_response_json(resp, 200, api_render_sandbox(&sb));
+        api_response_json(resp, 200, api_sandbox_json(req->ctx, &sb));
         sandbox_release(&sb);
 }
 

@@ -98,7 +98,7 @@ void route_sandbox_patch(struct api_request *req, struct api_response *resp)
                 goto fail;
         sandbox_release(&sb);
         if (STORE(req->ctx, sandbox_get, req->segments[2], &sb) == 0) {
-                api_response_json(resp, 200, api_render_sandbox(&sb));
+                api_response_json(resp, 200, api_sandbox_json(req->ctx, &sb));
                 sandbox_release(&sb);
         }
         json_decref(body);

@@ -77,6 +77,7 @@ class StorageFaults(unittest.TestCase):
         self.assertEqual(self.health(sp)[1]["status"], "ok")
         sid = sp.create(metadata={"t": "fill"})
         other = sp.create(metadata={"t": "bystander"})
+        self.assertEqual(sp.get(other)["storage"], {"condition": "ok", "reason": None})
         # Fill the host filesystem through the image until spaced says it is low on space.
         sp.sh(sid, "dd if=/dev/urandom of=/fill1 bs=1M count=420 2>&1; sync", timeout_s=120)
         h = wait_for(lambda: (lambda r: r[1] if r[1]["status"] != "ok" else None)(self.health(sp)), timeout=30,
@@ -95,6 +96,10 @@ class StorageFaults(unittest.TestCase):
         self.assertEqual(h["status"], "failed", h)
         self.assertIn(h["checks"]["pool"]["condition"], ("read_only", "failed"), h)
         self.assertNotIn("wrote", sp.sh(other, "echo y > /bystander && echo wrote")["stdout"])
+        # Each sandbox on the pool says so itself, with the reason, in its own row and in lists.
+        for row in [sp.get(other), sp.get(sid)] + sp.api("GET", "/v1/sandboxes")[1]["sandboxes"]:
+            self.assertIn(row["storage"]["condition"], ("read_only", "failed"), row)
+            self.assertTrue(row["storage"]["reason"], row)
         for method, path, body in (("POST", "/v1/sandboxes/%s/snapshots" % other, {}), ("POST", "/v1/sandboxes", {}),
                                    ("DELETE", "/v1/sandboxes/%s" % other, None)):
             st, d = sp.request(method, path, body)

@@ -35,15 +35,19 @@ static void test_time(void **state)
 
 static void test_sandbox(void **state)
 {
-        static const char *const members[] = { "id",         "state",      "state_reason", "template",  "environment",
-                                               "resources",  "env",        "metadata",     "timeout_s", "on_timeout",
-                                               "expires_at", "created_at", "updated_at",   "lineage",   "rolling_snapshots",
-                                               NULL };
+        static const char *const members[] = {
+                "id",         "state",    "state_reason",      "template",   "environment", "resources",
+                "env",        "metadata", "timeout_s",         "on_timeout", "expires_at",  "created_at",
+                "updated_at", "lineage",  "rolling_snapshots", "project",    "storage",     NULL
+        };
         static const char *const lineage[] = { "parent_sandbox_id", "parent_snapshot_id", "head_snapshot_id", NULL };
         static const char *const resources[] = { "cpus", "memory_mb", "pids", "disk_mb", NULL };
         struct sandbox sb = store_fixture_sandbox("sb-0123456789abcdef", SANDBOX_RUNNING, 1764439200123);
-        json_t *j = api_render_sandbox(&sb);
+        struct pool_health pool = { .condition = POOL_OK };
+        json_t *j = api_render_sandbox(&sb, &pool);
         assert_non_null(j);
+        assert_string_equal(json_string_value(json_object_get(json_object_get(j, "storage"), "condition")), "ok");
+        assert_true(json_is_null(json_object_get(json_object_get(j, "storage"), "reason")));
         assert_members(j, members);
         assert_members(json_object_get(j, "resources"), resources);
         assert_members(json_object_get(j, "lineage"), lineage);
@@ -63,7 +67,12 @@ static void test_sandbox(void **state)
         snprintf(sb.state_reason, sizeof(sb.state_reason), "agent died");
         sb.state = SANDBOX_FAILED;
         sb.expires_at_ms = 1000;
-        j = api_render_sandbox(&sb);
+        pool.condition = POOL_READ_ONLY;
+        snprintf(pool.reason, sizeof(pool.reason), "the pool is mounted read-only");
+        j = api_render_sandbox(&sb, &pool);
+        assert_string_equal(json_string_value(json_object_get(json_object_get(j, "storage"), "condition")), "read_only");
+        assert_string_equal(json_string_value(json_object_get(json_object_get(j, "storage"), "reason")),
+                            "the pool is mounted read-only");
         assert_string_equal(json_string_value(json_object_get(j, "state_reason")), "agent died");
         assert_string_equal(json_string_value(json_object_get(j, "state")), "failed");
         assert_string_equal(json_string_value(json_object_get(j, "expires_at")), "1970-01-01T00:00:01.000Z");
