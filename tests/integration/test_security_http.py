@@ -272,9 +272,16 @@ class StrictInput(SpacedTestCase):
         self.spaced.sh(self.sid, "echo keep > /tmp/keep")
         self.refused(self.spaced.request("DELETE", "/v1/sandboxes/%s/files?path=/tmp/keep" % self.sid, {}, key=self.token))
         self.assertEqual(self.spaced.sh(self.sid, "cat /tmp/keep")["stdout"], "keep\n")
-        self.refused(self.spaced.request("DELETE", "/v1/snapshots/snap-0000000000000000", {}))
+        # Real objects (an unknown id is 404 before any body is read, docs/tenancy.md): the
+        # refusal changes nothing.
+        _, d = self.spaced.api("POST", "/v1/sandboxes/%s/snapshots?wait=true&timeout_s=120" % self.sid, {}, expect=200)
+        snap = d["snapshot"]["id"]
+        self.refused(self.spaced.request("DELETE", "/v1/snapshots/%s" % snap, {}))
+        self.assertEqual(self.spaced.request("GET", "/v1/snapshots/%s" % snap)[0], 200)
         self.refused(self.spaced.request("POST", "/v1/templates/layers/prune", {"older_than": 0}))
-        self.refused(self.spaced.request("POST", "/v1/operations/op-0000000000000000/cancel", {"x": 1}))
+        op = self.spaced.api("GET", "/v1/operations?target=%s" % self.sid, expect=200)[1]["operations"][0]
+        self.refused(self.spaced.request("POST", "/v1/operations/%s/cancel" % op["id"], {"x": 1}))
+        self.assertEqual(self.spaced.api("GET", "/v1/operations/%s" % op["id"], expect=200)[1]["state"], op["state"])
         self.refused(self.spaced.request("GET", "/v1/sandboxes", {"a": 1}))
         # No-fields routes take nothing but {} or no body.
         self.refused(self.spaced.request("POST", "/v1/sandboxes/%s/commands/cmd-0/stdin/close" % self.sid, {"x": 1},
