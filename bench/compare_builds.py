@@ -5,8 +5,8 @@ harness), and every sample goes to the builds in a fresh random order, so all se
 machine at the same moment. The first build named is the baseline of the ratios.
 See docs/benchmarks.md.
 
-Usage: sudo bench/compare_builds.py CREATES EXECS NAME=BUILD_DIR NAME=BUILD_DIR ...
-  e.g. bench/compare_builds.py 200 2000 base=/work/base/build new=build
+Usage: sudo bench/compare_builds.py CREATES EXECS NAME=BUILD_DIR[::--flag=value,...] ...
+  e.g. bench/compare_builds.py 200 2000 base=/work/base/build new=build off=build::--proc-views=off
 """
 
 import os
@@ -26,11 +26,14 @@ import spaced_harness  # noqa: E402
 class BuildSpaced(spaced_harness.Spaced):
     def __init__(self, build):
         super().__init__()
+        # BUILD_DIR[::--flag=value,...]: the same build with other server flags
+        build, _, flags = build.partition("::")
         self.build = os.path.abspath(build)
+        self.flags = [f for f in flags.split(",") if f]
 
     def args(self):
         return [self.build + "/src/spaced/spaced", "--state-dir", self.state_dir, "--listen", "127.0.0.1:%d" % self.port,
-                "--pool-size", "2G", "--agent", self.build + "/src/space_agent/space-agent"]
+                "--pool-size", "2G", "--agent", self.build + "/src/space_agent/space-agent"] + self.flags
 
 
 def pct(v, p):

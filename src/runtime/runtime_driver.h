@@ -21,6 +21,7 @@ struct runtime_config {
         char run_dir[4096];       /* <state>/run: per-sandbox host-side directories */
         char agent_path[4096];    /* the static space-agent binary */
         char uid_range_dir[4096]; /* host-wide uid range records; "" for the default */
+        bool proc_views;          /* sandboxes' /proc shows their own figures (--proc-views) */
 };
 
 struct exec_request {

@@ -57,6 +57,8 @@ static const char usage[] =
         "  --sandbox-log-cap SIZE output kept per sandbox over all its commands; the oldest\n"
         "                         commands' output is dropped first [512M]\n"
         "  --disk-quota on|off    enforce per-sandbox disk limits with btrfs quotas [on]\n"
+        "  --proc-views on|off    sandboxes' /proc/meminfo, stat, loadavg, uptime, cpuinfo show their own\n"
+        "                         limits (FUSE views; docs/isolation.md) [on]\n"
         "  --pool-reserve SIZE    pool space sandboxes together can never use [10% of the pool]\n"
         "  --sandbox-disk-mb N    disk limit of a sandbox that does not ask for one [10240]\n"
         "  --sandbox-disk-max-mb N  largest disk_mb a create may ask for [1048576]\n"
@@ -273,6 +275,10 @@ static int apply(struct spaced_config *cfg, const char *key, const char *v)
                 if (parse_size(v, &n) < 0 || n < (256ULL << 10) || n > (1ULL << 42))
                         goto bad;
                 cfg->sandbox_log_cap = n;
+        } else if (strcmp(key, "proc-views") == 0) {
+                if (strcmp(v, "on") != 0 && strcmp(v, "off") != 0)
+                        goto bad;
+                cfg->proc_views = strcmp(v, "on") == 0;
         } else if (strcmp(key, "disk-quota") == 0) {
                 if (strcmp(v, "on") != 0 && strcmp(v, "off") != 0)
                         goto bad;
@@ -386,6 +392,7 @@ int spaced_config_load(struct spaced_config *cfg, int argc, char **argv)
         cfg->command_log_cap = 64ULL << 20;
         cfg->sandbox_log_cap = 512ULL << 20;
         cfg->disk_quota = true;
+        cfg->proc_views = true;
         cfg->sandbox_disk_mb = 10240;
         cfg->sandbox_disk_max_mb = 1048576;
         snprintf(cfg->e2b_templates, sizeof(cfg->e2b_templates), "base=python|busybox");
@@ -420,6 +427,7 @@ int spaced_config_load(struct spaced_config *cfg, int argc, char **argv)
                 { "command-log-cap", required_argument, NULL, 0 },
                 { "sandbox-log-cap", required_argument, NULL, 0 },
                 { "disk-quota", required_argument, NULL, 0 },
+                { "proc-views", required_argument, NULL, 0 },
                 { "pool-reserve", required_argument, NULL, 0 },
                 { "sandbox-disk-mb", required_argument, NULL, 0 },
                 { "sandbox-disk-max-mb", required_argument, NULL, 0 },

@@ -56,6 +56,7 @@ struct spaced_config {
         uint64_t sandbox_log_cap; /* bytes of output kept per sandbox, all its commands */
         /* disk quotas (storage/btrfs_quota.h) */
         bool disk_quota;             /* enforced; off: disk_mb is refused */
+        bool proc_views;             /* sandboxes' own /proc figures (runtime/namespaces/ns_proc_view.h) */
         uint64_t pool_reserve_bytes; /* 0: 10% of the pool */
         int64_t sandbox_disk_mb;     /* default limit of a new sandbox */
         int64_t sandbox_disk_max_mb; /* largest limit a create may ask for */

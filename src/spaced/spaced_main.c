@@ -234,7 +234,9 @@ int main(int argc, char **argv)
         char instance[32];
         if ((r = instance_id_load(ctx.cfg.state_dir, instance, sizeof(instance))) < 0)
                 return fail("spaced.instance", "cannot read or create %s/instance: %s", ctx.cfg.state_dir, strerror(-r));
-        struct runtime_config rc = { .pool = &ctx.pool, .instance = instance, .state_dir = ctx.cfg.state_dir };
+        struct runtime_config rc = {
+                .pool = &ctx.pool, .instance = instance, .state_dir = ctx.cfg.state_dir, .proc_views = ctx.cfg.proc_views
+        };
         snprintf(rc.run_dir, sizeof(rc.run_dir), "%s/run", ctx.cfg.state_dir);
         snprintf(rc.agent_path, sizeof(rc.agent_path), "%s", ctx.cfg.agent_path);
         if (runtime_registry_add(&ctx.runtimes, &runtime_driver_namespaces, &rc, &err) < 0)

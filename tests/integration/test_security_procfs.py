@@ -250,6 +250,19 @@ class ProcFigures(SpacedTestCase):
         self.assertEqual(self.sh("echo alive", sid=sid), "alive\n")
 
 
+class ProcFiguresOff(SpacedTestCase):
+    """--proc-views off: no views are mounted, /proc shows what the kernel says."""
+    spaced_kwargs = {"extra_args": ["--proc-views", "off"]}
+
+    def test_no_views_with_the_switch_off(self):
+        sid = self.spaced.create(resources={"memory_mb": 256, "cpus": 1})
+        r = self.spaced.sh(sid, "grep -c space-proc /proc/self/mountinfo; head -1 /proc/meminfo")
+        lines = r["stdout"].splitlines()
+        self.assertEqual(lines[0], "0", r)
+        with open("/proc/meminfo") as f:
+            self.assertEqual(lines[1].split()[1], f.readline().split()[1])
+
+
 def build_fsinfo_probe(out_dir):
     out = os.path.join(out_dir, "fsinfo_probe")
     for cc in ("musl-gcc", "gcc"):

@@ -313,9 +313,11 @@ int ns_child_main(void *arg)
         setup_dev(c);
         mask_proc(c);
         own_boot_id(c);
-        int views[NS_PROC_VIEWS];
-        ns_proc_view_mount(views);
-        ns_proc_view_cpuinfo(c->cpus);
+        int views[NS_PROC_VIEWS] = { -1, -1, -1, -1 };
+        if (c->proc_views) {
+                ns_proc_view_mount(views);
+                ns_proc_view_cpuinfo(c->cpus);
+        }
         if (mount("tmpfs", "tmp", "tmpfs", MS_NOSUID | MS_NODEV, "mode=1777") < 0)
                 fail(c, "mount /tmp");
 

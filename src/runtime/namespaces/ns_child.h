@@ -3,6 +3,7 @@
  * everything it needs is prepared by the parent in struct ns_child_config. */
 #pragma once
 
+#include <stdbool.h>
 #include <limits.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -14,6 +15,7 @@ struct ns_child_config {
         int agent_fd;  /* the space-agent executable, opened O_RDONLY */
         char root_dir[PATH_MAX];
         char hostname[64];
+        bool proc_views;       /* mount the sandbox's own /proc views */
         uint64_t memory_bytes; /* the limits the sandbox's /proc views show (0: none) */
         uint32_t cpus;
         struct sock_fprog seccomp;

@@ -162,7 +162,7 @@ static int ns_init(struct runtime_driver *d, const struct runtime_config *cfg, s
         }
         detect_criu(&d->caps);
         char why[200];
-        if (!ns_proc_view_available(why, sizeof(why)))
+        if (cfg->proc_views && !ns_proc_view_available(why, sizeof(why)))
                 log_warn("runtime.proc_views_off",
                          "reason=\"%s\" effect=\"sandboxes' /proc/meminfo, stat, loadavg and uptime show the host's figures\"",
                          why);
@@ -306,6 +306,7 @@ static int ns_start(const struct runtime_driver *d, struct sandbox *sb, struct s
                 .run_dir = dir,
                 .socket_path = sock,
                 .uid_base = h.uid_base,
+                .proc_views = ns->config.proc_views,
                 .memory_bytes = sb->resources.memory_mb > 0 ? (uint64_t)sb->resources.memory_mb << 20 : 0,
                 .cpus = ns_shown_cpus(sb->resources.cpus),
                 .agent_fd = ns->agent_fd,

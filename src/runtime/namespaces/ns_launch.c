@@ -147,6 +147,7 @@ pid_t ns_launch(const struct ns_launch_params *p, int *ret_pidfd, struct space_e
         cfg->agent_fd = p->agent_fd;
         snprintf(cfg->root_dir, sizeof(cfg->root_dir), "%s/root", p->run_dir);
         snprintf(cfg->hostname, sizeof(cfg->hostname), "%s", p->id);
+        cfg->proc_views = p->proc_views;
         cfg->memory_bytes = p->memory_bytes;
         cfg->cpus = p->cpus;
         cfg->seccomp = *p->seccomp;

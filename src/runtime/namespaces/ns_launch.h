@@ -3,6 +3,7 @@
  * agent. The flat list of steps mirrors ns_child.c. */
 #pragma once
 
+#include <stdbool.h>
 #include <linux/filter.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -17,6 +18,7 @@ struct ns_launch_params {
         const char *run_dir;     /* <state>/run/<id>, created by the caller */
         const char *socket_path; /* <run_dir>/agent.sock */
         uint32_t uid_base;       /* host uid/gid that is root inside; 65536 ids are mapped */
+        bool proc_views;         /* mount the sandbox's own /proc views */
         uint64_t memory_bytes;   /* what the sandbox's /proc views show: its limits */
         uint32_t cpus;
         int agent_fd;

@@ -38,8 +38,9 @@ bool ns_proc_view_available(char *why, size_t size)
 
 void ns_proc_view_mount(int fds[NS_PROC_VIEWS])
 {
-        for (int i = 0; i < NS_PROC_VIEWS; i++) {
+        for (int i = 0; i < NS_PROC_VIEWS; i++)
                 fds[i] = -1;
+        for (int i = 0; i < NS_PROC_VIEWS; i++) {
                 /* Before pivot_root "/" is still the host's tree: its /dev/fuse. */
                 int fd = open("/dev/fuse", O_RDWR | O_CLOEXEC);
                 if (fd < 0)
