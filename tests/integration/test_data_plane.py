@@ -856,8 +856,11 @@ class Commands(DataPlaneClient, SpacedTestCase):
 
 
 class LogCap(DataPlaneClient, SpacedTestCase):
-    spaced_kwargs = {"extra_args": ["--command-log-cap", "256K"]}
-    CAP = 256 * 1024
+    # A cap well above the agent's output records (up to 256 KiB, one pipe read): the log
+    # drops whole segments, so with a cap the size of one record it may keep only the
+    # newest one, which is all it promises.
+    spaced_kwargs = {"extra_args": ["--command-log-cap", "1M"]}
+    CAP = 1024 * 1024
 
     @classmethod
     def setUpClass(cls):
