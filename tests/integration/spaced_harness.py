@@ -15,6 +15,7 @@ response of the v1 API the tests receive is held to api/openapi.yaml as it arriv
 
 import glob
 import http.client
+import io
 import json
 import os
 import shutil
@@ -22,6 +23,7 @@ import signal
 import socket
 import subprocess
 import sys
+import tarfile
 import tempfile
 import time
 import unittest
@@ -200,6 +202,23 @@ def remove_cgroup_dirs(sandbox_id):
 def mountinfo_lines(word):
     with open("/proc/self/mountinfo") as f:
         return [line for line in f if word in line]
+
+
+def tar_of(files):
+    """An uncompressed tar of {name: bytes (a 0644 file) | None (a 0755 directory)}, in that
+    order, every mtime the same (what template imports and Spacefile builds are sent as)."""
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w") as t:
+        for name, data in files.items():
+            info = tarfile.TarInfo(name)
+            info.mtime = 1700000000
+            if data is None:
+                info.type, info.mode = tarfile.DIRTYPE, 0o755
+                t.addfile(info)
+            else:
+                info.size, info.mode = len(data), 0o644
+                t.addfile(info, io.BytesIO(data))
+    return buf.getvalue()
 
 
 # --------------------------------------------------------------------------- the contract

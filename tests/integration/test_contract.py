@@ -5,15 +5,13 @@ harness runs on every response refuses what it must. Then, against the real spac
 unknown query parameters are 400 and change nothing, and every list pages with a cursor.
 """
 
-import io
 import os
 import re
-import tarfile
 import unittest
 
 import openapi_contract
 from openapi_contract import Contract, ContractViolation
-from spaced_harness import REPO, SpacedTestCase
+from spaced_harness import REPO, SpacedTestCase, tar_of
 
 JSON = {"Content-Type": "application/json"}
 
@@ -199,16 +197,7 @@ class QueryParameters(SpacedTestCase):
 
 
 def tiny_rootfs():
-    buf = io.BytesIO()
-    with tarfile.open(fileobj=buf, mode="w") as t:
-        for name in ("bin", "etc"):
-            info = tarfile.TarInfo(name)
-            info.type, info.mode = tarfile.DIRTYPE, 0o755
-            t.addfile(info)
-        info = tarfile.TarInfo("etc/motd")
-        info.size = 3
-        t.addfile(info, io.BytesIO(b"hi\n"))
-    return buf.getvalue()
+    return tar_of({"bin": None, "etc": None, "etc/motd": b"hi\n"})
 
 
 def tampered(cursor):

@@ -3,15 +3,13 @@ nothing else waits. Targets used to be hashed onto 64 lock stripes, so an operat
 target that merely hashed like a busy one (here: a quick template build behind a slow one)
 waited for it although the two have nothing in common."""
 
-import io
 import os
 import sys
-import tarfile
 import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from spaced_harness import SpacedTestCase  # noqa: E402
+from spaced_harness import SpacedTestCase, tar_of  # noqa: E402
 
 SLOW_S = 8
 
@@ -23,15 +21,6 @@ def stripe_of(target, stripes=64):
         h = ((h ^ b) * 16777619) & 0xFFFFFFFF
     return h % stripes
 
-
-def tar_of(files):
-    buf = io.BytesIO()
-    with tarfile.open(fileobj=buf, mode="w") as t:
-        for name, data in files.items():
-            info = tarfile.TarInfo(name)
-            info.size, info.mode, info.mtime = len(data), 0o644, 1700000000
-            t.addfile(info, io.BytesIO(data))
-    return buf.getvalue()
 
 
 class OperationQueue(SpacedTestCase):

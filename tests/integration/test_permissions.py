@@ -24,14 +24,12 @@ guard, or on an object in a state that refuses them), each allowed answer named 
 """
 
 import http.client
-import io
 import json
 import os
 import re
-import tarfile
 import unittest
 
-from spaced_harness import REPO, SpacedTestCase, free_port
+from spaced_harness import REPO, SpacedTestCase, free_port, tar_of
 
 ROLES = ("admin", "owner", "developer", "viewer", "foreign")
 PROBE = "permprobe"
@@ -116,20 +114,6 @@ def documented_routes():
 def route_key(method, segs, e2b=False):
     return "%s%s /%s" % ("E2B " if e2b else "", method, "/".join("{id}" if s == "*" else s for s in segs))
 
-
-def tar_of(files):
-    buf = io.BytesIO()
-    with tarfile.open(fileobj=buf, mode="w") as t:
-        for name, data in files.items():
-            info = tarfile.TarInfo(name)
-            info.mtime = 1700000000
-            if data is None:
-                info.type, info.mode = tarfile.DIRTYPE, 0o755
-                t.addfile(info)
-            else:
-                info.size, info.mode = len(data), 0o644
-                t.addfile(info, io.BytesIO(data))
-    return buf.getvalue()
 
 
 class Permissions(SpacedTestCase):

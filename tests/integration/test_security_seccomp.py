@@ -7,15 +7,13 @@ unreachable. Workloads: a template built FROM debian with `apt-get install` (so 
 run under the filter in a build sandbox) must then run python3, node, gcc, git and a pip
 install of a local package."""
 
-import io
 import os
 import shutil
 import subprocess
-import tarfile
 import tempfile
 import unittest
 
-from spaced_harness import SpacedTestCase, log, wait_for
+from spaced_harness import SpacedTestCase, log, tar_of, wait_for
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 EPERM, ENOSYS, EPROTONOSUPPORT, EAFNOSUPPORT = 1, 38, 93, 97
@@ -126,15 +124,6 @@ RUN apt-get update -qq \\
  && apt-get clean && rm -rf /var/lib/apt/lists/*
 """
 
-
-def tar_of(files):
-    buf = io.BytesIO()
-    with tarfile.open(fileobj=buf, mode="w") as t:
-        for name, data in files.items():
-            info = tarfile.TarInfo(name)
-            info.size, info.mode, info.mtime = len(data), 0o644, 1700000000
-            t.addfile(info, io.BytesIO(data))
-    return buf.getvalue()
 
 
 @unittest.skipIf(os.environ.get("SPACE_SKIP_NETWORK_TESTS"), "network tests disabled (needs the Debian mirror)")

@@ -4,28 +4,12 @@ never makes a key with more than it has, an expired key is refused, and E2B keys
 ordinary keys of their project."""
 
 import http.client
-import io
 import json
-import tarfile
 import time
 import unittest
 
-from spaced_harness import SpacedTestCase, free_port
+from spaced_harness import SpacedTestCase, free_port, tar_of
 
-
-def tar_of(files):
-    buf = io.BytesIO()
-    with tarfile.open(fileobj=buf, mode="w") as t:
-        for name, data in files.items():
-            info = tarfile.TarInfo(name)
-            info.mtime = 1700000000
-            if data is None:
-                info.type, info.mode = tarfile.DIRTYPE, 0o755
-                t.addfile(info)
-            else:
-                info.size, info.mode = len(data), 0o644
-                t.addfile(info, io.BytesIO(data))
-    return buf.getvalue()
 
 
 class Tenancy(SpacedTestCase):
