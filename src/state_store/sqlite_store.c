@@ -513,43 +513,27 @@ out:
         return r;
 }
 
-static int update_sandbox_ints(struct state_store *st, const char *sql, const char *id, int64_t a, int64_t b)
+/* One UPDATE of a sandbox row (exec_bound's parameters); -ENOENT when there is no such row. */
+static int update_sandbox(struct state_store *st, const char *sql, const char *id, int64_t a, int64_t b, const char *text)
 {
-        sqlite3_stmt *s;
         pthread_mutex_lock(&st->lock);
-        int r = sq_prepare(st, sql, &s);
-        if (r == 0) {
-                sqlite3_bind_int64(s, 1, a);
-                sqlite3_bind_int64(s, 2, b);
-                sq_bind_text(s, 3, id);
-                r = sq_exec_done(s);
-                if (r == 0 && sqlite3_changes(st->db) == 0)
-                        r = -ENOENT;
-        }
+        int r = exec_bound(st, sql, a, b, text, id);
+        if (r == 0 && sqlite3_changes(st->db) == 0)
+                r = -ENOENT;
         pthread_mutex_unlock(&st->lock);
         return r;
 }
 
 static int sqlite_sandbox_set_runtime(struct state_store *st, const char *id, const char *runtime_state)
 {
-        sqlite3_stmt *s;
-        pthread_mutex_lock(&st->lock);
-        int r = sq_prepare(st, "UPDATE sandboxes SET runtime_state=? WHERE id=?", &s);
-        if (r == 0) {
-                sq_bind_text(s, 1, runtime_state);
-                sq_bind_text(s, 2, id);
-                r = sq_exec_done(s);
-                if (r == 0 && sqlite3_changes(st->db) == 0)
-                        r = -ENOENT;
-        }
-        pthread_mutex_unlock(&st->lock);
-        return r;
+        return update_sandbox(st, "UPDATE sandboxes SET runtime_state=? WHERE id=?", id, 0, 0,
+                              runtime_state ? runtime_state : "");
 }
 
 static int sqlite_sandbox_set_expiry(struct state_store *st, const char *id, int64_t expires_at_ms)
 {
-        return update_sandbox_ints(st, "UPDATE sandboxes SET expires_at=?, updated_at=? WHERE id=?", id, expires_at_ms,
-                                   sq_now_ms());
+        return update_sandbox(st, "UPDATE sandboxes SET expires_at=?, updated_at=? WHERE id=?", id, expires_at_ms, sq_now_ms(),
+                              NULL);
 }
 
 static int sqlite_sandbox_set_settings(struct state_store *st, const struct sandbox *sb)
@@ -578,18 +562,7 @@ static int sqlite_sandbox_set_settings(struct state_store *st, const struct sand
 
 static int sqlite_sandbox_set_head(struct state_store *st, const char *id, const char *snapshot_id)
 {
-        sqlite3_stmt *s;
-        pthread_mutex_lock(&st->lock);
-        int r = sq_prepare(st, "UPDATE sandboxes SET head_snapshot_id=? WHERE id=?", &s);
-        if (r == 0) {
-                sq_bind_text(s, 1, snapshot_id);
-                sq_bind_text(s, 2, id);
-                r = sq_exec_done(s);
-                if (r == 0 && sqlite3_changes(st->db) == 0)
-                        r = -ENOENT;
-        }
-        pthread_mutex_unlock(&st->lock);
-        return r;
+        return update_sandbox(st, "UPDATE sandboxes SET head_snapshot_id=? WHERE id=?", id, 0, 0, snapshot_id ? snapshot_id : "");
 }
 
 static int sqlite_set_durability(struct state_store *st, bool power)
