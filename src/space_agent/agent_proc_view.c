@@ -34,6 +34,7 @@ struct view_file {
         int fd;
         enum agent_proc_file kind;
         struct proc_view *view;
+        size_t size; /* the text's length, once known (it never changes); 0 until then */
 };
 
 struct proc_view {
@@ -51,17 +52,19 @@ static void reply(int fd, uint64_t unique, int error, const void *data, size_t l
 }
 
 /* The size is the text's length, which never changes for a file (fixed-width figures):
- * sendfile(2) and splice read only that far. */
-static void attr_fill(struct proc_view *v, enum agent_proc_file kind, struct fuse_abi_attr *a)
+ * sendfile(2) and splice read only that far. Made once, at the first stat or open. */
+static void attr_fill(struct view_file *f, struct fuse_abi_attr *a)
 {
-        char *text = NULL;
-        size_t len = 0;
-        if (agent_proc_figures_text(&v->figures, kind, &text, &len) < 0)
-                len = 0;
-        free(text);
+        struct proc_view *v = f->view;
+        if (!f->size) {
+                char *text = NULL;
+                if (agent_proc_figures_text(&v->figures, f->kind, &text, &f->size) < 0)
+                        f->size = 0;
+                free(text);
+        }
         *a = (struct fuse_abi_attr){
                 .ino = FUSE_ABI_ROOT_ID,
-                .size = len,
+                .size = f->size,
                 .mode = S_IFREG | 0444,
                 .nlink = 1,
                 .blksize = 4096,
@@ -117,6 +120,7 @@ static void on_open(struct view_file *f, const struct fuse_abi_in_header *h, con
                 return;
         }
         hd->used = true;
+        f->size = hd->len;
         struct fuse_abi_open_out out = { .fh = slot + 1, .open_flags = FUSE_ABI_FOPEN_DIRECT_IO };
         reply(f->fd, h->unique, 0, &out, sizeof(out));
 }
@@ -162,7 +166,7 @@ static void dispatch(struct view_file *f, const struct fuse_abi_in_header *h, co
                 break;
         case FUSE_ABI_GETATTR: {
                 struct fuse_abi_attr_out out = { .attr_valid = 1 };
-                attr_fill(f->view, f->kind, &out.attr);
+                attr_fill(f, &out.attr);
                 reply(f->fd, h->unique, 0, &out, sizeof(out));
                 break;
         }
