@@ -50,7 +50,7 @@ int api_auth_bootstrap(struct spaced_context *ctx, struct space_error *err)
                 rename(tmp, path) == 0;
         explicit_bzero(secret, sizeof(secret));
         if (!ok) {
-                int saved = errno, d = STORE(ctx, key_delete, k.id);
+                int saved = errno, d = STORE(ctx, key_delete, k.id, wallclock_now_ms());
                 if (d < 0)
                         log_error("auth.admin_key_delete_failed", "key_id=%s error=\"%s\"", k.id, strerror(-d));
                 return space_error_errno(err, saved, "write %s", path);

@@ -60,7 +60,8 @@ void route_session_create(struct api_request *req, struct api_response *resp)
                 space_error_set(&err, SPACE_E_INVALID_STATE, "sandbox %s is %s", req->segments[2], sandbox_state_name(sb.state));
                 return api_response_error(resp, &err);
         }
-        if (attach_session_create(req->ctx, req->segments[2], ttl_within_key(req, ttl), &s, token, &err) < 0)
+        if (attach_session_create(req->ctx, req->segments[2], req->principal.key_id, ttl_within_key(req, ttl), &s, token, &err) <
+            0)
                 return api_response_error(resp, &err);
         json_t *body = render_session(&s);
         char url[256];

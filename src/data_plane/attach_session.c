@@ -20,8 +20,8 @@ static int ttl_resolve(const struct spaced_context *ctx, int64_t ttl_s, int64_t 
         return 0;
 }
 
-int attach_session_create(struct spaced_context *ctx, const char *sandbox_id, int64_t ttl_s, struct attach_session *ret,
-                          char ret_token[ATTACH_TOKEN_SIZE], struct space_error *err)
+int attach_session_create(struct spaced_context *ctx, const char *sandbox_id, const char *key_id, int64_t ttl_s,
+                          struct attach_session *ret, char ret_token[ATTACH_TOKEN_SIZE], struct space_error *err)
 {
         struct attach_session s = { 0 };
         char token[ATTACH_TOKEN_SIZE];
@@ -33,6 +33,7 @@ int attach_session_create(struct spaced_context *ctx, const char *sandbox_id, in
         if (r < 0)
                 return space_error_errno(err, r, "random token");
         snprintf(s.sandbox_id, sizeof(s.sandbox_id), "%s", sandbox_id);
+        snprintf(s.key_id, sizeof(s.key_id), "%s", key_id ? key_id : "");
         secret_hash(token, s.token_hash, sizeof(s.token_hash));
         s.created_at_ms = wallclock_now_ms();
         s.expires_at_ms = s.created_at_ms + ttl_s * 1000;

@@ -18,8 +18,8 @@ struct spaced_context;
 #define ATTACH_TOKEN_SIZE 48 /* prefix + 40 hex + NUL, rounded */
 
 /* ttl_s <= 0: the server default. */
-int attach_session_create(struct spaced_context *ctx, const char *sandbox_id, int64_t ttl_s, struct attach_session *ret,
-                          char ret_token[ATTACH_TOKEN_SIZE], struct space_error *err);
+int attach_session_create(struct spaced_context *ctx, const char *sandbox_id, const char *key_id, int64_t ttl_s,
+                          struct attach_session *ret, char ret_token[ATTACH_TOKEN_SIZE], struct space_error *err);
 /* Moves the expiry to now + ttl_s; a revoked or expired session cannot be renewed. */
 int attach_session_renew(struct spaced_context *ctx, const char *sandbox_id, const char *session_id, int64_t ttl_s,
                          struct attach_session *ret, struct space_error *err);

@@ -97,7 +97,7 @@ int key_service_revoke(struct spaced_context *ctx, const struct principal *p, co
         /* Expiry is no power over the key being revoked: only what it can do counts. */
         if (!principal_may_grant(p, k.project_id, role, key_service_permissions(&k), p->expires_at_ms, why, sizeof(why)))
                 return space_error_set(err, SPACE_E_FORBIDDEN, "%s", why);
-        int r = STORE(ctx, key_delete, id);
+        int r = STORE(ctx, key_delete, id, wallclock_now_ms());
         if (r == -ENOENT)
                 return space_error_set(err, SPACE_E_NOT_FOUND, "key %.64s not found", id);
         return r < 0 ? space_error_errno(err, r, "delete key %s", id) : 0;

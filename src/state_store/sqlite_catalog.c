@@ -187,9 +187,34 @@ int sqlite_key_list(struct state_store *st, const char *project_id, const struct
         return r;
 }
 
-int sqlite_key_delete(struct state_store *st, const char *id)
+int sqlite_key_delete(struct state_store *st, const char *id, int64_t now_ms)
 {
-        return delete_by_text(st, "DELETE FROM api_keys WHERE id=?", id);
+        sqlite3_stmt *s;
+        pthread_mutex_lock(&st->lock);
+        int r = sq_begin(st);
+        if (r < 0)
+                goto out;
+        r = sq_prepare(st, "DELETE FROM api_keys WHERE id=?", &s);
+        if (r == 0) {
+                sq_bind_text(s, 1, id);
+                r = sq_exec_done(s);
+                if (r == 0 && sqlite3_changes(st->db) == 0)
+                        r = -ENOENT;
+        }
+        if (r == 0)
+                r = sq_prepare(st, "UPDATE attach_sessions SET revoked_at=?2 WHERE key_id=?1 AND revoked_at=0", &s);
+        if (r == 0) {
+                sq_bind_text(s, 1, id);
+                sqlite3_bind_int64(s, 2, now_ms);
+                r = sq_exec_done(s);
+        }
+        if (r == 0)
+                r = sq_commit(st);
+        else
+                sq_rollback(st);
+out:
+        pthread_mutex_unlock(&st->lock);
+        return r;
 }
 
 int sqlite_key_authenticate(struct state_store *st, const char *hash, struct api_key *ret)

@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define SESSION_COLUMNS "id, sandbox_id, token_hash, created_at, expires_at, revoked_at"
+#define SESSION_COLUMNS "id, sandbox_id, token_hash, created_at, expires_at, revoked_at, key_id"
 
 static void session_row(sqlite3_stmt *s, void *elem)
 {
@@ -17,7 +17,8 @@ static void session_row(sqlite3_stmt *s, void *elem)
         a->created_at_ms = sqlite3_column_int64(s, 3);
         a->expires_at_ms = sqlite3_column_int64(s, 4);
         a->revoked_at_ms = sqlite3_column_int64(s, 5);
-        sq_copy_col(s, 6, a->project_id, sizeof(a->project_id));
+        sq_copy_col(s, 6, a->key_id, sizeof(a->key_id));
+        sq_copy_col(s, 7, a->project_id, sizeof(a->project_id));
 }
 
 /* What a read returns: the columns written, and the project the insert took from the sandbox. */
@@ -29,7 +30,7 @@ int sqlite_session_insert(struct state_store *st, const struct attach_session *a
         pthread_mutex_lock(&st->lock);
         int r = sq_prepare(st,
                            "INSERT INTO attach_sessions(" SESSION_COLUMNS
-                           ", project_id) VALUES (?,?,?,?,?,?,"
+                           ", project_id) VALUES (?,?,?,?,?,?,?,"
                            " COALESCE((SELECT project_id FROM sandboxes WHERE id=?2), ''))",
                            &s);
         if (r == 0) {
@@ -39,6 +40,7 @@ int sqlite_session_insert(struct state_store *st, const struct attach_session *a
                 sqlite3_bind_int64(s, 4, a->created_at_ms);
                 sqlite3_bind_int64(s, 5, a->expires_at_ms);
                 sqlite3_bind_int64(s, 6, a->revoked_at_ms);
+                sq_bind_text(s, 7, a->key_id);
                 r = sq_exec_done(s);
         }
         pthread_mutex_unlock(&st->lock);

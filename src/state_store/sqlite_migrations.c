@@ -114,6 +114,9 @@ static const char *const migrations[] = {
         "INSERT OR IGNORE INTO operation_refs SELECT id, json_extract(p, '$.snapshot_id') FROM"
         "  (SELECT id, CASE WHEN json_valid(params) THEN params ELSE '{}' END AS p FROM operations)"
         "  WHERE json_type(p, '$.snapshot_id') = 'text';",
+        /* 11: the key that opened an attach session, so that revoking the key revokes it */
+        "ALTER TABLE attach_sessions ADD COLUMN key_id TEXT NOT NULL DEFAULT '';"
+        "CREATE INDEX attach_sessions_key ON attach_sessions(key_id);",
 };
 
 int sqlite_migrations_apply(sqlite3 *db, int *ret_version)

@@ -50,7 +50,7 @@ int sqlite_key_insert(struct state_store *st, const struct api_key *k);
 int sqlite_key_list(struct state_store *st, const char *project_id, const struct store_page *page, struct api_key **ret,
                     size_t *ret_n);
 int sqlite_key_get(struct state_store *st, const char *id, struct api_key *ret);
-int sqlite_key_delete(struct state_store *st, const char *id);
+int sqlite_key_delete(struct state_store *st, const char *id, int64_t now_ms);
 int sqlite_key_authenticate(struct state_store *st, const char *hash, struct api_key *ret);
 int sqlite_key_count(struct state_store *st, int64_t *ret);
 

@@ -145,6 +145,7 @@ struct attach_session {
         int64_t expires_at_ms;
         int64_t revoked_at_ms; /* 0 = not revoked */
         char project_id[32];   /* its sandbox's, set by the store at insert */
+        char key_id[32];       /* the API key that opened it: revoking the key revokes it */
 };
 
 /* A command started through the data plane. Its output lives in the command log
@@ -284,7 +285,9 @@ struct state_store_ops {
         int (*key_list)(struct state_store *st, const char *project_id, const struct store_page *page, struct api_key **ret,
                         size_t *ret_n);
         int (*key_get)(struct state_store *st, const char *id, struct api_key *ret);
-        int (*key_delete)(struct state_store *st, const char *id);
+        /* Deletes the key and, in the same transaction, revokes (at now_ms) every attach
+         * session it opened that is not revoked yet. */
+        int (*key_delete)(struct state_store *st, const char *id, int64_t now_ms);
         /* Finds by hash and records last use. */
         int (*key_authenticate)(struct state_store *st, const char *hash, struct api_key *ret);
         int (*key_count)(struct state_store *st, int64_t *ret);

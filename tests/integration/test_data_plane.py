@@ -526,6 +526,32 @@ class Commands(DataPlaneClient, SpacedTestCase):
         events = self.all_events(self.sid, tok2, cid)
         self.assertEqual(output(events), b"before\nafter\n")
 
+    def test_revoked_key_ends_the_sessions_it_opened(self):
+        """Revoking an API key revokes the attach sessions it opened (not another key's):
+        their tokens are refused and their open streams end."""
+        _, k = self.spaced.api("POST", "/v1/keys", {"name": "opener", "role": "developer"}, expect=201)
+        _, s = self.spaced.api("POST", "/v1/sandboxes/%s/sessions" % self.sid, {}, key=k["secret"], expect=201)
+        tok = s["attach_token"]
+        other = self.session(self.sid)  # opened by the admin key: stays
+        c = self.start(self.sid, tok, cmd=["cat"], stdin=True)
+        cid = c["command_id"]
+        es = self.stream(self.sid, tok, cid, query="keepalive_s=1")
+        self.stdin(self.sid, tok, cid, raw=b"before\n")
+        self.read_until(es, lambda evs: output(evs) == b"before\n", "the first line")
+        self.spaced.api("DELETE", "/v1/keys/" + k["id"], expect=204)
+        rest = list(es)  # ends without an exit: the command goes on
+        self.assertNotIn("exit", [e.get("event") for e in rest], rest)
+        st, _ = self.spaced.request("GET", "/v1/sandboxes/%s/commands/%s" % (self.sid, cid), key=tok)
+        self.assertEqual(st, 401)
+        _, listed = self.spaced.api("GET", "/v1/sandboxes/%s/sessions" % self.sid, expect=200)
+        states = {x["session_id"]: x["state"] for x in listed["sessions"]}
+        self.assertEqual(states[s["session_id"]], "revoked")
+        self.assertEqual(states[other["session_id"]], "active")
+        tok2 = other["attach_token"]
+        self.stdin(self.sid, tok2, cid, raw=b"after\n")
+        self.close_stdin(self.sid, tok2, cid)
+        self.assertEqual(output(self.all_events(self.sid, tok2, cid)), b"before\nafter\n")
+
     # ---- stdin
 
     def test_stdin_chunks(self):

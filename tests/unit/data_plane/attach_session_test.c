@@ -46,12 +46,18 @@ static int teardown(void **state)
         return 0;
 }
 
+static void create_by(struct spaced_context *ctx, const char *sandbox_id, const char *key_id, int64_t ttl_s,
+                      struct attach_session *s, char token[ATTACH_TOKEN_SIZE])
+{
+        struct space_error err = { 0 };
+        if (attach_session_create(ctx, sandbox_id, key_id, ttl_s, s, token, &err) < 0)
+                fail_msg("create: %s", err.message);
+}
+
 static void create(struct spaced_context *ctx, const char *sandbox_id, int64_t ttl_s, struct attach_session *s,
                    char token[ATTACH_TOKEN_SIZE])
 {
-        struct space_error err = { 0 };
-        if (attach_session_create(ctx, sandbox_id, ttl_s, s, token, &err) < 0)
-                fail_msg("create: %s", err.message);
+        create_by(ctx, sandbox_id, "key-opener", ttl_s, s, token);
 }
 
 static enum space_error_code check(struct spaced_context *ctx, const char *token, const char *sandbox_id, char session_id[32])
@@ -112,7 +118,7 @@ static void test_ttl_over_the_limit(void **state)
         struct attach_session s;
         char token[ATTACH_TOKEN_SIZE];
         struct space_error err = { 0 };
-        assert_int_equal(attach_session_create(ctx, SB, 604801, &s, token, &err), -1);
+        assert_int_equal(attach_session_create(ctx, SB, "key-opener", 604801, &s, token, &err), -1);
         assert_int_equal(err.code, SPACE_E_INVALID_REQUEST);
         create(ctx, SB, 604800, &s, token);
 }
@@ -183,6 +189,37 @@ static void test_revoked_is_unauthorized(void **state)
         assert_int_equal(check(ctx, token_kept, SB, sid), SPACE_OK);
         assert_int_equal(attach_session_revoke(ctx, SB, "ses-0000000000000000", &err), -1);
         assert_int_equal(err.code, SPACE_E_NOT_FOUND);
+}
+
+/* Revoking an API key revokes, in the same transaction, the sessions that key opened and
+ * no other; the stored session names its key. */
+static void test_key_revocation_revokes_its_sessions(void **state)
+{
+        struct spaced_context *ctx = *state;
+        struct attach_session a1, a2, b;
+        char ta1[ATTACH_TOKEN_SIZE], ta2[ATTACH_TOKEN_SIZE], tb[ATTACH_TOKEN_SIZE], sid[32];
+        struct api_key ka = { .id = "key-a", .name = "a", .project_id = "default", .role = "developer" },
+                       kb = { .id = "key-b", .name = "b", .project_id = "default", .role = "developer" };
+        memset(ka.hash, 'a', 64);
+        memset(kb.hash, 'b', 64);
+        assert_int_equal(STORE(ctx, key_insert, &ka), 0);
+        assert_int_equal(STORE(ctx, key_insert, &kb), 0);
+        create_by(ctx, SB, "key-a", 0, &a1, ta1);
+        create_by(ctx, OTHER_SB, "key-a", 0, &a2, ta2);
+        create_by(ctx, SB, "key-b", 0, &b, tb);
+        struct attach_session stored;
+        assert_int_equal(STORE(ctx, session_get, a1.id, &stored), 0);
+        assert_string_equal(stored.key_id, "key-a");
+
+        assert_int_equal(STORE(ctx, key_delete, "key-a", 4242), 0);
+        assert_int_equal(check(ctx, ta1, SB, sid), SPACE_E_UNAUTHORIZED);
+        assert_int_equal(check(ctx, ta2, OTHER_SB, sid), SPACE_E_UNAUTHORIZED);
+        assert_int_equal(check(ctx, tb, SB, sid), SPACE_OK);
+        assert_int_equal(STORE(ctx, session_get, a2.id, &stored), 0);
+        assert_int_equal(stored.revoked_at_ms, 4242);
+        /* An unknown key revokes nothing and says so. */
+        assert_int_equal(STORE(ctx, key_delete, "key-never", 5000), -ENOENT);
+        assert_int_equal(check(ctx, tb, SB, sid), SPACE_OK);
 }
 
 /* Moves a session's expiry into the past, as if its ttl had run out. */
@@ -267,6 +304,7 @@ int main(void)
                 T(test_wrong_sandbox_is_forbidden),
                 T(test_bad_tokens_are_unauthorized),
                 T(test_revoked_is_unauthorized),
+                T(test_key_revocation_revokes_its_sessions),
                 T(test_expired_is_unauthorized),
                 T(test_renew),
                 T(test_survives_reopening_the_store),

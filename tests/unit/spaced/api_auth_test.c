@@ -117,7 +117,7 @@ static void test_check_refuses(void **state)
         /* A deleted key stops working at once. */
         snprintf(header, sizeof(header), "Bearer %s", secret);
         assert_int_equal(api_auth_check(ctx, header, &who, &err), 0);
-        assert_int_equal(ctx->store.ops->key_delete(ctx->store.st, k.id), 0);
+        assert_int_equal(ctx->store.ops->key_delete(ctx->store.st, k.id, 1), 0);
         assert_int_equal(api_auth_check(ctx, header, &who, &err), -1);
         assert_int_equal(err.code, SPACE_E_UNAUTHORIZED);
 }

@@ -214,9 +214,9 @@ static void test_key_delete(void **state)
         struct state_store *st = *state;
         struct api_key a = key("key-del", "ci", '1', 1);
         assert_int_equal(ops->key_insert(st, &a), 0);
-        assert_int_equal(ops->key_delete(st, "key-del"), 0);
-        assert_int_equal(ops->key_delete(st, "key-del"), -ENOENT);
-        assert_int_equal(ops->key_delete(st, "key-never"), -ENOENT);
+        assert_int_equal(ops->key_delete(st, "key-del", 1), 0);
+        assert_int_equal(ops->key_delete(st, "key-del", 1), -ENOENT);
+        assert_int_equal(ops->key_delete(st, "key-never", 1), -ENOENT);
         struct api_key got;
         assert_int_equal(ops->key_authenticate(st, a.hash, &got), -ENOENT);
         int64_t count = -1;
