@@ -88,7 +88,7 @@ static const struct route {
         { "GET", { "v1", "keys" }, route_key_list, API_AUTH_CONTROL, API_BODY_ANY, PERM_KEY_READ, "key.list", q_project_page },
         { "POST", { "v1", "keys" }, route_key_create, API_AUTH_CONTROL, API_BODY_ANY, PERM_KEY_WRITE, "key.create", q_none },
         { "DELETE", { "v1", "keys", "*" }, route_key_delete, API_AUTH_CONTROL, API_BODY_NONE, PERM_KEY_WRITE, "key.delete", q_none },
-        { "GET", { "v1", "projects" }, route_project_list, API_AUTH_CONTROL, API_BODY_ANY, PERM_PLATFORM, "project.list", q_none },
+        { "GET", { "v1", "projects" }, route_project_list, API_AUTH_CONTROL, API_BODY_ANY, PERM_PLATFORM, "project.list", q_page },
         { "POST", { "v1", "projects" }, route_project_create, API_AUTH_CONTROL, API_BODY_ANY, PERM_PLATFORM, "project.create", q_none },
         { "GET", { "v1", "projects", "*" }, route_project_get, API_AUTH_CONTROL, API_BODY_ANY, PERM_PROJECT_READ, "project.get", q_none },
         { "GET", { "v1", "sandboxes", "*", "files" }, route_file_download, API_AUTH_DATA, API_BODY_ANY, 0, "file.download", q_file },

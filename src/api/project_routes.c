@@ -2,6 +2,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "api/api_cursor.h"
 #include "api/api_json.h"
 #include "api/api_render.h"
 #include "api/api_routes.h"
@@ -42,14 +43,19 @@ void route_project_list(struct api_request *req, struct api_response *resp)
 {
         struct space_error err = { 0 };
         struct project *all = NULL;
+        struct api_page page;
         size_t n = 0;
-        if (project_service_list(req->ctx, &req->principal, &all, &n, &err) < 0)
+        if (api_cursor_parse(req, "projects", &page, &err) < 0 ||
+            project_service_list(req->ctx, &req->principal, &page.store, &all, &n, &err) < 0)
                 return api_response_error(resp, &err);
+        size_t shown = api_page_rows(&page, n);
         json_t *arr = json_array();
-        for (size_t i = 0; i < n; i++)
+        for (size_t i = 0; i < shown; i++)
                 json_array_append_new(arr, render_project(&all[i]));
+        json_t *next =
+                shown ? api_cursor_next(&page, "projects", n, all[shown - 1].created_at_ms, all[shown - 1].id) : json_null();
         free(all);
-        api_response_json(resp, 200, json_pack("{s:o}", "projects", arr));
+        api_response_json(resp, 200, json_pack("{s:o, s:o}", "projects", arr, "next_cursor", next));
 }
 
 void route_project_get(struct api_request *req, struct api_response *resp)

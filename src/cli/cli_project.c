@@ -56,7 +56,7 @@ static int cli_project_ls(struct cli *cli, int argc, char **argv)
         if (r != CLI_CONTINUE)
                 return r;
         http_path_init(&path, "/v1/projects");
-        if (cli_request(cli, "GET", &path, NULL, CLI_REQUEST_TIMEOUT_S, NULL, &answer) < 0)
+        if (cli_request_list(cli, &path, "projects", &answer) < 0)
                 return CLI_EXIT_FAILURE;
         return cli_output_show_list(cli->json, answer, "projects", project_columns, ARRAY_SIZE(project_columns));
 }

@@ -44,18 +44,9 @@ int project_service_get(struct spaced_context *ctx, const struct principal *p, c
         return r < 0 ? space_error_errno(err, r, "load project %s", id) : 0;
 }
 
-int project_service_list(struct spaced_context *ctx, const struct principal *p, struct project **ret, size_t *ret_n,
-                         struct space_error *err)
+int project_service_list(struct spaced_context *ctx, const struct principal *p, const struct store_page *page,
+                         struct project **ret, size_t *ret_n, struct space_error *err)
 {
-        struct project *all = NULL;
-        size_t n = 0, kept = 0;
-        int r = STORE(ctx, project_list, &all, &n);
-        if (r < 0)
-                return space_error_errno(err, r, "list projects");
-        for (size_t i = 0; i < n; i++)
-                if (principal_sees_project(p, all[i].id))
-                        all[kept++] = all[i];
-        *ret = all;
-        *ret_n = kept;
-        return 0;
+        int r = STORE(ctx, project_list, principal_list_project(p), page, ret, ret_n);
+        return r < 0 ? space_error_errno(err, r, "list projects") : 0;
 }

@@ -15,6 +15,6 @@ int project_service_create(struct spaced_context *ctx, const char *id, struct pr
 /* not_found ("project <id> not found") when unknown or not p's (an admin sees all). */
 int project_service_get(struct spaced_context *ctx, const struct principal *p, const char *id, struct project *ret,
                         struct space_error *err);
-/* The projects p sees. */
-int project_service_list(struct spaced_context *ctx, const struct principal *p, struct project **ret, size_t *ret_n,
-                         struct space_error *err);
+/* The projects p sees, one page of them (page NULL: all), oldest first. */
+int project_service_list(struct spaced_context *ctx, const struct principal *p, const struct store_page *page,
+                         struct project **ret, size_t *ret_n, struct space_error *err);

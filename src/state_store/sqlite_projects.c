@@ -39,13 +39,21 @@ int sqlite_project_get(struct state_store *st, const char *id, struct project *r
         return r;
 }
 
-int sqlite_project_list(struct state_store *st, struct project **ret, size_t *ret_n)
+int sqlite_project_list(struct state_store *st, const char *project_id, const struct store_page *page, struct project **ret,
+                        size_t *ret_n)
 {
         sqlite3_stmt *s;
         pthread_mutex_lock(&st->lock);
-        int r = sq_prepare(st, "SELECT id, created_at FROM projects ORDER BY created_at, id", &s);
-        if (r == 0)
+        int r = sq_prepare(st,
+                           "SELECT id, created_at FROM projects WHERE (?1 IS NULL OR id = ?1) AND " SQ_PAGE_AFTER(
+                                   "created_at, id", ">") " ORDER BY created_at, id" SQ_PAGE_LIMIT,
+                           &s);
+        if (r == 0) {
+                if (project_id)
+                        sq_bind_text(s, 1, project_id);
+                sq_bind_page(s, page);
                 r = sq_collect(s, sizeof(struct project), project_row, NULL, (void **)ret, ret_n);
+        }
         pthread_mutex_unlock(&st->lock);
         return r;
 }

@@ -295,7 +295,9 @@ struct state_store_ops {
         /* -EEXIST when the id is taken. */
         int (*project_insert)(struct state_store *st, const struct project *p);
         int (*project_get)(struct state_store *st, const char *id, struct project *ret);
-        int (*project_list)(struct state_store *st, struct project **ret, size_t *ret_n);
+        /* project_id NULL: all; else only that one. Oldest first. */
+        int (*project_list)(struct state_store *st, const char *project_id, const struct store_page *page, struct project **ret,
+                            size_t *ret_n);
 
         int (*session_insert)(struct state_store *st, const struct attach_session *s);
         int (*session_get)(struct state_store *st, const char *id, struct attach_session *ret);

@@ -151,6 +151,18 @@ class Tenancy(SpacedTestCase):
         self.assertEqual((st, body["error"]["code"]), (403, "forbidden"))
         _, d = sp.api("GET", "/v1/projects", expect=200)
         self.assertTrue({"default", "ta", "tb"} <= {p["id"] for p in d["projects"]})
+        # paged like every list: one at a time, oldest first, every project once
+        seen, cursor = [], None
+        while True:
+            _, page = sp.api("GET", "/v1/projects?limit=1" + ("&cursor=" + cursor if cursor else ""), expect=200)
+            self.assertLessEqual(len(page["projects"]), 1)
+            seen += [p["id"] for p in page["projects"]]
+            cursor = page["next_cursor"]
+            if cursor is None:
+                break
+        self.assertEqual(seen, [p["id"] for p in d["projects"]])
+        self.assertEqual(sp.request("GET", "/v1/projects?limit=0")[0], 400)
+        self.assertEqual(sp.request("GET", "/v1/projects?cursor=garbage")[0], 400)
 
     def test_children_inherit_the_project(self):
         sp = self.spaced

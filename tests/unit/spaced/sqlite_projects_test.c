@@ -56,8 +56,30 @@ static void test_project_verbs(void **state)
         assert_int_equal(ops->project_get(st, "team-b", &got), -ENOENT);
         struct project *all = NULL;
         size_t n = 0;
-        assert_int_equal(ops->project_list(st, &all, &n), 0);
+        assert_int_equal(ops->project_list(st, NULL, NULL, &all, &n), 0);
         assert_int_equal(n, 2);
+        assert_string_equal(all[0].id, "team-a"); /* oldest first: made at 5 ms */
+        assert_string_equal(all[1].id, PROJECT_DEFAULT);
+        free(all);
+        /* One project's only; pages in (created_at, id) order. */
+        assert_int_equal(ops->project_list(st, "team-a", NULL, &all, &n), 0);
+        assert_int_equal(n, 1);
+        assert_string_equal(all[0].id, "team-a");
+        free(all);
+        struct store_page page = { .limit = 1 };
+        assert_int_equal(ops->project_list(st, NULL, &page, &all, &n), 0);
+        assert_int_equal(n, 1);
+        assert_string_equal(all[0].id, "team-a");
+        page.after_ms = all[0].created_at_ms;
+        page.after_id = "team-a";
+        free(all);
+        assert_int_equal(ops->project_list(st, NULL, &page, &all, &n), 0);
+        assert_int_equal(n, 1);
+        assert_string_equal(all[0].id, PROJECT_DEFAULT);
+        free(all);
+        page.after_ms = INT64_MAX;
+        assert_int_equal(ops->project_list(st, NULL, &page, &all, &n), 0);
+        assert_int_equal(n, 0);
         free(all);
 }
 
