@@ -365,7 +365,7 @@ static void test_upload_to_memory(void **state)
         char p[256], buf[16] = "";
 
         if (!have_tmpfs)
-                skip();
+                agent_test_skip("no tmpfs could be mounted for the memory-backed target");
         int fd = agent_test_connect();
         send_file_request(fd, AGENT_MSG_FILE_CREATE, "/mem/inband", NULL);
         agent_test_read(fd, &r);
@@ -497,5 +497,5 @@ int main(int argc, char **argv)
                 cmocka_unit_test(test_watch_streams_events),
                 cmocka_unit_test(test_random_requests),
         };
-        return cmocka_run_group_tests(tests, group_setup, group_teardown);
+        return agent_test_exit(cmocka_run_group_tests(tests, group_setup, group_teardown));
 }

@@ -511,10 +511,10 @@ static void test_user(void **state)
         struct stat st;
 
         if (geteuid() != 0)
-                skip();
+                agent_test_skip("switching users needs root");
         struct passwd *pw = getpwnam("nobody");
         if (!pw)
-                skip();
+                agent_test_skip("no user nobody on this host");
         const char *cwd = stat(pw->pw_dir, &st) == 0 && S_ISDIR(st.st_mode) ? pw->pw_dir : "/";
         snprintf(expected, sizeof expected, "%u\n%u\n%s\n%s nobody\n", (unsigned)pw->pw_uid, (unsigned)pw->pw_gid, cwd,
                  pw->pw_dir);
@@ -763,5 +763,5 @@ int main(int argc, char **argv)
                 cmocka_unit_test(test_requests_on_channel),
                 cmocka_unit_test(test_resubscribe_same_channel),
         };
-        return cmocka_run_group_tests(tests, agent_test_setup, agent_test_teardown);
+        return agent_test_exit(cmocka_run_group_tests(tests, agent_test_setup, agent_test_teardown));
 }

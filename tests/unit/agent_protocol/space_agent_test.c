@@ -473,7 +473,7 @@ static void test_orphans_reaped(void **state)
         snprintf(path, sizeof path, "/proc/%d/task/%d/children", agent_test.pid, agent_test.pid);
         int fd = open(path, O_RDONLY | O_CLOEXEC);
         if (fd < 0)
-                skip();
+                agent_test_skip("this kernel has no /proc/PID/task/TID/children");
         ssize_t n = read(fd, buf, sizeof buf - 1);
         close(fd);
         buf[n > 0 ? n : 0] = '\0';
@@ -498,7 +498,7 @@ static void test_report_rss(void **state)
 {
         long kib = agent_test_rss_kib(agent_test.pid);
         if (kib < 0)
-                skip();
+                agent_test_skip("the agent's VmRSS is unreadable");
         print_message("space-agent VmRSS: %ld kB\n", kib);
 }
 
@@ -528,5 +528,5 @@ int main(int argc, char **argv)
                 cmocka_unit_test(test_orphans_reaped),
                 cmocka_unit_test(test_report_rss),
         };
-        return cmocka_run_group_tests(tests, agent_test_setup, agent_test_teardown);
+        return agent_test_exit(cmocka_run_group_tests(tests, agent_test_setup, agent_test_teardown));
 }
