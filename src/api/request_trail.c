@@ -9,6 +9,7 @@
 
 #include "api/api_json.h"
 #include "spaced/log.h"
+#include "spaced/metrics.h"
 #include "spaced/spaced_context.h"
 #include "spaced/wallclock.h"
 
@@ -111,6 +112,7 @@ void request_trail_finish(struct request_trail *t, struct spaced_context *ctx, b
                  t->door, t->id, LOG_ESC(t->method), LOG_ESC(t->path), t->status, (unsigned long long)atomic_load(&t->bytes),
                  (long long)(monotonic_now_us() - t->started_us), t->key_id[0] ? t->key_id : "-", t->source,
                  completed ? "" : " completed=false");
+        metrics_http_request(ctx->metrics, t->door, t->action, t->status, monotonic_now_us() - t->started_us);
         if (request_trail_audited(t->mutating, t->status))
                 write_audit(t, ctx);
 }

@@ -9,6 +9,7 @@
 #include <time.h>
 
 #include "data_plane/command_channels.h"
+#include "spaced/metrics.h"
 #include "spaced/spaced_context.h"
 #include "spaced/wallclock.h"
 
@@ -43,6 +44,7 @@ int command_follower_new(struct spaced_context *ctx, const char *sandbox_id, con
         f->client_fd = client_fd;
         f->sink = sink;
         f->cls = cls;
+        metrics_stream(ctx->metrics, "command_events", 1);
         *ret = f;
         return 0;
 }
@@ -52,6 +54,7 @@ void command_follower_free(struct command_follower *f)
         if (!f)
                 return;
         command_log_reader_close(f->reader);
+        metrics_stream(f->ctx->metrics, "command_events", -1);
         free(f);
 }
 

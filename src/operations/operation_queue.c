@@ -9,6 +9,7 @@
 
 #include "spaced/fault_point.h"
 #include "spaced/log.h"
+#include "spaced/metrics.h"
 #include "spaced/spaced_context.h"
 #include "spaced/wallclock.h"
 
@@ -145,6 +146,8 @@ static void run_one(struct operation_queue *q, const char *id)
                          (long long)(monotonic_now_us() - t0));
         }
         store_update(ctx, &op); /* logged; a row left running is re-run at the next start */
+        metrics_operation_ended(ctx->metrics, op.kind, r >= 0, (op.started_at_ms - op.created_at_ms) * 1000,
+                                monotonic_now_us() - t0);
 }
 
 /* The first queued item whose target is idle, taken off the queue and marked running by

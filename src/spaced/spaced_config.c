@@ -63,6 +63,8 @@ static const char usage[] =
         "  --sandbox-disk-mb N    disk limit of a sandbox that does not ask for one [10240]\n"
         "  --sandbox-disk-max-mb N  largest disk_mb a create may ask for [1048576]\n"
         "  --e2b-listen ADDR:PORT also serve the E2B API and envd protocol there [off; env SPACE_E2B_LISTEN]\n"
+        "  --metrics-listen ADDR:PORT  also serve /metrics there, without a key (the operator's network)\n"
+        "                         [off; on --listen it needs an admin key]\n"
         "  --e2b-templates MAP    E2B template ids to space templates, id=name|fallback,...\n"
         "                         (the first ready name is used) [base=python|busybox]\n"
         "  -h, --help             show this help\n"
@@ -162,6 +164,10 @@ static int apply(struct spaced_config *cfg, const char *key, const char *v)
                 if (parse_listen(v, cfg->e2b_listen_addr, sizeof(cfg->e2b_listen_addr), &cfg->e2b_listen_port) < 0)
                         goto bad;
                 cfg->e2b_enabled = true;
+        } else if (strcmp(key, "metrics-listen") == 0) {
+                if (parse_listen(v, cfg->metrics_listen_addr, sizeof(cfg->metrics_listen_addr), &cfg->metrics_listen_port) < 0)
+                        goto bad;
+                cfg->metrics_listen_enabled = true;
         } else if (strcmp(key, "e2b-templates") == 0) {
                 if (strlen(v) >= sizeof(cfg->e2b_templates) || !template_map_ok(v))
                         goto bad;
@@ -433,6 +439,7 @@ int spaced_config_load(struct spaced_config *cfg, int argc, char **argv)
                 { "sandbox-disk-max-mb", required_argument, NULL, 0 },
                 { "e2b-listen", required_argument, NULL, 0 },
                 { "e2b-templates", required_argument, NULL, 0 },
+                { "metrics-listen", required_argument, NULL, 0 },
                 { "header-timeout", required_argument, NULL, 0 },
                 { "idle-timeout", required_argument, NULL, 0 },
                 { "max-connections", required_argument, NULL, 0 },

@@ -12,6 +12,8 @@
 #include "storage/btrfs_pool.h"
 #include "storage/pool_health.h"
 
+struct metrics;
+
 struct operation_queue;
 struct command_channels;
 
@@ -65,6 +67,10 @@ struct spaced_config {
         char e2b_listen_addr[64];
         uint16_t e2b_listen_port;
         char e2b_templates[512]; /* "e2bid=space_template,..." */
+        /* /metrics without a key on a listener of its own: off unless --metrics-listen */
+        bool metrics_listen_enabled;
+        char metrics_listen_addr[64];
+        uint16_t metrics_listen_port;
 };
 
 struct spaced_context {
@@ -75,6 +81,7 @@ struct spaced_context {
         struct operation_queue *queue;
         struct command_channels *channels; /* data plane: per-sandbox output channels */
         struct pool_monitor pool_health;   /* the latest check of the pool (controller) */
+        struct metrics *metrics;           /* counters for /metrics (spaced/metrics.h); NULL: none kept */
         atomic_bool shutting_down;
 };
 

@@ -20,6 +20,7 @@
 #include "data_plane/command_channels.h"
 #include "api/api_auth.h"
 #include "api/http_listener.h"
+#include "api/metrics_http.h"
 #include "api/http_server.h"
 #include "cleanup.h"
 #include "controller/reconciler.h"
@@ -30,6 +31,7 @@
 #include "runtime/runtime_registry.h"
 #include "spaced/instance_id.h"
 #include "spaced/log.h"
+#include "spaced/metrics.h"
 #include "spaced/spaced_config.h"
 #include "spaced/spaced_context.h"
 #include "spaced/state_dir.h"
@@ -205,6 +207,17 @@ int main(int argc, char **argv)
         if (ctx.cfg.e2b_enabled &&
             (e2b_fd = http_listener_bind(ctx.cfg.e2b_listen_addr, ctx.cfg.e2b_listen_port, reason, sizeof(reason))) < 0)
                 return fail("spaced.listen", "E2B front door: %s", reason);
+        int metrics_fd = -1;
+        if (ctx.cfg.metrics_listen_enabled &&
+            (ctx.cfg.metrics_listen_port == ctx.cfg.listen_port ||
+             (ctx.cfg.e2b_enabled && ctx.cfg.metrics_listen_port == ctx.cfg.e2b_listen_port)))
+                return fail("spaced.listen", "--metrics-listen needs a port of its own, not %u", ctx.cfg.metrics_listen_port);
+        if (ctx.cfg.metrics_listen_enabled &&
+            (metrics_fd = http_listener_bind(ctx.cfg.metrics_listen_addr, ctx.cfg.metrics_listen_port, reason, sizeof(reason))) <
+                    0)
+                return fail("spaced.listen", "metrics: %s", reason);
+        if ((r = metrics_new(&ctx.metrics)) < 0)
+                return fail("spaced.metrics", "%s", strerror(-r));
 
         snprintf(path, sizeof(path), "%s/state.db", ctx.cfg.state_dir);
         ctx.store.ops = &state_store_sqlite;
@@ -263,6 +276,12 @@ int main(int argc, char **argv)
         struct e2b_server *e2b = NULL;
         if (ctx.cfg.e2b_enabled && e2b_server_start(&ctx, e2b_fd, &e2b, reason, sizeof(reason)) < 0)
                 return fail("spaced.listen", "%s", reason);
+        struct metrics_listener *metrics = NULL;
+        if (metrics_fd >= 0 && metrics_listener_start(&ctx, metrics_fd, &metrics, reason, sizeof(reason)) < 0)
+                return fail("spaced.listen", "%s", reason);
+        if (metrics)
+                log_info("spaced.metrics_ready", "url=http://%s:%u/metrics", ctx.cfg.metrics_listen_addr,
+                         ctx.cfg.metrics_listen_port);
         if (e2b)
                 log_info("spaced.e2b_ready", "url=http://%s:%u", ctx.cfg.e2b_listen_addr, ctx.cfg.e2b_listen_port);
         struct reconciler *controller = NULL;
@@ -288,16 +307,21 @@ int main(int argc, char **argv)
         atomic_store(&ctx.shutting_down, true);
         http_server_quiesce(http);
         e2b_server_quiesce(e2b);
+        metrics_listener_quiesce(metrics);
         command_channels_free(ctx.channels);
         reconciler_free(controller);
         snapshot_sizer_free(sizer);
         operation_queue_free(ctx.queue);
-        for (int i = 0; i < 100 && http_server_connections(http) + e2b_server_connections(e2b) > 0; i++)
+        for (int i = 0;
+             i < 100 && http_server_connections(http) + e2b_server_connections(e2b) + metrics_listener_connections(metrics) > 0;
+             i++)
                 usleep(50 * 1000);
-        bool drained = http_server_connections(http) + e2b_server_connections(e2b) == 0;
+        bool drained = http_server_connections(http) + e2b_server_connections(e2b) + metrics_listener_connections(metrics) == 0;
         if (drained) {
                 http_server_free(http);
                 e2b_server_free(e2b);
+                metrics_listener_free(metrics);
+                metrics_free(ctx.metrics);
         }
         release_pool(&ctx);
         ctx.store.ops->close(ctx.store.st);

@@ -211,6 +211,14 @@ struct sandbox_settlement {
         const struct operation *op;   /* its final state, error, finished_at and result; or NULL */
 };
 
+/* How many rows share two values (metrics): sandboxes by state and runtime, unfinished
+ * operations by kind and state. */
+struct store_tally {
+        char a[32];
+        char b[32];
+        int64_t n;
+};
+
 struct state_store_ops {
         const char *name;
         int (*open)(const char *location, struct state_store **ret);
@@ -317,6 +325,10 @@ struct state_store_ops {
         /* sandbox_id NULL: all; unfinished_only: starting + running. Oldest first. */
         int (*command_list)(struct state_store *st, const char *sandbox_id, bool unfinished_only, const struct store_page *page,
                             struct command_record **ret, size_t *ret_n);
+
+        /* Sandboxes not destroyed, by (state, runtime); unfinished operations by (kind, state). */
+        int (*sandbox_tally)(struct state_store *st, struct store_tally **ret, size_t *ret_n);
+        int (*operation_tally)(struct state_store *st, struct store_tally **ret, size_t *ret_n);
 
         /* The audit log is append-only: rows are inserted, listed, and purged by age. */
         int (*audit_insert)(struct state_store *st, const struct audit_record *a);
