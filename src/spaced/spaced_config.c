@@ -20,6 +20,8 @@ static const char usage[] =
         "  --unix-socket PATH     also serve the API on a unix socket [off]\n"
         "  --config FILE          read `key = value` lines (keys as these flags, no dashes)\n"
         "  --log-level LEVEL      debug|info|warn|error [info; env SPACE_LOG_LEVEL]\n"
+        "  --log-format FORMAT    text (key=value) or json (one object per line) [text; env SPACE_LOG_FORMAT]\n"
+        "                         (SIGHUP re-reads --config, env and flags: level and format change at once)\n"
         "  --pool-size SIZE       size of the btrfs pool image when the state dir is not btrfs\n"
         "                         [20G; suffixes K M G T]; a new image is made no larger than its\n"
         "                         filesystem can hold: the default is capped, an explicit size refused\n"
@@ -178,6 +180,11 @@ static int apply(struct spaced_config *cfg, const char *key, const char *v)
                 if (log_parse_level(v, &lvl) < 0)
                         goto bad;
                 cfg->log_level = (int)lvl;
+        } else if (strcmp(key, "log-format") == 0) {
+                enum log_format fmt;
+                if (log_parse_format(v, &fmt) < 0)
+                        goto bad;
+                cfg->log_format = (int)fmt;
         } else if (strcmp(key, "pool-size") == 0) {
                 if (parse_size(v, &n) < 0 || n < (256ULL << 20) || n > (1ULL << 50))
                         goto bad;
@@ -439,6 +446,7 @@ int spaced_config_load(struct spaced_config *cfg, int argc, char **argv)
                 { "sandbox-disk-max-mb", required_argument, NULL, 0 },
                 { "e2b-listen", required_argument, NULL, 0 },
                 { "e2b-templates", required_argument, NULL, 0 },
+                { "log-format", required_argument, NULL, 0 },
                 { "metrics-listen", required_argument, NULL, 0 },
                 { "header-timeout", required_argument, NULL, 0 },
                 { "idle-timeout", required_argument, NULL, 0 },
@@ -478,6 +486,7 @@ int spaced_config_load(struct spaced_config *cfg, int argc, char **argv)
         } envs[] = { { "SPACE_STATE_DIR", "state-dir" },
                      { "SPACE_LISTEN", "listen" },
                      { "SPACE_LOG_LEVEL", "log-level" },
+                     { "SPACE_LOG_FORMAT", "log-format" },
                      { "SPACE_E2B_LISTEN", "e2b-listen" } };
         for (size_t i = 0; i < sizeof(envs) / sizeof(envs[0]); i++) {
                 const char *v = getenv(envs[i].env);

@@ -48,6 +48,7 @@ struct spaced_config {
         unsigned http_max_unauthenticated; /* per listener; < http_max_connections */
         int workers;
         int log_level;
+        int log_format; /* enum log_format */
         /* server default rolling snapshot policy for sandboxes that do not set one */
         int64_t rolling_interval_s; /* 0: off */
         int64_t rolling_retain_s;

@@ -32,6 +32,8 @@
 #include "spaced/instance_id.h"
 #include "spaced/log.h"
 #include "spaced/metrics.h"
+#include "spaced/sd_notify.h"
+#include "spaced/wallclock.h"
 #include "spaced/spaced_config.h"
 #include "spaced/spaced_context.h"
 #include "spaced/state_dir.h"
@@ -153,6 +155,28 @@ static void release_pool(struct spaced_context *ctx)
                 log_info("pool.unmounted", "pool=%s", ctx->pool.root);
 }
 
+/* SIGHUP: the settings are read again (--config file, environment, flags) and those that can
+ * change while running (log level and format) take effect; the rest wait for a restart. */
+static void reload_config(struct spaced_context *ctx, int argc, char **argv)
+{
+        struct spaced_config *fresh = calloc(1, sizeof(*fresh));
+        if (!fresh || spaced_config_load(fresh, argc, argv) != 0) {
+                log_error("spaced.reload_failed",
+                          "note=\"the settings could not be read (the line above says why); nothing changed\"");
+                free(fresh);
+                return;
+        }
+        /* The line saying so is in the new format, at the level in force until now. */
+        ctx->cfg.log_format = fresh->log_format;
+        log_set_format((enum log_format)fresh->log_format);
+        static const char *const levels[] = { "debug", "info", "warn", "error" };
+        log_info("spaced.reloaded", "log_level=%s log_format=%s note=\"other settings take effect at a restart\"",
+                 levels[fresh->log_level & 3], fresh->log_format == LOG_FORMAT_JSON ? "json" : "text");
+        ctx->cfg.log_level = fresh->log_level;
+        log_set_level((enum log_level)fresh->log_level);
+        free(fresh);
+}
+
 int main(int argc, char **argv)
 {
         static struct spaced_context ctx;
@@ -162,6 +186,7 @@ int main(int argc, char **argv)
         if (r != 0)
                 return r > 0 ? EXIT_SUCCESS : 2;
         log_set_level((enum log_level)ctx.cfg.log_level);
+        log_set_format((enum log_format)ctx.cfg.log_format);
         /* One thread per HTTP connection (event streams stay open for hours): glibc would give
          * them up to 8 arenas per core, each keeping freed memory; two serve them as well.
          * And a fixed mmap threshold: glibc raises it after big buffers are freed (streamed
@@ -297,13 +322,24 @@ int main(int argc, char **argv)
         printf("spaced %s listening on http://%s:%u\nadmin key: %s/admin.key\n", SPACE_VERSION, ctx.cfg.listen_addr,
                ctx.cfg.listen_port, ctx.cfg.state_dir);
         fflush(stdout);
+        char status[160];
+        snprintf(status, sizeof(status), "READY=1\nSTATUS=listening on http://%s:%u\nMAINPID=%ld", ctx.cfg.listen_addr,
+                 ctx.cfg.listen_port, (long)getpid());
+        if ((r = sd_notify_send(status)) < 0)
+                log_warn("spaced.notify_failed", "error=\"%s\" note=\"$NOTIFY_SOCKET could not be told\"", strerror(-r));
 
         int sig = 0;
-        while (sigwait(&sigs, &sig) == 0 && sig == SIGHUP)
-                log_info("spaced.sighup", "note=\"configuration reload is not supported; restart spaced\"");
+        while (sigwait(&sigs, &sig) == 0 && sig == SIGHUP) {
+                char reloading[64];
+                snprintf(reloading, sizeof(reloading), "RELOADING=1\nMONOTONIC_USEC=%lld", (long long)monotonic_now_us());
+                sd_notify_send(reloading);
+                reload_config(&ctx, argc, argv);
+                sd_notify_send("READY=1");
+        }
 
         /* Graceful stop: no new work, let running operations finish, leave sandboxes running. */
         log_info("spaced.stopping", "signal=%d", sig);
+        sd_notify_send("STOPPING=1");
         atomic_store(&ctx.shutting_down, true);
         http_server_quiesce(http);
         e2b_server_quiesce(e2b);

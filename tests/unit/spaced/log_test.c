@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <cmocka.h>
+#include <jansson.h>
 
 #include "spaced/log.h"
 
@@ -86,13 +87,69 @@ static void test_event_is_one_line(void **state)
         assert_non_null(strstr(text, "event=test.event raw=a b c quoted=\"x\\\"y\\x0az\"\n"));
 }
 
+static void test_fields_json(void **state)
+{
+        char out[512];
+        assert_int_equal(log_fields_json("a=1 b=-7 c=007 d=x1 e=\"q \\\" \\\\ \\x0a\\xff\" f=", out, sizeof(out)), 0);
+        assert_string_equal(out, "\"a\":1,\"b\":-7,\"c\":\"007\",\"d\":\"x1\",\"e\":\"q \\\" \\\\ \\u000a\\u00ff\",\"f\":\"\"");
+        assert_int_equal(log_fields_json("", out, sizeof(out)), 0);
+        assert_string_equal(out, "");
+        /* not key=value text */
+        assert_int_equal(log_fields_json("free text", out, sizeof(out)), -1);
+        assert_int_equal(log_fields_json("a=\"unterminated", out, sizeof(out)), -1);
+        assert_int_equal(log_fields_json("A=1", out, sizeof(out)), -1);
+        assert_int_equal(log_fields_json("a=1  b=2", out, sizeof(out)), -1);
+}
+
+/* In JSON format every line is one object a JSON parser reads, whatever the values held. */
+static void test_json_lines_parse(void **state)
+{
+        char path[] = "/tmp/space-log-test-XXXXXX";
+        int fd = mkstemp(path);
+        assert_true(fd >= 0);
+        fflush(stderr);
+        int saved = dup(2);
+        dup2(fd, 2);
+        log_set_format(LOG_FORMAT_JSON);
+        log_event(LOG_INFO, "test.json", "n=%d quoted=\"%s\" raw=%s", 42, LOG_ESC("x\"y\nz\\\xc3\xa9\"}"), "a\"b{");
+        log_event(LOG_WARN, "test.text", "not key value at all \"");
+        log_set_format(LOG_FORMAT_TEXT);
+        fflush(stderr);
+        dup2(saved, 2);
+        close(saved);
+        char text[2048] = "";
+        ssize_t n = pread(fd, text, sizeof(text) - 1, 0);
+        close(fd);
+        unlink(path);
+        assert_true(n > 0);
+        text[n] = '\0';
+        char *second = strchr(text, '\n');
+        assert_non_null(second);
+        *second++ = '\0';
+        json_error_t jerr;
+        json_t *a = json_loads(text, 0, &jerr);
+        if (!a)
+                fail_msg("not JSON: %s (%s)", text, jerr.text);
+        assert_string_equal(json_string_value(json_object_get(a, "event")), "test.json");
+        assert_string_equal(json_string_value(json_object_get(a, "level")), "info");
+        assert_int_equal(json_integer_value(json_object_get(a, "n")), 42);
+        assert_string_equal(json_string_value(json_object_get(a, "quoted")), "x\"y\nz\\\u00c3\u00a9\"}");
+        assert_string_equal(json_string_value(json_object_get(a, "raw")), "a\"b{");
+        assert_non_null(json_string_value(json_object_get(a, "ts")));
+        json_decref(a);
+        json_t *b = json_loads(second, JSON_DISABLE_EOF_CHECK, &jerr);
+        if (!b)
+                fail_msg("not JSON: %s (%s)", second, jerr.text);
+        assert_string_equal(json_string_value(json_object_get(b, "text")), "not key value at all \"");
+        json_decref(b);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
-                cmocka_unit_test(test_escape),
-                cmocka_unit_test(test_escape_forgery),
-                cmocka_unit_test(test_escape_cut),
-                cmocka_unit_test(test_event_is_one_line),
+                cmocka_unit_test(test_escape),      cmocka_unit_test(test_escape_forgery),
+                cmocka_unit_test(test_escape_cut),  cmocka_unit_test(test_event_is_one_line),
+                cmocka_unit_test(test_fields_json), cmocka_unit_test(test_json_lines_parse),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
