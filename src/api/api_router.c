@@ -43,6 +43,7 @@ static const struct route {
         const char *const *query; /* the query parameters it accepts */
 } routes[] = {
         { "GET", { "v1", "health" }, route_health, API_AUTH_NONE, API_BODY_ANY, 0, "health.get", q_none },
+        { "GET", { "v1", "ready" }, route_ready, API_AUTH_NONE, API_BODY_ANY, 0, "ready.get", q_none },
         { "GET", { "metrics" }, route_metrics, API_AUTH_CONTROL, API_BODY_ANY, PERM_PLATFORM, "metrics.get", q_none },
         { "GET", { "v1", "version" }, route_version, API_AUTH_CONTROL, API_BODY_ANY, PERM_SERVER_READ, "version.get", q_none },
         { "GET", { "v1", "sandboxes" }, route_sandbox_list, API_AUTH_CONTROL, API_BODY_ANY, PERM_SANDBOX_READ, "sandbox.list", q_sandbox_list },

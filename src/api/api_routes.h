@@ -49,6 +49,7 @@ json_t *api_sandbox_json(struct spaced_context *ctx, const struct sandbox *sb);
 int api_load_sandbox(struct api_request *req, struct sandbox *ret, struct space_error *err);
 
 void route_health(struct api_request *req, struct api_response *resp);
+void route_ready(struct api_request *req, struct api_response *resp);
 void route_version(struct api_request *req, struct api_response *resp);
 void route_sandbox_create(struct api_request *req, struct api_response *resp);
 void route_sandbox_list(struct api_request *req, struct api_response *resp);

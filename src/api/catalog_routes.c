@@ -1,4 +1,4 @@
-/* /v1/templates, /v1/operations, /v1/keys, /v1/health, /v1/version. */
+/* /v1/templates, /v1/operations, /v1/keys, /v1/version. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -39,28 +39,6 @@ static void store_failure(struct api_response *resp, int r, const char *what, co
         else
                 space_error_errno(&err, r, "read %s %s", what, name);
         api_response_error(resp, &err);
-}
-
-/* ok, degraded (the pool is low on space: new sandboxes are refused) or failed (the pool
- * cannot take writes); 503 when failed, so that an orchestrator's probe notices. */
-void route_health(struct api_request *req, struct api_response *resp)
-{
-        struct pool_health h;
-        pool_monitor_get(&req->ctx->pool_health, &h);
-        const char *status = h.condition == POOL_OK ? "ok" : h.condition == POOL_LOW_SPACE ? "degraded" : "failed";
-        json_t *pool = json_pack("{s:s, s:I, s:I, s:I, s:s*}", "condition", pool_condition_name(h.condition), "bytes",
-                                 (json_int_t)h.pool_bytes, "free_bytes", (json_int_t)h.pool_free_bytes, "device_errors",
-                                 (json_int_t)h.device_errors, "reason", h.reason[0] ? h.reason : NULL);
-        if (pool && req->ctx->pool.image[0]) {
-                json_object_set_new(pool, "image",
-                                    json_pack("{s:I, s:I, s:I}", "bytes", (json_int_t)h.image_bytes, "allocated_bytes",
-                                              (json_int_t)h.image_allocated_bytes, "host_free_bytes",
-                                              (json_int_t)h.host_free_bytes));
-        }
-        if (pool)
-                json_object_set_new(pool, "checked_at", api_render_time(h.checked_at_ms));
-        api_response_json(resp, h.condition == POOL_READ_ONLY || h.condition == POOL_FAILED ? 503 : 200,
-                          json_pack("{s:s, s:{s:o}}", "status", status, "checks", "pool", pool));
 }
 
 void route_version(struct api_request *req, struct api_response *resp)

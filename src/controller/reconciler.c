@@ -1,5 +1,6 @@
 #include "data_plane/command_channels.h"
 #include "controller/reconciler.h"
+#include "controller/daemon_health.h"
 #include "controller/pool_watch.h"
 #include "controller/retention.h"
 
@@ -357,6 +358,7 @@ static void *controller_main(void *arg)
                 pthread_mutex_unlock(&rc->lock);
                 reconciler_tick(rc->ctx, ++ticks % 10 == 0);
                 pool_watch_tick(rc->ctx, ticks);
+                daemon_health_tick(rc->ctx, ticks);
                 retention_tick(rc->ctx, ticks);
                 if (ticks % 10 == 5)
                         rolling_snapshots_tick(rc->ctx);

@@ -36,6 +36,7 @@ struct operation_queue {
          * target ("" idle); targets are compared whole, so unrelated ones never wait for
          * each other. */
         char (*running)[sizeof(((struct operation *)0)->target)];
+        int64_t *busy_since_us; /* worker i's start of its current operation (monotonic), 0 idle */
 };
 
 void operation_init(struct operation *op, const char *kind, const char *target)
@@ -162,6 +163,7 @@ static struct queued *take_runnable_locked(struct operation_queue *q, int self)
                 if (q->tail == item)
                         q->tail = prev;
                 snprintf(q->running[self], sizeof(q->running[self]), "%s", item->target);
+                q->busy_since_us[self] = monotonic_now_us();
                 return item;
         }
         return NULL;
@@ -185,6 +187,7 @@ static void *worker_main(void *arg)
                 if (q->stopping) {
                         if (item) { /* back at the head: it stays pending for the next start */
                                 q->running[self][0] = '\0';
+                                q->busy_since_us[self] = 0;
                                 item->next = q->head;
                                 q->head = item;
                                 if (!q->tail)
@@ -197,6 +200,7 @@ static void *worker_main(void *arg)
                 run_one(q, item->id);
                 pthread_mutex_lock(&q->lock);
                 q->running[self][0] = '\0';
+                q->busy_since_us[self] = 0;
                 q->finished_gen++;
                 pthread_cond_broadcast(&q->work); /* what waited behind it may run now */
                 pthread_cond_broadcast(&q->finished);
@@ -221,9 +225,11 @@ int operation_queue_new(struct spaced_context *ctx, int workers, struct operatio
         pthread_condattr_destroy(&attr);
         q->workers = calloc((size_t)workers, sizeof(pthread_t));
         q->running = calloc((size_t)workers, sizeof(*q->running));
-        if (!q->workers || !q->running) {
+        q->busy_since_us = calloc((size_t)workers, sizeof(*q->busy_since_us));
+        if (!q->workers || !q->running || !q->busy_since_us) {
                 free(q->workers);
                 free(q->running);
+                free(q->busy_since_us);
                 free(q);
                 return -ENOMEM;
         }
@@ -266,6 +272,7 @@ void operation_queue_free(struct operation_queue *q)
         }
         free(q->workers);
         free(q->running);
+        free(q->busy_since_us);
         free(q);
 }
 
@@ -340,4 +347,24 @@ void operation_queue_submit(struct operation_queue *q, const char *op_id)
 {
         if (operation_queue_push(q, op_id) < 0)
                 log_info("operation.deferred", "op=%s reason=\"spaced is stopping; it runs at the next start\"", op_id);
+}
+
+void operation_queue_status(struct operation_queue *q, struct operation_queue_status *ret)
+{
+        memset(ret, 0, sizeof(*ret));
+        if (!q)
+                return;
+        int64_t now = monotonic_now_us();
+        pthread_mutex_lock(&q->lock);
+        ret->workers = q->nworkers;
+        for (int i = 0; i < q->nworkers; i++) {
+                if (!q->busy_since_us[i])
+                        continue;
+                ret->busy++;
+                if (now - q->busy_since_us[i] > ret->longest_busy_us)
+                        ret->longest_busy_us = now - q->busy_since_us[i];
+        }
+        for (const struct queued *item = q->head; item; item = item->next)
+                ret->queued++;
+        pthread_mutex_unlock(&q->lock);
 }

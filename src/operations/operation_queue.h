@@ -21,6 +21,15 @@ int operation_queue_new(struct spaced_context *ctx, int workers, struct operatio
  * stay pending in the store and are picked up at the next start. */
 void operation_queue_free(struct operation_queue *q);
 
+/* What the workers are doing now, for health checks. */
+struct operation_queue_status {
+        int workers;             /* threads running */
+        int busy;                /* of which running an operation */
+        size_t queued;           /* operations waiting for a worker */
+        int64_t longest_busy_us; /* the longest any busy worker has been on its operation */
+};
+void operation_queue_status(struct operation_queue *q, struct operation_queue_status *ret);
+
 /* Fills a fresh operation (id, kind, target, pending, created_at) for the caller to store. */
 void operation_init(struct operation *op, const char *kind, const char *target);
 int operation_queue_push(struct operation_queue *q, const char *op_id);

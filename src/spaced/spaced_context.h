@@ -13,6 +13,7 @@
 #include "storage/pool_health.h"
 
 struct metrics;
+struct daemon_health;
 
 struct operation_queue;
 struct command_channels;
@@ -83,6 +84,7 @@ struct spaced_context {
         struct command_channels *channels; /* data plane: per-sandbox output channels */
         struct pool_monitor pool_health;   /* the latest check of the pool (controller) */
         struct metrics *metrics;           /* counters for /metrics (spaced/metrics.h); NULL: none kept */
+        struct daemon_health *health;      /* the controller's checks of spaced itself (controller/daemon_health.h) */
         atomic_bool shutting_down;
 };
 

@@ -21,6 +21,7 @@
 #include "api/api_auth.h"
 #include "api/http_listener.h"
 #include "api/metrics_http.h"
+#include "controller/daemon_health.h"
 #include "api/http_server.h"
 #include "cleanup.h"
 #include "controller/reconciler.h"
@@ -241,7 +242,7 @@ int main(int argc, char **argv)
             (metrics_fd = http_listener_bind(ctx.cfg.metrics_listen_addr, ctx.cfg.metrics_listen_port, reason, sizeof(reason))) <
                     0)
                 return fail("spaced.listen", "metrics: %s", reason);
-        if ((r = metrics_new(&ctx.metrics)) < 0)
+        if ((r = metrics_new(&ctx.metrics)) < 0 || (r = daemon_health_new(&ctx.health)) < 0)
                 return fail("spaced.metrics", "%s", strerror(-r));
 
         snprintf(path, sizeof(path), "%s/state.db", ctx.cfg.state_dir);
@@ -295,6 +296,7 @@ int main(int argc, char **argv)
         /* Streamed commands that ran on while spaced was away: collect what they wrote. */
         command_channels_resume_all(ctx.channels);
 
+        daemon_health_tick(&ctx, 0); /* the first /v1/health answer is a measured one */
         struct http_server *http = NULL;
         if (http_server_start(&ctx, api_fd, &http, reason, sizeof(reason)) < 0)
                 return fail("spaced.listen", "%s", reason);

@@ -117,6 +117,8 @@ static const char *const migrations[] = {
         /* 11: the key that opened an attach session, so that revoking the key revokes it */
         "ALTER TABLE attach_sessions ADD COLUMN key_id TEXT NOT NULL DEFAULT '';"
         "CREATE INDEX attach_sessions_key ON attach_sessions(key_id);",
+        /* 12: one row the health check rewrites, to know the store still takes writes */
+        "CREATE TABLE store_probe (id INTEGER PRIMARY KEY CHECK (id = 1), at INTEGER NOT NULL);",
 };
 
 int sqlite_migrations_apply(sqlite3 *db, int *ret_version)

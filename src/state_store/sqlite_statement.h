@@ -57,6 +57,7 @@ int sqlite_key_count(struct state_store *st, int64_t *ret);
 /* sqlite_projects.c */
 int sqlite_project_insert(struct state_store *st, const struct project *p);
 int sqlite_project_get(struct state_store *st, const char *id, struct project *ret);
+int sqlite_probe_write(struct state_store *st, int64_t now_ms);
 int sqlite_sandbox_tally(struct state_store *st, struct store_tally **ret, size_t *ret_n);
 int sqlite_operation_tally(struct state_store *st, struct store_tally **ret, size_t *ret_n);
 int sqlite_project_list(struct state_store *st, const char *project_id, const struct store_page *page, struct project **ret,

@@ -583,6 +583,7 @@ const struct state_store_ops state_store_sqlite = {
         .sandbox_get = sqlite_sandbox_get,
         .sandbox_list = sqlite_sandbox_list,
         .sandbox_tally = sqlite_sandbox_tally,
+        .probe_write = sqlite_probe_write,
         .operation_tally = sqlite_operation_tally,
         .sandbox_transition = sqlite_sandbox_transition,
         .sandbox_settle = sqlite_sandbox_settle,

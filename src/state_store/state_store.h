@@ -326,6 +326,9 @@ struct state_store_ops {
         int (*command_list)(struct state_store *st, const char *sandbox_id, bool unfinished_only, const struct store_page *page,
                             struct command_record **ret, size_t *ret_n);
 
+        /* Rewrites the store's probe row (at = now_ms) in a transaction of its own: 0 when the
+         * store still takes writes, -errno when not (the health check). */
+        int (*probe_write)(struct state_store *st, int64_t now_ms);
         /* Sandboxes not destroyed, by (state, runtime); unfinished operations by (kind, state). */
         int (*sandbox_tally)(struct state_store *st, struct store_tally **ret, size_t *ret_n);
         int (*operation_tally)(struct state_store *st, struct store_tally **ret, size_t *ret_n);

@@ -175,5 +175,57 @@ class Operability(unittest.TestCase):
         self.assertNotEqual(r.returncode, 0)
 
 
+class Health(unittest.TestCase):
+    """GET /v1/health checks something real: the pool, a write to the state store, the
+    controller and the workers; GET /v1/ready follows it."""
+
+    def setUp(self):
+        require_root()
+        self.sp = Spaced()
+        self.addCleanup(self.sp.cleanup)
+        self.sp.start()
+
+    def test_checks_and_readiness_when_well(self):
+        _, h = self.sp.api("GET", "/v1/health", key=None, expect=200)
+        self.assertEqual(h["status"], "ok")
+        self.assertNotIn("reason", h)
+        c = h["checks"]
+        self.assertEqual(c["store"]["condition"], "ok")
+        self.assertIsNotNone(c["store"]["checked_at"])  # measured before the first answer
+        self.assertEqual(c["controller"]["condition"], "ok")
+        self.assertLessEqual(c["controller"]["idle_s"], 2)
+        self.assertEqual(c["workers"]["condition"], "ok")
+        self.assertGreaterEqual(c["workers"]["total"], 1)
+        self.assertEqual(c["pool"]["condition"], "ok")
+        _, r = self.sp.api("GET", "/v1/ready", key=None, expect=200)
+        self.assertEqual(r, {"ready": True, "status": "ok"})
+
+    def test_a_store_that_refuses_writes_fails_health_and_readiness(self):
+        sp = self.sp
+        wal = os.path.join(sp.state_dir, "state.db-wal")
+        self.assertTrue(os.path.exists(wal))
+        subprocess.run(["chattr", "+i", wal], check=True)
+        self.addCleanup(subprocess.run, ["chattr", "-i", wal])
+
+        def failed():
+            st, h = sp.request("GET", "/v1/health", key=None)
+            return (st, h) if st == 503 else None
+        st, h = wait_for(failed, "health to see the store fail", timeout=15)
+        self.assertEqual(h["status"], "failed")
+        self.assertEqual(h["checks"]["store"]["condition"], "failed")
+        self.assertIn("state store", h["reason"])
+        st, r = sp.request("GET", "/v1/ready", key=None)
+        self.assertEqual((st, r["ready"], r["status"]), (503, False, "failed"))
+        self.assertIn("state store", r["reason"])
+
+        subprocess.run(["chattr", "-i", wal], check=True)
+        wait_for(lambda: sp.request("GET", "/v1/health", key=None)[0] == 200, "health to recover", timeout=15)
+        _, h = sp.api("GET", "/v1/health", key=None, expect=200)
+        self.assertEqual(h["checks"]["store"]["condition"], "ok")
+        sp.api("GET", "/v1/ready", key=None, expect=200)
+        sid = sp.create()  # and it takes work again
+        sp.api("GET", "/v1/sandboxes/" + sid, expect=200)
+
+
 if __name__ == "__main__":
     unittest.main()

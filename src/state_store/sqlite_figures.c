@@ -1,4 +1,5 @@
-/* The SQLite backend's counts for metrics: one GROUP BY each, never a row list. */
+/* The SQLite backend's figures for health and metrics: the write probe, and counts (one
+ * GROUP BY each, never a row list). */
 #include "state_store/sqlite_statement.h"
 
 #include <string.h>
@@ -37,4 +38,18 @@ int sqlite_operation_tally(struct state_store *st, struct store_tally **ret, siz
                      "SELECT kind, state, COUNT(*) FROM operations WHERE state IN ('pending', 'running')"
                      " GROUP BY kind, state ORDER BY kind, state",
                      ret, ret_n);
+}
+
+int sqlite_probe_write(struct state_store *st, int64_t now_ms)
+{
+        sqlite3_stmt *s;
+        pthread_mutex_lock(&st->lock);
+        int r = sq_prepare(st, "INSERT INTO store_probe(id, at) VALUES (1, ?) ON CONFLICT(id) DO UPDATE SET at = excluded.at",
+                           &s);
+        if (r == 0) {
+                sqlite3_bind_int64(s, 1, now_ms);
+                r = sq_exec_done(s);
+        }
+        pthread_mutex_unlock(&st->lock);
+        return r;
 }
