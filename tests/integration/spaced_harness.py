@@ -753,6 +753,29 @@ def require_root():
             raise unittest.SkipTest("binary missing: %s (build first)" % p)
 
 
+def build_static_probe(name, out_dir):
+    """Compiles tests/integration/<name>.c as a static binary (musl-gcc, else gcc -static),
+    so that it runs inside any sandbox and on the host alike. Returns its path."""
+    src = os.path.join(os.path.dirname(os.path.abspath(__file__)), name + ".c")
+    out = os.path.join(out_dir, name)
+    for cc in ("musl-gcc", "gcc"):
+        if shutil.which(cc):
+            r = subprocess.run([cc, "-static", "-O1", "-o", out, src], capture_output=True, text=True)
+            if r.returncode == 0:
+                return out
+            log("%s failed: %s" % (cc, r.stderr))
+    raise AssertionError("cannot build %s (musl-gcc or gcc with a static libc is needed)" % name)
+
+
+def probe_output(text):
+    """A probe's answer: one `NAME RESULT` line per question -> {NAME: RESULT}."""
+    out = {}
+    for line in text.strip().splitlines():
+        name, _, result = line.partition(" ")
+        out[name] = result
+    return out
+
+
 class SpacedTestCase(unittest.TestCase):
     """One spaced for the whole class (setUpClass), cleaned up in tearDownClass."""
 
@@ -811,6 +834,33 @@ class SpacedTestCase(unittest.TestCase):
                 log("---- spaced logs for %s ----\n%s" % (self.id(), text))
         return r
 
+
+
+class ProbeSandboxTestCase(SpacedTestCase):
+    """One spaced and one sandbox holding a static probe built from probe_name + ".c"
+    (self.probe: its host path; self.probe_path: where it is in the sandbox)."""
+
+    probe_name = None
+
+    @classmethod
+    def setUpClass(cls):
+        super().setUpClass()
+        cls.tmp = tempfile.mkdtemp(prefix=cls.probe_name + "-")
+        cls.probe_path = "/root/" + cls.probe_name
+        try:
+            cls.probe = build_static_probe(cls.probe_name, cls.tmp)
+            cls.sid = cls.spaced.create()
+            with open(cls.probe, "rb") as f:
+                cls.spaced.put_file(cls.sid, cls.probe_path, f.read(), mode="0755")
+        except Exception:
+            shutil.rmtree(cls.tmp, ignore_errors=True)
+            cls.spaced.cleanup()
+            raise
+
+    @classmethod
+    def tearDownClass(cls):
+        shutil.rmtree(cls.tmp, ignore_errors=True)
+        super().tearDownClass()
 
 class FreshSpacedTestCase(SpacedTestCase):
     """A fresh spaced for every test (for restart / kill -9 tests)."""

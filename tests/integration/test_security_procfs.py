@@ -7,14 +7,11 @@ import hashlib
 import json
 import os
 import re
-import shutil
 import subprocess
-import tempfile
 import unittest
 
-from spaced_harness import SPACE_AGENT, SpacedTestCase, log
+from spaced_harness import SPACE_AGENT, ProbeSandboxTestCase, SpacedTestCase, log, probe_output
 
-HERE = os.path.dirname(os.path.abspath(__file__))
 EPERM = 1
 # What fsinfo_probe asks; the first four name the pool on any btrfs the host has.
 FSINFO_REQUESTS = ["fs_info", "dev_info", "get_subvol_info", "getfsuuid", "getfssysfspath", "getfslabel",
@@ -263,57 +260,24 @@ class ProcFiguresOff(SpacedTestCase):
             self.assertEqual(lines[1].split()[1], f.readline().split()[1])
 
 
-def build_fsinfo_probe(out_dir):
-    out = os.path.join(out_dir, "fsinfo_probe")
-    for cc in ("musl-gcc", "gcc"):
-        if shutil.which(cc):
-            r = subprocess.run([cc, "-static", "-O1", "-o", out, os.path.join(HERE, "fsinfo_probe.c")],
-                               capture_output=True, text=True)
-            if r.returncode == 0:
-                return out
-            log("%s failed: %s" % (cc, r.stderr))
-    raise AssertionError("cannot build fsinfo_probe (musl-gcc or gcc with a static libc is needed)")
-
-
-def probe_lines(text):
-    return {line.split(" ", 1)[0]: line.split(" ", 1)[1] for line in text.strip().splitlines()}
-
-
 def field(line, name):
     m = re.search(r"\b%s=(\S+)" % name, line)
     return m.group(1) if m else None
 
 
-class PoolIdentity(SpacedTestCase):
+class PoolIdentity(ProbeSandboxTestCase):
     """The btrfs pool's identity (fsid, devices: the host's loop device, subvolume UUIDs)
     through ioctls on the sandbox's own root: the probe gets them on the host, and must get
     EPERM and none of them inside, with and without high bits in the request."""
 
-    @classmethod
-    def setUpClass(cls):
-        super().setUpClass()
-        cls.tmp = tempfile.mkdtemp(prefix="fsinfo-probe-")
-        try:
-            cls.probe = build_fsinfo_probe(cls.tmp)
-            cls.sid = cls.spaced.create()
-            with open(cls.probe, "rb") as f:
-                cls.spaced.put_file(cls.sid, "/root/fsinfo_probe", f.read(), mode="0755")
-        except Exception:
-            shutil.rmtree(cls.tmp, ignore_errors=True)
-            cls.spaced.cleanup()
-            raise
-
-    @classmethod
-    def tearDownClass(cls):
-        shutil.rmtree(cls.tmp, ignore_errors=True)
-        super().tearDownClass()
+    probe_name = "fsinfo_probe"
 
     def host_secrets(self):
         """What the pool tells host root through the same requests on the sandbox's subvolume
         (the subvolume the sandbox sees as /): each as hex and in the forms tools print."""
         out = subprocess.run([self.probe, self.spaced.subvolume(self.sid)], capture_output=True, text=True)
         self.assertEqual(out.returncode, 0, out.stderr)
-        host = probe_lines(out.stdout)
+        host = probe_output(out.stdout)
         log("host answers: %r" % host)
         # FS_IOC_GETFSUUID answers only where the file system set a UUID for it (btrfs does not,
         # as of 6.18: ENOTTY); it is refused inside all the same.
@@ -332,12 +296,12 @@ class PoolIdentity(SpacedTestCase):
         return [s for s in secrets + dashed if s]
 
     def run_inside(self, *args):
-        r = self.spaced.exec(self.sid, cmd=["/root/fsinfo_probe", "/", "create"] + list(args))
+        r = self.spaced.exec(self.sid, cmd=[self.probe_path, "/", "create"] + list(args))
         self.assertEqual(r["exit_code"], 0, repr(r))
         return r["stdout"]
 
     def check_refused(self, out):
-        got = probe_lines(out)
+        got = probe_output(out)
         wrong = {n: got.get(n) for n in FSINFO_REQUESTS if got.get(n) != "errno %d" % EPERM}
         self.assertEqual(wrong, {}, "pool ioctls not refused with EPERM inside")
         for secret in self.host_secrets():

@@ -8,14 +8,11 @@ run under the filter in a build sandbox) must then run python3, node, gcc, git a
 install of a local package."""
 
 import os
-import shutil
 import subprocess
-import tempfile
 import unittest
 
-from spaced_harness import SpacedTestCase, log, tar_of, wait_for
+from spaced_harness import ProbeSandboxTestCase, SpacedTestCase, log, probe_output, tar_of, wait_for
 
-HERE = os.path.dirname(os.path.abspath(__file__))
 EPERM, ENOSYS, EPROTONOSUPPORT, EAFNOSUPPORT = 1, 38, 93, 97
 SIGSYS = 31
 
@@ -43,54 +40,17 @@ WORKING = {"socket_unix": "ok", "socket_inet": "ok", "socket_inet6": "ok", "sock
 HOST_BASELINE = ["io_uring_setup", "socket_vsock", "socket_alg", "listmount", "lsm_list_modules", "abi_i386", "abi_x32"]
 
 
-def build_probe(out_dir):
-    src = os.path.join(HERE, "seccomp_probe.c")
-    out = os.path.join(out_dir, "seccomp_probe")
-    for cc in ("musl-gcc", "gcc"):
-        if shutil.which(cc):
-            r = subprocess.run([cc, "-static", "-O1", "-o", out, src], capture_output=True, text=True)
-            if r.returncode == 0:
-                return out
-            log("%s failed: %s" % (cc, r.stderr))
-    raise AssertionError("cannot build the probe (musl-gcc or gcc with a static libc is needed)")
-
-
-def parse(text):
-    out = {}
-    for line in text.strip().splitlines():
-        name, _, result = line.partition(" ")
-        out[name] = result
-    return out
-
-
-class SeccompRefusals(SpacedTestCase):
-    @classmethod
-    def setUpClass(cls):
-        super().setUpClass()
-        cls.tmp = tempfile.mkdtemp(prefix="seccomp-probe-")
-        try:
-            cls.probe = build_probe(cls.tmp)
-            cls.sid = cls.spaced.create()
-            with open(cls.probe, "rb") as f:
-                cls.spaced.put_file(cls.sid, "/root/probe", f.read(), mode="0755")
-        except Exception:
-            shutil.rmtree(cls.tmp, ignore_errors=True)
-            cls.spaced.cleanup()
-            raise
-
-    @classmethod
-    def tearDownClass(cls):
-        shutil.rmtree(cls.tmp, ignore_errors=True)
-        super().tearDownClass()
+class SeccompRefusals(ProbeSandboxTestCase):
+    probe_name = "seccomp_probe"
 
     def run_probe(self, *names):
-        r = self.spaced.exec(self.sid, cmd=["/root/probe"] + list(names))
+        r = self.spaced.exec(self.sid, cmd=[self.probe_path] + list(names))
         self.assertEqual(r["exit_code"], 0, repr(r))
-        return parse(r["stdout"])
+        return probe_output(r["stdout"])
 
     def test_dangerous_calls_refused(self):
         got = self.run_probe("all")
-        host = parse(subprocess.run([self.probe] + HOST_BASELINE, capture_output=True, text=True).stdout)
+        host = probe_output(subprocess.run([self.probe] + HOST_BASELINE, capture_output=True, text=True).stdout)
         log("host answers (no filter, root): %r" % host)
         wrong = {n: got.get(n) for n, e in REFUSED.items() if got.get(n) != "errno %d" % e}
         self.assertEqual(wrong, {}, "calls not refused as the policy says (want %r)" % {n: REFUSED[n] for n in wrong})
@@ -101,7 +61,7 @@ class SeccompRefusals(SpacedTestCase):
 
     def test_32bit_abis_unreachable(self):
         got = self.run_probe("abi_i386", "abi_x32")
-        host = parse(subprocess.run([self.probe, "abi_i386", "abi_x32"], capture_output=True, text=True).stdout)
+        host = probe_output(subprocess.run([self.probe, "abi_i386", "abi_x32"], capture_output=True, text=True).stdout)
         for abi in ("abi_i386", "abi_x32"):
             self.assertNotEqual(got[abi], "ok", "%s reached the kernel from a sandbox" % abi)
             if host[abi] in ("ok", "failed"):
