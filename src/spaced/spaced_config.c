@@ -355,24 +355,40 @@ static int load_file(struct spaced_config *cfg, const char *path)
         return r;
 }
 
-static void default_agent_path(struct spaced_config *cfg)
+/* The first of candidates (relative to the directory spaced's binary is in) that access()
+ * allows with mode, resolved, into out; out is left as it is when none is. */
+static void beside_binary(const char *const *candidates, size_t n, int mode, char *out, size_t size)
 {
         char self[PATH_MAX];
-        ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
-        if (n <= 0)
+        ssize_t len = readlink("/proc/self/exe", self, sizeof(self) - 1);
+        if (len <= 0)
                 return;
-        self[n] = '\0';
+        self[len] = '\0';
         char *dir = dirname(self);
-        const char *candidates[] = { "space-agent", "../space_agent/space-agent", "../libexec/space/space-agent" };
-        for (size_t i = 0; i < sizeof(candidates) / sizeof(candidates[0]); i++) {
-                char path[PATH_MAX];
+        for (size_t i = 0; i < n; i++) {
+                char path[PATH_MAX], real[PATH_MAX];
                 snprintf(path, sizeof(path), "%s/%s", dir, candidates[i]);
-                if (access(path, X_OK) == 0) {
-                        if (!realpath(path, cfg->agent_path))
-                                snprintf(cfg->agent_path, sizeof(cfg->agent_path), "%s", path);
+                if (access(path, mode) == 0) {
+                        snprintf(out, size, "%s", realpath(path, real) ? real : path);
                         return;
                 }
         }
+}
+
+/* The build tree's agent, or an installed one (meson install: libexec/space). */
+static void default_agent_path(struct spaced_config *cfg)
+{
+        static const char *const candidates[] = { "space-agent", "../space_agent/space-agent", "../libexec/space/space-agent" };
+        beside_binary(candidates, sizeof(candidates) / sizeof(candidates[0]), X_OK, cfg->agent_path, sizeof(cfg->agent_path));
+}
+
+/* An installed spaced (bin/) uses the presets installed beside it (share/space/presets);
+ * one in the build tree, the source tree's. */
+static void default_presets_dir(struct spaced_config *cfg)
+{
+        static const char *const candidates[] = { "../share/space/presets" };
+        snprintf(cfg->presets_dir, sizeof(cfg->presets_dir), "%s", SPACE_PRESETS_DIR);
+        beside_binary(candidates, 1, R_OK | X_OK, cfg->presets_dir, sizeof(cfg->presets_dir));
 }
 
 int spaced_config_load(struct spaced_config *cfg, int argc, char **argv)
@@ -397,7 +413,7 @@ int spaced_config_load(struct spaced_config *cfg, int argc, char **argv)
         cfg->http_max_unauthenticated = 0; /* chosen after the flags: see below */
         cfg->workers = 4;
         cfg->max_context_bytes = 2ULL << 30;
-        snprintf(cfg->presets_dir, sizeof(cfg->presets_dir), "%s", SPACE_PRESETS_DIR);
+        default_presets_dir(cfg);
         cfg->log_level = LOG_INFO;
         cfg->rolling_retain_s = 604800;
         cfg->rolling_max_count = 168;

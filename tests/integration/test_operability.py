@@ -227,5 +227,44 @@ class Health(unittest.TestCase):
         sp.api("GET", "/v1/sandboxes/" + sid, expect=200)
 
 
+class InstalledSpaced(Spaced):
+    """spaced as `meson install` lays it out, started with no path flags: it must find its
+    agent (libexec/space) and the presets (share/space/presets) beside itself."""
+
+    def __init__(self, prefix_root):
+        super().__init__()
+        self.binary = os.path.join(prefix_root, "usr/local/bin/spaced")
+
+    def args(self):
+        return [self.binary, "--state-dir", self.state_dir, "--listen", "127.0.0.1:%d" % self.port, "--pool-size", "2G"]
+
+
+class PackagedInstall(unittest.TestCase):
+    def test_an_installed_spaced_finds_its_agent_and_presets(self):
+        require_root()
+        import tempfile
+        root = tempfile.mkdtemp(prefix="spit-install-", dir="/tmp")
+        self.addCleanup(subprocess.run, ["rm", "-rf", root])
+        build = os.path.dirname(os.path.dirname(os.path.dirname(SPACED)))  # build/src/spaced/spaced -> build
+        r = subprocess.run(["meson", "install", "-C", build, "--destdir", root, "--no-rebuild", "--quiet"],
+                           capture_output=True, text=True)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        for rel in ("usr/local/bin/spaced", "usr/local/bin/space", "usr/local/libexec/space/space-agent",
+                    "usr/local/share/space/presets/python.Spacefile", "usr/local/share/space/presets/node.Spacefile"):
+            self.assertTrue(os.path.exists(os.path.join(root, rel)), rel)
+        # the presets come from the install, not the source tree: one taken out there is gone
+        os.unlink(os.path.join(root, "usr/local/share/space/presets/node.Spacefile"))
+        sp = InstalledSpaced(root)
+        self.addCleanup(sp.cleanup)
+        sp.start()
+        _, t = sp.api("GET", "/v1/templates", expect=200)
+        names = {x["name"] for x in t["templates"]}
+        self.assertTrue({"busybox", "python"} <= names, names)
+        self.assertNotIn("node", names)
+        sid = sp.create()
+        _, out = sp.api("POST", "/v1/sandboxes/%s/exec" % sid, {"cmd": ["echo", "installed"]}, expect=200)
+        self.assertEqual(out["stdout"], "installed\n")
+
+
 if __name__ == "__main__":
     unittest.main()
