@@ -8,6 +8,7 @@
 #include <sys/socket.h>
 
 #include "api/api_json.h"
+#include "service/audit_service.h"
 #include "spaced/log.h"
 #include "spaced/spaced_context.h"
 #include "spaced/wallclock.h"
@@ -92,12 +93,12 @@ static void write_audit(struct request_trail *t, struct spaced_context *ctx)
         snprintf(a.method, sizeof(a.method), "%s", t->method);
         snprintf(a.error_code, sizeof(a.error_code), "%s", t->error_code);
         snprintf(a.source, sizeof(a.source), "%s", t->source);
-        int r = STORE(ctx, audit_insert, &a);
-        if (r < 0)
+        struct space_error err;
+        if (audit_service_record(ctx, &a, &err) < 0)
                 log_error("audit.write_failed",
                           "error=\"%s\" request_id=%s key_id=%s action=%s target=\"%s\" method=%s status=%d error_code=\"%s\""
                           " source=%s note=\"this line is the audit record\"",
-                          strerror(-r), a.request_id, a.key_id[0] ? a.key_id : "-", a.action, LOG_ESC(a.target), a.method,
+                          LOG_ESC(err.message), a.request_id, a.key_id[0] ? a.key_id : "-", a.action, LOG_ESC(a.target), a.method,
                           a.status, LOG_ESC(a.error_code), a.source);
 }
 
