@@ -215,6 +215,7 @@ void route_key_create(struct api_request *req, struct api_response *resp)
         json_object_set_new(j, "secret", json_string(secret));
         explicit_bzero(secret, sizeof(secret));
         api_response_json(resp, 201, j);
+        snprintf(resp->created, sizeof(resp->created), "%s", k.id);
         json_decref(body);
         return;
 fail:

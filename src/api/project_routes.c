@@ -22,8 +22,10 @@ void route_project_create(struct api_request *req, struct api_response *resp)
         if (api_request_json(req, &body, &err) < 0 || api_json_only(body, fields, "", &err) < 0 ||
             api_json_string(body, "id", 31, &id, &err) < 0 || project_service_create(req->ctx, id, &p, &err) < 0)
                 api_response_error(resp, &err);
-        else
+        else {
                 api_response_json(resp, 201, render_project(&p));
+                snprintf(resp->created, sizeof(resp->created), "%s", p.id);
+        }
         json_decref(body);
 }
 

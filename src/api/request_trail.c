@@ -55,16 +55,19 @@ void request_trail_principal(struct request_trail *t, const struct api_request *
         /* a key, or on data-plane routes the attach session the caller holds */
         const struct principal *p = &req->principal;
         snprintf(t->key_id, sizeof(t->key_id), "%s", p->key_id[0] ? p->key_id : req->session_id);
-        if (p->key_id[0]) {
-                snprintf(t->project, sizeof(t->project), "%s", p->project_id);
+        /* a data-plane caller (a session's token, an envd token) acts in its sandbox's project */
+        snprintf(t->project, sizeof(t->project), "%s", p->project_id);
+        if (p->key_id[0])
                 snprintf(t->role, sizeof(t->role), "%s", principal_role_name(p->role));
-        }
 }
 
 void request_trail_answer(struct request_trail *t, const struct api_response *resp)
 {
         t->status = resp->status;
         t->error_code[0] = '\0';
+        /* A create's path names nothing: its row names what it made. */
+        if (!t->target[0] && resp->created[0])
+                snprintf(t->target, sizeof(t->target), "%s", resp->created);
         if (resp->status < 400 || !json_is_object(resp->body))
                 return;
         /* v1: {"error": {"code"}}; Connect: {"code": "not_found"}; E2B control: {"code": 404} */

@@ -168,8 +168,10 @@ void route_sandbox_create(struct api_request *req, struct api_response *resp)
         if (api_wait_parse(req, &w, &err) < 0 || api_request_json(req, &body, &err) < 0 ||
             parse_create(req->ctx, body, &cr, &err) < 0 || sandbox_create_request_submit(req->ctx, &cr, &sb, &op, &err) < 0)
                 api_response_error(resp, &err);
-        else
+        else {
+                snprintf(resp->created, sizeof(resp->created), "%s", sb.id);
                 api_respond_operation(req, resp, &op, &w, "sandbox");
+        }
         sandbox_create_request_release(&cr);
         json_decref(body);
         sandbox_release(&sb);

@@ -383,6 +383,7 @@ static void import_finish(void *state, struct api_request *req, struct api_respo
         } else {
                 log_info("snapshot.import", "snapshot=%s", snap.id);
                 api_response_json(resp, 201, api_render_snapshot(&snap));
+                snprintf(resp->created, sizeof(resp->created), "%s", snap.id);
         }
         receive_free(rc);
 }

@@ -212,6 +212,7 @@ static void upload_finish(void *state, struct api_request *req, struct api_respo
                 struct template_record t;
                 if (template_import_publish(u->ctx, u->op.id, tar, u->format, u->row, u->principal.project_id, &t, &err) == 0) {
                         api_response_json(resp, 201, api_render_template(&t));
+                        snprintf(resp->created, sizeof(resp->created), "%s", u->row);
                         template_record_release(&t);
                         r = 0;
                 }
@@ -222,6 +223,7 @@ static void upload_finish(void *state, struct api_request *req, struct api_respo
                 else if (rootfs_archive_extract(tar, context, &o, NULL, &err) == 0 && check_spacefile(u, context, &err) == 0) {
                         unlink(tar);
                         if (submit_build(u, &err) == 0) {
+                                snprintf(resp->created, sizeof(resp->created), "%s", u->row);
                                 api_respond_operation(req, resp, &u->op, &u->wait, "template");
                                 upload_free(u);
                                 return; /* the build owns the directory now */

@@ -296,8 +296,10 @@ static const struct route *route_call(struct e2b_call *call, char *path_copy, si
                         e2b_connect_reply_error(resp, &err);
                 return NULL;
         }
-        if (found->half != CONTROL) /* the sandbox an envd call addresses */
+        if (found->half != CONTROL) { /* the sandbox an envd call addresses, and its project */
                 request_trail_route(trail, found->action, found->mutating, call->sandbox_id);
+                request_trail_principal(trail, &call->req);
+        }
         if (atomic_load(&front->ctx->shutting_down) && strcmp(method, "GET") != 0) {
                 space_error_set(&err, SPACE_E_UNAVAILABLE, "spaced is shutting down");
                 if (envd)

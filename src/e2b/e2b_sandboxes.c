@@ -267,8 +267,10 @@ void e2b_sandbox_create(struct e2b_call *call, struct api_response *resp)
                          &err) < 0 ||
             sandbox_create_request_submit(ctx, &cr, &sb, &op, &err) < 0 || e2b_wait_operation(ctx, &op, &err) < 0)
                 e2b_reply_space_error(resp, &err);
-        else
+        else {
                 api_response_json(resp, 201, e2b_render_created(call, &sb));
+                snprintf(resp->created, sizeof(resp->created), "%s", sb.id);
+        }
         sandbox_create_request_release(&cr);
         sandbox_release(&sb);
         json_decref(body);
