@@ -8,7 +8,6 @@
 #include <unistd.h>
 
 #include "api/api_request.h"
-#include "auth/secret_hash.h"
 #include "cleanup.h"
 #include "data_plane/attach_session.h"
 #include "service/key_service.h"
@@ -28,9 +27,8 @@ int api_auth_bootstrap(struct spaced_context *ctx, struct space_error *err)
         int64_t count = 0;
         char path[PATH_MAX];
         snprintf(path, sizeof(path), "%s/admin.key", ctx->cfg.state_dir);
-        int r = STORE(ctx, key_count, &count);
-        if (r < 0)
-                return space_error_errno(err, r, "count keys");
+        if (key_service_count(ctx, &count, err) < 0)
+                return -1;
         if (count > 0 && access(path, F_OK) == 0)
                 return 0;
         if (count > 0) {
@@ -50,9 +48,10 @@ int api_auth_bootstrap(struct spaced_context *ctx, struct space_error *err)
                 rename(tmp, path) == 0;
         explicit_bzero(secret, sizeof(secret));
         if (!ok) {
-                int saved = errno, d = STORE(ctx, key_delete, k.id, wallclock_now_ms());
-                if (d < 0)
-                        log_error("auth.admin_key_delete_failed", "key_id=%s error=\"%s\"", k.id, strerror(-d));
+                int saved = errno;
+                struct space_error derr;
+                if (key_service_forget(ctx, k.id, &derr) < 0)
+                        log_error("auth.admin_key_delete_failed", "key_id=%s error=\"%s\"", k.id, LOG_ESC(derr.message));
                 return space_error_errno(err, saved, "write %s", path);
         }
         log_info("auth.admin_key_created", "path=%s key_id=%s", path, k.id);
@@ -68,27 +67,8 @@ int api_auth_check(struct spaced_context *ctx, const char *header, struct princi
         const char *secret = header + 7;
         while (*secret == ' ')
                 secret++;
-        char hash[SECRET_HASH_SIZE];
-        struct api_key k;
-        enum principal_role role;
-        if (!*secret || strlen(secret) > 128 || secret_hash(secret, hash, sizeof(hash)) < 0)
-                return space_error_set(err, SPACE_E_UNAUTHORIZED, "invalid api key");
-        int r = STORE(ctx, key_authenticate, hash, &k);
-        if (r == -ENOENT)
-                return space_error_set(err, SPACE_E_UNAUTHORIZED, "invalid api key");
-        if (r < 0)
-                return space_error_errno(err, r, "look up key");
-        if (k.expires_at_ms && k.expires_at_ms <= wallclock_now_ms())
-                return space_error_set(err, SPACE_E_UNAUTHORIZED, "api key %s has expired", k.id);
-        if (principal_role_from_name(k.role, &role) < 0)
-                return space_error_set(err, SPACE_E_UNAUTHORIZED, "api key %s has no valid role", k.id);
         /* request_id is the caller's to fill; everything else comes from the key */
-        snprintf(ret->key_id, sizeof(ret->key_id), "%s", k.id);
-        snprintf(ret->project_id, sizeof(ret->project_id), "%s", k.project_id);
-        ret->role = role;
-        ret->permissions = key_service_permissions(&k);
-        ret->expires_at_ms = k.expires_at_ms;
-        return 0;
+        return key_service_authenticate(ctx, secret, ret, err);
 }
 
 int api_auth_authorize(struct spaced_context *ctx, const struct principal *p, uint32_t permission, enum object_kind kind,

@@ -62,6 +62,7 @@ struct api_response {
         struct api_stream stream; /* instead of body when stream.read is set */
         const char *content_type; /* for streams */
         json_t *headers;          /* owned; extra headers, object of strings */
+        char created[72];         /* the id of what a create made: the audit row's target when the path names none */
 };
 
 /* A request body consumed as it arrives instead of buffered (uploads of any size). */

@@ -92,9 +92,6 @@ void route_session_revoke(struct api_request *req, struct api_response *resp);
 void route_project_create(struct api_request *req, struct api_response *resp);
 void route_project_list(struct api_request *req, struct api_response *resp);
 void route_project_get(struct api_request *req, struct api_response *resp);
-/* The project a list shows: the caller's; an admin's: ?project= or every one (NULL).
- * not_found when ?project= names one the caller does not see. */
-int api_list_project(const struct api_request *req, const char **ret, struct space_error *err);
 
 struct spaced_context;
 /* rolling_snapshots: object -> normalised policy in *ret, null -> *ret = NULL. */

@@ -8,6 +8,7 @@
 #include "api/api_json.h"
 #include "api/api_render.h"
 #include "api/api_routes.h"
+#include "service/audit_service.h"
 #include "spaced/spaced_context.h"
 #include "spaced/wallclock.h"
 
@@ -64,14 +65,6 @@ static int parse_filter(const struct api_request *req, struct audit_filter *f, s
         return 0;
 }
 
-/* Who may read which rows, here and only here: the route needs key.read (admin and owner
- * keys; the router refuses the rest with 403); an admin reads every project, an owner its
- * own project's rows (a foreign ?project= is 404 like any foreign object, as on every list). */
-static int audit_scope(const struct api_request *req, struct audit_filter *f, struct space_error *err)
-{
-        return api_list_project(req, &f->project, err);
-}
-
 static json_t *text_or_null(const char *s)
 {
         return s[0] ? json_string(s) : json_null();
@@ -91,15 +84,13 @@ void route_audit_list(struct api_request *req, struct api_response *resp)
         struct space_error err = { 0 };
         struct audit_filter f = { 0 };
         struct api_page page;
-        if (parse_filter(req, &f, &err) < 0 || api_cursor_parse(req, "audit", &page, &err) < 0 || audit_scope(req, &f, &err) < 0)
-                return api_response_error(resp, &err);
         struct audit_record *rows = NULL;
         size_t n = 0;
-        int r = STORE(req->ctx, audit_list, &f, &page.store, &rows, &n);
-        if (r < 0) {
-                space_error_errno(&err, r, "read the audit log");
+        /* The route needs key.read (admin and owner keys; the router refuses the rest with
+         * 403); which project's rows the caller reads is audit_service_list's to say. */
+        if (parse_filter(req, &f, &err) < 0 || api_cursor_parse(req, "audit", &page, &err) < 0 ||
+            audit_service_list(req->ctx, &req->principal, &f, &page.store, &rows, &n, &err) < 0)
                 return api_response_error(resp, &err);
-        }
         size_t shown = api_page_rows(&page, n);
         json_t *arr = json_array();
         for (size_t i = 0; i < shown; i++)

@@ -14,6 +14,8 @@
 #include "runtime/runtime_driver.h"
 #include "service/key_service.h"
 #include "service/operation_access.h"
+#include "service/operation_service.h"
+#include "service/template_service.h"
 #include "service/template_access.h"
 #include "runtime/runtime_registry.h"
 #include "spaced/spaced_context.h"
@@ -56,12 +58,9 @@ void route_template_list(struct api_request *req, struct api_response *resp)
         struct api_page page;
         struct template_record *all = NULL;
         size_t n = 0;
-        const char *project;
-        if (api_list_project(req, &project, &err) < 0 || api_cursor_parse(req, "templates", &page, &err) < 0)
+        if (api_cursor_parse(req, "templates", &page, &err) < 0 ||
+            template_service_list(req->ctx, &req->principal, api_request_query(req, "project"), &page.store, &all, &n, &err) < 0)
                 return api_response_error(resp, &err);
-        int r = STORE(req->ctx, template_list, project, &page.store, &all, &n);
-        if (r < 0)
-                return store_failure(resp, r, "templates", "");
         size_t shown = api_page_rows(&page, n);
         json_t *arr = json_array();
         for (size_t i = 0; i < shown; i++)
@@ -77,18 +76,17 @@ void route_template_list(struct api_request *req, struct api_response *resp)
 static json_t *tags_of(struct spaced_context *ctx, const struct principal *p, const char *name)
 {
         struct template_record *all = NULL;
+        struct space_error ignored;
         size_t n = 0, len = strlen(name);
         json_t *arr = json_array();
-        if (STORE(ctx, template_list, NULL, NULL, &all, &n) < 0)
+        if (template_service_tags(ctx, p, name, &all, &n, &ignored) < 0)
                 return arr;
         for (size_t i = 0; i < n; i++) {
-                if (strncmp(all[i].name, name, len) == 0 && all[i].name[len] == ':' && template_access_sees(p, &all[i])) {
-                        json_t *env = all[i].environment;
-                        json_array_append_new(arr,
-                                              json_pack("{s:s, s:s, s:O?, s:s, s:O?}", "tag", all[i].name + len + 1, "name",
-                                                        all[i].name, "digest", json_object_get(env, "digest"), "state",
-                                                        all[i].state, "created_at", json_object_get(env, "created_at")));
-                }
+                json_t *env = all[i].environment;
+                json_array_append_new(arr,
+                                      json_pack("{s:s, s:s, s:O?, s:s, s:O?}", "tag", all[i].name + len + 1, "name", all[i].name,
+                                                "digest", json_object_get(env, "digest"), "state", all[i].state, "created_at",
+                                                json_object_get(env, "created_at")));
                 template_record_release(&all[i]);
         }
         free(all);
@@ -157,12 +155,9 @@ void route_operation_list(struct api_request *req, struct api_response *resp)
                 return api_response_error(resp, &err);
         struct operation *ops = NULL;
         size_t n = 0;
-        const char *project;
-        if (api_list_project(req, &project, &err) < 0)
+        if (operation_service_list(req->ctx, &req->principal, api_request_query(req, "project"), target, state ? (int)filter : -1,
+                                   &page.store, &ops, &n, &err) < 0)
                 return api_response_error(resp, &err);
-        int r = STORE(req->ctx, operation_list, target, state ? (int)filter : -1, false, project, &page.store, &ops, &n);
-        if (r < 0)
-                return store_failure(resp, r, "operations", "");
         size_t shown = api_page_rows(&page, n);
         json_t *arr = json_array();
         for (size_t i = 0; i < shown; i++)
@@ -198,6 +193,7 @@ void route_key_create(struct api_request *req, struct api_response *resp)
         json_object_set_new(j, "secret", json_string(secret));
         explicit_bzero(secret, sizeof(secret));
         api_response_json(resp, 201, j);
+        snprintf(resp->created, sizeof(resp->created), "%s", k.id);
         json_decref(body);
         return;
 fail:
@@ -211,12 +207,9 @@ void route_key_list(struct api_request *req, struct api_response *resp)
         struct api_page page;
         struct api_key *keys = NULL;
         size_t n = 0;
-        const char *project;
-        if (api_list_project(req, &project, &err) < 0 || api_cursor_parse(req, "keys", &page, &err) < 0)
+        if (api_cursor_parse(req, "keys", &page, &err) < 0 ||
+            key_service_list(req->ctx, &req->principal, api_request_query(req, "project"), &page.store, &keys, &n, &err) < 0)
                 return api_response_error(resp, &err);
-        int r = STORE(req->ctx, key_list, project, &page.store, &keys, &n);
-        if (r < 0)
-                return store_failure(resp, r, "keys", "");
         size_t shown = api_page_rows(&page, n);
         json_t *arr = json_array();
         for (size_t i = 0; i < shown; i++)

@@ -19,6 +19,8 @@
 #include "data_plane/command_log.h"
 #include "data_plane/command_service.h"
 #include "microhttpd.h"
+#include "service/sandbox_access.h"
+#include "service/session_service.h"
 #include "spaced/spaced_context.h"
 #include "spaced/wallclock.h"
 
@@ -26,6 +28,7 @@
 
 struct event_stream {
         struct spaced_context *ctx;
+        struct principal caller; /* who opened the stream */
         char sandbox_id[32];
         char session_id[32];
         int64_t session_checked_ms;
@@ -110,10 +113,11 @@ static int emit_dropped(void *cls, uint64_t first, uint64_t last)
 
 /* Whether the command's log went with its sandbox (destroyed, or being destroyed: the
  * logs are removed before the row says destroyed). */
-static bool log_removed_with_sandbox(struct spaced_context *ctx, const char *sandbox_id)
+static bool log_removed_with_sandbox(struct spaced_context *ctx, const struct principal *p, const char *sandbox_id)
 {
         struct sandbox sb;
-        if (STORE(ctx, sandbox_get, sandbox_id, &sb) < 0)
+        struct space_error unseen;
+        if (sandbox_access_load(ctx, p, sandbox_id, &sb, &unseen) < 0)
                 return false;
         bool gone = sb.state == SANDBOX_DESTROYED || sb.state == SANDBOX_DESTROYING;
         sandbox_release(&sb);
@@ -130,7 +134,7 @@ static int emit_end_from_store(void *cls, const struct command_record *rec, bool
         st->done = true;
         if (log_ended) /* the exit was sent */
                 return 0;
-        if (log_removed_with_sandbox(st->ctx, st->sandbox_id)) {
+        if (log_removed_with_sandbox(st->ctx, &st->caller, st->sandbox_id)) {
                 char msg[160];
                 snprintf(msg, sizeof(msg),
                          "the command's output was removed with its sandbox (destroyed): events after %" PRIu64 " cannot be sent",
@@ -174,9 +178,7 @@ static bool session_still_valid(struct event_stream *st)
         if (now - st->session_checked_ms < SESSION_CHECK_MS)
                 return true;
         st->session_checked_ms = now;
-        struct attach_session s;
-        int r = STORE(st->ctx, session_get, st->session_id, &s);
-        return r == 0 && !s.revoked_at_ms && s.expires_at_ms > now;
+        return session_service_active(st->ctx, st->session_id);
 }
 
 /* How long the next wait may be: until a keepalive is due, and at most until the
@@ -260,7 +262,7 @@ void route_command_events(struct api_request *req, struct api_response *resp)
             command_service_get(req->ctx, req->segments[2], req->segments[4], &rec, &err) < 0)
                 return api_response_error(resp, &err);
         command_record_release(&rec);
-        if (log_removed_with_sandbox(req->ctx, req->segments[2])) {
+        if (log_removed_with_sandbox(req->ctx, &req->principal, req->segments[2])) {
                 space_error_set(&err, SPACE_E_GONE, "the output of command %s was removed with sandbox %s (destroyed)",
                                 req->segments[4], req->segments[2]);
                 return api_response_error(resp, &err);
@@ -271,6 +273,7 @@ void route_command_events(struct api_request *req, struct api_response *resp)
                 return api_response_error(resp, &err);
         }
         st->ctx = req->ctx;
+        st->caller = req->principal;
         snprintf(st->sandbox_id, sizeof(st->sandbox_id), "%s", req->segments[2]);
         snprintf(st->session_id, sizeof(st->session_id), "%s", req->session_id);
         st->session_checked_ms = wallclock_now_ms();

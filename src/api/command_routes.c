@@ -14,6 +14,7 @@
 #include "api/command_spec.h"
 #include "data_plane/command_channels.h"
 #include "data_plane/command_service.h"
+#include "service/sandbox_commands.h"
 #include "spaced/spaced_context.h"
 
 static const char *const start_fields[] = { "cmd", "shell", "env", "cwd", "user", "stdin", "tty", "timeout_s", "tag", NULL };
@@ -135,18 +136,12 @@ out:
 void route_command_list(struct api_request *req, struct api_response *resp)
 {
         struct space_error err = { 0 };
-        struct sandbox sb;
         struct command_record *all = NULL;
         struct api_page page;
         size_t n = 0;
-        if (api_cursor_parse(req, "commands", &page, &err) < 0 || load_sandbox(req, &sb, &err) < 0)
+        if (api_cursor_parse(req, "commands", &page, &err) < 0 ||
+            sandbox_commands_list(req->ctx, &req->principal, req->segments[2], false, &page.store, &all, &n, &err) < 0)
                 return api_response_error(resp, &err);
-        sandbox_release(&sb);
-        int r = STORE(req->ctx, command_list, req->segments[2], false, &page.store, &all, &n);
-        if (r < 0) {
-                space_error_errno(&err, r, "list commands");
-                return api_response_error(resp, &err);
-        }
         size_t shown = api_page_rows(&page, n);
         json_t *arr = json_array();
         for (size_t i = 0; i < shown; i++)

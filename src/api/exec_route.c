@@ -8,6 +8,7 @@
 #include "api/command_spec.h"
 #include "api/output_encoding.h"
 #include "runtime/runtime_registry.h"
+#include "service/sandbox_access.h"
 #include "spaced/spaced_context.h"
 
 static const char *const exec_fields[] = { "cmd", "shell", "env", "cwd", "user", "stdin", "timeout_s", "encoding", NULL };
@@ -85,7 +86,8 @@ void route_sandbox_exec(struct api_request *req, struct api_response *resp)
         if (driver->ops->exec(driver, &sb, &er, &result, &err) < 0) {
                 /* Paused or stopped while we asked: that is a state conflict, not a failure. */
                 struct sandbox now;
-                if (STORE(req->ctx, sandbox_get, sb.id, &now) == 0) {
+                struct space_error gone;
+                if (sandbox_access_load(req->ctx, &req->principal, sb.id, &now, &gone) == 0) {
                         if (now.state != SANDBOX_RUNNING)
                                 space_error_set(&err, SPACE_E_INVALID_STATE, "sandbox %s became %s during exec", sb.id,
                                                 sandbox_state_name(now.state));

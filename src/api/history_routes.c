@@ -11,6 +11,7 @@
 #include "operations/sandbox_history.h"
 #include "runtime/runtime_driver.h"
 #include "service/snapshot_access.h"
+#include "service/snapshot_service.h"
 #include "runtime/runtime_registry.h"
 #include "spaced/spaced_context.h"
 
@@ -52,14 +53,10 @@ static void list_snapshots(struct api_request *req, struct api_response *resp, c
         struct snapshot *all = NULL;
         struct api_page page;
         size_t n = 0;
-        const char *project;
-        if (api_list_project(req, &project, &err) < 0 || api_cursor_parse(req, "snapshots", &page, &err) < 0)
+        if (api_cursor_parse(req, "snapshots", &page, &err) < 0 ||
+            snapshot_service_list(req->ctx, &req->principal, api_request_query(req, "project"), sandbox_id, &page.store, &all, &n,
+                                  &err) < 0)
                 return api_response_error(resp, &err);
-        int r = STORE(req->ctx, snapshot_list, sandbox_id, project, &page.store, &all, &n);
-        if (r < 0) {
-                space_error_errno(&err, r, "list snapshots");
-                return api_response_error(resp, &err);
-        }
         size_t shown = api_page_rows(&page, n);
         json_t *arr = json_array();
         for (size_t i = 0; i < shown; i++)

@@ -1,4 +1,4 @@
-/* /v1/projects: the tenants (admin), and which project a list shows. */
+/* /v1/projects: the tenants (admin). Which project a list shows is project_service_scope's. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -7,17 +7,6 @@
 #include "api/api_render.h"
 #include "api/api_routes.h"
 #include "service/project_service.h"
-
-int api_list_project(const struct api_request *req, const char **ret, struct space_error *err)
-{
-        const struct principal *p = &req->principal;
-        const char *want = api_request_query(req, "project");
-        struct project pr;
-        if (want && project_service_get(req->ctx, p, want, &pr, err) < 0)
-                return -1;
-        *ret = want ? want : principal_list_project(p);
-        return 0;
-}
 
 static json_t *render_project(const struct project *p)
 {
@@ -34,8 +23,10 @@ void route_project_create(struct api_request *req, struct api_response *resp)
         if (api_request_json(req, &body, &err) < 0 || api_json_only(body, fields, "", &err) < 0 ||
             api_json_string(body, "id", 31, &id, &err) < 0 || project_service_create(req->ctx, id, &p, &err) < 0)
                 api_response_error(resp, &err);
-        else
+        else {
                 api_response_json(resp, 201, render_project(&p));
+                snprintf(resp->created, sizeof(resp->created), "%s", p.id);
+        }
         json_decref(body);
 }
 

@@ -8,6 +8,7 @@
 #include <sys/socket.h>
 
 #include "api/api_json.h"
+#include "service/audit_service.h"
 #include "spaced/log.h"
 #include "spaced/metrics.h"
 #include "spaced/spaced_context.h"
@@ -55,16 +56,19 @@ void request_trail_principal(struct request_trail *t, const struct api_request *
         /* a key, or on data-plane routes the attach session the caller holds */
         const struct principal *p = &req->principal;
         snprintf(t->key_id, sizeof(t->key_id), "%s", p->key_id[0] ? p->key_id : req->session_id);
-        if (p->key_id[0]) {
-                snprintf(t->project, sizeof(t->project), "%s", p->project_id);
+        /* a data-plane caller (a session's token, an envd token) acts in its sandbox's project */
+        snprintf(t->project, sizeof(t->project), "%s", p->project_id);
+        if (p->key_id[0])
                 snprintf(t->role, sizeof(t->role), "%s", principal_role_name(p->role));
-        }
 }
 
 void request_trail_answer(struct request_trail *t, const struct api_response *resp)
 {
         t->status = resp->status;
         t->error_code[0] = '\0';
+        /* A create's path names nothing: its row names what it made. */
+        if (!t->target[0] && resp->created[0])
+                snprintf(t->target, sizeof(t->target), "%s", resp->created);
         if (resp->status < 400 || !json_is_object(resp->body))
                 return;
         /* v1: {"error": {"code"}}; Connect: {"code": "not_found"}; E2B control: {"code": 404} */
@@ -93,12 +97,12 @@ static void write_audit(struct request_trail *t, struct spaced_context *ctx)
         snprintf(a.method, sizeof(a.method), "%s", t->method);
         snprintf(a.error_code, sizeof(a.error_code), "%s", t->error_code);
         snprintf(a.source, sizeof(a.source), "%s", t->source);
-        int r = STORE(ctx, audit_insert, &a);
-        if (r < 0)
+        struct space_error err;
+        if (audit_service_record(ctx, &a, &err) < 0)
                 log_error("audit.write_failed",
                           "error=\"%s\" request_id=%s key_id=%s action=%s target=\"%s\" method=%s status=%d error_code=\"%s\""
                           " source=%s note=\"this line is the audit record\"",
-                          strerror(-r), a.request_id, a.key_id[0] ? a.key_id : "-", a.action, LOG_ESC(a.target), a.method,
+                          LOG_ESC(err.message), a.request_id, a.key_id[0] ? a.key_id : "-", a.action, LOG_ESC(a.target), a.method,
                           a.status, LOG_ESC(a.error_code), a.source);
 }
 

@@ -30,13 +30,14 @@ struct request_trail {
         char method[8];
         char path[256];  /* without the query string */
         char source[64]; /* the client's address, "unix" on the local socket */
-        /* the principal, once authenticated; project and role "" for data-plane tokens */
+        /* the principal, once authenticated; role "" for data-plane tokens (their project is
+         * their sandbox's) */
         char key_id[32];
         char project[64];
         char role[32];
         const char *action; /* the route's, a static string; NULL when no route matched */
         bool mutating;      /* the route changes something (audited whatever its answer) */
-        char target[72];    /* the id in the path, or "" */
+        char target[72];    /* the id in the path, else what a create made (resp->created), or "" */
         unsigned status;
         char error_code[32];
         atomic_uint_fast64_t bytes; /* of the response body sent */

@@ -10,6 +10,8 @@
 #include "api/api_routes.h"
 #include "operations/operation_queue.h"
 #include "service/sandbox_create_request.h"
+#include "service/sandbox_service.h"
+#include "service/template_service.h"
 #include "operations/sandbox_lifecycle.h"
 #include "service/sandbox_access.h"
 #include "service/snapshot_access.h"
@@ -33,13 +35,16 @@ json_t *api_sandbox_json(struct spaced_context *ctx, const struct sandbox *sb)
         return api_render_sandbox(sb, &pool);
 }
 
-/* The operation's target as it is now. */
-static json_t *render_target(struct spaced_context *ctx, const struct operation *op, const char *key)
+/* The operation's target as it is now, as the caller sees it. */
+static json_t *render_target(struct api_request *req, const struct operation *op, const char *key)
 {
+        struct spaced_context *ctx = req->ctx;
+        const struct principal *p = &req->principal;
+        struct space_error ignored;
         json_t *j = NULL;
         if (strcmp(key, "sandbox") == 0) {
                 struct sandbox sb;
-                if (STORE(ctx, sandbox_get, op->target, &sb) == 0) {
+                if (sandbox_access_load(ctx, p, op->target, &sb, &ignored) == 0) {
                         j = api_sandbox_json(ctx, &sb);
                         sandbox_release(&sb);
                 }
@@ -49,7 +54,7 @@ static json_t *render_target(struct spaced_context *ctx, const struct operation 
                 if (strcmp(key, "snapshot") == 0) {
                         struct snapshot snap;
                         const char *sid = json_string_value(json_object_get(params, "snapshot_id"));
-                        if (sid && STORE(ctx, snapshot_get, sid, &snap) == 0)
+                        if (sid && snapshot_access_load(ctx, p, sid, &snap, &ignored) == 0)
                                 j = api_render_snapshot(&snap);
                 } else {
                         size_t i;
@@ -58,7 +63,7 @@ static json_t *render_target(struct spaced_context *ctx, const struct operation 
                         json_array_foreach(json_object_get(params, "children"), i, v)
                         {
                                 struct sandbox sb;
-                                if (json_is_string(v) && STORE(ctx, sandbox_get, json_string_value(v), &sb) == 0) {
+                                if (json_is_string(v) && sandbox_access_load(ctx, p, json_string_value(v), &sb, &ignored) == 0) {
                                         json_array_append_new(j, api_sandbox_json(ctx, &sb));
                                         sandbox_release(&sb);
                                 }
@@ -67,7 +72,7 @@ static json_t *render_target(struct spaced_context *ctx, const struct operation 
                 json_decref(params);
         } else if (strcmp(key, "template") == 0) {
                 struct template_record t;
-                if (STORE(ctx, template_get, op->target, &t) == 0) {
+                if (template_service_get(ctx, p, op->target, &t, &ignored) == 0) {
                         j = api_render_template(&t);
                         template_record_release(&t);
                 }
@@ -82,8 +87,7 @@ void api_respond_operation(struct api_request *req, struct api_response *resp, c
         unsigned status = 202;
         if (w->wait && operation_queue_wait(req->ctx->queue, op->id, (int)w->timeout_s * 1000, &latest) == 0)
                 status = 200;
-        json_t *body =
-                json_pack("{s:o, s:o}", "operation", api_render_operation(&latest), key, render_target(req->ctx, &latest, key));
+        json_t *body = json_pack("{s:o, s:o}", "operation", api_render_operation(&latest), key, render_target(req, &latest, key));
         if (status == 200 && latest.state == OPERATION_FAILED) {
                 struct space_error failed = { .code = space_error_code_from_name(latest.error_code) };
                 snprintf(failed.message, sizeof(failed.message), "%s", latest.error_message);
@@ -164,8 +168,10 @@ void route_sandbox_create(struct api_request *req, struct api_response *resp)
         if (api_wait_parse(req, &w, &err) < 0 || api_request_json(req, &body, &err) < 0 ||
             parse_create(req->ctx, body, &cr, &err) < 0 || sandbox_create_request_submit(req->ctx, &cr, &sb, &op, &err) < 0)
                 api_response_error(resp, &err);
-        else
+        else {
+                snprintf(resp->created, sizeof(resp->created), "%s", sb.id);
                 api_respond_operation(req, resp, &op, &w, "sandbox");
+        }
         sandbox_create_request_release(&cr);
         json_decref(body);
         sandbox_release(&sb);
@@ -211,15 +217,9 @@ void route_sandbox_list(struct api_request *req, struct api_response *resp)
         }
         struct sandbox *all = NULL;
         size_t n = 0;
-        const char *project;
-        if (api_list_project(req, &project, &err) < 0)
+        if (sandbox_service_list(req->ctx, &req->principal, api_request_query(req, "project"), state ? (int)filter : -1,
+                                 &page.store, &all, &n, &err) < 0)
                 return api_response_error(resp, &err);
-        int r = STORE(req->ctx, sandbox_list, state ? (int)filter : -1, project, &page.store, &all, &n);
-        if (r < 0) {
-                space_error_errno(&err, r, "list sandboxes");
-                api_response_error(resp, &err);
-                return;
-        }
         /* The page is a window of the rows in the state asked for; metadata filters apply
          * to it, so a page may show fewer than limit and still have a next_cursor. */
         size_t shown = api_page_rows(&page, n);

@@ -6,8 +6,8 @@
 #include "api/api_json.h"
 #include "api/api_render.h"
 #include "api/api_routes.h"
-#include "operations/sandbox_lifecycle.h"
 #include "runtime/runtime_registry.h"
+#include "service/sandbox_service.h"
 #include "spaced/spaced_context.h"
 
 #define WEEK_S 604800
@@ -57,7 +57,6 @@ void route_sandbox_patch(struct api_request *req, struct api_response *resp)
         const char *on_timeout = NULL;
         long long timeout_s = -1;
         struct sandbox sb;
-        bool loaded = false;
         if (api_request_json(req, &body, &err) < 0 || api_json_only(body, fields, "", &err) < 0 ||
             api_json_string_map(body, "metadata", api_json_metadata_key_ok, 64, 256, &metadata, &err) < 0 ||
             api_json_int(body, "timeout_s", 0, 30LL * 24 * 3600, &timeout_s, &err) < 0 ||
@@ -68,45 +67,20 @@ void route_sandbox_patch(struct api_request *req, struct api_response *resp)
                 space_error_set(&err, SPACE_E_INVALID_REQUEST, "on_timeout must be pause, stop or destroy");
                 goto fail;
         }
-        if (api_load_sandbox(req, &sb, &err) < 0)
+        struct sandbox_change c = { .metadata = metadata,
+                                    .on_timeout = on_timeout,
+                                    .set_rolling = json_object_get(body, "rolling_snapshots") != NULL,
+                                    .rolling = rolling,
+                                    .timeout_s = timeout_s };
+        if (sandbox_service_change(req->ctx, &req->principal, req->segments[2], &c, &sb, &err) < 0)
                 goto fail;
-        loaded = true;
-        if (sb.state == SANDBOX_DESTROYED || sb.state == SANDBOX_DESTROYING) {
-                space_error_set(&err, SPACE_E_INVALID_STATE, "sandbox %s is %s", sb.id, sandbox_state_name(sb.state));
-                goto fail;
-        }
-        if (metadata) {
-                json_decref(sb.metadata);
-                sb.metadata = json_deep_copy(metadata);
-        }
-        if (on_timeout)
-                snprintf(sb.on_timeout, sizeof(sb.on_timeout), "%s", on_timeout);
-        if (json_object_get(body, "rolling_snapshots")) {
-                json_decref(sb.rolling);
-                sb.rolling = rolling;
-                rolling = NULL;
-        }
-        if (timeout_s >= 0)
-                sb.timeout_s = timeout_s;
-        int r = STORE(req->ctx, sandbox_set_settings, &sb);
-        if (r < 0) {
-                space_error_errno(&err, r, "store settings of %s", sb.id);
-                goto fail;
-        }
-        /* A new timeout counts from now for a sandbox that is running. */
-        if (timeout_s >= 0 && sb.state == SANDBOX_RUNNING && sandbox_step_arm_expiry(req->ctx, &sb, &err) < 0)
-                goto fail;
+        api_response_json(resp, 200, api_sandbox_json(req->ctx, &sb));
         sandbox_release(&sb);
-        if (STORE(req->ctx, sandbox_get, req->segments[2], &sb) == 0) {
-                api_response_json(resp, 200, api_sandbox_json(req->ctx, &sb));
-                sandbox_release(&sb);
-        }
+        json_decref(rolling);
         json_decref(body);
         return;
 fail:
         api_response_error(resp, &err);
-        if (loaded)
-                sandbox_release(&sb);
         json_decref(rolling);
         json_decref(body);
 }

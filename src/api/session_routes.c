@@ -8,6 +8,7 @@
 #include "api/api_render.h"
 #include "api/api_routes.h"
 #include "data_plane/attach_session.h"
+#include "service/session_service.h"
 #include "spaced/spaced_context.h"
 #include "spaced/wallclock.h"
 
@@ -76,18 +77,12 @@ void route_session_create(struct api_request *req, struct api_response *resp)
 void route_session_list(struct api_request *req, struct api_response *resp)
 {
         struct space_error err = { 0 };
-        struct sandbox sb;
         struct attach_session *all = NULL;
         struct api_page page;
         size_t n = 0;
-        if (api_cursor_parse(req, "sessions", &page, &err) < 0 || api_load_sandbox(req, &sb, &err) < 0)
+        if (api_cursor_parse(req, "sessions", &page, &err) < 0 ||
+            session_service_list(req->ctx, &req->principal, req->segments[2], &page.store, &all, &n, &err) < 0)
                 return api_response_error(resp, &err);
-        sandbox_release(&sb);
-        int r = STORE(req->ctx, session_list, req->segments[2], &page.store, &all, &n);
-        if (r < 0) {
-                space_error_errno(&err, r, "list sessions");
-                return api_response_error(resp, &err);
-        }
         size_t shown = api_page_rows(&page, n);
         json_t *arr = json_array();
         for (size_t i = 0; i < shown; i++)

@@ -22,6 +22,7 @@
 #include "cleanup.h"
 #include "operations/storage_gate.h"
 #include "service/snapshot_access.h"
+#include "service/snapshot_service.h"
 #include "spaced/host_command.h"
 #include "spaced/log.h"
 #include "spaced/spaced_context.h"
@@ -61,11 +62,14 @@ static void send_free(void *cls)
 }
 
 /* Usable as an incremental base: a ready snapshot whose subvolume is here. */
-static bool usable_parent(struct spaced_context *ctx, const char *id, char *path, size_t size)
+static bool usable_parent(struct api_request *req, const char *id, char *path, size_t size)
 {
+        struct spaced_context *ctx = req->ctx;
         struct snapshot p;
-        return id && *id && api_json_name_ok(id) && STORE(ctx, snapshot_get, id, &p) == 0 && strcmp(p.state, "ready") == 0 &&
-                btrfs_pool_snapshot_path(&ctx->pool, id, path, size) == 0 && access(path, F_OK) == 0;
+        struct space_error unseen;
+        return id && *id && api_json_name_ok(id) && snapshot_access_load(ctx, &req->principal, id, &p, &unseen) == 0 &&
+                strcmp(p.state, "ready") == 0 && btrfs_pool_snapshot_path(&ctx->pool, id, path, size) == 0 &&
+                access(path, F_OK) == 0;
 }
 
 void route_snapshot_export(struct api_request *req, struct api_response *resp)
@@ -77,14 +81,12 @@ void route_snapshot_export(struct api_request *req, struct api_response *resp)
         const char *id = req->segments[2], *parent = api_request_query(req, "parent");
         if (api_request_query_bool(req, "full", &full, &err) < 0)
                 return api_response_error(resp, &err);
-        int r = api_json_name_ok(id) ? STORE(req->ctx, snapshot_get, id, &snap) : -ENOENT;
-        if (r < 0) {
-                if (r == -ENOENT)
-                        space_error_set(&err, SPACE_E_NOT_FOUND, "snapshot %.64s not found", id);
-                else
-                        space_error_errno(&err, r, "load snapshot");
+        if (!api_json_name_ok(id)) {
+                space_error_set(&err, SPACE_E_NOT_FOUND, "snapshot %.64s not found", id);
                 return api_response_error(resp, &err);
         }
+        if (snapshot_access_load(req->ctx, &req->principal, id, &snap, &err) < 0)
+                return api_response_error(resp, &err);
         if (strcmp(snap.state, "ready") != 0) {
                 space_error_set(&err, SPACE_E_INVALID_STATE, "snapshot %s is still being taken", id);
                 return api_response_error(resp, &err);
@@ -92,17 +94,18 @@ void route_snapshot_export(struct api_request *req, struct api_response *resp)
         struct snapshot seen;
         if (parent &&
             (snapshot_access_load(req->ctx, &req->principal, parent, &seen, &err) < 0 ||
-             !usable_parent(req->ctx, parent, parent_path, sizeof(parent_path)))) {
+             !usable_parent(req, parent, parent_path, sizeof(parent_path)))) {
                 space_error_set(&err, SPACE_E_INVALID_REQUEST, "parent %.64s is not a ready snapshot on this host", parent);
                 return api_response_error(resp, &err);
         }
-        if (!parent && !full && usable_parent(req->ctx, snap.parent_snapshot_id, parent_path, sizeof(parent_path)))
+        if (!parent && !full && usable_parent(req, snap.parent_snapshot_id, parent_path, sizeof(parent_path)))
                 parent = snap.parent_snapshot_id;
         btrfs_pool_snapshot_path(&req->ctx->pool, id, path, sizeof(path));
         snprintf(log_path, sizeof(log_path), "%s/logs/transfer.log", req->ctx->cfg.state_dir);
         char *argv_full[] = { "btrfs", "send", "-q", path, NULL };
         char *argv_incr[] = { "btrfs", "send", "-q", "-p", parent_path, path, NULL };
         struct send_stream *st = calloc(1, sizeof(*st));
+        int r = 0;
         if (!st || (r = host_command_spawn_piped(parent ? argv_incr : argv_full, true, log_path, &st->fd, &st->pid)) < 0) {
                 free(st);
                 space_error_errno(&err, st ? r : -ENOMEM, "start btrfs send");
@@ -186,7 +189,7 @@ static int import_begin(struct api_request *req, void **ret_state, struct space_
         struct space_error unseen;
         if (parent &&
             (snapshot_access_load(req->ctx, &req->principal, parent, &p, &unseen) < 0 ||
-             !usable_parent(req->ctx, parent, parent_path, sizeof(parent_path))))
+             !usable_parent(req, parent, parent_path, sizeof(parent_path))))
                 return space_error_set(err, SPACE_E_INVALID_REQUEST, "parent_snapshot_id %s is not a ready snapshot on this host",
                                        parent);
         /* An import joins a sandbox's lineage only as an increment on a snapshot of that
@@ -237,9 +240,8 @@ static int import_begin(struct api_request *req, void **ret_state, struct space_
 
 static bool snapshot_here(struct receive *rc, const char *id)
 {
-        struct snapshot existing;
         char path[PATH_MAX];
-        return STORE(rc->ctx, snapshot_get, id, &existing) == 0 ||
+        return snapshot_service_id_taken(rc->ctx, id) ||
                 (btrfs_pool_snapshot_path(&rc->ctx->pool, id, path, sizeof(path)) == 0 && access(path, F_OK) == 0);
 }
 
@@ -368,15 +370,12 @@ static void import_finish(void *state, struct api_request *req, struct api_respo
                         snprintf(snap.parent_snapshot_id, sizeof(snap.parent_snapshot_id), "%s", rc->parent);
                 snap.bytes_exclusive = -1;
                 snap.created_at_ms = wallclock_now_ms();
-                int r = STORE(rc->ctx, insert_batch, NULL, 0, &snap, 1, NULL);
-                if (r < 0) {
+                if (snapshot_service_add_imported(rc->ctx, &req->principal, &snap, &err) < 0) {
                         char path[PATH_MAX];
                         if (btrfs_pool_snapshot_path(&rc->ctx->pool, name, path, sizeof(path)) == 0)
                                 btrfs_pool_subvolume_delete(path);
-                        space_error_errno(&err, r, "store imported snapshot");
                 }
         }
-        (void)req;
         if (err.code) {
                 log_info("snapshot.import_refused", "code=%s reason=\"%s\"", space_error_code_name(err.code),
                          LOG_ESC(err.message));
@@ -384,6 +383,7 @@ static void import_finish(void *state, struct api_request *req, struct api_respo
         } else {
                 log_info("snapshot.import", "snapshot=%s", snap.id);
                 api_response_json(resp, 201, api_render_snapshot(&snap));
+                snprintf(resp->created, sizeof(resp->created), "%s", snap.id);
         }
         receive_free(rc);
 }

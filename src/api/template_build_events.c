@@ -17,6 +17,7 @@
 #include "api/api_render.h"
 #include "api/api_routes.h"
 #include "api/output_encoding.h"
+#include "service/operation_service.h"
 #include "spaced/spaced_context.h"
 #include "templates/build_log.h"
 
@@ -24,6 +25,7 @@
 
 struct build_events {
         struct spaced_context *ctx;
+        struct principal caller; /* who opened the stream */
         char op_id[32];
         char path[4096];
         int fd;
@@ -105,8 +107,7 @@ static ssize_t events_read(void *cls, char *buf, size_t max)
                 if (st->done || atomic_load(&st->ctx->shutting_down))
                         return 0;
                 struct operation op;
-                bool over = STORE(st->ctx, operation_get, st->op_id, &op) < 0 || op.state == OPERATION_SUCCEEDED ||
-                        op.state == OPERATION_FAILED;
+                bool over = operation_service_over(st->ctx, &st->caller, st->op_id, &op);
                 int r = produce(st, over);
                 if (r < 0)
                         return -1;
@@ -160,16 +161,19 @@ void route_template_build_events(struct api_request *req, struct api_response *r
                         return api_response_error(resp, &err);
                 }
         }
-        if (!api_json_name_ok(id) || STORE(req->ctx, operation_get, id, &op) < 0 || strcmp(op.kind, "template.build") != 0) {
+        if (!api_json_name_ok(id)) {
                 space_error_set(&err, SPACE_E_NOT_FOUND, "build %.64s not found", id);
                 return api_response_error(resp, &err);
         }
+        if (operation_service_get_build(req->ctx, &req->principal, id, &op, &err) < 0)
+                return api_response_error(resp, &err);
         struct build_events *st = calloc(1, sizeof(*st));
         if (!st) {
                 space_error_set(&err, SPACE_E_INTERNAL, "out of memory");
                 return api_response_error(resp, &err);
         }
         st->ctx = req->ctx;
+        st->caller = req->principal;
         st->fd = -1;
         st->offset = (off_t)offset;
         snprintf(st->op_id, sizeof(st->op_id), "%s", id);

@@ -11,12 +11,15 @@
 #include "api/api_json.h"
 #include "api/api_render.h"
 #include "api/api_routes.h"
+#include "service/operation_access.h"
+#include "service/operation_service.h"
 #include "spaced/spaced_context.h"
 #include "templates/build_log.h"
 #include "templates/template_build.h"
 
 struct log_stream {
         struct spaced_context *ctx;
+        struct principal caller; /* who opened the stream */
         char op_id[32];
         char path[4096];
         int fd;
@@ -26,9 +29,7 @@ struct log_stream {
 static bool op_over(struct log_stream *ls)
 {
         struct operation op;
-        if (STORE(ls->ctx, operation_get, ls->op_id, &op) < 0)
-                return true;
-        return op.state == OPERATION_SUCCEEDED || op.state == OPERATION_FAILED;
+        return operation_service_over(ls->ctx, &ls->caller, ls->op_id, &op);
 }
 
 static ssize_t log_read(void *cls, char *buf, size_t max)
@@ -68,16 +69,19 @@ void route_template_build_log(struct api_request *req, struct api_response *resp
         bool follow = false;
         if (api_request_query_bool(req, "follow", &follow, &err) < 0)
                 return api_response_error(resp, &err);
-        if (!api_json_name_ok(id) || STORE(req->ctx, operation_get, id, &op) < 0 || strcmp(op.kind, "template.build") != 0) {
+        if (!api_json_name_ok(id)) {
                 space_error_set(&err, SPACE_E_NOT_FOUND, "build %.64s not found", id);
                 return api_response_error(resp, &err);
         }
+        if (operation_service_get_build(req->ctx, &req->principal, id, &op, &err) < 0)
+                return api_response_error(resp, &err);
         struct log_stream *ls = calloc(1, sizeof(*ls));
         if (!ls) {
                 space_error_set(&err, SPACE_E_INTERNAL, "out of memory");
                 return api_response_error(resp, &err);
         }
         ls->ctx = req->ctx;
+        ls->caller = req->principal;
         ls->fd = -1;
         ls->follow = follow;
         snprintf(ls->op_id, sizeof(ls->op_id), "%s", id);
@@ -99,10 +103,8 @@ void route_operation_cancel(struct api_request *req, struct api_response *resp)
         }
         if (template_build_cancel(req->ctx, id, &err) < 0)
                 return api_response_error(resp, &err);
-        if (STORE(req->ctx, operation_get, id, &op) < 0) {
-                space_error_set(&err, SPACE_E_NOT_FOUND, "operation %s not found", id);
+        if (operation_access_load(req->ctx, &req->principal, id, &op, &err) < 0)
                 return api_response_error(resp, &err);
-        }
         api_response_json(resp, 202, json_pack("{s:o}", "operation", api_render_operation(&op)));
 }
 

@@ -18,6 +18,7 @@
 #include "cleanup.h"
 #include "operations/operation_queue.h"
 #include "service/template_access.h"
+#include "service/template_service.h"
 #include "spaced/log.h"
 #include "spaced/spaced_context.h"
 #include "spaced/wallclock.h"
@@ -184,29 +185,10 @@ static int check_spacefile(struct template_upload *u, const char *context, struc
 
 static int submit_build(struct template_upload *u, struct space_error *err)
 {
-        struct template_record t;
         if (operation_set_params(&u->op, json_pack("{s:s}", "spacefile", u->spacefile), err) < 0)
                 return -1;
-        int r = STORE(u->ctx, template_get, u->row, &t);
-        if (r == 0) {
-                bool building = strcmp(t.state, "building") == 0;
-                template_record_release(&t);
-                if (building)
-                        return space_error_set(err, SPACE_E_INVALID_STATE, "template %s is already being built", u->row);
-        } else if (r == -ENOENT) {
-                /* A new name shows as building; the build removes the row again if it fails. */
-                struct template_record nt = { .environment = json_object(), .updated_at_ms = wallclock_now_ms() };
-                snprintf(nt.name, sizeof(nt.name), "%s", u->row);
-                snprintf(nt.project_id, sizeof(nt.project_id), "%s", u->principal.project_id);
-                snprintf(nt.state, sizeof(nt.state), "building");
-                r = STORE(u->ctx, template_upsert, &nt);
-                json_decref(nt.environment);
-        }
-        if (r == 0)
-                r = STORE(u->ctx, operation_insert, &u->op);
-        if (r < 0)
-                return space_error_errno(err, r, "store build of %s", u->row);
-        operation_queue_submit(u->ctx->queue, u->op.id);
+        if (template_service_submit_build(u->ctx, &u->principal, &u->op, err) < 0)
+                return -1;
         log_info("template.build_submitted", "op=%s template=%s bytes=%llu", u->op.id, u->row, (unsigned long long)u->bytes);
         return 0;
 }
@@ -230,6 +212,7 @@ static void upload_finish(void *state, struct api_request *req, struct api_respo
                 struct template_record t;
                 if (template_import_publish(u->ctx, u->op.id, tar, u->format, u->row, u->principal.project_id, &t, &err) == 0) {
                         api_response_json(resp, 201, api_render_template(&t));
+                        snprintf(resp->created, sizeof(resp->created), "%s", u->row);
                         template_record_release(&t);
                         r = 0;
                 }
@@ -240,6 +223,7 @@ static void upload_finish(void *state, struct api_request *req, struct api_respo
                 else if (rootfs_archive_extract(tar, context, &o, NULL, &err) == 0 && check_spacefile(u, context, &err) == 0) {
                         unlink(tar);
                         if (submit_build(u, &err) == 0) {
+                                snprintf(resp->created, sizeof(resp->created), "%s", u->row);
                                 api_respond_operation(req, resp, &u->op, &u->wait, "template");
                                 upload_free(u);
                                 return; /* the build owns the directory now */

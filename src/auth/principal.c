@@ -85,6 +85,13 @@ void permission_format(uint32_t mask, const char *sep, char *buf, size_t size)
         }
 }
 
+void principal_platform(struct principal *ret)
+{
+        memset(ret, 0, sizeof(*ret));
+        ret->role = ROLE_ADMIN;
+        ret->permissions = PERM_ALL;
+}
+
 bool principal_may(const struct principal *p, uint32_t need)
 {
         return (p->permissions & need) == need;

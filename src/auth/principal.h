@@ -61,6 +61,9 @@ int permission_from_name(const char *name, uint32_t *ret);
 /* The names of the bits in mask, joined by sep, into buf. */
 void permission_format(uint32_t mask, const char *sep, char *buf, size_t size);
 
+/* The daemon itself, for work no client asked for (samplers): every project, every
+ * permission, no key. */
+void principal_platform(struct principal *ret);
 /* Whether p holds every permission in need. */
 bool principal_may(const struct principal *p, uint32_t need);
 /* The project whose objects a list shows p: its own; NULL (all) for the platform. */

@@ -19,6 +19,7 @@
 #include "e2b/e2b_connect.h"
 #include "e2b/e2b_routes.h"
 #include "runtime/runtime_registry.h"
+#include "service/sandbox_service.h"
 #include "spaced/spaced_context.h"
 
 #define FILES_TIMEOUT_MS 30000
@@ -27,16 +28,9 @@
 static int agent_connect(struct e2b_call *call, struct space_error *err)
 {
         struct sandbox sb;
-        int r = STORE(call->req.ctx, sandbox_get, call->sandbox_id, &sb);
-        if (r == -ENOENT)
-                return space_error_set(err, SPACE_E_NOT_FOUND, "sandbox %s not found", call->sandbox_id);
-        if (r < 0)
-                return space_error_errno(err, r, "load sandbox %s", call->sandbox_id);
-        int fd = -1;
-        if (sb.state == SANDBOX_RUNNING)
-                fd = file_agent_connect(&call->req.ctx->runtimes, &sb, FILES_TIMEOUT_MS, err);
-        else
-                space_error_set(err, SPACE_E_UNAVAILABLE, "sandbox %s is %s", sb.id, sandbox_state_name(sb.state));
+        if (sandbox_service_get_running(call->req.ctx, &call->req.principal, call->sandbox_id, &sb, err) < 0)
+                return -1;
+        int fd = file_agent_connect(&call->req.ctx->runtimes, &sb, FILES_TIMEOUT_MS, err);
         sandbox_release(&sb);
         return fd;
 }

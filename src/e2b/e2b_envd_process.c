@@ -19,6 +19,9 @@
 #include "e2b/e2b_connect.h"
 #include "e2b/e2b_routes.h"
 #include "runtime/runtime_registry.h"
+#include "service/sandbox_access.h"
+#include "service/sandbox_commands.h"
+#include "service/sandbox_service.h"
 #include "spaced/spaced_context.h"
 
 #define KEEPALIVE_DEFAULT_MS 30000
@@ -26,7 +29,8 @@
 void e2b_envd_health(struct e2b_call *call, struct api_response *resp)
 {
         struct sandbox sb;
-        int r = STORE(call->req.ctx, sandbox_get, call->sandbox_id, &sb);
+        struct space_error unseen;
+        int r = sandbox_access_load(call->req.ctx, &call->req.principal, call->sandbox_id, &sb, &unseen);
         bool running = r == 0 && sb.state == SANDBOX_RUNNING;
         const char *state = r == 0 ? sandbox_state_name(sb.state) : "unknown";
         if (running) {
@@ -43,17 +47,7 @@ void e2b_envd_health(struct e2b_call *call, struct api_response *resp)
 /* The sandbox of the call, which must be running. */
 static int running_sandbox(struct e2b_call *call, struct sandbox *sb, struct space_error *err)
 {
-        int r = STORE(call->req.ctx, sandbox_get, call->sandbox_id, sb);
-        if (r == -ENOENT)
-                return space_error_set(err, SPACE_E_NOT_FOUND, "sandbox %s not found", call->sandbox_id);
-        if (r < 0)
-                return space_error_errno(err, r, "load sandbox %s", call->sandbox_id);
-        if (sb->state != SANDBOX_RUNNING) {
-                space_error_set(err, SPACE_E_UNAVAILABLE, "sandbox %s is %s", sb->id, sandbox_state_name(sb->state));
-                sandbox_release(sb);
-                return -1;
-        }
-        return 0;
+        return sandbox_service_get_running(call->req.ctx, &call->req.principal, call->sandbox_id, sb, err);
 }
 
 /* Whether the sandbox's filesystem has an executable at path (resolved inside it). */
@@ -74,9 +68,8 @@ static int find_process(struct e2b_call *call, const json_t *msg, struct command
                 return space_error_set(err, SPACE_E_INVALID_REQUEST, "process must name a pid or a tag");
         struct command_record *all = NULL;
         size_t n = 0;
-        int r = STORE(call->req.ctx, command_list, call->sandbox_id, true, NULL, &all, &n);
-        if (r < 0)
-                return space_error_errno(err, r, "list commands");
+        if (sandbox_commands_list(call->req.ctx, &call->req.principal, call->sandbox_id, true, NULL, &all, &n, err) < 0)
+                return -1;
         int found = -1;
         for (size_t i = 0; i < n; i++) {
                 if (all[i].state != COMMAND_RUNNING)
@@ -277,11 +270,8 @@ void e2b_process_list(struct e2b_call *call, struct api_response *resp)
         sandbox_release(&sb);
         struct command_record *all = NULL;
         size_t n = 0;
-        int r = STORE(call->req.ctx, command_list, call->sandbox_id, true, NULL, &all, &n);
-        if (r < 0) {
-                space_error_errno(&err, r, "list commands");
+        if (sandbox_commands_list(call->req.ctx, &call->req.principal, call->sandbox_id, true, NULL, &all, &n, &err) < 0)
                 return e2b_connect_reply_error(resp, &err);
-        }
         json_t *procs = json_array();
         for (size_t i = 0; i < n; i++) {
                 if (all[i].state != COMMAND_RUNNING)

@@ -17,6 +17,7 @@
 #include "e2b/e2b_multipart.h"
 #include "e2b/e2b_routes.h"
 #include "runtime/runtime_registry.h"
+#include "service/sandbox_service.h"
 #include "spaced/log.h"
 #include "spaced/spaced_context.h"
 
@@ -194,19 +195,11 @@ int e2b_upload_begin(struct e2b_call *call, struct e2b_upload **ret, struct spac
         snprintf(u->user, sizeof(u->user), "%s", user);
         snprintf(u->query_path, sizeof(u->query_path), "%s", path ? path : "");
         u->signed_url = call->signed_url;
-        int r = STORE(u->ctx, sandbox_get, call->sandbox_id, &u->sb);
-        if (r < 0) {
-                upload_free(u);
-                if (r == -ENOENT)
-                        return space_error_set(err, SPACE_E_NOT_FOUND, "sandbox %s not found", call->sandbox_id);
-                return space_error_errno(err, r, "load sandbox %s", call->sandbox_id);
-        }
-        u->loaded = true;
-        if (u->sb.state != SANDBOX_RUNNING) {
-                space_error_set(err, SPACE_E_UNAVAILABLE, "sandbox %s is %s", u->sb.id, sandbox_state_name(u->sb.state));
+        if (sandbox_service_get_running(u->ctx, &call->req.principal, call->sandbox_id, &u->sb, err) < 0) {
                 upload_free(u);
                 return -1;
         }
+        u->loaded = true;
         if (!runtime_registry_for(&u->ctx->runtimes, &u->sb, err)) {
                 upload_free(u);
                 return -1;
@@ -220,7 +213,7 @@ int e2b_upload_begin(struct e2b_call *call, struct e2b_upload **ret, struct spac
                 u->gzip = u->z_live = true;
         }
         if (ct && strncasecmp(ct, "multipart/form-data", 19) == 0) {
-                r = e2b_multipart_new(ct, &multipart_ops, u, &u->mp);
+                int r = e2b_multipart_new(ct, &multipart_ops, u, &u->mp);
                 if (r < 0) {
                         upload_free(u);
                         if (r == -EINVAL)

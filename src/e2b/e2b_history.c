@@ -13,6 +13,9 @@
 #include "e2b/e2b_router.h"
 #include "e2b/e2b_routes.h"
 #include "operations/sandbox_history.h"
+#include "service/sandbox_access.h"
+#include "service/snapshot_access.h"
+#include "service/snapshot_service.h"
 #include "spaced/spaced_context.h"
 
 #define LIST_LIMIT_DEFAULT 100
@@ -29,20 +32,12 @@ static json_t *render_snapshot(const struct snapshot *s)
 
 int e2b_snapshot_by_name(struct spaced_context *ctx, const struct principal *p, const char *name, char *ret_id, size_t size)
 {
-        struct snapshot *all = NULL;
-        size_t n = 0;
-        int r = STORE(ctx, snapshot_list, NULL, principal_list_project(p), NULL, &all, &n);
-        if (r < 0)
-                return r;
-        r = -ENOENT;
-        for (size_t i = n; i-- > 0;)
-                if (strcmp(all[i].label, name) == 0 && strcmp(all[i].state, "ready") == 0) {
-                        snprintf(ret_id, size, "%s", all[i].id);
-                        r = 0;
-                        break;
-                }
-        free(all);
-        return r;
+        struct space_error err;
+        struct snapshot snap;
+        if (snapshot_service_by_label(ctx, p, name, &snap, &err) < 0)
+                return -ENOENT;
+        snprintf(ret_id, size, "%s", snap.id);
+        return 0;
 }
 
 void e2b_snapshot_create(struct e2b_call *call, struct api_response *resp)
@@ -61,7 +56,7 @@ void e2b_snapshot_create(struct e2b_call *call, struct api_response *resp)
                 return e2b_reply_space_error(resp, &err);
         }
         json_decref(body);
-        if (STORE(call->req.ctx, snapshot_get, snap.id, &snap) < 0)
+        if (snapshot_access_load(call->req.ctx, &call->req.principal, snap.id, &snap, &err) < 0)
                 return e2b_reply_error(resp, 500, "snapshot %s vanished", snap.id);
         api_response_json(resp, 201, render_snapshot(&snap));
 }
@@ -88,10 +83,9 @@ void e2b_snapshot_list(struct e2b_call *call, struct api_response *resp)
                 return api_response_json(resp, 200, json_array());
         struct snapshot *all = NULL;
         size_t n = 0;
-        int r = STORE(call->req.ctx, snapshot_list, sandbox_id && *sandbox_id ? sandbox_id : NULL,
-                      principal_list_project(&call->req.principal), NULL, &all, &n);
-        if (r < 0)
-                return e2b_reply_error(resp, 500, "list snapshots: %s", strerror(-r));
+        if (snapshot_service_list(call->req.ctx, &call->req.principal, NULL, sandbox_id && *sandbox_id ? sandbox_id : NULL, NULL,
+                                  &all, &n, &err) < 0)
+                return e2b_reply_error(resp, 500, "%s", err.message);
         json_t *arr = json_array();
         const struct snapshot *last = NULL;
         bool more = false;
@@ -124,7 +118,8 @@ void e2b_snapshot_delete(struct e2b_call *call, struct api_response *resp)
 {
         struct space_error err = { 0 };
         struct snapshot snap;
-        if (strncmp(call->sandbox_id, "snap-", 5) != 0 || STORE(call->req.ctx, snapshot_get, call->sandbox_id, &snap) < 0)
+        if (strncmp(call->sandbox_id, "snap-", 5) != 0 ||
+            snapshot_access_load(call->req.ctx, &call->req.principal, call->sandbox_id, &snap, &err) < 0)
                 return e2b_reply_error(resp, 404, "snapshot %s not found", call->sandbox_id);
         if (sandbox_history_delete_snapshot(call->req.ctx, call->sandbox_id, &err) < 0)
                 return e2b_reply_space_error(resp, &err);
@@ -148,8 +143,8 @@ void e2b_sandbox_fork(struct e2b_call *call, struct api_response *resp)
         if (r < 0)
                 return e2b_reply_space_error(resp, &err);
         struct sandbox parent = { 0 };
-        if (STORE(ctx, sandbox_get, call->sandbox_id, &parent) < 0 || parent.state == SANDBOX_DESTROYED ||
-            parent.state == SANDBOX_DESTROYING) {
+        if (sandbox_access_load(ctx, &call->req.principal, call->sandbox_id, &parent, &err) < 0 ||
+            parent.state == SANDBOX_DESTROYED || parent.state == SANDBOX_DESTROYING) {
                 if (parent.id[0])
                         sandbox_release(&parent);
                 return e2b_reply_error(resp, 404, "sandbox %s not found", call->sandbox_id);
@@ -163,13 +158,13 @@ void e2b_sandbox_fork(struct e2b_call *call, struct api_response *resp)
         json_t *arr = json_array();
         for (long long i = 0; i < count; i++) {
                 struct sandbox sb;
-                if (STORE(ctx, sandbox_get, ids[i], &sb) < 0) {
+                if (sandbox_access_load(ctx, &call->req.principal, ids[i], &sb, &err) < 0) {
                         json_array_append_new(arr, json_pack("{s:{s:i, s:s}}", "error", "code", 500, "message", "fork vanished"));
                         continue;
                 }
                 if (sb.state == SANDBOX_RUNNING) {
                         if (timeout_s >= 0)
-                                e2b_set_timeout(ctx, &sb, timeout_s, false);
+                                e2b_set_timeout(call, sb.id, timeout_s, false, &err);
                         json_array_append_new(arr, json_pack("{s:o}", "sandbox", e2b_render_created(call, &sb)));
                 } else {
                         const char *why = sb.state_reason[0] ? sb.state_reason
@@ -192,7 +187,7 @@ void e2b_sandbox_metrics(struct e2b_call *call, struct api_response *resp)
             api_request_query_int(&call->req, "end", 0, INT64_MAX / 1000, &end, &err) < 0)
                 return e2b_reply_space_error(resp, &err);
         struct sandbox sb;
-        if (STORE(call->req.ctx, sandbox_get, call->sandbox_id, &sb) < 0)
+        if (sandbox_access_load(call->req.ctx, &call->req.principal, call->sandbox_id, &sb, &err) < 0)
                 return e2b_reply_error(resp, 404, "sandbox %s not found", call->sandbox_id);
         if (sb.state == SANDBOX_DESTROYED) {
                 sandbox_release(&sb);

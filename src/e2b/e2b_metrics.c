@@ -11,6 +11,7 @@
 
 #include "api/api_render.h"
 #include "runtime/runtime_registry.h"
+#include "service/sandbox_service.h"
 #include "spaced/spaced_context.h"
 #include "spaced/wallclock.h"
 #include "state_store/state_store.h"
@@ -130,7 +131,10 @@ static void sweep(struct e2b_metrics *m)
 {
         struct sandbox *all = NULL;
         size_t n = 0;
-        if (STORE(m->ctx, sandbox_list, -1, NULL, NULL, &all, &n) < 0)
+        struct principal daemon;
+        struct space_error err;
+        principal_platform(&daemon); /* the sampler works for every project's metrics route */
+        if (sandbox_service_list(m->ctx, &daemon, NULL, -1, NULL, &all, &n, &err) < 0)
                 return;
         pthread_mutex_lock(&m->lock);
         uint64_t gen = ++m->sweep;

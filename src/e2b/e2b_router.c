@@ -16,6 +16,7 @@
 #include "e2b/e2b_connect.h"
 #include "e2b/e2b_files_upload.h"
 #include "e2b/e2b_routes.h"
+#include "service/sandbox_service.h"
 #include "spaced/log.h"
 #include "spaced/spaced_context.h"
 #include "spaced/wallclock.h"
@@ -160,34 +161,33 @@ static int signed_url(struct e2b_call *call, const char *id, struct space_error 
                 if (*end || at < wallclock_now_ms() / 1000)
                         return space_error_set(err, SPACE_E_UNAUTHORIZED, "the signed URL has expired");
         }
-        struct sandbox *all = NULL;
+        char(*ids)[32] = NULL;
         size_t n = 0;
         if (id && *id) {
-                all = calloc(1, sizeof(*all));
-                if (!all)
+                ids = calloc(1, sizeof(*ids));
+                if (!ids)
                         return space_error_set(err, SPACE_E_INTERNAL, "out of memory");
-                snprintf(all[0].id, sizeof(all[0].id), "%s", id);
-                all[0].state = SANDBOX_RUNNING;
+                snprintf(ids[0], sizeof(ids[0]), "%s", id);
                 n = 1;
-        } else if (STORE(call->front->ctx, sandbox_list, SANDBOX_RUNNING, NULL, NULL, &all, &n) < 0) {
+        } else if (sandbox_service_running_ids(call->front->ctx, &ids, &n, err) < 0) {
                 return space_error_set(err, SPACE_E_INTERNAL, "list sandboxes");
         }
         bool found = false;
         for (size_t i = 0; i < n && !found; i++) {
                 char token[E2B_ENVD_TOKEN_SIZE], want[64];
-                if (e2b_keys_envd_token(call->front->token_secret, all[i].id, token, sizeof(token)) == 0 &&
+                if (e2b_keys_envd_token(call->front->token_secret, ids[i], token, sizeof(token)) == 0 &&
                     e2b_keys_file_signature(path ? path : "", op, user ? user : "", token, expiration, want, sizeof(want)) == 0 &&
                     strlen(want) == strlen(sig) && CRYPTO_memcmp(want, sig, strlen(want)) == 0) {
-                        snprintf(call->sandbox_id, sizeof(call->sandbox_id), "%s", all[i].id);
+                        snprintf(call->sandbox_id, sizeof(call->sandbox_id), "%s", ids[i]);
                         found = true;
                 }
                 explicit_bzero(token, sizeof(token));
         }
-        if (id && *id)
-                free(all);
-        else
-                sandbox_array_free(all, n);
-        return found ? 0 : space_error_set(err, SPACE_E_UNAUTHORIZED, "the signature does not match");
+        free(ids);
+        if (!found)
+                return space_error_set(err, SPACE_E_UNAUTHORIZED, "the signature does not match");
+        sandbox_service_token_caller(call->front->ctx, call->sandbox_id, &call->req.principal);
+        return 0;
 }
 
 /* Names and authenticates the sandbox of an envd call. */
@@ -220,6 +220,8 @@ static int envd_authenticate(struct e2b_call *call, bool need_token, struct spac
                 return space_error_set(err, SPACE_E_UNAUTHORIZED, "invalid access token for sandbox %s", call->sandbox_id);
         if (need_token && !token)
                 return space_error_set(err, SPACE_E_UNAUTHORIZED, "missing X-Access-Token");
+        /* The token's bearer acts in its sandbox's project and nowhere else. */
+        sandbox_service_token_caller(call->front->ctx, call->sandbox_id, &call->req.principal);
         envd_user(call);
         return 0;
 }
@@ -294,8 +296,10 @@ static const struct route *route_call(struct e2b_call *call, char *path_copy, si
                         e2b_connect_reply_error(resp, &err);
                 return NULL;
         }
-        if (found->half != CONTROL) /* the sandbox an envd call addresses */
+        if (found->half != CONTROL) { /* the sandbox an envd call addresses, and its project */
                 request_trail_route(trail, found->action, found->mutating, call->sandbox_id);
+                request_trail_principal(trail, &call->req);
+        }
         if (atomic_load(&front->ctx->shutting_down) && strcmp(method, "GET") != 0) {
                 space_error_set(&err, SPACE_E_UNAVAILABLE, "spaced is shutting down");
                 if (envd)

@@ -50,8 +50,9 @@ int e2b_wait_operation(struct spaced_context *ctx, const struct operation *op, s
 int e2b_body_object(struct e2b_call *call, json_t **ret, struct api_response *resp);
 /* "timeout" (seconds) when present. */
 int e2b_timeout_field(const json_t *body, long long *ret, struct space_error *err);
-/* Sets the sandbox's timeout, counting from now when it runs; only_extend keeps a later expiry. */
-int e2b_set_timeout(struct spaced_context *ctx, struct sandbox *sb, long long timeout_s, bool only_extend);
+/* Sets the timeout of the call's sandbox id (the caller's), counting from now when it runs;
+ * only_extend keeps a later expiry. */
+int e2b_set_timeout(struct e2b_call *call, const char *id, long long timeout_s, bool only_extend, struct space_error *err);
 /* A ready snapshot labelled name (the newest), for templateID = a snapshot name. */
 int e2b_snapshot_by_name(struct spaced_context *ctx, const struct principal *p, const char *name, char *ret_id, size_t size);
 

@@ -15,6 +15,8 @@
 #include "e2b/e2b_version.h"
 #include "operations/operation_queue.h"
 #include "service/sandbox_create_request.h"
+#include "service/sandbox_access.h"
+#include "service/sandbox_service.h"
 #include "operations/sandbox_lifecycle.h"
 #include "service/snapshot_access.h"
 #include "service/template_access.h"
@@ -146,13 +148,14 @@ static json_t *render_info(struct e2b_call *call, const struct sandbox *sb)
 /* Loads the sandbox of the path; 404 (E2B style) for unknown and destroyed ones. */
 static int load(struct e2b_call *call, struct sandbox *sb, struct api_response *resp)
 {
-        int r = STORE(call->req.ctx, sandbox_get, call->sandbox_id, sb);
+        struct space_error err = { 0 };
+        int r = sandbox_access_load(call->req.ctx, &call->req.principal, call->sandbox_id, sb, &err);
         if (r == 0 && listed(sb->state))
                 return 0;
         if (r == 0)
                 sandbox_release(sb);
-        if (r < 0 && r != -ENOENT)
-                e2b_reply_error(resp, 500, "load sandbox %s: %s", call->sandbox_id, strerror(-r));
+        if (r < 0 && err.code != SPACE_E_NOT_FOUND)
+                e2b_reply_error(resp, 500, "%s", err.message);
         else
                 e2b_reply_error(resp, 404, "sandbox %s not found", call->sandbox_id);
         return -1;
@@ -264,8 +267,10 @@ void e2b_sandbox_create(struct e2b_call *call, struct api_response *resp)
                          &err) < 0 ||
             sandbox_create_request_submit(ctx, &cr, &sb, &op, &err) < 0 || e2b_wait_operation(ctx, &op, &err) < 0)
                 e2b_reply_space_error(resp, &err);
-        else
+        else {
                 api_response_json(resp, 201, e2b_render_created(call, &sb));
+                snprintf(resp->created, sizeof(resp->created), "%s", sb.id);
+        }
         sandbox_create_request_release(&cr);
         sandbox_release(&sb);
         json_decref(body);
@@ -429,9 +434,8 @@ static void list(struct e2b_call *call, struct api_response *resp, bool paged)
                 state = "running";
         struct sandbox *all = NULL;
         size_t n = 0;
-        int r = STORE(ctx, sandbox_list, -1, principal_list_project(&call->req.principal), NULL, &all, &n);
-        if (r < 0)
-                return e2b_reply_error(resp, 500, "list sandboxes: %s", strerror(-r));
+        if (sandbox_service_list(ctx, &call->req.principal, NULL, -1, NULL, &all, &n, &err) < 0)
+                return e2b_reply_error(resp, 500, "%s", err.message);
         if (n > 1)
                 qsort(all, n, sizeof(*all), desc ? by_created_desc : by_created);
         json_t *arr = json_array();
@@ -481,17 +485,10 @@ void e2b_sandbox_kill(struct e2b_call *call, struct api_response *resp)
         e2b_reply_empty(resp);
 }
 
-int e2b_set_timeout(struct spaced_context *ctx, struct sandbox *sb, long long timeout_s, bool only_extend)
+int e2b_set_timeout(struct e2b_call *call, const char *id, long long timeout_s, bool only_extend, struct space_error *err)
 {
-        int64_t now = wallclock_now_ms();
-        if (only_extend && sb->state == SANDBOX_RUNNING && sb->expires_at_ms > now + timeout_s * 1000)
-                return 0;
-        sb->timeout_s = timeout_s;
-        struct space_error err = { 0 };
-        int r = STORE(ctx, sandbox_set_settings, sb);
-        if (r == 0 && sb->state == SANDBOX_RUNNING && sandbox_step_arm_expiry(ctx, sb, &err) < 0)
-                r = -EIO;
-        return r;
+        struct sandbox_change c = { .timeout_s = timeout_s, .only_extend = only_extend };
+        return sandbox_service_change(call->req.ctx, &call->req.principal, id, &c, NULL, err);
 }
 
 void e2b_sandbox_timeout(struct e2b_call *call, struct api_response *resp)
@@ -510,10 +507,10 @@ void e2b_sandbox_timeout(struct e2b_call *call, struct api_response *resp)
                 return e2b_reply_error(resp, 400, "give timeout (seconds)");
         if (load(call, &sb, resp) < 0)
                 return;
-        r = e2b_set_timeout(call->req.ctx, &sb, timeout_s, false);
         sandbox_release(&sb);
-        if (r < 0)
-                return e2b_reply_error(resp, 500, "store timeout: %s", strerror(-r));
+        if (e2b_set_timeout(call, call->sandbox_id, timeout_s, false, &err) < 0)
+                return err.code == SPACE_E_INTERNAL ? e2b_reply_error(resp, 500, "store timeout: %s", err.message)
+                                                    : e2b_reply_space_error(resp, &err);
         e2b_reply_empty(resp);
 }
 
@@ -530,10 +527,9 @@ void e2b_sandbox_pause(struct e2b_call *call, struct api_response *resp)
         if (submit_and_wait(call->req.ctx, call->sandbox_id, SANDBOX_ACTION_PAUSE, &err) < 0)
                 return e2b_reply_space_error(resp, &err);
         /* An E2B paused sandbox waits for its connect: it does not time out meanwhile. */
-        int r = STORE(call->req.ctx, sandbox_set_expiry, call->sandbox_id, 0);
-        if (r < 0)
+        if (sandbox_service_clear_expiry(call->req.ctx, &call->req.principal, call->sandbox_id, &err) < 0)
                 return e2b_reply_error(resp, 500, "sandbox %s is paused, but its timeout could not be cleared: %s",
-                                       call->sandbox_id, strerror(-r));
+                                       call->sandbox_id, err.message);
         e2b_reply_empty(resp);
 }
 
@@ -582,12 +578,13 @@ static void resume_or_connect(struct e2b_call *call, struct api_response *resp, 
                 return e2b_reply_space_error(resp, &err);
         }
         sandbox_release(&sb);
-        if (STORE(ctx, sandbox_get, call->sandbox_id, &sb) < 0)
-                return e2b_reply_error(resp, 404, "sandbox %s not found", call->sandbox_id);
-        if (timeout_s >= 0 && (r = e2b_set_timeout(ctx, &sb, timeout_s, is_connect)) < 0) {
-                sandbox_release(&sb);
-                return e2b_reply_error(resp, 500, "store timeout: %s", strerror(-r));
+        if (timeout_s >= 0 && e2b_set_timeout(call, call->sandbox_id, timeout_s, is_connect, &err) < 0) {
+                if (err.code == SPACE_E_NOT_FOUND)
+                        return e2b_reply_error(resp, 404, "sandbox %s not found", call->sandbox_id);
+                return e2b_reply_error(resp, 500, "store timeout: %s", err.message);
         }
+        if (sandbox_access_load(ctx, &call->req.principal, call->sandbox_id, &sb, &err) < 0)
+                return e2b_reply_error(resp, 404, "sandbox %s not found", call->sandbox_id);
         api_response_json(resp, resumed ? 201 : 200, e2b_render_created(call, &sb));
         sandbox_release(&sb);
 }

@@ -18,6 +18,7 @@
 #include "e2b/e2b_connect.h"
 #include "e2b/e2b_routes.h"
 #include "runtime/runtime_registry.h"
+#include "service/sandbox_access.h"
 #include "spaced/spaced_context.h"
 #include "spaced/wallclock.h"
 
@@ -153,12 +154,12 @@ void e2b_fs_watch_dir(struct e2b_call *call, struct api_response *resp)
         if (e2b_connect_request(&call->req, &msg, &err) < 0 ||
             e2b_files_resolve(call->user, json_string_value(json_object_get(msg, "path")), st->dir, sizeof(st->dir), &err) < 0)
                 goto fail;
-        int r = STORE(call->req.ctx, sandbox_get, call->sandbox_id, &sb);
+        int r = sandbox_access_load(call->req.ctx, &call->req.principal, call->sandbox_id, &sb, &err);
         if (r < 0 || sb.state != SANDBOX_RUNNING) {
                 if (r == 0)
                         sandbox_release(&sb);
-                space_error_set(&err, r == -ENOENT ? SPACE_E_NOT_FOUND : SPACE_E_UNAVAILABLE, "sandbox %s is not running",
-                                call->sandbox_id);
+                space_error_set(&err, r < 0 && err.code == SPACE_E_NOT_FOUND ? SPACE_E_NOT_FOUND : SPACE_E_UNAVAILABLE,
+                                "sandbox %s is not running", call->sandbox_id);
                 goto fail;
         }
         /* No read timeout: the stream waits for events as long as the client stays. */

@@ -102,3 +102,49 @@ int key_service_revoke(struct spaced_context *ctx, const struct principal *p, co
                 return space_error_set(err, SPACE_E_NOT_FOUND, "key %.64s not found", id);
         return r < 0 ? space_error_errno(err, r, "delete key %s", id) : 0;
 }
+
+int key_service_list(struct spaced_context *ctx, const struct principal *p, const char *project, const struct store_page *page,
+                     struct api_key **ret, size_t *ret_n, struct space_error *err)
+{
+        const char *scope;
+        if (project_service_scope(ctx, p, project, &scope, err) < 0)
+                return -1;
+        int r = STORE(ctx, key_list, scope, page, ret, ret_n);
+        return r < 0 ? space_error_errno(err, r, "read keys") : 0;
+}
+
+int key_service_authenticate(struct spaced_context *ctx, const char *secret, struct principal *ret, struct space_error *err)
+{
+        char hash[SECRET_HASH_SIZE];
+        struct api_key k;
+        enum principal_role role;
+        if (!*secret || strlen(secret) > 128 || secret_hash(secret, hash, sizeof(hash)) < 0)
+                return space_error_set(err, SPACE_E_UNAUTHORIZED, "invalid api key");
+        int r = STORE(ctx, key_authenticate, hash, &k);
+        if (r == -ENOENT)
+                return space_error_set(err, SPACE_E_UNAUTHORIZED, "invalid api key");
+        if (r < 0)
+                return space_error_errno(err, r, "look up key");
+        if (k.expires_at_ms && k.expires_at_ms <= wallclock_now_ms())
+                return space_error_set(err, SPACE_E_UNAUTHORIZED, "api key %s has expired", k.id);
+        if (principal_role_from_name(k.role, &role) < 0)
+                return space_error_set(err, SPACE_E_UNAUTHORIZED, "api key %s has no valid role", k.id);
+        snprintf(ret->key_id, sizeof(ret->key_id), "%s", k.id);
+        snprintf(ret->project_id, sizeof(ret->project_id), "%s", k.project_id);
+        ret->role = role;
+        ret->permissions = key_service_permissions(&k);
+        ret->expires_at_ms = k.expires_at_ms;
+        return 0;
+}
+
+int key_service_count(struct spaced_context *ctx, int64_t *ret, struct space_error *err)
+{
+        int r = STORE(ctx, key_count, ret);
+        return r < 0 ? space_error_errno(err, r, "count keys") : 0;
+}
+
+int key_service_forget(struct spaced_context *ctx, const char *id, struct space_error *err)
+{
+        int r = STORE(ctx, key_delete, id, wallclock_now_ms());
+        return r < 0 ? space_error_errno(err, r, "delete key %s", id) : 0;
+}

@@ -37,5 +37,17 @@ int key_service_load(struct spaced_context *ctx, const struct principal *p, cons
                      struct space_error *err);
 /* Revokes: not_found as key_service_load, forbidden when the key has more than p. */
 int key_service_revoke(struct spaced_context *ctx, const struct principal *p, const char *id, struct space_error *err);
+/* The keys p sees in project (as project_service_scope), paged. free(*ret). */
+int key_service_list(struct spaced_context *ctx, const struct principal *p, const char *project, const struct store_page *page,
+                     struct api_key **ret, size_t *ret_n, struct space_error *err);
+/* Authentication: the caller whose secret this is (key, project, role, effective
+ * permissions, expiry; request_id is left as it was). unauthorized when it names no key, an
+ * expired one or one without a valid role. */
+int key_service_authenticate(struct spaced_context *ctx, const char *secret, struct principal *ret, struct space_error *err);
+/* How many keys exist (the first start makes the admin key when none does). */
+int key_service_count(struct spaced_context *ctx, int64_t *ret, struct space_error *err);
+/* Removes key id with no check: the undoing of a key_service_mint whose secret could not be
+ * handed over (the first admin key). */
+int key_service_forget(struct spaced_context *ctx, const char *id, struct space_error *err);
 /* The key's effective permissions (its role's, narrowed). */
 uint32_t key_service_permissions(const struct api_key *k);

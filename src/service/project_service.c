@@ -44,6 +44,16 @@ int project_service_get(struct spaced_context *ctx, const struct principal *p, c
         return r < 0 ? space_error_errno(err, r, "load project %s", id) : 0;
 }
 
+int project_service_scope(struct spaced_context *ctx, const struct principal *p, const char *want, const char **ret,
+                          struct space_error *err)
+{
+        struct project pr;
+        if (want && project_service_get(ctx, p, want, &pr, err) < 0)
+                return -1;
+        *ret = want ? want : principal_list_project(p);
+        return 0;
+}
+
 int project_service_list(struct spaced_context *ctx, const struct principal *p, const struct store_page *page,
                          struct project **ret, size_t *ret_n, struct space_error *err)
 {

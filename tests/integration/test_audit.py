@@ -257,6 +257,63 @@ class AuditLogTest(AuditBase):
         (row,) = self.rows_of(rid)
         self.assertEqual((row["action"], row["target"], row["status"]), ("command.start", sid, got))
 
+    def test_create_rows_name_what_they_made(self):
+        # A create's path names nothing: its row's target is the new object's id.
+        rid_sb, rid_key, rid_bad = self.rid("mk-sb"), self.rid("mk-key"), self.rid("mk-bad")
+        _, data = self.spaced.api("POST", "/v1/sandboxes?wait=true&timeout_s=120", {}, expect=200,
+                                  headers={"X-Request-Id": rid_sb})
+        sid = data["sandbox"]["id"]
+        self.spaced.known_ids.add(sid)
+        _, key = self.spaced.api("POST", "/v1/keys", {"name": "audit-target"}, expect=201, headers={"X-Request-Id": rid_key})
+        got, _ = self.spaced.request("POST", "/v1/sandboxes", {"template": "no-such-template"},
+                                     headers={"X-Request-Id": rid_bad})
+        self.assertEqual(got, 404)
+        (r_sb,) = self.rows_of(rid_sb)
+        (r_key,) = self.rows_of(rid_key)
+        (r_bad,) = self.rows_of(rid_bad)
+        self.assertEqual((r_sb["action"], r_sb["target"]), ("sandbox.create", sid))
+        self.assertEqual((r_key["action"], r_key["target"]), ("key.create", key["id"]))
+        self.assertEqual((r_bad["action"], r_bad["target"], r_bad["status"]), ("sandbox.create", None, 404))
+        self.assertEqual(self.audit("?action=sandbox.create&target=%s" % sid)["audit"], [r_sb])
+        # The E2B door's create too.
+        made = self.spaced.cli("--json", "key", "create", "--e2b", "audit-e2b")
+        self.assertEqual(made.returncode, 0, made.stderr)
+        rid_e2b = self.rid("mk-e2b")
+        status, _, body = self.e2b("POST", "/sandboxes", json.dumps({"templateID": "base"}).encode(),
+                                   {"X-API-KEY": json.loads(made.stdout)["secret"], "Content-Type": "application/json",
+                                    "X-Request-Id": rid_e2b})
+        self.assertEqual(status, 201, body)
+        e2b_sid = json.loads(body)["sandboxID"]
+        self.spaced.known_ids.add(e2b_sid)
+        (r_e2b,) = self.rows_of(rid_e2b)
+        self.assertEqual((r_e2b["action"], r_e2b["target"], r_e2b["status"]), ("sandbox.create", e2b_sid, 201))
+
+    def test_data_plane_rows_carry_the_project(self):
+        # An attach token and an envd token act in their sandbox's project: the row says which.
+        sid = self.new_sandbox()
+        _, sess = self.spaced.api("POST", "/v1/sandboxes/%s/sessions" % sid, {}, expect=201)
+        rid = self.rid("dp-proj")
+        self.spaced.api("POST", "/v1/sandboxes/%s/commands" % sid, {"cmd": ["true"]}, key=sess["attach_token"], expect=201,
+                        headers={"X-Request-Id": rid})
+        (row,) = self.rows_of(rid)
+        self.assertEqual((row["action"], row["target"], row["status"]), ("command.start", sid, 201))
+        self.assertEqual((row["key_id"], row["project"], row["role"]), (sess["session_id"], "default", None))
+        made = self.spaced.cli("--json", "key", "create", "--e2b", "audit-envd")
+        self.assertEqual(made.returncode, 0, made.stderr)
+        status, _, body = self.e2b("POST", "/sandboxes", json.dumps({"templateID": "base"}).encode(),
+                                   {"X-API-KEY": json.loads(made.stdout)["secret"], "Content-Type": "application/json"})
+        self.assertEqual(status, 201, body)
+        sb = json.loads(body)
+        self.spaced.known_ids.add(sb["sandboxID"])
+        rid_envd = self.rid("envd-proj")
+        status, _, body = self.e2b("POST", "/filesystem.Filesystem/MakeDir", json.dumps({"path": "/tmp/audit-dir"}).encode(),
+                                   {"Content-Type": "application/json", "E2b-Sandbox-Id": sb["sandboxID"],
+                                    "X-Access-Token": sb["envdAccessToken"], "X-Request-Id": rid_envd})
+        self.assertEqual(status, 200, body)
+        (row,) = self.rows_of(rid_envd)
+        self.assertEqual((row["action"], row["target"], row["project"], row["status"]),
+                         ("file.mkdir", sb["sandboxID"], "default", 200))
+
     def test_filters(self):
         rid = self.rid("filt")
         target = "sb-" + secrets.token_hex(8)
