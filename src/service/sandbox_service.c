@@ -74,16 +74,15 @@ int sandbox_service_change(struct spaced_context *ctx, const struct principal *p
         if (!sooner) {
                 if (apply(&sb, c, err) < 0)
                         goto out;
-                /* Still two writes (settings, then the deadline): the store has no verb that
-                 * takes both in one transaction yet. A crash between them leaves the old
-                 * deadline with the new timeout_s. */
-                int w = STORE(ctx, sandbox_set_settings, &sb);
+                /* One write: a new timeout of a running sandbox and the deadline it arms. */
+                bool arm = c->timeout_s >= 0 && sb.state == SANDBOX_RUNNING;
+                if (arm)
+                        sb.expires_at_ms = sandbox_step_expiry_at(&sb);
+                int w = STORE(ctx, sandbox_set_settings, &sb, arm);
                 if (w < 0) {
                         space_error_errno(err, w, "store settings of %s", sb.id);
                         goto out;
                 }
-                if (c->timeout_s >= 0 && sb.state == SANDBOX_RUNNING && sandbox_step_arm_expiry(ctx, &sb, err) < 0)
-                        goto out;
         }
         r = 0;
         sandbox_release(&sb);

@@ -536,11 +536,13 @@ static int sqlite_sandbox_set_expiry(struct state_store *st, const char *id, int
                               NULL);
 }
 
-static int sqlite_sandbox_set_settings(struct state_store *st, const struct sandbox *sb)
+static int sqlite_sandbox_set_settings(struct state_store *st, const struct sandbox *sb, bool set_expiry)
 {
         sqlite3_stmt *s;
         pthread_mutex_lock(&st->lock);
-        int r = sq_prepare(st, "UPDATE sandboxes SET metadata=?, timeout_s=?, on_timeout=?, rolling=?, updated_at=? WHERE id=?",
+        int r = sq_prepare(st,
+                           "UPDATE sandboxes SET metadata=?1, timeout_s=?2, on_timeout=?3, rolling=?4, updated_at=?5,"
+                           " expires_at = CASE WHEN ?7 THEN ?8 ELSE expires_at END WHERE id=?6",
                            &s);
         if (r == 0) {
                 sq_bind_json(s, 1, sb->metadata);
@@ -552,6 +554,8 @@ static int sqlite_sandbox_set_settings(struct state_store *st, const struct sand
                         sq_bind_text(s, 4, "");
                 sqlite3_bind_int64(s, 5, sq_now_ms());
                 sq_bind_text(s, 6, sb->id);
+                sqlite3_bind_int(s, 7, set_expiry);
+                sqlite3_bind_int64(s, 8, sb->expires_at_ms);
                 r = sq_exec_done(s);
                 if (r == 0 && sqlite3_changes(st->db) == 0)
                         r = -ENOENT;

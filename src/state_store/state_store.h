@@ -255,7 +255,9 @@ struct state_store_ops {
         int (*sandbox_set_expiry)(struct state_store *st, const char *id, int64_t expires_at_ms);
         int (*sandbox_set_head)(struct state_store *st, const char *id, const char *snapshot_id);
         /* Writes the settings a client may change later: metadata, timeout_s, on_timeout, rolling. */
-        int (*sandbox_set_settings)(struct state_store *st, const struct sandbox *sb);
+        /* With set_expiry, sb->expires_at_ms too, in the same statement (a new timeout and the
+         * deadline it arms are never apart). */
+        int (*sandbox_set_settings)(struct state_store *st, const struct sandbox *sb, bool set_expiry);
 
         int (*snapshot_get)(struct state_store *st, const char *id, struct snapshot *ret);
         /* sandbox_id NULL: all; project_id NULL: every project's. Oldest first. */
