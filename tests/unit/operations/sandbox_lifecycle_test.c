@@ -306,6 +306,46 @@ static void test_submit_is_compare_and_set(void **state)
         assert_int_equal(err.code, SPACE_E_NOT_FOUND);
 }
 
+/* ---- a single failure where it hurts ---- */
+
+static struct operation failed_run(struct fake_daemon *fd, const struct operation *op)
+{
+        struct operation done;
+        assert_int_equal(fake_daemon_wait(fd, op->id, &done), 0);
+        assert_int_equal(done.state, OPERATION_FAILED);
+        assert_true(done.error_message[0] != '\0');
+        return done;
+}
+
+/* The pause (resume) is done on the host but its end cannot be stored: the sandbox goes back
+ * to what its row says, or it would stay frozen while shown running, and no check would ever
+ * notice (it is alive). */
+static void test_freeze_undone_when_settle_fails(void **state)
+{
+        struct fake_daemon *fd = *state;
+        char id[32];
+        struct operation op;
+        struct space_error err = { 0 };
+        struct fake_resources res;
+        create_running(fd, id);
+        fault_plan_arm(&fd->faults, FAULT_ONCE, 1, "sandbox_settle");
+        assert_int_equal(sandbox_lifecycle_submit(&fd->ctx, id, SANDBOX_ACTION_PAUSE, &op, &err), 0);
+        failed_run(fd, &op);
+        assert_int_equal(state_of(fd, id), SANDBOX_RUNNING);
+        fake_driver_get(fd->driver, id, &res);
+        assert_false(res.paused);
+        assert_consistent(fd);
+
+        act(fd, id, SANDBOX_ACTION_PAUSE, SANDBOX_PAUSED);
+        fault_plan_arm(&fd->faults, FAULT_ONCE, 1, "sandbox_settle");
+        assert_int_equal(sandbox_lifecycle_submit(&fd->ctx, id, SANDBOX_ACTION_RESUME, &op, &err), 0);
+        failed_run(fd, &op);
+        assert_int_equal(state_of(fd, id), SANDBOX_PAUSED);
+        fake_driver_get(fd->driver, id, &res);
+        assert_true(res.paused);
+        assert_consistent(fd);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -313,6 +353,7 @@ int main(void)
                 cmocka_unit_test_setup_teardown(test_history, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_transition_table, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_submit_is_compare_and_set, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_freeze_undone_when_settle_fails, setup, teardown),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
