@@ -269,8 +269,12 @@ int sandbox_op_restore(struct spaced_context *ctx, struct operation *op, struct 
         const struct runtime_driver *d = runtime_registry_for(&ctx->runtimes, &sb, err);
         if (!d || !snap_id || snapshot_dir(ctx, snap_id, src, sizeof(src), err) < 0 || d->ops->stop(d, &sb, err) < 0 ||
             d->ops->restore_rootfs(d, &sb, src, err) < 0) {
+                /* Shown stopped only once it is: when the stop was what failed, it may still
+                 * run. If it cannot be stopped now, it stays restoring, which the controller
+                 * settles (stopping it) when no operation drives it any more. */
                 snprintf(reason, sizeof(reason), "restore failed: %s", err->message);
-                sandbox_step_move(ctx, sb.id, M(SANDBOX_RESTORING), SANDBOX_STOPPED, reason, &ignored);
+                if (d && d->ops->stop(d, &sb, &ignored) == 0)
+                        sandbox_step_move(ctx, sb.id, M(SANDBOX_RESTORING), SANDBOX_STOPPED, reason, &ignored);
                 goto out;
         }
         /* The new head and the cleared runtime handle go with the final state, in one

@@ -346,6 +346,23 @@ static void test_freeze_undone_when_settle_fails(void **state)
         assert_consistent(fd);
 }
 
+/* A restore whose first step (stopping the sandbox) fails must not show the sandbox stopped
+ * while it runs. */
+static void test_restore_failure_shows_no_stopped_runner(void **state)
+{
+        struct fake_daemon *fd = *state;
+        char id[32], snap[32];
+        struct operation op;
+        struct space_error err = { 0 };
+        create_running(fd, id);
+        snapshot_of(fd, id, snap);
+        fault_plan_arm(&fd->faults, FAULT_ONCE, 1, "stop");
+        assert_int_equal(sandbox_history_restore(&fd->ctx, id, snap, &op, &err), 0);
+        failed_run(fd, &op);
+        assert_int_equal(state_of(fd, id), SANDBOX_STOPPED);
+        assert_consistent(fd); /* stopped on the host too */
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -354,6 +371,7 @@ int main(void)
                 cmocka_unit_test_setup_teardown(test_transition_table, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_submit_is_compare_and_set, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_freeze_undone_when_settle_fails, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_restore_failure_shows_no_stopped_runner, setup, teardown),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
