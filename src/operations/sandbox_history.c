@@ -444,11 +444,19 @@ static int start_child(struct spaced_context *ctx, const char *id, const char *s
                         d->ops->destroy_rootfs(d, &child, &ignored);
                         sandbox_step_move(ctx, child.id, M(SANDBOX_CREATING), SANDBOX_FAILED, err->message, &ignored);
                         r = -1;
-                } else if (settle_child_running(ctx, &child) < 0) {
-                        /* Destroyed while we launched it (its destroy runs apart from this fork):
-                         * leave nothing behind whichever of the two finishes last. */
+                } else if ((r = settle_child_running(ctx, &child)) < 0) {
+                        /* -ESTALE: destroyed while we launched it (its destroy runs apart from
+                         * this fork): leave nothing behind whichever of the two finishes last.
+                         * Else the store failed: the child did not come up, and says so. */
                         d->ops->stop(d, &child, &ignored);
                         d->ops->destroy_rootfs(d, &child, &ignored);
+                        if (r == -ESTALE) {
+                                r = 0;
+                        } else {
+                                space_error_errno(err, r, "store state of %s", child.id);
+                                sandbox_step_move(ctx, child.id, M(SANDBOX_CREATING), SANDBOX_FAILED, err->message, &ignored);
+                                r = -1;
+                        }
                 }
         }
         sandbox_release(&child);

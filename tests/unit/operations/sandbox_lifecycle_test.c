@@ -363,6 +363,27 @@ static void test_restore_failure_shows_no_stopped_runner(void **state)
         assert_consistent(fd); /* stopped on the host too */
 }
 
+/* A fork child that came up but whose move to running cannot be stored: the fork fails, the
+ * child is failed and holds nothing (not left creating while the fork reports success). */
+static void test_fork_child_settle_failure(void **state)
+{
+        struct fake_daemon *fd = *state;
+        char id[32], snap[32];
+        char(*kids)[32] = NULL;
+        struct operation op;
+        struct space_error err = { 0 };
+        create_running(fd, id);
+        snapshot_of(fd, id, snap);
+        fault_plan_arm(&fd->faults, FAULT_ONCE, 1, "sandbox_settle");
+        assert_int_equal(sandbox_history_fork(&fd->ctx, id, snap, 1, NULL, &kids, &op, &err), 0);
+        failed_run(fd, &op);
+        assert_int_equal(state_of(fd, kids[0]), SANDBOX_FAILED);
+        struct fake_resources res;
+        assert_false(fake_driver_get(fd->driver, kids[0], &res));
+        free(kids);
+        assert_consistent(fd);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -372,6 +393,7 @@ int main(void)
                 cmocka_unit_test_setup_teardown(test_submit_is_compare_and_set, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_freeze_undone_when_settle_fails, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_restore_failure_shows_no_stopped_runner, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_fork_child_settle_failure, setup, teardown),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
