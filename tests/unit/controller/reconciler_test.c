@@ -1,0 +1,344 @@
+/* Unit tests of the controller (reconciler.c) on the fakes: timeouts that expire, transient
+ * states left with no operation to finish them, host resources no row owns, rows whose host
+ * resources died or vanished, and failures of the reconciler's own steps. */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "controller/reconciler.h"
+#include "fake_daemon.h"
+#include "operations/operation_queue.h"
+#include "operations/sandbox_lifecycle.h"
+#include "spaced/wallclock.h"
+
+#define M(s) (1u << (s))
+#define OVERDUE_MS (61 * 1000)
+
+static int setup(void **state)
+{
+        struct fake_daemon *fd = calloc(1, sizeof(*fd));
+        if (!fd || fake_daemon_start(fd, 2) < 0)
+                return -1;
+        *state = fd;
+        return 0;
+}
+
+static int teardown(void **state)
+{
+        fake_daemon_stop(*state);
+        free(*state);
+        return 0;
+}
+
+static void assert_consistent(struct fake_daemon *fd)
+{
+        char why[512];
+        if (fake_daemon_check(fd, why, sizeof(why)) < 0)
+                fail_msg("inconsistent: %s", why);
+}
+
+static struct sandbox row(struct fake_daemon *fd, const char *id)
+{
+        struct sandbox sb;
+        assert_int_equal(fake_daemon_sandbox(fd, id, &sb), 0);
+        return sb;
+}
+
+static enum sandbox_state state_of(struct fake_daemon *fd, const char *id)
+{
+        struct sandbox sb = row(fd, id);
+        sandbox_release(&sb);
+        return sb.state;
+}
+
+static void wait_ok(struct fake_daemon *fd, const struct operation *op)
+{
+        struct operation done;
+        assert_int_equal(fake_daemon_wait(fd, op->id, &done), 0);
+        if (done.state != OPERATION_SUCCEEDED)
+                fail_msg("%s failed: %s", done.kind, done.error_message);
+}
+
+static void create_running(struct fake_daemon *fd, const char *on_timeout, char *id)
+{
+        struct operation op;
+        struct space_error err = { 0 };
+        assert_int_equal(fake_daemon_create(fd, 3600, on_timeout, id, &op, &err), 0);
+        wait_ok(fd, &op);
+}
+
+static void lifecycle(struct fake_daemon *fd, const char *id, enum sandbox_action a)
+{
+        struct operation op;
+        struct space_error err = { 0 };
+        assert_int_equal(sandbox_lifecycle_submit(&fd->ctx, id, a, &op, &err), 0);
+        wait_ok(fd, &op);
+}
+
+/* ---- timeouts ---- */
+
+static void test_timeouts_expire(void **state)
+{
+        struct fake_daemon *fd = *state;
+        char stop[32], pause[32], destroy[32], later[32];
+        create_running(fd, "stop", stop);
+        create_running(fd, "pause", pause);
+        create_running(fd, "destroy", destroy);
+        create_running(fd, "stop", later);
+        struct sandbox sb = row(fd, later);
+        assert_true(sb.expires_at_ms > wallclock_now_ms() + 3000 * 1000); /* armed by the create */
+        sandbox_release(&sb);
+        int64_t past = wallclock_now_ms() - 1;
+        assert_int_equal(STORE(&fd->ctx, sandbox_set_expiry, stop, past), 0);
+        assert_int_equal(STORE(&fd->ctx, sandbox_set_expiry, pause, past), 0);
+        assert_int_equal(STORE(&fd->ctx, sandbox_set_expiry, destroy, past), 0);
+        reconciler_tick(&fd->ctx, false);
+        assert_int_equal(fake_daemon_drain(fd), 0);
+        assert_int_equal(state_of(fd, stop), SANDBOX_STOPPED);
+        assert_int_equal(state_of(fd, pause), SANDBOX_PAUSED);
+        assert_int_equal(state_of(fd, destroy), SANDBOX_DESTROYED);
+        assert_int_equal(state_of(fd, later), SANDBOX_RUNNING);
+        sb = row(fd, pause);
+        assert_int_equal(sb.expires_at_ms, 0); /* fired once: disarmed */
+        sandbox_release(&sb);
+        assert_consistent(fd);
+        /* A second pass does nothing more. */
+        reconciler_tick(&fd->ctx, false);
+        assert_int_equal(fake_daemon_drain(fd), 0);
+        assert_int_equal(state_of(fd, pause), SANDBOX_PAUSED);
+}
+
+/* ---- stuck transient states ---- */
+
+static void test_stuck_states_settled(void **state)
+{
+        struct fake_daemon *fd = *state;
+        static const struct {
+                enum sandbox_state stuck, settled;
+        } cases[] = {
+                { SANDBOX_CREATING, SANDBOX_FAILED },      { SANDBOX_STARTING, SANDBOX_STOPPED },
+                { SANDBOX_STOPPING, SANDBOX_STOPPED },     { SANDBOX_RESTORING, SANDBOX_STOPPED },
+                { SANDBOX_DESTROYING, SANDBOX_DESTROYED },
+        };
+        char ids[5][32];
+        for (size_t i = 0; i < 5; i++) {
+                create_running(fd, "stop", ids[i]);
+                /* As a store failure half way would leave it: moved, no operation driving it. */
+                assert_int_equal(STORE(&fd->ctx, sandbox_transition, ids[i], ~0u, cases[i].stuck, "", NULL, NULL), 0);
+        }
+        reconciler_tick(&fd->ctx, true); /* not overdue yet: an operation may still come */
+        for (size_t i = 0; i < 5; i++)
+                assert_int_equal(state_of(fd, ids[i]), cases[i].stuck);
+        fault_store_set_age(fd->ctx.store.st, OVERDUE_MS);
+        reconciler_tick(&fd->ctx, true);
+        fault_store_set_age(fd->ctx.store.st, 0);
+        for (size_t i = 0; i < 5; i++)
+                if (state_of(fd, ids[i]) != cases[i].settled)
+                        fail_msg("%s: %s, want %s", sandbox_state_name(cases[i].stuck), sandbox_state_name(state_of(fd, ids[i])),
+                                 sandbox_state_name(cases[i].settled));
+        assert_consistent(fd); /* a failed create holds nothing; the stopped ones do not run */
+}
+
+/* A transient state with its operation still to run is that operation's, however old. */
+static void test_stuck_state_with_operation_left_alone(void **state)
+{
+        struct fake_daemon *fd = *state;
+        char id[32];
+        struct operation op;
+        struct space_error err = { 0 };
+        create_running(fd, "stop", id);
+        operation_queue_free(fd->ctx.queue);
+        assert_int_equal(operation_queue_new(&fd->ctx, 0, &fd->ctx.queue), 0);
+        assert_int_equal(sandbox_lifecycle_submit(&fd->ctx, id, SANDBOX_ACTION_STOP, &op, &err), 0);
+        fault_store_set_age(fd->ctx.store.st, OVERDUE_MS);
+        reconciler_tick(&fd->ctx, true);
+        fault_store_set_age(fd->ctx.store.st, 0);
+        assert_int_equal(state_of(fd, id), SANDBOX_STOPPING);
+        struct fake_resources res;
+        fake_driver_get(fd->driver, id, &res);
+        assert_true(res.running); /* untouched: the stop is the operation's to do */
+}
+
+/* ---- orphans and vanished resources ---- */
+
+static void test_orphans_removed_at_start(void **state)
+{
+        struct fake_daemon *fd = *state;
+        char live[32], gone[32];
+        struct fake_resources res, before;
+        create_running(fd, "stop", live);
+        create_running(fd, "stop", gone);
+        lifecycle(fd, gone, SANDBOX_ACTION_DESTROY);
+        fake_driver_get(fd->driver, live, &before);
+        struct fake_resources everything = { .rootfs = true, .running = true, .run_state = true, .boot = 999 };
+        fake_driver_put(fd->driver, "sb-00000000000000aa", &everything); /* no row at all */
+        fake_driver_put(fd->driver, gone, &everything);                  /* its row says destroyed */
+        struct fake_resources rootfs_only = { .rootfs = true };
+        fake_driver_put(fd->driver, "sb-00000000000000bb", &rootfs_only);
+        char why[512];
+        assert_int_equal(fake_daemon_check(fd, why, sizeof(why)), -1); /* the check sees them */
+        assert_int_equal(fake_daemon_restart(fd), 0);
+        assert_int_equal(fake_daemon_drain(fd), 0);
+        assert_false(fake_driver_get(fd->driver, "sb-00000000000000aa", &res));
+        assert_false(fake_driver_get(fd->driver, "sb-00000000000000bb", &res));
+        assert_false(fake_driver_get(fd->driver, gone, &res));
+        fake_driver_get(fd->driver, live, &res);
+        assert_int_equal(res.boot, before.boot); /* reattached, not restarted */
+        assert_int_equal(state_of(fd, live), SANDBOX_RUNNING);
+        assert_consistent(fd);
+}
+
+/* An init that died while spaced watched: the controller's probe settles the row. */
+static void test_dead_init_noticed(void **state)
+{
+        struct fake_daemon *fd = *state;
+        char running[32], paused[32];
+        struct fake_resources res;
+        create_running(fd, "stop", running);
+        create_running(fd, "stop", paused);
+        lifecycle(fd, paused, SANDBOX_ACTION_PAUSE);
+        const char *ids[] = { running, paused };
+        for (int i = 0; i < 2; i++) {
+                fake_driver_get(fd->driver, ids[i], &res);
+                res.running = res.paused = false; /* the run state stays, as after a crash of init */
+                fake_driver_put(fd->driver, ids[i], &res);
+        }
+        reconciler_tick(&fd->ctx, true);
+        for (int i = 0; i < 2; i++) {
+                struct sandbox sb = row(fd, ids[i]);
+                assert_int_equal(sb.state, SANDBOX_STOPPED);
+                assert_string_equal(sb.state_reason, "its init process exited");
+                assert_string_equal(sb.runtime_state, "");
+                sandbox_release(&sb);
+        }
+        assert_consistent(fd); /* and its run state is gone */
+}
+
+/* Died while spaced was away, or replaced behind its back (the row's handle is not the
+ * running init's): the start settles both as stopped; the live one is reattached. */
+static void test_dead_while_away(void **state)
+{
+        struct fake_daemon *fd = *state;
+        char dead[32], stale[32], live[32];
+        struct fake_resources res;
+        create_running(fd, "stop", dead);
+        create_running(fd, "stop", stale);
+        create_running(fd, "stop", live);
+        fake_driver_get(fd->driver, dead, &res);
+        res.running = false;
+        fake_driver_put(fd->driver, dead, &res);
+        fake_driver_get(fd->driver, stale, &res);
+        res.boot += 1000;
+        fake_driver_put(fd->driver, stale, &res);
+        assert_int_equal(fake_daemon_restart(fd), 0);
+        assert_int_equal(fake_daemon_drain(fd), 0);
+        struct sandbox sb = row(fd, dead);
+        assert_int_equal(sb.state, SANDBOX_STOPPED);
+        assert_string_equal(sb.state_reason, "its processes exited while spaced was not watching");
+        sandbox_release(&sb);
+        assert_int_equal(state_of(fd, stale), SANDBOX_STOPPED);
+        assert_int_equal(state_of(fd, live), SANDBOX_RUNNING);
+        assert_consistent(fd);
+}
+
+/* A stopped sandbox whose rootfs vanished: a start fails with a reason, leaves nothing
+ * running, and the sandbox can still be destroyed cleanly. */
+static void test_rootfs_vanished(void **state)
+{
+        struct fake_daemon *fd = *state;
+        char id[32];
+        struct operation op, done;
+        struct space_error err = { 0 };
+        struct fake_resources nothing = { 0 }, res;
+        create_running(fd, "stop", id);
+        lifecycle(fd, id, SANDBOX_ACTION_STOP);
+        fake_driver_put(fd->driver, id, &nothing);
+        assert_int_equal(sandbox_lifecycle_submit(&fd->ctx, id, SANDBOX_ACTION_START, &op, &err), 0);
+        assert_int_equal(fake_daemon_wait(fd, op.id, &done), 0);
+        assert_int_equal(done.state, OPERATION_FAILED);
+        assert_true(done.error_message[0] != '\0');
+        struct sandbox sb = row(fd, id);
+        assert_int_equal(sb.state, SANDBOX_STOPPED);
+        assert_non_null(strstr(sb.state_reason, "start failed"));
+        sandbox_release(&sb);
+        assert_false(fake_driver_get(fd->driver, id, &res));
+        lifecycle(fd, id, SANDBOX_ACTION_DESTROY);
+        assert_consistent(fd);
+}
+
+/* ---- the reconciler's own steps failing ---- */
+
+/* A world that needs every kind of repair at start. */
+static void make_mess(struct fake_daemon *fd)
+{
+        char dead[32], stuck[32], gone[32];
+        struct fake_resources res, everything = { .rootfs = true, .running = true, .run_state = true, .boot = 777 };
+        create_running(fd, "stop", dead);
+        create_running(fd, "stop", stuck);
+        create_running(fd, "stop", gone);
+        lifecycle(fd, gone, SANDBOX_ACTION_DESTROY);
+        fake_driver_get(fd->driver, dead, &res);
+        res.running = false;
+        fake_driver_put(fd->driver, dead, &res);
+        assert_int_equal(STORE(&fd->ctx, sandbox_transition, stuck, ~0u, SANDBOX_DESTROYING, "", NULL, NULL), 0);
+        fake_driver_put(fd->driver, gone, &everything);
+        fake_driver_put(fd->driver, "sb-00000000000000cc", &everything);
+}
+
+/* For N = 1, …: the Nth write or driver call of a start fails; the next start repairs. */
+static void test_reconciler_failures_repaired_by_next_start(void **state)
+{
+        long n = 1;
+        for (;; n++) {
+                struct fake_daemon *fd = calloc(1, sizeof(*fd));
+                assert_non_null(fd);
+                assert_int_equal(fake_daemon_start(fd, 2), 0);
+                make_mess(fd);
+                operation_queue_free(fd->ctx.queue);
+                fd->ctx.queue = NULL;
+                fd->ctx.store.ops->close(fd->ctx.store.st);
+                fd->ctx.store.st = NULL;
+                /* A start whose Nth step fails (the plan survives this restart: armed after it). */
+                struct state_handle inner = { .ops = &state_store_sqlite };
+                assert_int_equal(inner.ops->open(fd->db, &inner.st), 0);
+                assert_int_equal(fault_store_wrap(inner, &fd->faults, &fd->ctx.store), 0);
+                assert_int_equal(operation_queue_new(&fd->ctx, 2, &fd->ctx.queue), 0);
+                fault_plan_arm(&fd->faults, FAULT_ONCE, n, NULL);
+                reconciler_startup(&fd->ctx);
+                assert_int_equal(fake_daemon_drain(fd), 0);
+                bool fired = fault_plan_fired(&fd->faults);
+                assert_int_equal(fake_daemon_restart(fd), 0); /* disarmed */
+                assert_int_equal(fake_daemon_drain(fd), 0);
+                char why[512];
+                if (fake_daemon_check(fd, why, sizeof(why)) < 0)
+                        fail_msg("step %ld (%s) failed, then a clean start: %s", n, fd->faults.fired_at, why);
+                fake_daemon_stop(fd);
+                free(fd);
+                if (!fired)
+                        break;
+        }
+        assert_true(n > 4);
+        print_message("reconciler_startup: %ld steps\n", n - 1);
+}
+
+int main(void)
+{
+        const struct CMUnitTest tests[] = {
+                cmocka_unit_test_setup_teardown(test_timeouts_expire, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_stuck_states_settled, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_stuck_state_with_operation_left_alone, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_orphans_removed_at_start, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_dead_init_noticed, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_dead_while_away, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_rootfs_vanished, setup, teardown),
+                cmocka_unit_test(test_reconciler_failures_repaired_by_next_start),
+        };
+        return cmocka_run_group_tests(tests, NULL, NULL);
+}
