@@ -278,9 +278,15 @@ static void expire(struct spaced_context *ctx, const struct sandbox *sb)
                 log_error("controller.timeout_disarm_failed", "sandbox=%s error=\"%s\"", sb->id, strerror(-r));
                 return;
         }
-        if (sandbox_lifecycle_submit(ctx, sb->id, action, &op, &err) < 0)
+        if (sandbox_lifecycle_submit(ctx, sb->id, action, &op, &err) < 0) {
                 log_warn("controller.timeout_failed", "sandbox=%s message=\"%s\"", sb->id, LOG_ESC(err.message));
-        else
+                /* Armed again unless it moved meanwhile (a stop or a destroy came first): a
+                 * submission that failed for another reason (the store, the pool) is tried
+                 * again at the next pass rather than lost. */
+                if (err.code != SPACE_E_INVALID_STATE && err.code != SPACE_E_NOT_FOUND &&
+                    (r = STORE(ctx, sandbox_set_expiry, sb->id, sb->expires_at_ms)) < 0)
+                        log_error("controller.timeout_rearm_failed", "sandbox=%s error=\"%s\"", sb->id, strerror(-r));
+        } else
                 log_info("controller.timeout", "sandbox=%s action=%s op=%s", sb->id, sb->on_timeout, op.id);
 }
 

@@ -115,6 +115,25 @@ static void test_timeouts_expire(void **state)
         assert_int_equal(state_of(fd, pause), SANDBOX_PAUSED);
 }
 
+/* The timeout's action could not be stored: it is tried again at the next pass, not lost. */
+static void test_timeout_survives_a_store_failure(void **state)
+{
+        struct fake_daemon *fd = *state;
+        char id[32];
+        create_running(fd, "stop", id);
+        assert_int_equal(STORE(&fd->ctx, sandbox_set_expiry, id, wallclock_now_ms() - 1), 0);
+        fault_plan_arm(&fd->faults, FAULT_ONCE, 1, "sandbox_transition");
+        reconciler_tick(&fd->ctx, false);
+        assert_true(fault_plan_fired(&fd->faults));
+        fault_plan_disarm(&fd->faults);
+        assert_int_equal(fake_daemon_drain(fd), 0);
+        assert_int_equal(state_of(fd, id), SANDBOX_RUNNING);
+        reconciler_tick(&fd->ctx, false);
+        assert_int_equal(fake_daemon_drain(fd), 0);
+        assert_int_equal(state_of(fd, id), SANDBOX_STOPPED);
+        assert_consistent(fd);
+}
+
 /* ---- stuck transient states ---- */
 
 static void test_stuck_states_settled(void **state)
@@ -332,6 +351,7 @@ int main(void)
 {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test_setup_teardown(test_timeouts_expire, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_timeout_survives_a_store_failure, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_stuck_states_settled, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_stuck_state_with_operation_left_alone, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_orphans_removed_at_start, setup, teardown),
