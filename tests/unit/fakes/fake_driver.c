@@ -431,7 +431,10 @@ void fake_driver_hold(const struct runtime_driver *d, const char *verb)
 {
         struct fake_state *s = state_of(d);
         pthread_mutex_lock(&s->lock);
-        snprintf(s->held, sizeof(s->held), "%s", verb ? verb : "");
+        if (verb)
+                snprintf(s->held, sizeof(s->held), "%s", verb);
+        else
+                s->held[0] = '\0';
         pthread_cond_broadcast(&s->changed);
         pthread_mutex_unlock(&s->lock);
 }
