@@ -13,36 +13,13 @@
 #include <cmocka.h>
 
 #include "controller/reconciler.h"
-#include "fake_daemon.h"
+#include "fake_test.h"
 #include "operations/operation_queue.h"
 #include "operations/sandbox_lifecycle.h"
 #include "spaced/wallclock.h"
 
 #define M(s) (1u << (s))
 #define OVERDUE_MS (61 * 1000)
-
-static int setup(void **state)
-{
-        struct fake_daemon *fd = calloc(1, sizeof(*fd));
-        if (!fd || fake_daemon_start(fd, 2) < 0)
-                return -1;
-        *state = fd;
-        return 0;
-}
-
-static int teardown(void **state)
-{
-        fake_daemon_stop(*state);
-        free(*state);
-        return 0;
-}
-
-static void assert_consistent(struct fake_daemon *fd)
-{
-        char why[512];
-        if (fake_daemon_check(fd, why, sizeof(why)) < 0)
-                fail_msg("inconsistent: %s", why);
-}
 
 static struct sandbox row(struct fake_daemon *fd, const char *id)
 {
@@ -51,47 +28,16 @@ static struct sandbox row(struct fake_daemon *fd, const char *id)
         return sb;
 }
 
-static enum sandbox_state state_of(struct fake_daemon *fd, const char *id)
-{
-        struct sandbox sb = row(fd, id);
-        sandbox_release(&sb);
-        return sb.state;
-}
-
-static void wait_ok(struct fake_daemon *fd, const struct operation *op)
-{
-        struct operation done;
-        assert_int_equal(fake_daemon_wait(fd, op->id, &done), 0);
-        if (done.state != OPERATION_SUCCEEDED)
-                fail_msg("%s failed: %s", done.kind, done.error_message);
-}
-
-static void create_running(struct fake_daemon *fd, const char *on_timeout, char *id)
-{
-        struct operation op;
-        struct space_error err = { 0 };
-        assert_int_equal(fake_daemon_create(fd, 3600, on_timeout, id, &op, &err), 0);
-        wait_ok(fd, &op);
-}
-
-static void lifecycle(struct fake_daemon *fd, const char *id, enum sandbox_action a)
-{
-        struct operation op;
-        struct space_error err = { 0 };
-        assert_int_equal(sandbox_lifecycle_submit(&fd->ctx, id, a, &op, &err), 0);
-        wait_ok(fd, &op);
-}
-
 /* ---- timeouts ---- */
 
 static void test_timeouts_expire(void **state)
 {
         struct fake_daemon *fd = *state;
         char stop[32], pause[32], destroy[32], later[32];
-        create_running(fd, "stop", stop);
-        create_running(fd, "pause", pause);
-        create_running(fd, "destroy", destroy);
-        create_running(fd, "stop", later);
+        fake_test_create_running(fd, "stop", stop);
+        fake_test_create_running(fd, "pause", pause);
+        fake_test_create_running(fd, "destroy", destroy);
+        fake_test_create_running(fd, "stop", later);
         struct sandbox sb = row(fd, later);
         assert_true(sb.expires_at_ms > wallclock_now_ms() + 3000 * 1000); /* armed by the create */
         sandbox_release(&sb);
@@ -101,18 +47,18 @@ static void test_timeouts_expire(void **state)
         assert_int_equal(STORE(&fd->ctx, sandbox_set_expiry, destroy, past), 0);
         reconciler_tick(&fd->ctx, false);
         assert_int_equal(fake_daemon_drain(fd), 0);
-        assert_int_equal(state_of(fd, stop), SANDBOX_STOPPED);
-        assert_int_equal(state_of(fd, pause), SANDBOX_PAUSED);
-        assert_int_equal(state_of(fd, destroy), SANDBOX_DESTROYED);
-        assert_int_equal(state_of(fd, later), SANDBOX_RUNNING);
+        assert_int_equal(fake_test_state(fd, stop), SANDBOX_STOPPED);
+        assert_int_equal(fake_test_state(fd, pause), SANDBOX_PAUSED);
+        assert_int_equal(fake_test_state(fd, destroy), SANDBOX_DESTROYED);
+        assert_int_equal(fake_test_state(fd, later), SANDBOX_RUNNING);
         sb = row(fd, pause);
         assert_int_equal(sb.expires_at_ms, 0); /* fired once: disarmed */
         sandbox_release(&sb);
-        assert_consistent(fd);
+        fake_test_assert_consistent(fd);
         /* A second pass does nothing more. */
         reconciler_tick(&fd->ctx, false);
         assert_int_equal(fake_daemon_drain(fd), 0);
-        assert_int_equal(state_of(fd, pause), SANDBOX_PAUSED);
+        assert_int_equal(fake_test_state(fd, pause), SANDBOX_PAUSED);
 }
 
 /* The timeout's action could not be stored: it is tried again at the next pass, not lost. */
@@ -120,18 +66,18 @@ static void test_timeout_survives_a_store_failure(void **state)
 {
         struct fake_daemon *fd = *state;
         char id[32];
-        create_running(fd, "stop", id);
+        fake_test_create_running(fd, "stop", id);
         assert_int_equal(STORE(&fd->ctx, sandbox_set_expiry, id, wallclock_now_ms() - 1), 0);
         fault_plan_arm(&fd->faults, FAULT_ONCE, 1, "sandbox_transition");
         reconciler_tick(&fd->ctx, false);
         assert_true(fault_plan_fired(&fd->faults));
         fault_plan_disarm(&fd->faults);
         assert_int_equal(fake_daemon_drain(fd), 0);
-        assert_int_equal(state_of(fd, id), SANDBOX_RUNNING);
+        assert_int_equal(fake_test_state(fd, id), SANDBOX_RUNNING);
         reconciler_tick(&fd->ctx, false);
         assert_int_equal(fake_daemon_drain(fd), 0);
-        assert_int_equal(state_of(fd, id), SANDBOX_STOPPED);
-        assert_consistent(fd);
+        assert_int_equal(fake_test_state(fd, id), SANDBOX_STOPPED);
+        fake_test_assert_consistent(fd);
 }
 
 /* ---- stuck transient states ---- */
@@ -148,21 +94,21 @@ static void test_stuck_states_settled(void **state)
         };
         char ids[5][32];
         for (size_t i = 0; i < 5; i++) {
-                create_running(fd, "stop", ids[i]);
+                fake_test_create_running(fd, "stop", ids[i]);
                 /* As a store failure half way would leave it: moved, no operation driving it. */
                 assert_int_equal(STORE(&fd->ctx, sandbox_transition, ids[i], ~0u, cases[i].stuck, "", NULL, NULL), 0);
         }
         reconciler_tick(&fd->ctx, true); /* not overdue yet: an operation may still come */
         for (size_t i = 0; i < 5; i++)
-                assert_int_equal(state_of(fd, ids[i]), cases[i].stuck);
+                assert_int_equal(fake_test_state(fd, ids[i]), cases[i].stuck);
         fault_store_set_age(fd->ctx.store.st, OVERDUE_MS);
         reconciler_tick(&fd->ctx, true);
         fault_store_set_age(fd->ctx.store.st, 0);
         for (size_t i = 0; i < 5; i++)
-                if (state_of(fd, ids[i]) != cases[i].settled)
-                        fail_msg("%s: %s, want %s", sandbox_state_name(cases[i].stuck), sandbox_state_name(state_of(fd, ids[i])),
-                                 sandbox_state_name(cases[i].settled));
-        assert_consistent(fd); /* a failed create holds nothing; the stopped ones do not run */
+                if (fake_test_state(fd, ids[i]) != cases[i].settled)
+                        fail_msg("%s: %s, want %s", sandbox_state_name(cases[i].stuck),
+                                 sandbox_state_name(fake_test_state(fd, ids[i])), sandbox_state_name(cases[i].settled));
+        fake_test_assert_consistent(fd); /* a failed create holds nothing; the stopped ones do not run */
 }
 
 /* A transient state with its operation still to run is that operation's, however old. */
@@ -172,14 +118,14 @@ static void test_stuck_state_with_operation_left_alone(void **state)
         char id[32];
         struct operation op;
         struct space_error err = { 0 };
-        create_running(fd, "stop", id);
+        fake_test_create_running(fd, "stop", id);
         operation_queue_free(fd->ctx.queue);
         assert_int_equal(operation_queue_new(&fd->ctx, 0, &fd->ctx.queue), 0);
         assert_int_equal(sandbox_lifecycle_submit(&fd->ctx, id, SANDBOX_ACTION_STOP, &op, &err), 0);
         fault_store_set_age(fd->ctx.store.st, OVERDUE_MS);
         reconciler_tick(&fd->ctx, true);
         fault_store_set_age(fd->ctx.store.st, 0);
-        assert_int_equal(state_of(fd, id), SANDBOX_STOPPING);
+        assert_int_equal(fake_test_state(fd, id), SANDBOX_STOPPING);
         struct fake_resources res;
         fake_driver_get(fd->driver, id, &res);
         assert_true(res.running); /* untouched: the stop is the operation's to do */
@@ -192,9 +138,9 @@ static void test_orphans_removed_at_start(void **state)
         struct fake_daemon *fd = *state;
         char live[32], gone[32];
         struct fake_resources res, before;
-        create_running(fd, "stop", live);
-        create_running(fd, "stop", gone);
-        lifecycle(fd, gone, SANDBOX_ACTION_DESTROY);
+        fake_test_create_running(fd, "stop", live);
+        fake_test_create_running(fd, "stop", gone);
+        fake_test_act(fd, gone, SANDBOX_ACTION_DESTROY, SANDBOX_DESTROYED);
         fake_driver_get(fd->driver, live, &before);
         struct fake_resources everything = { .rootfs = true, .running = true, .run_state = true, .boot = 999 };
         fake_driver_put(fd->driver, "sb-00000000000000aa", &everything); /* no row at all */
@@ -210,8 +156,8 @@ static void test_orphans_removed_at_start(void **state)
         assert_false(fake_driver_get(fd->driver, gone, &res));
         fake_driver_get(fd->driver, live, &res);
         assert_int_equal(res.boot, before.boot); /* reattached, not restarted */
-        assert_int_equal(state_of(fd, live), SANDBOX_RUNNING);
-        assert_consistent(fd);
+        assert_int_equal(fake_test_state(fd, live), SANDBOX_RUNNING);
+        fake_test_assert_consistent(fd);
 }
 
 /* An init that died while spaced watched: the controller's probe settles the row. */
@@ -220,9 +166,9 @@ static void test_dead_init_noticed(void **state)
         struct fake_daemon *fd = *state;
         char running[32], paused[32];
         struct fake_resources res;
-        create_running(fd, "stop", running);
-        create_running(fd, "stop", paused);
-        lifecycle(fd, paused, SANDBOX_ACTION_PAUSE);
+        fake_test_create_running(fd, "stop", running);
+        fake_test_create_running(fd, "stop", paused);
+        fake_test_act(fd, paused, SANDBOX_ACTION_PAUSE, SANDBOX_PAUSED);
         const char *ids[] = { running, paused };
         for (int i = 0; i < 2; i++) {
                 fake_driver_get(fd->driver, ids[i], &res);
@@ -237,7 +183,7 @@ static void test_dead_init_noticed(void **state)
                 assert_string_equal(sb.runtime_state, "");
                 sandbox_release(&sb);
         }
-        assert_consistent(fd); /* and its run state is gone */
+        fake_test_assert_consistent(fd); /* and its run state is gone */
 }
 
 /* Died while spaced was away, or replaced behind its back (the row's handle is not the
@@ -247,9 +193,9 @@ static void test_dead_while_away(void **state)
         struct fake_daemon *fd = *state;
         char dead[32], stale[32], live[32];
         struct fake_resources res;
-        create_running(fd, "stop", dead);
-        create_running(fd, "stop", stale);
-        create_running(fd, "stop", live);
+        fake_test_create_running(fd, "stop", dead);
+        fake_test_create_running(fd, "stop", stale);
+        fake_test_create_running(fd, "stop", live);
         fake_driver_get(fd->driver, dead, &res);
         res.running = false;
         fake_driver_put(fd->driver, dead, &res);
@@ -262,9 +208,9 @@ static void test_dead_while_away(void **state)
         assert_int_equal(sb.state, SANDBOX_STOPPED);
         assert_string_equal(sb.state_reason, "its processes exited while spaced was not watching");
         sandbox_release(&sb);
-        assert_int_equal(state_of(fd, stale), SANDBOX_STOPPED);
-        assert_int_equal(state_of(fd, live), SANDBOX_RUNNING);
-        assert_consistent(fd);
+        assert_int_equal(fake_test_state(fd, stale), SANDBOX_STOPPED);
+        assert_int_equal(fake_test_state(fd, live), SANDBOX_RUNNING);
+        fake_test_assert_consistent(fd);
 }
 
 /* A stopped sandbox whose rootfs vanished: a start fails with a reason, leaves nothing
@@ -276,8 +222,8 @@ static void test_rootfs_vanished(void **state)
         struct operation op, done;
         struct space_error err = { 0 };
         struct fake_resources nothing = { 0 }, res;
-        create_running(fd, "stop", id);
-        lifecycle(fd, id, SANDBOX_ACTION_STOP);
+        fake_test_create_running(fd, "stop", id);
+        fake_test_act(fd, id, SANDBOX_ACTION_STOP, SANDBOX_STOPPED);
         fake_driver_put(fd->driver, id, &nothing);
         assert_int_equal(sandbox_lifecycle_submit(&fd->ctx, id, SANDBOX_ACTION_START, &op, &err), 0);
         assert_int_equal(fake_daemon_wait(fd, op.id, &done), 0);
@@ -288,8 +234,8 @@ static void test_rootfs_vanished(void **state)
         assert_non_null(strstr(sb.state_reason, "start failed"));
         sandbox_release(&sb);
         assert_false(fake_driver_get(fd->driver, id, &res));
-        lifecycle(fd, id, SANDBOX_ACTION_DESTROY);
-        assert_consistent(fd);
+        fake_test_act(fd, id, SANDBOX_ACTION_DESTROY, SANDBOX_DESTROYED);
+        fake_test_assert_consistent(fd);
 }
 
 /* ---- the reconciler's own steps failing ---- */
@@ -299,10 +245,10 @@ static void make_mess(struct fake_daemon *fd)
 {
         char dead[32], stuck[32], gone[32];
         struct fake_resources res, everything = { .rootfs = true, .running = true, .run_state = true, .boot = 777 };
-        create_running(fd, "stop", dead);
-        create_running(fd, "stop", stuck);
-        create_running(fd, "stop", gone);
-        lifecycle(fd, gone, SANDBOX_ACTION_DESTROY);
+        fake_test_create_running(fd, "stop", dead);
+        fake_test_create_running(fd, "stop", stuck);
+        fake_test_create_running(fd, "stop", gone);
+        fake_test_act(fd, gone, SANDBOX_ACTION_DESTROY, SANDBOX_DESTROYED);
         fake_driver_get(fd->driver, dead, &res);
         res.running = false;
         fake_driver_put(fd->driver, dead, &res);
@@ -350,14 +296,14 @@ static void test_reconciler_failures_repaired_by_next_start(void **state)
 int main(void)
 {
         const struct CMUnitTest tests[] = {
-                cmocka_unit_test_setup_teardown(test_timeouts_expire, setup, teardown),
-                cmocka_unit_test_setup_teardown(test_timeout_survives_a_store_failure, setup, teardown),
-                cmocka_unit_test_setup_teardown(test_stuck_states_settled, setup, teardown),
-                cmocka_unit_test_setup_teardown(test_stuck_state_with_operation_left_alone, setup, teardown),
-                cmocka_unit_test_setup_teardown(test_orphans_removed_at_start, setup, teardown),
-                cmocka_unit_test_setup_teardown(test_dead_init_noticed, setup, teardown),
-                cmocka_unit_test_setup_teardown(test_dead_while_away, setup, teardown),
-                cmocka_unit_test_setup_teardown(test_rootfs_vanished, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_timeouts_expire, fake_test_setup, fake_test_teardown),
+                cmocka_unit_test_setup_teardown(test_timeout_survives_a_store_failure, fake_test_setup, fake_test_teardown),
+                cmocka_unit_test_setup_teardown(test_stuck_states_settled, fake_test_setup, fake_test_teardown),
+                cmocka_unit_test_setup_teardown(test_stuck_state_with_operation_left_alone, fake_test_setup, fake_test_teardown),
+                cmocka_unit_test_setup_teardown(test_orphans_removed_at_start, fake_test_setup, fake_test_teardown),
+                cmocka_unit_test_setup_teardown(test_dead_init_noticed, fake_test_setup, fake_test_teardown),
+                cmocka_unit_test_setup_teardown(test_dead_while_away, fake_test_setup, fake_test_teardown),
+                cmocka_unit_test_setup_teardown(test_rootfs_vanished, fake_test_setup, fake_test_teardown),
                 cmocka_unit_test(test_reconciler_failures_repaired_by_next_start),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);

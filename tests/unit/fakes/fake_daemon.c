@@ -119,42 +119,55 @@ static bool ended(const struct operation *op)
         return op->state == OPERATION_SUCCEEDED || op->state == OPERATION_FAILED;
 }
 
-int fake_daemon_wait(struct fake_daemon *fd, const char *op_id, struct operation *ret)
+/* Polls test (1: done, 0: not yet, -errno) until it is done, for up to WAIT_MS. */
+static int until(struct fake_daemon *fd, int (*test)(struct fake_daemon *fd, const char *id, struct operation *ret),
+                 const char *id, struct operation *ret)
 {
-        struct state_handle in = inner_of(fd);
         for (int64_t end = monotonic_now_us() + WAIT_MS * 1000LL; monotonic_now_us() < end; nap()) {
-                int r = in.ops->operation_get(in.st, op_id, ret);
-                if (r < 0)
-                        return r;
-                if (ended(ret))
-                        return 0;
+                int r = test(fd, id, ret);
+                if (r != 0)
+                        return r < 0 ? r : 0;
         }
         return -ETIMEDOUT;
+}
+
+static int op_ended(struct fake_daemon *fd, const char *id, struct operation *ret)
+{
+        struct state_handle in = inner_of(fd);
+        int r = in.ops->operation_get(in.st, id, ret);
+        return r < 0 ? r : ended(ret);
+}
+
+static int none_unfinished(struct fake_daemon *fd, const char *id, struct operation *ret)
+{
+        struct state_handle in = inner_of(fd);
+        struct operation *ops = NULL;
+        size_t n = 0;
+        int r = in.ops->operation_list(in.st, NULL, -1, true, NULL, NULL, &ops, &n);
+        free(ops);
+        return r < 0 ? r : n == 0;
+}
+
+/* The plan fired, or the operation (if any) ended or cannot be read. */
+static int fired_or_ended(struct fake_daemon *fd, const char *id, struct operation *ret)
+{
+        return fault_plan_fired(&fd->faults) || !id || op_ended(fd, id, ret) != 0;
+}
+
+int fake_daemon_wait(struct fake_daemon *fd, const char *op_id, struct operation *ret)
+{
+        return until(fd, op_ended, op_id, ret);
 }
 
 int fake_daemon_drain(struct fake_daemon *fd)
 {
-        struct state_handle in = inner_of(fd);
-        for (int64_t end = monotonic_now_us() + WAIT_MS * 1000LL; monotonic_now_us() < end; nap()) {
-                struct operation *ops = NULL;
-                size_t n = 0;
-                int r = in.ops->operation_list(in.st, NULL, -1, true, NULL, NULL, &ops, &n);
-                free(ops);
-                if (r < 0)
-                        return r;
-                if (n == 0)
-                        return 0;
-        }
-        return -ETIMEDOUT;
+        return until(fd, none_unfinished, NULL, NULL);
 }
 
 bool fake_daemon_halt(struct fake_daemon *fd, const char *op_id)
 {
-        struct state_handle in = inner_of(fd);
         struct operation op;
-        for (int64_t end = monotonic_now_us() + WAIT_MS * 1000LL; monotonic_now_us() < end; nap())
-                if (fault_plan_fired(&fd->faults) || !op_id || in.ops->operation_get(in.st, op_id, &op) < 0 || ended(&op))
-                        break;
+        until(fd, fired_or_ended, op_id, &op);
         operation_queue_free(fd->ctx.queue);
         fd->ctx.queue = NULL;
         return fault_plan_fired(&fd->faults);

@@ -14,7 +14,7 @@
 
 #include <cmocka.h>
 
-#include "fake_daemon.h"
+#include "fake_test.h"
 #include "operations/operation_queue.h"
 #include "operations/sandbox_history.h"
 #include "operations/sandbox_lifecycle.h"
@@ -127,9 +127,7 @@ static void test_one_at_a_time_per_target(void **state)
         }
         struct operation first = inner_op(fd, a1.id), second = inner_op(fd, a2.id);
         assert_true(second.started_at_ms >= first.finished_at_ms);
-        char why[512];
-        if (fake_daemon_check(fd, why, sizeof(why)) < 0)
-                fail_msg("%s", why);
+        fake_test_assert_consistent(fd);
 }
 
 /* Accepted while nothing ran (spaced stopped before it started): the next start runs it. */
@@ -144,9 +142,7 @@ static void test_pending_resumed_after_restart(void **state)
         assert_int_equal(fake_daemon_restart(fd), 0);
         assert_int_equal(fake_daemon_wait(fd, op.id, &done), 0);
         assert_int_equal(done.state, OPERATION_SUCCEEDED);
-        char why[512];
-        if (fake_daemon_check(fd, why, sizeof(why)) < 0)
-                fail_msg("%s", why);
+        fake_test_assert_consistent(fd);
 }
 
 /* Killed in the middle of its handler (the launch and everything after it never happen):
@@ -166,9 +162,7 @@ static void test_running_redone_after_crash(void **state)
         assert_int_equal(fake_daemon_restart(fd), 0);
         assert_int_equal(fake_daemon_wait(fd, op.id, &done), 0);
         assert_int_equal(done.state, OPERATION_SUCCEEDED);
-        char why[512];
-        if (fake_daemon_check(fd, why, sizeof(why)) < 0)
-                fail_msg("%s", why);
+        fake_test_assert_consistent(fd);
 }
 
 static void *free_queue(void *arg)

@@ -17,7 +17,7 @@
 #include <cmocka.h>
 
 #include "controller/reconciler.h"
-#include "fake_daemon.h"
+#include "fake_test.h"
 #include "operations/operation_queue.h"
 #include "operations/sandbox_history.h"
 #include "operations/sandbox_lifecycle.h"
@@ -45,20 +45,12 @@ static void must(int r, const char *what, const struct space_error *err)
                 fail_msg("%s: %s", what, err ? err->message : strerror(-r));
 }
 
-static void run(struct fake_daemon *fd, const struct operation *op)
-{
-        struct operation done;
-        must(fake_daemon_wait(fd, op->id, &done), "wait", NULL);
-        if (done.state != OPERATION_SUCCEEDED)
-                fail_msg("preparing: %s failed: %s", done.kind, done.error_message);
-}
-
 static void lifecycle(struct fake_daemon *fd, const char *id, enum sandbox_action a)
 {
         struct operation op;
         struct space_error err = { 0 };
         must(sandbox_lifecycle_submit(&fd->ctx, id, a, &op, &err), "submit", &err);
-        run(fd, &op);
+        fake_test_run_ok(fd, &op);
 }
 
 static void prepare_none(struct fake_daemon *fd, struct world *w)
@@ -67,10 +59,7 @@ static void prepare_none(struct fake_daemon *fd, struct world *w)
 
 static void prepare_running(struct fake_daemon *fd, struct world *w)
 {
-        struct operation op;
-        struct space_error err = { 0 };
-        must(fake_daemon_create(fd, 3600, "stop", w->id, &op, &err), "create", &err);
-        run(fd, &op);
+        fake_test_create_running(fd, "stop", w->id);
 }
 
 static void prepare_stopped(struct fake_daemon *fd, struct world *w)
@@ -92,7 +81,7 @@ static void prepare_snapshotted(struct fake_daemon *fd, struct world *w)
         struct space_error err = { 0 };
         prepare_running(fd, w);
         must(sandbox_history_snapshot(&fd->ctx, w->id, "before", false, false, &snap, &op, &err), "snapshot", &err);
-        run(fd, &op);
+        fake_test_run_ok(fd, &op);
         snprintf(w->snap, sizeof(w->snap), "%s", snap.id);
 }
 

@@ -12,71 +12,23 @@
 
 #include <cmocka.h>
 
-#include "fake_daemon.h"
+#include "fake_test.h"
 #include "operations/operation_queue.h"
 #include "operations/sandbox_history.h"
 #include "operations/sandbox_lifecycle.h"
 
 #define M(s) (1u << (s))
 
-static int setup(void **state)
-{
-        struct fake_daemon *fd = calloc(1, sizeof(*fd));
-        if (!fd || fake_daemon_start(fd, 2) < 0)
-                return -1;
-        *state = fd;
-        return 0;
-}
-
-static int teardown(void **state)
-{
-        fake_daemon_stop(*state);
-        free(*state);
-        return 0;
-}
-
-static void assert_consistent(struct fake_daemon *fd)
-{
-        char why[512];
-        if (fake_daemon_check(fd, why, sizeof(why)) < 0)
-                fail_msg("inconsistent: %s", why);
-}
-
-static enum sandbox_state state_of(struct fake_daemon *fd, const char *id)
-{
-        struct sandbox sb;
-        assert_int_equal(fake_daemon_sandbox(fd, id, &sb), 0);
-        sandbox_release(&sb);
-        return sb.state;
-}
-
-static void run_ok(struct fake_daemon *fd, const struct operation *op)
-{
-        struct operation done;
-        assert_int_equal(fake_daemon_wait(fd, op->id, &done), 0);
-        if (done.state != OPERATION_SUCCEEDED)
-                fail_msg("%s failed: %s %s", done.kind, done.error_code, done.error_message);
-}
-
 static void act(struct fake_daemon *fd, const char *id, enum sandbox_action a, enum sandbox_state want)
 {
-        struct operation op;
-        struct space_error err = { 0 };
-        if (sandbox_lifecycle_submit(&fd->ctx, id, a, &op, &err) < 0)
-                fail_msg("refused: %s", err.message);
-        run_ok(fd, &op);
-        assert_int_equal(state_of(fd, id), want);
-        assert_consistent(fd);
+        fake_test_act(fd, id, a, want);
+        fake_test_assert_consistent(fd);
 }
 
 static void create_running(struct fake_daemon *fd, char *id)
 {
-        struct operation op;
-        struct space_error err = { 0 };
-        assert_int_equal(fake_daemon_create(fd, 0, NULL, id, &op, &err), 0);
-        run_ok(fd, &op);
-        assert_int_equal(state_of(fd, id), SANDBOX_RUNNING);
-        assert_consistent(fd);
+        fake_test_create_running(fd, NULL, id);
+        fake_test_assert_consistent(fd);
 }
 
 /* create, pause, resume, stop, start, destroy: each lands where it says, on the host too. */
@@ -113,13 +65,13 @@ static void snapshot_of(struct fake_daemon *fd, const char *id, char *ret_snap)
         struct space_error err = { 0 };
         if (sandbox_history_snapshot(&fd->ctx, id, "l", false, false, &snap, &op, &err) < 0)
                 fail_msg("snapshot refused: %s", err.message);
-        run_ok(fd, &op);
+        fake_test_run_ok(fd, &op);
         snprintf(ret_snap, 32, "%s", snap.id);
         struct sandbox sb;
         assert_int_equal(fake_daemon_sandbox(fd, id, &sb), 0);
         assert_string_equal(sb.head_snapshot_id, snap.id);
         sandbox_release(&sb);
-        assert_consistent(fd);
+        fake_test_assert_consistent(fd);
 }
 
 static void restore_to(struct fake_daemon *fd, const char *id, const char *snap, enum sandbox_state want)
@@ -128,12 +80,12 @@ static void restore_to(struct fake_daemon *fd, const char *id, const char *snap,
         struct space_error err = { 0 };
         if (sandbox_history_restore(&fd->ctx, id, snap, &op, &err) < 0)
                 fail_msg("restore refused: %s", err.message);
-        run_ok(fd, &op);
-        assert_int_equal(state_of(fd, id), want);
+        fake_test_run_ok(fd, &op);
+        assert_int_equal(fake_test_state(fd, id), want);
         struct fake_resources res;
         fake_driver_get(fd->driver, id, &res);
         assert_non_null(strstr(res.source, snap)); /* the rootfs is now a copy of the snapshot */
-        assert_consistent(fd);
+        fake_test_assert_consistent(fd);
 }
 
 /* snapshot (running, paused, stopped), restore (a running one runs again, a stopped one
@@ -158,20 +110,20 @@ static void test_history(void **state)
         struct operation op;
         struct space_error err = { 0 };
         assert_int_equal(sandbox_history_fork(&fd->ctx, id, s3, 2, NULL, &kids, &op, &err), 0);
-        run_ok(fd, &op);
+        fake_test_run_ok(fd, &op);
         for (int i = 0; i < 2; i++) {
                 struct fake_resources res;
-                assert_int_equal(state_of(fd, kids[i]), SANDBOX_RUNNING);
+                assert_int_equal(fake_test_state(fd, kids[i]), SANDBOX_RUNNING);
                 fake_driver_get(fd->driver, kids[i], &res);
                 assert_non_null(strstr(res.source, s3));
         }
         free(kids);
         /* A fork that takes its own snapshot of the (stopped) parent. */
         assert_int_equal(sandbox_history_fork(&fd->ctx, id, NULL, 1, NULL, &kids, &op, &err), 0);
-        run_ok(fd, &op);
-        assert_int_equal(state_of(fd, kids[0]), SANDBOX_RUNNING);
+        fake_test_run_ok(fd, &op);
+        assert_int_equal(fake_test_state(fd, kids[0]), SANDBOX_RUNNING);
         free(kids);
-        assert_consistent(fd);
+        fake_test_assert_consistent(fd);
 }
 
 /* ---- every action from every state, accepted or refused ---- */
@@ -269,13 +221,13 @@ static void test_transition_table(void **state)
                                 assert_int_equal(err.code,
                                                  s == SANDBOX_DESTROYED && a >= P_SNAPSHOT ? SPACE_E_NOT_FOUND
                                                                                            : SPACE_E_INVALID_STATE);
-                                assert_int_equal(n, 0);                /* nothing stored */
-                                assert_int_equal(state_of(fd, id), s); /* nothing moved */
+                                assert_int_equal(n, 0);                       /* nothing stored */
+                                assert_int_equal(fake_test_state(fd, id), s); /* nothing moved */
                                 continue;
                         }
                         assert_int_equal(n, 1);
                         assert_int_equal(op.state, OPERATION_PENDING);
-                        enum sandbox_state shown = state_of(fd, id);
+                        enum sandbox_state shown = fake_test_state(fd, id);
                         enum sandbox_state want = (enum sandbox_state)s;
                         if (a == P_STOP)
                                 want = SANDBOX_STOPPING;
@@ -331,19 +283,19 @@ static void test_freeze_undone_when_settle_fails(void **state)
         fault_plan_arm(&fd->faults, FAULT_ONCE, 1, "sandbox_settle");
         assert_int_equal(sandbox_lifecycle_submit(&fd->ctx, id, SANDBOX_ACTION_PAUSE, &op, &err), 0);
         failed_run(fd, &op);
-        assert_int_equal(state_of(fd, id), SANDBOX_RUNNING);
+        assert_int_equal(fake_test_state(fd, id), SANDBOX_RUNNING);
         fake_driver_get(fd->driver, id, &res);
         assert_false(res.paused);
-        assert_consistent(fd);
+        fake_test_assert_consistent(fd);
 
         act(fd, id, SANDBOX_ACTION_PAUSE, SANDBOX_PAUSED);
         fault_plan_arm(&fd->faults, FAULT_ONCE, 1, "sandbox_settle");
         assert_int_equal(sandbox_lifecycle_submit(&fd->ctx, id, SANDBOX_ACTION_RESUME, &op, &err), 0);
         failed_run(fd, &op);
-        assert_int_equal(state_of(fd, id), SANDBOX_PAUSED);
+        assert_int_equal(fake_test_state(fd, id), SANDBOX_PAUSED);
         fake_driver_get(fd->driver, id, &res);
         assert_true(res.paused);
-        assert_consistent(fd);
+        fake_test_assert_consistent(fd);
 }
 
 /* A restore whose first step (stopping the sandbox) fails must not show the sandbox stopped
@@ -359,8 +311,8 @@ static void test_restore_failure_shows_no_stopped_runner(void **state)
         fault_plan_arm(&fd->faults, FAULT_ONCE, 1, "stop");
         assert_int_equal(sandbox_history_restore(&fd->ctx, id, snap, &op, &err), 0);
         failed_run(fd, &op);
-        assert_int_equal(state_of(fd, id), SANDBOX_STOPPED);
-        assert_consistent(fd); /* stopped on the host too */
+        assert_int_equal(fake_test_state(fd, id), SANDBOX_STOPPED);
+        fake_test_assert_consistent(fd); /* stopped on the host too */
 }
 
 /* A fork child that came up but whose move to running cannot be stored: the fork fails, the
@@ -377,23 +329,24 @@ static void test_fork_child_settle_failure(void **state)
         fault_plan_arm(&fd->faults, FAULT_ONCE, 1, "sandbox_settle");
         assert_int_equal(sandbox_history_fork(&fd->ctx, id, snap, 1, NULL, &kids, &op, &err), 0);
         failed_run(fd, &op);
-        assert_int_equal(state_of(fd, kids[0]), SANDBOX_FAILED);
+        assert_int_equal(fake_test_state(fd, kids[0]), SANDBOX_FAILED);
         struct fake_resources res;
         assert_false(fake_driver_get(fd->driver, kids[0], &res));
         free(kids);
-        assert_consistent(fd);
+        fake_test_assert_consistent(fd);
 }
 
 int main(void)
 {
         const struct CMUnitTest tests[] = {
-                cmocka_unit_test_setup_teardown(test_lifecycle_round_trip, setup, teardown),
-                cmocka_unit_test_setup_teardown(test_history, setup, teardown),
-                cmocka_unit_test_setup_teardown(test_transition_table, setup, teardown),
-                cmocka_unit_test_setup_teardown(test_submit_is_compare_and_set, setup, teardown),
-                cmocka_unit_test_setup_teardown(test_freeze_undone_when_settle_fails, setup, teardown),
-                cmocka_unit_test_setup_teardown(test_restore_failure_shows_no_stopped_runner, setup, teardown),
-                cmocka_unit_test_setup_teardown(test_fork_child_settle_failure, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_lifecycle_round_trip, fake_test_setup, fake_test_teardown),
+                cmocka_unit_test_setup_teardown(test_history, fake_test_setup, fake_test_teardown),
+                cmocka_unit_test_setup_teardown(test_transition_table, fake_test_setup, fake_test_teardown),
+                cmocka_unit_test_setup_teardown(test_submit_is_compare_and_set, fake_test_setup, fake_test_teardown),
+                cmocka_unit_test_setup_teardown(test_freeze_undone_when_settle_fails, fake_test_setup, fake_test_teardown),
+                cmocka_unit_test_setup_teardown(test_restore_failure_shows_no_stopped_runner, fake_test_setup,
+                                                fake_test_teardown),
+                cmocka_unit_test_setup_teardown(test_fork_child_settle_failure, fake_test_setup, fake_test_teardown),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
