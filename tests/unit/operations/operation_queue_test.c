@@ -204,6 +204,22 @@ static void test_stop_with_work_queued(void **state)
         assert_int_equal(done.state, OPERATION_SUCCEEDED);
 }
 
+/* A read of the operation's row that fails once, when it is queued or when a worker takes
+ * it, must not leave an accepted operation unqueued until the next start. */
+static void test_read_failure_does_not_strand(void **state)
+{
+        struct fake_daemon *fd = *state;
+        for (long n = 1; n <= 2; n++) {
+                char id[32];
+                struct operation op, done;
+                fault_plan_arm(&fd->faults, FAULT_ONCE, n, "operation_get");
+                create(fd, id, &op);
+                assert_int_equal(fake_daemon_wait(fd, op.id, &done), 0);
+                assert_true(fault_plan_fired(&fd->faults));
+                assert_int_equal(done.state, OPERATION_SUCCEEDED);
+        }
+}
+
 /* Parameters are kept whole or refused, never cut. */
 static void test_params_whole_or_refused(void **state)
 {
@@ -229,6 +245,7 @@ int main(void)
                 cmocka_unit_test_setup_teardown(test_pending_resumed_after_restart, setup_idle, teardown),
                 cmocka_unit_test_setup_teardown(test_running_redone_after_crash, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_stop_with_work_queued, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_read_failure_does_not_strand, setup, teardown),
                 cmocka_unit_test(test_params_whole_or_refused),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
