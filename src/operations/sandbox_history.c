@@ -151,8 +151,13 @@ int sandbox_op_snapshot(struct spaced_context *ctx, struct operation *op, struct
                         space_error_set(err, SPACE_E_INTERNAL, "operation %s has no snapshot_id", op->id);
                 goto out;
         }
-        if (sandbox_step_load(ctx, op->target, &sb, err) < 0)
+        if (sandbox_step_load(ctx, op->target, &sb, err) < 0) {
+                /* Not taken, and this operation ends: a row left "creating" would show until
+                 * the next start (only then are those without an operation dropped). */
+                if (strcmp(snap.state, "ready") != 0)
+                        drop_snapshot(ctx, snap.id);
                 goto out;
+        }
         if (strcmp(snap.state, "ready") != 0) {
                 r = take_snapshot(ctx, &sb, &snap, err);
                 if (r < 0) {
@@ -491,6 +496,7 @@ int sandbox_op_fork(struct spaced_context *ctx, struct operation *op, struct spa
         if (strcmp(snap.state, "ready") != 0) {
                 struct sandbox parent;
                 if (sandbox_step_load(ctx, op->target, &parent, err) < 0) {
+                        drop_snapshot(ctx, snap.id); /* not taken, and nothing will take it */
                         fail_children(ctx, children, err->message);
                         goto out;
                 }

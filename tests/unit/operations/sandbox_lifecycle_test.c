@@ -336,6 +336,37 @@ static void test_fork_child_settle_failure(void **state)
         fake_test_assert_consistent(fd);
 }
 
+/* A snapshot (or a fork that takes one) whose handler cannot read the sandbox drops the
+ * snapshot row it was to fill: none is left "creating" behind the failed operation. */
+static void test_unread_sandbox_leaves_no_snapshot_creating(void **state)
+{
+        struct fake_daemon *fd = *state;
+        char id[32];
+        struct snapshot snap;
+        char(*kids)[32] = NULL;
+        struct operation op;
+        struct space_error err = { 0 };
+        create_running(fd, id);
+        for (int fork = 0; fork < 2; fork++) {
+                /* The submission reads the sandbox first; the handler's read is the second. */
+                fault_plan_arm(&fd->faults, FAULT_ONCE, 2, "sandbox_get");
+                if (fork)
+                        assert_int_equal(sandbox_history_fork(&fd->ctx, id, NULL, 1, NULL, &kids, &op, &err), 0);
+                else
+                        assert_int_equal(sandbox_history_snapshot(&fd->ctx, id, NULL, false, false, &snap, &op, &err), 0);
+                failed_run(fd, &op);
+                assert_true(fault_plan_fired(&fd->faults));
+                struct snapshot *all = NULL;
+                size_t n = 0;
+                assert_int_equal(STORE(&fd->ctx, snapshot_list, id, NULL, NULL, &all, &n), 0);
+                free(all);
+                assert_int_equal(n, 0);
+        }
+        assert_int_equal(fake_test_state(fd, kids[0]), SANDBOX_FAILED);
+        free(kids);
+        fake_test_assert_consistent(fd);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -347,6 +378,8 @@ int main(void)
                 cmocka_unit_test_setup_teardown(test_restore_failure_shows_no_stopped_runner, fake_test_setup,
                                                 fake_test_teardown),
                 cmocka_unit_test_setup_teardown(test_fork_child_settle_failure, fake_test_setup, fake_test_teardown),
+                cmocka_unit_test_setup_teardown(test_unread_sandbox_leaves_no_snapshot_creating, fake_test_setup,
+                                                fake_test_teardown),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
