@@ -131,6 +131,41 @@ static void test_stuck_state_with_operation_left_alone(void **state)
         assert_true(res.running); /* untouched: the stop is the operation's to do */
 }
 
+/* A snapshot row left "creating" by an operation that ended without taking it is dropped
+ * once overdue (not before, and not while an operation still refers to it). */
+static void test_stuck_snapshot_dropped(void **state)
+{
+        struct fake_daemon *fd = *state;
+        char id[32];
+        fake_test_create_running(fd, "stop", id);
+        struct snapshot left = { 0 }, owned = { 0 };
+        snprintf(left.id, sizeof(left.id), "snap-left");
+        snprintf(owned.id, sizeof(owned.id), "snap-owned");
+        struct snapshot *both[] = { &left, &owned };
+        for (int i = 0; i < 2; i++) {
+                snprintf(both[i]->sandbox_id, sizeof(both[i]->sandbox_id), "%s", id);
+                snprintf(both[i]->state, sizeof(both[i]->state), "creating");
+                snprintf(both[i]->kind, sizeof(both[i]->kind), "filesystem");
+                both[i]->bytes_exclusive = -1;
+                both[i]->created_at_ms = wallclock_now_ms();
+        }
+        assert_int_equal(STORE(&fd->ctx, insert_batch, NULL, 0, &left, 1, NULL), 0);
+        struct operation op;
+        operation_init(&op, "sandbox.snapshot", id); /* stored, never queued: still to run */
+        snprintf(op.snapshot_id, sizeof(op.snapshot_id), "%s", owned.id);
+        struct space_error err = { 0 };
+        assert_int_equal(operation_set_params(&op, json_pack("{s:s}", "snapshot_id", owned.id), &err), 0);
+        assert_int_equal(STORE(&fd->ctx, insert_batch, NULL, 0, &owned, 1, &op), 0);
+        struct snapshot got;
+        reconciler_tick(&fd->ctx, true);
+        assert_int_equal(STORE(&fd->ctx, snapshot_get, left.id, &got), 0); /* not overdue yet */
+        fault_store_set_age(fd->ctx.store.st, OVERDUE_MS);
+        reconciler_tick(&fd->ctx, true);
+        fault_store_set_age(fd->ctx.store.st, 0);
+        assert_int_equal(STORE(&fd->ctx, snapshot_get, left.id, &got), -ENOENT);
+        assert_int_equal(STORE(&fd->ctx, snapshot_get, owned.id, &got), 0);
+}
+
 /* ---- orphans and vanished resources ---- */
 
 static void test_orphans_removed_at_start(void **state)
@@ -300,6 +335,7 @@ int main(void)
                 cmocka_unit_test_setup_teardown(test_timeout_survives_a_store_failure, fake_test_setup, fake_test_teardown),
                 cmocka_unit_test_setup_teardown(test_stuck_states_settled, fake_test_setup, fake_test_teardown),
                 cmocka_unit_test_setup_teardown(test_stuck_state_with_operation_left_alone, fake_test_setup, fake_test_teardown),
+                cmocka_unit_test_setup_teardown(test_stuck_snapshot_dropped, fake_test_setup, fake_test_teardown),
                 cmocka_unit_test_setup_teardown(test_orphans_removed_at_start, fake_test_setup, fake_test_teardown),
                 cmocka_unit_test_setup_teardown(test_dead_init_noticed, fake_test_setup, fake_test_teardown),
                 cmocka_unit_test_setup_teardown(test_dead_while_away, fake_test_setup, fake_test_teardown),

@@ -100,6 +100,27 @@ static int fs_sandbox_list(struct state_store *st, int state_filter, const char 
         return r;
 }
 
+static int fs_snapshot_get(struct state_store *st, const char *id, struct snapshot *ret)
+{
+        if (fault_plan_check(FS(st)->plan, "store", "snapshot_get", READ) != FAULT_PASS)
+                return -EIO;
+        int r = FS(st)->inner.ops->snapshot_get(FS(st)->inner.st, id, ret);
+        if (r == 0)
+                ret->created_at_ms -= FS(st)->age_ms;
+        return r;
+}
+
+static int fs_snapshot_list(struct state_store *st, const char *sandbox_id, const char *project_id, const struct store_page *page,
+                            struct snapshot **ret, size_t *ret_n)
+{
+        if (fault_plan_check(FS(st)->plan, "store", "snapshot_list", READ) != FAULT_PASS)
+                return -EIO;
+        int r = FS(st)->inner.ops->snapshot_list(FS(st)->inner.st, sandbox_id, project_id, page, ret, ret_n);
+        for (size_t i = 0; r == 0 && i < *ret_n; i++)
+                (*ret)[i].created_at_ms -= FS(st)->age_ms;
+        return r;
+}
+
 static int fs_sandbox_purge_destroyed(struct state_store *st, int64_t before_ms, int limit, int *ret_n)
 {
         FORWARD_PURGE(sandbox_purge_destroyed, before_ms, limit, ret_n);
@@ -161,17 +182,6 @@ static int fs_sandbox_set_head(struct state_store *st, const char *id, const cha
 static int fs_sandbox_set_settings(struct state_store *st, const struct sandbox *sb)
 {
         FORWARD(sandbox_set_settings, WRITE, sb);
-}
-
-static int fs_snapshot_get(struct state_store *st, const char *id, struct snapshot *ret)
-{
-        FORWARD(snapshot_get, READ, id, ret);
-}
-
-static int fs_snapshot_list(struct state_store *st, const char *sandbox_id, const char *project_id, const struct store_page *page,
-                            struct snapshot **ret, size_t *ret_n)
-{
-        FORWARD(snapshot_list, READ, sandbox_id, project_id, page, ret, ret_n);
 }
 
 static int fs_snapshot_update(struct state_store *st, const struct snapshot *snap)
