@@ -202,16 +202,19 @@ static void assert_done(struct fake_daemon *fd, const struct scenario *sc, const
         assert_consistent(fd, sc->name, mode, n, "right after it succeeded");
 }
 
-/* One run with the fault at step n; false when the operation has fewer steps than n. */
-static bool run_with_fault(const struct scenario *sc, enum fault_mode mode, long n)
+/* One run with the fault at step n (of every write and driver call, or of the calls of
+ * `only`); false when the operation has fewer steps than n. */
+static bool run_with_fault(const struct scenario *sc, enum fault_mode mode, const char *only, long n)
 {
-        const char *mname = mode == FAULT_ONCE ? "fail-once" : "crash";
+        char mname[64];
+        snprintf(mname, sizeof(mname), "%s%s%s", mode == FAULT_ONCE ? "fail-once" : "crash", only ? " of " : "",
+                 only ? only : "");
         struct fake_daemon *fd = calloc(1, sizeof(*fd));
         struct world w = { 0 };
         assert_non_null(fd);
         must(fake_daemon_start(fd, 2), "start", NULL);
         sc->prepare(fd, &w);
-        fault_plan_arm(&fd->faults, mode, n, NULL);
+        fault_plan_arm(&fd->faults, mode, n, only);
         struct operation op;
         struct space_error err = { 0 };
         bool accepted = sc->submit(fd, &w, &op, &err) == 0;
@@ -251,28 +254,40 @@ static bool run_with_fault(const struct scenario *sc, enum fault_mode mode, long
         return fired;
 }
 
-static void run_scenario(const struct scenario *sc, enum fault_mode mode)
+static void run_scenario(const struct scenario *sc, enum fault_mode mode, const char *only)
 {
         long n = 1;
-        while (run_with_fault(sc, mode, n))
+        while (run_with_fault(sc, mode, only, n))
                 if (++n > STEPS_MAX)
                         fail_msg("%s: more than %d steps", sc->name, STEPS_MAX);
         /* Every operation writes and calls the driver: a plan that never fired found nothing. */
-        if (n < 3)
+        if (!only && n < 3)
                 fail_msg("%s: only %ld steps", sc->name, n - 1);
-        print_message("%s (%s): %ld steps\n", sc->name, mode == FAULT_ONCE ? "fail-once" : "crash", n - 1);
+        print_message("%s (%s%s%s): %ld steps\n", sc->name, mode == FAULT_ONCE ? "fail-once" : "crash", only ? " of " : "",
+                      only ? only : "", n - 1);
 }
 
 static void test_fail_once(void **state)
 {
         for (size_t i = 0; i < sizeof(scenarios) / sizeof(scenarios[0]); i++)
-                run_scenario(&scenarios[i], FAULT_ONCE);
+                run_scenario(&scenarios[i], FAULT_ONCE, NULL);
 }
 
 static void test_crash(void **state)
 {
         for (size_t i = 0; i < sizeof(scenarios) / sizeof(scenarios[0]); i++)
-                run_scenario(&scenarios[i], FAULT_CRASH);
+                run_scenario(&scenarios[i], FAULT_CRASH, NULL);
+}
+
+/* The reads the operations make, each failing in turn (once): a handler that cannot read
+ * its sandbox, snapshot or operation must still end, and leave nothing the controller
+ * cannot repair. */
+static void test_read_fails_once(void **state)
+{
+        static const char *const reads[] = { "sandbox_get", "snapshot_get", "operation_get" };
+        for (size_t r = 0; r < sizeof(reads) / sizeof(reads[0]); r++)
+                for (size_t i = 0; i < sizeof(scenarios) / sizeof(scenarios[0]); i++)
+                        run_scenario(&scenarios[i], FAULT_ONCE, reads[r]);
 }
 
 int main(void)
@@ -280,6 +295,7 @@ int main(void)
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_fail_once),
                 cmocka_unit_test(test_crash),
+                cmocka_unit_test(test_read_fails_once),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
