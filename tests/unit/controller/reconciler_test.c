@@ -292,8 +292,9 @@ static void make_mess(struct fake_daemon *fd)
         fake_driver_put(fd->driver, "sb-00000000000000cc", &everything);
 }
 
-/* For N = 1, …: the Nth write or driver call of a start fails; the next start repairs. */
-static void test_reconciler_failures_repaired_by_next_start(void **state)
+/* For N = 1, …: the Nth write or driver call of a start fails (once, or as a crash there);
+ * the next start repairs what that one left. */
+static void reconciler_sweep(enum fault_mode mode)
 {
         long n = 1;
         for (;; n++) {
@@ -301,20 +302,11 @@ static void test_reconciler_failures_repaired_by_next_start(void **state)
                 assert_non_null(fd);
                 assert_int_equal(fake_daemon_start(fd, 2), 0);
                 make_mess(fd);
-                operation_queue_free(fd->ctx.queue);
-                fd->ctx.queue = NULL;
-                fd->ctx.store.ops->close(fd->ctx.store.st);
-                fd->ctx.store.st = NULL;
-                /* A start whose Nth step fails (the plan survives this restart: armed after it). */
-                struct state_handle inner = { .ops = &state_store_sqlite };
-                assert_int_equal(inner.ops->open(fd->db, &inner.st), 0);
-                assert_int_equal(fault_store_wrap(inner, &fd->faults, &fd->ctx.store), 0);
-                assert_int_equal(operation_queue_new(&fd->ctx, 2, &fd->ctx.queue), 0);
-                fault_plan_arm(&fd->faults, FAULT_ONCE, n, NULL);
-                reconciler_startup(&fd->ctx);
-                assert_int_equal(fake_daemon_drain(fd), 0);
-                bool fired = fault_plan_fired(&fd->faults);
-                assert_int_equal(fake_daemon_restart(fd), 0); /* disarmed */
+                fake_daemon_restart_faulty(fd, mode, n, NULL); /* its failures are the point */
+                if (mode == FAULT_ONCE)
+                        assert_int_equal(fake_daemon_drain(fd), 0);
+                bool fired = fake_daemon_halt(fd, NULL);
+                assert_int_equal(fake_daemon_restart(fd), 0);
                 assert_int_equal(fake_daemon_drain(fd), 0);
                 char why[512];
                 if (fake_daemon_check(fd, why, sizeof(why)) < 0)
@@ -325,7 +317,13 @@ static void test_reconciler_failures_repaired_by_next_start(void **state)
                         break;
         }
         assert_true(n > 4);
-        print_message("reconciler_startup: %ld steps\n", n - 1);
+        print_message("reconciler_startup (%s): %ld steps\n", mode == FAULT_ONCE ? "fail-once" : "crash", n - 1);
+}
+
+static void test_reconciler_failures_repaired_by_next_start(void **state)
+{
+        reconciler_sweep(FAULT_ONCE);
+        reconciler_sweep(FAULT_CRASH);
 }
 
 int main(void)

@@ -44,7 +44,11 @@ int fake_daemon_start(struct fake_daemon *fd, int workers)
         fault_plan_init(&fd->faults);
         if (!getenv("SPACE_TEST_LOG"))
                 log_set_level(LOG_ERROR + 1); /* injected failures log a lot; SPACE_TEST_LOG=1 shows it */
-        snprintf(fd->dir, sizeof(fd->dir), "%s/space-fake-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+        /* Throwaway state: on tmpfs when there is one (the sweeps make hundreds of stores, and
+         * SQLite's syncs on a disk cost them more than everything else). */
+        if (!tmp || !*tmp)
+                tmp = access("/dev/shm", W_OK) == 0 ? "/dev/shm" : "/tmp";
+        snprintf(fd->dir, sizeof(fd->dir), "%s/space-fake-XXXXXX", tmp);
         if (!mkdtemp(fd->dir))
                 return -errno;
         struct spaced_config *cfg = &fd->ctx.cfg;
@@ -93,7 +97,7 @@ void fake_daemon_stop(struct fake_daemon *fd)
         fault_plan_destroy(&fd->faults);
 }
 
-int fake_daemon_restart(struct fake_daemon *fd)
+int fake_daemon_restart_faulty(struct fake_daemon *fd, enum fault_mode mode, long n, const char *only)
 {
         operation_queue_free(fd->ctx.queue);
         fd->ctx.queue = NULL;
@@ -105,7 +109,14 @@ int fake_daemon_restart(struct fake_daemon *fd)
                 return r;
         if ((r = operation_queue_new(&fd->ctx, fd->workers, &fd->ctx.queue)) < 0)
                 return r;
+        if (mode != FAULT_OFF)
+                fault_plan_arm(&fd->faults, mode, n, only);
         return reconciler_startup(&fd->ctx);
+}
+
+int fake_daemon_restart(struct fake_daemon *fd)
+{
+        return fake_daemon_restart_faulty(fd, FAULT_OFF, 0, NULL);
 }
 
 static void nap(void)
@@ -148,10 +159,10 @@ static int none_unfinished(struct fake_daemon *fd, const char *id, struct operat
         return r < 0 ? r : n == 0;
 }
 
-/* The plan fired, or the operation (if any) ended or cannot be read. */
+/* The plan fired, or the operation ended or cannot be read (no operation: none is left). */
 static int fired_or_ended(struct fake_daemon *fd, const char *id, struct operation *ret)
 {
-        return fault_plan_fired(&fd->faults) || !id || op_ended(fd, id, ret) != 0;
+        return fault_plan_fired(&fd->faults) || (id ? op_ended(fd, id, ret) != 0 : none_unfinished(fd, id, ret) != 0);
 }
 
 int fake_daemon_wait(struct fake_daemon *fd, const char *op_id, struct operation *ret)

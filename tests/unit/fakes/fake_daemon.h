@@ -34,12 +34,17 @@ void fake_daemon_stop(struct fake_daemon *fd);
  * a crash plan they change nothing), the store is closed and opened again, the fault plan is
  * disarmed, a new queue starts and reconciler_startup runs. 0 or -errno. */
 int fake_daemon_restart(struct fake_daemon *fd);
+/* The same with the plan armed as given once the store is open again, so that the start
+ * itself (the reconciler's steps and the operations it resumes) meets the fault. Its result
+ * is reconciler_startup's. */
+int fake_daemon_restart_faulty(struct fake_daemon *fd, enum fault_mode mode, long n, const char *only);
 /* Waits (up to 10 s) until op_id has ended, read from the inner store; 0 or -ETIMEDOUT. */
 int fake_daemon_wait(struct fake_daemon *fd, const char *op_id, struct operation *ret);
 /* Waits (up to 10 s) until no operation is pending or running. 0 or -ETIMEDOUT. */
 int fake_daemon_drain(struct fake_daemon *fd);
-/* Waits until the plan fired or op_id ended (the inner store says), then stops the queue:
- * after a crash nothing more may run. Returns whether the plan fired. */
+/* Waits until the plan fired or op_id ended (NULL: every operation), as the inner store
+ * says, then stops the queue: after a crash nothing more may run. Returns whether the plan
+ * fired. */
 bool fake_daemon_halt(struct fake_daemon *fd, const char *op_id);
 /* The sandbox as the inner store has it; 0 or -errno. */
 int fake_daemon_sandbox(struct fake_daemon *fd, const char *id, struct sandbox *ret);

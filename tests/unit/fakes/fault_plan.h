@@ -7,9 +7,9 @@
  *   space_error); everything before and after works. A transient error the code must
  *   handle.
  * - crash: the Nth counted call and everything after it has no effect, as if the process
- *   had been killed there: store writes are lost (they report success, so that nothing
- *   waits on retries of a dead process), store reads fail with -EIO, driver calls fail and
- *   change nothing. The test then "restarts" (a new queue, reconciler_startup) on what was
+ *   had been killed there: store writes are lost (they report success) and store reads
+ *   find nothing (-ENOENT), so that nothing waits on retries of a dead process; driver
+ *   calls fail and change nothing. The test then "restarts" (a new queue, reconciler_startup) on what was
  *   left. */
 #pragma once
 

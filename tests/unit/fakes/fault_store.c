@@ -13,10 +13,13 @@ struct fault_store {
 #define READ false
 #define FS(st) ((struct fault_store *)(st))
 
-/* What a call the plan stopped returns: -EIO, or for a write lost in a crash, success. */
+/* What a call the plan stopped returns: -EIO; after a crash a write is lost (success) and
+ * a read finds nothing (-ENOENT, which no caller retries: a dead process waits for nothing). */
 static int verdict_result(enum fault_verdict v, bool write)
 {
-        return v == FAULT_VANISH && write ? 0 : -EIO;
+        if (v == FAULT_VANISH)
+                return write ? 0 : -ENOENT;
+        return -EIO;
 }
 
 /* The body of a wrapper: ask the plan, then call the inner store's op of the same name. */
@@ -81,8 +84,9 @@ static void fs_close(struct state_store *st)
 
 static int fs_sandbox_get(struct state_store *st, const char *id, struct sandbox *ret)
 {
-        if (fault_plan_check(FS(st)->plan, "store", "sandbox_get", READ) != FAULT_PASS)
-                return -EIO;
+        enum fault_verdict v = fault_plan_check(FS(st)->plan, "store", "sandbox_get", READ);
+        if (v != FAULT_PASS)
+                return verdict_result(v, READ);
         int r = FS(st)->inner.ops->sandbox_get(FS(st)->inner.st, id, ret);
         if (r == 0)
                 ret->updated_at_ms -= FS(st)->age_ms;
@@ -92,8 +96,9 @@ static int fs_sandbox_get(struct state_store *st, const char *id, struct sandbox
 static int fs_sandbox_list(struct state_store *st, int state_filter, const char *project_id, const struct store_page *page,
                            struct sandbox **ret, size_t *ret_n)
 {
-        if (fault_plan_check(FS(st)->plan, "store", "sandbox_list", READ) != FAULT_PASS)
-                return -EIO;
+        enum fault_verdict v = fault_plan_check(FS(st)->plan, "store", "sandbox_list", READ);
+        if (v != FAULT_PASS)
+                return verdict_result(v, READ);
         int r = FS(st)->inner.ops->sandbox_list(FS(st)->inner.st, state_filter, project_id, page, ret, ret_n);
         for (size_t i = 0; r == 0 && i < *ret_n; i++)
                 (*ret)[i].updated_at_ms -= FS(st)->age_ms;
@@ -102,8 +107,9 @@ static int fs_sandbox_list(struct state_store *st, int state_filter, const char 
 
 static int fs_snapshot_get(struct state_store *st, const char *id, struct snapshot *ret)
 {
-        if (fault_plan_check(FS(st)->plan, "store", "snapshot_get", READ) != FAULT_PASS)
-                return -EIO;
+        enum fault_verdict v = fault_plan_check(FS(st)->plan, "store", "snapshot_get", READ);
+        if (v != FAULT_PASS)
+                return verdict_result(v, READ);
         int r = FS(st)->inner.ops->snapshot_get(FS(st)->inner.st, id, ret);
         if (r == 0)
                 ret->created_at_ms -= FS(st)->age_ms;
@@ -113,8 +119,9 @@ static int fs_snapshot_get(struct state_store *st, const char *id, struct snapsh
 static int fs_snapshot_list(struct state_store *st, const char *sandbox_id, const char *project_id, const struct store_page *page,
                             struct snapshot **ret, size_t *ret_n)
 {
-        if (fault_plan_check(FS(st)->plan, "store", "snapshot_list", READ) != FAULT_PASS)
-                return -EIO;
+        enum fault_verdict v = fault_plan_check(FS(st)->plan, "store", "snapshot_list", READ);
+        if (v != FAULT_PASS)
+                return verdict_result(v, READ);
         int r = FS(st)->inner.ops->snapshot_list(FS(st)->inner.st, sandbox_id, project_id, page, ret, ret_n);
         for (size_t i = 0; r == 0 && i < *ret_n; i++)
                 (*ret)[i].created_at_ms -= FS(st)->age_ms;

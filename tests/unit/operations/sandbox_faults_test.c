@@ -290,12 +290,67 @@ static void test_read_fails_once(void **state)
                         run_scenario(&scenarios[i], FAULT_ONCE, reads[r]);
 }
 
+/* A crash at step N of the operation, then another at step M of the start that recovers
+ * from it (the reconciler's steps and the operations it resumes): the start after that must
+ * still converge. Some kinds only: it is N x M runs. */
+static void test_crash_during_recovery(void **state)
+{
+        static const char *const kinds[] = { "create", "destroy", "restore-running", "fork-from-snapshot" };
+        for (size_t k = 0; k < sizeof(kinds) / sizeof(kinds[0]); k++) {
+                const struct scenario *sc = NULL;
+                for (size_t i = 0; i < sizeof(scenarios) / sizeof(scenarios[0]); i++)
+                        if (strcmp(scenarios[i].name, kinds[k]) == 0)
+                                sc = &scenarios[i];
+                assert_non_null(sc);
+                long runs = 0;
+                for (long n = 1;; n++) {
+                        bool op_fired = true;
+                        for (long m = 1; op_fired; m++, runs++) {
+                                struct fake_daemon *fd = calloc(1, sizeof(*fd));
+                                struct world w = { 0 };
+                                struct operation op;
+                                struct space_error err = { 0 };
+                                assert_non_null(fd);
+                                must(fake_daemon_start(fd, 2), "start", NULL);
+                                sc->prepare(fd, &w);
+                                fault_plan_arm(&fd->faults, FAULT_CRASH, n, NULL);
+                                bool accepted = sc->submit(fd, &w, &op, &err) == 0;
+                                op_fired = fake_daemon_halt(fd, accepted ? op.id : NULL);
+                                if (!op_fired) { /* n is past the operation's last step */
+                                        fake_daemon_stop(fd);
+                                        free(fd);
+                                        break;
+                                }
+                                fake_daemon_restart_faulty(fd, FAULT_CRASH, m, NULL);
+                                bool recovery_fired = fake_daemon_halt(fd, NULL);
+                                char fired_at[64];
+                                snprintf(fired_at, sizeof(fired_at), "%s", fd->faults.fired_at);
+                                must(fake_daemon_restart(fd), "restart", NULL);
+                                must(fake_daemon_drain(fd), "drain", NULL);
+                                char why[512];
+                                if (fake_daemon_check(fd, why, sizeof(why)) < 0)
+                                        fail_msg("%s: crash at step %ld, then at step %ld of the recovery (%s): %s", sc->name, n,
+                                                 m, fired_at, why);
+                                destroy_all(fd, sc->name, "crash twice", n);
+                                fake_daemon_stop(fd);
+                                free(fd);
+                                if (!recovery_fired)
+                                        break; /* m is past the recovery's last step */
+                        }
+                        if (!op_fired)
+                                break;
+                }
+                print_message("%s (crash, then crash in recovery): %ld runs\n", sc->name, runs);
+        }
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_fail_once),
                 cmocka_unit_test(test_crash),
                 cmocka_unit_test(test_read_fails_once),
+                cmocka_unit_test(test_crash_during_recovery),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
