@@ -220,22 +220,6 @@ static void test_read_failure_does_not_strand(void **state)
         }
 }
 
-/* Parameters are kept whole or refused, never cut. */
-static void test_params_whole_or_refused(void **state)
-{
-        struct operation op;
-        struct space_error err = { 0 };
-        operation_init(&op, "sandbox.snapshot", "sb-x");
-        assert_int_equal(operation_set_params(&op, json_pack("{s:s}", "snapshot_id", "snap-1"), &err), 0);
-        assert_string_equal(op.params, "{\"snapshot_id\":\"snap-1\"}");
-        char big[2048];
-        memset(big, 'a', sizeof(big) - 1);
-        big[sizeof(big) - 1] = '\0';
-        assert_int_equal(operation_set_params(&op, json_pack("{s:s}", "x", big), &err), -1);
-        assert_int_equal(err.code, SPACE_E_INVALID_REQUEST);
-        assert_string_equal(op.params, "{\"snapshot_id\":\"snap-1\"}"); /* untouched */
-}
-
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -246,7 +230,6 @@ int main(void)
                 cmocka_unit_test_setup_teardown(test_running_redone_after_crash, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_stop_with_work_queued, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_read_failure_does_not_strand, setup, teardown),
-                cmocka_unit_test(test_params_whole_or_refused),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
