@@ -56,6 +56,10 @@ int fake_daemon_sandbox(struct fake_daemon *fd, const char *id, struct sandbox *
  * one says why, no snapshot row is left "creating" and every ready one has its data.
  * 0, or -1 with the first disagreement in why. */
 int fake_daemon_check(struct fake_daemon *fd, char *why, size_t size);
+/* The same without what the controller is there to finish: rows in a transient state (and
+ * what they hold) and snapshots left "creating" are not checked. What an operation leaves
+ * once it has ended must pass this before any repair. */
+int fake_daemon_check_settled(struct fake_daemon *fd, char *why, size_t size);
 
 /* Submits a create from FAKE_TEMPLATE (timeout_s 0: none); 0 or -1 with err. */
 int fake_daemon_create(struct fake_daemon *fd, int64_t timeout_s, const char *on_timeout, char *ret_id, struct operation *ret_op,

@@ -229,6 +229,11 @@ static bool run_with_fault(const struct scenario *sc, enum fault_mode mode, cons
                 fault_plan_disarm(&fd->faults);
                 if (accepted && done.state == OPERATION_SUCCEEDED)
                         assert_done(fd, sc, &w, &done, mname, n);
+                /* Before any repair: only what the controller finishes may disagree. */
+                char why[512];
+                if (fake_daemon_check_settled(fd, why, sizeof(why)) < 0)
+                        fail_msg("%s, %s at step %ld (%s), as the operation left it: %s", sc->name, mname, n, fd->faults.fired_at,
+                                 why);
                 /* The controller finds what was left half way (as if a minute had passed). */
                 fault_store_set_age(fd->ctx.store.st, OVERDUE_MS);
                 reconciler_tick(&fd->ctx, true);
