@@ -128,6 +128,22 @@ static void reconcile_sandbox(struct spaced_context *ctx, struct sandbox *sb)
         }
 }
 
+/* A snapshot still being taken that no unfinished operation will finish: its data and its
+ * row go. (Nothing new can come to need it: only ready snapshots are made from, restored to
+ * or forked from.) */
+static void drop_unowned_snapshot(struct spaced_context *ctx, const struct snapshot *snap, const char *why)
+{
+        char path[PATH_MAX];
+        if (btrfs_pool_snapshot_path(&ctx->pool, snap->id, path, sizeof(path)) == 0)
+                btrfs_pool_subvolume_delete(path);
+        int r = STORE(ctx, snapshot_delete, snap->id, false, NULL);
+        if (r < 0) {
+                log_error("reconcile.snapshot_delete_failed", "snapshot=%s error=\"%s\"", snap->id, strerror(-r));
+                return;
+        }
+        log_info("reconcile.snapshot_dropped", "snapshot=%s reason=\"%s\"", snap->id, why);
+}
+
 /* Snapshots: rows still "creating" that no operation will finish, and subvolumes without a row. */
 static void reconcile_snapshots(struct spaced_context *ctx)
 {
@@ -146,13 +162,7 @@ static void reconcile_snapshots(struct spaced_context *ctx)
                                           strerror(-r));
                         log_warn("reconcile.snapshot_lost", "snapshot=%s reason=\"its subvolume is missing\"", snaps[i].id);
                 } else if (strcmp(snaps[i].state, "ready") != 0 && !has_op(ctx, snaps[i].id)) {
-                        if (btrfs_pool_snapshot_path(&ctx->pool, snaps[i].id, path, sizeof(path)) == 0)
-                                btrfs_pool_subvolume_delete(path);
-                        int r = STORE(ctx, snapshot_delete, snaps[i].id, false, NULL);
-                        if (r < 0)
-                                log_error("reconcile.snapshot_delete_failed", "snapshot=%s error=\"%s\"", snaps[i].id,
-                                          strerror(-r));
-                        log_info("reconcile.snapshot_dropped", "snapshot=%s reason=\"taken when spaced stopped\"", snaps[i].id);
+                        drop_unowned_snapshot(ctx, &snaps[i], "taken when spaced stopped");
                 }
         char dir[PATH_MAX];
         snprintf(dir, sizeof(dir), "%s/snapshots", ctx->pool.root);
@@ -279,9 +289,15 @@ static void expire(struct spaced_context *ctx, const struct sandbox *sb)
                 log_error("controller.timeout_disarm_failed", "sandbox=%s error=\"%s\"", sb->id, strerror(-r));
                 return;
         }
-        if (sandbox_lifecycle_submit(ctx, sb->id, action, &op, &err) < 0)
+        if (sandbox_lifecycle_submit(ctx, sb->id, action, &op, &err) < 0) {
                 log_warn("controller.timeout_failed", "sandbox=%s message=\"%s\"", sb->id, LOG_ESC(err.message));
-        else
+                /* Armed again unless it moved meanwhile (a stop or a destroy came first): a
+                 * submission that failed for another reason (the store, the pool) is tried
+                 * again at the next pass rather than lost. */
+                if (err.code != SPACE_E_INVALID_STATE && err.code != SPACE_E_NOT_FOUND &&
+                    (r = STORE(ctx, sandbox_set_expiry, sb->id, sb->expires_at_ms)) < 0)
+                        log_error("controller.timeout_rearm_failed", "sandbox=%s error=\"%s\"", sb->id, strerror(-r));
+        } else
                 log_info("controller.timeout", "sandbox=%s action=%s op=%s", sb->id, sb->on_timeout, op.id);
 }
 
@@ -310,6 +326,18 @@ static void check_deadlines(struct spaced_context *ctx, struct sandbox *all, siz
                         reconcile_sandbox(ctx, &all[i]);
                 }
         free(ops);
+        /* Likewise a snapshot left "creating" by an operation that ended without taking it
+         * (it failed before it could drop the row): without this it would show until the
+         * next start. */
+        struct snapshot *snaps = NULL;
+        size_t nsnaps = 0;
+        if (STORE(ctx, snapshot_list, NULL, NULL, NULL, &snaps, &nsnaps) < 0)
+                return;
+        for (size_t i = 0; i < nsnaps; i++)
+                if (strcmp(snaps[i].state, "ready") != 0 && now - snaps[i].created_at_ms > TRANSIENT_DEADLINE_MS &&
+                    !has_op(ctx, snaps[i].id))
+                        drop_unowned_snapshot(ctx, &snaps[i], "its operation ended without taking it");
+        free(snaps);
 }
 
 void reconciler_tick(struct spaced_context *ctx, bool probe)

@@ -100,21 +100,26 @@ int operation_set_result(struct operation *op, json_t *result, struct space_erro
         return set_text(op->result, sizeof(op->result), "result", op, result, err);
 }
 
-/* Writes the operation's row, trying a few times (a busy or briefly failing store); a
- * failure is logged. */
-static int store_update(struct spaced_context *ctx, const struct operation *op)
+/* Reads (write: false) or writes the operation's row, trying a few times (a busy or briefly
+ * failing store); a failure is logged. A row that does not exist is not retried. */
+static int store_row(struct spaced_context *ctx, bool write, const char *id, struct operation *op)
 {
         int r = 0;
         for (int attempt = 0; attempt < 3; attempt++) {
-                r = STORE(ctx, operation_update, op);
-                if (r == 0)
-                        return 0;
+                r = write ? STORE(ctx, operation_update, op) : STORE(ctx, operation_get, id, op);
+                if (r == 0 || (!write && r == -ENOENT))
+                        return r;
                 struct timespec ts = { 0, 100000000L << attempt };
                 nanosleep(&ts, NULL);
         }
-        log_error("operation.store_failed", "op=%s kind=%s state=%s error=\"%s\"", op->id, op->kind,
-                  operation_state_name(op->state), strerror(-r));
+        log_error("operation.store_failed", "op=%s what=%s error=\"%s\"", id, write ? operation_state_name(op->state) : "read",
+                  strerror(-r));
         return r;
+}
+
+static int store_update(struct spaced_context *ctx, struct operation *op)
+{
+        return store_row(ctx, true, op->id, op);
 }
 
 /* Runs one operation; its stripe is marked busy by the caller. */
@@ -122,8 +127,8 @@ static void run_one(struct operation_queue *q, const char *id)
 {
         struct spaced_context *ctx = q->ctx;
         struct operation op;
-        if (STORE(ctx, operation_get, id, &op) < 0 || op.state == OPERATION_SUCCEEDED || op.state == OPERATION_FAILED)
-                return;
+        if (store_row(ctx, false, id, &op) < 0 || op.state == OPERATION_SUCCEEDED || op.state == OPERATION_FAILED)
+                return; /* unreadable: it stays in the store, and the next start runs it */
         op.state = OPERATION_RUNNING;
         op.started_at_ms = wallclock_now_ms();
         if (store_update(ctx, &op) < 0)
@@ -283,7 +288,7 @@ int operation_queue_push(struct operation_queue *q, const char *op_id)
                 return -ENOMEM;
         snprintf(item->id, sizeof(item->id), "%s", op_id);
         struct operation op;
-        int r = STORE(q->ctx, operation_get, op_id, &op);
+        int r = store_row(q->ctx, false, op_id, &op); /* a read that fails once must not leave it unqueued */
         if (r < 0) {
                 free(item);
                 return r;

@@ -151,8 +151,13 @@ int sandbox_op_snapshot(struct spaced_context *ctx, struct operation *op, struct
                         space_error_set(err, SPACE_E_INTERNAL, "operation %s has no snapshot_id", op->id);
                 goto out;
         }
-        if (sandbox_step_load(ctx, op->target, &sb, err) < 0)
+        if (sandbox_step_load(ctx, op->target, &sb, err) < 0) {
+                /* Not taken, and this operation ends: a row left "creating" would show until
+                 * the next start (only then are those without an operation dropped). */
+                if (strcmp(snap.state, "ready") != 0)
+                        drop_snapshot(ctx, snap.id);
                 goto out;
+        }
         if (strcmp(snap.state, "ready") != 0) {
                 r = take_snapshot(ctx, &sb, &snap, err);
                 if (r < 0) {
@@ -269,8 +274,12 @@ int sandbox_op_restore(struct spaced_context *ctx, struct operation *op, struct 
         const struct runtime_driver *d = runtime_registry_for(&ctx->runtimes, &sb, err);
         if (!d || !snap_id || snapshot_dir(ctx, snap_id, src, sizeof(src), err) < 0 || d->ops->stop(d, &sb, err) < 0 ||
             d->ops->restore_rootfs(d, &sb, src, err) < 0) {
+                /* Shown stopped only once it is: when the stop was what failed, it may still
+                 * run. If it cannot be stopped now, it stays restoring, which the controller
+                 * settles (stopping it) when no operation drives it any more. */
                 snprintf(reason, sizeof(reason), "restore failed: %s", err->message);
-                sandbox_step_move(ctx, sb.id, M(SANDBOX_RESTORING), SANDBOX_STOPPED, reason, &ignored);
+                if (d && d->ops->stop(d, &sb, &ignored) == 0)
+                        sandbox_step_move(ctx, sb.id, M(SANDBOX_RESTORING), SANDBOX_STOPPED, reason, &ignored);
                 goto out;
         }
         /* The new head and the cleared runtime handle go with the final state, in one
@@ -440,11 +449,19 @@ static int start_child(struct spaced_context *ctx, const char *id, const char *s
                         d->ops->destroy_rootfs(d, &child, &ignored);
                         sandbox_step_move(ctx, child.id, M(SANDBOX_CREATING), SANDBOX_FAILED, err->message, &ignored);
                         r = -1;
-                } else if (settle_child_running(ctx, &child) < 0) {
-                        /* Destroyed while we launched it (its destroy runs apart from this fork):
-                         * leave nothing behind whichever of the two finishes last. */
+                } else if ((r = settle_child_running(ctx, &child)) < 0) {
+                        /* -ESTALE: destroyed while we launched it (its destroy runs apart from
+                         * this fork): leave nothing behind whichever of the two finishes last.
+                         * Else the store failed: the child did not come up, and says so. */
                         d->ops->stop(d, &child, &ignored);
                         d->ops->destroy_rootfs(d, &child, &ignored);
+                        if (r == -ESTALE) {
+                                r = 0;
+                        } else {
+                                space_error_errno(err, r, "store state of %s", child.id);
+                                sandbox_step_move(ctx, child.id, M(SANDBOX_CREATING), SANDBOX_FAILED, err->message, &ignored);
+                                r = -1;
+                        }
                 }
         }
         sandbox_release(&child);
@@ -479,6 +496,7 @@ int sandbox_op_fork(struct spaced_context *ctx, struct operation *op, struct spa
         if (strcmp(snap.state, "ready") != 0) {
                 struct sandbox parent;
                 if (sandbox_step_load(ctx, op->target, &parent, err) < 0) {
+                        drop_snapshot(ctx, snap.id); /* not taken, and nothing will take it */
                         fail_children(ctx, children, err->message);
                         goto out;
                 }

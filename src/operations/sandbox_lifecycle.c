@@ -391,6 +391,12 @@ static int freeze_op(struct spaced_context *ctx, struct operation *op, bool paus
                                                     .set_expiry = !pause,
                                                     .expires_at_ms = pause ? 0 : sandbox_step_expiry_at(&sb) };
                 r = sandbox_step_settle(ctx, op, sb.id, &moved, NULL, err);
+                /* The row still says `from`: the sandbox goes back to it, or it would stay
+                 * frozen while shown running (or run while shown paused), and nothing
+                 * would ever notice (it is alive, so the controller leaves it be). */
+                struct space_error ignored;
+                if (r < 0 && (pause ? d->ops->resume(d, &sb, &ignored) : d->ops->pause(d, &sb, &ignored)) < 0)
+                        log_warn("sandbox.freeze_undo_failed", "sandbox=%s message=\"%s\"", sb.id, LOG_ESC(ignored.message));
         }
         sandbox_release(&sb);
         return r;

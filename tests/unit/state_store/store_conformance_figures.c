@@ -1,5 +1,6 @@
-/* Unit tests of the store's tallies for metrics, through the ops table: sandboxes by state
- * and runtime (destroyed ones left out), unfinished operations by kind and state. */
+/* Conformance tests of a state_store backend (store_conformance.h), figures for health and
+ * metrics: the write probe, sandboxes by state and runtime (destroyed ones left out),
+ * unfinished operations by kind and state. */
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -11,24 +12,10 @@
 
 #include <cmocka.h>
 
+#include "store_conformance.h"
 #include "store_fixture.h"
 
-static const struct state_store_ops *ops = &state_store_sqlite;
-
-static int open_store(void **state)
-{
-        struct state_store *st = NULL;
-        if (ops->open(":memory:", &st) < 0)
-                return -1;
-        *state = st;
-        return 0;
-}
-
-static int close_store(void **state)
-{
-        ops->close(*state);
-        return 0;
-}
+static const struct state_store_ops *ops; /* the backend under test, set by store_conformance_figures() */
 
 static void put(struct state_store *st, const char *id, enum sandbox_state state, const char *runtime, const char *op_kind,
                 enum operation_state op_state)
@@ -81,10 +68,21 @@ static void test_tallies(void **state)
         free(t);
 }
 
-int main(void)
+/* The probe rewrites its one row: again and again, with any time. */
+static void test_probe_write(void **state)
 {
+        struct state_store *st = *state;
+        for (int64_t at = 1; at < 4; at++)
+                assert_int_equal(ops->probe_write(st, at * 1000), 0);
+        assert_int_equal(ops->probe_write(st, 0), 0);
+}
+
+int store_conformance_figures(const struct store_backend *b)
+{
+        ops = b->ops;
         const struct CMUnitTest tests[] = {
-                cmocka_unit_test_setup_teardown(test_tallies, open_store, close_store),
+                cmocka_unit_test_setup_teardown(test_tallies, store_conformance_open, store_conformance_close),
+                cmocka_unit_test_setup_teardown(test_probe_write, store_conformance_open, store_conformance_close),
         };
-        return cmocka_run_group_tests(tests, NULL, NULL);
+        return cmocka_run_group_tests_name("figures", tests, NULL, NULL);
 }

@@ -1,4 +1,4 @@
-/* Unit tests of the SQLite state_store backend: sandboxes and operations (sqlite_store.c). */
+/* Conformance tests of a state_store backend (store_conformance.h): sandboxes and operations. */
 #include <errno.h>
 #include <pthread.h>
 #include <setjmp.h>
@@ -12,24 +12,10 @@
 
 #include "spaced/wallclock.h"
 #include "state_store/state_store.h"
+#include "store_conformance.h"
 #include "store_fixture.h"
 
-static const struct state_store_ops *ops = &state_store_sqlite;
-
-static int open_store(void **state)
-{
-        struct state_store *st = NULL;
-        if (ops->open(":memory:", &st) < 0)
-                return -1;
-        *state = st;
-        return 0;
-}
-
-static int close_store(void **state)
-{
-        ops->close(*state);
-        return 0;
-}
+static const struct state_store_ops *ops; /* the backend under test, set by store_conformance_sandboxes() */
 
 static void insert(struct state_store *st, const char *id, enum sandbox_state state, int64_t created, const char *op_id)
 {
@@ -661,28 +647,34 @@ static void test_sandbox_list_pages(void **state)
                 assert_string_equal(seen[i], want[i]);
 }
 
-int main(void)
+int store_conformance_sandboxes(const struct store_backend *b)
 {
+        ops = b->ops;
         const struct CMUnitTest tests[] = {
-                cmocka_unit_test_setup_teardown(test_insert_get_round_trip, open_store, close_store),
-                cmocka_unit_test_setup_teardown(test_insert_duplicate_sandbox, open_store, close_store),
-                cmocka_unit_test_setup_teardown(test_insert_is_atomic, open_store, close_store),
-                cmocka_unit_test_setup_teardown(test_unknown_ids, open_store, close_store),
-                cmocka_unit_test_setup_teardown(test_list_and_filter, open_store, close_store),
-                cmocka_unit_test_setup_teardown(test_transition_allowed, open_store, close_store),
-                cmocka_unit_test_setup_teardown(test_transition_stale, open_store, close_store),
-                cmocka_unit_test_setup_teardown(test_transition_rolls_back_on_duplicate_operation, open_store, close_store),
-                cmocka_unit_test_setup_teardown(test_transition_is_compare_and_set_under_threads, open_store, close_store),
-                cmocka_unit_test_setup_teardown(test_settle_writes_all_or_nothing, open_store, close_store),
-                cmocka_unit_test_setup_teardown(test_snapshot_needed_by_operation, open_store, close_store),
-                cmocka_unit_test_setup_teardown(test_purge_destroyed, open_store, close_store),
-                cmocka_unit_test_setup_teardown(test_purge_finished_operations, open_store, close_store),
-                cmocka_unit_test_setup_teardown(test_operation_refers, open_store, close_store),
-                cmocka_unit_test_setup_teardown(test_set_runtime_and_expiry, open_store, close_store),
-                cmocka_unit_test_setup_teardown(test_operation_update_and_duplicate, open_store, close_store),
-                cmocka_unit_test_setup_teardown(test_operation_list_filters, open_store, close_store),
-                cmocka_unit_test_setup_teardown(test_operation_list_pages, open_store, close_store),
-                cmocka_unit_test_setup_teardown(test_sandbox_list_pages, open_store, close_store),
+                cmocka_unit_test_setup_teardown(test_insert_get_round_trip, store_conformance_open, store_conformance_close),
+                cmocka_unit_test_setup_teardown(test_insert_duplicate_sandbox, store_conformance_open, store_conformance_close),
+                cmocka_unit_test_setup_teardown(test_insert_is_atomic, store_conformance_open, store_conformance_close),
+                cmocka_unit_test_setup_teardown(test_unknown_ids, store_conformance_open, store_conformance_close),
+                cmocka_unit_test_setup_teardown(test_list_and_filter, store_conformance_open, store_conformance_close),
+                cmocka_unit_test_setup_teardown(test_transition_allowed, store_conformance_open, store_conformance_close),
+                cmocka_unit_test_setup_teardown(test_transition_stale, store_conformance_open, store_conformance_close),
+                cmocka_unit_test_setup_teardown(test_transition_rolls_back_on_duplicate_operation, store_conformance_open,
+                                                store_conformance_close),
+                cmocka_unit_test_setup_teardown(test_transition_is_compare_and_set_under_threads, store_conformance_open,
+                                                store_conformance_close),
+                cmocka_unit_test_setup_teardown(test_settle_writes_all_or_nothing, store_conformance_open,
+                                                store_conformance_close),
+                cmocka_unit_test_setup_teardown(test_snapshot_needed_by_operation, store_conformance_open,
+                                                store_conformance_close),
+                cmocka_unit_test_setup_teardown(test_purge_destroyed, store_conformance_open, store_conformance_close),
+                cmocka_unit_test_setup_teardown(test_purge_finished_operations, store_conformance_open, store_conformance_close),
+                cmocka_unit_test_setup_teardown(test_operation_refers, store_conformance_open, store_conformance_close),
+                cmocka_unit_test_setup_teardown(test_set_runtime_and_expiry, store_conformance_open, store_conformance_close),
+                cmocka_unit_test_setup_teardown(test_operation_update_and_duplicate, store_conformance_open,
+                                                store_conformance_close),
+                cmocka_unit_test_setup_teardown(test_operation_list_filters, store_conformance_open, store_conformance_close),
+                cmocka_unit_test_setup_teardown(test_operation_list_pages, store_conformance_open, store_conformance_close),
+                cmocka_unit_test_setup_teardown(test_sandbox_list_pages, store_conformance_open, store_conformance_close),
         };
-        return cmocka_run_group_tests(tests, NULL, NULL);
+        return cmocka_run_group_tests_name("sandboxes", tests, NULL, NULL);
 }

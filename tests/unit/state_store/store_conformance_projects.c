@@ -1,4 +1,4 @@
-/* Unit tests of projects in the store, through the ops table: the projects verbs, every
+/* Conformance tests of a state_store backend (store_conformance.h), projects: the projects verbs, every
  * row's project (given, or inherited from its sandbox or target), and the project filter
  * of the list verbs. */
 #include <errno.h>
@@ -12,24 +12,10 @@
 
 #include <cmocka.h>
 
+#include "store_conformance.h"
 #include "store_fixture.h"
 
-static const struct state_store_ops *ops = &state_store_sqlite;
-
-static int open_store(void **state)
-{
-        struct state_store *st = NULL;
-        if (ops->open(":memory:", &st) < 0)
-                return -1;
-        *state = st;
-        return 0;
-}
-
-static int close_store(void **state)
-{
-        ops->close(*state);
-        return 0;
-}
+static const struct state_store_ops *ops; /* the backend under test, set by store_conformance_projects() */
 
 static void put_sandbox(struct state_store *st, const char *id, const char *project, const char *parent, int64_t at)
 {
@@ -225,12 +211,13 @@ static void test_lists_filter_by_project(void **state)
         assert_int_equal(ops->key_get(st, "key-c", &kg), -ENOENT);
 }
 
-int main(void)
+int store_conformance_projects(const struct store_backend *b)
 {
+        ops = b->ops;
         const struct CMUnitTest tests[] = {
-                cmocka_unit_test_setup_teardown(test_project_verbs, open_store, close_store),
-                cmocka_unit_test_setup_teardown(test_rows_carry_their_project, open_store, close_store),
-                cmocka_unit_test_setup_teardown(test_lists_filter_by_project, open_store, close_store),
+                cmocka_unit_test_setup_teardown(test_project_verbs, store_conformance_open, store_conformance_close),
+                cmocka_unit_test_setup_teardown(test_rows_carry_their_project, store_conformance_open, store_conformance_close),
+                cmocka_unit_test_setup_teardown(test_lists_filter_by_project, store_conformance_open, store_conformance_close),
         };
-        return cmocka_run_group_tests(tests, NULL, NULL);
+        return cmocka_run_group_tests_name("projects", tests, NULL, NULL);
 }

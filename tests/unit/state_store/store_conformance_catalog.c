@@ -1,4 +1,4 @@
-/* Unit tests of the SQLite state_store backend: templates and API keys (sqlite_catalog.c). */
+/* Conformance tests of a state_store backend (store_conformance.h): templates and API keys. */
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -11,23 +11,9 @@
 
 #include "spaced/wallclock.h"
 #include "state_store/state_store.h"
+#include "store_conformance.h"
 
-static const struct state_store_ops *ops = &state_store_sqlite;
-
-static int open_store(void **state)
-{
-        struct state_store *st = NULL;
-        if (ops->open(":memory:", &st) < 0)
-                return -1;
-        *state = st;
-        return 0;
-}
-
-static int close_store(void **state)
-{
-        ops->close(*state);
-        return 0;
-}
+static const struct state_store_ops *ops; /* the backend under test, set by store_conformance_catalog() */
 
 static int upsert(struct state_store *st, const char *name, const char *state, json_t *env, const char *reason, int64_t at)
 {
@@ -224,16 +210,17 @@ static void test_key_delete(void **state)
         assert_int_equal(count, 0);
 }
 
-int main(void)
+int store_conformance_catalog(const struct store_backend *b)
 {
+        ops = b->ops;
         const struct CMUnitTest tests[] = {
-                cmocka_unit_test_setup_teardown(test_template_upsert_get, open_store, close_store),
-                cmocka_unit_test_setup_teardown(test_template_list_delete, open_store, close_store),
-                cmocka_unit_test_setup_teardown(test_template_list_empty, open_store, close_store),
-                cmocka_unit_test_setup_teardown(test_key_insert_list_count, open_store, close_store),
-                cmocka_unit_test_setup_teardown(test_key_duplicates, open_store, close_store),
-                cmocka_unit_test_setup_teardown(test_key_authenticate, open_store, close_store),
-                cmocka_unit_test_setup_teardown(test_key_delete, open_store, close_store),
+                cmocka_unit_test_setup_teardown(test_template_upsert_get, store_conformance_open, store_conformance_close),
+                cmocka_unit_test_setup_teardown(test_template_list_delete, store_conformance_open, store_conformance_close),
+                cmocka_unit_test_setup_teardown(test_template_list_empty, store_conformance_open, store_conformance_close),
+                cmocka_unit_test_setup_teardown(test_key_insert_list_count, store_conformance_open, store_conformance_close),
+                cmocka_unit_test_setup_teardown(test_key_duplicates, store_conformance_open, store_conformance_close),
+                cmocka_unit_test_setup_teardown(test_key_authenticate, store_conformance_open, store_conformance_close),
+                cmocka_unit_test_setup_teardown(test_key_delete, store_conformance_open, store_conformance_close),
         };
-        return cmocka_run_group_tests(tests, NULL, NULL);
+        return cmocka_run_group_tests_name("catalog", tests, NULL, NULL);
 }
