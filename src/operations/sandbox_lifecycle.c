@@ -194,12 +194,6 @@ int64_t sandbox_step_expiry_at(const struct sandbox *sb)
         return sb->timeout_s > 0 ? wallclock_now_ms() + sb->timeout_s * 1000 : 0;
 }
 
-int sandbox_step_arm_expiry(struct spaced_context *ctx, const struct sandbox *sb, struct space_error *err)
-{
-        int r = STORE(ctx, sandbox_set_expiry, sb->id, sandbox_step_expiry_at(sb));
-        return r < 0 ? space_error_errno(err, r, "store the timeout of %s", sb->id) : 0;
-}
-
 int sandbox_step_settle(struct spaced_context *ctx, struct operation *op, const char *id, struct sandbox_settlement *set,
                         const struct space_error *fail_err, struct space_error *err)
 {

@@ -37,7 +37,6 @@ int sandbox_step_load(struct spaced_context *ctx, const char *id, struct sandbox
 /* Compare-and-set of the state; invalid_state if another change came first. */
 int sandbox_step_move(struct spaced_context *ctx, const char *id, unsigned from, enum sandbox_state to, const char *reason,
                       struct space_error *err);
-int sandbox_step_arm_expiry(struct spaced_context *ctx, const struct sandbox *sb, struct space_error *err);
 /* When the sandbox's timeout would end it if armed now (0: no timeout). */
 int64_t sandbox_step_expiry_at(const struct sandbox *sb);
 /* The handler's last step: the move from `from` (with what `set` adds) and the operation's
