@@ -8,6 +8,7 @@
  * went away: a new spaced starts a new gateway). One epoll loop, no threads. */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <grp.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -274,6 +275,10 @@ int main(int argc, char **argv)
                 return 2;
         }
         l->refuse_net = refused.net;
+        /* spaced's sockets come blocking: the loop must never wait in accept or recv */
+        fcntl(l->listen_fd, F_SETFL, fcntl(l->listen_fd, F_GETFL) | O_NONBLOCK);
+        fcntl(l->dns_fd, F_SETFL, fcntl(l->dns_fd, F_GETFL) | O_NONBLOCK);
+        fcntl(l->control_fd, F_SETFL, fcntl(l->control_fd, F_GETFL) | O_NONBLOCK);
         l->refuse_mask = refused.mask;
         signal(SIGPIPE, SIG_IGN);
         l->resolver_fd = socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);

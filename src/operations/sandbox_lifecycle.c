@@ -1,5 +1,6 @@
 #include "data_plane/command_channels.h"
 #include "data_plane/command_log.h"
+#include "operations/sandbox_network.h"
 #include "operations/sandbox_lifecycle.h"
 
 #include <errno.h>
@@ -272,6 +273,12 @@ int sandbox_step_launch(struct spaced_context *ctx, struct sandbox *sb, struct s
                 struct space_error ignored;
                 d->ops->stop(d, sb, &ignored);
                 return space_error_errno(err, r, "store runtime of %s", sb->id);
+        }
+        /* Its egress, if it has one, before anyone can run a command in it. */
+        if (sandbox_network_attach(ctx, sb, err) < 0) {
+                struct space_error ignored;
+                d->ops->stop(d, sb, &ignored);
+                return -1;
         }
         return 0;
 }

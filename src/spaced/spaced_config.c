@@ -62,6 +62,12 @@ static const char usage[] =
         "  --pool-reserve SIZE    pool space sandboxes together can never use [10% of the pool]\n"
         "  --sandbox-disk-mb N    disk limit of a sandbox that does not ask for one [10240]\n"
         "  --sandbox-disk-max-mb N  largest disk_mb a create may ask for [1048576]\n"
+        "  --egress-profile NAME  egress of a sandbox whose create names none: none (only lo), public,\n"
+        "                         or a profile of --egress-profiles (docs/network.md) [none]\n"
+        "  --egress-profiles FILE the operator's egress profiles (JSON) [none]\n"
+        "  --egress-subnet CIDR   IPv4 pool of the sandboxes' host links, a /30 each [10.201.0.0/16]\n"
+        "  --egress-resolver ADDR[:PORT]  the DNS server space-egress resolves through [the host's]\n"
+        "  --egress-gateway PATH  the space-egress binary [next to spaced]\n"
         "  --e2b-listen ADDR:PORT also serve the E2B API and envd protocol there [off; env SPACE_E2B_LISTEN]\n"
         "  --e2b-templates MAP    E2B template ids to space templates, id=name|fallback,...\n"
         "                         (the first ready name is used) [base=python|busybox]\n"
@@ -279,6 +285,28 @@ static int apply(struct spaced_config *cfg, const char *key, const char *v)
                 if (strcmp(v, "on") != 0 && strcmp(v, "off") != 0)
                         goto bad;
                 cfg->proc_views = strcmp(v, "on") == 0;
+        } else if (strcmp(key, "egress-profile") == 0) {
+                if (!*v || strlen(v) >= sizeof(cfg->egress_profile))
+                        goto bad;
+                snprintf(cfg->egress_profile, sizeof(cfg->egress_profile), "%s", v);
+        } else if (strcmp(key, "egress-profiles") == 0) {
+                snprintf(cfg->egress_profiles_path, sizeof(cfg->egress_profiles_path), "%s", v);
+        } else if (strcmp(key, "egress-subnet") == 0) {
+                unsigned a, b, c4, d, bits;
+                char tail;
+                if (sscanf(v, "%u.%u.%u.%u/%u%c", &a, &b, &c4, &d, &bits, &tail) != 5 || a > 255 || b > 255 || c4 > 255 ||
+                    d > 255 || bits < 8 || bits > 30)
+                        goto bad;
+                cfg->egress_subnet = a << 24 | b << 16 | c4 << 8 | d;
+                cfg->egress_subnet_bits = (int)bits;
+                if (cfg->egress_subnet & ~(~0u << (32 - bits)))
+                        goto bad;
+        } else if (strcmp(key, "egress-resolver") == 0) {
+                if (!*v || strlen(v) >= sizeof(cfg->egress_resolver))
+                        goto bad;
+                snprintf(cfg->egress_resolver, sizeof(cfg->egress_resolver), "%s", v);
+        } else if (strcmp(key, "egress-gateway") == 0) {
+                snprintf(cfg->egress_gateway_path, sizeof(cfg->egress_gateway_path), "%s", v);
         } else if (strcmp(key, "disk-quota") == 0) {
                 if (strcmp(v, "on") != 0 && strcmp(v, "off") != 0)
                         goto bad;
@@ -342,7 +370,16 @@ static int load_file(struct spaced_config *cfg, const char *path)
         return r;
 }
 
+static void default_program_path(const char *name, const char *in_tree, char *ret, size_t size);
 static void default_agent_path(struct spaced_config *cfg)
+{
+        default_program_path("space-agent", "../space_agent/space-agent", cfg->agent_path, sizeof(cfg->agent_path));
+        default_program_path("space-egress", "../egress/space-egress", cfg->egress_gateway_path,
+                             sizeof(cfg->egress_gateway_path));
+}
+
+/* A program next to spaced (installed, or in the build tree). */
+static void default_program_path(const char *name, const char *in_tree, char *ret, size_t size)
 {
         char self[PATH_MAX];
         ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
@@ -350,13 +387,14 @@ static void default_agent_path(struct spaced_config *cfg)
                 return;
         self[n] = '\0';
         char *dir = dirname(self);
-        const char *candidates[] = { "space-agent", "../space_agent/space-agent", "../libexec/space/space-agent" };
+        char libexec[PATH_MAX];
+        snprintf(libexec, sizeof(libexec), "../libexec/space/%s", name);
+        const char *candidates[] = { name, in_tree, libexec };
         for (size_t i = 0; i < sizeof(candidates) / sizeof(candidates[0]); i++) {
-                char path[PATH_MAX];
+                char path[PATH_MAX], real[PATH_MAX];
                 snprintf(path, sizeof(path), "%s/%s", dir, candidates[i]);
                 if (access(path, X_OK) == 0) {
-                        if (!realpath(path, cfg->agent_path))
-                                snprintf(cfg->agent_path, sizeof(cfg->agent_path), "%s", path);
+                        snprintf(ret, size, "%s", realpath(path, real) ? real : path);
                         return;
                 }
         }
@@ -396,6 +434,9 @@ int spaced_config_load(struct spaced_config *cfg, int argc, char **argv)
         cfg->sandbox_disk_mb = 10240;
         cfg->sandbox_disk_max_mb = 1048576;
         snprintf(cfg->e2b_templates, sizeof(cfg->e2b_templates), "base=python|busybox");
+        snprintf(cfg->egress_profile, sizeof(cfg->egress_profile), "none");
+        cfg->egress_subnet = 10u << 24 | 201u << 16;
+        cfg->egress_subnet_bits = 16;
         default_agent_path(cfg);
 
         static const struct option opts[] = {
@@ -431,6 +472,11 @@ int spaced_config_load(struct spaced_config *cfg, int argc, char **argv)
                 { "pool-reserve", required_argument, NULL, 0 },
                 { "sandbox-disk-mb", required_argument, NULL, 0 },
                 { "sandbox-disk-max-mb", required_argument, NULL, 0 },
+                { "egress-profile", required_argument, NULL, 0 },
+                { "egress-profiles", required_argument, NULL, 0 },
+                { "egress-subnet", required_argument, NULL, 0 },
+                { "egress-resolver", required_argument, NULL, 0 },
+                { "egress-gateway", required_argument, NULL, 0 },
                 { "e2b-listen", required_argument, NULL, 0 },
                 { "e2b-templates", required_argument, NULL, 0 },
                 { "header-timeout", required_argument, NULL, 0 },

@@ -114,6 +114,9 @@ static const char *const migrations[] = {
         "INSERT OR IGNORE INTO operation_refs SELECT id, json_extract(p, '$.snapshot_id') FROM"
         "  (SELECT id, CASE WHEN json_valid(params) THEN params ELSE '{}' END AS p FROM operations)"
         "  WHERE json_type(p, '$.snapshot_id') = 'text';",
+        /* 11: a sandbox's egress (profile and its own allow / deny rules, JSON; '' for the
+         * profile none: only lo, as every sandbox before) */
+        "ALTER TABLE sandboxes ADD COLUMN network TEXT NOT NULL DEFAULT '';",
 };
 
 int sqlite_migrations_apply(sqlite3 *db, int *ret_version)

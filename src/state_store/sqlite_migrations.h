@@ -7,3 +7,5 @@ int sqlite_migrations_apply_upto(sqlite3 *db, int target, int *ret_version);
 
 /* The migration that moved pid, pid_start and uid_base into sandboxes.runtime_state. */
 #define SQLITE_MIGRATION_RUNTIME_STATE 9
+/* The migration that made operation_refs (a table of what an operation names). */
+#define SQLITE_MIGRATION_OPERATION_REFS 10

@@ -23,6 +23,7 @@
 #include "runtime/namespaces/ns_agent_image.h"
 #include "runtime/namespaces/ns_driver.h"
 #include "runtime/namespaces/ns_launch.h"
+#include "runtime/namespaces/ns_network.h"
 #include "runtime/namespaces/ns_proc_view.h"
 #include "spaced/log.h"
 #include "runtime/namespaces/ns_uid_range.h"
@@ -132,6 +133,7 @@ static void ns_free(struct runtime_driver *d)
         if (ns->reaper_epoll >= 0)
                 close(ns->reaper_epoll);
         free(ns->seccomp_program.filter);
+        ns_network_free(ns->network);
         ns_uid_ranges_free(ns->uids);
         free(ns->cgroups);
         free(ns);
@@ -185,6 +187,8 @@ static int ns_init(struct runtime_driver *d, const struct runtime_config *cfg, s
                 space_error_errno(err, r, "sweep the host's uid ranges");
                 goto fail;
         }
+        if (cfg->egress_tcp_port && ns_network_open(cfg, &ns->network, err) < 0)
+                goto fail;
         ns->reaper_epoll = epoll_create1(EPOLL_CLOEXEC);
         ns->reaper_stop = eventfd(0, EFD_CLOEXEC);
         struct epoll_event stop = { .events = EPOLLIN };
@@ -225,7 +229,10 @@ static int ns_stop(const struct runtime_driver *d, const struct sandbox *sb, str
         r = ns->cgroups->ops->destroy(ns->cgroups, sb->id);
         if (r < 0)
                 return space_error_errno(err, r, "remove cgroup of %s", sb->id);
-        /* No process of the sandbox is left: its uid range may go to another. */
+        /* No process of the sandbox is left: its uid range and its link may go to another. */
+        ns_driver_run_path(ns, sb->id, NULL, path, sizeof(path));
+        if (ns->network && (r = ns_network_detach(ns->network, sb->id, path)) < 0)
+                return space_error_errno(err, r, "remove the network link of %s", sb->id);
         uint32_t base = recorded_uid_base(ns, sb->id);
         if (base && (r = ns_uid_ranges_give(ns->uids, base, sb->id)) < 0)
                 return space_error_errno(err, r, "give back the uid range of %s", sb->id);
@@ -425,6 +432,24 @@ static int ns_kill(const struct runtime_driver *d, const struct sandbox *sb)
         return ns->cgroups->ops->kill_all(ns->cgroups, sb->id);
 }
 
+static int ns_network_attach_op(const struct runtime_driver *d, const struct sandbox *sb, char *ret_addr, size_t size,
+                                struct space_error *err)
+{
+        const struct ns_driver *ns = ns_driver_of(d);
+        struct ns_handle h;
+        char dir[PATH_MAX], rootfs[PATH_MAX];
+        if (!ns->network)
+                return space_error_set(err, SPACE_E_UNSUPPORTED, "this server has no egress gateway");
+        ns_handle_read(sb->runtime_state, &h);
+        if (!init_alive(&h))
+                return space_error_set(err, SPACE_E_INVALID_STATE, "sandbox %s is not running", sb->id);
+        int r = btrfs_pool_sandbox_path(ns->config.pool, sb->id, rootfs, sizeof(rootfs));
+        if (r < 0)
+                return space_error_errno(err, r, "sandbox path");
+        ns_driver_run_path(ns, sb->id, NULL, dir, sizeof(dir));
+        return ns_network_attach(ns->network, sb->id, h.pid, dir, rootfs, ret_addr, size, err);
+}
+
 static int ns_host_pid(const struct runtime_driver *d, const struct sandbox *sb)
 {
         struct ns_handle h;
@@ -454,5 +479,6 @@ const struct runtime_driver_ops runtime_driver_namespaces = {
         .changed_since = ns_rootfs_changed_since,
         .kill = ns_kill,
         .host_pid = ns_host_pid,
+        .network_attach = ns_network_attach_op,
         .list_resources = ns_rootfs_list_resources,
 };

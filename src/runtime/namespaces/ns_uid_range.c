@@ -18,6 +18,7 @@ struct ns_uid_ranges {
         char dir[PATH_MAX];
         char instance[64];
         char state_dir[PATH_MAX];
+        uint32_t first, stride, count;
 };
 
 static int mkdir_p(const char *path)
@@ -36,12 +37,22 @@ static int mkdir_p(const char *path)
 
 int ns_uid_ranges_open(const char *dir, const char *instance, const char *state_dir, struct ns_uid_ranges **ret)
 {
+        return ns_uid_ranges_open_slots(dir && dir[0] ? dir : NS_UID_RANGE_DIR, instance, state_dir, NS_UID_BASE_FIRST, 65536u,
+                                        NS_UID_SLOTS, ret);
+}
+
+int ns_uid_ranges_open_slots(const char *dir, const char *instance, const char *state_dir, uint32_t first, uint32_t stride,
+                             uint32_t count, struct ns_uid_ranges **ret)
+{
         if (strchr(instance, ' ') || strlen(instance) >= 64)
                 return -EINVAL;
         _cleanup_free_ struct ns_uid_ranges *u = calloc(1, sizeof(*u));
         if (!u)
                 return -ENOMEM;
-        snprintf(u->dir, sizeof(u->dir), "%s", dir && dir[0] ? dir : NS_UID_RANGE_DIR);
+        snprintf(u->dir, sizeof(u->dir), "%s", dir);
+        u->first = first;
+        u->stride = stride;
+        u->count = count;
         snprintf(u->instance, sizeof(u->instance), "%s", instance);
         snprintf(u->state_dir, sizeof(u->state_dir), "%s", state_dir);
         int r = mkdir_p(u->dir);
@@ -128,8 +139,8 @@ int ns_uid_ranges_take(struct ns_uid_ranges *u, const char *sandbox_id, uint32_t
         _cleanup_close_ int lock = lock_dir(u);
         if (lock < 0)
                 return lock;
-        for (uint32_t slot = 0; slot < NS_UID_SLOTS; slot++) {
-                uint32_t base = NS_UID_BASE_FIRST + slot * 65536u;
+        for (uint32_t slot = 0; slot < u->count; slot++) {
+                uint32_t base = u->first + slot * u->stride;
                 char path[PATH_MAX];
                 struct owner o;
                 snprintf(path, sizeof(path), "%s/%u", u->dir, base);

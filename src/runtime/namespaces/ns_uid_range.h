@@ -18,6 +18,10 @@ struct ns_uid_ranges;
 
 /* dir NULL or "": NS_UID_RANGE_DIR. Creates it. 0 or -errno. */
 int ns_uid_ranges_open(const char *dir, const char *instance, const char *state_dir, struct ns_uid_ranges **ret);
+/* The same host-wide allocator over other numbered blocks: count slots first + i * stride
+ * (the egress address blocks of ns_network.c use it: a /30 each, named by its address). */
+int ns_uid_ranges_open_slots(const char *dir, const char *instance, const char *state_dir, uint32_t first, uint32_t stride,
+                             uint32_t count, struct ns_uid_ranges **ret);
 void ns_uid_ranges_free(struct ns_uid_ranges *u);
 /* Takes the lowest free range for sandbox_id: 0 and *ret_base, -ENOSPC, or -errno. */
 int ns_uid_ranges_take(struct ns_uid_ranges *u, const char *sandbox_id, uint32_t *ret_base);

@@ -192,15 +192,16 @@ static void test_operation_refs_backfilled(void **state)
         sqlite3 *db = NULL;
         assert_int_equal(sqlite3_open(f->db, &db), SQLITE_OK);
         char sql[1024];
-        /* As the schema was before the refs (latest - 1), with three operations in it. */
+        /* As the schema was before the refs, with three operations in it (the migrations
+         * after it undone too: the sandboxes' network column). */
         snprintf(sql, sizeof(sql),
-                 "DROP TABLE operation_refs; PRAGMA user_version = %d;"
+                 "DROP TABLE operation_refs; ALTER TABLE sandboxes DROP COLUMN network; PRAGMA user_version = %d;"
                  "INSERT INTO operations(id, kind, target, state, created_at, params) VALUES"
                  " ('op-f', 'sandbox.fork', 'sb-p', 'pending', 1, "
                  "'{\"snapshot_id\":\"snap-1\",\"children\":[\"sb-a\",\"sb-b\"]}'),"
                  " ('op-s', 'sandbox.stop', 'sb-q', 'pending', 2, ''),"
                  " ('op-x', 'sandbox.snapshot', 'sb-r', 'pending', 3, '{not json');",
-                 latest - 1);
+                 SQLITE_MIGRATION_OPERATION_REFS - 1);
         assert_int_equal(sqlite3_exec(db, sql, NULL, NULL, NULL), SQLITE_OK);
         sqlite3_close(db);
         assert_int_equal(ops->open(f->db, &st), 0);
