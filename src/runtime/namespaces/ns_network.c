@@ -48,14 +48,15 @@ static int nft_run(struct ns_network *n, const char *cmd, char *why, size_t why_
 static int table_replace(struct ns_network *n, char *why, size_t why_size)
 {
         char cmd[2048];
+        const char *t = n->table;
         snprintf(cmd, sizeof(cmd),
-                 "add table inet %1$s\n"
-                 "delete table inet %1$s\n"
-                 "table inet %1$s {\n"
+                 "add table inet %s\n"
+                 "delete table inet %s\n"
+                 "table inet %s {\n"
                  "  set veths { type ifname; }\n"
                  "  chain nat_prerouting { type nat hook prerouting priority dstnat; policy accept;\n"
-                 "    iifname @veths meta nfproto ipv4 meta l4proto tcp dnat ip to 127.0.0.1:%2$u\n"
-                 "    iifname @veths meta nfproto ipv4 udp dport 53 dnat ip to 127.0.0.1:%3$u\n"
+                 "    iifname @veths meta nfproto ipv4 meta l4proto tcp dnat ip to 127.0.0.1:%u\n"
+                 "    iifname @veths meta nfproto ipv4 udp dport 53 dnat ip to 127.0.0.1:%u\n"
                  "  }\n"
                  "  chain filter_input { type filter hook input priority filter; policy accept;\n"
                  "    iifname \"sx*\" meta nfproto ipv4 ip daddr 127.0.0.1 ct status dnat accept\n"
@@ -70,7 +71,7 @@ static int table_replace(struct ns_network *n, char *why, size_t why_size)
                  "    oifname \"sx*\" drop\n"
                  "  }\n"
                  "}\n",
-                 n->table, n->tcp_port, n->dns_port);
+                 t, t, t, n->tcp_port, n->dns_port);
         return nft_run(n, cmd, why, why_size);
 }
 
