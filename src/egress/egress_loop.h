@@ -50,7 +50,7 @@ struct egress_loop {
         struct sockaddr_in resolver;
         uint32_t refuse_net, refuse_mask; /* the sandboxes' own subnet: never dialled */
         struct egress_map map;
-        char control_buf[1 << 16];
+        char control_buf[1 << 20]; /* a policy line of the largest profile and lists fits */
         size_t control_len;
         struct egress_pending pending[EGRESS_PENDING_MAX];
         struct egress_conn *conns;

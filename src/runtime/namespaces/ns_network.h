@@ -1,11 +1,14 @@
 /* ns_network: a namespace sandbox's egress link (docs/network.md). A veth pair: eth0 in the
- * sandbox's network namespace, sx<id> on the host, a /30 of the egress subnet between them
+ * sandbox's network namespace, sx<4 hex of the instance><9 hex of the id> on the host, a
+ * /30 of the egress subnet between them
  * (allocated host-wide through ns_uid_range's slot records, so two daemons never collide),
  * a default route and resolv.conf toward the host end. One nftables table per daemon
  * instance (inet space_<instance>) sends the sandboxes' TCP and DNS to space-egress on
  * 127.0.0.1 and drops everything else they send (other sandboxes, the host's addresses and
- * services, ICMP, other UDP, IPv6); its filter rules match every sx* link, so a link that
- * is not (yet) in a daemon's set is dropped whole. Private to src/runtime/namespaces/. */
+ * services, ICMP, other UDP, IPv6). Its DNAT rules match this instance's links by name
+ * (sx<instance>*), so a link needs no rule of its own; its drop rules match every sx* link,
+ * so a link whose daemon's table is not (yet) there is dropped whole. Private to
+ * src/runtime/namespaces/. */
 #pragma once
 
 #include <stddef.h>
