@@ -98,17 +98,9 @@ void ns_driver_run_path(const struct ns_driver *ns, const char *id, const char *
  * so a crash cannot lose it), 0 for none. */
 static uint32_t recorded_uid_base(const struct ns_driver *ns, const char *id)
 {
-        char path[PATH_MAX], buf[32];
+        char path[PATH_MAX];
         ns_driver_run_path(ns, id, "uid_base", path, sizeof(path));
-        _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-        if (fd < 0)
-                return 0;
-        ssize_t n = read(fd, buf, sizeof(buf) - 1);
-        if (n <= 0)
-                return 0;
-        buf[n] = '\0';
-        unsigned long v = strtoul(buf, NULL, 10);
-        return v <= UINT32_MAX ? (uint32_t)v : 0;
+        return ns_uid_ranges_recorded(path);
 }
 
 static int keep_recorded(uint32_t base, const char *sandbox_id, void *arg)
@@ -263,7 +255,7 @@ static uint32_t ns_shown_cpus(double cpus)
 /* Takes a host uid range for the sandbox and records it in its run directory. */
 static int take_uid_range(const struct ns_driver *ns, const struct sandbox *sb, uint32_t *ret_base, struct space_error *err)
 {
-        char path[PATH_MAX], text[16];
+        char path[PATH_MAX];
         uint32_t base;
         int r = ns_uid_ranges_take(ns->uids, sb->id, &base);
         if (r == -ENOSPC)
@@ -271,12 +263,9 @@ static int take_uid_range(const struct ns_driver *ns, const struct sandbox *sb, 
         if (r < 0)
                 return space_error_errno(err, r, "take a uid range");
         ns_driver_run_path(ns, sb->id, "uid_base", path, sizeof(path));
-        int len = snprintf(text, sizeof(text), "%u\n", base);
-        _cleanup_close_ int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
-        if (fd < 0 || write(fd, text, (size_t)len) != len) {
-                int e = errno ? errno : EIO;
+        if ((r = ns_uid_ranges_record(path, base)) < 0) {
                 ns_uid_ranges_give(ns->uids, base, sb->id);
-                return space_error_errno(err, e, "record the uid range of %s", sb->id);
+                return space_error_errno(err, -r, "record the uid range of %s", sb->id);
         }
         *ret_base = base;
         return 0;

@@ -226,27 +226,13 @@ static void block_record_path(const struct ns_network *n, const char *run_dir, c
         (void)n;
 }
 
-static uint32_t recorded_block(const char *path)
-{
-        char buf[32];
-        _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-        if (fd < 0)
-                return 0;
-        ssize_t len = read(fd, buf, sizeof(buf) - 1);
-        if (len <= 0)
-                return 0;
-        buf[len] = '\0';
-        unsigned long v = strtoul(buf, NULL, 10);
-        return v <= UINT32_MAX ? (uint32_t)v : 0;
-}
-
 /* The run directory of sandbox id under the driver's run dir; the block records live there. */
 static int keep_recorded(uint32_t base, const char *sandbox_id, void *arg)
 {
         const struct ns_network *n = arg;
         char path[PATH_MAX + 80];
         snprintf(path, sizeof(path), "%s/%s/egress_block", n->run_dir, sandbox_id);
-        return recorded_block(path) == base;
+        return ns_uid_ranges_recorded(path) == base;
 }
 
 static int count_held(uint32_t base, const char *sandbox_id, void *arg)
@@ -368,9 +354,9 @@ static int write_resolv_conf(const char *rootfs, uint32_t gateway)
 
 static int take_block(struct ns_network *n, const char *id, const char *run_dir, uint32_t *ret, struct space_error *err)
 {
-        char path[PATH_MAX + 32], text[16];
+        char path[PATH_MAX + 32];
         block_record_path(n, run_dir, path, sizeof(path));
-        uint32_t base = recorded_block(path);
+        uint32_t base = ns_uid_ranges_recorded(path);
         if (base) {
                 *ret = base;
                 return 0;
@@ -380,12 +366,9 @@ static int take_block(struct ns_network *n, const char *id, const char *run_dir,
                 return space_error_set(err, SPACE_E_UNAVAILABLE, "no free egress address block on this host (--egress-subnet)");
         if (r < 0)
                 return space_error_errno(err, r, "take an egress address block");
-        int len = snprintf(text, sizeof(text), "%u\n", base);
-        _cleanup_close_ int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
-        if (fd < 0 || write(fd, text, (size_t)len) != len) {
-                int e = errno ? errno : EIO;
+        if ((r = ns_uid_ranges_record(path, base)) < 0) {
                 ns_uid_ranges_give(n->blocks, base, id);
-                return space_error_errno(err, e, "record the egress address block of %s", id);
+                return space_error_errno(err, -r, "record the egress address block of %s", id);
         }
         *ret = base;
         return 0;
@@ -446,7 +429,7 @@ int ns_network_detach(struct ns_network *n, const char *id, const char *run_dir)
         char host[IFNAMSIZ], path[PATH_MAX + 32];
         host_name(n, id, host, sizeof(host));
         block_record_path(n, run_dir, path, sizeof(path));
-        uint32_t base = recorded_block(path);
+        uint32_t base = ns_uid_ranges_recorded(path);
         if (!base && !if_nametoindex(host))
                 return 0;
         _cleanup_close_ int fd = nl_socket();

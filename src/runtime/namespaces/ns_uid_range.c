@@ -169,6 +169,30 @@ int ns_uid_ranges_take(struct ns_uid_ranges *u, const char *sandbox_id, uint32_t
         return -ENOSPC;
 }
 
+uint32_t ns_uid_ranges_recorded(const char *path)
+{
+        char buf[32];
+        _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+        if (fd < 0)
+                return 0;
+        ssize_t n = read(fd, buf, sizeof(buf) - 1);
+        if (n <= 0)
+                return 0;
+        buf[n] = '\0';
+        unsigned long v = strtoul(buf, NULL, 10);
+        return v <= UINT32_MAX ? (uint32_t)v : 0;
+}
+
+int ns_uid_ranges_record(const char *path, uint32_t base)
+{
+        char text[16];
+        int len = snprintf(text, sizeof(text), "%u\n", base);
+        _cleanup_close_ int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+        if (fd < 0)
+                return -errno;
+        return write(fd, text, (size_t)len) == len ? 0 : (errno ? -errno : -EIO);
+}
+
 static int give_locked(struct ns_uid_ranges *u, uint32_t base, const char *sandbox_id)
 {
         struct owner o;
