@@ -15,6 +15,7 @@
 #include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
+#include <sys/time.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -90,6 +91,12 @@ static int spawn_locked(struct egress_gateway *g, int *ret_pidfd)
         int pair[2];
         if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, pair) < 0)
                 return -errno;
+        /* Room for the whole map, and a bound on how long a write may wait for a gateway that
+         * does not read: then it is taken for hung (egress_gateway_set). */
+        int sndbuf = 8 << 20;
+        struct timeval wait = { .tv_sec = 2 };
+        setsockopt(pair[0], SOL_SOCKET, SO_SNDBUFFORCE, &sndbuf, sizeof(sndbuf));
+        setsockopt(pair[0], SOL_SOCKET, SO_SNDTIMEO, &wait, sizeof(wait));
         /* Above the numbers the child gets, so no dup2 is a no-op that keeps O_CLOEXEC. */
         int fds[3] = { fcntl(g->listen_fd, F_DUPFD_CLOEXEC, 10), fcntl(g->dns_fd, F_DUPFD_CLOEXEC, 10),
                        fcntl(pair[1], F_DUPFD_CLOEXEC, 10) };
@@ -131,7 +138,10 @@ static int spawn_locked(struct egress_gateway *g, int *ret_pidfd)
         g->control_fd = pair[0];
         g->pid = pid;
         for (size_t i = 0; i < g->n; i++)
-                write_all(g->control_fd, g->map[i].line, strlen(g->map[i].line));
+                if (write_all(g->control_fd, g->map[i].line, strlen(g->map[i].line)) < 0) {
+                        kill(pid, SIGKILL); /* restarted with the whole map again */
+                        break;
+                }
         *ret_pidfd = pidfd;
         return 0;
 }
@@ -299,9 +309,13 @@ int egress_gateway_set(struct egress_gateway *g, const char *addr, const char *s
                 free(e->line);
         }
         e->line = line;
-        /* A gateway that is down gets the whole map when it is started again. */
-        if (g->control_fd >= 0)
-                write_all(g->control_fd, line, len + 1);
+        /* A gateway that is down gets the whole map when it is started again; one that does
+         * does not read what it is sent within 2 s (hung) is killed and restarted
+         * with it, rather than holding every create up here. */
+        if (g->control_fd >= 0 && write_all(g->control_fd, line, len + 1) < 0 && g->pid > 0) {
+                log_warn("egress.gateway_stuck", "pid=%d effect=\"killed; restarted with the whole map\"", (int)g->pid);
+                kill(g->pid, SIGKILL);
+        }
         pthread_mutex_unlock(&g->lock);
         return 0;
 }

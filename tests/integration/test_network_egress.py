@@ -307,6 +307,20 @@ class NetworkEgress(unittest.TestCase):
         self.assertIn("dst=%s port=%d" % (gateway, self.sp.port), logs)
         self.assertIn("dst=%s port=80" % other_addr, logs)
 
+    def test_a_sandbox_cannot_change_its_link(self):
+        # the gateway knows a sandbox by its source address: a sandbox must not take
+        # another's (it has no CAP_NET_ADMIN; the host also drops packets whose source does
+        # not route back through their link), nor move its route or address
+        allowed = self.shared()
+        victim_addr = self.sh(allowed, "ip -4 -o addr show dev eth0")["stdout"].split()[3].split("/")[0]
+        thief = self.sandbox(network={"profile": "test", "deny": ["allowed.test"]})
+        r = self.sh(thief, "ip addr add %s/32 dev eth0; echo add=$?; ip route del default; echo route=$?; "
+                           "ip link set eth0 down; echo down=$?; ip -4 -o addr show dev eth0" % victim_addr)
+        for step in ("add", "route", "down"):
+            self.assertNotIn("%s=0" % step, r["stdout"], r)
+        self.assertNotIn(victim_addr, r["stdout"], r)
+        self.assertIn("hello from", self.get(allowed, "allowed.test", "/victim")["stdout"])
+
     def test_name_resolving_to_loopback_refused(self):
         sid = self.shared()
         r = self.sh(sid, "echo 127.0.0.1 loopback.test >> /etc/hosts; printf 'GET / HTTP/1.1\\r\\nHost: loopback.test"

@@ -5,7 +5,9 @@
  * a default route and resolv.conf toward the host end. One nftables table per daemon
  * instance (inet space_<instance>) sends the sandboxes' TCP and DNS to space-egress on
  * 127.0.0.1 and drops everything else they send (other sandboxes, the host's addresses and
- * services, ICMP, other UDP, IPv6). Its DNAT rules match this instance's links by name
+ * services, ICMP, other UDP, IPv6), and any packet whose source address does not route
+ * back through the link it came in on (a sandbox that takes another's address: the gateway
+ * knows sandboxes by source address). Its DNAT rules match this instance's links by name
  * (sx<instance>*), so a link needs no rule of its own; its drop rules match every sx* link,
  * so a link whose daemon's table is not (yet) there is dropped whole. Private to
  * src/runtime/namespaces/. */
