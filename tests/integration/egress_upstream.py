@@ -29,6 +29,8 @@ class Handler(BaseHTTPRequestHandler):
         record("http local=%s host=%s path=%s sni=%s" % (local, self.headers.get("Host"), self.path,
                                                          getattr(self.connection, "sni", "-")))
         body = ("hello from %s via %s\n" % (self.headers.get("Host"), local)).encode()
+        if self.path.startswith("/big"):
+            body = bytes(range(256)) * (4 * 4096)  # 4 MiB
         self.send_response(200)
         self.send_header("Content-Length", str(len(body)))
         self.end_headers()

@@ -210,6 +210,18 @@ class NetworkEgress(unittest.TestCase):
         logs = self.sp.logs(tail=400)
         self.assertIn('name="allowed.test" decision=allow', logs)
 
+    def test_large_transfer_is_whole(self):
+        sid = self.shared()
+        r = self.sh(sid, "printf 'GET /big HTTP/1.0\\r\\nHost: allowed.test\\r\\n\\r\\n' | timeout 20 nc -w 5 %s 80 "
+                         "| tail -c 4194304 | md5sum" % self.up)
+        import hashlib
+        self.assertIn(hashlib.md5(bytes(range(256)) * (4 * 4096)).hexdigest(), r["stdout"], r)
+        import re
+
+        def logged():
+            return any(int(n) >= 4 << 20 for n in re.findall(r"decision=end .* bytes_in=(\d+)", self.sp.logs(tail=2000)))
+        wait_for(logged, timeout=10, what="the connection's end line with every byte counted")
+
     def test_dns_answers_only_allowed_names(self):
         sid = self.shared()
         r = self.sh(sid, "nslookup allowed.test")
