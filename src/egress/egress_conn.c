@@ -218,7 +218,7 @@ void egress_conn_resolved(struct egress_loop *l, struct egress_conn *c, const ui
         if (c->dead)
                 return;
         if (!ok) {
-                refuse(l, c, "name did not resolve in time");
+                refuse(l, c, "name did not resolve");
                 return;
         }
         decide(l, c, addrs, n);
@@ -275,10 +275,16 @@ static void peek(struct egress_loop *l, struct egress_conn *c, bool timed_out)
                 refuse(l, c, "malformed TLS or HTTP");
                 return;
         }
+        if (r == EGRESS_PEEK_MORE && c->up.end > 0) {
+                /* A ClientHello or request begun and not finished in time: never dialled
+                 * without the name it was about to give. */
+                refuse(l, c, "incomplete TLS or HTTP");
+                return;
+        }
         if (r == EGRESS_PEEK_NAME)
                 named(l, c, raw);
         else
-                decide(l, c, NULL, 0); /* no name: by address alone (server-speaks-first protocols wait for the timeout) */
+                decide(l, c, NULL, 0); /* no name, or nothing sent (a server speaks first): by address alone */
 }
 
 static void update_interest(struct egress_loop *l, struct egress_conn *c)

@@ -117,7 +117,8 @@ static void dns_query(struct egress_loop *l)
         const struct egress_map_entry *e = egress_map_find(&l->map, src);
         if (!e || q.qclass != 1 || !egress_name_normalize(q.name, name, sizeof(name)) ||
             egress_policy_name_denied(&e->policy, name)) {
-                dns_log(src, e ? e->sandbox : "-", q.name[0] ? "(query)" : "", q.qtype, "nxdomain");
+                bool valid = egress_name_normalize(q.name, name, sizeof(name));
+                dns_log(src, e ? e->sandbox : "-", valid ? name : "(malformed)", q.qtype, e ? "nxdomain" : "refused");
                 dns_reply(l, &from, &q, e ? EGRESS_DNS_NXDOMAIN : EGRESS_DNS_REFUSED, NULL, 0, 0);
                 return;
         }

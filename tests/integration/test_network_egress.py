@@ -267,6 +267,18 @@ class NetworkEgress(unittest.TestCase):
         self.assertNotIn("local=%s" % self.denied, seen)
         self.assertNotIn("tls sni=blocked.test", seen)
 
+    def test_incomplete_client_hello_is_not_dialled(self):
+        # a ClientHello begun and never finished must not be dialled by address after the
+        # wait (the rest would carry a name the gateway never saw)
+        sid = self.shared()
+        self.tls_hello(sid, "www.allowed.test", self.up)  # leaves /tmp/hello.bin
+        m = self.mark()
+        r = self.sh(sid, "(head -c 40 /tmp/hello.bin; sleep 7; tail -c +41 /tmp/hello.bin) | timeout 12 nc -w 2 %s 443 "
+                         "| head -c 3 | hexdump -C | head -1; echo done" % self.up)
+        self.assertNotIn("16 03", r["stdout"], r)
+        self.assertNotIn("tls sni=", self.seen_since(m))
+        self.assertIn('reason="incomplete TLS or HTTP"', self.sp.logs(tail=400))
+
     def test_udp_and_icmp_dropped(self):
         sid = self.shared()
         m = self.mark()
