@@ -366,6 +366,7 @@ int sandbox_op_stop(struct spaced_context *ctx, struct operation *op, struct spa
                 space_error_set(err, SPACE_E_INVALID_STATE, "sandbox %s is %s, not stopping", sb.id,
                                 sandbox_state_name(sb.state));
         else if ((d = runtime_registry_for(&ctx->runtimes, &sb, err)) && d->ops->stop(d, &sb, err) == 0) {
+                sandbox_network_forget(ctx, &sb);
                 struct sandbox_settlement stopped = { .from_mask = M(SANDBOX_STOPPING),
                                                       .to = SANDBOX_STOPPED,
                                                       .reason = "",
@@ -427,6 +428,7 @@ int sandbox_op_destroy(struct spaced_context *ctx, struct operation *op, struct 
                                 sandbox_state_name(sb.state));
         else if ((d = runtime_registry_for(&ctx->runtimes, &sb, err)) && d->ops->stop(d, &sb, err) == 0 &&
                  d->ops->destroy_rootfs(d, &sb, err) == 0) {
+                sandbox_network_forget(ctx, &sb);
                 /* Everything on disk goes before the row says destroyed (a re-run then has it all). */
                 char logs[PATH_MAX];
                 command_channels_log_dir(ctx, sb.id, NULL, logs, sizeof(logs));

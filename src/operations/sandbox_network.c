@@ -45,6 +45,12 @@ int sandbox_network_attach(struct spaced_context *ctx, const struct sandbox *sb,
         return 0;
 }
 
+void sandbox_network_forget(struct spaced_context *ctx, const struct sandbox *sb)
+{
+        if (sb->network && ctx->egress)
+                egress_gateway_forget(ctx->egress, sb->id);
+}
+
 void sandbox_network_restore(struct spaced_context *ctx)
 {
         struct sandbox *all = NULL;

@@ -27,6 +27,7 @@ extern char **environ;
 
 struct map_entry {
         char addr[16];
+        char sandbox[32];
         char *line; /* the control line that sets it, "\n" included */
 };
 
@@ -308,6 +309,7 @@ int egress_gateway_set(struct egress_gateway *g, const char *addr, const char *s
         } else {
                 free(e->line);
         }
+        snprintf(e->sandbox, sizeof(e->sandbox), "%s", sandbox);
         e->line = line;
         /* A gateway that is down gets the whole map when it is started again; one that does
          * does not read what it is sent within 2 s (hung) is killed and restarted
@@ -318,4 +320,23 @@ int egress_gateway_set(struct egress_gateway *g, const char *addr, const char *s
         }
         pthread_mutex_unlock(&g->lock);
         return 0;
+}
+
+void egress_gateway_forget(struct egress_gateway *g, const char *sandbox)
+{
+        pthread_mutex_lock(&g->lock);
+        for (size_t i = 0; i < g->n;) {
+                struct map_entry *e = &g->map[i];
+                if (strcmp(e->sandbox, sandbox) != 0) {
+                        i++;
+                        continue;
+                }
+                char line[64];
+                int len = snprintf(line, sizeof(line), "{\"op\":\"del\",\"addr\":\"%s\"}\n", e->addr);
+                if (g->control_fd >= 0 && write_all(g->control_fd, line, (size_t)len) < 0 && g->pid > 0)
+                        kill(g->pid, SIGKILL);
+                free(e->line);
+                *e = g->map[--g->n];
+        }
+        pthread_mutex_unlock(&g->lock);
 }

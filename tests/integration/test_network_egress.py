@@ -386,6 +386,16 @@ class NetworkEgress(unittest.TestCase):
         self.assertNotIn("host=blocked.test", seen)
         self.assertNotIn("local=%s" % self.denied, seen)
 
+    def test_stop_and_start_gives_the_link_again(self):
+        sid = self.sandbox(network={"profile": "test"})
+        link = self.host_link(sid)
+        self.sp.action(sid, "stop")
+        self.assertFalse(os.path.exists("/sys/class/net/" + link))
+        self.sp.action(sid, "start")
+        self.assertTrue(os.path.exists("/sys/class/net/" + link))
+        r = self.get(sid, "allowed.test", "/after-start")
+        self.assertIn("hello from", r["stdout"], r)
+
     def test_spaced_restart_keeps_running_sandboxes_connected(self):
         sid = self.sandbox(network={"profile": "test"})
         old = self.egress_pid()
