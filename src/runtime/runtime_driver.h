@@ -25,6 +25,7 @@ struct runtime_config {
         /* egress (docs/network.md): where the host's rules send a sandbox's TCP and DNS
          * (127.0.0.1, space-egress), and the pool of its host-link addresses */
         uint16_t egress_tcp_port, egress_dns_port;
+        bool egress_required;   /* false: a host without nftables runs, creates needing egress fail */
         uint32_t egress_subnet; /* host byte order */
         int egress_subnet_bits;
         char egress_block_dir[4096]; /* host-wide address block records; "" for the default */

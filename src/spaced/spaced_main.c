@@ -257,6 +257,8 @@ int main(int argc, char **argv)
                 .proc_views = ctx.cfg.proc_views,
                 .egress_tcp_port = egress_gateway_tcp_port(ctx.egress),
                 .egress_dns_port = egress_gateway_dns_port(ctx.egress),
+                /* an operator who asked for egress gets it or no spaced */
+                .egress_required = strcmp(ctx.cfg.egress_profile, "none") != 0 || ctx.cfg.egress_profiles_path[0],
                 .egress_subnet = ctx.cfg.egress_subnet,
                 .egress_subnet_bits = ctx.cfg.egress_subnet_bits,
         };

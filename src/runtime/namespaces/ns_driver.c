@@ -179,8 +179,13 @@ static int ns_init(struct runtime_driver *d, const struct runtime_config *cfg, s
                 space_error_errno(err, r, "sweep the host's uid ranges");
                 goto fail;
         }
-        if (cfg->egress_tcp_port && ns_network_open(cfg, &ns->network, err) < 0)
-                goto fail;
+        if (cfg->egress_tcp_port && ns_network_open(cfg, &ns->network, err) < 0) {
+                if (cfg->egress_required)
+                        goto fail;
+                log_warn("runtime.egress_off", "reason=\"%s\" effect=\"sandboxes with an egress profile cannot be created\"",
+                         LOG_ESC(err->message));
+                *err = (struct space_error){ 0 };
+        }
         ns->reaper_epoll = epoll_create1(EPOLL_CLOEXEC);
         ns->reaper_stop = eventfd(0, EFD_CLOEXEC);
         struct epoll_event stop = { .events = EPOLLIN };
