@@ -344,6 +344,13 @@ void egress_conn_event(struct egress_loop *l, struct egress_conn *c, bool server
                 peek(l, c, false);
                 return;
         }
+        if (!server_side && (c->state == RESOLVING || c->state == CONNECTING) && (events & (EPOLLHUP | EPOLLERR))) {
+                /* the client went away while its name resolved or its upstream answered (epoll
+                 * reports that even with no interest: it would be reported again and again) */
+                conn_log(c, "closed", "client left before the upstream answered");
+                conn_free(l, c);
+                return;
+        }
         if (c->state == CONNECTING && server_side) {
                 int soerr = 0;
                 socklen_t len = sizeof(soerr);
