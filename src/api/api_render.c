@@ -47,6 +47,10 @@ json_t *api_render_sandbox(const struct sandbox *sb, const struct pool_health *p
                                               "parent_snapshot_id", id_or_null(sb->parent_snapshot_id), "head_snapshot_id",
                                               id_or_null(sb->head_snapshot_id)));
         if (j)
+                json_object_set_new(j, "network",
+                                    sb->network ? json_incref(sb->network)
+                                                : json_pack("{s:s, s:[], s:[]}", "profile", "none", "allow", "deny"));
+        if (j)
                 json_object_set_new(j, "project", json_string(sb->project_id));
         if (j)
                 json_object_set_new(j, "storage", sandbox_storage(sb, pool));

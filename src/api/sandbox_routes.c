@@ -99,8 +99,8 @@ void api_respond_operation(struct api_request *req, struct api_response *resp, c
         api_response_json(resp, status, body);
 }
 
-static const char *const create_fields[] = { "template",  "snapshot_id",       "resources",  "env", "metadata",
-                                             "timeout_s", "rolling_snapshots", "on_timeout", NULL };
+static const char *const create_fields[] = { "template",  "snapshot_id",       "resources",  "env",     "metadata",
+                                             "timeout_s", "rolling_snapshots", "on_timeout", "network", NULL };
 static const char *const resource_fields[] = { "cpus", "memory_mb", "pids", "disk_mb", NULL };
 
 /* The v1 body as a create request: only parsing here; sandbox_create_request_submit
@@ -122,6 +122,7 @@ static int parse_create(struct spaced_context *ctx, const json_t *body, struct s
         /* the maps are borrowed from body: the request holds its own references */
         cr->env = json_incref(env);
         cr->metadata = json_incref(metadata);
+        cr->network = json_incref(json_object_get(body, "network")); /* checked by sandbox_create_request_submit */
         snprintf(cr->on_timeout, sizeof(cr->on_timeout), "%s", on_timeout);
         if (res && !json_is_null(res)) {
                 long long memory = cr->resources.memory_mb, pids = cr->resources.pids, disk = cr->resources.disk_mb;

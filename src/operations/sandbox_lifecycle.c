@@ -1,5 +1,6 @@
 #include "data_plane/command_channels.h"
 #include "data_plane/command_log.h"
+#include "operations/sandbox_network.h"
 #include "operations/sandbox_lifecycle.h"
 
 #include <errno.h>
@@ -267,6 +268,12 @@ int sandbox_step_launch(struct spaced_context *ctx, struct sandbox *sb, struct s
                 d->ops->stop(d, sb, &ignored);
                 return space_error_errno(err, r, "store runtime of %s", sb->id);
         }
+        /* Its egress, if it has one, before anyone can run a command in it. */
+        if (sandbox_network_attach(ctx, sb, err) < 0) {
+                struct space_error ignored;
+                d->ops->stop(d, sb, &ignored);
+                return -1;
+        }
         return 0;
 }
 
@@ -353,6 +360,7 @@ int sandbox_op_stop(struct spaced_context *ctx, struct operation *op, struct spa
                 space_error_set(err, SPACE_E_INVALID_STATE, "sandbox %s is %s, not stopping", sb.id,
                                 sandbox_state_name(sb.state));
         else if ((d = runtime_registry_for(&ctx->runtimes, &sb, err)) && d->ops->stop(d, &sb, err) == 0) {
+                sandbox_network_forget(ctx, &sb);
                 struct sandbox_settlement stopped = { .from_mask = M(SANDBOX_STOPPING),
                                                       .to = SANDBOX_STOPPED,
                                                       .reason = "",
@@ -420,6 +428,7 @@ int sandbox_op_destroy(struct spaced_context *ctx, struct operation *op, struct 
                                 sandbox_state_name(sb.state));
         else if ((d = runtime_registry_for(&ctx->runtimes, &sb, err)) && d->ops->stop(d, &sb, err) == 0 &&
                  d->ops->destroy_rootfs(d, &sb, err) == 0) {
+                sandbox_network_forget(ctx, &sb);
                 /* Everything on disk goes before the row says destroyed (a re-run then has it all). */
                 char logs[PATH_MAX];
                 command_channels_log_dir(ctx, sb.id, NULL, logs, sizeof(logs));

@@ -22,6 +22,13 @@ struct runtime_config {
         char agent_path[4096];    /* the static space-agent binary */
         char uid_range_dir[4096]; /* host-wide uid range records; "" for the default */
         bool proc_views;          /* sandboxes' /proc shows their own figures (--proc-views) */
+        /* egress (docs/network.md): where the host's rules send a sandbox's TCP and DNS
+         * (127.0.0.1, space-egress), and the pool of its host-link addresses */
+        uint16_t egress_tcp_port, egress_dns_port;
+        bool egress_required;   /* false: a host without nftables runs, creates needing egress fail */
+        uint32_t egress_subnet; /* host byte order */
+        int egress_subnet_bits;
+        char egress_block_dir[4096]; /* host-wide address block records; "" for the default */
 };
 
 struct exec_request {
@@ -132,6 +139,13 @@ struct runtime_driver_ops {
          * sandboxes' quota group; repeated on every start. -ENOENT when it has no rootfs,
          * -EDQUOT when the pool's space for sandboxes is used up, -errno. */
         int (*disk_limit)(const struct runtime_driver *d, const struct sandbox *sb, uint64_t limit_bytes);
+        /* Gives a started sandbox its one interface toward the host, whose traffic the host
+         * lets go only to the egress gateway (TCP) and its resolver (DNS); idempotent (redone
+         * at every start and after a restart of spaced). Its address (dotted IPv4, the key of
+         * the gateway's policy map) goes to ret_addr. stop() takes it away. NULL: the driver
+         * has no network for sandboxes. */
+        int (*network_attach)(const struct runtime_driver *d, const struct sandbox *sb, char *ret_addr, size_t size,
+                              struct space_error *err);
         /* Ids that have host resources (rootfs, cgroup or run dir), for the orphan sweep. */
         int (*list_resources)(const struct runtime_driver *d, char ***ret_ids, size_t *ret_n);
 };

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "operations/sandbox_lifecycle.h"
+#include "service/sandbox_network_request.h"
 #include "service/snapshot_access.h"
 #include "service/template_access.h"
 #include "spaced/spaced_context.h"
@@ -28,7 +29,8 @@ void sandbox_create_request_release(struct sandbox_create_request *req)
         json_decref(req->env);
         json_decref(req->metadata);
         json_decref(req->rolling);
-        req->env = req->metadata = req->rolling = NULL;
+        json_decref(req->network);
+        req->env = req->metadata = req->rolling = req->network = NULL;
 }
 
 static int validate(const struct spaced_context *ctx, const struct sandbox_create_request *req, struct space_error *err)
@@ -82,6 +84,8 @@ int sandbox_create_request_submit(struct spaced_context *ctx, struct sandbox_cre
         if (!sb.environment)
                 sb.environment = json_object();
         sb.rolling = json_incref(req->rolling);
+        if (sandbox_network_request_parse(ctx, req->network, &sb.network, err) < 0)
+                goto fail;
         if (!sb.env || !sb.metadata || !sb.environment) {
                 space_error_set(err, SPACE_E_INTERNAL, "out of memory");
                 goto fail;

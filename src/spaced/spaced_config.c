@@ -64,6 +64,12 @@ static const char usage[] =
         "  --pool-reserve SIZE    pool space sandboxes together can never use [10% of the pool]\n"
         "  --sandbox-disk-mb N    disk limit of a sandbox that does not ask for one [10240]\n"
         "  --sandbox-disk-max-mb N  largest disk_mb a create may ask for [1048576]\n"
+        "  --egress-profile NAME  egress of a sandbox whose create names none: none (only lo), public,\n"
+        "                         or a profile of --egress-profiles (docs/network.md) [none]\n"
+        "  --egress-profiles FILE the operator's egress profiles (JSON) [none]\n"
+        "  --egress-subnet CIDR   IPv4 pool of the sandboxes' host links, a /30 each [10.201.0.0/16]\n"
+        "  --egress-resolver ADDR[:PORT]  the DNS server space-egress resolves through [the host's]\n"
+        "  --egress-gateway PATH  the space-egress binary [next to spaced]\n"
         "  --e2b-listen ADDR:PORT also serve the E2B API and envd protocol there [off; env SPACE_E2B_LISTEN]\n"
         "  --metrics-listen ADDR:PORT  also serve /metrics there, without a key (the operator's network)\n"
         "                         [off; on --listen it needs an admin key]\n"
@@ -292,6 +298,28 @@ static int apply(struct spaced_config *cfg, const char *key, const char *v)
                 if (strcmp(v, "on") != 0 && strcmp(v, "off") != 0)
                         goto bad;
                 cfg->proc_views = strcmp(v, "on") == 0;
+        } else if (strcmp(key, "egress-profile") == 0) {
+                if (!*v || strlen(v) >= sizeof(cfg->egress_profile))
+                        goto bad;
+                snprintf(cfg->egress_profile, sizeof(cfg->egress_profile), "%s", v);
+        } else if (strcmp(key, "egress-profiles") == 0) {
+                snprintf(cfg->egress_profiles_path, sizeof(cfg->egress_profiles_path), "%s", v);
+        } else if (strcmp(key, "egress-subnet") == 0) {
+                unsigned a, b, c4, d, bits;
+                char tail;
+                if (sscanf(v, "%u.%u.%u.%u/%u%c", &a, &b, &c4, &d, &bits, &tail) != 5 || a > 255 || b > 255 || c4 > 255 ||
+                    d > 255 || bits < 8 || bits > 30)
+                        goto bad;
+                cfg->egress_subnet = a << 24 | b << 16 | c4 << 8 | d;
+                cfg->egress_subnet_bits = (int)bits;
+                if (cfg->egress_subnet & ~(~0u << (32 - bits)))
+                        goto bad;
+        } else if (strcmp(key, "egress-resolver") == 0) {
+                if (!*v || strlen(v) >= sizeof(cfg->egress_resolver))
+                        goto bad;
+                snprintf(cfg->egress_resolver, sizeof(cfg->egress_resolver), "%s", v);
+        } else if (strcmp(key, "egress-gateway") == 0) {
+                snprintf(cfg->egress_gateway_path, sizeof(cfg->egress_gateway_path), "%s", v);
         } else if (strcmp(key, "disk-quota") == 0) {
                 if (strcmp(v, "on") != 0 && strcmp(v, "off") != 0)
                         goto bad;
@@ -375,11 +403,14 @@ static void beside_binary(const char *const *candidates, size_t n, int mode, cha
         }
 }
 
-/* The build tree's agent, or an installed one (meson install: libexec/space). */
-static void default_agent_path(struct spaced_config *cfg)
+/* The build tree's programs, or installed ones (meson install: libexec/space). */
+static void default_program_paths(struct spaced_config *cfg)
 {
-        static const char *const candidates[] = { "space-agent", "../space_agent/space-agent", "../libexec/space/space-agent" };
-        beside_binary(candidates, sizeof(candidates) / sizeof(candidates[0]), X_OK, cfg->agent_path, sizeof(cfg->agent_path));
+        static const char *const agent[] = { "space-agent", "../space_agent/space-agent", "../libexec/space/space-agent" };
+        static const char *const egress[] = { "space-egress", "../egress/space-egress", "../libexec/space/space-egress" };
+        beside_binary(agent, sizeof(agent) / sizeof(agent[0]), X_OK, cfg->agent_path, sizeof(cfg->agent_path));
+        beside_binary(egress, sizeof(egress) / sizeof(egress[0]), X_OK, cfg->egress_gateway_path,
+                      sizeof(cfg->egress_gateway_path));
 }
 
 /* An installed spaced (bin/) uses the presets installed beside it (share/space/presets);
@@ -425,7 +456,10 @@ int spaced_config_load(struct spaced_config *cfg, int argc, char **argv)
         cfg->sandbox_disk_mb = 10240;
         cfg->sandbox_disk_max_mb = 1048576;
         snprintf(cfg->e2b_templates, sizeof(cfg->e2b_templates), "base=python|busybox");
-        default_agent_path(cfg);
+        snprintf(cfg->egress_profile, sizeof(cfg->egress_profile), "none");
+        cfg->egress_subnet = 10u << 24 | 201u << 16;
+        cfg->egress_subnet_bits = 16;
+        default_program_paths(cfg);
 
         static const struct option opts[] = {
                 { "state-dir", required_argument, NULL, 0 },
@@ -460,6 +494,11 @@ int spaced_config_load(struct spaced_config *cfg, int argc, char **argv)
                 { "pool-reserve", required_argument, NULL, 0 },
                 { "sandbox-disk-mb", required_argument, NULL, 0 },
                 { "sandbox-disk-max-mb", required_argument, NULL, 0 },
+                { "egress-profile", required_argument, NULL, 0 },
+                { "egress-profiles", required_argument, NULL, 0 },
+                { "egress-subnet", required_argument, NULL, 0 },
+                { "egress-resolver", required_argument, NULL, 0 },
+                { "egress-gateway", required_argument, NULL, 0 },
                 { "e2b-listen", required_argument, NULL, 0 },
                 { "e2b-templates", required_argument, NULL, 0 },
                 { "log-format", required_argument, NULL, 0 },

@@ -16,6 +16,7 @@ struct metrics;
 struct daemon_health;
 
 struct operation_queue;
+struct egress_gateway;
 struct command_channels;
 
 #define SPACED_DISK_MB_MAX (16LL * 1024 * 1024) /* 16 TiB */
@@ -64,6 +65,13 @@ struct spaced_config {
         uint64_t pool_reserve_bytes; /* 0: 10% of the pool */
         int64_t sandbox_disk_mb;     /* default limit of a new sandbox */
         int64_t sandbox_disk_max_mb; /* largest limit a create may ask for */
+        /* egress (docs/network.md) */
+        char egress_profile[64];             /* the server's default profile */
+        char egress_profiles_path[PATH_MAX]; /* "" for the built-ins only */
+        uint32_t egress_subnet;              /* host byte order */
+        int egress_subnet_bits;
+        char egress_resolver[64];           /* "" for the host's (/etc/resolv.conf) */
+        char egress_gateway_path[PATH_MAX]; /* the space-egress binary */
         /* E2B front door (src/e2b/): off unless --e2b-listen is given */
         bool e2b_enabled;
         char e2b_listen_addr[64];
@@ -85,6 +93,8 @@ struct spaced_context {
         struct pool_monitor pool_health;   /* the latest check of the pool (controller) */
         struct metrics *metrics;           /* counters for /metrics (spaced/metrics.h); NULL: none kept */
         struct daemon_health *health;      /* the controller's checks of spaced itself (controller/daemon_health.h) */
+        json_t *egress_profiles;           /* egress/egress_profiles.h: by name, built-ins included */
+        struct egress_gateway *egress;     /* the supervised space-egress (runtime/egress_gateway.h) */
         atomic_bool shutting_down;
 };
 

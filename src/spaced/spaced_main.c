@@ -27,6 +27,9 @@
 #include "controller/reconciler.h"
 #include "controller/snapshot_sizer.h"
 #include "e2b/e2b_server.h"
+#include "egress/egress_profiles.h"
+#include "operations/sandbox_network.h"
+#include "runtime/egress_gateway.h"
 #include "operations/operation_queue.h"
 #include "operations/sandbox_lifecycle.h"
 #include "runtime/runtime_registry.h"
@@ -273,8 +276,30 @@ int main(int argc, char **argv)
         char instance[32];
         if ((r = instance_id_load(ctx.cfg.state_dir, instance, sizeof(instance))) < 0)
                 return fail("spaced.instance", "cannot read or create %s/instance: %s", ctx.cfg.state_dir, strerror(-r));
+        /* Egress: the profiles, then the gateway (its ports go into the driver's rules). */
+        if (!(ctx.egress_profiles = egress_profiles_load_new(ctx.cfg.egress_profiles_path, reason, sizeof(reason))))
+                return fail("spaced.egress", "egress profiles: %s", reason);
+        if (!egress_profiles_find(ctx.egress_profiles, ctx.cfg.egress_profile))
+                return fail("spaced.egress", "--egress-profile %s: no such profile", ctx.cfg.egress_profile);
+        char subnet[32];
+        snprintf(subnet, sizeof(subnet), "%u.%u.%u.%u/%d", ctx.cfg.egress_subnet >> 24, (ctx.cfg.egress_subnet >> 16) & 255,
+                 (ctx.cfg.egress_subnet >> 8) & 255, ctx.cfg.egress_subnet & 255, ctx.cfg.egress_subnet_bits);
+        struct egress_gateway_config gc = { .program = ctx.cfg.egress_gateway_path,
+                                            .resolver = ctx.cfg.egress_resolver,
+                                            .refuse = subnet };
+        if (egress_gateway_start(&gc, &ctx.egress, &err) < 0)
+                return fail("spaced.egress", "%s", err.message);
         struct runtime_config rc = {
-                .pool = &ctx.pool, .instance = instance, .state_dir = ctx.cfg.state_dir, .proc_views = ctx.cfg.proc_views
+                .pool = &ctx.pool,
+                .instance = instance,
+                .state_dir = ctx.cfg.state_dir,
+                .proc_views = ctx.cfg.proc_views,
+                .egress_tcp_port = egress_gateway_tcp_port(ctx.egress),
+                .egress_dns_port = egress_gateway_dns_port(ctx.egress),
+                /* an operator who asked for egress gets it or no spaced */
+                .egress_required = strcmp(ctx.cfg.egress_profile, "none") != 0 || ctx.cfg.egress_profiles_path[0],
+                .egress_subnet = ctx.cfg.egress_subnet,
+                .egress_subnet_bits = ctx.cfg.egress_subnet_bits,
         };
         snprintf(rc.run_dir, sizeof(rc.run_dir), "%s/run", ctx.cfg.state_dir);
         snprintf(rc.agent_path, sizeof(rc.agent_path), "%s", ctx.cfg.agent_path);
@@ -293,6 +318,8 @@ int main(int argc, char **argv)
                 return fail("spaced.quota", "cannot read sandboxes: %s", strerror(-r));
         if ((r = reconciler_startup(&ctx)) < 0)
                 return fail("spaced.reconcile", "reconciliation failed: %s", strerror(-r));
+        /* Sandboxes that ran on while spaced was away get their links and policies again. */
+        sandbox_network_restore(&ctx);
         /* Streamed commands that ran on while spaced was away: collect what they wrote. */
         command_channels_resume_all(ctx.channels);
 
@@ -355,11 +382,14 @@ int main(int argc, char **argv)
              i++)
                 usleep(50 * 1000);
         bool drained = http_server_connections(http) + e2b_server_connections(e2b) + metrics_listener_connections(metrics) == 0;
+        /* Sandboxes run on, without egress until a spaced starts again (fail closed). */
+        egress_gateway_free(ctx.egress);
         if (drained) {
                 http_server_free(http);
                 e2b_server_free(e2b);
                 metrics_listener_free(metrics);
                 metrics_free(ctx.metrics);
+                runtime_registry_free(&ctx.runtimes); /* the egress table goes when no sandbox holds a link */
         }
         release_pool(&ctx);
         ctx.store.ops->close(ctx.store.st);

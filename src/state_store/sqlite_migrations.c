@@ -119,6 +119,9 @@ static const char *const migrations[] = {
         "CREATE INDEX attach_sessions_key ON attach_sessions(key_id);",
         /* 12: one row the health check rewrites, to know the store still takes writes */
         "CREATE TABLE store_probe (id INTEGER PRIMARY KEY CHECK (id = 1), at INTEGER NOT NULL);",
+        /* 13: a sandbox's egress (profile and its own allow / deny rules, JSON; '' for the
+         * profile none: only lo, as every sandbox before) */
+        "ALTER TABLE sandboxes ADD COLUMN network TEXT NOT NULL DEFAULT '';",
 };
 
 int sqlite_migrations_apply(sqlite3 *db, int *ret_version)

@@ -234,7 +234,7 @@ out:
 #define SB_COLUMNS                                                                                       \
         "id, state, state_reason, template, environment, cpus, memory_mb, pids, disk_mb, env, metadata," \
         " timeout_s, on_timeout, expires_at, created_at, updated_at, runtime, runtime_state,"            \
-        " parent_sandbox_id, parent_snapshot_id, head_snapshot_id, rolling, project_id"
+        " parent_sandbox_id, parent_snapshot_id, head_snapshot_id, rolling, project_id, network"
 
 static void sb_from_row(sqlite3_stmt *s, struct sandbox *sb);
 static void sb_row(sqlite3_stmt *s, void *elem)
@@ -273,6 +273,8 @@ static void sb_from_row(sqlite3_stmt *s, struct sandbox *sb)
         const unsigned char *rolling = sqlite3_column_text(s, 21);
         sb->rolling = rolling && rolling[0] ? json_loads((const char *)rolling, 0, NULL) : NULL;
         sq_copy_col(s, 22, sb->project_id, sizeof(sb->project_id));
+        const unsigned char *network = sqlite3_column_text(s, 23);
+        sb->network = network && network[0] ? json_loads((const char *)network, 0, NULL) : NULL;
 }
 
 static int sb_insert_locked(struct state_store *st, const struct sandbox *sb)
@@ -282,7 +284,7 @@ static int sb_insert_locked(struct state_store *st, const struct sandbox *sb)
         int r = sq_prepare(st,
                            "INSERT INTO sandboxes(" SB_COLUMNS
                            ") VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,"
-                           " COALESCE(NULLIF(?23, ''), (SELECT project_id FROM sandboxes WHERE id=?19), ''))",
+                           " COALESCE(NULLIF(?23, ''), (SELECT project_id FROM sandboxes WHERE id=?19), ''), ?24)",
                            &s);
         if (r < 0)
                 return r;
@@ -312,6 +314,10 @@ static int sb_insert_locked(struct state_store *st, const struct sandbox *sb)
         else
                 sq_bind_text(s, 22, "");
         sq_bind_text(s, 23, sb->project_id);
+        if (sb->network)
+                sq_bind_json(s, 24, sb->network);
+        else
+                sq_bind_text(s, 24, "");
         return sq_exec_done(s);
 }
 

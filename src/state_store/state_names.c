@@ -84,7 +84,8 @@ void sandbox_release(struct sandbox *s)
         json_decref(s->env);
         json_decref(s->metadata);
         json_decref(s->rolling);
-        s->environment = s->env = s->metadata = s->rolling = NULL;
+        json_decref(s->network);
+        s->environment = s->env = s->metadata = s->rolling = s->network = NULL;
 }
 
 void sandbox_array_free(struct sandbox *arr, size_t n)

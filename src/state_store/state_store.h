@@ -70,6 +70,9 @@ struct sandbox {
         char parent_snapshot_id[32]; /* the snapshot it was forked from */
         char head_snapshot_id[32];   /* the latest snapshot taken or restored: parent of the next */
         json_t *rolling;             /* rolling snapshot policy object, or NULL for none */
+        /* egress: {"profile", "allow", "deny"} (egress/egress_policy.h), NULL for the profile
+         * none (only lo, no host interface) */
+        json_t *network;
 };
 void sandbox_release(struct sandbox *s);
 void sandbox_array_free(struct sandbox *arr, size_t n);

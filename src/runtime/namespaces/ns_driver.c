@@ -23,6 +23,7 @@
 #include "runtime/namespaces/ns_agent_image.h"
 #include "runtime/namespaces/ns_driver.h"
 #include "runtime/namespaces/ns_launch.h"
+#include "runtime/namespaces/ns_network.h"
 #include "runtime/namespaces/ns_proc_view.h"
 #include "spaced/log.h"
 #include "runtime/namespaces/ns_uid_range.h"
@@ -97,17 +98,9 @@ void ns_driver_run_path(const struct ns_driver *ns, const char *id, const char *
  * so a crash cannot lose it), 0 for none. */
 static uint32_t recorded_uid_base(const struct ns_driver *ns, const char *id)
 {
-        char path[PATH_MAX], buf[32];
+        char path[PATH_MAX];
         ns_driver_run_path(ns, id, "uid_base", path, sizeof(path));
-        _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-        if (fd < 0)
-                return 0;
-        ssize_t n = read(fd, buf, sizeof(buf) - 1);
-        if (n <= 0)
-                return 0;
-        buf[n] = '\0';
-        unsigned long v = strtoul(buf, NULL, 10);
-        return v <= UINT32_MAX ? (uint32_t)v : 0;
+        return ns_uid_ranges_recorded(path);
 }
 
 static int keep_recorded(uint32_t base, const char *sandbox_id, void *arg)
@@ -132,6 +125,7 @@ static void ns_free(struct runtime_driver *d)
         if (ns->reaper_epoll >= 0)
                 close(ns->reaper_epoll);
         free(ns->seccomp_program.filter);
+        ns_network_free(ns->network);
         ns_uid_ranges_free(ns->uids);
         free(ns->cgroups);
         free(ns);
@@ -185,6 +179,13 @@ static int ns_init(struct runtime_driver *d, const struct runtime_config *cfg, s
                 space_error_errno(err, r, "sweep the host's uid ranges");
                 goto fail;
         }
+        if (cfg->egress_tcp_port && ns_network_open(cfg, &ns->network, err) < 0) {
+                if (cfg->egress_required)
+                        goto fail;
+                log_warn("runtime.egress_off", "reason=\"%s\" effect=\"sandboxes with an egress profile cannot be created\"",
+                         LOG_ESC(err->message));
+                *err = (struct space_error){ 0 };
+        }
         ns->reaper_epoll = epoll_create1(EPOLL_CLOEXEC);
         ns->reaper_stop = eventfd(0, EFD_CLOEXEC);
         struct epoll_event stop = { .events = EPOLLIN };
@@ -225,7 +226,10 @@ static int ns_stop(const struct runtime_driver *d, const struct sandbox *sb, str
         r = ns->cgroups->ops->destroy(ns->cgroups, sb->id);
         if (r < 0)
                 return space_error_errno(err, r, "remove cgroup of %s", sb->id);
-        /* No process of the sandbox is left: its uid range may go to another. */
+        /* No process of the sandbox is left: its uid range and its link may go to another. */
+        ns_driver_run_path(ns, sb->id, NULL, path, sizeof(path));
+        if (ns->network && (r = ns_network_detach(ns->network, sb->id, path)) < 0)
+                return space_error_errno(err, r, "remove the network link of %s", sb->id);
         uint32_t base = recorded_uid_base(ns, sb->id);
         if (base && (r = ns_uid_ranges_give(ns->uids, base, sb->id)) < 0)
                 return space_error_errno(err, r, "give back the uid range of %s", sb->id);
@@ -256,7 +260,7 @@ static uint32_t ns_shown_cpus(double cpus)
 /* Takes a host uid range for the sandbox and records it in its run directory. */
 static int take_uid_range(const struct ns_driver *ns, const struct sandbox *sb, uint32_t *ret_base, struct space_error *err)
 {
-        char path[PATH_MAX], text[16];
+        char path[PATH_MAX];
         uint32_t base;
         int r = ns_uid_ranges_take(ns->uids, sb->id, &base);
         if (r == -ENOSPC)
@@ -264,12 +268,9 @@ static int take_uid_range(const struct ns_driver *ns, const struct sandbox *sb, 
         if (r < 0)
                 return space_error_errno(err, r, "take a uid range");
         ns_driver_run_path(ns, sb->id, "uid_base", path, sizeof(path));
-        int len = snprintf(text, sizeof(text), "%u\n", base);
-        _cleanup_close_ int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
-        if (fd < 0 || write(fd, text, (size_t)len) != len) {
-                int e = errno ? errno : EIO;
+        if ((r = ns_uid_ranges_record(path, base)) < 0) {
                 ns_uid_ranges_give(ns->uids, base, sb->id);
-                return space_error_errno(err, e, "record the uid range of %s", sb->id);
+                return space_error_errno(err, -r, "record the uid range of %s", sb->id);
         }
         *ret_base = base;
         return 0;
@@ -425,6 +426,24 @@ static int ns_kill(const struct runtime_driver *d, const struct sandbox *sb)
         return ns->cgroups->ops->kill_all(ns->cgroups, sb->id);
 }
 
+static int ns_network_attach_op(const struct runtime_driver *d, const struct sandbox *sb, char *ret_addr, size_t size,
+                                struct space_error *err)
+{
+        const struct ns_driver *ns = ns_driver_of(d);
+        struct ns_handle h;
+        char dir[PATH_MAX], rootfs[PATH_MAX];
+        if (!ns->network)
+                return space_error_set(err, SPACE_E_UNSUPPORTED, "this server has no egress gateway");
+        ns_handle_read(sb->runtime_state, &h);
+        if (!init_alive(&h))
+                return space_error_set(err, SPACE_E_INVALID_STATE, "sandbox %s is not running", sb->id);
+        int r = btrfs_pool_sandbox_path(ns->config.pool, sb->id, rootfs, sizeof(rootfs));
+        if (r < 0)
+                return space_error_errno(err, r, "sandbox path");
+        ns_driver_run_path(ns, sb->id, NULL, dir, sizeof(dir));
+        return ns_network_attach(ns->network, sb->id, h.pid, dir, rootfs, ret_addr, size, err);
+}
+
 static int ns_host_pid(const struct runtime_driver *d, const struct sandbox *sb)
 {
         struct ns_handle h;
@@ -454,5 +473,6 @@ const struct runtime_driver_ops runtime_driver_namespaces = {
         .changed_since = ns_rootfs_changed_since,
         .kill = ns_kill,
         .host_pid = ns_host_pid,
+        .network_attach = ns_network_attach_op,
         .list_resources = ns_rootfs_list_resources,
 };

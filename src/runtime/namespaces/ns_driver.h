@@ -12,12 +12,14 @@
 
 struct cgroup_manager;
 struct ns_uid_ranges;
+struct ns_network;
 
 struct ns_driver {
         struct runtime_config config;
         char instance[64];
         struct cgroup_manager *cgroups;
         struct ns_uid_ranges *uids;
+        struct ns_network *network; /* NULL when the daemon has no egress gateway */
         struct sock_fprog seccomp_program;
         int agent_fd;     /* the space-agent image every sandbox execs */
         int reaper_epoll; /* pidfds of the inits this process launched */

@@ -18,6 +18,7 @@ struct ns_uid_ranges {
         char dir[PATH_MAX];
         char instance[64];
         char state_dir[PATH_MAX];
+        uint32_t first, stride, count;
 };
 
 static int mkdir_p(const char *path)
@@ -36,12 +37,22 @@ static int mkdir_p(const char *path)
 
 int ns_uid_ranges_open(const char *dir, const char *instance, const char *state_dir, struct ns_uid_ranges **ret)
 {
+        return ns_uid_ranges_open_slots(dir && dir[0] ? dir : NS_UID_RANGE_DIR, instance, state_dir, NS_UID_BASE_FIRST, 65536u,
+                                        NS_UID_SLOTS, ret);
+}
+
+int ns_uid_ranges_open_slots(const char *dir, const char *instance, const char *state_dir, uint32_t first, uint32_t stride,
+                             uint32_t count, struct ns_uid_ranges **ret)
+{
         if (strchr(instance, ' ') || strlen(instance) >= 64)
                 return -EINVAL;
         _cleanup_free_ struct ns_uid_ranges *u = calloc(1, sizeof(*u));
         if (!u)
                 return -ENOMEM;
-        snprintf(u->dir, sizeof(u->dir), "%s", dir && dir[0] ? dir : NS_UID_RANGE_DIR);
+        snprintf(u->dir, sizeof(u->dir), "%s", dir);
+        u->first = first;
+        u->stride = stride;
+        u->count = count;
         snprintf(u->instance, sizeof(u->instance), "%s", instance);
         snprintf(u->state_dir, sizeof(u->state_dir), "%s", state_dir);
         int r = mkdir_p(u->dir);
@@ -128,8 +139,8 @@ int ns_uid_ranges_take(struct ns_uid_ranges *u, const char *sandbox_id, uint32_t
         _cleanup_close_ int lock = lock_dir(u);
         if (lock < 0)
                 return lock;
-        for (uint32_t slot = 0; slot < NS_UID_SLOTS; slot++) {
-                uint32_t base = NS_UID_BASE_FIRST + slot * 65536u;
+        for (uint32_t slot = 0; slot < u->count; slot++) {
+                uint32_t base = u->first + slot * u->stride;
                 char path[PATH_MAX];
                 struct owner o;
                 snprintf(path, sizeof(path), "%s/%u", u->dir, base);
@@ -156,6 +167,30 @@ int ns_uid_ranges_take(struct ns_uid_ranges *u, const char *sandbox_id, uint32_t
                 return 0;
         }
         return -ENOSPC;
+}
+
+uint32_t ns_uid_ranges_recorded(const char *path)
+{
+        char buf[32];
+        _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+        if (fd < 0)
+                return 0;
+        ssize_t n = read(fd, buf, sizeof(buf) - 1);
+        if (n <= 0)
+                return 0;
+        buf[n] = '\0';
+        unsigned long v = strtoul(buf, NULL, 10);
+        return v <= UINT32_MAX ? (uint32_t)v : 0;
+}
+
+int ns_uid_ranges_record(const char *path, uint32_t base)
+{
+        char text[16];
+        int len = snprintf(text, sizeof(text), "%u\n", base);
+        _cleanup_close_ int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+        if (fd < 0)
+                return -errno;
+        return write(fd, text, (size_t)len) == len ? 0 : (errno ? -errno : -EIO);
 }
 
 static int give_locked(struct ns_uid_ranges *u, uint32_t base, const char *sandbox_id)

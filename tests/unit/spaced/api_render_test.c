@@ -35,11 +35,10 @@ static void test_time(void **state)
 
 static void test_sandbox(void **state)
 {
-        static const char *const members[] = {
-                "id",         "state",    "state_reason",      "template",   "environment", "resources",
-                "env",        "metadata", "timeout_s",         "on_timeout", "expires_at",  "created_at",
-                "updated_at", "lineage",  "rolling_snapshots", "project",    "storage",     NULL
-        };
+        static const char *const members[] = { "id",         "state",      "state_reason", "template",  "environment",
+                                               "resources",  "env",        "metadata",     "timeout_s", "on_timeout",
+                                               "expires_at", "created_at", "updated_at",   "lineage",   "rolling_snapshots",
+                                               "project",    "storage",    "network",      NULL };
         static const char *const lineage[] = { "parent_sandbox_id", "parent_snapshot_id", "head_snapshot_id", NULL };
         static const char *const resources[] = { "cpus", "memory_mb", "pids", "disk_mb", NULL };
         struct sandbox sb = store_fixture_sandbox("sb-0123456789abcdef", SANDBOX_RUNNING, 1764439200123);
@@ -51,6 +50,9 @@ static void test_sandbox(void **state)
         assert_members(j, members);
         assert_members(json_object_get(j, "resources"), resources);
         assert_members(json_object_get(j, "lineage"), lineage);
+        /* no network: the profile none, with no rules */
+        assert_string_equal(json_string_value(json_object_get(json_object_get(j, "network"), "profile")), "none");
+        assert_int_equal(json_array_size(json_object_get(json_object_get(j, "network"), "allow")), 0);
         assert_true(json_is_null(json_object_get(json_object_get(j, "lineage"), "parent_sandbox_id")));
         assert_string_equal(json_string_value(json_object_get(j, "state")), "running");
         assert_true(json_is_null(json_object_get(j, "state_reason")));

@@ -1,0 +1,69 @@
+#include "egress/egress_profiles.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "egress/egress_policy.h"
+
+bool egress_profile_is_none(const char *name)
+{
+        return !name || strcmp(name, "none") == 0;
+}
+
+static bool name_ok(const char *name)
+{
+        size_t n = strlen(name);
+        return n > 0 && n < 64 && strspn(name, "abcdefghijklmnopqrstuvwxyz0123456789-_") == n;
+}
+
+json_t *egress_profiles_load_new(const char *path, char *why, size_t why_size)
+{
+        json_t *all = json_pack("{s:{s:s}, s:{s:s, s:s, s:[]}}", "none", "profile", "none", "public", "profile", "public",
+                                "default", "public", "rules");
+        if (!all || !path || !path[0])
+                return all;
+        json_error_t jerr;
+        json_t *file = json_load_file(path, JSON_REJECT_DUPLICATES, &jerr);
+        const json_t *profiles = json_object_get(file, "profiles");
+        const char *name;
+        json_t *def;
+        if (!file || !json_is_object(profiles)) {
+                snprintf(why, why_size, "%s: %s", path, file ? "expected {\"profiles\": {NAME: PROFILE, ...}}" : jerr.text);
+                goto fail;
+        }
+        json_object_foreach((json_t *)profiles, name, def)
+        {
+                struct egress_policy p;
+                char inner[256];
+                if (!name_ok(name) || egress_profile_is_none(name)) {
+                        snprintf(why, why_size, "%s: profile name \"%.64s\" is not valid (a-z, 0-9, -, _; not none)", path, name);
+                        goto fail;
+                }
+                if (!json_is_object(def) || json_object_get(def, "allow") || json_object_get(def, "deny") ||
+                    egress_policy_from_json(def, &p, inner, sizeof(inner)) < 0) {
+                        snprintf(why, why_size, "%s: profile %s: %s", path, name,
+                                 json_is_object(def) && !json_object_get(def, "allow") && !json_object_get(def, "deny")
+                                         ? inner
+                                         : "must be {\"default\", \"rules\"}");
+                        goto fail;
+                }
+                egress_policy_release(&p);
+                json_t *copy = json_deep_copy(def);
+                if (!copy || json_object_set_new(copy, "profile", json_string(name)) < 0 ||
+                    json_object_set_new(all, name, copy) < 0) {
+                        snprintf(why, why_size, "out of memory");
+                        goto fail;
+                }
+        }
+        json_decref(file);
+        return all;
+fail:
+        json_decref(file);
+        json_decref(all);
+        return NULL;
+}
+
+const json_t *egress_profiles_find(const json_t *profiles, const char *name)
+{
+        return name ? json_object_get(profiles, name) : NULL;
+}

@@ -1,0 +1,69 @@
+#include "operations/sandbox_network.h"
+
+#include <errno.h>
+
+#include "egress/egress_profiles.h"
+#include "runtime/egress_gateway.h"
+#include "spaced/log.h"
+#include "spaced/spaced_context.h"
+
+/* A new reference: the profile's definition with the sandbox's lists. A profile the server
+ * no longer has (the file changed) denies everything: fail closed. */
+static json_t *policy_new(const struct spaced_context *ctx, const struct sandbox *sb)
+{
+        const char *profile = json_string_value(json_object_get(sb->network, "profile"));
+        const json_t *def = egress_profiles_find(ctx->egress_profiles, profile);
+        json_t *p = def ? json_deep_copy(def) : json_pack("{s:s, s:s}", "profile", profile ? profile : "", "default", "deny");
+        if (!def)
+                log_warn("sandbox.egress_profile_missing", "sandbox=%s profile=\"%s\" effect=\"all egress denied\"", sb->id,
+                         LOG_ESC(profile ? profile : ""));
+        if (p) {
+                json_object_set(p, "allow", json_object_get(sb->network, "allow"));
+                json_object_set(p, "deny", json_object_get(sb->network, "deny"));
+        }
+        return p;
+}
+
+int sandbox_network_attach(struct spaced_context *ctx, const struct sandbox *sb, struct space_error *err)
+{
+        if (!sb->network)
+                return 0;
+        const struct runtime_driver *d = runtime_registry_for(&ctx->runtimes, sb, err);
+        if (!d)
+                return -1;
+        if (!d->ops->network_attach || !ctx->egress)
+                return space_error_set(err, SPACE_E_UNSUPPORTED, "runtime %s has no egress network", d->ops->name);
+        char addr[16];
+        if (d->ops->network_attach(d, sb, addr, sizeof(addr), err) < 0)
+                return -1;
+        json_t *policy = policy_new(ctx, sb);
+        int r = policy ? egress_gateway_set(ctx->egress, addr, sb->id, policy) : -ENOMEM;
+        json_decref(policy);
+        if (r < 0)
+                return space_error_errno(err, r, "hand the egress policy of %s to the gateway", sb->id);
+        log_info("sandbox.network_attached", "sandbox=%s addr=%s", sb->id, addr);
+        return 0;
+}
+
+void sandbox_network_forget(struct spaced_context *ctx, const struct sandbox *sb)
+{
+        if (sb->network && ctx->egress)
+                egress_gateway_forget(ctx->egress, sb->id);
+}
+
+void sandbox_network_restore(struct spaced_context *ctx)
+{
+        struct sandbox *all = NULL;
+        size_t n = 0;
+        if (STORE(ctx, sandbox_list, -1, NULL, NULL, &all, &n) < 0)
+                return;
+        for (size_t i = 0; i < n; i++) {
+                struct space_error err = { 0 };
+                if (!all[i].network || (all[i].state != SANDBOX_RUNNING && all[i].state != SANDBOX_PAUSED))
+                        continue;
+                if (sandbox_network_attach(ctx, &all[i], &err) < 0)
+                        log_warn("sandbox.network_restore_failed", "sandbox=%s error=\"%s\" effect=\"no egress\"", all[i].id,
+                                 LOG_ESC(err.message));
+        }
+        sandbox_array_free(all, n);
+}

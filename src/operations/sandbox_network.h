@@ -1,0 +1,17 @@
+/* sandbox_network: a sandbox's egress, end to end: its driver's link toward the host
+ * (runtime_driver_ops.network_attach) and its policy in the egress gateway's map (the
+ * profile's definition plus the sandbox's own allow and deny lists, egress_policy.h). A
+ * sandbox of the profile none (sb->network NULL) gets nothing and costs nothing. */
+#pragma once
+
+#include "spaced/space_error.h"
+#include "state_store/state_store.h"
+
+struct spaced_context;
+
+/* After the driver started sb: 0, or -1 with err (the caller stops the sandbox). */
+int sandbox_network_attach(struct spaced_context *ctx, const struct sandbox *sb, struct space_error *err);
+/* After the driver stopped sb: its policy leaves the gateway's map. */
+void sandbox_network_forget(struct spaced_context *ctx, const struct sandbox *sb);
+/* At start of spaced: the links and policies of the sandboxes that ran on without it. */
+void sandbox_network_restore(struct spaced_context *ctx);
