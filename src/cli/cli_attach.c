@@ -233,8 +233,8 @@ static void *stdin_main(void *arg)
                 if (post(a, &c, "stdin", NULL, NULL, buf, (size_t)n) < 0)
                         break;
         }
-        if (!a->tty)
-                (void)post(a, &c, "stdin", "close", NULL, NULL, 0);
+        /* EOF (or a read error) closes the command's stdin; on a terminal that is a ^D. */
+        (void)post(a, &c, "stdin", "close", NULL, NULL, 0);
         http_client_free(c.http);
         return NULL;
 }
