@@ -21,6 +21,8 @@ static const char main_usage[] =
         "  template ls|get|build|rm        templates sandboxes are made from\n"
         "  sandbox create|ls|get|set|stop|start|pause|resume|rm\n"
         "  exec ID -- CMD [ARGS...]        run a command in a sandbox\n"
+        "  logs [-f] ID CMD                a streamed command's output (-f: as it comes)\n"
+        "  attach [-i] ID CMD              back at a streamed command's side, to its exit\n"
         "  cp SRC DST                      copy a file to or from a sandbox (ID:/path)\n"
         "  snapshot create|ls|get|rm|export|import\n"
         "                                  point-in-time copies of sandboxes, and moving them\n"
@@ -42,7 +44,7 @@ static const char main_usage[] =
         "  --version    print the client version\n"
         "\n"
         "Exit status: 0 success, 1 failure (API, connection), 2 usage error;\n"
-        "exec exits with the command's exit code.\n";
+        "exec and attach exit with the command's exit code.\n";
 
 static void cli_done(struct cli *cli)
 {
@@ -128,6 +130,8 @@ int main(int argc, char **argv)
                 { "sandbox", cli_sandbox_main },
                 { "exec", cli_exec_main },
                 { "cp", cli_cp_main },
+                { "logs", cli_logs_main },
+                { "attach", cli_attach_main },
                 { "snapshot", cli_snapshot_main },
                 { "restore", cli_history_restore },
                 { "fork", cli_history_fork },

@@ -308,10 +308,12 @@ static int http_client_transfer_headers(const struct http_client *c, const struc
 {
         _cleanup_free_ char *accept = NULL;
         _cleanup_free_ char *content_type = NULL;
+        _cleanup_free_ char *last_event_id = NULL;
         struct curl_slist *list = NULL, *l;
 
         if (asprintf(&accept, "Accept: %s", s->accept ? s->accept : "*/*") < 0 ||
-            (s->content_type && asprintf(&content_type, "Content-Type: %s", s->content_type) < 0))
+            (s->content_type && asprintf(&content_type, "Content-Type: %s", s->content_type) < 0) ||
+            (s->last_event_id && asprintf(&last_event_id, "Last-Event-ID: %s", s->last_event_id) < 0))
                 return -ENOMEM;
         for (const struct curl_slist *h = c->headers; h; h = h->next) {
                 if (strncasecmp(h->data, "Accept:", 7) == 0 || strncasecmp(h->data, "Content-Type:", 13) == 0)
@@ -325,6 +327,11 @@ static int http_client_transfer_headers(const struct http_client *c, const struc
         list = l;
         if (content_type) {
                 if (!(l = curl_slist_append(list, content_type)))
+                        goto fail;
+                list = l;
+        }
+        if (last_event_id) {
+                if (!(l = curl_slist_append(list, last_event_id)))
                         goto fail;
                 list = l;
         }
