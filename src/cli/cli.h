@@ -53,4 +53,6 @@ int cli_history_fork(struct cli *cli, int argc, char **argv);
 int cli_server_capabilities(struct cli *cli, int argc, char **argv);
 int cli_cp_main(struct cli *cli, int argc, char **argv);
 int cli_logs_main(struct cli *cli, int argc, char **argv);
+int cli_ps_main(struct cli *cli, int argc, char **argv);
+int cli_inspect_main(struct cli *cli, int argc, char **argv);
 int cli_attach_main(struct cli *cli, int argc, char **argv);

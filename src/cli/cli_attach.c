@@ -17,6 +17,7 @@
 #include "cli/cli_command_stream.h"
 #include "cli/cli_output.h"
 #include "cli/cli_request.h"
+#include "cli/cli_sandbox_id.h"
 #include "cli/cli_session.h"
 #include "cli/cli_usage.h"
 #include "cli/http_client.h"
@@ -278,6 +279,8 @@ int cli_attach_main(struct cli *cli, int argc, char **argv)
         }
         if (argc - optind != 2)
                 return cli_usage_error(attach_usage, "give a sandbox id and a command id");
+        if (cli_sandbox_id_resolve(cli, &argv[optind]) < 0)
+                return CLI_EXIT_FAILURE;
         block_signals();
         if (open_session(cli, argv[optind], &a) < 0)
                 goto out;

@@ -16,6 +16,7 @@
 #include "cli/cli_args.h"
 #include "cli/cli_output.h"
 #include "cli/cli_request.h"
+#include "cli/cli_sandbox_id.h"
 #include "cli/cli_session.h"
 #include "cli/cli_usage.h"
 
@@ -275,7 +276,12 @@ int cli_cp_main(struct cli *cli, int argc, char **argv)
                 o.preserve = true;
         else if (short_p)
                 o.parents = true;
-        const struct cp_remote *remote = src_remote ? &src : &dst;
+        struct cp_remote *remote = src_remote ? &src : &dst;
+        char *sandbox = remote->sandbox;
+        if (cli_sandbox_id_resolve(cli, &sandbox) < 0)
+                return CLI_EXIT_FAILURE;
+        if (sandbox != remote->sandbox) /* resolved from a prefix */
+                snprintf(remote->sandbox, sizeof(remote->sandbox), "%s", sandbox);
         if (cli_session_open(cli, remote->sandbox, CP_SESSION_TTL_S, &session) < 0) {
                 cli_session_close(&session);
                 return CLI_EXIT_FAILURE;

@@ -12,6 +12,7 @@
 #include "cli/cli_args.h"
 #include "cli/cli_output.h"
 #include "cli/cli_request.h"
+#include "cli/cli_sandbox_id.h"
 #include "cli/cli_usage.h"
 
 /* The schema's cap on "stdin"; spaced's body limit (1 MiB by default, --max-body) is
@@ -239,6 +240,8 @@ int cli_exec_main(struct cli *cli, int argc, char **argv)
         int r = cli_exec_parse(argc, argv, body, &timeout, &flags);
         if (r != CLI_CONTINUE)
                 return r;
+        if (cli_sandbox_id_resolve(cli, &argv[optind]) < 0)
+                return CLI_EXIT_FAILURE;
         if (flags.tty && !isatty(STDIN_FILENO)) {
                 /* A remote terminal fed from a pipe never sees an EOF (a terminal has none:
                  * ^D is a byte) and echoes the input back: run without one, as kubectl does. */

@@ -5,6 +5,7 @@
 
 #include "cli/cli.h"
 #include "cli/cli_command_stream.h"
+#include "cli/cli_sandbox_id.h"
 #include "cli/cli_session.h"
 #include "cli/cli_usage.h"
 
@@ -43,6 +44,8 @@ int cli_logs_main(struct cli *cli, int argc, char **argv)
         }
         if (argc - optind != 2)
                 return cli_usage_error(logs_usage, "give a sandbox id and a command id");
+        if (cli_sandbox_id_resolve(cli, &argv[optind]) < 0)
+                return CLI_EXIT_FAILURE;
         int r = cli_session_open(cli, argv[optind], follow ? LOGS_FOLLOW_SESSION_TTL_S : LOGS_SESSION_TTL_S, &session);
         if (r == 0) {
                 session.data.retry = follow;

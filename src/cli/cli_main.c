@@ -20,6 +20,8 @@ static const char main_usage[] =
         "  capabilities                    what spaced's runtime can do here\n"
         "  template ls|get|build|rm        templates sandboxes are made from\n"
         "  sandbox create|ls|get|set|stop|start|pause|resume|rm\n"
+        "  ps [-q] [-o json|wide] [--filter K=V]  the sandboxes (sandbox ls)\n"
+        "  inspect ID...                   sandboxes, snapshots, operations as JSON\n"
         "  exec ID -- CMD [ARGS...]        run a command in a sandbox\n"
         "  logs [-f] ID CMD                a streamed command's output (-f: as it comes)\n"
         "  attach [-i] ID CMD              back at a streamed command's side, to its exit\n"
@@ -128,6 +130,8 @@ int main(int argc, char **argv)
                 { "capabilities", cli_server_capabilities },
                 { "template", cli_template_main },
                 { "sandbox", cli_sandbox_main },
+                { "ps", cli_ps_main },
+                { "inspect", cli_inspect_main },
                 { "exec", cli_exec_main },
                 { "cp", cli_cp_main },
                 { "logs", cli_logs_main },

@@ -22,7 +22,11 @@ static const char operation_get_usage[] = "usage: space op get ID\n";
 static const char operation_ls_usage[] = "usage: space op ls [--target ID] [--state pending|running|succeeded|failed]\n";
 
 static const struct cli_output_column operation_columns[] = {
-        { "ID", "id" }, { "KIND", "kind" }, { "TARGET", "target" }, { "STATE", "state" }, { "CREATED", "created_at" },
+        { "ID", "id", CLI_CELL_TEXT, 0 },
+        { "KIND", "kind", CLI_CELL_TEXT, 0 },
+        { "TARGET", "target", CLI_CELL_TEXT, 0 },
+        { "STATE", "state", CLI_CELL_TEXT, 0 },
+        { "CREATED", "created_at", CLI_CELL_AGE, 0 },
 };
 
 int cli_operation_submit(struct cli *cli, const char *method, struct http_path *path, const json_t *body, bool wait,

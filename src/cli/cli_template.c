@@ -37,11 +37,11 @@ static const char template_build_usage[] =
 static const char template_rm_usage[] = "usage: space template rm NAME\n";
 
 static const struct cli_output_column template_columns[] = {
-        { "NAME", "name" },
-        { "STATE", "state" },
-        { "BASE", "environment.base" },
-        { "DIGEST", "environment.digest" },
-        { "CREATED", "environment.created_at" },
+        { "NAME", "name", CLI_CELL_TEXT, 0 },
+        { "STATE", "state", CLI_CELL_TEXT, 0 },
+        { "BASE", "environment.base", CLI_CELL_TEXT, 32 },
+        { "DIGEST", "environment.digest", CLI_CELL_DIGEST, 0 },
+        { "CREATED", "environment.created_at", CLI_CELL_AGE, 0 },
 };
 
 static void cli_template_path(struct http_path *path, const char *name)

@@ -1,6 +1,7 @@
 /* http_client: the libcurl wrapper. One easy handle per client, so consecutive requests reuse
  * the connection. The Authorization header lives in the header list and is wiped on free. */
 #include "cli/http_client.h"
+#include "cli/json_number.h"
 
 #include <curl/curl.h>
 #include <stdbool.h>
@@ -235,7 +236,7 @@ int http_client_request(struct http_client *c, const char *method, const char *p
         if ((r = http_client_begin(c, path, timeout_s)) < 0)
                 return r;
         if (body) {
-                payload = json_dumps(body, JSON_COMPACT);
+                payload = json_dumps(body, JSON_COMPACT | JSON_REAL_PRECISION(json_number_precision(body)));
                 if (!payload)
                         return -ENOMEM;
         }
