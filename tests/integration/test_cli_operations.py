@@ -103,5 +103,43 @@ class CliOperations(SpacedTestCase):
             self.assertEqual(self.cli(*args).returncode, 2, args)
 
 
+class CliPresetBuild(SpacedTestCase):
+    """`space template build NAME` of a preset shows its build log (presets from a test dir)."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.presets = tempfile.mkdtemp(prefix="space-presets-")
+        with open(os.path.join(cls.presets, "quick.Spacefile"), "w") as f:
+            f.write("FROM busybox\nRUN echo preset-step-one; sleep 1; echo preset-step-two\n")
+        with open(os.path.join(cls.presets, "broken.Spacefile"), "w") as f:
+            f.write("FROM busybox\nRUN echo about-to-fail; exit 3\n")
+        cls.spaced_kwargs = {"extra_args": ["--presets-dir", cls.presets]}
+        super().setUpClass()
+
+    @classmethod
+    def tearDownClass(cls):
+        super().tearDownClass()
+        shutil.rmtree(cls.presets, True)
+
+    def test_preset_build_shows_its_log(self):
+        r = self.spaced.cli("template", "build", "quick")
+        text = r.stdout.decode()
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertLess(text.index("preset-step-one"), text.index("preset-step-two"))
+        self.assertTrue(text.rstrip().endswith("quick"), text)
+        self.assertRegex(self.spaced.cli("template", "ls").stdout.decode(), r"(?m)^quick\s+ready")
+        r = self.spaced.cli("template", "build", "broken")
+        self.assertEqual(r.returncode, 1)
+        self.assertIn(b"about-to-fail", r.stdout)
+        self.assertIn(b"build of broken failed", r.stderr)
+        # a built-in keeps its short answer; --no-wait the operation id
+        r = self.spaced.cli("template", "build", "busybox")
+        self.assertEqual((r.returncode, r.stdout), (0, b"ready\n"), r.stderr)
+        r = self.spaced.cli("template", "build", "quick", "--no-wait")
+        self.assertRegex(r.stdout.decode(), r"^op-[0-9a-f]+\n$")
+        op = r.stdout.decode().strip()
+        self.assertEqual(self.spaced.cli("op", "wait", op).stdout, b"succeeded\n")
+
+
 if __name__ == "__main__":
     unittest.main()
