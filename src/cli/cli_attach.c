@@ -95,8 +95,14 @@ static void *stdin_main(void *arg)
                         continue;
                 if (n <= 0)
                         break;
-                if (post(a, &c, "stdin", NULL, NULL, buf, (size_t)n) < 0)
-                        break;
+                if (post(a, &c, "stdin", NULL, NULL, buf, (size_t)n) < 0) {
+                        /* Not an EOF: closing the command's stdin would pass a cut input off
+                         * as whole. It stays open for whoever attaches next. */
+                        fprintf(stderr, "space: stdin is no longer passed on; the command's stays open (space attach -i %s %s)\n",
+                                a->session.sandbox_id, a->command_id);
+                        cli_session_done(&c);
+                        return NULL;
+                }
         }
         /* EOF (or a read error) closes the command's stdin; on a terminal that is a ^D. */
         (void)post(a, &c, "stdin", "close", NULL, NULL, 0);
