@@ -26,6 +26,7 @@ struct cli {
         char *key_flag;           /* --key value; a secret, wiped on exit */
         bool json;                /* --json: print the API's answer as JSON */
         bool have_key;            /* an API key was found (for the 401 hint) */
+        bool retry;               /* ride out a restart of spaced (cli_retry.h) */
         struct http_client *http; /* made on the first request */
 };
 
@@ -51,3 +52,7 @@ int cli_history_restore(struct cli *cli, int argc, char **argv);
 int cli_history_fork(struct cli *cli, int argc, char **argv);
 int cli_server_capabilities(struct cli *cli, int argc, char **argv);
 int cli_cp_main(struct cli *cli, int argc, char **argv);
+int cli_logs_main(struct cli *cli, int argc, char **argv);
+int cli_ps_main(struct cli *cli, int argc, char **argv);
+int cli_inspect_main(struct cli *cli, int argc, char **argv);
+int cli_attach_main(struct cli *cli, int argc, char **argv);

@@ -24,8 +24,10 @@ static const char audit_usage[] =
         "  --limit N             show at most N rows [all]\n";
 
 static const struct cli_output_column audit_columns[] = {
-        { "TIME", "time" },     { "REQUEST", "request_id" }, { "KEY", "key_id" },       { "ACTION", "action" },
-        { "TARGET", "target" }, { "STATUS", "status" },      { "ERROR", "error_code" }, { "SOURCE", "source" },
+        { "TIME", "time", CLI_CELL_TIME, 0 },        { "REQUEST", "request_id", CLI_CELL_TEXT, 0 },
+        { "KEY", "key_id", CLI_CELL_TEXT, 0 },       { "ACTION", "action", CLI_CELL_TEXT, 0 },
+        { "TARGET", "target", CLI_CELL_TEXT, 0 },    { "STATUS", "status", CLI_CELL_TEXT, 0 },
+        { "ERROR", "error_code", CLI_CELL_TEXT, 0 }, { "SOURCE", "source", CLI_CELL_TEXT, 0 },
 };
 
 int cli_audit_main(struct cli *cli, int argc, char **argv)

@@ -14,9 +14,10 @@
 #include "cli/cli_fd.h"
 #include "cli/cli.h"
 #include "cli/cli_args.h"
-#include "cli/cli_config.h"
 #include "cli/cli_output.h"
 #include "cli/cli_request.h"
+#include "cli/cli_sandbox_id.h"
+#include "cli/cli_session.h"
 #include "cli/cli_usage.h"
 
 static const char cp_usage[] =
@@ -58,81 +59,9 @@ static int cp_parse_remote(const char *arg, struct cp_remote *ret)
         return 0;
 }
 
-/* The session a copy runs in: opened with the API key, its attach token used for the file
- * routes, revoked when the copy is done (its token is checked when a transfer starts, so a
- * short lifetime is enough whatever the size). */
-struct cp_session {
-        struct http_client *control;
-        char sandbox[64];
-        char *session_id;
-        struct cli data; /* key_flag = the attach token */
-};
-
+/* A copy runs in an attach session (its token is checked when a transfer starts, so a short
+ * lifetime is enough whatever the size). */
 #define CP_SESSION_TTL_S 300
-
-static int cp_session_open(struct cli *cli, const char *sandbox, struct cp_session *ret)
-{
-        _cleanup_http_path_ struct http_path path = {};
-        _cleanup_json_ json_t *answer = NULL, *body = json_pack("{s:I}", "ttl_s", (json_int_t)CP_SESSION_TTL_S);
-        _cleanup_erase_ char *key = NULL;
-        long status = 0;
-
-        *ret = (struct cp_session){ .data = { .url = cli->url, .json = cli->json } };
-        snprintf(ret->sandbox, sizeof(ret->sandbox), "%s", sandbox);
-        http_path_init(&path, "/v1/sandboxes");
-        http_path_segment(&path, sandbox);
-        http_path_segment(&path, "sessions");
-        int r = http_path_error(&path);
-        if (r == 0 && !body)
-                r = -ENOMEM;
-        if (r == 0)
-                r = cli_config_key(cli->key_flag, &key);
-        if (r == 0)
-                r = http_client_new(cli->url, key, &ret->control);
-        if (r < 0) {
-                fprintf(stderr, "space: cannot open a session: %s\n", strerror(-r));
-                return r;
-        }
-        r = http_client_request(ret->control, "POST", http_path_string(&path), body, CLI_REQUEST_TIMEOUT_S, &status, &answer);
-        if (r < 0) {
-                fprintf(stderr, "space: cannot reach spaced at %s: %s\n", cli->url, http_client_error(ret->control));
-                return r;
-        }
-        if (status < 200 || status > 299) {
-                cli_request_report(cli, status, answer);
-                return -EPROTO;
-        }
-        const char *token = cli_output_string(answer, "attach_token"), *id = cli_output_string(answer, "session_id");
-        if (!token || !id) {
-                fprintf(stderr, "space: spaced sent no attach token\n");
-                return -EBADMSG;
-        }
-        ret->session_id = strdup(id);
-        ret->data.key_flag = strdup(token);
-        return ret->session_id && ret->data.key_flag ? 0 : -ENOMEM;
-}
-
-/* Revokes the session (best effort: it expires on its own) and frees everything. */
-static void cp_session_close(struct cp_session *s)
-{
-        if (s->control && s->session_id) {
-                _cleanup_http_path_ struct http_path path = {};
-                _cleanup_json_ json_t *answer = NULL;
-                long status;
-                http_path_init(&path, "/v1/sandboxes");
-                http_path_segment(&path, s->sandbox);
-                http_path_segment(&path, "sessions");
-                http_path_segment(&path, s->session_id);
-                if (http_path_error(&path) == 0)
-                        (void)http_client_request(s->control, "DELETE", http_path_string(&path), NULL, CLI_REQUEST_TIMEOUT_S,
-                                                  &status, &answer);
-        }
-        http_client_free(s->control);
-        http_client_free(s->data.http);
-        erase_and_free(s->data.key_flag);
-        free(s->session_id);
-        *s = (struct cp_session){ 0 };
-}
 
 static int cp_write(void *userdata, const char *data, size_t len)
 {
@@ -301,7 +230,7 @@ int cli_cp_main(struct cli *cli, int argc, char **argv)
         struct cp_options o = { 0 };
         bool short_p = false;
         struct cp_remote src, dst;
-        struct cp_session session;
+        struct cli_session session;
         int c;
 
         optind = 0;
@@ -347,13 +276,18 @@ int cli_cp_main(struct cli *cli, int argc, char **argv)
                 o.preserve = true;
         else if (short_p)
                 o.parents = true;
-        const struct cp_remote *remote = src_remote ? &src : &dst;
-        if (cp_session_open(cli, remote->sandbox, &session) < 0) {
-                cp_session_close(&session);
+        struct cp_remote *remote = src_remote ? &src : &dst;
+        char *sandbox = remote->sandbox;
+        if (cli_sandbox_id_resolve(cli, &sandbox) < 0)
+                return CLI_EXIT_FAILURE;
+        if (sandbox != remote->sandbox) /* resolved from a prefix */
+                snprintf(remote->sandbox, sizeof(remote->sandbox), "%s", sandbox);
+        if (cli_session_open(cli, remote->sandbox, CP_SESSION_TTL_S, &session) < 0) {
+                cli_session_close(&session);
                 return CLI_EXIT_FAILURE;
         }
         int r = src_remote ? cp_download(&session.data, &src, cli_streq(b, "-") ? NULL : b, &o)
                            : cp_upload(&session.data, cli_streq(a, "-") ? NULL : a, &dst, &o);
-        cp_session_close(&session);
+        cli_session_close(&session);
         return r;
 }

@@ -12,6 +12,7 @@
 #include "cli/cli_args.h"
 #include "cli/cli_output.h"
 #include "cli/cli_request.h"
+#include "cli/cli_sandbox_id.h"
 #include "cli/cli_usage.h"
 
 /* The schema's cap on "stdin"; spaced's body limit (1 MiB by default, --max-body) is
@@ -24,12 +25,14 @@ static const char exec_usage[] =
         "usage: space exec [-i] [-t] [--env K=V]... [--cwd DIR] [--user U] [--timeout S] ID -- CMD [ARGS...]\n"
         "\n"
         "Runs CMD in the running sandbox ID. Its output is written here byte for byte as it comes\n"
-        "and space exits with its exit code (128+N if it died of signal N). Ctrl-C is passed on\n"
-        "to the command; a dropped connection is resumed without losing output.\n"
+        "and space exits with its exit code (128+N if it died of signal N), when the command ends.\n"
+        "SIGINT (Ctrl-C), SIGTERM and SIGHUP sent to space go to the command's process group; a\n"
+        "dropped connection is resumed without losing output.\n"
         "\n"
         "  -i, --stdin   stream what this process reads on stdin to the command (EOF closes it)\n"
         "  -t, --tty     run on a pseudo-terminal of this terminal's size (use with -i for an\n"
-        "                interactive shell: space exec -it ID -- sh)\n"
+        "                interactive shell: space exec -it ID -- sh); ignored, with a note,\n"
+        "                when stdin is not a terminal\n"
         "  --env K=V     environment variable (repeatable)\n"
         "  --cwd DIR     working directory\n"
         "  --user U      run as this user of the sandbox (name or uid)\n"
@@ -237,6 +240,14 @@ int cli_exec_main(struct cli *cli, int argc, char **argv)
         int r = cli_exec_parse(argc, argv, body, &timeout, &flags);
         if (r != CLI_CONTINUE)
                 return r;
+        if (cli_sandbox_id_resolve(cli, &argv[optind]) < 0)
+                return CLI_EXIT_FAILURE;
+        if (flags.tty && !isatty(STDIN_FILENO)) {
+                /* A remote terminal fed from a pipe never sees an EOF (a terminal has none:
+                 * ^D is a byte) and echoes the input back: run without one, as kubectl does. */
+                fputs("space: stdin is not a terminal: running without one (-t ignored)\n", stderr);
+                flags.tty = false;
+        }
         if (flags.streamed)
                 return cli_attach_exec(cli, argv[optind], body, flags.read_stdin, flags.tty);
         if (json_object_set_new(body, "encoding", json_string("base64")) < 0)

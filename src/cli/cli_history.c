@@ -8,6 +8,7 @@
 #include "cli/cli_operation.h"
 #include "cli/cli_output.h"
 #include "cli/cli_request.h"
+#include "cli/cli_sandbox_id.h"
 #include "cli/cli_usage.h"
 
 /* Only the syntax is checked here; spaced answers a count out of its range (1-16). */
@@ -55,6 +56,8 @@ int cli_history_restore(struct cli *cli, int argc, char **argv)
         if (!body)
                 return cli_usage_error(history_restore_usage, "the snapshot id must be UTF-8");
 
+        if (cli_sandbox_id_resolve(cli, &argv[optind]) < 0)
+                return CLI_EXIT_FAILURE;
         cli_history_path(&path, argv[optind], "restore");
         if (cli_operation_submit(cli, "POST", &path, body, !no_wait, &answer) < 0)
                 return CLI_EXIT_FAILURE;
@@ -139,6 +142,8 @@ int cli_history_fork(struct cli *cli, int argc, char **argv)
         if (json_object_size(metadata) > 0 && json_object_set(body, "metadata", metadata) < 0)
                 return cli_output_exit(-ENOMEM);
 
+        if (cli_sandbox_id_resolve(cli, &argv[optind]) < 0)
+                return CLI_EXIT_FAILURE;
         cli_history_path(&path, argv[optind], "fork");
         if (cli_operation_submit(cli, "POST", &path, body, !no_wait, &answer) < 0)
                 return CLI_EXIT_FAILURE;

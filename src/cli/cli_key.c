@@ -33,13 +33,13 @@ static const char key_ls_usage[] = "usage: space key ls\n";
 static const char key_rm_usage[] = "usage: space key rm ID\n";
 
 static const struct cli_output_column key_columns[] = {
-        { "ID", "id" },
-        { "NAME", "name" },
-        { "PROJECT", "project" },
-        { "ROLE", "role" },
-        { "CREATED", "created_at" },
-        { "EXPIRES", "expires_at" },
-        { "LAST USED", "last_used_at" },
+        { "ID", "id", CLI_CELL_TEXT, 0 },
+        { "NAME", "name", CLI_CELL_TEXT, 18 },
+        { "PROJECT", "project", CLI_CELL_TEXT, 14 },
+        { "ROLE", "role", CLI_CELL_TEXT, 0 },
+        { "CREATED", "created_at", CLI_CELL_AGE, 0 },
+        { "EXPIRES", "expires_at", CLI_CELL_AGE, 0 },
+        { "LAST USED", "last_used_at", CLI_CELL_AGE, 0 },
 };
 
 /* The answer to create holds the new secret: wipe it before it is freed. */

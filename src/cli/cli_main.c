@@ -20,7 +20,11 @@ static const char main_usage[] =
         "  capabilities                    what spaced's runtime can do here\n"
         "  template ls|get|build|rm        templates sandboxes are made from\n"
         "  sandbox create|ls|get|set|stop|start|pause|resume|rm\n"
+        "  ps [-q] [-o json|wide] [--filter K=V]  the sandboxes (sandbox ls)\n"
+        "  inspect ID...                   sandboxes, snapshots, operations as JSON\n"
         "  exec ID -- CMD [ARGS...]        run a command in a sandbox\n"
+        "  logs [-f] ID CMD                a streamed command's output (-f: as it comes)\n"
+        "  attach [-i] ID CMD              back at a streamed command's side, to its exit\n"
         "  cp SRC DST                      copy a file to or from a sandbox (ID:/path)\n"
         "  snapshot create|ls|get|rm|export|import\n"
         "                                  point-in-time copies of sandboxes, and moving them\n"
@@ -42,7 +46,7 @@ static const char main_usage[] =
         "  --version    print the client version\n"
         "\n"
         "Exit status: 0 success, 1 failure (API, connection), 2 usage error;\n"
-        "exec exits with the command's exit code.\n";
+        "exec and attach exit with the command's exit code.\n";
 
 static void cli_done(struct cli *cli)
 {
@@ -126,8 +130,12 @@ int main(int argc, char **argv)
                 { "capabilities", cli_server_capabilities },
                 { "template", cli_template_main },
                 { "sandbox", cli_sandbox_main },
+                { "ps", cli_ps_main },
+                { "inspect", cli_inspect_main },
                 { "exec", cli_exec_main },
                 { "cp", cli_cp_main },
+                { "logs", cli_logs_main },
+                { "attach", cli_attach_main },
                 { "snapshot", cli_snapshot_main },
                 { "restore", cli_history_restore },
                 { "fork", cli_history_fork },

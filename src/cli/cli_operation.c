@@ -1,4 +1,5 @@
-/* cli_operation: `space op get|ls` and lifecycle request handling. */
+/* cli_operation: `space op get|ls` and lifecycle request handling (wait, cancel:
+ * cli_operation_wait.c). */
 #include "cli/cli_operation.h"
 
 #include <getopt.h>
@@ -15,14 +16,20 @@ static const char operation_usage[] =
         "\n"
         "Commands:\n"
         "  get ID                       show one operation\n"
-        "  ls [--target ID] [--state S] list operations, newest first\n";
+        "  ls [--target ID] [--state S] list operations, newest first\n"
+        "  wait [--timeout S] ID        wait for it to end (Ctrl-C leaves it running)\n"
+        "  cancel ID                    stop it (a template build)\n";
 
 static const char operation_get_usage[] = "usage: space op get ID\n";
 
 static const char operation_ls_usage[] = "usage: space op ls [--target ID] [--state pending|running|succeeded|failed]\n";
 
 static const struct cli_output_column operation_columns[] = {
-        { "ID", "id" }, { "KIND", "kind" }, { "TARGET", "target" }, { "STATE", "state" }, { "CREATED", "created_at" },
+        { "ID", "id", CLI_CELL_TEXT, 0 },
+        { "KIND", "kind", CLI_CELL_TEXT, 0 },
+        { "TARGET", "target", CLI_CELL_TEXT, 0 },
+        { "STATE", "state", CLI_CELL_TEXT, 0 },
+        { "CREATED", "created_at", CLI_CELL_AGE, 0 },
 };
 
 int cli_operation_submit(struct cli *cli, const char *method, struct http_path *path, const json_t *body, bool wait,
@@ -47,7 +54,7 @@ int cli_operation_submit(struct cli *cli, const char *method, struct http_path *
         const char *state = cli_output_string(answer, "operation.state");
         if (wait && status == 202 && state && (cli_streq(state, "pending") || cli_streq(state, "running"))) {
                 const char *id = cli_output_string(answer, "operation.id");
-                fprintf(stderr, "space: operation %s is still %s (waited up to %ld s); follow it with 'space op get %s'\n",
+                fprintf(stderr, "space: operation %s is still %s (waited up to %ld s); wait for it with 'space op wait %s'\n",
                         id ? id : "?", state, CLI_OPERATION_WAIT_S, id ? id : "ID");
                 return -ETIMEDOUT;
         }
@@ -136,6 +143,8 @@ int cli_operation_main(struct cli *cli, int argc, char **argv)
         static const struct cli_verb verbs[] = {
                 { "get", cli_operation_get },
                 { "ls", cli_operation_ls },
+                { "wait", cli_operation_wait },
+                { "cancel", cli_operation_cancel },
         };
         return cli_verb_dispatch(cli, verbs, ARRAY_SIZE(verbs), argc, argv, operation_usage);
 }

@@ -20,3 +20,7 @@ int cli_operation_submit(struct cli *cli, const char *method, struct http_path *
 /* Prints a lifecycle answer: the JSON with --json; else the operation id without wait, or
  * the state of answer[resource] after the wait (the operation's state if that is missing). */
 int cli_operation_print(const struct cli *cli, const json_t *answer, bool wait, const char *resource);
+
+/* `space op wait ID` and `space op cancel ID` (cli_operation_wait.c). */
+int cli_operation_wait(struct cli *cli, int argc, char **argv);
+int cli_operation_cancel(struct cli *cli, int argc, char **argv);

@@ -6,12 +6,13 @@
 #include "cleanup.h"
 #include "cli/cli.h"
 #include "cli/cli_table.h"
+#include "cli/json_number.h"
 
 int cli_output_json(const json_t *answer)
 {
         if (!answer)
                 return 0;
-        if (json_dumpf(answer, stdout, JSON_INDENT(2)) < 0)
+        if (json_dumpf(answer, stdout, JSON_INDENT(2) | JSON_REAL_PRECISION(json_number_precision(answer))) < 0)
                 return -EIO;
         fputc('\n', stdout);
         return 0;
@@ -175,8 +176,11 @@ int cli_output_list(const json_t *list, const struct cli_output_column *columns,
         json_t *item;
         json_array_foreach(list, i, item)
         {
-                for (size_t c = 0; c < n_columns && r >= 0; c++)
+                for (size_t c = 0; c < n_columns && r >= 0; c++) {
                         r = cli_output_format(cli_output_lookup(item, columns[c].path), &cells[c]);
+                        if (r >= 0)
+                                r = cli_cell_shape(&cells[c], columns[c].cell, columns[c].max);
+                }
                 if (r >= 0)
                         r = cli_table_add_row(t, (const char *const *)cells);
                 for (size_t c = 0; c < n_columns; c++) {

@@ -6,9 +6,13 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "cli/cli_cell.h"
+
 struct cli_output_column {
         const char *header;
-        const char *path; /* dotted member path, e.g. "environment.base" */
+        const char *path;        /* dotted member path, e.g. "environment.base" */
+        enum cli_cell_kind cell; /* how the value shows (cli_cell.h) */
+        size_t max;              /* at most this many columns wide (0: no cap) */
 };
 
 /* Pretty JSON and a newline; nothing for NULL (an empty answer). */

@@ -20,8 +20,8 @@ static const char project_create_usage[] = "usage: space project create ID\n";
 static const char project_ls_usage[] = "usage: space project ls\n";
 
 static const struct cli_output_column project_columns[] = {
-        { "ID", "id" },
-        { "CREATED", "created_at" },
+        { "ID", "id", CLI_CELL_TEXT, 0 },
+        { "CREATED", "created_at", CLI_CELL_AGE, 0 },
 };
 
 static int cli_project_create(struct cli *cli, int argc, char **argv)

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "cli/cli_config.h"
+#include "cli/cli_retry.h"
 #include "cli/cli_text.h"
 #include "cli/http_client.h"
 
@@ -133,29 +134,52 @@ static int cli_request_finish(struct cli *cli, int r, long status, json_t *answe
         return 0;
 }
 
+/* With cli->retry, a failure a restart of spaced explains is tried again (cli_retry.h). */
+static bool cli_request_again(const struct cli *cli, struct cli_retry *retry, int r, long status, json_t **answer,
+                              bool repeatable)
+{
+        if (!cli->retry || !cli_retry_transient(r, status, repeatable) || !cli_retry_pause(retry, cli))
+                return false;
+        json_decref(*answer);
+        *answer = NULL;
+        return true;
+}
+
 int cli_request(struct cli *cli, const char *method, const struct http_path *path, const json_t *body, long timeout_s,
                 long *ret_status, json_t **ret_body)
 {
+        struct cli_retry retry;
         json_t *answer = NULL;
         long status = 0;
 
         int r = cli_request_prepare(cli, path);
         if (r < 0)
                 return r;
-        r = http_client_request(cli->http, method, http_path_string(path), body, timeout_s, &status, &answer);
+        cli_retry_init(&retry);
+        do
+                r = http_client_request(cli->http, method, http_path_string(path), body, timeout_s, &status, &answer);
+        while (cli_request_again(cli, &retry, r, status, &answer, strcmp(method, "GET") == 0));
         return cli_request_finish(cli, r, status, answer, ret_status, ret_body);
 }
 
 int cli_request_stream(struct cli *cli, const char *method, const struct http_path *path, struct http_client_stream *stream,
                        long *ret_status, json_t **ret_body)
 {
+        struct cli_retry retry;
         json_t *answer = NULL;
         long status = 0;
 
         int r = cli_request_prepare(cli, path);
         if (r < 0)
                 return r;
-        r = http_client_transfer(cli->http, method, http_path_string(path), stream, &status, &answer);
+        cli_retry_init(&retry);
+        for (;;) {
+                r = http_client_transfer(cli->http, method, http_path_string(path), stream, &status, &answer);
+                /* Only a stream that can be rewound (its body, what it received) is sent again. */
+                if (!stream->rewind || !cli_request_again(cli, &retry, r, status, &answer, strcmp(method, "GET") == 0))
+                        break;
+                stream->rewind(stream->userdata);
+        }
         return cli_request_finish(cli, r, status, answer, ret_status, ret_body);
 }
 

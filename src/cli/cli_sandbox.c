@@ -1,4 +1,5 @@
-/* cli_sandbox: `space sandbox create|ls|get|stop|start|pause|resume|rm` (set: cli_settings.c). */
+/* cli_sandbox: `space sandbox create|get|stop|start|pause|resume|rm` (ls: cli_ps.c, set:
+ * cli_settings.c). */
 #include <getopt.h>
 #include <stdio.h>
 
@@ -7,6 +8,7 @@
 #include "cli/cli_operation.h"
 #include "cli/cli_output.h"
 #include "cli/cli_request.h"
+#include "cli/cli_sandbox_id.h"
 #include "cli/cli_usage.h"
 #include "cli/cli_verb.h"
 
@@ -17,7 +19,7 @@ static const char sandbox_usage[] =
         "\n"
         "Commands:\n"
         "  create [flags]                       make a sandbox and print its id\n"
-        "  ls [--state S] [--meta K=V]...       list sandboxes\n"
+        "  ls [-q] [-o json|wide] [--filter K=V]...  list sandboxes (also: space ps)\n"
         "  get ID                               show one sandbox\n"
         "  set ID [flags]                       change its metadata, timeout, rolling snapshots\n"
         "  stop|start|pause|resume ID [--no-wait]\n"
@@ -44,16 +46,8 @@ static const char sandbox_create_usage[] =
         "\n"
         "Prints the new sandbox's id (with --json, the API's answer).\n";
 
-static const char sandbox_ls_usage[] = "usage: space sandbox ls [--state S] [--meta K=V]...\n";
 static const char sandbox_get_usage[] = "usage: space sandbox get ID\n";
 static const char sandbox_lifecycle_usage[] = "usage: space sandbox stop|start|pause|resume|rm ID [--no-wait]\n";
-
-static const struct cli_output_column sandbox_columns[] = {
-        { "ID", "id" },
-        { "STATE", "state" },
-        { "TEMPLATE", "template" },
-        { "CREATED", "created_at" },
-};
 
 static void cli_sandbox_path(struct http_path *path, const char *id)
 {
@@ -199,51 +193,6 @@ static int cli_sandbox_create(struct cli *cli, int argc, char **argv)
         return CLI_EXIT_OK;
 }
 
-static int cli_sandbox_ls(struct cli *cli, int argc, char **argv)
-{
-        enum { OPT_STATE = 256, OPT_META };
-        static const struct option options[] = {
-                { "help", no_argument, NULL, 'h' },
-                { "state", required_argument, NULL, OPT_STATE },
-                { "meta", required_argument, NULL, OPT_META },
-                {},
-        };
-        _cleanup_http_path_ struct http_path path = {};
-        _cleanup_json_ json_t *answer = NULL;
-        int c;
-
-        cli_sandbox_path(&path, NULL);
-        optind = 0;
-        opterr = 0;
-        while ((c = getopt_long(argc, argv, ":h", options, NULL)) != -1) {
-                switch (c) {
-                case 'h':
-                        return cli_usage_print(sandbox_ls_usage);
-                case OPT_STATE:
-                        http_path_query(&path, "state", optarg);
-                        break;
-                case OPT_META: {
-                        _cleanup_free_ char *name = NULL;
-                        const char *eq = strchr(optarg, '=');
-                        if (!eq || eq == optarg)
-                                return cli_usage_error(sandbox_ls_usage, "--meta needs KEY=VALUE, not '%s'", optarg);
-                        if (asprintf(&name, "metadata.%.*s", (int)(eq - optarg), optarg) < 0)
-                                return cli_output_exit(-ENOMEM);
-                        http_path_query(&path, name, eq + 1);
-                        break;
-                }
-                default:
-                        return cli_usage_option_error(sandbox_ls_usage, c, argv);
-                }
-        }
-        if (optind < argc)
-                return cli_usage_error(sandbox_ls_usage, "unexpected argument '%s'", argv[optind]);
-
-        if (cli_request_list(cli, &path, "sandboxes", &answer) < 0)
-                return CLI_EXIT_FAILURE;
-        return cli_output_show_list(cli->json, answer, "sandboxes", sandbox_columns, ARRAY_SIZE(sandbox_columns));
-}
-
 static int cli_sandbox_get(struct cli *cli, int argc, char **argv)
 {
         _cleanup_http_path_ struct http_path path = {};
@@ -252,6 +201,8 @@ static int cli_sandbox_get(struct cli *cli, int argc, char **argv)
         int r = cli_args_simple(argc, argv, sandbox_get_usage, 1, NULL);
         if (r != CLI_CONTINUE)
                 return r;
+        if (cli_sandbox_id_resolve(cli, &argv[optind]) < 0)
+                return CLI_EXIT_FAILURE;
         cli_sandbox_path(&path, argv[optind]);
         if (cli_request(cli, "GET", &path, NULL, CLI_REQUEST_TIMEOUT_S, NULL, &answer) < 0)
                 return CLI_EXIT_FAILURE;
@@ -270,6 +221,8 @@ static int cli_sandbox_lifecycle(struct cli *cli, int argc, char **argv)
         int r = cli_args_simple(argc, argv, sandbox_lifecycle_usage, 1, &no_wait);
         if (r != CLI_CONTINUE)
                 return r;
+        if (cli_sandbox_id_resolve(cli, &argv[optind]) < 0)
+                return CLI_EXIT_FAILURE;
         cli_sandbox_path(&path, argv[optind]);
         if (!rm)
                 http_path_segment(&path, verb);
@@ -281,7 +234,7 @@ static int cli_sandbox_lifecycle(struct cli *cli, int argc, char **argv)
 int cli_sandbox_main(struct cli *cli, int argc, char **argv)
 {
         static const struct cli_verb verbs[] = {
-                { "create", cli_sandbox_create },   { "ls", cli_sandbox_ls },
+                { "create", cli_sandbox_create },   { "ls", cli_ps_main },
                 { "get", cli_sandbox_get },         { "set", cli_settings_set },
                 { "stop", cli_sandbox_lifecycle },  { "start", cli_sandbox_lifecycle },
                 { "pause", cli_sandbox_lifecycle }, { "resume", cli_sandbox_lifecycle },

@@ -7,6 +7,7 @@
 #include "cli/cli_args.h"
 #include "cli/cli_output.h"
 #include "cli/cli_request.h"
+#include "cli/cli_sandbox_id.h"
 #include "cli/cli_usage.h"
 
 /* Only the syntax is checked here; spaced answers values out of its ranges. */
@@ -166,6 +167,8 @@ int cli_settings_set(struct cli *cli, int argc, char **argv)
         if ((r = cli_settings_finish(&s)) != 0)
                 return r;
 
+        if (cli_sandbox_id_resolve(cli, &argv[optind]) < 0)
+                return CLI_EXIT_FAILURE;
         http_path_init(&path, "/v1/sandboxes");
         http_path_segment(&path, argv[optind]);
         if (cli_request(cli, "PATCH", &path, s.body, CLI_REQUEST_TIMEOUT_S, NULL, &answer) < 0)

@@ -8,6 +8,7 @@
 #include "cli/cli_operation.h"
 #include "cli/cli_output.h"
 #include "cli/cli_request.h"
+#include "cli/cli_sandbox_id.h"
 #include "cli/cli_usage.h"
 #include "cli/cli_verb.h"
 
@@ -45,8 +46,12 @@ static const char snapshot_rm_usage[] =
         "Refused while the snapshot is being taken or a restore or fork still needs it.\n";
 
 static const struct cli_output_column snapshot_columns[] = {
-        { "ID", "id" },       { "SANDBOX", "sandbox_id" }, { "STATE", "state" },
-        { "LABEL", "label" }, { "PAUSE_MS", "pause_ms" },  { "CREATED", "created_at" },
+        { "ID", "id", CLI_CELL_TEXT, 0 },
+        { "SANDBOX", "sandbox_id", CLI_CELL_TEXT, 0 },
+        { "STATE", "state", CLI_CELL_TEXT, 0 },
+        { "LABEL", "label", CLI_CELL_TEXT, 20 },
+        { "PAUSE_MS", "pause_ms", CLI_CELL_TEXT, 0 },
+        { "CREATED", "created_at", CLI_CELL_AGE, 0 },
 };
 
 static void cli_snapshot_path(struct http_path *path, const char *id)
@@ -101,6 +106,8 @@ static int cli_snapshot_create(struct cli *cli, int argc, char **argv)
         if (optind + 1 < argc)
                 return cli_usage_error(snapshot_create_usage, "unexpected argument '%s'", argv[optind + 1]);
 
+        if (cli_sandbox_id_resolve(cli, &argv[optind]) < 0)
+                return CLI_EXIT_FAILURE;
         http_path_init(&path, "/v1/sandboxes");
         http_path_segment(&path, argv[optind]);
         http_path_segment(&path, "snapshots");
@@ -127,6 +134,8 @@ static int cli_snapshot_ls(struct cli *cli, int argc, char **argv)
         if (r != CLI_CONTINUE)
                 return r;
         if (optind < argc) {
+                if (cli_sandbox_id_resolve(cli, &argv[optind]) < 0)
+                        return CLI_EXIT_FAILURE;
                 http_path_init(&path, "/v1/sandboxes");
                 http_path_segment(&path, argv[optind]);
                 http_path_segment(&path, "snapshots");

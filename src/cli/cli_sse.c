@@ -65,8 +65,10 @@ static int line_done(struct cli_sse *p)
                 len--;
         if (len == 0)
                 return dispatch(p);
-        if (l[0] == ':')
+        if (l[0] == ':') {
+                p->comments++;
                 return 0;
+        }
         char *colon = memchr(l, ':', len);
         size_t name_len = colon ? (size_t)(colon - l) : len;
         const char *v = colon ? colon + 1 : l + len;

@@ -16,6 +16,7 @@ struct cli_sse {
         size_t data_len, data_cap;
         char id[64];
         char event[64];
+        unsigned comments; /* comment lines seen (": keepalive": the stream is idle) */
 };
 
 void cli_sse_init(struct cli_sse *p, cli_sse_event_fn fn, void *userdata);

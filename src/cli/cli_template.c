@@ -32,16 +32,17 @@ static const char template_build_usage[] =
         "\n"
         "The first form builds a built-in or preset template (busybox, debian, python, node);\n"
         "the second a template from a Spacefile and a context directory, following its log.\n"
-        "Waits for the build (up to 600 s) and prints the template's state; with --no-wait prints\n"
+        "A preset's build log is shown as it is written, then its name (exit 1 if it fails);\n"
+        "busybox and debian are waited for (up to 600 s) and their state printed. --no-wait prints\n"
         "the operation id at once.\n";
 static const char template_rm_usage[] = "usage: space template rm NAME\n";
 
 static const struct cli_output_column template_columns[] = {
-        { "NAME", "name" },
-        { "STATE", "state" },
-        { "BASE", "environment.base" },
-        { "DIGEST", "environment.digest" },
-        { "CREATED", "environment.created_at" },
+        { "NAME", "name", CLI_CELL_TEXT, 0 },
+        { "STATE", "state", CLI_CELL_TEXT, 0 },
+        { "BASE", "environment.base", CLI_CELL_TEXT, 32 },
+        { "DIGEST", "environment.digest", CLI_CELL_DIGEST, 0 },
+        { "CREATED", "environment.created_at", CLI_CELL_AGE, 0 },
 };
 
 static void cli_template_path(struct http_path *path, const char *name)
@@ -92,8 +93,18 @@ static int cli_template_build(struct cli *cli, int argc, char **argv)
                 return r;
         cli_template_path(&path, argv[optind]);
         http_path_segment(&path, "build");
-        if (cli_operation_submit(cli, "POST", &path, NULL, !no_wait, &answer) < 0)
+        /* A preset is built from its Spacefile, with a build log to follow; the built-ins
+         * (busybox, debian) are made by spaced's own builders, which keep no such log. */
+        bool builtin = cli_streq(argv[optind], "busybox") || cli_streq(argv[optind], "debian");
+        bool follow = !no_wait && !builtin;
+        if (cli_operation_submit(cli, "POST", &path, NULL, !no_wait && !follow, &answer) < 0)
                 return CLI_EXIT_FAILURE;
+        if (follow) {
+                const char *op = cli_output_string(answer, "operation.id");
+                if (!op)
+                        return cli_output_exit(-EBADMSG);
+                return cli_template_build_follow(cli, op, argv[optind]);
+        }
         return cli_output_exit(cli_operation_print(cli, answer, !no_wait, "template"));
 }
 

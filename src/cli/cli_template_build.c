@@ -157,8 +157,7 @@ static int upload(struct cli *cli, struct http_path *path, int fd, const char *c
         return r;
 }
 
-/* Follows the log to its end, then reports how the build ended. */
-static int follow(struct cli *cli, const char *op_id, const char *name)
+int cli_template_build_follow(struct cli *cli, const char *op_id, const char *name)
 {
         _cleanup_http_path_ struct http_path log = {};
         _cleanup_http_path_ struct http_path opp = {};
@@ -197,7 +196,7 @@ static int follow(struct cli *cli, const char *op_id, const char *name)
                 }
                 nanosleep(&(struct timespec){ .tv_nsec = 100 * 1000 * 1000 }, NULL);
         }
-        fprintf(stderr, "space: build %s has not finished; follow it with 'space op get %s'\n", op_id, op_id);
+        fprintf(stderr, "space: build %s has not finished; wait for it with 'space op wait %s'\n", op_id, op_id);
         return CLI_EXIT_FAILURE;
 }
 
@@ -284,7 +283,7 @@ int cli_template_build_context(struct cli *cli, int argc, char **argv)
                 printf("%s\n", op);
                 return CLI_EXIT_OK;
         }
-        return follow(cli, op, name ? name : tag);
+        return cli_template_build_follow(cli, op, name ? name : tag);
 }
 
 int cli_template_import(struct cli *cli, int argc, char **argv)

@@ -1,6 +1,7 @@
 /* http_client: the libcurl wrapper. One easy handle per client, so consecutive requests reuse
  * the connection. The Authorization header lives in the header list and is wiped on free. */
 #include "cli/http_client.h"
+#include "cli/json_number.h"
 
 #include <curl/curl.h>
 #include <stdbool.h>
@@ -235,7 +236,7 @@ int http_client_request(struct http_client *c, const char *method, const char *p
         if ((r = http_client_begin(c, path, timeout_s)) < 0)
                 return r;
         if (body) {
-                payload = json_dumps(body, JSON_COMPACT);
+                payload = json_dumps(body, JSON_COMPACT | JSON_REAL_PRECISION(json_number_precision(body)));
                 if (!payload)
                         return -ENOMEM;
         }
@@ -308,10 +309,12 @@ static int http_client_transfer_headers(const struct http_client *c, const struc
 {
         _cleanup_free_ char *accept = NULL;
         _cleanup_free_ char *content_type = NULL;
+        _cleanup_free_ char *last_event_id = NULL;
         struct curl_slist *list = NULL, *l;
 
         if (asprintf(&accept, "Accept: %s", s->accept ? s->accept : "*/*") < 0 ||
-            (s->content_type && asprintf(&content_type, "Content-Type: %s", s->content_type) < 0))
+            (s->content_type && asprintf(&content_type, "Content-Type: %s", s->content_type) < 0) ||
+            (s->last_event_id && asprintf(&last_event_id, "Last-Event-ID: %s", s->last_event_id) < 0))
                 return -ENOMEM;
         for (const struct curl_slist *h = c->headers; h; h = h->next) {
                 if (strncasecmp(h->data, "Accept:", 7) == 0 || strncasecmp(h->data, "Content-Type:", 13) == 0)
@@ -325,6 +328,11 @@ static int http_client_transfer_headers(const struct http_client *c, const struc
         list = l;
         if (content_type) {
                 if (!(l = curl_slist_append(list, content_type)))
+                        goto fail;
+                list = l;
+        }
+        if (last_event_id) {
+                if (!(l = curl_slist_append(list, last_event_id)))
                         goto fail;
                 list = l;
         }

@@ -41,6 +41,12 @@ struct http_client_stream {
          * Other answers are parsed as JSON, as http_client_request does. */
         int (*write)(void *userdata, const char *data, size_t len);
         void *userdata;
+        /* When set, sent as the Last-Event-ID header (an SSE stream's resume point); read at
+         * each try, so a stream that updates it resumes where it was. */
+        const char *last_event_id;
+        /* When set, the stream may be tried again (cli_request's retries): puts the request
+         * body back at its start and drops any partly received answer. */
+        void (*rewind)(void *userdata);
         int error; /* set by the transfer: the -errno read or write returned, else 0 */
 };
 

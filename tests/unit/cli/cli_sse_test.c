@@ -153,6 +153,23 @@ static void test_comments_and_unknown_fields_ignored(void **state)
         seen_release(&s);
 }
 
+/* Comments are counted (a keepalive tells `space logs` the stream is idle), also when split. */
+static void test_comments_counted(void **state)
+{
+        struct seen s = { 0 };
+        struct cli_sse p;
+        cli_sse_init(&p, record, &s);
+        assert_int_equal(cli_sse_feed(&p, "data: a\n\n", 9), 0);
+        assert_int_equal(p.comments, 0);
+        assert_int_equal(cli_sse_feed(&p, ": keep", 6), 0);
+        assert_int_equal(p.comments, 0);
+        assert_int_equal(cli_sse_feed(&p, "alive\n\n", 7), 0);
+        assert_int_equal(p.comments, 1);
+        assert_int_equal(s.n, 1);
+        cli_sse_release(&p);
+        seen_release(&s);
+}
+
 static void test_blank_lines_alone_dispatch_nothing(void **state)
 {
         struct seen s = { 0 };
@@ -272,6 +289,7 @@ int main(void)
                 cmocka_unit_test(test_whole_and_byte_by_byte_agree),
                 cmocka_unit_test(test_incomplete_event_waits_for_blank_line),
                 cmocka_unit_test(test_multi_line_data_joined_with_newline),
+                cmocka_unit_test(test_comments_counted),
                 cmocka_unit_test(test_empty_data_line_is_an_event),
                 cmocka_unit_test(test_comments_and_unknown_fields_ignored),
                 cmocka_unit_test(test_blank_lines_alone_dispatch_nothing),

@@ -1,0 +1,199 @@
+"""Docker/kubectl habits of the `space` CLI against a real spaced: `space ps` (-q, -o json|wide,
+--format, --filter), `space inspect`, short id prefixes, tables that fit 100 columns, `--json`
+passing numbers through unchanged, `--help` for every verb, and the bash completion script."""
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import unittest
+
+from spaced_harness import REPO, SpacedTestCase
+
+VERBS = ["health", "version", "capabilities", "ps", "inspect", "exec", "cp", "logs", "attach", "restore", "fork",
+         "audit", "template", "template ls", "template get", "template build", "template import", "template rm",
+         "template prune", "sandbox", "sandbox create", "sandbox ls", "sandbox get", "sandbox set", "sandbox stop",
+         "sandbox start", "sandbox pause", "sandbox resume", "sandbox rm", "snapshot", "snapshot create",
+         "snapshot ls", "snapshot get", "snapshot rm", "snapshot export", "snapshot import", "op", "op ls", "op get",
+         "key", "key create", "key ls", "key rm", "project", "project create", "project ls"]
+
+
+def out(r):
+    return r.stdout.decode(errors="replace")
+
+
+class CliHabits(SpacedTestCase):
+
+    def space(self, *args, ok=True, **kw):
+        r = self.spaced.cli(*args, **kw)
+        if ok:
+            self.assertEqual(r.returncode, 0, "space %s -> %d: %s" % (" ".join(args), r.returncode, r.stderr))
+        return r
+
+    def create(self, *flags):
+        sid = out(self.space("sandbox", "create", *flags)).strip()
+        self.assertRegex(sid, r"^sb-[0-9a-f]{16}$")
+        self.spaced.known_ids.add(sid)
+        self.addCleanup(self._destroy_quietly, sid)
+        return sid
+
+    def test_ps(self):
+        a = self.create("--meta", "team=a", "--cpus", "0.5")
+        b = self.create("--meta", "team=b")
+        ids = out(self.space("ps", "-q")).split()
+        self.assertIn(a, ids)
+        self.assertIn(b, ids)
+        self.assertEqual(out(self.space("sandbox", "ls", "-q")).split(), ids)
+        self.assertRegex(out(self.space("ps")), r"(?m)^ID\s+STATE\s+TEMPLATE\s+CREATED$")
+        self.assertRegex(out(self.space("ps")), r"(?m)^%s\s+running\s+busybox\s" % a)
+        # filters: server-side (state, metadata), here (template, id prefix), all must match
+        self.assertEqual(out(self.space("ps", "-q", "--filter", "metadata.team=a")).split(), [a])
+        self.assertEqual(out(self.space("ps", "-q", "--filter", "state=running,meta.team=b")).split(), [b])
+        self.assertEqual(out(self.space("ps", "-q", "--filter", "state=stopped", "--filter", "metadata.team=b")), "")
+        self.assertEqual(out(self.space("ps", "-q", "--filter", "template=busybox", "--meta", "team=a")).split(), [a])
+        self.assertEqual(out(self.space("ps", "-q", "--filter", "template=nope", "--meta", "team=a")), "")
+        self.assertEqual(out(self.space("ps", "-q", "--filter", "id=" + a[3:12])).split(), [a])
+        self.assertEqual(out(self.space("ps", "-q", "--filter", "id=" + a[:12])).split(), [a])
+        for bad in (["--filter", "colour=red"], ["--filter", "state"], ["-o", "yamlish"], ["--format", "{{.id"],
+                    ["--format", "{{id}}"], ["-q", "-o", "wide"]):
+            r = self.space("ps", *bad, ok=False)
+            self.assertEqual(r.returncode, 2, bad)
+            self.assertEqual(r.stdout, b"")
+        # -o json is the API's answer; -o wide adds the resources and metadata
+        data = json.loads(out(self.space("ps", "-o", "json", "--meta", "team=a")))
+        self.assertEqual([s["id"] for s in data["sandboxes"]], [a])
+        wide = out(self.space("ps", "-o", "wide", "--meta", "team=a"))
+        self.assertRegex(wide, r"(?m)^ID\s+STATE\s+TEMPLATE\s+CPUS\s+MEM_MB\s+PIDS\s+CREATED\s+METADATA$")
+        self.assertRegex(wide, r'(?m)^%s\s+running\s+busybox\s+0\.5\s+\d+\s+\d+\s+\S+\s+\{"team":\s*"a"\}$' % a)
+        # --format
+        r = self.space("ps", "--format", "{{.id}}\\t{{.resources.cpus}}\\t{{json .metadata}}\\t{{.nothing}}",
+                       "--meta", "team=a")
+        self.assertEqual(out(r), '%s\t0.5\t{"team":"a"}\t-\n' % a)
+        lines = out(self.space("ps", "--format", "json", "--filter", "metadata.team=b")).splitlines()
+        self.assertEqual([json.loads(line)["id"] for line in lines], [b])
+
+    def test_inspect(self):
+        sid = self.create()
+        r = self.space("inspect", sid)
+        data = json.loads(out(r))
+        self.assertIsInstance(data, list)
+        self.assertEqual([d["id"] for d in data], [sid])
+        op = out(self.space("sandbox", "stop", sid, "--no-wait")).strip()
+        self.spaced.wait_state(sid, "stopped", timeout=30)
+        data = json.loads(out(self.space("inspect", sid[:10], op)))
+        self.assertEqual([d["id"] for d in data], [sid, op])
+        self.assertEqual(data[0]["state"], "stopped")
+        data = json.loads(out(self.space("inspect", "--type", "template", "busybox")))
+        self.assertEqual(data[0]["name"], "busybox")
+        r = self.space("inspect", sid, "sb-00000000000000ff", ok=False)
+        self.assertEqual(r.returncode, 1)
+        self.assertEqual([d["id"] for d in json.loads(out(r))], [sid])  # the found one still printed
+        self.assertIn(b"not_found", r.stderr)
+        self.assertEqual(self.space("inspect", ok=False).returncode, 2)
+        self.assertEqual(self.space("inspect", "--type", "volume", "x", ok=False).returncode, 2)
+
+    def test_json_passes_numbers_through(self):
+        sid = self.create("--cpus", "0.1", "--memory", "100")
+        status, raw = self.spaced.request("GET", "/v1/sandboxes/" + sid)
+        self.assertEqual(status, 200)
+        self.assertEqual(raw["resources"]["cpus"], 0.1)
+        for args in (["--json", "sandbox", "get", sid], ["sandbox", "get", sid, "--json"],
+                     ["ps", "-o", "json", "--filter", "id=" + sid]):
+            text = out(self.space(*args))
+            self.assertRegex(text, r'"cpus": 0\.1\b', args)
+            self.assertNotIn("0.1000000", text)
+            self.assertRegex(text, r'"memory_mb": 100\b')
+        self.assertIn('"cpus":0.1,', out(self.space("ps", "--format", "{{json .resources}}", "--filter",
+                                                    "id=" + sid)))
+
+    def test_short_id_prefixes(self):
+        sid = self.create()
+        for prefix in (sid[3:9], sid[:9]):
+            r = self.space("sandbox", "get", prefix)
+            self.assertRegex(out(r), r"(?m)^id:\s+%s$" % sid)
+        self.assertEqual(out(self.space("exec", sid[3:10], "--", "echo", "hi")), "hi\n")
+        self.space("cp", "-", sid[3:10] + ":/tmp/pre", input=b"by prefix")
+        self.assertEqual(self.space("cp", sid[:10] + ":/tmp/pre", "-").stdout, b"by prefix")
+        self.assertEqual(json.loads(out(self.space("inspect", sid[3:8])))[0]["id"], sid)
+        r = self.space("sandbox", "get", "0123456789abcde", ok=False)
+        self.assertEqual(r.returncode, 1)
+        self.assertIn(b"no sandbox id starts with '0123456789abcde'", r.stderr)
+        # two sandboxes whose ids start with the same digit (at most 17 by pigeonhole)
+        by_first = {sid[3]: [sid]}
+        while all(len(v) < 2 for v in by_first.values()):
+            s = self.create()
+            by_first.setdefault(s[3], []).append(s)
+        first = [k for k, v in by_first.items() if len(v) >= 2][0]
+        r = self.space("sandbox", "stop", first, ok=False)
+        self.assertEqual(r.returncode, 1)
+        err = r.stderr.decode()
+        self.assertIn("'%s' is the start of" % first, err)
+        for s in by_first[first][:2]:
+            self.assertIn(s, err)
+            self.assertEqual(self.spaced.state(s), "running")  # nothing was changed
+
+    def test_tables_fit_100_columns(self):
+        sid = self.create("--meta", "owner=a-rather-long-owner-name")
+        self.space("snapshot", "create", sid, "--label", "a label that is long enough to matter")
+        self.space("key", "create", "--role", "viewer", "--name", "a-key-with-a-long-descriptive-name", ok=False)
+        self.space("sandbox", "stop", sid)
+        too_wide = []
+        for args in (["ps"], ["sandbox", "ls"], ["template", "ls"], ["snapshot", "ls"], ["snapshot", "ls", sid],
+                     ["op", "ls"], ["key", "ls"], ["project", "ls"]):
+            text = out(self.space(*args))
+            self.assertTrue(text.strip(), args)
+            if any(len(line) > 100 for line in text.splitlines()):
+                too_wide.append("space %s:\n%s" % (" ".join(args), text))
+        self.assertEqual(too_wide, [], "\n".join(too_wide))
+        # `space audit` is a log whose rows hold two whole ids (request ids are grepped for in
+        # the access log): it is not held to 100 columns, but its times are compact
+        self.assertRegex(out(self.space("audit")), r"(?m)^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d  ")
+
+    def test_help_for_every_verb(self):
+        for verb in VERBS:
+            with self.subTest(verb=verb):
+                r = self.space(*(verb.split() + ["--help"]))
+                self.assertTrue(out(r).startswith("usage: space "), out(r)[:80])
+                self.assertEqual(r.stderr, b"")
+
+    def test_bash_completion(self):
+        script = os.path.join(REPO, "src/cli/completion/space.bash")
+        bash = shutil.which("bash")
+        if not bash:
+            self.skipTest("no bash")
+        sid = self.create()
+
+        def complete(line):
+            words = line.split(" ")
+            prog = ('source %s; COMP_WORDS=(%s); COMP_CWORD=%d; COMP_LINE=%s; COMP_POINT=${#COMP_LINE}; _space; '
+                    'printf "%%s\\n" "${COMPREPLY[@]}"' % (script, " ".join("'%s'" % w for w in words),
+                                                         len(words) - 1, "'%s'" % line))
+            env = dict(os.environ, SPACE_URL=self.spaced.url, SPACE_API_KEY=self.spaced.key,
+                       PATH=os.path.dirname(os.environ.get("SPACE_CLI", os.path.join(REPO, "build/src/cli/space"))) +
+                       ":" + os.environ.get("PATH", ""))
+            r = subprocess.run([bash, "--norc", "-c", prog], capture_output=True, env=env, timeout=30)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            return r.stdout.decode().split()
+
+        self.assertEqual(complete("space sa"), ["sandbox"])
+        self.assertIn("ps", complete("space "))
+        self.assertIn("exec", complete("space e"))
+        self.assertEqual(sorted(complete("space snapshot ex")), ["export"])
+        self.assertIn(sid, complete("space exec "))
+        self.assertIn(sid, complete("space sandbox stop "))
+        self.assertIn("--filter", complete("space ps --f"))
+        self.assertEqual(complete("space exec %s -- " % sid), [])
+        # meson installs it where bash-completion looks
+        build = os.path.dirname(os.path.dirname(os.path.dirname(
+            os.environ.get("SPACE_CLI", os.path.join(REPO, "build/src/cli/space")))))
+        r = subprocess.run(["meson", "introspect", build, "--installed"], capture_output=True)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        installed = json.loads(r.stdout)
+        self.assertTrue(any(src.endswith("src/cli/completion/space.bash") and
+                            dst.endswith("/share/bash-completion/completions/space")
+                            for src, dst in installed.items()), installed)
+
+
+if __name__ == "__main__":
+    unittest.main()
