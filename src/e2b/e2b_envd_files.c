@@ -222,18 +222,31 @@ void e2b_fs_move(struct e2b_call *call, struct api_response *resp)
         entry_method(call, resp, AGENT_MSG_FILE_MOVE, &a, AGENT_MSG_FILE_ENTRY, msg);
 }
 
-/* envd removes like os.RemoveAll: directories with what is in them. */
+/* envd removes like os.RemoveAll: directories with what is in them, and a path that is not
+ * there (nor its parent) is no error. Only the agent's ENOENT counts as "not there": a
+ * sandbox that is gone is still not_found. */
 void e2b_fs_remove(struct e2b_call *call, struct api_response *resp)
 {
         struct space_error err = { 0 };
         json_t *msg = NULL;
-        char path[PATH_MAX];
-        struct agent_file_args a = { .path = path, .recursive = true };
-        if (e2b_connect_request(&call->req, &msg, &err) < 0 || message_path(call, msg, "path", path, sizeof(path), &err) < 0) {
-                json_decref(msg);
+        char path[PATH_MAX], why[512] = "";
+        struct agent_file_args a = { .path = path, .recursive = true, .user = e2b_files_agent_user(call->user) };
+        struct agent_file_reply reply = { 0 };
+        int r = e2b_connect_request(&call->req, &msg, &err) < 0 ? -1 : message_path(call, msg, "path", path, sizeof(path), &err);
+        json_decref(msg);
+        if (r < 0)
+                return e2b_connect_reply_error(resp, &err);
+        int fd = agent_connect(call, &err);
+        if (fd < 0)
+                return e2b_connect_reply_error(resp, &err);
+        r = agent_files_call(fd, AGENT_MSG_FILE_REMOVE, &a, AGENT_MSG_FILE_DONE, &reply, why, sizeof(why));
+        close(fd);
+        agent_file_reply_release(&reply);
+        if (r < 0 && r != -ENOENT) {
+                file_error_from_agent(&err, r, why);
                 return e2b_connect_reply_error(resp, &err);
         }
-        entry_method(call, resp, AGENT_MSG_FILE_REMOVE, &a, AGENT_MSG_FILE_DONE, msg);
+        e2b_connect_reply(resp, json_object());
 }
 
 /* ---- /files ---- */

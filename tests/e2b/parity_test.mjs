@@ -1,0 +1,52 @@
+// Issue 16 parity checks: behaviours where envd answers in a particular way and the SDK (or
+// code written against E2B) relies on it. Same harness as sdk_test.mjs (run_e2b_tests.py
+// starts spaced and runs this file with each pinned SDK). Usage:
+//   node parity_test.mjs <package>
+import assert from 'node:assert/strict'
+
+const pkg = process.argv[2] || 'e2b-latest'
+const { Sandbox } = await import(pkg)
+const { readFileSync } = await import('node:fs')
+const { createRequire } = await import('node:module')
+const version = JSON.parse(readFileSync(createRequire(import.meta.url).resolve(`${pkg}/package.json`))).version
+const only = process.env.E2B_TEST_ONLY ? new RegExp(process.env.E2B_TEST_ONLY) : null
+
+let failed = 0
+const made = []
+
+async function check(name, fn) {
+  if (only && !only.test(name)) return
+  const t0 = Date.now()
+  try {
+    const skipped = await fn()
+    console.log(`ok - ${version} ${name} (${Date.now() - t0} ms)${skipped === 'skip' ? ' # SKIP not in this SDK' : ''}`)
+  } catch (e) {
+    failed++
+    console.log(`not ok - ${version} ${name}: ${e && e.stack ? e.stack : e}`)
+  }
+}
+
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms))
+
+async function create(opts = {}) {
+  const sbx = await Sandbox.create({ timeoutMs: 300_000, ...opts })
+  made.push(sbx.sandboxId)
+  return sbx
+}
+
+const sbx = await create({ metadata: { suite: 'e2b-parity' } })
+
+// envd's Remove is os.RemoveAll: a path that is not there is no error.
+await check('files.remove of a missing path succeeds, as in envd', async () => {
+  assert.equal(await sbx.files.exists('/home/user/never-made'), false)
+  await sbx.files.remove('/home/user/never-made')
+  await sbx.files.remove('/home/user/no/such/parent/either')
+  await sbx.files.remove('relative-and-missing')
+  // Still refused where the user may not remove what is there.
+  await assert.rejects(sbx.files.remove('/etc/passwd'))
+  assert.equal(await sbx.files.exists('/etc/passwd'), true)
+})
+
+for (const id of made) await Sandbox.kill(id).catch(() => {})
+console.log(failed ? `# ${version} parity: ${failed} failed` : `# ${version} parity: all passed`)
+process.exit(failed ? 1 : 0)
