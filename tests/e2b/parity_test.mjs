@@ -47,6 +47,20 @@ await check('files.remove of a missing path succeeds, as in envd', async () => {
   assert.equal(await sbx.files.exists('/etc/passwd'), true)
 })
 
+// /proc files stat as 0 bytes; envd reads them to their end.
+await check('files.read of /proc files returns their whole content', async () => {
+  const status = await sbx.files.read('/proc/self/status')
+  assert.match(status, /^Name:\t/)
+  assert.match(status, /\nPid:\t\d+\n/)
+  const mounts = await sbx.files.read('/proc/mounts')
+  assert.equal(mounts, (await sbx.commands.run('cat /proc/mounts')).stdout)
+  // A plain empty file is still empty, and bytes come whole.
+  await sbx.files.write('/home/user/empty', '')
+  assert.equal(await sbx.files.read('/home/user/empty'), '')
+  const bytes = await sbx.files.read('/proc/self/cmdline', { format: 'bytes' })
+  assert.ok(bytes.length > 0, 'cmdline is not empty')
+})
+
 for (const id of made) await Sandbox.kill(id).catch(() => {})
 console.log(failed ? `# ${version} parity: ${failed} failed` : `# ${version} parity: all passed`)
 process.exit(failed ? 1 : 0)
