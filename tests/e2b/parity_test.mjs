@@ -61,6 +61,25 @@ await check('files.read of /proc files returns their whole content', async () =>
   assert.ok(bytes.length > 0, 'cmdline is not empty')
 })
 
+await check('an expired signed URL: 401 "signature is already expired", as envd', async () => {
+  if (typeof sbx.downloadUrl !== 'function') return 'skip'
+  await sbx.files.write('/home/user/expiring.txt', 'soon gone')
+  const down = await sbx.downloadUrl('/home/user/expiring.txt', { useSignatureExpiration: 1 })
+  let r = await fetch(down)
+  assert.equal(r.status, 200)
+  assert.equal(await r.text(), 'soon gone')
+  await sleep(2100)
+  r = await fetch(down)
+  assert.equal(r.status, 401)
+  assert.deepEqual(await r.json(), { code: 401, message: 'signature is already expired' })
+  // A signature that does not match says so, expired or not.
+  const bad = new URL(down)
+  bad.searchParams.set('signature', 'v1_' + 'A'.repeat(43))
+  r = await fetch(bad)
+  assert.equal(r.status, 401)
+  assert.notEqual((await r.json()).message, 'signature is already expired')
+})
+
 for (const id of made) await Sandbox.kill(id).catch(() => {})
 console.log(failed ? `# ${version} parity: ${failed} failed` : `# ${version} parity: all passed`)
 process.exit(failed ? 1 : 0)
