@@ -5,7 +5,7 @@
 import assert from 'node:assert/strict'
 
 const pkg = process.argv[2] || 'e2b-latest'
-const { Sandbox } = await import(pkg)
+const { Sandbox, CommandExitError, TimeoutError } = await import(pkg)
 const { readFileSync } = await import('node:fs')
 const { createRequire } = await import('node:module')
 const version = JSON.parse(readFileSync(createRequire(import.meta.url).resolve(`${pkg}/package.json`))).version
@@ -78,6 +78,37 @@ await check('an expired signed URL: 401 "signature is already expired", as envd'
   r = await fetch(bad)
   assert.equal(r.status, 401)
   assert.notEqual((await r.json()).message, 'signature is already expired')
+})
+
+// envd dies with its sandbox: a stream it was serving just drops (no end event), and the
+// SDK, finding /health gone, raises "the sandbox was killed". Older SDKs raise the dropped
+// stream as it is; neither may see a command that exited.
+await check('a sandbox killed mid-command drops the stream (no end with exit -1)', async () => {
+  const doomed = await create()
+  const running = doomed.commands.run('echo started; sleep 60')
+  await sleep(1000)
+  assert.equal(await Sandbox.kill(doomed.sandboxId), true)
+  const t0 = Date.now()
+  const e = await running.then(() => null, (x) => x)
+  assert.ok(e, 'the command did not fail')
+  assert.ok(Date.now() - t0 < 10_000, 'the stream outlived its sandbox')
+  assert.ok(!(e instanceof CommandExitError), `an end event came: ${e}`)
+  assert.doesNotMatch(String(e.message), /exit|lost/, String(e))
+  if (/end of life/.test(readFileSync(createRequire(import.meta.url).resolve(pkg), 'utf8')))
+    assert.ok(e instanceof TimeoutError && /killed or reached its end of life/.test(e.message), String(e))
+})
+
+// Connect-Timeout-Ms: envd's context deadline ends the call with deadline_exceeded, which
+// the SDK raises as a TimeoutError naming timeoutMs.
+await check('a command past its timeoutMs ends with deadline_exceeded', async () => {
+  const t0 = Date.now()
+  const e = await sbx.commands.run('sleep 30', { timeoutMs: 1000 }).then(() => null, (x) => x)
+  assert.ok(e instanceof TimeoutError, `got ${e}`)
+  assert.match(e.message, /timeoutMs/)
+  assert.ok(Date.now() - t0 < 10_000)
+  const h = await sbx.commands.run('sleep 30', { background: true, timeoutMs: 1000 })
+  const w = await h.wait().then(() => null, (x) => x)
+  assert.ok(w instanceof TimeoutError && /timeoutMs/.test(w.message), `background: got ${w}`)
 })
 
 for (const id of made) await Sandbox.kill(id).catch(() => {})
