@@ -235,6 +235,7 @@ static int upload_ancestor_open(const char *path)
         }
 }
 
+#define UPLOAD_TEMP_PREFIX ".space-upload-"
 static void random_name(char *buf, size_t size)
 {
         uint8_t raw[8] = { 0 };
@@ -246,7 +247,13 @@ static void random_name(char *buf, size_t size)
         }
         for (size_t i = 0; i < sizeof raw; i++)
                 snprintf(hex + 2 * i, 3, "%02x", raw[i]);
-        snprintf(buf, size, ".space-upload-%s", hex);
+        snprintf(buf, size, UPLOAD_TEMP_PREFIX "%s", hex);
+}
+
+bool agent_file_upload_temp_name(const char *name)
+{
+        size_t n = strlen(UPLOAD_TEMP_PREFIX);
+        return strncmp(name, UPLOAD_TEMP_PREFIX, n) == 0 && strlen(name + n) == 16 && strspn(name + n, "0123456789abcdef") == 16;
 }
 
 int agent_file_transfer_create(struct agent_conn *c, struct agent_file_request *req)

@@ -111,6 +111,25 @@ await check('a command past its timeoutMs ends with deadline_exceeded', async ()
   assert.ok(w instanceof TimeoutError && /timeoutMs/.test(w.message), `background: got ${w}`)
 })
 
+// envd writes a file in place (O_TRUNC): a watcher sees a new file created, an existing
+// one written, and never a name the writer used on the way.
+await check('files.write over a file is a WRITE event; no upload temp names', async () => {
+  await sbx.files.makeDir('/home/user/w6')
+  await sbx.files.write('/home/user/w6/f.txt', 'first')
+  const events = []
+  const h = await sbx.files.watchDir('/home/user/w6', (e) => events.push(e))
+  await sbx.files.write('/home/user/w6/f.txt', 'second, longer')
+  await sbx.files.write('/home/user/w6/g.txt', 'new')
+  await sleep(500)
+  await h.stop()
+  const seen = events.map((e) => `${e.type}:${e.name}`)
+  assert.ok(seen.includes('write:f.txt'), `no write of f.txt in ${JSON.stringify(seen)}`)
+  assert.ok(!seen.includes('create:f.txt'), `the overwrite showed as a create: ${JSON.stringify(seen)}`)
+  assert.ok(seen.includes('create:g.txt'), `no create of g.txt in ${JSON.stringify(seen)}`)
+  assert.ok(seen.every((e) => /:(f|g)\.txt$/.test(e)), `other names: ${JSON.stringify(seen)}`)
+  assert.equal(await sbx.files.read('/home/user/w6/f.txt'), 'second, longer')
+})
+
 for (const id of made) await Sandbox.kill(id).catch(() => {})
 console.log(failed ? `# ${version} parity: ${failed} failed` : `# ${version} parity: all passed`)
 process.exit(failed ? 1 : 0)
