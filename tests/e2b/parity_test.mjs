@@ -130,6 +130,36 @@ await check('files.write over a file is a WRITE event; no upload temp names', as
   assert.equal(await sbx.files.read('/home/user/w6/f.txt'), 'second, longer')
 })
 
+// envd resolves a relative cwd against the user's home.
+await check('a relative cwd is taken from the user\'s home', async () => {
+  await sbx.files.makeDir('/home/user/sub/dir')
+  assert.equal((await sbx.commands.run('pwd', { cwd: 'sub/dir' })).stdout, '/home/user/sub/dir\n')
+  await sbx.commands.run('mkdir -p /root/rdir', { user: 'root' })
+  assert.equal((await sbx.commands.run('pwd', { cwd: 'rdir', user: 'root' })).stdout, '/root/rdir\n')
+})
+
+// envd reports the target of a link as an absolute path.
+await check('symlinkTarget is absolute', async () => {
+  await sbx.commands.run('mkdir -p /home/user/ln/a && echo x > /home/user/ln/a/t && cd /home/user/ln && ' +
+    'ln -s a/t rel && ln -s /home/user/ln/a/t abs && ln -s ../ln/./a/t up')
+  for (const name of ['rel', 'abs', 'up']) {
+    const info = await sbx.files.getInfo(`/home/user/ln/${name}`)
+    assert.equal(info.symlinkTarget, '/home/user/ln/a/t', `${name}: ${JSON.stringify(info)}`)
+  }
+  const rel = (await sbx.files.list('/home/user/ln')).find((e) => e.name === 'rel')
+  if (rel) assert.equal(rel.symlinkTarget, '/home/user/ln/a/t') // SDK 2.14 leaves links out of lists
+})
+
+// E2B's timeout 0 ends the sandbox now (space's timeout_s 0 would be "never").
+await check('setTimeout(0) ends the sandbox, as in E2B', async () => {
+  const short = await create()
+  await short.setTimeout(0)
+  const t0 = Date.now()
+  while (await short.isRunning() && Date.now() - t0 < 10_000) await sleep(250)
+  assert.equal(await short.isRunning(), false, 'still running 10 s after setTimeout(0)')
+  await assert.rejects(Sandbox.getInfo(short.sandboxId))
+})
+
 for (const id of made) await Sandbox.kill(id).catch(() => {})
 console.log(failed ? `# ${version} parity: ${failed} failed` : `# ${version} parity: all passed`)
 process.exit(failed ? 1 : 0)
