@@ -160,6 +160,25 @@ await check('setTimeout(0) ends the sandbox, as in E2B', async () => {
   await assert.rejects(Sandbox.getInfo(short.sandboxId))
 })
 
+// A fork's snapshot is the fork's own: it must not outlive it or show as the user's.
+await check('fork leaves no snapshot behind (listSnapshots)', async () => {
+  if (typeof sbx.fork !== 'function') return 'skip'
+  const before = await Sandbox.listSnapshots({ sandboxId: sbx.sandboxId }).nextItems()
+  await sbx.commands.run('echo forked > /home/user/fork-note')
+  const forks = await sbx.fork({ count: 2 })
+  for (const f of forks) {
+    assert.ok(f instanceof Sandbox, `fork failed: ${f}`)
+    made.push(f.sandboxId)
+    assert.equal((await f.commands.run('cat /home/user/fork-note')).stdout, 'forked\n')
+  }
+  const after = await Sandbox.listSnapshots({ sandboxId: sbx.sandboxId }).nextItems()
+  assert.deepEqual(after.map((s) => s.snapshotId), before.map((s) => s.snapshotId))
+  // The children stand on their own copies.
+  await forks[0].files.write('/home/user/child', 'mine')
+  assert.equal(await forks[1].files.exists('/home/user/child'), false)
+  for (const f of forks) await f.kill()
+})
+
 for (const id of made) await Sandbox.kill(id).catch(() => {})
 console.log(failed ? `# ${version} parity: ${failed} failed` : `# ${version} parity: all passed`)
 process.exit(failed ? 1 : 0)
