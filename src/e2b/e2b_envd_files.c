@@ -81,6 +81,37 @@ static void permissions(const struct agent_file_entry *e, char buf[11])
 }
 
 /* EntryInfo in protobuf JSON: int64 size as a string, the mode as a number. */
+/* envd reports a link's target as an absolute path: a relative one is taken from the
+ * link's directory, "." and ".." resolved lexically ("/.." stays "/"). */
+static json_t *link_target(const struct agent_file_entry *e)
+{
+        char joined[2 * PATH_MAX + 2], out[PATH_MAX];
+        if (e->link_len > 0 && e->link[0] == '/')
+                return output_encoding_utf8((const uint8_t *)e->link, e->link_len);
+        const char *slash = memrchr(e->path, '/', e->path_len);
+        int dir_len = slash ? (int)(slash - e->path) : 0;
+        snprintf(joined, sizeof(joined), "%.*s/%.*s", dir_len, e->path, (int)e->link_len, e->link);
+        size_t n = 0;
+        for (char *save = NULL, *part = strtok_r(joined, "/", &save); part; part = strtok_r(NULL, "/", &save)) {
+                if (strcmp(part, ".") == 0)
+                        continue;
+                if (strcmp(part, "..") == 0) {
+                        while (n > 0 && out[--n] != '/')
+                                ;
+                        continue;
+                }
+                size_t len = strlen(part);
+                if (n + 1 + len >= sizeof(out)) /* longer than a path: as the link says */
+                        return output_encoding_utf8((const uint8_t *)e->link, e->link_len);
+                out[n++] = '/';
+                memcpy(out + n, part, len);
+                n += len;
+        }
+        if (n == 0)
+                out[n++] = '/';
+        return output_encoding_utf8((const uint8_t *)out, n);
+}
+
 static json_t *render_entry(const struct agent_file_entry *e)
 {
         char size[24], perms[11];
@@ -94,7 +125,7 @@ static json_t *render_entry(const struct agent_file_entry *e)
                               e->group ? output_encoding_utf8((const uint8_t *)e->group, e->group_len) : json_string(""),
                               "modifiedTime", api_render_time((int64_t)e->mtime_ms));
         if (j && e->has_link)
-                json_object_set_new(j, "symlinkTarget", output_encoding_utf8((const uint8_t *)e->link, e->link_len));
+                json_object_set_new(j, "symlinkTarget", link_target(e));
         return j;
 }
 
@@ -222,18 +253,31 @@ void e2b_fs_move(struct e2b_call *call, struct api_response *resp)
         entry_method(call, resp, AGENT_MSG_FILE_MOVE, &a, AGENT_MSG_FILE_ENTRY, msg);
 }
 
-/* envd removes like os.RemoveAll: directories with what is in them. */
+/* envd removes like os.RemoveAll: directories with what is in them, and a path that is not
+ * there (nor its parent) is no error. Only the agent's ENOENT counts as "not there": a
+ * sandbox that is gone is still not_found. */
 void e2b_fs_remove(struct e2b_call *call, struct api_response *resp)
 {
         struct space_error err = { 0 };
         json_t *msg = NULL;
-        char path[PATH_MAX];
-        struct agent_file_args a = { .path = path, .recursive = true };
-        if (e2b_connect_request(&call->req, &msg, &err) < 0 || message_path(call, msg, "path", path, sizeof(path), &err) < 0) {
-                json_decref(msg);
+        char path[PATH_MAX], why[512] = "";
+        struct agent_file_args a = { .path = path, .recursive = true, .user = e2b_files_agent_user(call->user) };
+        struct agent_file_reply reply = { 0 };
+        int r = e2b_connect_request(&call->req, &msg, &err) < 0 ? -1 : message_path(call, msg, "path", path, sizeof(path), &err);
+        json_decref(msg);
+        if (r < 0)
+                return e2b_connect_reply_error(resp, &err);
+        int fd = agent_connect(call, &err);
+        if (fd < 0)
+                return e2b_connect_reply_error(resp, &err);
+        r = agent_files_call(fd, AGENT_MSG_FILE_REMOVE, &a, AGENT_MSG_FILE_DONE, &reply, why, sizeof(why));
+        close(fd);
+        agent_file_reply_release(&reply);
+        if (r < 0 && r != -ENOENT) {
+                file_error_from_agent(&err, r, why);
                 return e2b_connect_reply_error(resp, &err);
         }
-        entry_method(call, resp, AGENT_MSG_FILE_REMOVE, &a, AGENT_MSG_FILE_DONE, msg);
+        e2b_connect_reply(resp, json_object());
 }
 
 /* ---- /files ---- */

@@ -120,9 +120,10 @@ static bool strings_only(const json_t *obj)
         return true;
 }
 
-/* The Start request as a command spec; argv/envp are the caller's to free. */
+/* The Start request as a command spec; argv/envp are the caller's to free, spec->cwd may
+ * point into cwd_buf (PATH_MAX). */
 static int parse_start(struct e2b_call *call, const json_t *msg, const struct sandbox *sb, struct agent_job_spec *spec,
-                       json_t **ret_asked, struct space_error *err)
+                       char *cwd_buf, json_t **ret_asked, struct space_error *err)
 {
         json_t *proc = json_object_get(msg, "process");
         const char *cmd = json_string_value(json_object_get(proc, "cmd"));
@@ -135,8 +136,12 @@ static int parse_start(struct e2b_call *call, const json_t *msg, const struct sa
                 return space_error_set(err, SPACE_E_INVALID_REQUEST, "process.args must be an array of strings");
         if (envs && !json_is_null(envs) && (!json_is_object(envs) || !strings_only(envs)))
                 return space_error_set(err, SPACE_E_INVALID_REQUEST, "process.envs must map variable names to strings");
-        if (cwd && *cwd && cwd[0] != '/')
-                return space_error_set(err, SPACE_E_INVALID_REQUEST, "process.cwd must be an absolute path");
+        /* As envd: a relative cwd is taken from the user's home. */
+        if (cwd && *cwd && cwd[0] != '/') {
+                if (e2b_files_resolve(call->user, cwd, cwd_buf, PATH_MAX, err) < 0)
+                        return -1; /* invalid_request, saying why */
+                cwd = cwd_buf;
+        }
         json_t *argv = json_array();
         /* SDKs run commands with /bin/bash -l -c; a sandbox without bash gets its /bin/sh. */
         json_array_append_new(
@@ -195,10 +200,11 @@ void e2b_process_start(struct e2b_call *call, struct api_response *resp)
         bool loaded = false;
         struct agent_job_spec spec = { 0 };
         struct command_record rec = { 0 };
+        char cwd_buf[PATH_MAX];
         if (e2b_connect_request(&call->req, &msg, &err) < 0 || running_sandbox(call, &sb, &err) < 0)
                 goto fail;
         loaded = true;
-        if (parse_start(call, msg, &sb, &spec, &asked, &err) < 0)
+        if (parse_start(call, msg, &sb, &spec, cwd_buf, &asked, &err) < 0)
                 goto fail;
         const char *tag = json_string_value(json_object_get(msg, "tag"));
         if (command_service_start(call->req.ctx, &sb, &spec, tag ? tag : "", asked, &rec, &err) < 0)

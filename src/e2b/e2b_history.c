@@ -16,6 +16,7 @@
 #include "service/sandbox_access.h"
 #include "service/snapshot_access.h"
 #include "service/snapshot_service.h"
+#include "spaced/log.h"
 #include "spaced/spaced_context.h"
 
 #define LIST_LIMIT_DEFAULT 100
@@ -153,8 +154,15 @@ void e2b_sandbox_fork(struct e2b_call *call, struct api_response *resp)
         if (sandbox_history_fork(ctx, call->sandbox_id, NULL, (int)count, NULL, &ids, &op, &err) < 0)
                 return e2b_reply_space_error(resp, &err);
         /* A fork where some children failed is failed as a whole; each answers for itself. */
-        struct space_error wait_err = { 0 };
+        struct space_error wait_err = { 0 }, del_err = { 0 };
         e2b_wait_operation(ctx, &op, &wait_err);
+        /* E2B's fork leaves no snapshot behind: the one it took is the fork's own, and each
+         * child has its own copy by now. Refused (and logged) while the fork still runs; a
+         * crash just before leaves it as a v1 fork leaves its snapshot (docs/e2b.md). */
+        if (op.snapshot_id[0] && sandbox_history_delete_snapshot(ctx, op.snapshot_id, &del_err) < 0 &&
+            del_err.code != SPACE_E_NOT_FOUND)
+                log_warn("e2b.fork_snapshot_kept", "sandbox=%s snapshot=%s error=\"%s\"", call->sandbox_id, op.snapshot_id,
+                         del_err.message);
         json_t *arr = json_array();
         for (long long i = 0; i < count; i++) {
                 struct sandbox sb;

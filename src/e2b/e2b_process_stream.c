@@ -31,6 +31,7 @@ struct process_stream {
         struct e2b_buf out;
         size_t out_off;
         bool done;
+        bool drop; /* done, and the connection is cut once out is written (no end-of-stream) */
 };
 
 static int emit_event(struct process_stream *st, json_t *event)
@@ -52,20 +53,22 @@ static int emit_data(struct process_stream *st, const char *kind, const uint8_t 
         return r;
 }
 
-/* Go's os.ProcessState wording, which SDKs show: "exit status 2", "signal: killed". */
+/* Go's os.ProcessState wording, which SDKs show: "exit status 2", "signal: killed". A
+ * process that was lost (its sandbox destroyed or stopped, its agent gone) has no exit in
+ * envd's terms: envd went with it and the stream just drops, which the SDK raises as "the
+ * sandbox was killed" once /health says so. */
 static int emit_end(struct process_stream *st, const json_t *exit_info)
 {
+        json_t *code = json_object_get(exit_info, "exit_code");
+        if (json_is_true(json_object_get(exit_info, "lost")) || !json_is_integer(code)) {
+                st->done = st->drop = true;
+                return 0;
+        }
         json_t *end = json_object();
         char status[160];
-        json_t *code = json_object_get(exit_info, "exit_code");
         int sig = (int)json_integer_value(json_object_get(exit_info, "signal"));
         const char *message = json_string_value(json_object_get(exit_info, "message"));
-        if (json_is_true(json_object_get(exit_info, "lost")) || !json_is_integer(code)) {
-                snprintf(status, sizeof(status), "lost: %s", message ? message : "the process is gone");
-                json_object_set_new(end, "exitCode", json_integer(-1));
-                json_object_set_new(end, "exited", json_false());
-                json_object_set_new(end, "error", json_string(status));
-        } else if (sig > 0) {
+        if (sig > 0) {
                 const char *name = strsignal(sig);
                 snprintf(status, sizeof(status), "signal: %s", name ? name : "unknown");
                 status[8] = (char)tolower((unsigned char)status[8]);
@@ -145,7 +148,7 @@ static ssize_t stream_read(void *cls, char *buf, size_t max)
                         return (ssize_t)n;
                 }
                 if (st->done)
-                        return 0;
+                        return st->drop ? -1 : 0; /* -1: the connection is cut, no end-of-stream */
                 if (atomic_load(&st->ctx->shutting_down)) {
                         struct space_error err = { .code = SPACE_E_UNAVAILABLE };
                         snprintf(err.message, sizeof(err.message), "spaced is stopping; the process goes on: connect again");

@@ -3,6 +3,7 @@
 
 #include "api/request_trail.h"
 
+#include <errno.h>
 #include <microhttpd.h>
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
@@ -155,11 +156,13 @@ static int signed_url(struct e2b_call *call, const char *id, struct space_error 
         const char *path = api_request_query(&call->req, "path");
         const char *user = api_request_query(&call->req, "username");
         const char *op = strcmp(call->req.method, "GET") == 0 ? "read" : "write";
+        long long at = 0;
         if (expiration && *expiration) {
                 char *end;
-                long long at = strtoll(expiration, &end, 10);
-                if (*end || at < wallclock_now_ms() / 1000)
-                        return space_error_set(err, SPACE_E_UNAUTHORIZED, "the signed URL has expired");
+                errno = 0;
+                at = strtoll(expiration, &end, 10);
+                if (*end || errno)
+                        return space_error_set(err, SPACE_E_INVALID_REQUEST, "signature_expiration is not a unix time");
         }
         char(*ids)[32] = NULL;
         size_t n = 0;
@@ -186,6 +189,9 @@ static int signed_url(struct e2b_call *call, const char *id, struct space_error 
         free(ids);
         if (!found)
                 return space_error_set(err, SPACE_E_UNAUTHORIZED, "the signature does not match");
+        /* As envd: the signature first, then its expiry, in envd's words. */
+        if (expiration && *expiration && at < wallclock_now_ms() / 1000)
+                return space_error_set(err, SPACE_E_UNAUTHORIZED, "signature is already expired");
         sandbox_service_token_caller(call->front->ctx, call->sandbox_id, &call->req.principal);
         return 0;
 }
@@ -292,6 +298,8 @@ static const struct route *route_call(struct e2b_call *call, char *path_copy, si
         } else if (envd_authenticate(call, found->half == ENVD, &err) < 0) {
                 if (found->half == ENVD_OPEN)
                         e2b_reply_space_error(resp, &err);
+                else if (strcmp(call->req.segments[0], "files") == 0)
+                        e2b_files_reply_error(resp, &err); /* envd's /files is REST: {"code": 401, "message"} */
                 else
                         e2b_connect_reply_error(resp, &err);
                 return NULL;

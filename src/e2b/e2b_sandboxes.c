@@ -507,7 +507,14 @@ void e2b_sandbox_timeout(struct e2b_call *call, struct api_response *resp)
                 return e2b_reply_error(resp, 400, "give timeout (seconds)");
         if (load(call, &sb, resp) < 0)
                 return;
+        bool running = sb.state == SANDBOX_RUNNING;
         sandbox_release(&sb);
+        /* E2B's 0 ends the sandbox now (space's timeout_s 0 would be "never"). */
+        if (timeout_s == 0 && running) {
+                if (sandbox_service_expire_now(call->req.ctx, &call->req.principal, call->sandbox_id, &err) < 0)
+                        return e2b_reply_space_error(resp, &err);
+                return e2b_reply_empty(resp);
+        }
         if (e2b_set_timeout(call, call->sandbox_id, timeout_s, false, &err) < 0)
                 return err.code == SPACE_E_INTERNAL ? e2b_reply_error(resp, 500, "store timeout: %s", err.message)
                                                     : e2b_reply_space_error(resp, &err);

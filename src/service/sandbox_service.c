@@ -102,6 +102,19 @@ int sandbox_service_clear_expiry(struct spaced_context *ctx, const struct princi
         return r < 0 ? space_error_errno(err, r, "clear the timeout of %s", id) : 0;
 }
 
+int sandbox_service_expire_now(struct spaced_context *ctx, const struct principal *p, const char *id, struct space_error *err)
+{
+        struct sandbox sb;
+        if (sandbox_access_load(ctx, p, id, &sb, err) < 0)
+                return -1;
+        enum sandbox_state state = sb.state;
+        sandbox_release(&sb);
+        if (state != SANDBOX_RUNNING)
+                return space_error_set(err, SPACE_E_INVALID_STATE, "sandbox %s is %s", id, sandbox_state_name(state));
+        int r = STORE(ctx, sandbox_set_expiry, id, wallclock_now_ms());
+        return r < 0 ? space_error_errno(err, r, "set the timeout of %s", id) : 0;
+}
+
 void sandbox_service_token_caller(struct spaced_context *ctx, const char *id, struct principal *ret)
 {
         struct sandbox sb;

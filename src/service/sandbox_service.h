@@ -40,6 +40,9 @@ int sandbox_service_change(struct spaced_context *ctx, const struct principal *p
 
 /* Takes the timeout off sandbox id (it waits without one: E2B's paused sandboxes). */
 int sandbox_service_clear_expiry(struct spaced_context *ctx, const struct principal *p, const char *id, struct space_error *err);
+/* Makes running sandbox id expire now (E2B's timeout 0): the controller applies its
+ * on_timeout at its next check; its timeout_s stays. invalid_state when it is not running. */
+int sandbox_service_expire_now(struct spaced_context *ctx, const struct principal *p, const char *id, struct space_error *err);
 
 /* Authentication of a caller that holds one sandbox's own credential (E2B's envd token, a
  * signed URL): it acts in that sandbox's project and nowhere else, with no key's rights.

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/random.h>
 #include <sys/stat.h>
 #include <sys/vfs.h>
@@ -78,6 +79,42 @@ static int not_regular(mode_t m)
         return S_ISDIR(m) ? -EISDIR : -EINVAL;
 }
 
+/* A file that stats as empty may not be (procfs, sysfs: their sizes are known only once
+ * read): its bytes are read to the end, at most SPOOL_MAX of them, into an anonymous file
+ * (the sandbox's memory, charged to it) that is served in its place, with *size set. An
+ * empty file costs one read that returns 0. The new fd, or -errno. */
+#define SPOOL_MAX (64u << 20)
+static int download_spool(int fd, off_t *size)
+{
+        _cleanup_close_ int mem = memfd_create("space-download", MFD_CLOEXEC);
+        if (mem < 0)
+                return -errno;
+        char buf[AGENT_FILE_CHUNK];
+        off_t total = 0;
+        for (;;) {
+                ssize_t n = read(fd, buf, sizeof buf);
+                if (n < 0 && errno == EINTR)
+                        continue;
+                if (n < 0)
+                        return -errno;
+                if (n == 0)
+                        break;
+                if ((uint64_t)total + (uint64_t)n > SPOOL_MAX)
+                        return -EFBIG;
+                for (ssize_t put = 0; put < n;) {
+                        ssize_t k = write(mem, buf + put, (size_t)(n - put));
+                        if (k < 0 && errno == EINTR)
+                                continue;
+                        if (k < 0)
+                                return -errno;
+                        put += k;
+                }
+                total += n;
+        }
+        *size = total;
+        return TAKE_FD(mem);
+}
+
 int agent_file_transfer_read(struct agent_conn *c, struct agent_file_request *req)
 {
         struct agent_frame_writer w;
@@ -101,6 +138,13 @@ int agent_file_transfer_read(struct agent_conn *c, struct agent_file_request *re
         int flags = fcntl(fd, F_GETFL);
         if (flags >= 0)
                 (void)fcntl(fd, F_SETFL, flags & ~O_NONBLOCK);
+        if (st.st_size == 0) {
+                int mem = download_spool(fd, &st.st_size);
+                if (mem < 0)
+                        return mem;
+                close(fd);
+                fd = mem;
+        }
         struct agent_file_download *d = calloc(1, sizeof *d);
         if (!d)
                 return -ENOMEM;
@@ -191,6 +235,7 @@ static int upload_ancestor_open(const char *path)
         }
 }
 
+#define UPLOAD_TEMP_PREFIX ".space-upload-"
 static void random_name(char *buf, size_t size)
 {
         uint8_t raw[8] = { 0 };
@@ -202,7 +247,13 @@ static void random_name(char *buf, size_t size)
         }
         for (size_t i = 0; i < sizeof raw; i++)
                 snprintf(hex + 2 * i, 3, "%02x", raw[i]);
-        snprintf(buf, size, ".space-upload-%s", hex);
+        snprintf(buf, size, UPLOAD_TEMP_PREFIX "%s", hex);
+}
+
+bool agent_file_upload_temp_name(const char *name)
+{
+        size_t n = strlen(UPLOAD_TEMP_PREFIX);
+        return strncmp(name, UPLOAD_TEMP_PREFIX, n) == 0 && strlen(name + n) == 16 && strspn(name + n, "0123456789abcdef") == 16;
 }
 
 int agent_file_transfer_create(struct agent_conn *c, struct agent_file_request *req)

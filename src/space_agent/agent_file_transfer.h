@@ -34,6 +34,9 @@ void agent_file_transfer_fetch(struct agent_conn *c, const struct agent_frame *f
  * left to send (w untouched). */
 bool agent_file_download_next(struct agent_conn *c, struct agent_frame_writer *w);
 void agent_file_download_free(struct agent_file_download *d);
+/* Whether name is one an upload gives its file before it is renamed into place (beside
+ * the target when replacing it, or where O_TMPFILE is not available). */
+bool agent_file_upload_temp_name(const char *name);
 
 /* Replies FILE_UPLOAD and keeps the upload on c for FILE_DATA and FILE_COMMIT. */
 int agent_file_transfer_create(struct agent_conn *c, struct agent_file_request *req);

@@ -16,6 +16,7 @@
 #include "space_agent/agent_cleanup.h"
 #include "space_agent/agent_conn.h"
 #include "space_agent/agent_file_path.h"
+#include "space_agent/agent_file_transfer.h"
 #include "space_agent/agent_file_user.h"
 
 #define WATCH_DIRS_MAX 8192
@@ -36,7 +37,8 @@ struct agent_file_watch {
         size_t n_dirs, cap_dirs;
         int root_wd;
         bool recursive, as_user, overflowed;
-        bool ending; /* the watched directory is gone: close once the queue is sent */
+        bool ending;            /* the watched directory is gone: close once the queue is sent */
+        uint32_t upload_cookie; /* of an upload's temporary file renamed away: its IN_MOVED_TO is a write */
         uid_t fsuid;
         gid_t fsgid;
         uint8_t *out;
@@ -241,7 +243,18 @@ static void watch_on_event(struct agent_file_watch *w, const struct inotify_even
         }
         if (snprintf(path, sizeof path, "%s/%s", strcmp(dir, "/") ? dir : "", ev->name) >= (int)sizeof path)
                 return;
-        if (ev->mask & (IN_CREATE | IN_MOVED_TO))
+        /* An upload fills a file under a temporary name and renames it over its target: the
+         * name is no one's file (not reported), and the target is written, as envd, which
+         * writes in place, reports it. */
+        if (agent_file_upload_temp_name(ev->name)) {
+                if (ev->mask & IN_MOVED_FROM)
+                        w->upload_cookie = ev->cookie;
+                return;
+        }
+        if ((ev->mask & IN_MOVED_TO) && ev->cookie && ev->cookie == w->upload_cookie) {
+                w->upload_cookie = 0;
+                kind = AGENT_FILE_EVENT_WRITE;
+        } else if (ev->mask & (IN_CREATE | IN_MOVED_TO))
                 kind = AGENT_FILE_EVENT_CREATE;
         else if (ev->mask & IN_MODIFY)
                 kind = AGENT_FILE_EVENT_WRITE;

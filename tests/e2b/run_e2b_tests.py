@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""E2B compatibility: runs sdk_test.mjs with each pinned version of the official E2B
+"""E2B compatibility: runs sdk_test.mjs and parity_test.mjs (issue 16) with each pinned version of the official E2B
 JavaScript SDK (package.json) against a real spaced serving --e2b-listen.
 
 Installs the SDKs with npm into tests/e2b/node_modules first. Exits 77 (meson: skipped)
@@ -75,13 +75,14 @@ def main():
                     "SPACED_PID": str(d.proc.pid)})  # sdk_test.mjs watches its memory during big uploads
         for pkg in PACKAGES:
             print("# %s against %s" % (pkg, url), flush=True)
-            try:
-                r = subprocess.run(["node", os.path.join(HERE, "sdk_test.mjs"), pkg], cwd=HERE, env=env, timeout=900)
-                if r.returncode != 0:
-                    failed.append(pkg)
-            except subprocess.TimeoutExpired:
-                print("not ok - %s: timed out" % pkg, flush=True)
-                failed.append(pkg)
+            for script in ("sdk_test.mjs", "parity_test.mjs"):
+                try:
+                    r = subprocess.run(["node", os.path.join(HERE, script), pkg], cwd=HERE, env=env, timeout=900)
+                    if r.returncode != 0:
+                        failed.append("%s %s" % (pkg, script))
+                except subprocess.TimeoutExpired:
+                    print("not ok - %s %s: timed out" % (pkg, script), flush=True)
+                    failed.append("%s %s" % (pkg, script))
         # Processes outlive a kill -9 of spaced (and the envd access tokens stay valid).
         pkg = PACKAGES[0]
         script = os.path.join(HERE, "restart_test.mjs")

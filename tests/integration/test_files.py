@@ -241,6 +241,18 @@ class Files(SpacedTestCase):
         time.sleep(0.5)
         self.assertEqual(self.spaced.exec(sid, shell="ls -A /tmp")["stdout"], "ok.bin\n")
 
+    def test_download_of_files_that_stat_empty(self):
+        """procfs and sysfs files stat as 0 bytes: the download reads them to their end."""
+        status, data, headers = self.get_bytes("/proc/self/status")
+        self.assertEqual(status, 200)
+        self.assertTrue(data.startswith(b"Name:\t"), data[:100])
+        self.assertEqual(headers.get("Content-Length"), str(len(data)))
+        status, data, _ = self.get_bytes("/proc/mounts")
+        self.assertEqual(status, 200)
+        self.assertIn(b" / ", data)
+        self.assertEqual(self.put("/root/really-empty", b"")["size"], 0)
+        self.assertEqual(self.get_bytes("/root/really-empty")[:2], (200, b""))
+
     def test_download_ranges(self):
         data = bytes(range(256)) * 40  # 10240 bytes
         self.put("/root/ranged", data)
@@ -631,6 +643,12 @@ class Files(SpacedTestCase):
         self.sh("mv /w/sub /w/moved; sleep 0.2; echo z > /w/moved/d2/after")
         wait_for(lambda: seen("create", "/w/moved/d2/after"), timeout=10, what="events %r" % (events,))
         self.assertFalse(seen("create", "/w/sub/d2/after"), events)
+        # An upload over a file is a write of it (as an in-place write), and the name the
+        # upload is filled under never shows.
+        self.put("/w/uploaded", b"again")
+        wait_for(lambda: seen("write", "/w/uploaded"), timeout=10, what="events %r" % (events,))
+        self.assertEqual([k for k, d in events if d["path"] == "/w/uploaded"].count("create"), 1, events)
+        self.assertFalse([d for k, d in events if ".space-upload-" in d["path"]], events)
         done.set()
         conn.sock.shutdown(socket.SHUT_RDWR)  # wakes the reader; close() alone would not
         conn.close()

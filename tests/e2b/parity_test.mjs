@@ -1,0 +1,184 @@
+// Issue 16 parity checks: behaviours where envd answers in a particular way and the SDK (or
+// code written against E2B) relies on it. Same harness as sdk_test.mjs (run_e2b_tests.py
+// starts spaced and runs this file with each pinned SDK). Usage:
+//   node parity_test.mjs <package>
+import assert from 'node:assert/strict'
+
+const pkg = process.argv[2] || 'e2b-latest'
+const { Sandbox, CommandExitError, TimeoutError } = await import(pkg)
+const { readFileSync } = await import('node:fs')
+const { createRequire } = await import('node:module')
+const version = JSON.parse(readFileSync(createRequire(import.meta.url).resolve(`${pkg}/package.json`))).version
+const only = process.env.E2B_TEST_ONLY ? new RegExp(process.env.E2B_TEST_ONLY) : null
+
+let failed = 0
+const made = []
+
+async function check(name, fn) {
+  if (only && !only.test(name)) return
+  const t0 = Date.now()
+  try {
+    const skipped = await fn()
+    console.log(`ok - ${version} ${name} (${Date.now() - t0} ms)${skipped === 'skip' ? ' # SKIP not in this SDK' : ''}`)
+  } catch (e) {
+    failed++
+    console.log(`not ok - ${version} ${name}: ${e && e.stack ? e.stack : e}`)
+  }
+}
+
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms))
+
+async function create(opts = {}) {
+  const sbx = await Sandbox.create({ timeoutMs: 300_000, ...opts })
+  made.push(sbx.sandboxId)
+  return sbx
+}
+
+const sbx = await create({ metadata: { suite: 'e2b-parity' } })
+
+// envd's Remove is os.RemoveAll: a path that is not there is no error.
+await check('files.remove of a missing path succeeds, as in envd', async () => {
+  assert.equal(await sbx.files.exists('/home/user/never-made'), false)
+  await sbx.files.remove('/home/user/never-made')
+  await sbx.files.remove('/home/user/no/such/parent/either')
+  await sbx.files.remove('relative-and-missing')
+  // Still refused where the user may not remove what is there.
+  await assert.rejects(sbx.files.remove('/etc/passwd'))
+  assert.equal(await sbx.files.exists('/etc/passwd'), true)
+})
+
+// /proc files stat as 0 bytes; envd reads them to their end.
+await check('files.read of /proc files returns their whole content', async () => {
+  const status = await sbx.files.read('/proc/self/status')
+  assert.match(status, /^Name:\t/)
+  assert.match(status, /\nPid:\t\d+\n/)
+  const mounts = await sbx.files.read('/proc/mounts')
+  assert.equal(mounts, (await sbx.commands.run('cat /proc/mounts')).stdout)
+  // A plain empty file is still empty, and bytes come whole.
+  await sbx.files.write('/home/user/empty', '')
+  assert.equal(await sbx.files.read('/home/user/empty'), '')
+  const bytes = await sbx.files.read('/proc/self/cmdline', { format: 'bytes' })
+  assert.ok(bytes.length > 0, 'cmdline is not empty')
+})
+
+await check('an expired signed URL: 401 "signature is already expired", as envd', async () => {
+  if (typeof sbx.downloadUrl !== 'function') return 'skip'
+  await sbx.files.write('/home/user/expiring.txt', 'soon gone')
+  const down = await sbx.downloadUrl('/home/user/expiring.txt', { useSignatureExpiration: 1 })
+  let r = await fetch(down)
+  assert.equal(r.status, 200)
+  assert.equal(await r.text(), 'soon gone')
+  await sleep(2100)
+  r = await fetch(down)
+  assert.equal(r.status, 401)
+  assert.deepEqual(await r.json(), { code: 401, message: 'signature is already expired' })
+  // A signature that does not match says so, expired or not.
+  const bad = new URL(down)
+  bad.searchParams.set('signature', 'v1_' + 'A'.repeat(43))
+  r = await fetch(bad)
+  assert.equal(r.status, 401)
+  assert.notEqual((await r.json()).message, 'signature is already expired')
+})
+
+// envd dies with its sandbox: a stream it was serving just drops (no end event), and the
+// SDK, finding /health gone, raises "the sandbox was killed". Older SDKs raise the dropped
+// stream as it is; neither may see a command that exited.
+await check('a sandbox killed mid-command drops the stream (no end with exit -1)', async () => {
+  const doomed = await create()
+  const running = doomed.commands.run('echo started; sleep 60')
+  await sleep(1000)
+  assert.equal(await Sandbox.kill(doomed.sandboxId), true)
+  const t0 = Date.now()
+  const e = await running.then(() => null, (x) => x)
+  assert.ok(e, 'the command did not fail')
+  assert.ok(Date.now() - t0 < 10_000, 'the stream outlived its sandbox')
+  assert.ok(!(e instanceof CommandExitError), `an end event came: ${e}`)
+  assert.doesNotMatch(String(e.message), /exit|lost/, String(e))
+  if (/end of life/.test(readFileSync(createRequire(import.meta.url).resolve(pkg), 'utf8')))
+    assert.ok(e instanceof TimeoutError && /killed or reached its end of life/.test(e.message), String(e))
+})
+
+// Connect-Timeout-Ms: envd's context deadline ends the call with deadline_exceeded, which
+// the SDK raises as a TimeoutError naming timeoutMs.
+await check('a command past its timeoutMs ends with deadline_exceeded', async () => {
+  const t0 = Date.now()
+  const e = await sbx.commands.run('sleep 30', { timeoutMs: 1000 }).then(() => null, (x) => x)
+  assert.ok(e instanceof TimeoutError, `got ${e}`)
+  assert.match(e.message, /timeoutMs/)
+  assert.ok(Date.now() - t0 < 10_000)
+  const h = await sbx.commands.run('sleep 30', { background: true, timeoutMs: 1000 })
+  const w = await h.wait().then(() => null, (x) => x)
+  assert.ok(w instanceof TimeoutError && /timeoutMs/.test(w.message), `background: got ${w}`)
+})
+
+// envd writes a file in place (O_TRUNC): a watcher sees a new file created, an existing
+// one written, and never a name the writer used on the way.
+await check('files.write over a file is a WRITE event; no upload temp names', async () => {
+  await sbx.files.makeDir('/home/user/w6')
+  await sbx.files.write('/home/user/w6/f.txt', 'first')
+  const events = []
+  const h = await sbx.files.watchDir('/home/user/w6', (e) => events.push(e))
+  await sbx.files.write('/home/user/w6/f.txt', 'second, longer')
+  await sbx.files.write('/home/user/w6/g.txt', 'new')
+  await sleep(500)
+  await h.stop()
+  const seen = events.map((e) => `${e.type}:${e.name}`)
+  assert.ok(seen.includes('write:f.txt'), `no write of f.txt in ${JSON.stringify(seen)}`)
+  assert.ok(!seen.includes('create:f.txt'), `the overwrite showed as a create: ${JSON.stringify(seen)}`)
+  assert.ok(seen.includes('create:g.txt'), `no create of g.txt in ${JSON.stringify(seen)}`)
+  assert.ok(seen.every((e) => /:(f|g)\.txt$/.test(e)), `other names: ${JSON.stringify(seen)}`)
+  assert.equal(await sbx.files.read('/home/user/w6/f.txt'), 'second, longer')
+})
+
+// envd resolves a relative cwd against the user's home.
+await check('a relative cwd is taken from the user\'s home', async () => {
+  await sbx.files.makeDir('/home/user/sub/dir')
+  assert.equal((await sbx.commands.run('pwd', { cwd: 'sub/dir' })).stdout, '/home/user/sub/dir\n')
+  await sbx.commands.run('mkdir -p /root/rdir', { user: 'root' })
+  assert.equal((await sbx.commands.run('pwd', { cwd: 'rdir', user: 'root' })).stdout, '/root/rdir\n')
+})
+
+// envd reports the target of a link as an absolute path.
+await check('symlinkTarget is absolute', async () => {
+  await sbx.commands.run('mkdir -p /home/user/ln/a && echo x > /home/user/ln/a/t && cd /home/user/ln && ' +
+    'ln -s a/t rel && ln -s /home/user/ln/a/t abs && ln -s ../ln/./a/t up')
+  for (const name of ['rel', 'abs', 'up']) {
+    const info = await sbx.files.getInfo(`/home/user/ln/${name}`)
+    assert.equal(info.symlinkTarget, '/home/user/ln/a/t', `${name}: ${JSON.stringify(info)}`)
+  }
+  const rel = (await sbx.files.list('/home/user/ln')).find((e) => e.name === 'rel')
+  if (rel) assert.equal(rel.symlinkTarget, '/home/user/ln/a/t') // SDK 2.14 leaves links out of lists
+})
+
+// E2B's timeout 0 ends the sandbox now (space's timeout_s 0 would be "never").
+await check('setTimeout(0) ends the sandbox, as in E2B', async () => {
+  const short = await create()
+  await short.setTimeout(0)
+  const t0 = Date.now()
+  while (await short.isRunning() && Date.now() - t0 < 10_000) await sleep(250)
+  assert.equal(await short.isRunning(), false, 'still running 10 s after setTimeout(0)')
+  await assert.rejects(Sandbox.getInfo(short.sandboxId))
+})
+
+// A fork's snapshot is the fork's own: it must not outlive it or show as the user's.
+await check('fork leaves no snapshot behind (listSnapshots)', async () => {
+  if (typeof sbx.fork !== 'function') return 'skip'
+  const before = await Sandbox.listSnapshots({ sandboxId: sbx.sandboxId }).nextItems()
+  await sbx.commands.run('echo forked > /home/user/fork-note')
+  const forks = await sbx.fork({ count: 2 })
+  for (const f of forks) {
+    assert.ok(f instanceof Sandbox, `fork failed: ${f}`)
+    made.push(f.sandboxId)
+    assert.equal((await f.commands.run('cat /home/user/fork-note')).stdout, 'forked\n')
+  }
+  const after = await Sandbox.listSnapshots({ sandboxId: sbx.sandboxId }).nextItems()
+  assert.deepEqual(after.map((s) => s.snapshotId), before.map((s) => s.snapshotId))
+  // The children stand on their own copies.
+  await forks[0].files.write('/home/user/child', 'mine')
+  assert.equal(await forks[1].files.exists('/home/user/child'), false)
+  for (const f of forks) await f.kill()
+})
+
+for (const id of made) await Sandbox.kill(id).catch(() => {})
+console.log(failed ? `# ${version} parity: ${failed} failed` : `# ${version} parity: all passed`)
+process.exit(failed ? 1 : 0)
