@@ -1,6 +1,7 @@
 /* space-egress: the egress gateway of one spaced (docs/network.md). spaced binds the
  * sockets and starts it with them:
  *   space-egress --listen-fd N --dns-fd N --control-fd N --resolver A.B.C.D[:PORT] --refuse CIDR
+ *                [--log-format text|json]
  * --listen-fd: TCP on 127.0.0.1, where the host's nftables rules DNAT every TCP connection of
  * a sandbox; --dns-fd: UDP, where they DNAT its DNS; --control-fd: a stream on which spaced
  * sends the source address → policy map (egress_map.h), one JSON object a line; --refuse: the
@@ -24,6 +25,7 @@
 
 #include "egress/egress_loop.h"
 #include "egress/egress_rule.h"
+#include "spaced/log.h"
 
 int64_t egress_now_ms(void)
 {
@@ -32,24 +34,15 @@ int64_t egress_now_ms(void)
         return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
+/* spaced's own log lines (spaced/log.h), in the format spaced was told (--log-format). */
 void egress_log(const char *level, const char *event, const char *fmt, ...)
 {
-        char line[2048], stamp[32];
-        struct timespec ts;
-        struct tm tm;
-        clock_gettime(CLOCK_REALTIME, &ts);
-        gmtime_r(&ts.tv_sec, &tm);
-        strftime(stamp, sizeof(stamp), "%Y-%m-%dT%H:%M:%S", &tm);
-        int n = snprintf(line, sizeof(line), "ts=%s.%03ldZ level=%s event=%s ", stamp, ts.tv_nsec / 1000000, level, event);
+        enum log_level lv = LOG_INFO;
+        (void)log_parse_level(level, &lv);
         va_list ap;
         va_start(ap, fmt);
-        if (n > 0 && (size_t)n < sizeof(line))
-                n += vsnprintf(line + n, sizeof(line) - (size_t)n, fmt, ap);
+        log_eventv(lv, event, fmt, ap);
         va_end(ap);
-        if (n < 0 || (size_t)n >= sizeof(line) - 1)
-                n = (int)sizeof(line) - 2;
-        line[n++] = '\n';
-        (void)!write(STDERR_FILENO, line, (size_t)n);
 }
 
 static void watch(struct egress_loop *l, int fd, struct egress_handle *h)
@@ -264,6 +257,11 @@ int main(int argc, char **argv)
                         resolver = argv[i + 1];
                 else if (strcmp(argv[i], "--refuse") == 0)
                         refuse = argv[i + 1];
+                else if (strcmp(argv[i], "--log-format") == 0) {
+                        enum log_format fmt = LOG_FORMAT_TEXT;
+                        (void)log_parse_format(argv[i + 1], &fmt);
+                        log_set_format(fmt);
+                }
         }
         struct egress_rule refused;
         char why[200];

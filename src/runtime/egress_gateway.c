@@ -33,6 +33,7 @@ struct map_entry {
 
 struct egress_gateway {
         char program[4096], resolver[64], refuse[32];
+        bool log_json;
         int listen_fd, dns_fd;
         uint16_t tcp_port, dns_port;
         int stop_fd;
@@ -106,8 +107,20 @@ static int spawn_locked(struct egress_gateway *g, int *ret_pidfd)
         posix_spawn_file_actions_init(&fa);
         for (int i = 0; i < 3; i++)
                 posix_spawn_file_actions_adddup2(&fa, fds[i], 3 + i);
-        char *argv[] = { g->program, "--listen-fd", "3",         "--dns-fd", "4",       "--control-fd",
-                         "5",        "--resolver",  g->resolver, "--refuse", g->refuse, NULL };
+        char *argv[] = { g->program,
+                         "--listen-fd",
+                         "3",
+                         "--dns-fd",
+                         "4",
+                         "--control-fd",
+                         "5",
+                         "--resolver",
+                         g->resolver,
+                         "--refuse",
+                         g->refuse,
+                         "--log-format",
+                         g->log_json ? "json" : "text",
+                         NULL };
         /* spaced blocks the signals it waits for: the gateway starts with none blocked. */
         posix_spawnattr_t attr;
         sigset_t none, all;
@@ -202,6 +215,7 @@ int egress_gateway_start(const struct egress_gateway_config *cfg, struct egress_
         pthread_mutex_init(&g->lock, NULL);
         snprintf(g->program, sizeof(g->program), "%s", cfg->program ? cfg->program : "");
         snprintf(g->refuse, sizeof(g->refuse), "%s", cfg->refuse);
+        g->log_json = cfg->log_json;
         if (cfg->resolver && cfg->resolver[0])
                 snprintf(g->resolver, sizeof(g->resolver), "%s", cfg->resolver);
         else

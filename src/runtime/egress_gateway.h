@@ -8,6 +8,7 @@
 #pragma once
 
 #include <jansson.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
 
@@ -19,6 +20,7 @@ struct egress_gateway_config {
         const char *program;  /* the space-egress binary */
         const char *resolver; /* ADDR[:PORT]; NULL or "": the host's first IPv4 nameserver */
         const char *refuse;   /* CIDR: the sandboxes' own subnet, never dialled */
+        bool log_json;        /* its log lines as JSON objects, like spaced's (--log-format json) */
 };
 
 int egress_gateway_start(const struct egress_gateway_config *cfg, struct egress_gateway **ret, struct space_error *err);

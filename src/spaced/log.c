@@ -203,14 +203,19 @@ int log_fields_json(const char *line, char *out, size_t size)
 
 void log_event(enum log_level level, const char *event, const char *fmt, ...)
 {
+        va_list ap;
+        va_start(ap, fmt);
+        log_eventv(level, event, fmt, ap);
+        va_end(ap);
+}
+
+void log_eventv(enum log_level level, const char *event, const char *fmt, va_list ap)
+{
         if ((int)level < min_level)
                 return;
         char ts[40], body[2048];
         wallclock_format(wallclock_now_ms(), ts, sizeof(ts));
-        va_list ap;
-        va_start(ap, fmt);
         vsnprintf(body, sizeof(body), fmt, ap);
-        va_end(ap);
         /* Keep one event on one line whatever the values hold: values a client or a sandbox
          * chose go through log_escape; this is the backstop for any other. */
         for (char *p = body; *p; p++)

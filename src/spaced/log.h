@@ -4,6 +4,7 @@
  * logs failures once with context. Level and format may change while running (SIGHUP). */
 #pragma once
 
+#include <stdarg.h>
 #include <stddef.h>
 
 enum log_level { LOG_DEBUG = 0, LOG_INFO, LOG_WARN, LOG_ERROR };
@@ -27,6 +28,7 @@ const char *log_escape(const char *v, char *buf, size_t size);
 #define LOG_ESC(v) log_escape((v), (char[LOG_VALUE_SIZE]){ 0 }, LOG_VALUE_SIZE)
 
 void log_event(enum log_level level, const char *event, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+void log_eventv(enum log_level level, const char *event, const char *fmt, va_list ap) __attribute__((format(printf, 3, 0)));
 
 #define log_debug(ev, ...) log_event(LOG_DEBUG, ev, __VA_ARGS__)
 #define log_info(ev, ...) log_event(LOG_INFO, ev, __VA_ARGS__)

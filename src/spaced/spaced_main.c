@@ -286,7 +286,8 @@ int main(int argc, char **argv)
                  (ctx.cfg.egress_subnet >> 8) & 255, ctx.cfg.egress_subnet & 255, ctx.cfg.egress_subnet_bits);
         struct egress_gateway_config gc = { .program = ctx.cfg.egress_gateway_path,
                                             .resolver = ctx.cfg.egress_resolver,
-                                            .refuse = subnet };
+                                            .refuse = subnet,
+                                            .log_json = ctx.cfg.log_format == LOG_FORMAT_JSON };
         if (egress_gateway_start(&gc, &ctx.egress, &err) < 0)
                 return fail("spaced.egress", "%s", err.message);
         struct runtime_config rc = {
@@ -384,6 +385,8 @@ int main(int argc, char **argv)
         bool drained = http_server_connections(http) + e2b_server_connections(e2b) + metrics_listener_connections(metrics) == 0;
         /* Sandboxes run on, without egress until a spaced starts again (fail closed). */
         egress_gateway_free(ctx.egress);
+        /* While the drivers are still there: it asks them whether any sandbox still runs. */
+        release_pool(&ctx);
         if (drained) {
                 http_server_free(http);
                 e2b_server_free(e2b);
@@ -391,7 +394,6 @@ int main(int argc, char **argv)
                 metrics_free(ctx.metrics);
                 runtime_registry_free(&ctx.runtimes); /* the egress table goes when no sandbox holds a link */
         }
-        release_pool(&ctx);
         ctx.store.ops->close(ctx.store.st);
         log_info("spaced.stopped", "drained=%s", drained ? "true" : "false");
         /* Long execs may still hold connections: exit without waiting for them. */
