@@ -108,11 +108,14 @@ static _Noreturn void child_run(const struct agent_exec_request *req, const stru
         if (setsid() < 0)
                 child_fail(report_fd, AGENT_SPAWN_STAGE_SETUP, errno);
         child_reset_signals();
-        /* spaced shields the agent from the OOM killer; commands must not inherit that, or a
-         * memory hog could never be killed. Raising the score needs no privilege. */
+        /* Commands are the OOM killer's first choice, the agent (PID 1: its death ends the
+         * sandbox) its last. spaced lowers the agent's score to -1000 where the host allows
+         * (CAP_SYS_RESOURCE); where it does not, the agent stays at 0, so commands take the
+         * highest score instead. Raising a score needs no privilege, and a command cannot
+         * lower it again. */
         int oom = open("/proc/self/oom_score_adj", O_WRONLY | O_CLOEXEC);
         if (oom >= 0) {
-                (void)!write(oom, "0\n", 2);
+                (void)!write(oom, "1000\n", 5);
                 close(oom);
         }
 
