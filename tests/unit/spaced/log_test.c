@@ -60,27 +60,45 @@ static void test_escape_cut(void **state)
         assert_string_equal(tiny, "");
 }
 
+/* What log lines go to stderr between capture_begin() and capture_end(). */
+struct capture {
+        char path[32];
+        int fd, saved;
+};
+
+static void capture_begin(struct capture *c)
+{
+        snprintf(c->path, sizeof(c->path), "/tmp/space-log-test-XXXXXX");
+        c->fd = mkstemp(c->path);
+        assert_true(c->fd >= 0);
+        fflush(stderr);
+        c->saved = dup(2);
+        dup2(c->fd, 2);
+}
+
+/* The captured text (NUL-terminated) into buf; asserts there was some. */
+static void capture_end(struct capture *c, char *buf, size_t size)
+{
+        fflush(stderr);
+        dup2(c->saved, 2);
+        close(c->saved);
+        ssize_t n = pread(c->fd, buf, size - 1, 0);
+        close(c->fd);
+        unlink(c->path);
+        assert_true(n > 0);
+        buf[n] = '\0';
+}
+
 static void test_event_is_one_line(void **state)
 {
-        char path[] = "/tmp/space-log-test-XXXXXX";
-        int fd = mkstemp(path);
-        assert_true(fd >= 0);
-        fflush(stderr);
-        int saved = dup(2);
-        dup2(fd, 2);
+        struct capture c;
+        capture_begin(&c);
         log_event(LOG_INFO, "test.event", "raw=%s quoted=\"%s\"",
                   "a\nb\x01"
                   "c",
                   LOG_ESC("x\"y\nz"));
-        fflush(stderr);
-        dup2(saved, 2);
-        close(saved);
         char text[512] = "";
-        ssize_t n = pread(fd, text, sizeof(text) - 1, 0);
-        close(fd);
-        unlink(path);
-        assert_true(n > 0);
-        text[n] = '\0';
+        capture_end(&c, text, sizeof(text));
         char *nl = strchr(text, '\n');
         assert_non_null(nl);
         assert_string_equal(nl + 1, ""); /* one line */
@@ -104,25 +122,14 @@ static void test_fields_json(void **state)
 /* In JSON format every line is one object a JSON parser reads, whatever the values held. */
 static void test_json_lines_parse(void **state)
 {
-        char path[] = "/tmp/space-log-test-XXXXXX";
-        int fd = mkstemp(path);
-        assert_true(fd >= 0);
-        fflush(stderr);
-        int saved = dup(2);
-        dup2(fd, 2);
+        struct capture c;
+        capture_begin(&c);
         log_set_format(LOG_FORMAT_JSON);
         log_event(LOG_INFO, "test.json", "n=%d quoted=\"%s\" raw=%s", 42, LOG_ESC("x\"y\nz\\\xc3\xa9\"}"), "a\"b{");
         log_event(LOG_WARN, "test.text", "not key value at all \"");
         log_set_format(LOG_FORMAT_TEXT);
-        fflush(stderr);
-        dup2(saved, 2);
-        close(saved);
         char text[2048] = "";
-        ssize_t n = pread(fd, text, sizeof(text) - 1, 0);
-        close(fd);
-        unlink(path);
-        assert_true(n > 0);
-        text[n] = '\0';
+        capture_end(&c, text, sizeof(text));
         char *second = strchr(text, '\n');
         assert_non_null(second);
         *second++ = '\0';
