@@ -8,23 +8,9 @@ const pkg = process.argv[2] || 'e2b-latest'
 const { Sandbox, CommandExitError, TimeoutError } = await import(pkg)
 const { readFileSync } = await import('node:fs')
 const { createRequire } = await import('node:module')
-const version = JSON.parse(readFileSync(createRequire(import.meta.url).resolve(`${pkg}/package.json`))).version
-const only = process.env.E2B_TEST_ONLY ? new RegExp(process.env.E2B_TEST_ONLY) : null
-
-let failed = 0
-const made = []
-
-async function check(name, fn) {
-  if (only && !only.test(name)) return
-  const t0 = Date.now()
-  try {
-    const skipped = await fn()
-    console.log(`ok - ${version} ${name} (${Date.now() - t0} ms)${skipped === 'skip' ? ' # SKIP not in this SDK' : ''}`)
-  } catch (e) {
-    failed++
-    console.log(`not ok - ${version} ${name}: ${e && e.stack ? e.stack : e}`)
-  }
-}
+const { sdkVersion, checker } = await import('./e2b_check.mjs')
+const version = sdkVersion(pkg)
+const { check, made, finish } = checker(version, Sandbox)
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms))
 
@@ -179,6 +165,4 @@ await check('fork leaves no snapshot behind (listSnapshots)', async () => {
   for (const f of forks) await f.kill()
 })
 
-for (const id of made) await Sandbox.kill(id).catch(() => {})
-console.log(failed ? `# ${version} parity: ${failed} failed` : `# ${version} parity: all passed`)
-process.exit(failed ? 1 : 0)
+await finish(`${version} parity`)
