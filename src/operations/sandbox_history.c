@@ -448,8 +448,15 @@ static int start_child(struct spaced_context *ctx, const char *id, const char *s
                     sandbox_step_launch(ctx, &child, err) < 0) {
                         d->ops->stop(d, &child, &ignored);
                         d->ops->destroy_rootfs(d, &child, &ignored);
-                        sandbox_step_move(ctx, child.id, M(SANDBOX_CREATING), SANDBOX_FAILED, err->message, &ignored);
-                        r = -1;
+                        /* A child no longer creating was destroyed meanwhile: its destroy
+                         * (which may be what broke the launch) decides its fate, and the
+                         * fork did all that was asked of it. */
+                        struct space_error moved = { 0 };
+                        if (sandbox_step_move(ctx, child.id, M(SANDBOX_CREATING), SANDBOX_FAILED, err->message, &moved) < 0 &&
+                            moved.code == SPACE_E_INVALID_STATE)
+                                r = 0;
+                        else
+                                r = -1;
                 } else if ((r = settle_child_running(ctx, &child)) < 0) {
                         /* -ESTALE: destroyed while we launched it (its destroy runs apart from
                          * this fork): leave nothing behind whichever of the two finishes last.

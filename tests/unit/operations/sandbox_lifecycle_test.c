@@ -336,6 +336,30 @@ static void test_fork_child_settle_failure(void **state)
         fake_test_assert_consistent(fd);
 }
 
+/* A fork child destroyed while the fork launches it (its destroy removed the rootfs the
+ * launch needs): the fork still succeeds, the child ends destroyed, the other one runs. */
+static void test_fork_child_destroyed_while_launching(void **state)
+{
+        struct fake_daemon *fd = *state;
+        char id[32], snap[32];
+        char(*kids)[32] = NULL;
+        struct operation op, gone;
+        struct space_error err = { 0 };
+        create_running(fd, id);
+        snapshot_of(fd, id, snap);
+        fake_driver_hold(fd->driver, "start");
+        assert_int_equal(sandbox_history_fork(&fd->ctx, id, snap, 2, NULL, &kids, &op, &err), 0);
+        assert_int_equal(fake_driver_await_held(fd->driver, 1, 5000), 1);
+        assert_int_equal(sandbox_lifecycle_submit(&fd->ctx, kids[0], SANDBOX_ACTION_DESTROY, &gone, &err), 0);
+        fake_test_run_ok(fd, &gone);
+        fake_driver_hold(fd->driver, NULL);
+        fake_test_run_ok(fd, &op);
+        assert_int_equal(fake_test_state(fd, kids[0]), SANDBOX_DESTROYED);
+        assert_int_equal(fake_test_state(fd, kids[1]), SANDBOX_RUNNING);
+        free(kids);
+        fake_test_assert_consistent(fd);
+}
+
 /* A snapshot (or a fork that takes one) whose handler cannot read the sandbox drops the
  * snapshot row it was to fill: none is left "creating" behind the failed operation. */
 static void test_unread_sandbox_leaves_no_snapshot_creating(void **state)
@@ -378,6 +402,7 @@ int main(void)
                 cmocka_unit_test_setup_teardown(test_restore_failure_shows_no_stopped_runner, fake_test_setup,
                                                 fake_test_teardown),
                 cmocka_unit_test_setup_teardown(test_fork_child_settle_failure, fake_test_setup, fake_test_teardown),
+                cmocka_unit_test_setup_teardown(test_fork_child_destroyed_while_launching, fake_test_setup, fake_test_teardown),
                 cmocka_unit_test_setup_teardown(test_unread_sandbox_leaves_no_snapshot_creating, fake_test_setup,
                                                 fake_test_teardown),
         };
