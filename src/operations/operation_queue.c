@@ -122,6 +122,15 @@ static int store_update(struct spaced_context *ctx, struct operation *op)
         return store_row(ctx, true, op->id, op);
 }
 
+/* Whether the store already holds op's end exactly as op has it. */
+static bool end_stored(struct spaced_context *ctx, const struct operation *op)
+{
+        struct operation stored;
+        return STORE(ctx, operation_get, op->id, &stored) == 0 && stored.state == op->state &&
+                stored.finished_at_ms == op->finished_at_ms && strcmp(stored.result, op->result) == 0 &&
+                strcmp(stored.error_code, op->error_code) == 0 && strcmp(stored.error_message, op->error_message) == 0;
+}
+
 /* Runs one operation; its stripe is marked busy by the caller. */
 static void run_one(struct operation_queue *q, const char *id)
 {
@@ -151,7 +160,10 @@ static void run_one(struct operation_queue *q, const char *id)
                 log_info("operation.succeeded", "op=%s kind=%s target=%s duration_us=%lld", op.id, op.kind, op.target,
                          (long long)(monotonic_now_us() - t0));
         }
-        store_update(ctx, &op); /* logged; a row left running is re-run at the next start */
+        /* Handlers that settle their target store the operation's end in the same
+         * transaction (sandbox_step_settle): a read, not a second write, then says so. */
+        if (!end_stored(ctx, &op))
+                store_update(ctx, &op); /* logged; a row left running is re-run at the next start */
         metrics_operation_ended(ctx->metrics, op.kind, r >= 0, (op.started_at_ms - op.created_at_ms) * 1000,
                                 monotonic_now_us() - t0);
 }

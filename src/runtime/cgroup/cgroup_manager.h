@@ -38,6 +38,9 @@ struct cgroup_manager_ops {
         /* *ret is zeroed first; -errno (and zeroes) when the sandbox's counters cannot be read,
          * so a caller never compares a figure it did not get. */
         int (*read_events)(const struct cgroup_manager *cg, const char *id, struct cgroup_events *ret);
+        /* The same for only the two limit counters (oom_kills, pids_max_hits), the rest left
+         * zero: what an exec compares before and after, at two small reads. */
+        int (*read_limit_hits)(const struct cgroup_manager *cg, const char *id, struct cgroup_events *ret);
         /* Number of processes inside; -ENOENT if the cgroup does not exist. */
         int (*count_procs)(const struct cgroup_manager *cg, const char *id);
         /* Ids of every sandbox cgroup present (for the orphan sweep). Caller frees each and the array. */

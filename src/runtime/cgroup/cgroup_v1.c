@@ -156,14 +156,28 @@ static int v1_destroy(const struct cgroup_manager *cg, const char *id)
         return ret;
 }
 
-static int v1_read_events(const struct cgroup_manager *cg, const char *id, struct cgroup_events *ret)
+static int v1_read_limit_hits(const struct cgroup_manager *cg, const char *id, struct cgroup_events *ret)
 {
-        char dir[PATH_MAX], buf[64];
+        char dir[PATH_MAX];
         memset(ret, 0, sizeof(*ret));
         dir_of(cg, CGROUP_V1_MEMORY, id, dir, sizeof(dir));
         int r = cgroup_read_counter(dir, "memory.oom_control", "oom_kill", &ret->oom_kills);
+        if (r == 0) {
+                dir_of(cg, CGROUP_V1_PIDS, id, dir, sizeof(dir));
+                r = cgroup_read_counter(dir, "pids.events", "max", &ret->pids_max_hits);
+        }
+        if (r < 0)
+                memset(ret, 0, sizeof(*ret));
+        return r;
+}
+
+static int v1_read_events(const struct cgroup_manager *cg, const char *id, struct cgroup_events *ret)
+{
+        char dir[PATH_MAX], buf[64];
+        int r = v1_read_limit_hits(cg, id, ret);
         if (r < 0)
                 return r;
+        dir_of(cg, CGROUP_V1_MEMORY, id, dir, sizeof(dir));
         if (cgroup_read_file(dir, "memory.usage_in_bytes", buf, sizeof(buf)) > 0)
                 ret->memory_bytes = strtoull(buf, NULL, 10);
         ret->memory_cache_bytes = cgroup_read_keyed(dir, "memory.stat", "cache");
@@ -171,11 +185,6 @@ static int v1_read_events(const struct cgroup_manager *cg, const char *id, struc
         if (cgroup_read_file(dir, "memory.limit_in_bytes", buf, sizeof(buf)) > 0) {
                 uint64_t limit = strtoull(buf, NULL, 10);
                 ret->memory_limit_bytes = limit >= (1ull << 62) ? 0 : limit;
-        }
-        dir_of(cg, CGROUP_V1_PIDS, id, dir, sizeof(dir));
-        if ((r = cgroup_read_counter(dir, "pids.events", "max", &ret->pids_max_hits)) < 0) {
-                memset(ret, 0, sizeof(*ret));
-                return r;
         }
         dir_of(cg, cg->base[CGROUP_V1_CPUACCT][0] ? CGROUP_V1_CPUACCT : CGROUP_V1_CPU, id, dir, sizeof(dir));
         if (cgroup_read_file(dir, "cpuacct.usage", buf, sizeof(buf)) > 0)
@@ -203,6 +212,7 @@ const struct cgroup_manager_ops cgroup_manager_v1 = {
         .kill_all = v1_kill_all,
         .destroy = v1_destroy,
         .read_events = v1_read_events,
+        .read_limit_hits = v1_read_limit_hits,
         .count_procs = v1_count_procs,
         .list = v1_list,
 };

@@ -136,18 +136,26 @@ static int v2_destroy(const struct cgroup_manager *cg, const char *id)
         return 0;
 }
 
-static int v2_read_events(const struct cgroup_manager *cg, const char *id, struct cgroup_events *ret)
+static int v2_read_limit_hits(const struct cgroup_manager *cg, const char *id, struct cgroup_events *ret)
 {
-        char dir[PATH_MAX], buf[64];
+        char dir[PATH_MAX];
         memset(ret, 0, sizeof(*ret));
         dir_of(cg, id, dir, sizeof(dir));
         int r = cgroup_read_counter(dir, "memory.events", "oom_kill", &ret->oom_kills);
         if (r == 0)
                 r = cgroup_read_counter(dir, "pids.events", "max", &ret->pids_max_hits);
-        if (r < 0) {
+        if (r < 0)
                 memset(ret, 0, sizeof(*ret));
+        return r;
+}
+
+static int v2_read_events(const struct cgroup_manager *cg, const char *id, struct cgroup_events *ret)
+{
+        char dir[PATH_MAX], buf[64];
+        int r = v2_read_limit_hits(cg, id, ret);
+        if (r < 0)
                 return r;
-        }
+        dir_of(cg, id, dir, sizeof(dir));
         ret->cpu_usage_us = cgroup_read_keyed(dir, "cpu.stat", "usage_usec");
         if (cgroup_read_file(dir, "memory.current", buf, sizeof(buf)) > 0)
                 ret->memory_bytes = strtoull(buf, NULL, 10);
@@ -177,6 +185,7 @@ const struct cgroup_manager_ops cgroup_manager_v2 = {
         .kill_all = v2_kill_all,
         .destroy = v2_destroy,
         .read_events = v2_read_events,
+        .read_limit_hits = v2_read_limit_hits,
         .count_procs = v2_count_procs,
         .list = v2_list,
 };

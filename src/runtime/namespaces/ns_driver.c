@@ -382,6 +382,19 @@ static int ns_stats(const struct runtime_driver *d, const struct sandbox *sb, st
         return 0;
 }
 
+/* The counters exec_result_set_limits compares, without the rest of ns_stats. */
+static int limit_hits(const struct ns_driver *ns, const struct sandbox *sb, struct runtime_stats *ret)
+{
+        struct cgroup_events ev;
+        memset(ret, 0, sizeof(*ret));
+        int r = ns->cgroups->ops->read_limit_hits(ns->cgroups, sb->id, &ev);
+        if (r == 0) {
+                ret->oom_kills = ev.oom_kills;
+                ret->pids_max_hits = ev.pids_max_hits;
+        }
+        return r;
+}
+
 static int ns_exec(const struct runtime_driver *d, const struct sandbox *sb, const struct exec_request *req,
                    struct exec_result *ret, struct space_error *err)
 {
@@ -389,7 +402,7 @@ static int ns_exec(const struct runtime_driver *d, const struct sandbox *sb, con
         char sock[PATH_MAX], msg[256] = "";
         struct runtime_stats before, after;
         ns_driver_run_path(ns, sb->id, "agent.sock", sock, sizeof(sock));
-        int before_r = ns_stats(d, sb, &before);
+        int before_r = limit_hits(ns, sb, &before);
         int r = agent_client_exec(sock, req, ret, msg, sizeof(msg));
         if (r < 0) {
                 if (msg[0])
@@ -402,7 +415,7 @@ static int ns_exec(const struct runtime_driver *d, const struct sandbox *sb, con
                         return space_error_set(err, SPACE_E_UNAVAILABLE, "the sandbox's agent is not running (%s)", strerror(-r));
                 return space_error_errno(err, r, "exec in %s", sb->id);
         }
-        int after_r = ns_stats(d, sb, &after);
+        int after_r = limit_hits(ns, sb, &after);
         exec_result_set_limits(ret, before_r, &before, after_r, &after);
         return 0;
 }

@@ -30,6 +30,13 @@ static void put(const char *file, const char *text)
         fclose(f);
 }
 
+static void remove_file(const char *file)
+{
+        char path[4200];
+        snprintf(path, sizeof(path), "%s/sb-1/%s", dir, file);
+        assert_int_equal(unlink(path), 0);
+}
+
 static int make_dir(void **state)
 {
         const char *tmp = getenv("TMPDIR");
@@ -99,6 +106,16 @@ static void test_v2_read_events(void **state)
         assert_int_equal(ev.memory_limit_bytes, 0);
         assert_int_equal(ev.cpu_usage_us, 990);
         assert_int_equal(cg.ops->read_events(&cg, "sb-nope", &ev), -ENOENT);
+        /* The two limit counters alone, as an exec reads them; the rest zero. */
+        memset(&ev, 0xa5, sizeof(ev));
+        assert_int_equal(cg.ops->read_limit_hits(&cg, "sb-1", &ev), 0);
+        assert_int_equal(ev.oom_kills, 3);
+        assert_int_equal(ev.pids_max_hits, 7);
+        assert_int_equal(ev.memory_bytes, 0);
+        assert_int_equal(ev.cpu_usage_us, 0);
+        memset(&ev, 0xa5, sizeof(ev));
+        assert_int_equal(cg.ops->read_limit_hits(&cg, "sb-nope", &ev), -ENOENT);
+        assert_int_equal(ev.oom_kills, 0);
 }
 
 static void test_v1_read_events(void **state)
@@ -119,6 +136,15 @@ static void test_v1_read_events(void **state)
         assert_int_equal(ev.oom_kills, 5);
         assert_int_equal(ev.pids_max_hits, 1);
         assert_int_equal(ev.memory_bytes, 4096);
+        memset(&ev, 0xa5, sizeof(ev));
+        assert_int_equal(cg.ops->read_limit_hits(&cg, "sb-1", &ev), 0);
+        assert_int_equal(ev.oom_kills, 5);
+        assert_int_equal(ev.pids_max_hits, 1);
+        assert_int_equal(ev.memory_bytes, 0);
+        remove_file("pids.events");
+        memset(&ev, 0xa5, sizeof(ev));
+        assert_int_equal(cg.ops->read_limit_hits(&cg, "sb-1", &ev), -ENOENT);
+        assert_int_equal(ev.oom_kills, 0);
 }
 
 int main(void)
