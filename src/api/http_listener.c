@@ -3,7 +3,9 @@
 #include <errno.h>
 #include <netinet/tcp.h>
 #include <pthread.h>
+#include <stdarg.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <arpa/inet.h>
 #include <stdio.h>
@@ -32,6 +34,12 @@ struct http_listener {
         unsigned npending, max_pending;
         unsigned idle_timeout_s;
         atomic_ulong evicted;
+        /* Where libmicrohttpd's words go: the starter's reason while MHD_start_daemon runs,
+         * the log after (a TLS handshake a client gave up, say); under lock. */
+        struct start_log {
+                char *buf;
+                size_t size;
+        } start_log;
 };
 
 static void pending_unlink(struct http_listener *l, struct http_peer *p)
@@ -150,20 +158,90 @@ int http_listener_bind(const char *addr, uint16_t port, char *reason, size_t rea
         return fd;
 }
 
-int http_listener_start(const struct spaced_config *cfg, const struct http_listener_options *o, struct http_listener **ret)
+static void format_mhd_line(char *buf, size_t size, const char *fmt, va_list ap)
 {
+        vsnprintf(buf, size, fmt, ap);
+        size_t n = strlen(buf);
+        while (n && (buf[n - 1] == '\n' || buf[n - 1] == '\r'))
+                buf[--n] = '\0';
+}
+
+/* libmicrohttpd's own words: its reason for refusing to start (the last line it gave),
+ * or, once started, a debug line. */
+static void on_mhd_log(void *cls, const char *fmt, va_list ap)
+{
+        struct http_listener *l = cls;
+        char line[256];
+        pthread_mutex_lock(&l->lock);
+        if (l->start_log.buf && l->start_log.size) {
+                format_mhd_line(l->start_log.buf, l->start_log.size, fmt, ap);
+                pthread_mutex_unlock(&l->lock);
+                return;
+        }
+        pthread_mutex_unlock(&l->lock);
+        format_mhd_line(line, sizeof(line), fmt, ap);
+        log_debug("http.server_said", "message=\"%s\"", LOG_ESC(line));
+}
+
+/* The same for the throwaway daemon of http_listener_check_tls. */
+static void on_check_log(void *cls, const char *fmt, va_list ap)
+{
+        struct start_log *log = cls;
+        format_mhd_line(log->buf, log->size, fmt, ap);
+}
+
+static enum MHD_Result refuse_all(void *cls, struct MHD_Connection *conn, const char *url, const char *method,
+                                  const char *version, const char *upload_data, size_t *upload_data_size, void **con_cls)
+{
+        return MHD_NO;
+}
+
+int http_listener_check_tls(const struct spaced_config *cfg, char *reason, size_t reason_size)
+{
+        struct start_log log = { reason, reason_size };
+        if (!cfg->tls_cert_pem || !cfg->tls_key_pem || !reason_size)
+                return 0;
+        reason[0] = '\0';
+        struct MHD_Daemon *d =
+                MHD_start_daemon(MHD_USE_TLS | MHD_USE_NO_LISTEN_SOCKET | MHD_USE_ERROR_LOG, 0, NULL, NULL, refuse_all, NULL,
+                                 MHD_OPTION_EXTERNAL_LOGGER, on_check_log, &log, MHD_OPTION_HTTPS_MEM_KEY, cfg->tls_key_pem,
+                                 MHD_OPTION_HTTPS_MEM_CERT, cfg->tls_cert_pem, MHD_OPTION_END);
+        if (!d) {
+                if (!reason[0])
+                        snprintf(reason, reason_size, "libmicrohttpd could not start TLS");
+                return -EINVAL;
+        }
+        MHD_stop_daemon(d);
+        return 0;
+}
+
+const char *http_listener_scheme(const struct spaced_config *cfg)
+{
+        return cfg->tls_cert_pem ? "https" : "http";
+}
+
+int http_listener_start(const struct spaced_config *cfg, const struct http_listener_options *o, struct http_listener **ret,
+                        char *reason, size_t reason_size)
+{
+        if (reason && reason_size)
+                reason[0] = '\0';
         struct http_listener *l = calloc(1, sizeof(*l));
         if (!l) {
                 close(o->listen_fd);
                 return -ENOMEM;
         }
         pthread_mutex_init(&l->lock, NULL);
+        l->start_log = (struct start_log){ reason, reason ? reason_size : 0 };
         l->max_pending = cfg->http_max_unauthenticated;
         l->idle_timeout_s = cfg->http_idle_timeout_s;
         /* Suspend/resume brings the inter-thread channel that quiesce needs. */
-        unsigned flags =
-                MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION | MHD_USE_POLL | MHD_ALLOW_SUSPEND_RESUME;
+        unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION | MHD_USE_POLL |
+                MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG;
+        bool tls = o->tcp && cfg->tls_cert_pem && cfg->tls_key_pem;
+        if (tls)
+                flags |= MHD_USE_TLS;
         struct MHD_OptionItem opts[] = {
+                { MHD_OPTION_EXTERNAL_LOGGER, (intptr_t)on_mhd_log, l },
                 { MHD_OPTION_NOTIFY_COMPLETED, (intptr_t)o->on_completed, o->cls },
                 { MHD_OPTION_NOTIFY_CONNECTION, (intptr_t)on_connection, l },
                 { MHD_OPTION_CONNECTION_TIMEOUT, cfg->http_header_timeout_s, NULL },
@@ -171,10 +249,16 @@ int http_listener_start(const struct spaced_config *cfg, const struct http_liste
                 { MHD_OPTION_PER_IP_CONNECTION_LIMIT, o->tcp ? cfg->http_max_per_ip : 0, NULL },
                 { MHD_OPTION_THREAD_STACK_SIZE, (intptr_t)o->stack_size, NULL },
                 { MHD_OPTION_LISTEN_SOCKET, o->listen_fd, NULL },
+                /* Last, so that plain HTTP ends the list here. */
+                { tls ? MHD_OPTION_HTTPS_MEM_KEY : MHD_OPTION_END, 0, tls ? cfg->tls_key_pem : NULL },
+                { MHD_OPTION_HTTPS_MEM_CERT, 0, tls ? cfg->tls_cert_pem : NULL },
                 { MHD_OPTION_END, 0, NULL },
         };
         if (listen(o->listen_fd, 512) == 0)
                 l->daemon = MHD_start_daemon(flags, 0, NULL, NULL, o->on_request, o->cls, MHD_OPTION_ARRAY, opts, MHD_OPTION_END);
+        pthread_mutex_lock(&l->lock);
+        l->start_log = (struct start_log){ NULL, 0 }; /* the starter's buffer goes with its frame */
+        pthread_mutex_unlock(&l->lock);
         if (!l->daemon) {
                 close(o->listen_fd);
                 pthread_mutex_destroy(&l->lock);

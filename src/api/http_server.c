@@ -229,7 +229,7 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
         }
 }
 
-static int start_listener(struct http_server *s, int listen_fd, bool tcp, struct http_listener **ret)
+static int start_listener(struct http_server *s, int listen_fd, bool tcp, struct http_listener **ret, char *why, size_t why_size)
 {
         struct http_listener_options o = { .listen_fd = listen_fd,
                                            .tcp = tcp,
@@ -237,7 +237,7 @@ static int start_listener(struct http_server *s, int listen_fd, bool tcp, struct
                                            .on_request = on_request,
                                            .on_completed = on_completed,
                                            .cls = s };
-        return http_listener_start(&s->ctx->cfg, &o, ret);
+        return http_listener_start(&s->ctx->cfg, &o, ret, why, why_size);
 }
 
 static int listen_unix(const char *path)
@@ -267,14 +267,16 @@ int http_server_start(struct spaced_context *ctx, int tcp_fd, struct http_server
         }
         s->ctx = ctx;
         s->local_fd = -1;
-        if (start_listener(s, tcp_fd, true, &s->tcp) < 0) {
-                snprintf(reason, reason_size, "cannot listen on %s:%u (in use?)", ctx->cfg.listen_addr, ctx->cfg.listen_port);
+        char why[256];
+        if (start_listener(s, tcp_fd, true, &s->tcp, why, sizeof(why)) < 0) {
+                snprintf(reason, reason_size, "cannot listen on %s:%u: %s", ctx->cfg.listen_addr, ctx->cfg.listen_port,
+                         why[0] ? why : "in use?");
                 free(s);
                 return -EADDRINUSE;
         }
         if (ctx->cfg.unix_socket[0]) {
                 s->local_fd = listen_unix(ctx->cfg.unix_socket);
-                if (s->local_fd < 0 || start_listener(s, s->local_fd, false, &s->local) < 0) {
+                if (s->local_fd < 0 || start_listener(s, s->local_fd, false, &s->local, why, sizeof(why)) < 0) {
                         snprintf(reason, reason_size, "cannot listen on unix socket %s", ctx->cfg.unix_socket);
                         http_server_free(s);
                         return -EADDRINUSE;

@@ -125,10 +125,11 @@ int metrics_listener_start(struct spaced_context *ctx, int fd, struct metrics_li
         struct http_listener_options o = {
                 .listen_fd = fd, .tcp = true, .on_request = on_request, .on_completed = on_completed, .cls = l
         };
-        int r = http_listener_start(&ctx->cfg, &o, &l->listener);
+        char why[256];
+        int r = http_listener_start(&ctx->cfg, &o, &l->listener, why, sizeof(why));
         if (r < 0) {
-                snprintf(reason, reason_size, "cannot listen on %s:%u for metrics (in use?)", ctx->cfg.metrics_listen_addr,
-                         ctx->cfg.metrics_listen_port);
+                snprintf(reason, reason_size, "cannot listen on %s:%u for metrics: %s", ctx->cfg.metrics_listen_addr,
+                         ctx->cfg.metrics_listen_port, why[0] ? why : "in use?");
                 free(l);
                 return r;
         }

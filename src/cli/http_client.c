@@ -6,6 +6,7 @@
 #include <curl/curl.h>
 #include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <strings.h>
 
 #include "cleanup.h"
@@ -113,6 +114,12 @@ int http_client_new(const char *base_url, const char *key, struct http_client **
             curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT, HTTP_CLIENT_CONNECT_TIMEOUT_S) != CURLE_OK ||
             curl_easy_setopt(h, CURLOPT_USERAGENT, "space/" SPACE_VERSION) != CURLE_OK ||
             curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, http_client_write) != CURLE_OK) {
+                r = -EINVAL;
+                goto fail;
+        }
+        /* A spaced whose certificate comes from the operator's own CA (docs/operating.md). */
+        const char *ca = getenv("SPACE_CA_CERT");
+        if (ca && *ca && curl_easy_setopt(h, CURLOPT_CAINFO, ca) != CURLE_OK) {
                 r = -EINVAL;
                 goto fail;
         }

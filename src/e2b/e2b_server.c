@@ -143,9 +143,10 @@ int e2b_server_start(struct spaced_context *ctx, int fd, struct e2b_server **ret
         struct http_listener_options o = {
                 .listen_fd = fd, .tcp = true, .on_request = on_request, .on_completed = on_completed, .cls = s
         };
-        if (http_listener_start(&ctx->cfg, &o, &s->listener) < 0) {
-                snprintf(reason, reason_size, "cannot listen on %s:%u for E2B (in use?)", ctx->cfg.e2b_listen_addr,
-                         ctx->cfg.e2b_listen_port);
+        char why[256];
+        if (http_listener_start(&ctx->cfg, &o, &s->listener, why, sizeof(why)) < 0) {
+                snprintf(reason, reason_size, "cannot listen on %s:%u for E2B: %s", ctx->cfg.e2b_listen_addr,
+                         ctx->cfg.e2b_listen_port, why[0] ? why : "in use?");
                 e2b_server_free(s);
                 return -EADDRINUSE;
         }

@@ -73,6 +73,9 @@ static const char usage[] =
         "  --e2b-listen ADDR:PORT also serve the E2B API and envd protocol there [off; env SPACE_E2B_LISTEN]\n"
         "  --metrics-listen ADDR:PORT  also serve /metrics there, without a key (the operator's network)\n"
         "                         [off; on --listen it needs an admin key]\n"
+        "  --tls-cert FILE        serve every TCP listener over TLS with this PEM certificate (chain)\n"
+        "                         [off; env SPACE_TLS_CERT]\n"
+        "  --tls-key FILE         the PEM private key of --tls-cert [env SPACE_TLS_KEY]\n"
         "  --e2b-templates MAP    E2B template ids to space templates, id=name|fallback,...\n"
         "                         (the first ready name is used) [base=python|busybox]\n"
         "  -h, --help             show this help\n"
@@ -176,6 +179,11 @@ static int apply(struct spaced_config *cfg, const char *key, const char *v)
                 if (parse_listen(v, cfg->metrics_listen_addr, sizeof(cfg->metrics_listen_addr), &cfg->metrics_listen_port) < 0)
                         goto bad;
                 cfg->metrics_listen_enabled = true;
+        } else if (strcmp(key, "tls-cert") == 0 || strcmp(key, "tls-key") == 0) {
+                char *dst = key[4] == 'c' ? cfg->tls_cert_path : cfg->tls_key_path;
+                if (!*v || strlen(v) >= sizeof(cfg->tls_cert_path))
+                        goto bad;
+                snprintf(dst, sizeof(cfg->tls_cert_path), "%s", v);
         } else if (strcmp(key, "e2b-templates") == 0) {
                 if (strlen(v) >= sizeof(cfg->e2b_templates) || !template_map_ok(v))
                         goto bad;
@@ -503,6 +511,8 @@ int spaced_config_load(struct spaced_config *cfg, int argc, char **argv)
                 { "e2b-templates", required_argument, NULL, 0 },
                 { "log-format", required_argument, NULL, 0 },
                 { "metrics-listen", required_argument, NULL, 0 },
+                { "tls-cert", required_argument, NULL, 0 },
+                { "tls-key", required_argument, NULL, 0 },
                 { "header-timeout", required_argument, NULL, 0 },
                 { "idle-timeout", required_argument, NULL, 0 },
                 { "max-connections", required_argument, NULL, 0 },
@@ -538,11 +548,10 @@ int spaced_config_load(struct spaced_config *cfg, int argc, char **argv)
         }
         static const struct {
                 const char *env, *key;
-        } envs[] = { { "SPACE_STATE_DIR", "state-dir" },
-                     { "SPACE_LISTEN", "listen" },
-                     { "SPACE_LOG_LEVEL", "log-level" },
-                     { "SPACE_LOG_FORMAT", "log-format" },
-                     { "SPACE_E2B_LISTEN", "e2b-listen" } };
+        } envs[] = { { "SPACE_STATE_DIR", "state-dir" },   { "SPACE_LISTEN", "listen" },
+                     { "SPACE_LOG_LEVEL", "log-level" },   { "SPACE_LOG_FORMAT", "log-format" },
+                     { "SPACE_E2B_LISTEN", "e2b-listen" }, { "SPACE_TLS_CERT", "tls-cert" },
+                     { "SPACE_TLS_KEY", "tls-key" } };
         for (size_t i = 0; i < sizeof(envs) / sizeof(envs[0]); i++) {
                 const char *v = getenv(envs[i].env);
                 if (v && *v && apply(cfg, envs[i].key, v) < 0)
@@ -559,6 +568,10 @@ int spaced_config_load(struct spaced_config *cfg, int argc, char **argv)
         if (cfg->http_max_unauthenticated >= cfg->http_max_connections) {
                 fprintf(stderr, "spaced: --max-unauthenticated (%u) must be below --max-connections (%u)\n",
                         cfg->http_max_unauthenticated, cfg->http_max_connections);
+                return -1;
+        }
+        if (!cfg->tls_cert_path[0] != !cfg->tls_key_path[0]) {
+                fprintf(stderr, "spaced: --tls-cert and --tls-key go together: give both or neither\n");
                 return -1;
         }
         if (cfg->http_max_per_ip > cfg->http_max_connections)

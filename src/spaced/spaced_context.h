@@ -77,6 +77,12 @@ struct spaced_config {
         char e2b_listen_addr[64];
         uint16_t e2b_listen_port;
         char e2b_templates[512]; /* "e2bid=space_template,..." */
+        /* TLS on every TCP listener (API, E2B, metrics): both paths or neither. The PEM
+         * text is read by spaced_main (spaced/tls_files.h) before the listeners start. */
+        char tls_cert_path[PATH_MAX];
+        char tls_key_path[PATH_MAX];
+        char *tls_cert_pem;
+        char *tls_key_pem;
         /* /metrics without a key on a listener of its own: off unless --metrics-listen */
         bool metrics_listen_enabled;
         char metrics_listen_addr[64];

@@ -37,6 +37,7 @@
 #include "spaced/log.h"
 #include "spaced/metrics.h"
 #include "spaced/sd_notify.h"
+#include "spaced/tls_files.h"
 #include "spaced/wallclock.h"
 #include "spaced/spaced_config.h"
 #include "spaced/spaced_context.h"
@@ -224,6 +225,14 @@ int main(int argc, char **argv)
         int lock_fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
         if (lock_fd < 0 || flock(lock_fd, LOCK_EX | LOCK_NB) < 0)
                 return fail("spaced.locked", "another spaced is using %s", ctx.cfg.state_dir);
+        char tls_warning[512];
+        if (tls_files_load(&ctx.cfg, reason, sizeof(reason), tls_warning, sizeof(tls_warning)) < 0)
+                return fail("spaced.tls", "%s", reason);
+        if (http_listener_check_tls(&ctx.cfg, reason, sizeof(reason)) < 0)
+                return fail("spaced.tls", "the certificate %s or its key %s was refused: %s", ctx.cfg.tls_cert_path,
+                            ctx.cfg.tls_key_path, reason);
+        if (tls_warning[0])
+                log_warn("spaced.tls_key_mode", "message=\"%s\"", tls_warning);
         /* The ports are bound before anything is touched: a port in use ends the start here,
          * with one line and a non-zero exit. */
         int api_fd = http_listener_bind(ctx.cfg.listen_addr, ctx.cfg.listen_port, reason, sizeof(reason));
@@ -334,11 +343,12 @@ int main(int argc, char **argv)
         struct metrics_listener *metrics = NULL;
         if (metrics_fd >= 0 && metrics_listener_start(&ctx, metrics_fd, &metrics, reason, sizeof(reason)) < 0)
                 return fail("spaced.listen", "%s", reason);
+        const char *scheme = http_listener_scheme(&ctx.cfg);
         if (metrics)
-                log_info("spaced.metrics_ready", "url=http://%s:%u/metrics", ctx.cfg.metrics_listen_addr,
+                log_info("spaced.metrics_ready", "url=%s://%s:%u/metrics", scheme, ctx.cfg.metrics_listen_addr,
                          ctx.cfg.metrics_listen_port);
         if (e2b)
-                log_info("spaced.e2b_ready", "url=http://%s:%u", ctx.cfg.e2b_listen_addr, ctx.cfg.e2b_listen_port);
+                log_info("spaced.e2b_ready", "url=%s://%s:%u", scheme, ctx.cfg.e2b_listen_addr, ctx.cfg.e2b_listen_port);
         struct reconciler *controller = NULL;
         if ((r = reconciler_start(&ctx, &controller)) < 0)
                 return fail("spaced.controller", "cannot start controller: %s", strerror(-r));
@@ -346,14 +356,14 @@ int main(int argc, char **argv)
         if ((r = snapshot_sizer_start(&ctx, &sizer)) < 0)
                 return fail("spaced.controller", "cannot start snapshot sizer: %s", strerror(-r));
 
-        log_info("spaced.ready", "url=http://%s:%u admin_key=%s/admin.key state_dir=%s instance=%s runtime=%s cgroup=%s pool=%s",
-                 ctx.cfg.listen_addr, ctx.cfg.listen_port, ctx.cfg.state_dir, ctx.cfg.state_dir, instance,
+        log_info("spaced.ready", "url=%s://%s:%u admin_key=%s/admin.key state_dir=%s instance=%s runtime=%s cgroup=%s pool=%s",
+                 scheme, ctx.cfg.listen_addr, ctx.cfg.listen_port, ctx.cfg.state_dir, ctx.cfg.state_dir, instance,
                  default_driver->ops->name, default_driver->caps.cgroup, ctx.pool.root);
-        printf("spaced %s listening on http://%s:%u\nadmin key: %s/admin.key\n", SPACE_VERSION, ctx.cfg.listen_addr,
+        printf("spaced %s listening on %s://%s:%u\nadmin key: %s/admin.key\n", SPACE_VERSION, scheme, ctx.cfg.listen_addr,
                ctx.cfg.listen_port, ctx.cfg.state_dir);
         fflush(stdout);
         char status[160];
-        snprintf(status, sizeof(status), "READY=1\nSTATUS=listening on http://%s:%u\nMAINPID=%ld", ctx.cfg.listen_addr,
+        snprintf(status, sizeof(status), "READY=1\nSTATUS=listening on %s://%s:%u\nMAINPID=%ld", scheme, ctx.cfg.listen_addr,
                  ctx.cfg.listen_port, (long)getpid());
         if ((r = sd_notify_send(status)) < 0)
                 log_warn("spaced.notify_failed", "error=\"%s\" note=\"$NOTIFY_SOCKET could not be told\"", strerror(-r));

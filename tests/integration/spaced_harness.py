@@ -223,8 +223,9 @@ def tar_of(files):
 
 # --------------------------------------------------------------------------- the contract
 
-class ContractHTTPConnection(http.client.HTTPConnection):
-    """An HTTPConnection whose responses are held to api/openapi.yaml: status and
+class ContractChecks:
+    """What makes a connection a contract one (ContractHTTPConnection, ContractHTTPSConnection):
+    an HTTP connection whose responses are held to api/openapi.yaml: status and
     Content-Type as soon as the headers arrive (getresponse), the body when the caller
     hands it to contract_check_body() once read (JSON bodies: Spaced.request does it;
     streams and downloads are held to status and Content-Type only). Every request of
@@ -247,6 +248,20 @@ class ContractHTTPConnection(http.client.HTTPConnection):
         openapi_contract.check(method, target, resp.status, dict(resp.getheaders()), payload)
 
 
+class ContractHTTPConnection(ContractChecks, http.client.HTTPConnection):
+    pass
+
+
+class ContractHTTPSConnection(ContractChecks, http.client.HTTPSConnection):
+    """The same over TLS (a spaced started with --tls-cert; Spaced.tls_context)."""
+
+
+def contract_connection(port, timeout, tls_context=None):
+    if tls_context is not None:
+        return ContractHTTPSConnection("127.0.0.1", port, timeout=timeout, context=tls_context)
+    return ContractHTTPConnection("127.0.0.1", port, timeout=timeout)
+
+
 # --------------------------------------------------------------------------- event streams
 
 class EventStream:
@@ -258,8 +273,8 @@ class EventStream:
     A non-200 answer is not an error here: check .status and read .body(). rcvbuf sets a
     small socket receive buffer before connecting (to make a slow reader)."""
 
-    def __init__(self, port, path, headers=None, timeout=120, rcvbuf=None):
-        self.conn = ContractHTTPConnection("127.0.0.1", port, timeout=timeout)
+    def __init__(self, port, path, headers=None, timeout=120, rcvbuf=None, tls_context=None):
+        self.conn = contract_connection(port, timeout, tls_context)
         if rcvbuf is not None:
             sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
             sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, rcvbuf)
@@ -340,6 +355,7 @@ class Spaced:
         self.known_ids = set()
         self.saved_logs = None
         self.env = None  # extra environment for the next start() (e.g. a fault point)
+        self.tls_context = None  # an ssl.SSLContext: the API is spoken over TLS (--tls-cert)
 
     # ---- process control
 
@@ -445,7 +461,7 @@ class Spaced:
             h["Content-Type"] = "application/json"
         if headers:
             h.update(headers)
-        conn = ContractHTTPConnection("127.0.0.1", self.port, timeout=timeout)
+        conn = contract_connection(self.port, timeout, self.tls_context)
         try:
             conn.request(method, path, body=data, headers=h)
             resp = conn.getresponse()
@@ -466,7 +482,7 @@ class Spaced:
         """A raw HTTPConnection to the v1 API for tests that drive HTTP by hand; its
         responses are held to the contract (call .contract_check_body(resp, payload)
         after reading a JSON body whole)."""
-        return ContractHTTPConnection("127.0.0.1", port or self.port, timeout=timeout)
+        return contract_connection(port or self.port, timeout, self.tls_context)
 
     def api(self, method, path, body=None, expect=None, **kw):
         status, data = self.request(method, path, body, **kw)
@@ -483,7 +499,7 @@ class Spaced:
             key = self.key
         if key is not None:
             h["Authorization"] = "Bearer " + key
-        return EventStream(self.port, path, headers=h, timeout=timeout, rcvbuf=rcvbuf)
+        return EventStream(self.port, path, headers=h, timeout=timeout, rcvbuf=rcvbuf, tls_context=self.tls_context)
 
     # ---- sandboxes
 

@@ -301,6 +301,29 @@ static void test_e2b_front_door(void **state)
         assert_int_equal(cfg.e2b_listen_port, 1234);
 }
 
+/* TLS takes a certificate and a key, both or neither, from flags or the environment. */
+static void test_tls_pair(void **state)
+{
+        struct spaced_config cfg;
+        assert_int_equal(LOAD(&cfg, "--state-dir", "/x"), 0);
+        assert_string_equal(cfg.tls_cert_path, "");
+        assert_null(cfg.tls_cert_pem);
+        assert_int_equal(LOAD(&cfg, "--tls-cert", "/etc/space/tls.pem", "--tls-key", "/etc/space/tls.key"), 0);
+        assert_string_equal(cfg.tls_cert_path, "/etc/space/tls.pem");
+        assert_string_equal(cfg.tls_key_path, "/etc/space/tls.key");
+        assert_null(cfg.tls_cert_pem); /* read by spaced_main, not by the parser */
+        assert_int_not_equal(LOAD(&cfg, "--tls-cert", "/etc/space/tls.pem"), 0);
+        assert_int_not_equal(LOAD(&cfg, "--tls-key", "/etc/space/tls.key"), 0);
+        assert_int_not_equal(LOAD(&cfg, "--tls-cert", "", "--tls-key", "/k"), 0);
+        setenv("SPACE_TLS_CERT", "/env/cert.pem", 1);
+        setenv("SPACE_TLS_KEY", "/env/key.pem", 1);
+        assert_int_equal(LOAD(&cfg, "--tls-key", "/flag/key.pem"), 0);
+        unsetenv("SPACE_TLS_CERT");
+        unsetenv("SPACE_TLS_KEY");
+        assert_string_equal(cfg.tls_cert_path, "/env/cert.pem");
+        assert_string_equal(cfg.tls_key_path, "/flag/key.pem"); /* the flag over the environment */
+}
+
 static void test_listener_limits(void **state)
 {
         struct spaced_config cfg;
@@ -357,6 +380,7 @@ int main(void)
                 cmocka_unit_test_setup_teardown(test_listen_needs_a_port, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_sizes_do_not_wrap, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_e2b_front_door, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_tls_pair, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_quota_and_log_caps, setup, teardown),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
