@@ -640,9 +640,14 @@ class Chaos:
             sp.env = {"SPACED_FAULT_KILL": "operation.after_handler"}
             try:
                 sp.start(timeout=120)
-            except RuntimeError:
+            except (RuntimeError, OSError) as failed:
                 # An operation left unfinished by the last kill was re-run at start and its
-                # handler ended first: killed at the fault point during start-up.
+                # handler ended first: killed at the fault point during start-up, before it
+                # said it listens or while the harness asked for its health (a reset).
+                try:
+                    sp.proc.wait(timeout=30)
+                except subprocess.TimeoutExpired:
+                    raise failed
                 if sp.proc.returncode != -9:
                     raise
                 self.stats["window hit at start-up"] += 1
