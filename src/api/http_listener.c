@@ -133,19 +133,28 @@ void http_listener_authenticated(struct MHD_Connection *conn)
 
 int http_listener_bind(const char *addr, uint16_t port, char *reason, size_t reason_size)
 {
-        struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons(port) };
-        if (inet_pton(AF_INET, addr, &sa.sin_addr) != 1) {
-                snprintf(reason, reason_size, "invalid listen address %s (want an IPv4 address)", addr);
-                return -EINVAL;
+        struct sockaddr_in sa4 = { .sin_family = AF_INET, .sin_port = htons(port) };
+        struct sockaddr_in6 sa6 = { .sin6_family = AF_INET6, .sin6_port = htons(port) };
+        bool v6 = false;
+        if (inet_pton(AF_INET, addr, &sa4.sin_addr) != 1) {
+                if (inet_pton(AF_INET6, addr, &sa6.sin6_addr) != 1) {
+                        snprintf(reason, reason_size, "invalid listen address %s (want an IPv4 or IPv6 address)", addr);
+                        return -EINVAL;
+                }
+                v6 = true;
         }
-        int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        int fd = socket(v6 ? AF_INET6 : AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
         if (fd < 0) {
                 int r = -errno;
                 snprintf(reason, reason_size, "cannot listen on %s:%u: %s", addr, port, strerror(-r));
                 return r;
         }
         int one = 1;
-        if (setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) < 0 || bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+        const struct sockaddr *sa = v6 ? (const struct sockaddr *)&sa6 : (const struct sockaddr *)&sa4;
+        socklen_t salen = v6 ? sizeof(sa6) : sizeof(sa4);
+        /* [::] is IPv6 only: an IPv4 client goes to an IPv4 address of its own. */
+        if (setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) < 0 ||
+            (v6 && setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one)) < 0) || bind(fd, sa, salen) < 0) {
                 int r = -errno;
                 close(fd);
                 if (r == -EADDRINUSE)
@@ -218,6 +227,13 @@ int http_listener_check_tls(const struct spaced_config *cfg, char *reason, size_
 const char *http_listener_scheme(const struct spaced_config *cfg)
 {
         return cfg->tls_cert_pem ? "https" : "http";
+}
+
+const char *http_listener_url(const struct spaced_config *cfg, const char *addr, uint16_t port, char *buf, size_t size)
+{
+        bool v6 = strchr(addr, ':') != NULL;
+        snprintf(buf, size, "%s://%s%s%s:%u", http_listener_scheme(cfg), v6 ? "[" : "", addr, v6 ? "]" : "", port);
+        return buf;
 }
 
 int http_listener_start(const struct spaced_config *cfg, const struct http_listener_options *o, struct http_listener **ret,

@@ -31,7 +31,7 @@ struct http_listener_options {
         void *cls;
 };
 
-/* Binds a TCP socket to addr:port (IPv4), without listening yet, so that a port in use
+/* Binds a TCP socket to addr:port (an IPv4 or IPv6 address), without listening yet, so that a port in use
  * fails at the very start of spaced, before it touches anything. SO_REUSEADDR only: a
  * restart binds at once beside the last run's TIME_WAIT connections, but a port another
  * process listens on is refused (never SO_REUSEPORT, with which the kernel would split
@@ -49,6 +49,10 @@ int http_listener_start(const struct spaced_config *cfg, const struct http_liste
 int http_listener_check_tls(const struct spaced_config *cfg, char *reason, size_t reason_size);
 /* Whether the listeners of cfg speak TLS: "https" or "http". */
 const char *http_listener_scheme(const struct spaced_config *cfg);
+/* scheme://addr:port (an IPv6 address in brackets) for a listener of cfg; buf of at least
+ * HTTP_LISTENER_URL_MAX. */
+#define HTTP_LISTENER_URL_MAX 96
+const char *http_listener_url(const struct spaced_config *cfg, const char *addr, uint16_t port, char *buf, size_t size);
 /* Called by the access handler once a request on conn has been authenticated: the
  * connection stops counting as unauthenticated and gets the idle timeout. */
 void http_listener_authenticated(struct MHD_Connection *conn);

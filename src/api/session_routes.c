@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "api/http_listener.h"
 #include "api/api_cursor.h"
 #include "api/api_json.h"
 #include "api/api_render.h"
@@ -65,8 +66,9 @@ void route_session_create(struct api_request *req, struct api_response *resp)
             0)
                 return api_response_error(resp, &err);
         json_t *body = render_session(&s);
-        char url[256];
-        snprintf(url, sizeof(url), "http://%s:%u/v1/sandboxes/%s", req->ctx->cfg.listen_addr, req->ctx->cfg.listen_port,
+        char base[HTTP_LISTENER_URL_MAX], url[256];
+        snprintf(url, sizeof(url), "%s/v1/sandboxes/%s",
+                 http_listener_url(&req->ctx->cfg, req->ctx->cfg.listen_addr, req->ctx->cfg.listen_port, base, sizeof(base)),
                  s.sandbox_id);
         json_object_set_new(body, "attach_token", json_string(token));
         json_object_set_new(body, "data_url", json_string(url));

@@ -16,7 +16,7 @@ static const char usage[] =
         "The space daemon: sandboxes for agents over HTTP.\n\n"
         "  --state-dir DIR        state directory (database, btrfs pool, run dirs, logs)\n"
         "                         [/var/lib/space; env SPACE_STATE_DIR]\n"
-        "  --listen ADDR:PORT     HTTP listen address [127.0.0.1:7070; env SPACE_LISTEN]\n"
+        "  --listen ADDR:PORT     HTTP listen address, [IPV6]:PORT for IPv6 [127.0.0.1:7070; env SPACE_LISTEN]\n"
         "  --unix-socket PATH     also serve the API on a unix socket [off]\n"
         "  --config FILE          read `key = value` lines (keys as these flags, no dashes)\n"
         "  --log-level LEVEL      debug|info|warn|error [info; env SPACE_LOG_LEVEL]\n"
@@ -125,18 +125,30 @@ static int parse_size(const char *s, uint64_t *ret)
         return 0;
 }
 
+/* ADDR:PORT, or [IPV6]:PORT; addr gets the address without brackets. */
 static int parse_listen(const char *v, char *addr, size_t addr_size, uint16_t *ret_port)
 {
-        const char *colon = strrchr(v, ':');
-        if (!colon || colon == v || (size_t)(colon - v) >= addr_size)
-                return -1;
+        const char *colon = strrchr(v, ':'), *from = v;
+        if (v[0] == '[') {
+                const char *close = strchr(v, ']');
+                if (!close || close == v + 1 || close[1] != ':')
+                        return -1;
+                from = v + 1;
+                colon = close + 1;
+                if ((size_t)(close - from) >= addr_size)
+                        return -1;
+                snprintf(addr, addr_size, "%.*s", (int)(close - from), from);
+        } else if (!colon || colon == v || (size_t)(colon - v) >= addr_size || memchr(v, ':', (size_t)(colon - v))) {
+                return -1; /* an IPv6 address needs its brackets */
+        } else {
+                snprintf(addr, addr_size, "%.*s", (int)(colon - v), v);
+        }
         char *end;
         if (colon[1] < '0' || colon[1] > '9')
                 return -1;
         long port = strtol(colon + 1, &end, 10);
         if (*end || port < 0 || port > 65535)
                 return -1;
-        snprintf(addr, addr_size, "%.*s", (int)(colon - v), v);
         *ret_port = (uint16_t)port;
         return 0;
 }

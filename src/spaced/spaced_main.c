@@ -343,12 +343,13 @@ int main(int argc, char **argv)
         struct metrics_listener *metrics = NULL;
         if (metrics_fd >= 0 && metrics_listener_start(&ctx, metrics_fd, &metrics, reason, sizeof(reason)) < 0)
                 return fail("spaced.listen", "%s", reason);
-        const char *scheme = http_listener_scheme(&ctx.cfg);
+        char url[HTTP_LISTENER_URL_MAX];
         if (metrics)
-                log_info("spaced.metrics_ready", "url=%s://%s:%u/metrics", scheme, ctx.cfg.metrics_listen_addr,
-                         ctx.cfg.metrics_listen_port);
+                log_info("spaced.metrics_ready", "url=%s/metrics",
+                         http_listener_url(&ctx.cfg, ctx.cfg.metrics_listen_addr, ctx.cfg.metrics_listen_port, url, sizeof(url)));
         if (e2b)
-                log_info("spaced.e2b_ready", "url=%s://%s:%u", scheme, ctx.cfg.e2b_listen_addr, ctx.cfg.e2b_listen_port);
+                log_info("spaced.e2b_ready", "url=%s",
+                         http_listener_url(&ctx.cfg, ctx.cfg.e2b_listen_addr, ctx.cfg.e2b_listen_port, url, sizeof(url)));
         struct reconciler *controller = NULL;
         if ((r = reconciler_start(&ctx, &controller)) < 0)
                 return fail("spaced.controller", "cannot start controller: %s", strerror(-r));
@@ -356,15 +357,14 @@ int main(int argc, char **argv)
         if ((r = snapshot_sizer_start(&ctx, &sizer)) < 0)
                 return fail("spaced.controller", "cannot start snapshot sizer: %s", strerror(-r));
 
-        log_info("spaced.ready", "url=%s://%s:%u admin_key=%s/admin.key state_dir=%s instance=%s runtime=%s cgroup=%s pool=%s",
-                 scheme, ctx.cfg.listen_addr, ctx.cfg.listen_port, ctx.cfg.state_dir, ctx.cfg.state_dir, instance,
-                 default_driver->ops->name, default_driver->caps.cgroup, ctx.pool.root);
-        printf("spaced %s listening on %s://%s:%u\nadmin key: %s/admin.key\n", SPACE_VERSION, scheme, ctx.cfg.listen_addr,
-               ctx.cfg.listen_port, ctx.cfg.state_dir);
+        http_listener_url(&ctx.cfg, ctx.cfg.listen_addr, ctx.cfg.listen_port, url, sizeof(url));
+        log_info("spaced.ready", "url=%s admin_key=%s/admin.key state_dir=%s instance=%s runtime=%s cgroup=%s pool=%s", url,
+                 ctx.cfg.state_dir, ctx.cfg.state_dir, instance, default_driver->ops->name, default_driver->caps.cgroup,
+                 ctx.pool.root);
+        printf("spaced %s listening on %s\nadmin key: %s/admin.key\n", SPACE_VERSION, url, ctx.cfg.state_dir);
         fflush(stdout);
         char status[160];
-        snprintf(status, sizeof(status), "READY=1\nSTATUS=listening on %s://%s:%u\nMAINPID=%ld", scheme, ctx.cfg.listen_addr,
-                 ctx.cfg.listen_port, (long)getpid());
+        snprintf(status, sizeof(status), "READY=1\nSTATUS=listening on %s\nMAINPID=%ld", url, (long)getpid());
         if ((r = sd_notify_send(status)) < 0)
                 log_warn("spaced.notify_failed", "error=\"%s\" note=\"$NOTIFY_SOCKET could not be told\"", strerror(-r));
 

@@ -249,7 +249,9 @@ static void test_listen(void **state)
                 { "127.0.0.1:7070", "127.0.0.1", 7070 },
                 { "0.0.0.0:65535", "0.0.0.0", 65535 },
                 { "localhost:1", "localhost", 1 },
-                { "[::1]:80", "[::1]", 80 }, /* the last colon separates the port */
+                { "[::1]:80", "::1", 80 }, /* IPv6 in brackets, kept without them */
+                { "[::]:7070", "::", 7070 },
+                { "[fe80::1%eth0]:1", "fe80::1%eth0", 1 },
         };
         for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
                 struct spaced_config cfg;
@@ -260,7 +262,8 @@ static void test_listen(void **state)
         char long_addr[80];
         memset(long_addr, 'a', 64);
         snprintf(long_addr + 64, sizeof(long_addr) - 64, ":80");
-        const char *bad[] = { "7070", ":7070", "1.2.3.4:65536", "1.2.3.4:-1", "1.2.3.4:http", "1.2.3.4:80x", long_addr };
+        const char *bad[] = { "7070",   ":7070",   "1.2.3.4:65536", "1.2.3.4:-1", "1.2.3.4:http", "1.2.3.4:80x", long_addr,
+                              "::1:80", "[::1]80", "[]:80",         "[::1]:",     "[::1",         "::1]:80" };
         for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
                 struct spaced_config cfg;
                 if (LOAD(&cfg, "--listen", bad[i]) != -1)
