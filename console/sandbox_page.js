@@ -42,8 +42,8 @@ export function renderSandbox(root, me, id) {
     say(label + '…');
     for (const b of actions.querySelectorAll('button')) b.disabled = true;
     try {
-      await fn();
-      say(label + ': done');
+      const said = await fn(); // a string: what to say instead of "done"
+      say(typeof said === 'string' ? said : label + ': done');
     } catch (e) {
       say(label + ': ' + e.message);
     }
@@ -67,7 +67,7 @@ export function renderSandbox(root, me, id) {
         button('Fork', async () => {
           const r = await api('POST', `${path}/fork?wait=true`, {});
           const child = r.sandboxes && r.sandboxes[0];
-          if (child) say('Forked: ' + child.id);
+          return child ? 'Forked: ' + child.id : null;
         }),
       );
     if (may(me, 'sandbox.write') && sb.state !== 'destroyed')
@@ -119,25 +119,26 @@ export function renderSandbox(root, me, id) {
     showDetails();
     showActions();
     await loadSnapshots().catch((e) => say('Snapshots: ' + e.message));
+    // A paused sandbox keeps its shell (frozen with it); one that stops loses it.
     const live = sb.state === 'running';
+    const kept = live || sb.state === 'paused';
     if (plane && live && !terminal) {
       terminal = openTerminal(termBox, plane);
       files = renderFiles(filesBox, plane);
-    } else if (!live && terminal) {
-      terminal.close();
+    } else if (!kept && terminal) {
+      terminal.close(false);
       files.close();
       terminal = files = null;
-      termBox.replaceChildren(el('p', { text: 'The terminal and files need the sandbox running.' }));
       filesBox.replaceChildren();
-    } else if (!live && !terminal) {
-      termBox.replaceChildren(el('p', { text: plane ? 'The terminal and files need the sandbox running.' : 'This key may not run commands here.' }));
     }
+    if (!terminal)
+      termBox.replaceChildren(el('p', { text: plane ? 'The terminal and files need the sandbox running.' : 'This key may not run commands here.' }));
   }
 
   load();
   return () => {
     gone = true;
-    if (terminal) terminal.close();
+    if (terminal) terminal.close(sb && sb.state === 'running');
     if (files) files.close();
   };
 }

@@ -123,11 +123,12 @@ export function openTerminal(box, plane) {
 
   return {
     term,
-    close() {
+    // hangup: end the shell too (leaving the page of a running sandbox)
+    close(hangup) {
       closed = true;
       abort.abort();
       window.removeEventListener('resize', onWindow);
-      if (command) plane.call('POST', `/commands/${command}/signal`, { signal: 'HUP' }).catch(() => {});
+      if (hangup && command) plane.call('POST', `/commands/${command}/signal`, { signal: 'HUP' }).catch(() => {});
       term.dispose();
     },
   };
