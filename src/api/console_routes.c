@@ -70,6 +70,7 @@ void route_console_sign_in(struct api_request *req, struct api_response *resp)
         explicit_bzero((char *)key, strlen(key));
         if (r < 0)
                 return api_response_error(resp, &err);
+        req->principal = p; /* the audit row names the key that signed in */
         snprintf(resp->created, sizeof(resp->created), "%s", s.id);
         set_cookie(req, resp, token, (s.expires_at_ms - wallclock_now_ms() + 999) / 1000);
         explicit_bzero(token, sizeof(token));

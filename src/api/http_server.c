@@ -140,6 +140,8 @@ static void handle(struct spaced_context *ctx, const char *method, struct upload
                 return api_response_error(resp, &err);
         }
         up->handler(req, resp);
+        if (req->principal.key_id[0]) /* also a caller the handler authenticated (the console's sign-in) */
+                request_trail_principal(&up->trail, req);
         if (!resp->status) {
                 space_error_set(&err, SPACE_E_INTERNAL, "handler gave no answer");
                 api_response_error(resp, &err);

@@ -67,6 +67,17 @@ class ConsoleSessionTest(SpacedTestCase):
         self.assertEqual(len(body["session"]["csrf_token"]), 40)
         self.assertNotIn(self.spaced.key, json.dumps(body))
 
+    def test_the_audit_log_names_the_key_that_signed_in(self):
+        status, _ = self.spaced.request("POST", "/v1/console/session", {"api_key": "space_" + "0" * 40}, key=None)
+        self.assertEqual(status, 401)
+        _, _, me = self.sign_in()
+        status, body = self.spaced.request("GET", "/v1/audit?action=console.sign_in")
+        self.assertEqual(status, 200, body)
+        rows = {r["status"]: r for r in body["audit"]}
+        self.assertEqual(rows[201]["key_id"], me["key_id"])
+        self.assertEqual(rows[201]["target"], me["session"]["id"])
+        self.assertIsNone(rows[401]["key_id"])
+
     def test_secure_behind_a_tls_proxy(self):
         _, cookie, _ = self.sign_in(headers={"X-Forwarded-Proto": "https"})
         self.assertIn("Secure", [a.strip() for a in cookie.split(";")])
