@@ -66,19 +66,20 @@ export class DataPlane {
     return 'Bearer ' + this.token;
   }
 
-  // fetch() on /v1/sandboxes/<id><rest> with the token; the Response, unread.
+  // fetch() on /v1/sandboxes/<id><rest> with the token; the Response, unread. A token that
+  // was revoked or expired early (401) is replaced once: a new session, the same request.
   async raw(method, rest, init = {}) {
-    const headers = Object.assign({}, init.headers || {}, { Authorization: await this.auth() });
-    return fetch(`/v1/sandboxes/${this.sandboxId}${rest}`, Object.assign({}, init, { method, headers, credentials: 'omit' }));
+    for (let attempt = 0; ; attempt++) {
+      const headers = Object.assign({}, init.headers || {}, { Authorization: await this.auth() });
+      const r = await fetch(`/v1/sandboxes/${this.sandboxId}${rest}`, Object.assign({}, init, { method, headers, credentials: 'omit' }));
+      if (r.status !== 401 || attempt > 0 || (init.body && typeof init.body !== 'string')) return r;
+      this.token = null;
+    }
   }
 
   async call(method, rest, body) {
     const init = body === undefined ? {} : { body: JSON.stringify(body), headers: { 'Content-Type': 'application/json' } };
     return answer(await this.raw(method, rest, init));
-  }
-
-  async close() {
-    this.token = null;
   }
 }
 

@@ -148,6 +148,20 @@ await check('the terminal follows the window size', async () => {
   await page.setViewportSize({ width: 1280, height: 800 });
 });
 
+await check('the terminal reconnects after its token is revoked, losing and repeating nothing', async () => {
+  await page.keyboard.type('clear; for i in 1 2 3 4 5 6 7 8 9 10 11 12; do echo line$i; sleep 0.5; done\n');
+  await waitForLine(page, (l) => l === 'line2', '"line2"');
+  const sessions = await api('GET', `/v1/sandboxes/${sandbox}/sessions`);
+  for (const s of sessions.body.sessions)
+    if (s.state === 'active') assert.equal((await api('DELETE', `/v1/sandboxes/${sandbox}/sessions/${s.session_id}`)).status, 204);
+  await waitForLine(page, (l) => l === 'line12', '"line12"');
+  const revoked = new Set(sessions.body.sessions.map((s) => s.session_id));
+  const now = await api('GET', `/v1/sandboxes/${sandbox}/sessions`);
+  assert.ok(now.body.sessions.some((s) => s.state === 'active' && !revoked.has(s.session_id)), 'the page opened no new session');
+  const lines = (await terminalLines(page)).filter((l) => /^line\d+$/.test(l));
+  assert.deepEqual(lines, Array.from({ length: 12 }, (_, i) => 'line' + (i + 1)));
+});
+
 await check('upload a file and download it', async () => {
   const content = 'hello from the browser\n' + 'x'.repeat(1000) + '\n';
   await page.getByLabel('Upload a file here').setInputFiles({ name: 'hello.txt', mimeType: 'text/plain', buffer: Buffer.from(content) });
