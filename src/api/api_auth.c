@@ -10,6 +10,7 @@
 #include "api/api_request.h"
 #include "cleanup.h"
 #include "data_plane/attach_session.h"
+#include "service/console_session.h"
 #include "service/key_service.h"
 #include "spaced/log.h"
 #include "spaced/spaced_context.h"
@@ -88,14 +89,45 @@ int api_auth_authorize(struct spaced_context *ctx, const struct principal *p, ui
         return object_id ? object_access_check(ctx, p, kind, object_id, write, err) : 0;
 }
 
+/* Constant time: a CSRF token is a secret. */
+static bool tokens_equal(const char *a, const char *b)
+{
+        size_t n = strlen(b);
+        if (strlen(a) != n)
+                return false;
+        unsigned char diff = 0;
+        for (size_t i = 0; i < n; i++)
+                diff |= (unsigned char)a[i] ^ (unsigned char)b[i];
+        return diff == 0;
+}
+
+/* A request without Authorization: the console's session cookie, if any (docs/console.md).
+ * A request that may change something must also carry the session's CSRF token in
+ * X-Space-CSRF, which only the console's own page can read and send. */
+static int api_auth_console(struct api_request *req, const char *cookie, struct space_error *err)
+{
+        if (console_session_authenticate(req->ctx, cookie, &req->principal, &req->console, err) < 0)
+                return -1;
+        if (strcmp(req->method, "GET") == 0 || strcmp(req->method, "HEAD") == 0)
+                return 0;
+        const char *csrf = MHD_lookup_connection_value(req->conn, MHD_HEADER_KIND, API_CONSOLE_CSRF_HEADER);
+        if (!csrf || !tokens_equal(csrf, req->console.csrf))
+                return space_error_set(err, SPACE_E_FORBIDDEN,
+                                       "a request with the console's cookie that changes something needs the session's "
+                                       "token in " API_CONSOLE_CSRF_HEADER);
+        return 0;
+}
+
 int api_auth_request(struct api_request *req, enum api_auth_kind kind, struct space_error *err)
 {
         const char *header = MHD_lookup_connection_value(req->conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION);
+        const char *cookie;
         switch (kind) {
         case API_AUTH_NONE:
                 return 0;
         case API_AUTH_CONTROL:
-                if (api_auth_check(req->ctx, header, &req->principal, err) < 0)
+                cookie = header ? NULL : MHD_lookup_connection_value(req->conn, MHD_COOKIE_KIND, API_CONSOLE_COOKIE);
+                if (cookie ? api_auth_console(req, cookie, err) < 0 : api_auth_check(req->ctx, header, &req->principal, err) < 0)
                         return -1;
                 return api_auth_authorize(
                         req->ctx, &req->principal, req->permission, req->object,

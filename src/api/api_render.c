@@ -83,13 +83,18 @@ json_t *api_render_template(const struct template_record *t)
                          api_render_time(t->updated_at_ms));
 }
 
-json_t *api_render_key(const struct api_key *k)
+json_t *api_render_permissions(uint32_t mask)
 {
         json_t *perms = json_array();
-        uint32_t mask = key_service_permissions(k);
         for (uint32_t bit = 1; bit && bit <= PERM_PLATFORM; bit <<= 1)
                 if (mask & bit)
                         json_array_append_new(perms, json_string(permission_name(bit)));
+        return perms;
+}
+
+json_t *api_render_key(const struct api_key *k)
+{
+        json_t *perms = api_render_permissions(key_service_permissions(k));
         return json_pack("{s:s, s:s, s:o, s:o, s:s, s:s, s:o, s:o}", "id", k->id, "name", k->name, "created_at",
                          api_render_time(k->created_at_ms), "last_used_at", api_render_time(k->last_used_at_ms), "project",
                          k->project_id, "role", k->role, "permissions", perms, "expires_at", api_render_time(k->expires_at_ms));

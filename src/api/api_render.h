@@ -13,4 +13,6 @@ json_t *api_render_sandbox(const struct sandbox *sb, const struct pool_health *p
 json_t *api_render_operation(const struct operation *op);
 json_t *api_render_template(const struct template_record *t);
 json_t *api_render_key(const struct api_key *k);
+/* The names of the permission bits in mask, as an array (auth/principal.h). */
+json_t *api_render_permissions(uint32_t mask);
 json_t *api_render_snapshot(const struct snapshot *snap);

@@ -9,6 +9,7 @@
 #include <sys/types.h>
 
 #include "auth/principal.h"
+#include "service/console_session.h"
 #include "service/object_access.h"
 #include "spaced/space_error.h"
 
@@ -34,6 +35,8 @@ struct api_request {
         const char *content_type;   /* of the body, or NULL */
         struct principal principal; /* the authenticated key (control routes) */
         char session_id[32];        /* the attach session (data-plane routes) */
+        /* the console session the caller came with (id "": a key or none; docs/console.md) */
+        struct console_session console;
         enum api_body_rule body_rule;
         /* set by the router, checked once the caller is known: what the route needs and the
          * object its path names (in its first wildcard segment) */

@@ -44,6 +44,9 @@ static const struct route {
 } routes[] = {
         { "GET", { "v1", "health" }, route_health, API_AUTH_NONE, API_BODY_ANY, 0, "health.get", q_none },
         { "GET", { "v1", "ready" }, route_ready, API_AUTH_NONE, API_BODY_ANY, 0, "ready.get", q_none },
+        { "POST", { "v1", "console", "session" }, route_console_sign_in, API_AUTH_NONE, API_BODY_ANY, 0, "console.sign_in", q_none },
+        { "GET", { "v1", "console", "session" }, route_console_session_get, API_AUTH_CONTROL, API_BODY_ANY, PERM_SERVER_READ, "console.session", q_none },
+        { "DELETE", { "v1", "console", "session" }, route_console_sign_out, API_AUTH_CONTROL, API_BODY_NONE, PERM_SERVER_READ, "console.sign_out", q_none },
         { "GET", { "metrics" }, route_metrics, API_AUTH_CONTROL, API_BODY_ANY, PERM_PLATFORM, "metrics.get", q_none },
         { "GET", { "v1", "version" }, route_version, API_AUTH_CONTROL, API_BODY_ANY, PERM_SERVER_READ, "version.get", q_none },
         { "GET", { "v1", "sandboxes" }, route_sandbox_list, API_AUTH_CONTROL, API_BODY_ANY, PERM_SANDBOX_READ, "sandbox.list", q_sandbox_list },

@@ -16,6 +16,7 @@
 #include "api/api_auth.h"
 #include "api/api_request.h"
 #include "api/api_routes.h"
+#include "api/console_static.h"
 #include "api/http_listener.h"
 #include "api/http_response.h"
 #include "api/request_trail.h"
@@ -89,6 +90,13 @@ static void begin_request(struct spaced_context *ctx, struct MHD_Connection *con
                 return;
         }
         enum api_auth_kind auth_kind = API_AUTH_CONTROL;
+        if (console_static_path(url)) { /* the console's files: no key, no route table (not an API route) */
+                up->handler = route_console_static;
+                req->action = "console.file";
+                req->body_rule = API_BODY_NONE;
+                trail_route(up);
+                return;
+        }
         up->handler = api_router_match(req, &auth_kind, &up->err);
         if (!up->handler)
                 return;
@@ -132,6 +140,8 @@ static void handle(struct spaced_context *ctx, const char *method, struct upload
                 return api_response_error(resp, &err);
         }
         up->handler(req, resp);
+        if (req->principal.key_id[0]) /* also a caller the handler authenticated (the console's sign-in) */
+                request_trail_principal(&up->trail, req);
         if (!resp->status) {
                 space_error_set(&err, SPACE_E_INTERNAL, "handler gave no answer");
                 api_response_error(resp, &err);

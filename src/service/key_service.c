@@ -116,10 +116,15 @@ int key_service_list(struct spaced_context *ctx, const struct principal *p, cons
 int key_service_authenticate(struct spaced_context *ctx, const char *secret, struct principal *ret, struct space_error *err)
 {
         char hash[SECRET_HASH_SIZE];
-        struct api_key k;
-        enum principal_role role;
         if (!*secret || strlen(secret) > 128 || secret_hash(secret, hash, sizeof(hash)) < 0)
                 return space_error_set(err, SPACE_E_UNAUTHORIZED, "invalid api key");
+        return key_service_authenticate_hash(ctx, hash, ret, err);
+}
+
+int key_service_authenticate_hash(struct spaced_context *ctx, const char *hash, struct principal *ret, struct space_error *err)
+{
+        struct api_key k;
+        enum principal_role role;
         int r = STORE(ctx, key_authenticate, hash, &k);
         if (r == -ENOENT)
                 return space_error_set(err, SPACE_E_UNAUTHORIZED, "invalid api key");

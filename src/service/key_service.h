@@ -44,6 +44,9 @@ int key_service_list(struct spaced_context *ctx, const struct principal *p, cons
  * permissions, expiry; request_id is left as it was). unauthorized when it names no key, an
  * expired one or one without a valid role. */
 int key_service_authenticate(struct spaced_context *ctx, const char *secret, struct principal *ret, struct space_error *err);
+/* As key_service_authenticate, from the secret's hash (auth/secret_hash.h): what a console
+ * session holds instead of the key (service/console_session.h), checked again on every use. */
+int key_service_authenticate_hash(struct spaced_context *ctx, const char *hash, struct principal *ret, struct space_error *err);
 /* How many keys exist (the first start makes the admin key when none does). */
 int key_service_count(struct spaced_context *ctx, int64_t *ret, struct space_error *err);
 /* Removes key id with no check: the undoing of a key_service_mint whose secret could not be

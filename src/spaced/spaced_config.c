@@ -39,6 +39,7 @@ static const char usage[] =
         "  --build-network MODE   network of template build sandboxes: slirp4netns|none\n"
         "                         [slirp4netns when installed, else none]\n"
         "  --presets-dir DIR      Spacefiles of the preset templates [the source tree's templates/presets]\n"
+        "  --console-dir DIR      the web console's files, served at /console [the build tree's console/]\n"
         "  --max-context SIZE     largest build context or import archive accepted [2G]\n"
         "  --workers N            operation worker threads [4]\n"
         "  --max-body BYTES       largest request body accepted [1M]\n"
@@ -254,6 +255,8 @@ static int apply(struct spaced_config *cfg, const char *key, const char *v)
                 snprintf(cfg->build_network, sizeof(cfg->build_network), "%s", v);
         } else if (strcmp(key, "presets-dir") == 0)
                 snprintf(cfg->presets_dir, sizeof(cfg->presets_dir), "%s", v);
+        else if (strcmp(key, "console-dir") == 0)
+                snprintf(cfg->console_dir, sizeof(cfg->console_dir), "%s", v);
         else if (strcmp(key, "max-context") == 0) {
                 if (parse_size(v, &n) < 0 || n < (1ULL << 20) || n > (1ULL << 40))
                         goto bad;
@@ -442,6 +445,15 @@ static void default_presets_dir(struct spaced_config *cfg)
         beside_binary(candidates, 1, R_OK | X_OK, cfg->presets_dir, sizeof(cfg->presets_dir));
 }
 
+/* The web console's files (docs/console.md): installed beside spaced (share/space/console),
+ * or the build tree's (meson builds them into <build>/console). */
+static void default_console_dir(struct spaced_config *cfg)
+{
+        static const char *const candidates[] = { "../share/space/console" };
+        snprintf(cfg->console_dir, sizeof(cfg->console_dir), "%s", SPACE_CONSOLE_DIR);
+        beside_binary(candidates, 1, R_OK | X_OK, cfg->console_dir, sizeof(cfg->console_dir));
+}
+
 int spaced_config_load(struct spaced_config *cfg, int argc, char **argv)
 {
         memset(cfg, 0, sizeof(*cfg));
@@ -465,6 +477,7 @@ int spaced_config_load(struct spaced_config *cfg, int argc, char **argv)
         cfg->workers = 4;
         cfg->max_context_bytes = 2ULL << 30;
         default_presets_dir(cfg);
+        default_console_dir(cfg);
         cfg->log_level = LOG_INFO;
         cfg->rolling_retain_s = 604800;
         cfg->rolling_max_count = 168;
@@ -505,6 +518,7 @@ int spaced_config_load(struct spaced_config *cfg, int argc, char **argv)
                 { "rolling-max-count", required_argument, NULL, 0 },
                 { "build-network", required_argument, NULL, 0 },
                 { "presets-dir", required_argument, NULL, 0 },
+                { "console-dir", required_argument, NULL, 0 },
                 { "max-context", required_argument, NULL, 0 },
                 { "session-ttl", required_argument, NULL, 0 },
                 { "command-log-cap", required_argument, NULL, 0 },

@@ -18,6 +18,7 @@ struct daemon_health;
 struct operation_queue;
 struct egress_gateway;
 struct command_channels;
+struct console_sessions;
 
 #define SPACED_DISK_MB_MAX (16LL * 1024 * 1024) /* 16 TiB */
 
@@ -30,6 +31,7 @@ struct spaced_config {
         char debian_mirror[256];
         char build_network[16]; /* "slirp4netns" | "none"; "" until chosen at start */
         char presets_dir[PATH_MAX];
+        char console_dir[PATH_MAX]; /* the web console's files (docs/console.md) */
         uint64_t max_context_bytes; /* build contexts and import archives */
         uint64_t pool_bytes;
         bool pool_size_explicit;       /* --pool-size was given: refuse rather than cap it */
@@ -101,6 +103,8 @@ struct spaced_context {
         struct daemon_health *health;      /* the controller's checks of spaced itself (controller/daemon_health.h) */
         json_t *egress_profiles;           /* egress/egress_profiles.h: by name, built-ins included */
         struct egress_gateway *egress;     /* the supervised space-egress (runtime/egress_gateway.h) */
+        /* the web console's sign-ins (service/console_session.h) */
+        struct console_sessions *console_sessions;
         atomic_bool shutting_down;
 };
 

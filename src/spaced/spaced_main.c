@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "data_plane/command_channels.h"
+#include "service/console_session.h"
 #include "api/api_auth.h"
 #include "api/http_listener.h"
 #include "api/metrics_http.h"
@@ -324,6 +325,8 @@ int main(int argc, char **argv)
                 return fail("spaced.auth", "%s", err.message);
         if ((r = command_channels_create(&ctx, &ctx.channels)) < 0)
                 return fail("spaced.data_plane", "cannot create command logs: %s", strerror(-r));
+        if ((r = console_sessions_new(&ctx.console_sessions)) < 0)
+                return fail("spaced.console", "cannot hold console sessions: %s", strerror(-r));
         if ((r = sandbox_lifecycle_disk_limits(&ctx)) < 0)
                 return fail("spaced.quota", "cannot read sandboxes: %s", strerror(-r));
         if ((r = reconciler_startup(&ctx)) < 0)
@@ -402,6 +405,7 @@ int main(int argc, char **argv)
                 e2b_server_free(e2b);
                 metrics_listener_free(metrics);
                 metrics_free(ctx.metrics);
+                console_sessions_free(ctx.console_sessions);
                 runtime_registry_free(&ctx.runtimes); /* the egress table goes when no sandbox holds a link */
         }
         ctx.store.ops->close(ctx.store.st);

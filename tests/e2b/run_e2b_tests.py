@@ -11,7 +11,6 @@ built and "base" checked to be it (skipped, saying why, when the build cannot fe
 import json
 import os
 import re
-import shutil
 import subprocess
 import sys
 
@@ -19,6 +18,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(os.path.dirname(HERE), "integration"))
 
 import spaced_harness as h  # noqa: E402
+from npm_packages import npm_install  # noqa: E402
 
 PACKAGES = ["e2b-latest", "e2b-2.14"]
 SKIP = 77
@@ -29,34 +29,13 @@ def skip(msg):
     sys.exit(SKIP)
 
 
-def npm_install():
-    npm = shutil.which("npm")
-    node = shutil.which("node")
-    if not npm or not node:
-        sys.exit("FAIL: node and npm are needed (scripts/install-deps installs them)")
-    major = subprocess.run([node, "-p", "process.versions.node.split('.')[0]"], capture_output=True, text=True).stdout.strip()
-    if not major.isdigit() or int(major) < 20:
-        sys.exit("FAIL: the E2B SDK needs Node >= 20; this node is %s" % (major or "unknown"))
-    if all(os.path.exists(os.path.join(HERE, "node_modules", p, "package.json")) for p in PACKAGES):
-        return
-    locked = os.path.exists(os.path.join(HERE, "package-lock.json"))
-    r = subprocess.run([npm, "ci" if locked else "install", "--no-audit", "--no-fund"], cwd=HERE, capture_output=True,
-                       text=True, timeout=600)
-    if r.returncode == 0:
-        return
-    ping = subprocess.run([npm, "ping"], cwd=HERE, capture_output=True, text=True, timeout=120)
-    if ping.returncode != 0:
-        skip("the npm registry cannot be reached, so the E2B SDK cannot be installed:\n" + ping.stderr[-2000:])
-    sys.exit("FAIL: npm install failed:\n" + r.stdout[-2000:] + r.stderr[-4000:])
-
-
 def main():
     if os.geteuid() != 0:
         skip("the E2B tests need root (they run spaced)")
     for p in (h.SPACED, h.SPACE_AGENT, h.SPACE_CLI):
         if not os.access(p, os.X_OK):
             sys.exit("FAIL: binary missing: %s (build first)" % p)
-    npm_install()
+    npm_install(HERE, PACKAGES, "the E2B SDK")
     e2b_port = h.free_port()
     d = h.Spaced(extra_args=["--e2b-listen", "127.0.0.1:%d" % e2b_port])
     failed = []

@@ -1,0 +1,144 @@
+// One sandbox: details, lifecycle buttons, snapshots and fork, a terminal and its files.
+// A button is shown only when the caller's key has the permission its route needs
+// (docs/tenancy.md); the server refuses anyway.
+import { api, DataPlane } from './api.js';
+import { el, may, age } from './pages.js';
+import { openTerminal } from './terminal.js';
+import { renderFiles } from './files.js';
+
+const ACTIONS = [
+  // label, route, the states it applies to
+  ['Pause', 'pause', ['running']],
+  ['Resume', 'resume', ['paused']],
+  ['Stop', 'stop', ['running', 'paused']],
+  ['Start', 'start', ['stopped']],
+];
+
+function say(text) {
+  document.getElementById('status').textContent = text;
+}
+
+export function renderSandbox(root, me, id) {
+  const path = '/v1/sandboxes/' + id;
+  const details = el('dl', { class: 'details' });
+  const actions = el('div', { class: 'actions', role: 'group', 'aria-label': 'Sandbox actions' });
+  const snapshots = el('ul', { class: 'snapshots', 'aria-label': 'Snapshots' });
+  const termBox = el('section', { class: 'terminal', 'aria-label': 'Terminal' });
+  const filesBox = el('section', { class: 'files', 'aria-label': 'Files' });
+  root.append(
+    el('div', { class: 'bar' }, el('a', { href: '#/', text: '← Sandboxes' }), el('h1', { text: id })),
+    el('div', { class: 'sandbox-grid' },
+      el('section', { class: 'card', 'aria-label': 'Details' }, el('h2', { text: 'Details' }), details, actions,
+        el('h2', { text: 'Snapshots' }), snapshots),
+      termBox, filesBox),
+  );
+  const plane = may(me, 'sandbox.exec') ? new DataPlane(id) : null;
+  let sb = null;
+  let terminal = null;
+  let files = null;
+  let gone = false;
+
+  async function act(label, fn) {
+    say(label + '…');
+    for (const b of actions.querySelectorAll('button')) b.disabled = true;
+    try {
+      const said = await fn(); // a string: what to say instead of "done"
+      say(typeof said === 'string' ? said : label + ': done');
+    } catch (e) {
+      say(label + ': ' + e.message);
+    }
+    await load();
+  }
+
+  function button(label, fn) {
+    return el('button', { type: 'button', text: label, onclick: () => act(label, fn) });
+  }
+
+  function showActions() {
+    const list = [];
+    if (may(me, 'sandbox.write')) {
+      for (const [label, verb, states] of ACTIONS)
+        if (states.includes(sb.state)) list.push(button(label, () => api('POST', `${path}/${verb}?wait=true`, {})));
+    }
+    if (may(me, 'snapshot.write') && ['running', 'paused', 'stopped'].includes(sb.state))
+      list.push(button('Snapshot', () => api('POST', `${path}/snapshots?wait=true`, { label: 'console' })));
+    if (may(me, 'sandbox.write') && ['running', 'paused', 'stopped'].includes(sb.state))
+      list.push(
+        button('Fork', async () => {
+          const r = await api('POST', `${path}/fork?wait=true`, {});
+          const child = r.sandboxes && r.sandboxes[0];
+          return child ? 'Forked: ' + child.id : null;
+        }),
+      );
+    if (may(me, 'sandbox.write') && sb.state !== 'destroyed')
+      list.push(
+        el('button', {
+          type: 'button',
+          class: 'danger',
+          text: 'Destroy',
+          onclick: () => {
+            if (confirm(`Destroy ${id}? Its files are gone for good.`)) act('Destroy', () => api('DELETE', `${path}?wait=true`));
+          },
+        }),
+      );
+    actions.replaceChildren(...list);
+  }
+
+  function showDetails() {
+    const rows = [
+      ['State', sb.state + (sb.state_reason ? ` (${sb.state_reason})` : '')],
+      ['Template', sb.template],
+      ['Project', sb.project],
+      ['Created', `${sb.created_at} (${age(sb.created_at)} ago)`],
+      ['CPUs', sb.resources && sb.resources.cpus],
+      ['Memory', sb.resources && sb.resources.memory_mb + ' MiB'],
+      ['Parent', sb.lineage && sb.lineage.parent_sandbox_id],
+    ];
+    details.replaceChildren(
+      ...rows.filter(([, v]) => v !== undefined && v !== null && v !== '').flatMap(([k, v]) => [el('dt', { text: k }), el('dd', { text: String(v) })]),
+    );
+  }
+
+  async function loadSnapshots() {
+    if (!may(me, 'snapshot.read')) return;
+    const r = await api('GET', `${path}/snapshots`);
+    snapshots.replaceChildren(
+      ...r.snapshots.map((s) => el('li', { 'data-snapshot': s.id, text: `${s.id} · ${s.label || '(no label)'} · ${s.state}` })),
+    );
+    if (!r.snapshots.length) snapshots.append(el('li', { text: 'none yet' }));
+  }
+
+  async function load() {
+    if (gone) return;
+    try {
+      sb = await api('GET', path);
+    } catch (e) {
+      say(e.message);
+      return;
+    }
+    showDetails();
+    showActions();
+    await loadSnapshots().catch((e) => say('Snapshots: ' + e.message));
+    // A paused sandbox keeps its shell (frozen with it); one that stops loses it.
+    const live = sb.state === 'running';
+    const kept = live || sb.state === 'paused';
+    if (plane && live && !terminal) {
+      terminal = openTerminal(termBox, plane);
+      files = renderFiles(filesBox, plane);
+    } else if (!kept && terminal) {
+      terminal.close(false);
+      files.close();
+      terminal = files = null;
+      filesBox.replaceChildren();
+    }
+    if (!terminal)
+      termBox.replaceChildren(el('p', { text: plane ? 'The terminal and files need the sandbox running.' : 'This key may not run commands here.' }));
+  }
+
+  load();
+  return () => {
+    gone = true;
+    if (terminal) terminal.close(sb && sb.state === 'running');
+    if (files) files.close();
+  };
+}

@@ -1,0 +1,243 @@
+// The web console in a real browser (docs/console.md): Debian's Chromium, headless, driven
+// by playwright-core against the spaced that run_console_tests.py started. Each check prints
+// "ok - name" or "not ok - name: why"; the exit status is 1 when any failed. Screenshots go
+// to $CONSOLE_ARTIFACTS. CONSOLE_TEST_ONLY (a regular expression) picks checks by name.
+import { chromium } from 'playwright-core';
+import assert from 'node:assert/strict';
+import { mkdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+
+const BASE = process.env.SPACE_URL;
+const ADMIN = process.env.SPACE_ADMIN_KEY;
+const VIEWER = process.env.SPACE_VIEWER_KEY;
+const OUT = process.env.CONSOLE_ARTIFACTS;
+const only = process.env.CONSOLE_TEST_ONLY ? new RegExp(process.env.CONSOLE_TEST_ONLY) : null;
+mkdirSync(OUT, { recursive: true });
+
+async function api(method, path, body, key = ADMIN, headers = {}) {
+  const h = Object.assign({}, headers);
+  if (key) h.Authorization = 'Bearer ' + key;
+  if (body !== undefined) h['Content-Type'] = 'application/json';
+  const r = await fetch(BASE + path, { method, headers: h, body: body === undefined ? undefined : JSON.stringify(body) });
+  const text = await r.text();
+  return { status: r.status, body: text ? JSON.parse(text) : null };
+}
+
+let failed = 0;
+let stopAt = false; // a failed check that later ones stand on ends the run
+async function check(name, fn, { essential = false } = {}) {
+  if (stopAt || (only && !only.test(name))) return;
+  const t0 = Date.now();
+  try {
+    await fn();
+    console.log(`ok - ${name} (${Date.now() - t0} ms)`);
+  } catch (e) {
+    failed++;
+    console.log(`not ok - ${name}: ${e && e.stack ? e.stack : e}`);
+    if (essential) stopAt = true;
+  }
+}
+
+const browser = await chromium.launch({ executablePath: process.env.CHROMIUM || '/usr/bin/chromium', headless: true, args: ['--no-sandbox'] });
+const problems = []; // requests elsewhere than spaced, CSP violations, script errors
+
+async function newPage(viewport = { width: 1280, height: 800 }) {
+  const context = await browser.newContext({ viewport, acceptDownloads: true });
+  const page = await context.newPage();
+  page.on('request', (r) => {
+    if (!r.url().startsWith(BASE + '/') && !r.url().startsWith('blob:' + BASE) && !r.url().startsWith('data:'))
+      problems.push('a request elsewhere: ' + r.url());
+  });
+  page.on('console', (m) => {
+    if (m.type() === 'error' && !/status of 40[134]/.test(m.text())) problems.push('console error: ' + m.text());
+  });
+  page.on('pageerror', (e) => problems.push('page error: ' + e.message));
+  page.on('dialog', (d) => d.accept());
+  return { context, page };
+}
+
+async function signIn(page, key) {
+  await page.goto(BASE + '/console');
+  await page.getByLabel('API key').fill(key);
+  await page.getByRole('button', { name: 'Sign in' }).click();
+  await page.getByRole('heading', { name: 'Sandboxes' }).waitFor();
+}
+
+// The lines the terminal shows now (xterm.js's DOM renderer: one div per row).
+async function terminalLines(page) {
+  return page.$$eval('.xterm-rows > div', (rows) => rows.map((r) => r.textContent.replace(/\u00a0/g, ' ').trimEnd()));
+}
+
+async function waitForLine(page, test, what) {
+  const deadline = Date.now() + 20000;
+  for (;;) {
+    const lines = await terminalLines(page);
+    const hit = lines.find(test);
+    if (hit !== undefined) return hit;
+    if (Date.now() > deadline) throw new Error(`no ${what} in the terminal:\n${lines.filter(Boolean).join('\n')}`);
+    await page.waitForTimeout(100);
+  }
+}
+
+async function detail(page, name) {
+  return page.locator(`dt:text-is("${name}") + dd`).textContent();
+}
+
+async function waitState(page, state) {
+  await page.locator('dt:text-is("State") + dd').filter({ hasText: new RegExp('^' + state) }).waitFor({ timeout: 60000 });
+}
+
+const { context, page } = await newPage();
+let sandbox = null;
+let cookie = null;
+
+await check('sign in with an API key', async () => {
+  await page.goto(BASE + '/console');
+  await page.getByLabel('API key').waitFor();
+  await page.screenshot({ path: join(OUT, 'sign-in.png') });
+  await signIn(page, ADMIN);
+  const cookies = await context.cookies();
+  cookie = cookies.find((c) => c.name === 'space_console');
+  assert.ok(cookie, 'no session cookie');
+  assert.equal(cookie.httpOnly, true);
+  assert.equal(cookie.sameSite, 'Strict');
+  assert.equal(cookie.path, '/');
+  const seen = await page.evaluate(() => ({ cookie: document.cookie, local: localStorage.length, session: sessionStorage.length }));
+  assert.deepEqual(seen, { cookie: '', local: 0, session: 0 }, 'the page can see or stored a credential');
+  assert.ok(!(await page.content()).includes(ADMIN), 'the key is still in the page');
+}, { essential: true });
+
+await check('a sandbox created through the API appears without a reload', async () => {
+  let navigations = 0;
+  page.on('framenavigated', (f) => { if (f === page.mainFrame()) navigations++; });
+  const r = await api('POST', '/v1/sandboxes?wait=true&timeout_s=120', { metadata: { by: 'console-test' } });
+  assert.equal(r.status, 200, JSON.stringify(r.body));
+  sandbox = r.body.sandbox.id;
+  const row = page.locator(`tr[data-sandbox="${sandbox}"]`);
+  await row.waitFor({ timeout: 20000 });
+  await row.getByText('running').waitFor({ timeout: 20000 });
+  assert.equal(navigations, 0, 'the page was reloaded');
+  await page.screenshot({ path: join(OUT, 'sandboxes.png') });
+}, { essential: true });
+
+await check('open the sandbox', async () => {
+  await page.getByRole('link', { name: sandbox }).click();
+  await page.getByRole('heading', { name: sandbox }).waitFor();
+  await waitState(page, 'running');
+  assert.equal(await detail(page, 'Project'), 'default');
+}, { essential: true });
+
+await check('type echo hi in the terminal and see hi', async () => {
+  await page.locator('.xterm-rows').waitFor();
+  await waitForLine(page, (l) => /[#$] ?$/.test(l), 'shell prompt');
+  await page.locator('.xterm').click();
+  await page.keyboard.type('echo hi\n');
+  await waitForLine(page, (l) => l === 'hi', '"hi" line');
+  await page.screenshot({ path: join(OUT, 'sandbox.png') });
+});
+
+await check('the terminal follows the window size', async () => {
+  await page.keyboard.type('stty size\n');
+  const before = await waitForLine(page, (l) => /^\d+ \d+$/.test(l), '"rows cols" line');
+  await page.setViewportSize({ width: 390, height: 844 });
+  await page.waitForTimeout(500);
+  await page.keyboard.type('clear; stty size\n');
+  const after = await waitForLine(page, (l) => /^\d+ \d+$/.test(l) && l !== before, 'new "rows cols" line');
+  assert.ok(Number(after.split(' ')[1]) < Number(before.split(' ')[1]), `cols did not shrink: ${before} -> ${after}`);
+  await page.screenshot({ path: join(OUT, 'sandbox-phone.png'), fullPage: true });
+  await page.setViewportSize({ width: 1280, height: 800 });
+});
+
+await check('the terminal reconnects after its token is revoked, losing and repeating nothing', async () => {
+  await page.keyboard.type('clear; for i in 1 2 3 4 5 6 7 8 9 10 11 12; do echo line$i; sleep 0.5; done\n');
+  await waitForLine(page, (l) => l === 'line2', '"line2"');
+  const sessions = await api('GET', `/v1/sandboxes/${sandbox}/sessions`);
+  for (const s of sessions.body.sessions)
+    if (s.state === 'active') assert.equal((await api('DELETE', `/v1/sandboxes/${sandbox}/sessions/${s.session_id}`)).status, 204);
+  await waitForLine(page, (l) => l === 'line12', '"line12"');
+  const revoked = new Set(sessions.body.sessions.map((s) => s.session_id));
+  const now = await api('GET', `/v1/sandboxes/${sandbox}/sessions`);
+  assert.ok(now.body.sessions.some((s) => s.state === 'active' && !revoked.has(s.session_id)), 'the page opened no new session');
+  const lines = (await terminalLines(page)).filter((l) => /^line\d+$/.test(l));
+  assert.deepEqual(lines, Array.from({ length: 12 }, (_, i) => 'line' + (i + 1)));
+});
+
+await check('upload a file and download it', async () => {
+  const content = 'hello from the browser\n' + 'x'.repeat(1000) + '\n';
+  await page.getByLabel('Upload a file here').setInputFiles({ name: 'hello.txt', mimeType: 'text/plain', buffer: Buffer.from(content) });
+  await page.locator('li[data-path="/tmp/hello.txt"]').waitFor({ timeout: 20000 });
+  const cat = await api('POST', `/v1/sandboxes/${sandbox}/exec`, { cmd: ['cat', '/tmp/hello.txt'] });
+  assert.equal(cat.status, 200, JSON.stringify(cat.body));
+  assert.equal(cat.body.stdout, content);
+  const [download] = await Promise.all([page.waitForEvent('download'), page.getByRole('button', { name: 'Download hello.txt' }).click()]);
+  assert.equal(download.suggestedFilename(), 'hello.txt');
+  assert.equal(readFileSync(await download.path(), 'utf8'), content);
+});
+
+await check('take a snapshot', async () => {
+  await page.getByRole('button', { name: 'Snapshot' }).click();
+  await page.getByRole('status').filter({ hasText: 'Snapshot: done' }).waitFor({ timeout: 120000 });
+  const r = await api('GET', `/v1/sandboxes/${sandbox}/snapshots`);
+  const snap = r.body.snapshots.find((s) => s.label === 'console');
+  assert.ok(snap, JSON.stringify(r.body));
+  await page.locator(`li[data-snapshot="${snap.id}"]`).waitFor();
+});
+
+await check('pause and resume', async () => {
+  await page.getByRole('button', { name: 'Pause' }).click();
+  await waitState(page, 'paused');
+  assert.equal((await api('GET', `/v1/sandboxes/${sandbox}`)).body.state, 'paused');
+  await page.getByRole('button', { name: 'Resume' }).click();
+  await waitState(page, 'running');
+  assert.equal((await api('GET', `/v1/sandboxes/${sandbox}`)).body.state, 'running');
+});
+
+await check('fork', async () => {
+  await page.getByRole('button', { name: 'Fork' }).click();
+  const status = page.getByRole('status').filter({ hasText: /^Fork(ed)?: / });
+  await status.waitFor({ timeout: 120000 });
+  const said = await status.textContent();
+  assert.match(said, /^Forked: sb-/);
+  const child = said.match(/sb-[0-9a-f]+/)[0];
+  const r = await api('GET', `/v1/sandboxes/${child}`);
+  assert.equal(r.body.lineage.parent_sandbox_id, sandbox);
+});
+
+await check('a viewer key sees no destroy button and the server refuses it anyway', async () => {
+  const viewer = await newPage();
+  try {
+    await signIn(viewer.page, VIEWER);
+    await viewer.page.goto(`${BASE}/console#/sandboxes/${sandbox}`);
+    await viewer.page.getByRole('heading', { name: sandbox }).waitFor();
+    await waitState(viewer.page, 'running');
+    for (const name of ['Destroy', 'Pause', 'Stop', 'Snapshot', 'Fork'])
+      assert.equal(await viewer.page.getByRole('button', { name }).count(), 0, `a viewer sees ${name}`);
+    await viewer.page.screenshot({ path: join(OUT, 'sandbox-viewer.png') });
+    const forced = await viewer.page.evaluate(async (id) => {
+      const me = await (await fetch('/v1/console/session')).json();
+      const r = await fetch(`/v1/sandboxes/${id}`, { method: 'DELETE', headers: { 'X-Space-CSRF': me.session.csrf_token } });
+      return { status: r.status, body: await r.json() };
+    }, sandbox);
+    assert.equal(forced.status, 403, JSON.stringify(forced.body));
+    assert.equal((await api('GET', `/v1/sandboxes/${sandbox}`)).body.state, 'running');
+  } finally {
+    await viewer.context.close();
+  }
+});
+
+await check('signing out invalidates the cookie on the server', async () => {
+  const old = `space_console=${cookie.value}`;
+  assert.equal((await api('GET', '/v1/sandboxes', undefined, null, { Cookie: old })).status, 200);
+  await page.getByRole('button', { name: 'Sign out' }).click();
+  await page.getByLabel('API key').waitFor();
+  assert.equal((await api('GET', '/v1/sandboxes', undefined, null, { Cookie: old })).status, 401, 'the old cookie still works');
+  assert.equal((await context.cookies()).find((c) => c.name === 'space_console'), undefined, 'the cookie was not cleared');
+});
+
+await check('no request left spaced, no CSP violation, no script error', async () => {
+  assert.deepEqual(problems, []);
+});
+
+await browser.close();
+console.log(failed ? `# console: ${failed} failed` : '# console: all passed');
+process.exit(failed ? 1 : 0);
