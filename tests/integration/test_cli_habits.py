@@ -195,5 +195,50 @@ class CliHabits(SpacedTestCase):
                             for src, dst in installed.items()), installed)
 
 
+class CreateBuildsPreset(SpacedTestCase):
+    """`space sandbox create --template P` of a preset that is not built yet builds it first
+    (its log on stderr, the id alone on stdout) instead of failing with template_not_ready."""
+
+    @classmethod
+    def setUpClass(cls):
+        import tempfile
+        cls.presets = tempfile.mkdtemp(prefix="space-presets-")
+        with open(os.path.join(cls.presets, "tiny.Spacefile"), "w") as f:
+            f.write("FROM busybox\nRUN echo made-by-the-preset > /made\n")
+        cls.spaced_kwargs = {"extra_args": ["--presets-dir", cls.presets]}
+        super().setUpClass()
+
+    @classmethod
+    def tearDownClass(cls):
+        super().tearDownClass()
+        shutil.rmtree(cls.presets, ignore_errors=True)
+
+    def test_create_builds_an_unbuilt_preset(self):
+        sp = self.spaced
+        _, t = sp.api("GET", "/v1/templates/tiny", expect=200)
+        self.assertEqual(t["state"], "not_built")
+        # The API itself still refuses: building is the CLI's help, not a side effect of a create.
+        self.assertEqual(sp.request("POST", "/v1/sandboxes", {"template": "tiny"})[0], 409)
+        r = sp.cli("sandbox", "create", "--template", "tiny")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        sid = out(r).strip()
+        self.assertRegex(sid, r"^sb-[0-9a-f]{16}$")
+        sp.known_ids.add(sid)
+        self.assertIn("not built yet", r.stderr.decode())
+        self.assertIn("made-by-the-preset", r.stderr.decode() + sp.sh(sid, "cat /made")["stdout"])
+        self.assertEqual(sp.sh(sid, "cat /made")["stdout"], "made-by-the-preset\n")
+        _, t = sp.api("GET", "/v1/templates/tiny", expect=200)
+        self.assertEqual(t["state"], "ready")
+        # Built now: the next create does not build again.
+        r = sp.cli("sandbox", "create", "--template", "tiny")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertNotIn("not built yet", r.stderr.decode())
+        sp.known_ids.add(out(r).strip())
+        # A template that does not exist: the create's own error, once.
+        r = sp.cli("sandbox", "create", "--template", "nosuch")
+        self.assertEqual(r.returncode, 1)
+        self.assertEqual(r.stderr.decode().count("not found"), 1, r.stderr)
+
+
 if __name__ == "__main__":
     unittest.main()
