@@ -240,5 +240,52 @@ class CreateBuildsPreset(SpacedTestCase):
         self.assertEqual(r.stderr.decode().count("not found"), 1, r.stderr)
 
 
+class UnixSocketUrl(SpacedTestCase):
+    """The CLI reaches spaced's --unix-socket with --url unix:/PATH or SPACE_URL=unix:///PATH."""
+
+    @classmethod
+    def setUpClass(cls):
+        import tempfile
+        cls.sockdir = tempfile.mkdtemp(prefix="space-sock-")
+        cls.sock = os.path.join(cls.sockdir, "api.sock")
+        cls.spaced_kwargs = {"extra_args": ["--unix-socket", cls.sock]}
+        super().setUpClass()
+
+    @classmethod
+    def tearDownClass(cls):
+        super().tearDownClass()
+        shutil.rmtree(cls.sockdir, ignore_errors=True)
+
+    def test_unix_socket_url(self):
+        sp = self.spaced
+        r = sp.cli("--url", "unix:" + self.sock, "sandbox", "create", url=False)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        sid = out(r).strip()
+        sp.known_ids.add(sid)
+        env = dict(os.environ, SPACE_URL="unix://" + self.sock)
+        r = sp.cli("ps", "-q", url=False, env=env)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn(sid, out(r).split())
+        r = sp.cli("--url", "unix:" + self.sock + ".missing", "ps", url=False)
+        self.assertEqual(r.returncode, 1)
+        self.assertIn("unix:" + self.sock + ".missing", r.stderr.decode())
+        r = sp.cli("--url", "ftp://x", "ps", url=False)
+        self.assertEqual(r.returncode, 2)
+
+    def test_the_command_scripts_up_prints_works(self):
+        from spaced_harness import SPACE_CLI
+        sp = self.spaced
+        clean = {k: v for k, v in os.environ.items() if not k.startswith("SPACE_")}
+        for flags in (["--listen", "127.0.0.1:%d" % sp.port, "--state-dir", sp.state_dir],
+                      ["--listen=127.0.0.1:%d" % sp.port, "--state-dir=" + sp.state_dir, "--unix-socket", self.sock]):
+            p = subprocess.run([os.path.join(REPO, "scripts", "cli-command")] + flags, capture_output=True, timeout=30,
+                               env=dict(clean, SPACE_CLI_PATH=SPACE_CLI))
+            self.assertEqual(p.returncode, 0, p.stderr)
+            command = p.stdout.decode().strip()
+            self.assertIn("SPACE_STATE_DIR=" + sp.state_dir, command)
+            r = subprocess.run(["sh", "-c", command + " health"], capture_output=True, timeout=60, env=clean)
+            self.assertEqual(r.returncode, 0, (command, r.stderr))
+
+
 if __name__ == "__main__":
     unittest.main()
