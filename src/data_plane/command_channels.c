@@ -20,6 +20,7 @@
 #include "runtime/runtime_registry.h"
 #include "spaced/dir_tree.h"
 #include "spaced/log.h"
+#include "spaced/metrics.h"
 #include "spaced/spaced_context.h"
 #include "spaced/wallclock.h"
 
@@ -252,6 +253,7 @@ static void channel_logs_account(struct channel *ch, size_t len)
                 ch->log_trim_at = cap;
         }
         ch->log_bytes += COMMAND_LOG_HEADER_SIZE + len;
+        metrics_command_log(ch->chs->ctx->metrics, COMMAND_LOG_HEADER_SIZE + len, 0);
         if (ch->log_bytes <= ch->log_trim_at)
                 return;
         uint64_t left = 0;
@@ -262,6 +264,7 @@ static void channel_logs_account(struct channel *ch, size_t len)
         }
         log_info("command.sandbox_log_trimmed", "sandbox=%s bytes_before=%" PRIu64 " bytes_after=%" PRIu64 " cap=%" PRIu64,
                  ch->sandbox_id, ch->log_bytes, left, cap);
+        metrics_command_log(ch->chs->ctx->metrics, 0, ch->log_bytes > left ? ch->log_bytes - left : 0);
         ch->log_bytes = left;
         /* What could not go (running commands' current segments) does not make every
          * append rescan: the next trim waits for another quarter of the cap. */

@@ -21,6 +21,8 @@ enum family_id {
         F_OPERATION_WAIT,
         F_CREATE_READY,
         F_STREAMS,
+        F_LOG_WRITTEN,
+        F_LOG_DROPPED,
         F_COUNT,
 };
 
@@ -81,6 +83,16 @@ static const struct family templates[F_COUNT] = {
                         GAUGE,
                         1,
                         { "kind" } },
+        [F_LOG_WRITTEN] = { "space_command_log_written_bytes_total",
+                            "Bytes appended to streamed commands' logs on disk (records with their headers)",
+                            COUNTER,
+                            0,
+                            { NULL } },
+        [F_LOG_DROPPED] = { "space_command_log_dropped_bytes_total",
+                            "Bytes of command-log output dropped to hold a sandbox's logs under --sandbox-log-cap",
+                            COUNTER,
+                            0,
+                            { NULL } },
 };
 
 int metrics_new(struct metrics **ret)
@@ -198,6 +210,14 @@ void metrics_operation_ended(struct metrics *m, const char *kind, bool succeeded
         observe(m, F_OPERATION_WAIT, ended, waited_us);
         if (succeeded && strcmp(kind, "sandbox.create") == 0)
                 observe(m, F_CREATE_READY, NULL, waited_us + ran_us);
+}
+
+void metrics_command_log(struct metrics *m, uint64_t written, uint64_t dropped)
+{
+        if (written)
+                add(m, F_LOG_WRITTEN, NULL, (int64_t)written);
+        if (dropped)
+                add(m, F_LOG_DROPPED, NULL, (int64_t)dropped);
 }
 
 void metrics_stream(struct metrics *m, const char *kind, int delta)

@@ -26,6 +26,8 @@ void metrics_http_request(struct metrics *m, const char *door, const char *actio
 /* An operation that ended: waited_us from accepted to started, ran_us from started to its
  * end. A sandbox.create that succeeded is also the create → ready figure. */
 void metrics_operation_ended(struct metrics *m, const char *kind, bool succeeded, int64_t waited_us, int64_t ran_us);
+/* Bytes appended to command logs, and bytes dropped by the per-sandbox cap. */
+void metrics_command_log(struct metrics *m, uint64_t written, uint64_t dropped);
 /* A long-lived stream of a kind ("command_events", "file_watch", …) opened (+1) or closed (-1). */
 void metrics_stream(struct metrics *m, const char *kind, int delta);
 

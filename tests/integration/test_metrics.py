@@ -165,6 +165,25 @@ class Metrics(SpacedTestCase):
             time.sleep(0.1)
         self.assertEqual(value(self.scrape(), "space_streams_active", kind="command_events"), before)
 
+    def test_command_log_bytes(self):
+        sp = self.spaced
+        sid = self.new_sandbox()
+        _, s = sp.api("POST", "/v1/sandboxes/%s/sessions" % sid, {}, expect=201)
+        tok = s["attach_token"]
+        before = value(self.scrape(), "space_command_log_written_bytes_total")
+        # 200 KiB of output through a streamed command's log.
+        _, c = sp.api("POST", "/v1/sandboxes/%s/commands" % sid, {"cmd": ["sh", "-c", "head -c 204800 /dev/zero"]},
+                      key=tok, expect=201)
+        for _ in range(200):
+            _, cmd = sp.api("GET", "/v1/sandboxes/%s/commands/%s" % (sid, c["command_id"]), key=tok, expect=200)
+            if cmd.get("state") != "running":
+                break
+            time.sleep(0.1)
+        grown = value(self.scrape(), "space_command_log_written_bytes_total") - before
+        self.assertGreaterEqual(grown, 204800)
+        self.assertLess(grown, 204800 * 3)  # base64 in JSON records would be more than that
+        self.assertIn("space_command_log_dropped_bytes_total", self.scrape())
+
     def test_who_may_read_it_on_the_api_listener(self):
         sp = self.spaced
         st, body = sp.request("GET", "/metrics", key=None)
