@@ -9,6 +9,7 @@
 #include <fcntl.h>
 #include <getopt.h>
 #include <limits.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -159,6 +160,28 @@ static int upload(struct cli *cli, struct http_path *path, int fd, const char *c
 
 static int await_build(struct cli *cli, const char *op_id, const char *name, bool report);
 
+static volatile sig_atomic_t build_interrupted;
+
+static void on_build_signal(int sig)
+{
+        build_interrupted = sig;
+}
+
+/* Ctrl-C (or SIGTERM) while following a build: the build is cancelled, not left running. */
+static int cancel_build(struct cli *cli, const char *op_id, int sig)
+{
+        _cleanup_http_path_ struct http_path path = {};
+        _cleanup_json_ json_t *answer = NULL;
+        http_path_init(&path, "/v1/operations");
+        http_path_segment(&path, op_id);
+        http_path_segment(&path, "cancel");
+        if (cli_request(cli, "POST", &path, NULL, CLI_REQUEST_TIMEOUT_S, NULL, &answer) < 0)
+                fprintf(stderr, "space: the build goes on; stop it with 'space op cancel %s'\n", op_id);
+        else
+                fprintf(stderr, "space: build cancelled (operation %s)\n", op_id);
+        return 128 + sig;
+}
+
 /* log_out: where the build's log goes; report: the name (or the JSON) on stdout at the end. */
 static int follow(struct cli *cli, const char *op_id, const char *name, FILE *log_out, bool report)
 {
@@ -169,10 +192,19 @@ static int follow(struct cli *cli, const char *op_id, const char *name, FILE *lo
         http_path_segment(&log, "log");
         http_path_query(&log, "follow", "true");
         struct http_client_stream stream = { .accept = "text/plain", .write = write_log, .size = -1, .userdata = log_out };
+        struct sigaction sa = { .sa_handler = on_build_signal }, old_int, old_term;
+        build_interrupted = 0;
+        stream.interrupted = &build_interrupted;
+        sigaction(SIGINT, &sa, &old_int);
+        sigaction(SIGTERM, &sa, &old_term);
         if (!cli->json)
                 cli_build_progress_start();
         int r = cli_request_stream(cli, "GET", &log, &stream, NULL, &ignored);
         cli_build_progress_stop();
+        sigaction(SIGINT, &old_int, NULL);
+        sigaction(SIGTERM, &old_term, NULL);
+        if (build_interrupted)
+                return cancel_build(cli, op_id, build_interrupted);
         if (r < 0)
                 return CLI_EXIT_FAILURE;
         return await_build(cli, op_id, name, report);

@@ -358,6 +358,18 @@ fail:
         return -ENOMEM;
 }
 
+/* The stream's interrupted flag, read at libcurl's progress calls (at least once a second). */
+static int http_client_transfer_progress(void *userdata, curl_off_t dltotal, curl_off_t dlnow, curl_off_t ultotal,
+                                         curl_off_t ulnow)
+{
+        struct http_client_transfer *t = userdata;
+        if (t->stream->interrupted && *t->stream->interrupted) {
+                t->stream->error = -EINTR;
+                return 1;
+        }
+        return 0;
+}
+
 static int http_client_transfer_setup(struct http_client *c, const char *method, struct curl_slist *headers,
                                       struct http_client_transfer *t)
 {
@@ -384,6 +396,10 @@ static int http_client_transfer_setup(struct http_client *c, const char *method,
             curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, http_client_transfer_write) != CURLE_OK ||
             curl_easy_setopt(h, CURLOPT_WRITEDATA, t) != CURLE_OK)
                 return -EINVAL;
+        if (t->stream->interrupted &&
+            (curl_easy_setopt(h, CURLOPT_XFERINFOFUNCTION, http_client_transfer_progress) != CURLE_OK ||
+             curl_easy_setopt(h, CURLOPT_XFERINFODATA, t) != CURLE_OK || curl_easy_setopt(h, CURLOPT_NOPROGRESS, 0L) != CURLE_OK))
+                return -EINVAL;
         return 0;
 }
 
@@ -399,6 +415,8 @@ static void http_client_transfer_reset(struct http_client *c)
         curl_easy_setopt(h, CURLOPT_LOW_SPEED_TIME, 0L);
         curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, http_client_write);
         curl_easy_setopt(h, CURLOPT_WRITEDATA, NULL);
+        curl_easy_setopt(h, CURLOPT_NOPROGRESS, 1L);
+        curl_easy_setopt(h, CURLOPT_XFERINFOFUNCTION, NULL);
 }
 
 int http_client_transfer(struct http_client *c, const char *method, const char *path, struct http_client_stream *stream,

@@ -11,6 +11,7 @@
 #pragma once
 
 #include <jansson.h>
+#include <signal.h>
 #include <sys/types.h>
 
 #define HTTP_CLIENT_MAX_BODY (64u << 20)
@@ -47,6 +48,9 @@ struct http_client_stream {
         /* When set, the stream may be tried again (cli_request's retries): puts the request
          * body back at its start and drops any partly received answer. */
         void (*rewind)(void *userdata);
+        /* When set, checked about once a second: nonzero stops the transfer (-EINTR), e.g. a
+         * flag a SIGINT handler sets. */
+        const volatile sig_atomic_t *interrupted;
         int error; /* set by the transfer: the -errno read or write returned, else 0 */
 };
 

@@ -95,6 +95,38 @@ class CliOperations(SpacedTestCase):
         r = self.cli("op", "cancel", op)
         self.assertEqual(r.returncode, 1)
 
+    def test_ctrl_c_cancels_a_followed_build(self):
+        ctx = tempfile.mkdtemp(prefix="space-opw-")
+        self.addCleanup(shutil.rmtree, ctx, True)
+        with open(os.path.join(ctx, "Spacefile"), "w") as f:
+            f.write("FROM busybox\nRUN echo start-followed; sleep 60; echo done-followed\n")
+        proc = subprocess.Popen([SPACE_CLI, "template", "build", "-t", "followed:1", ctx], stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, env=self.env())
+        try:
+            line = b""
+            deadline = time.monotonic() + 60
+            while b"start-followed" not in line and time.monotonic() < deadline:
+                line += proc.stdout.readline()
+            self.assertIn(b"start-followed", line)
+            proc.send_signal(signal.SIGINT)
+            out, err = proc.communicate(timeout=20)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+        self.assertEqual(proc.returncode, 130, err)
+        self.assertIn(b"build cancelled", err)
+        op = err.decode().split("(operation ")[1].split(")")[0]
+        for _ in range(300):
+            if self.op_state(op) not in ("pending", "running"):
+                break
+            time.sleep(0.1)
+        self.assertEqual(self.op_state(op), "failed")
+        status, body = self.spaced.request("GET", "/v1/operations/" + op)
+        self.assertEqual(body["error"]["code"], "cancelled", body)
+        status, _ = self.spaced.request("GET", "/v1/templates/followed:1")
+        self.assertEqual(status, 404)
+
     def test_bad_input(self):
         r = self.cli("op", "wait", "op-00000000deadbeef")
         self.assertEqual(r.returncode, 1)
