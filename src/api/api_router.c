@@ -53,6 +53,7 @@ static const struct route {
         { "GET", { "v1", "sandboxes" }, route_sandbox_list, API_AUTH_CONTROL, API_BODY_ANY, PERM_SANDBOX_READ, "sandbox.list", q_sandbox_list },
         { "POST", { "v1", "sandboxes" }, route_sandbox_create, API_AUTH_CONTROL, API_BODY_ANY, PERM_SANDBOX_WRITE, "sandbox.create", q_wait },
         { "GET", { "v1", "sandboxes", "*" }, route_sandbox_get, API_AUTH_CONTROL, API_BODY_ANY, PERM_SANDBOX_READ, "sandbox.get", q_none },
+        { "GET", { "v1", "sandboxes", "*", "stats" }, route_sandbox_stats, API_AUTH_CONTROL, API_BODY_ANY, PERM_SANDBOX_READ, "sandbox.stats", q_none },
         { "DELETE", { "v1", "sandboxes", "*" }, route_sandbox_delete, API_AUTH_CONTROL, API_BODY_NO_FIELDS, PERM_SANDBOX_WRITE, "sandbox.delete", q_wait },
         { "PATCH", { "v1", "sandboxes", "*" }, route_sandbox_patch, API_AUTH_CONTROL, API_BODY_ANY, PERM_SANDBOX_WRITE, "sandbox.update", q_none },
         { "POST", { "v1", "sandboxes", "*", "exec" }, route_sandbox_exec, API_AUTH_CONTROL, API_BODY_ANY, PERM_SANDBOX_EXEC, "sandbox.exec", q_none },

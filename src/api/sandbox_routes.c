@@ -16,7 +16,9 @@
 #include "service/sandbox_access.h"
 #include "service/snapshot_access.h"
 #include "service/template_access.h"
+#include "runtime/runtime_driver.h"
 #include "spaced/spaced_context.h"
+#include "spaced/wallclock.h"
 
 int api_wait_parse(const struct api_request *req, struct api_wait *ret, struct space_error *err)
 {
@@ -249,6 +251,40 @@ void route_sandbox_get(struct api_request *req, struct api_response *resp)
         }
         api_response_json(resp, 200, api_sandbox_json(req->ctx, &sb));
         sandbox_release(&sb);
+}
+
+/* GET /v1/sandboxes/{id}/stats: what it uses now, as its runtime measures it. */
+void route_sandbox_stats(struct api_request *req, struct api_response *resp)
+{
+        struct space_error err = { 0 };
+        struct sandbox sb;
+        struct runtime_stats st;
+        if (api_load_sandbox(req, &sb, &err) < 0) {
+                api_response_error(resp, &err);
+                return;
+        }
+        int r = sandbox_service_usage(req->ctx, &sb, &st);
+        if (r == -ESRCH)
+                space_error_set(&err, SPACE_E_INVALID_STATE, "sandbox %s is %s: only a running or paused one has figures", sb.id,
+                                sandbox_state_name(sb.state));
+        else if (r < 0)
+                space_error_errno(&err, r, "read the figures of %s", sb.id);
+        if (r < 0) {
+                api_response_error(resp, &err);
+                sandbox_release(&sb);
+                return;
+        }
+        uint64_t limit = st.memory_limit_bytes ? st.memory_limit_bytes : (uint64_t)sb.resources.memory_mb << 20;
+        json_t *j = json_pack(
+                "{s:s, s:s, s:o, s:{s:I, s:f}, s:{s:I, s:I, s:I}, s:{s:I, s:I}, s:{s:I, s:I}}", "sandbox_id", sb.id, "state",
+                sandbox_state_name(sb.state), "timestamp", api_render_time(wallclock_now_ms()), "cpu", "usage_us",
+                (json_int_t)st.cpu_usage_us, "limit", sb.resources.cpus, "memory", "used_bytes", (json_int_t)st.memory_bytes,
+                "cache_bytes", (json_int_t)st.memory_cache_bytes, "limit_bytes", (json_int_t)limit, "disk", "used_bytes",
+                (json_int_t)(st.disk_total_bytes > st.disk_free_bytes ? st.disk_total_bytes - st.disk_free_bytes : 0),
+                "total_bytes", (json_int_t)st.disk_total_bytes, "limit_hits", "oom_kills", (json_int_t)st.oom_kills, "pids",
+                (json_int_t)st.pids_max_hits);
+        sandbox_release(&sb);
+        api_response_json(resp, 200, j);
 }
 
 static void submit_action(struct api_request *req, struct api_response *resp, enum sandbox_action action)

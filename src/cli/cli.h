@@ -55,4 +55,5 @@ int cli_cp_main(struct cli *cli, int argc, char **argv);
 int cli_logs_main(struct cli *cli, int argc, char **argv);
 int cli_ps_main(struct cli *cli, int argc, char **argv);
 int cli_inspect_main(struct cli *cli, int argc, char **argv);
+int cli_stats_main(struct cli *cli, int argc, char **argv);
 int cli_attach_main(struct cli *cli, int argc, char **argv);

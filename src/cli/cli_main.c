@@ -28,6 +28,7 @@ static const char main_usage[] =
         "  cp SRC DST                      copy a file to or from a sandbox (ID:/path)\n"
         "  snapshot create|ls|get|rm|export|import\n"
         "                                  point-in-time copies of sandboxes, and moving them\n"
+        "  stats [ID...]                   CPU, memory and disk use of running sandboxes\n"
         "  restore ID SNAP                 put a sandbox back to one of its snapshots\n"
         "  fork ID [--count N]             new sandboxes from a snapshot of ID\n"
         "  op get|ls                       operations (lifecycle changes)\n"
@@ -133,6 +134,7 @@ int main(int argc, char **argv)
                 { "sandbox", cli_sandbox_main },
                 { "ps", cli_ps_main },
                 { "inspect", cli_inspect_main },
+                { "stats", cli_stats_main },
                 { "exec", cli_exec_main },
                 { "cp", cli_cp_main },
                 { "logs", cli_logs_main },

@@ -59,13 +59,10 @@ static const struct sample *ring_last(const struct ring *r)
 static void sample_take(struct spaced_context *ctx, const struct sandbox *sb, const struct sample *prev, struct sample *ret)
 {
         struct runtime_stats ev;
-        const struct runtime_driver *d = runtime_registry_find(&ctx->runtimes, sb->runtime);
         memset(ret, 0, sizeof(*ret));
         ret->ts_ms = wallclock_now_ms();
         ret->cpu_count = cpu_count_of(sb);
-        if (!d || d->ops->stats(d, sb, &ev) < 0)
-                memset(&ev, 0, sizeof(ev));
-        else {
+        if (sandbox_service_usage(ctx, sb, &ev) == 0) {
                 ret->cpu_us = ev.cpu_usage_us;
                 ret->mem_used = ev.memory_bytes;
                 ret->mem_cache = ev.memory_cache_bytes;

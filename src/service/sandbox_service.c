@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "operations/sandbox_lifecycle.h"
+#include "runtime/runtime_registry.h"
 #include "service/project_service.h"
 #include "service/sandbox_access.h"
 #include "spaced/spaced_context.h"
@@ -143,4 +144,15 @@ int sandbox_service_running_ids(struct spaced_context *ctx, char (**ret)[32], si
         *ret = ids;
         *ret_n = n;
         return 0;
+}
+
+int sandbox_service_usage(struct spaced_context *ctx, const struct sandbox *sb, struct runtime_stats *ret)
+{
+        memset(ret, 0, sizeof(*ret));
+        const struct runtime_driver *d = runtime_registry_find(&ctx->runtimes, sb->runtime);
+        if (!d)
+                return -ENODEV;
+        if (sb->state != SANDBOX_RUNNING && sb->state != SANDBOX_PAUSED)
+                return -ESRCH;
+        return d->ops->stats(d, sb, ret);
 }

@@ -52,3 +52,8 @@ void sandbox_service_token_caller(struct spaced_context *ctx, const char *id, st
 /* Authentication of a signed URL that names no sandbox: the ids of every running sandbox,
  * whose credentials the caller tries (the caller is not known yet). *ret is freed with free(). */
 int sandbox_service_running_ids(struct spaced_context *ctx, char (**ret)[32], size_t *ret_n, struct space_error *err);
+
+struct runtime_stats;
+/* The runtime's figures of a loaded sandbox (CPU time, memory, disk, limit hits): 0, or
+ * -errno with *ret zeroed (a driver that cannot tell, a sandbox that is not running). */
+int sandbox_service_usage(struct spaced_context *ctx, const struct sandbox *sb, struct runtime_stats *ret);

@@ -11,7 +11,7 @@ import unittest
 
 from spaced_harness import REPO, SpacedTestCase
 
-VERBS = ["health", "version", "capabilities", "ps", "inspect", "exec", "cp", "logs", "attach", "restore", "fork",
+VERBS = ["health", "version", "capabilities", "ps", "inspect", "stats", "exec", "cp", "logs", "attach", "restore", "fork",
          "audit", "template", "template ls", "template get", "template build", "template import", "template rm",
          "template prune", "sandbox", "sandbox create", "sandbox ls", "sandbox get", "sandbox set", "sandbox stop",
          "sandbox start", "sandbox pause", "sandbox resume", "sandbox rm", "snapshot", "snapshot create",
@@ -149,6 +149,35 @@ class CliHabits(SpacedTestCase):
         # `space audit` is a log whose rows hold two whole ids (request ids are grepped for in
         # the access log): it is not held to 100 columns, but its times are compact
         self.assertRegex(out(self.space("audit")), r"(?m)^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d  ")
+
+    def test_stats(self):
+        sp = self.spaced
+        busy, idle = self.create(), self.create("--memory", "256")
+        _, s = sp.api("POST", "/v1/sandboxes/%s/sessions" % busy, {}, expect=201)
+        sp.api("POST", "/v1/sandboxes/%s/commands" % busy, {"cmd": ["sh", "-c", "while :; do :; done"]},
+               key=s["attach_token"], expect=201)
+        r = self.space("stats", busy, idle[:8])
+        lines = out(r).splitlines()
+        self.assertEqual(lines[0].split()[:3], ["SANDBOX", "STATE", "CPU"])
+        rows = {l.split()[0]: l.split() for l in lines[1:]}
+        self.assertEqual(set(rows), {busy, idle})
+        self.assertGreater(float(rows[busy][2].rstrip("%")), 20.0, lines)
+        self.assertLess(float(rows[idle][2].rstrip("%")), 20.0, lines)
+        self.assertIn("256.0MiB", rows[idle])
+        r = self.space("stats", "--json", busy)
+        [j] = json.loads(out(r))
+        self.assertEqual(j["sandbox_id"], busy)
+        self.assertEqual(j["memory"]["limit_bytes"], 512 << 20)
+        self.assertGreater(j["cpu"]["usage_us"], 0)
+        # Without ids: every running sandbox.
+        listed = {l.split()[0] for l in out(self.space("stats")).splitlines()[1:]}
+        self.assertTrue({busy, idle} <= listed, listed)
+        # A stopped sandbox has no figures: the API's 409, and the CLI's exit 1.
+        sp.action(idle, "stop")
+        st, body = sp.request("GET", "/v1/sandboxes/%s/stats" % idle)
+        self.assertEqual((st, body["error"]["code"]), (409, "invalid_state"))
+        self.assertEqual(self.space("stats", idle, ok=False).returncode, 1)
+        self.assertEqual(sp.request("GET", "/v1/sandboxes/sb-0000000000000000/stats")[0], 404)
 
     def test_help_for_every_verb(self):
         for verb in VERBS:

@@ -3,7 +3,7 @@
 # come from `space ... --help`; sandbox ids from `space ps -q` (so they need a reachable
 # spaced and a key, as space itself does).
 
-_space_commands="health version capabilities ps inspect exec logs attach cp template sandbox snapshot restore fork op key project audit"
+_space_commands="health version capabilities ps inspect stats exec logs attach cp template sandbox snapshot restore fork op key project audit"
 
 _space_subcommands() {
         case $1 in
@@ -19,7 +19,7 @@ _space_subcommands() {
 # Does the command (and subcommand) take a sandbox id as its first argument?
 _space_takes_sandbox() {
         case "$1 $2" in
-        "exec "* | "logs "* | "attach "* | "inspect "* | "restore "* | "fork "*) return 0 ;;
+        "exec "* | "logs "* | "attach "* | "inspect "* | "stats "* | "restore "* | "fork "*) return 0 ;;
         "sandbox get" | "sandbox set" | "sandbox stop" | "sandbox start" | "sandbox pause" | "sandbox resume" | "sandbox rm") return 0 ;;
         "snapshot create" | "snapshot ls") return 0 ;;
         esac
