@@ -10,14 +10,16 @@
 #include "cli/cli_output.h"
 #include "cli/cli_request.h"
 #include "cli/cli_usage.h"
+#include "cli/cli_yaml.h"
 
 static const char ps_usage[] =
-        "usage: space ps [-q] [-o json|wide] [--format TEMPLATE] [--filter K=V[,K=V]]... [--state S] [--meta K=V]...\n"
+        "usage: space ps [-q] [-o json|yaml|wide] [--format TEMPLATE] [--filter K=V[,K=V]]... [--state S] [--meta K=V]...\n"
         "\n"
         "Lists the sandboxes (also: space sandbox ls), newest last.\n"
         "\n"
         "  -q, --quiet          sandbox ids only, one per line\n"
-        "  -o, --output FORMAT  json (the API's answer, as --json), wide (more columns)\n"
+        "  -o, --output FORMAT  json (the API's answer, as --json), yaml (the sandboxes as a\n"
+        "                       YAML list), wide (more columns)\n"
         "  --format TEMPLATE    one line per sandbox: {{.id}}, {{.resources.cpus}}, {{json .metadata}},\n"
         "                       \\t for a tab; 'json' for one JSON object per line\n"
         "  --filter K=V         state=S, metadata.K=V (or meta.K=V), template=T, id=PREFIX; several\n"
@@ -101,7 +103,7 @@ static bool ps_match(const json_t *sb, const struct ps_local_filter *f)
 }
 
 struct ps_flags {
-        bool quiet, wide, json;
+        bool quiet, wide, json, yaml;
         const char *format;
 };
 
@@ -113,6 +115,8 @@ static int ps_print(json_t *answer, const struct ps_flags *o)
 
         if (o->json)
                 return cli_output_exit(cli_output_json(answer));
+        if (o->yaml)
+                return cli_output_exit(cli_yaml_print(stdout, list));
         if (o->format)
                 return cli_output_exit(cli_format_print(o->format, list));
         if (o->quiet) {
@@ -160,8 +164,10 @@ int cli_ps_main(struct cli *cli, int argc, char **argv)
                                 o.json = true;
                         else if (cli_streq(optarg, "wide"))
                                 o.wide = true;
+                        else if (cli_streq(optarg, "yaml"))
+                                o.yaml = true;
                         else
-                                return cli_usage_error(ps_usage, "-o is json or wide, not '%s'", optarg);
+                                return cli_usage_error(ps_usage, "-o is json, yaml or wide, not '%s'", optarg);
                         break;
                 case OPT_FORMAT:
                         if (cli_format_check(optarg) < 0)

@@ -161,8 +161,9 @@ class CliHabits(SpacedTestCase):
         self.assertEqual(lines[0].split()[:3], ["SANDBOX", "STATE", "CPU"])
         rows = {l.split()[0]: l.split() for l in lines[1:]}
         self.assertEqual(set(rows), {busy, idle})
-        self.assertGreater(float(rows[busy][2].rstrip("%")), 20.0, lines)
-        self.assertLess(float(rows[idle][2].rstrip("%")), 20.0, lines)
+        # A spinning loop against an idle shell (a busy shared machine gives the loop less than a CPU).
+        self.assertGreater(float(rows[busy][2].rstrip("%")), 5.0, lines)
+        self.assertGreater(float(rows[busy][2].rstrip("%")), 5 * float(rows[idle][2].rstrip("%")), lines)
         self.assertIn("256.0MiB", rows[idle])
         r = self.space("stats", "--json", busy)
         [j] = json.loads(out(r))
@@ -178,6 +179,20 @@ class CliHabits(SpacedTestCase):
         self.assertEqual((st, body["error"]["code"]), (409, "invalid_state"))
         self.assertEqual(self.space("stats", idle, ok=False).returncode, 1)
         self.assertEqual(sp.request("GET", "/v1/sandboxes/sb-0000000000000000/stats")[0], 404)
+
+    def test_ps_yaml(self):
+        import yaml
+        sp = self.spaced
+        sid = self.create("--meta", "note=yes: no # [x] &a *b", "--meta", "on=1")
+        r = self.space("ps", "-o", "yaml")
+        self.assertTrue(out(r).startswith("---\n"), out(r))
+        docs = yaml.safe_load(out(r))
+        _, listing = sp.api("GET", "/v1/sandboxes", expect=200)
+        # The YAML is the API's list, value for value (hostile text stays text).
+        self.assertEqual(docs, listing["sandboxes"])
+        mine = [d for d in docs if d["id"] == sid][0]
+        self.assertEqual(mine["metadata"], {"note": "yes: no # [x] &a *b", "on": "1"})
+        self.assertEqual(self.space("ps", "-o", "toml", ok=False).returncode, 2)
 
     def test_help_for_every_verb(self):
         for verb in VERBS:
