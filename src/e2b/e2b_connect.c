@@ -115,6 +115,7 @@ const char *e2b_connect_code_name(enum space_error_code code)
                 return "unauthenticated";
         case SPACE_E_FORBIDDEN:
         case SPACE_E_PERMISSION_DENIED:
+        case SPACE_E_POLICY_DENIED:
                 return "permission_denied";
         case SPACE_E_CONFLICT:
                 return "failed_precondition";

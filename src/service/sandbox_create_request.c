@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "operations/sandbox_lifecycle.h"
+#include "service/policy_gate.h"
 #include "service/sandbox_network_request.h"
 #include "service/snapshot_access.h"
 #include "service/template_access.h"
@@ -98,6 +99,8 @@ int sandbox_create_request_submit(struct spaced_context *ctx, struct sandbox_cre
         struct snapshot seen;
         if ((sb.parent_snapshot_id[0] ? snapshot_access_load(ctx, req->caller, sb.parent_snapshot_id, &seen, err)
                                       : template_access_check(ctx, req->caller, sb.template_name, false, err)) < 0)
+                goto fail;
+        if (policy_gate_create(ctx, sb.project_id, sb.template_name[0] ? sb.template_name : NULL, err) < 0)
                 goto fail;
         if (sandbox_lifecycle_create(ctx, &sb, ret_op, err) < 0)
                 goto fail;
