@@ -12,7 +12,7 @@
 
 static json_t *render_policy(const struct policy_record *p)
 {
-        return json_pack("{s:s, s:s, s:s, s:s?, s:I, s:O, s:o, s:o}", "id", p->id, "project", p->project_id, "name", p->name,
+        return json_pack("{s:s, s:s, s:s, s:s*, s:I, s:O, s:o, s:o}", "id", p->id, "project", p->project_id, "name", p->name,
                          "sandbox_id", p->sandbox_id[0] ? p->sandbox_id : NULL, "version", (json_int_t)p->version, "document",
                          p->document, "created_at", api_render_time(p->created_at_ms), "updated_at",
                          api_render_time(p->updated_at_ms));

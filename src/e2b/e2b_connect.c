@@ -202,4 +202,5 @@ void e2b_connect_reply_stream_error(struct api_response *resp, const struct spac
         resp->status = 200;
         resp->content_type = E2B_CONNECT_STREAM_TYPE;
         resp->stream = (struct api_stream){ .read = whole_read, .free = whole_free, .cls = w };
+        snprintf(resp->error_code, sizeof(resp->error_code), "%s", space_error_code_name(err->code));
 }

@@ -85,7 +85,7 @@ static int parse_request(const json_t *o, struct described *d, struct space_erro
 
 static json_t *verdict_new(const struct policy_verdict *v)
 {
-        return json_pack("{s:s, s:s, s:s?, s:s}", "policy_id", v->policy->id, "policy_name", v->policy->name, "rule",
+        return json_pack("{s:s, s:s, s:s*, s:s}", "policy_id", v->policy->id, "policy_name", v->policy->name, "rule",
                          v->rule ? v->rule->id : NULL, "effect", policy_effect_name(v->effect));
 }
 
@@ -173,7 +173,7 @@ json_t *policy_service_dry_run_new(struct spaced_context *ctx, const struct prin
                 json_t *verdicts = json_array();
                 for (size_t i = 0; i < dec.nverdicts; i++)
                         json_array_append_new(verdicts, verdict_new(&dec.verdicts[i]));
-                out = json_pack("{s:s, s:s, s:s?, s:s?, s:s?, s:s, s:o}", "decision", policy_effect_name(dec.effect), "project",
+                out = json_pack("{s:s, s:s, s:s*, s:s*, s:s*, s:s, s:o}", "decision", policy_effect_name(dec.effect), "project",
                                 project_id, "policy_id", dec.deciding.policy ? dec.deciding.policy->id : NULL, "policy_name",
                                 dec.deciding.policy ? dec.deciding.policy->name : NULL, "rule",
                                 dec.deciding.rule ? dec.deciding.rule->id : NULL, "message", msg, "verdicts", verdicts);
