@@ -291,6 +291,40 @@ class PoliciesTest(SpacedTestCase):
                                 self.envd_headers(sb))
         self.assertEqual(status, 200, body)
 
+    # ---------------------------------------------------------------- CLI
+
+    def cli(self, *args, input=None):
+        r = self.spaced.cli(*args, input=input)
+        r.stdout, r.stderr = r.stdout.decode(errors="replace"), r.stderr.decode(errors="replace")
+        return r
+
+    def test_cli(self):
+        doc = {"name": "cli-pol", "rules": [{"id": "no-nc", "effect": "deny", "match": {"executable": "nc"}}]}
+        made = self.cli("--json", "policy", "apply", "-", input=json.dumps(doc))
+        self.assertEqual(made.returncode, 0, made.stderr)
+        pid = json.loads(made.stdout)["id"]
+        self.addCleanup(self.spaced.request, "DELETE", "/v1/policies/" + pid)
+        listed = self.cli("policy", "ls")
+        self.assertEqual(listed.returncode, 0, listed.stderr)
+        self.assertIn("cli-pol", listed.stdout)
+        doc["rules"][0]["message"] = "no netcat"
+        again = self.cli("policy", "apply", "-", input=json.dumps(doc))
+        self.assertEqual(again.returncode, 0, again.stderr)
+        self.assertIn("replaced (version 2)", again.stdout)
+        denied = self.cli("policy", "test", "command", "--", "sh", "-c", "nc -l 1")
+        self.assertEqual(denied.returncode, 3, denied.stdout + denied.stderr)
+        self.assertIn("no netcat", denied.stdout)
+        allowed = self.cli("policy", "test", "command", "--", "ls")
+        self.assertEqual(allowed.returncode, 0, allowed.stdout + allowed.stderr)
+        got = self.cli("policy", "get", "cli-pol")
+        self.assertEqual(json.loads(got.stdout)["version"], 2)
+        bad = self.cli("policy", "apply", "-", input=json.dumps({"name": "x", "rules": [{"id": "a"}]}))
+        self.assertNotEqual(bad.returncode, 0)
+        self.assertIn("effect is required", bad.stderr)
+        gone = self.cli("policy", "rm", "cli-pol")
+        self.assertEqual(gone.returncode, 0, gone.stderr)
+        self.assertError(self.spaced.request("GET", "/v1/policies/" + pid), 404, "not_found")
+
     # ---------------------------------------------------------------- isolation, narrowing, restart
 
     def test_project_isolation_and_sandbox_narrowing(self):
