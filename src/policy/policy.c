@@ -332,9 +332,6 @@ int policy_compile(const json_t *doc, struct policy **ret, bool *ret_unsupported
                 return fail(&w, "a policy must be a JSON object");
         if (only_fields(&w, doc, fields) < 0)
                 return -EINVAL;
-        _cleanup_free_ struct policy *p = calloc(1, sizeof(*p));
-        if (!p)
-                return fail(&w, "out of memory");
         const char *name, *desc, *sandbox_id, *def;
         if (opt_string(&w, doc, "name", 63, &name) < 0 || opt_string(&w, doc, "description", 1024, &desc) < 0 ||
             opt_string(&w, doc, "sandbox_id", 31, &sandbox_id) < 0 || opt_string(&w, doc, "default", 32, &def) < 0)
@@ -343,55 +340,48 @@ int policy_compile(const json_t *doc, struct policy **ret, bool *ret_unsupported
                 return fail(&w, "name is required: 1 to 63 letters, digits, '-', '_' or '.'");
         if (sandbox_id && !name_ok(sandbox_id, 31))
                 return fail(&w, "sandbox_id is not a sandbox id");
-        snprintf(p->name, sizeof(p->name), "%s", name);
-        snprintf(p->sandbox_id, sizeof(p->sandbox_id), "%s", sandbox_id ? sandbox_id : "");
-        p->default_effect = POLICY_ALLOW;
-        int r = def ? parse_effect(&w, "default", def, &p->default_effect) : 0;
-        p->actions = POLICY_ACTIONS_ALL;
+        enum policy_effect default_effect = POLICY_ALLOW;
+        unsigned actions = POLICY_ACTIONS_ALL;
+        int r = def ? parse_effect(&w, "default", def, &default_effect) : 0;
         if (r == 0)
-                r = parse_actions(&w, doc, &p->actions);
+                r = parse_actions(&w, doc, &actions);
         if (r < 0) {
                 if (ret_unsupported)
                         *ret_unsupported = unsupported;
                 return r;
         }
-        const json_t *rules = json_object_get(doc, "rules");
-        if (!rules)
-                rules = json_array(); /* a policy of its default alone; borrowed from nothing below */
-        else
-                json_incref((json_t *)rules);
-        _cleanup_json_ json_t *rules_ref = (json_t *)rules;
-        if (!json_is_array(rules))
+        const json_t *rules = json_object_get(doc, "rules"); /* absent: a policy of its default alone */
+        if (rules && !json_is_array(rules))
                 return fail(&w, "rules must be an array");
         if (json_array_size(rules) > POLICY_MAX_RULES)
                 return fail(&w, "rules: at most %d rules in one policy", POLICY_MAX_RULES);
-        p->rules = calloc(json_array_size(rules) + 1, sizeof(*p->rules));
-        if (!p->rules)
+        struct policy *p = calloc(1, sizeof(*p));
+        if (!p)
                 return fail(&w, "out of memory");
-        size_t i;
-        const json_t *o;
-        json_array_foreach(rules, i, o)
-        {
+        snprintf(p->name, sizeof(p->name), "%s", name);
+        snprintf(p->sandbox_id, sizeof(p->sandbox_id), "%s", sandbox_id ? sandbox_id : "");
+        p->default_effect = default_effect;
+        p->actions = actions;
+        p->rules = calloc(json_array_size(rules) + 1, sizeof(*p->rules));
+        if (!p->rules) {
+                free(p);
+                return fail(&w, "out of memory");
+        }
+        for (size_t i = 0; i < json_array_size(rules) && r == 0; i++) {
                 snprintf(w.at, sizeof(w.at), "rules[%zu]", i);
-                r = parse_rule(&w, o, p->actions, &p->rules[i]);
+                r = parse_rule(&w, json_array_get(rules, i), p->actions, &p->rules[i]);
                 p->nrules = i + 1;
-                if (r < 0)
-                        break;
-                for (size_t j = 0; j < i; j++)
-                        if (strcmp(p->rules[j].id, p->rules[i].id) == 0) {
+                for (size_t j = 0; j < i && r == 0; j++)
+                        if (strcmp(p->rules[j].id, p->rules[i].id) == 0)
                                 r = fail(&w, "id is also the id of rules[%zu]", j);
-                                break;
-                        }
-                if (r < 0)
-                        break;
         }
         if (r < 0) {
-                policy_free(TAKE_PTR(p));
+                policy_free(p);
                 if (ret_unsupported)
                         *ret_unsupported = unsupported;
                 return r;
         }
-        *ret = TAKE_PTR(p);
+        *ret = p;
         return 0;
 }
 
