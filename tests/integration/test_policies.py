@@ -257,6 +257,21 @@ class PoliciesTest(SpacedTestCase):
         self.spaced.api("DELETE", "/v1/policies/" + made["id"], expect=204)
         self.new_sandbox()  # lifted at once: the cache followed the change
 
+    def test_fork_and_export_denied(self):
+        sid = self.new_sandbox()
+        self.policy({"name": "lifecycle", "rules": [
+            {"id": "few-forks", "effect": "deny", "actions": ["sandbox.fork"], "match": {"count_over": 1}},
+            {"id": "no-export", "effect": "deny", "actions": ["snapshot.export"]}]})
+        before = set(self.spaced.list_ids())
+        status, body = self.spaced.request("POST", "/v1/sandboxes/%s/fork" % sid, {"count": 2})
+        self.assertEqual((status, body["error"]["code"]), (403, "policy_denied"), body)
+        self.assertIn("few-forks", body["error"]["message"])
+        self.assertEqual(set(self.spaced.list_ids()), before)
+        _, snap = self.spaced.api("POST", "/v1/sandboxes/%s/snapshots?wait=true&timeout_s=120" % sid, {}, expect=200)
+        snap_id = snap["snapshot"]["id"] if "snapshot" in snap else snap["operation"]["result"]["snapshot_id"]
+        status, body = self.spaced.request("GET", "/v1/snapshots/%s/export" % snap_id)
+        self.assertEqual((status, body["error"]["code"]), (403, "policy_denied"), body)
+
     # ---------------------------------------------------------------- enforcement, E2B
 
     def test_e2b_process_and_files_denied(self):
