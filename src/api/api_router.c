@@ -25,6 +25,7 @@ static const char *const q_snapshot_import[] = { "sandbox_id", "label", "parent_
 static const char *const q_template_build[] = { "name", "spacefile", "wait", "timeout_s", NULL };
 static const char *const q_template_import[] = { "name", "format", NULL };
 static const char *const q_build_log[] = { "follow", NULL };
+static const char *const q_force[] = { "force", NULL };
 static const char *const q_build_events[] = { "after", NULL };
 static const char *const q_operation_list[] = { "target", "state", "project", "limit", "cursor", NULL };
 static const char *const q_project_page[] = { "project", "limit", "cursor", NULL };
@@ -84,7 +85,7 @@ static const struct route {
         { "GET", { "v1", "capabilities" }, route_capabilities, API_AUTH_CONTROL, API_BODY_ANY, PERM_SERVER_READ, "capabilities.get", q_none },
         { "GET", { "v1", "templates" }, route_template_list, API_AUTH_CONTROL, API_BODY_ANY, PERM_TEMPLATE_READ, "template.list", q_project_page },
         { "GET", { "v1", "templates", "*" }, route_template_get, API_AUTH_CONTROL, API_BODY_ANY, PERM_TEMPLATE_READ, "template.get", q_none },
-        { "DELETE", { "v1", "templates", "*" }, route_template_delete, API_AUTH_CONTROL, API_BODY_NONE, PERM_TEMPLATE_WRITE, "template.delete", q_none },
+        { "DELETE", { "v1", "templates", "*" }, route_template_delete, API_AUTH_CONTROL, API_BODY_NONE, PERM_TEMPLATE_WRITE, "template.delete", q_force },
         { "POST", { "v1", "templates", "*", "build" }, route_template_build, API_AUTH_CONTROL, API_BODY_NO_FIELDS, PERM_TEMPLATE_WRITE, "template.rebuild", q_wait },
         { "GET", { "v1", "templates", "builds", "*", "log" }, route_template_build_log, API_AUTH_CONTROL, API_BODY_ANY, PERM_TEMPLATE_READ, "template.build_log", q_build_log },
         { "GET", { "v1", "templates", "builds", "*", "events" }, route_template_build_events, API_AUTH_CONTROL, API_BODY_ANY, PERM_TEMPLATE_READ, "template.build_events", q_build_events },

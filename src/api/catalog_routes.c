@@ -133,9 +133,11 @@ void route_template_build(struct api_request *req, struct api_response *resp)
 void route_template_delete(struct api_request *req, struct api_response *resp)
 {
         struct space_error err = { 0 };
+        bool force = false;
         if (!name_segment_ok(req, "template", resp))
                 return;
-        if (template_catalog_delete(req->ctx, req->segments[2], &err) < 0)
+        if (api_request_query_bool(req, "force", &force, &err) < 0 ||
+            template_catalog_delete(req->ctx, req->segments[2], force, &err) < 0)
                 api_response_error(resp, &err);
         else
                 api_response_json(resp, 204, NULL);

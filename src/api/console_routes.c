@@ -14,11 +14,14 @@
 
 #define CONSOLE_SESSION_TTL_S 3600
 
-/* Secure when a TLS-terminating proxy says the browser came over https: spaced itself
- * serves plain HTTP, and the attribute only makes the cookie stricter, so a client that
- * sends the header itself gains nothing. */
+/* Secure when the browser came over https: to spaced's own TLS (--tls-cert), or through a
+ * TLS-terminating proxy that says so. The attribute only makes the cookie stricter, so a
+ * client that sends the header itself gains nothing. */
 static bool came_over_tls(const struct api_request *req)
 {
+        const union MHD_ConnectionInfo *tls = MHD_get_connection_info(req->conn, MHD_CONNECTION_INFO_GNUTLS_SESSION);
+        if (tls && tls->tls_session)
+                return true;
         const char *proto = MHD_lookup_connection_value(req->conn, MHD_HEADER_KIND, "X-Forwarded-Proto");
         return proto && strcasecmp(proto, "https") == 0;
 }

@@ -21,7 +21,8 @@ int cli_config_url(const char *flag, char **ret_url)
         if (!url)
                 url = CLI_CONFIG_DEFAULT_URL;
 
-        if (strncmp(url, "http://", 7) != 0 && strncmp(url, "https://", 8) != 0)
+        if (strncmp(url, "http://", 7) != 0 && strncmp(url, "https://", 8) != 0 &&
+            !(strncmp(url, "unix:/", 6) == 0 && strlen(url) > 7))
                 return -EINVAL;
 
         char *copy = strdup(url);

@@ -38,7 +38,8 @@ static const char main_usage[] =
         "\n"
         "Flags:\n"
         "  --url URL    spaced's address ($SPACE_URL, default " CLI_CONFIG_DEFAULT_URL
-        ")\n"
+        ");\n"
+        "               unix:/PATH for its --unix-socket\n"
         "  --key KEY    API key ($SPACE_API_KEY, else $SPACE_STATE_DIR/admin.key,\n"
         "               default " CLI_CONFIG_DEFAULT_STATE_DIR "/" CLI_CONFIG_KEY_FILE
         ", if readable)\n"
@@ -157,7 +158,7 @@ int main(int argc, char **argv)
 
         r = cli_config_url(url, &cli.url);
         if (r == -EINVAL)
-                return cli_usage_error(main_usage, "the spaced URL must start with http:// or https://");
+                return cli_usage_error(main_usage, "the spaced URL must start with http://, https:// or unix:/ (a socket path)");
         if (r < 0) {
                 fputs("space: out of memory\n", stderr);
                 return CLI_EXIT_FAILURE;

@@ -114,18 +114,23 @@ static int cli_request_prepare(struct cli *cli, const struct http_path *path)
 }
 
 /* Reports a failed transfer or a non-2xx answer; hands the answer on otherwise. */
-static int cli_request_finish(struct cli *cli, int r, long status, json_t *answer, long *ret_status, json_t **ret_body)
+static int cli_request_finish(struct cli *cli, int r, long status, json_t *answer, long *ret_status, json_t **ret_body,
+                              bool quiet)
 {
         _cleanup_json_ json_t *owned = answer;
 
         if (r == -ECANCELED)
                 return r;
         if (r < 0) {
-                cli_request_transport_error(cli, r);
+                if (!quiet)
+                        cli_request_transport_error(cli, r);
                 return r;
         }
         if (status < 200 || status > 299) {
-                cli_request_report(cli, status, answer);
+                if (ret_status)
+                        *ret_status = status;
+                if (!quiet)
+                        cli_request_report(cli, status, answer);
                 return -EPROTO;
         }
         if (ret_status)
@@ -159,7 +164,19 @@ int cli_request(struct cli *cli, const char *method, const struct http_path *pat
         do
                 r = http_client_request(cli->http, method, http_path_string(path), body, timeout_s, &status, &answer);
         while (cli_request_again(cli, &retry, r, status, &answer, strcmp(method, "GET") == 0));
-        return cli_request_finish(cli, r, status, answer, ret_status, ret_body);
+        return cli_request_finish(cli, r, status, answer, ret_status, ret_body, false);
+}
+
+int cli_request_quiet(struct cli *cli, const char *method, const struct http_path *path, long timeout_s, long *ret_status,
+                      json_t **ret_body)
+{
+        json_t *answer = NULL;
+        long status = 0;
+        int r = cli_request_prepare(cli, path);
+        if (r < 0)
+                return r;
+        r = http_client_request(cli->http, method, http_path_string(path), NULL, timeout_s, &status, &answer);
+        return cli_request_finish(cli, r, status, answer, ret_status, ret_body, true);
 }
 
 int cli_request_stream(struct cli *cli, const char *method, const struct http_path *path, struct http_client_stream *stream,
@@ -180,7 +197,7 @@ int cli_request_stream(struct cli *cli, const char *method, const struct http_pa
                         break;
                 stream->rewind(stream->userdata);
         }
-        return cli_request_finish(cli, r, status, answer, ret_status, ret_body);
+        return cli_request_finish(cli, r, status, answer, ret_status, ret_body, false);
 }
 
 int cli_request_list(struct cli *cli, const struct http_path *path, const char *member, json_t **ret_body)

@@ -14,9 +14,14 @@
 
 #define CLI_REQUEST_TIMEOUT_S 60L
 
-/* ret_status may be NULL. */
+/* ret_status may be NULL; it is also set for an answer with an API error. */
 int cli_request(struct cli *cli, const char *method, const struct http_path *path, const json_t *body, long timeout_s,
                 long *ret_status, json_t **ret_body);
+
+/* The same without a body, printing nothing on failure (a question whose "no" the caller
+ * handles) and without riding out restarts. */
+int cli_request_quiet(struct cli *cli, const char *method, const struct http_path *path, long timeout_s, long *ret_status,
+                      json_t **ret_body);
 
 /* GET of a paged list (?limit=, ?cursor=): follows next_cursor to the last page and
  * answers {member: [every item], "next_cursor": null}, so a listing shows everything. */

@@ -8,6 +8,7 @@
 #include "cli/cli_operation.h"
 #include "cli/cli_output.h"
 #include "cli/cli_request.h"
+#include "cli/cli_template_build.h"
 #include "cli/cli_sandbox_id.h"
 #include "cli/cli_usage.h"
 #include "cli/cli_verb.h"
@@ -177,6 +178,10 @@ static int cli_sandbox_create(struct cli *cli, int argc, char **argv)
         if (json_object_get(body, "template") && json_object_get(body, "snapshot_id"))
                 return cli_usage_error(sandbox_create_usage, "give --template or --snapshot, not both");
         cli_sandbox_create_trim(body);
+        /* A preset (or debian) not built yet is built first, rather than the create failing. */
+        const char *template = json_string_value(json_object_get(body, "template"));
+        if (template && !no_wait && cli_template_build_if_needed(cli, template) < 0)
+                return CLI_EXIT_FAILURE;
 
         cli_sandbox_path(&path, NULL);
         if (cli_operation_submit(cli, "POST", &path, body, !no_wait, &answer) < 0)

@@ -1,6 +1,8 @@
 /* cli_template: `space template ls|get|build|rm`. */
 #include <getopt.h>
 #include <stdio.h>
+#include <string.h>
+#include <unistd.h>
 
 #include "cli/cli.h"
 #include "cli/cli_args.h"
@@ -8,6 +10,7 @@
 #include "cli/cli_output.h"
 #include "cli/cli_request.h"
 #include "cli/cli_template_build.h"
+#include "cli/cli_usage.h"
 #include "cli/cli_verb.h"
 
 static const char template_usage[] =
@@ -21,7 +24,7 @@ static const char template_usage[] =
         "                          build a template from a Spacefile and a context directory\n"
         "  import [--format rootfs|oci] -t NAME[:TAG] FILE\n"
         "                          import a rootfs tarball or an image archive\n"
-        "  rm NAME[:TAG]           delete a template (its sandboxes keep working)\n"
+        "  rm [-f] NAME[:TAG]      delete a template (asks, or needs -f, while sandboxes use it)\n"
         "  prune                   delete the layer cache of Spacefile builds\n";
 
 static const char template_ls_usage[] = "usage: space template ls\n";
@@ -35,7 +38,10 @@ static const char template_build_usage[] =
         "A preset's build log is shown as it is written, then its name (exit 1 if it fails);\n"
         "busybox and debian are waited for (up to 600 s) and their state printed. --no-wait prints\n"
         "the operation id at once.\n";
-static const char template_rm_usage[] = "usage: space template rm NAME\n";
+static const char template_rm_usage[] =
+        "usage: space template rm [-f|--force] NAME[:TAG]\n"
+        "  -f, --force  delete it even when sandboxes or other templates' builds use it\n"
+        "               (they keep working; a terminal is asked instead)\n";
 
 static const struct cli_output_column template_columns[] = {
         { "NAME", "name", CLI_CELL_TEXT, 0 },
@@ -108,17 +114,60 @@ static int cli_template_build(struct cli *cli, int argc, char **argv)
         return cli_output_exit(cli_operation_print(cli, answer, !no_wait, "template"));
 }
 
+/* A terminal is asked; anything else is a no. */
+static bool confirm(const char *question)
+{
+        if (!isatty(STDIN_FILENO) || !isatty(STDERR_FILENO))
+                return false;
+        fprintf(stderr, "%s [y/N] ", question);
+        fflush(stderr);
+        char line[16];
+        return fgets(line, sizeof(line), stdin) && (line[0] == 'y' || line[0] == 'Y');
+}
+
 static int cli_template_rm(struct cli *cli, int argc, char **argv)
 {
+        enum { OPT_FORCE = 0x100 };
+        static const struct option options[] = {
+                { "help", no_argument, NULL, 'h' },
+                { "force", no_argument, NULL, OPT_FORCE },
+                {},
+        };
         _cleanup_http_path_ struct http_path path = {};
         _cleanup_json_ json_t *answer = NULL;
+        bool force = false;
+        int c;
 
-        int r = cli_args_simple(argc, argv, template_rm_usage, 1, NULL);
-        if (r != CLI_CONTINUE)
-                return r;
+        optind = 0;
+        opterr = 0;
+        while ((c = getopt_long(argc, argv, ":hf", options, NULL)) != -1) {
+                switch (c) {
+                case 'h':
+                        return cli_usage_print(template_rm_usage);
+                case 'f':
+                case OPT_FORCE:
+                        force = true;
+                        break;
+                default:
+                        return cli_usage_option_error(template_rm_usage, c, argv);
+                }
+        }
+        if (optind >= argc)
+                return cli_usage_error(template_rm_usage, "missing template name");
+        if (optind + 1 < argc)
+                return cli_usage_error(template_rm_usage, "unexpected argument '%s'", argv[optind + 1]);
         cli_template_path(&path, argv[optind]);
-        if (cli_request(cli, "DELETE", &path, NULL, CLI_REQUEST_TIMEOUT_S, NULL, &answer) < 0)
-                return CLI_EXIT_FAILURE;
+        if (force)
+                http_path_query(&path, "force", "true");
+        long status = 0;
+        if (cli_request(cli, "DELETE", &path, NULL, CLI_REQUEST_TIMEOUT_S, &status, &answer) < 0) {
+                /* In use (the line above names what uses it): a terminal is asked once. */
+                if (force || status != 409 || !confirm("delete it anyway?"))
+                        return CLI_EXIT_FAILURE;
+                http_path_query(&path, "force", "true");
+                if (cli_request(cli, "DELETE", &path, NULL, CLI_REQUEST_TIMEOUT_S, NULL, &answer) < 0)
+                        return CLI_EXIT_FAILURE;
+        }
         if (cli->json)
                 return cli_output_exit(cli_output_json(answer));
         printf("%s\n", argv[optind]);

@@ -157,24 +157,32 @@ static int upload(struct cli *cli, struct http_path *path, int fd, const char *c
         return r;
 }
 
-int cli_template_build_follow(struct cli *cli, const char *op_id, const char *name)
+static int await_build(struct cli *cli, const char *op_id, const char *name, bool report);
+
+/* log_out: where the build's log goes; report: the name (or the JSON) on stdout at the end. */
+static int follow(struct cli *cli, const char *op_id, const char *name, FILE *log_out, bool report)
 {
         _cleanup_http_path_ struct http_path log = {};
-        _cleanup_http_path_ struct http_path opp = {};
-        _cleanup_json_ json_t *ignored = NULL, *op = NULL;
+        _cleanup_json_ json_t *ignored = NULL;
         http_path_init(&log, "/v1/templates/builds");
         http_path_segment(&log, op_id);
         http_path_segment(&log, "log");
         http_path_query(&log, "follow", "true");
-        struct http_client_stream stream = {
-                .accept = "text/plain", .write = write_log, .size = -1, .userdata = cli->json ? stderr : stdout
-        };
+        struct http_client_stream stream = { .accept = "text/plain", .write = write_log, .size = -1, .userdata = log_out };
         if (!cli->json)
                 cli_build_progress_start();
         int r = cli_request_stream(cli, "GET", &log, &stream, NULL, &ignored);
         cli_build_progress_stop();
         if (r < 0)
                 return CLI_EXIT_FAILURE;
+        return await_build(cli, op_id, name, report);
+}
+
+/* Polls the build's operation to its end and reports how it ended. */
+static int await_build(struct cli *cli, const char *op_id, const char *name, bool report)
+{
+        _cleanup_http_path_ struct http_path opp = {};
+        _cleanup_json_ json_t *op = NULL;
         http_path_init(&opp, "/v1/operations");
         http_path_segment(&opp, op_id);
         for (int i = 0; i < 600; i++) {
@@ -184,6 +192,8 @@ int cli_template_build_follow(struct cli *cli, const char *op_id, const char *na
                         return CLI_EXIT_FAILURE;
                 const char *state = cli_output_string(op, "state");
                 if (state && cli_streq(state, "succeeded")) {
+                        if (!report)
+                                return CLI_EXIT_OK;
                         if (cli->json)
                                 return cli_output_exit(cli_output_json(op));
                         printf("%s\n", name);
@@ -198,6 +208,38 @@ int cli_template_build_follow(struct cli *cli, const char *op_id, const char *na
         }
         fprintf(stderr, "space: build %s has not finished; wait for it with 'space op wait %s'\n", op_id, op_id);
         return CLI_EXIT_FAILURE;
+}
+
+int cli_template_build_follow(struct cli *cli, const char *op_id, const char *name)
+{
+        return follow(cli, op_id, name, cli->json ? stderr : stdout, true);
+}
+
+int cli_template_build_if_needed(struct cli *cli, const char *name)
+{
+        _cleanup_http_path_ struct http_path path = {};
+        _cleanup_json_ json_t *answer = NULL, *built = NULL;
+        long status = 0;
+        http_path_init(&path, "/v1/templates");
+        http_path_segment(&path, name);
+        /* Not found, not allowed, unreachable: the create itself says so. */
+        if (cli_request_quiet(cli, "GET", &path, CLI_REQUEST_TIMEOUT_S, &status, &answer) < 0 || status != 200)
+                return 0;
+        const char *state = cli_output_string(answer, "state");
+        if (!state || !(cli_streq(state, "not_built") || cli_streq(state, "failed")))
+                return 0;
+        fprintf(stderr, "space: template %s is not built yet: building it first\n", name);
+        http_path_segment(&path, "build");
+        bool builtin = cli_streq(name, "busybox") || cli_streq(name, "debian");
+        if (cli_request(cli, "POST", &path, NULL, CLI_REQUEST_TIMEOUT_S, NULL, &built) < 0)
+                return -1;
+        const char *op = cli_output_string(built, "operation.id");
+        if (!op)
+                return -1;
+        if (!builtin)
+                return follow(cli, op, name, stderr, false) == CLI_EXIT_OK ? 0 : -1;
+        /* The built-ins' own builders keep no log: wait for the operation. */
+        return await_build(cli, op, name, false) == CLI_EXIT_OK ? 0 : -1;
 }
 
 bool cli_template_build_wants_context(int argc, char **argv)

@@ -94,10 +94,18 @@ int http_client_new(const char *base_url, const char *key, struct http_client **
                 return -ENOMEM;
 
         int r = -ENOMEM;
-        c->base_url = strdup(base_url);
+        /* unix:/PATH (or unix:///PATH): spaced's --unix-socket; the URL's host is a placeholder. */
+        const char *socket_path = strncmp(base_url, "unix:", 5) == 0 ? base_url + 5 : NULL;
+        while (socket_path && socket_path[0] == '/' && socket_path[1] == '/')
+                socket_path++;
+        c->base_url = strdup(socket_path ? "http://localhost" : base_url);
         c->curl = curl_easy_init();
         if (!c->base_url || !c->curl)
                 goto fail;
+        if (socket_path && curl_easy_setopt(c->curl, CURLOPT_UNIX_SOCKET_PATH, socket_path) != CURLE_OK) {
+                r = -EINVAL;
+                goto fail;
+        }
 
         if ((r = http_client_add_header(c, "Accept: application/json")) < 0 ||
             (r = http_client_add_header(c, "Content-Type: application/json")) < 0 ||

@@ -16,6 +16,7 @@
 #include "operations/sandbox_history.h"
 #include "runtime/runtime_registry.h"
 #include "spaced/log.h"
+#include "spaced/metrics.h"
 #include "spaced/spaced_context.h"
 #include "spaced/wallclock.h"
 #include "templates/template_catalog.h"
@@ -80,7 +81,7 @@ static int bind_to_snapshot(struct spaced_context *ctx, struct sandbox *sb, stru
         return 0;
 }
 
-int sandbox_lifecycle_create(struct spaced_context *ctx, struct sandbox *sb, struct operation *ret_op, struct space_error *err)
+int sandbox_lifecycle_bind(struct spaced_context *ctx, struct sandbox *sb, struct space_error *err)
 {
         struct template_record t;
         int r;
@@ -89,7 +90,7 @@ int sandbox_lifecycle_create(struct spaced_context *ctx, struct sandbox *sb, str
         if (sb->parent_snapshot_id[0]) {
                 if (bind_to_snapshot(ctx, sb, err) < 0)
                         return -1;
-                goto insert;
+                goto runtime;
         }
         r = template_ref_resolve(ctx, sb->template_name, &t);
         if (r == -ENOENT)
@@ -122,13 +123,18 @@ int sandbox_lifecycle_create(struct spaced_context *ctx, struct sandbox *sb, str
                 sb->env = merged;
         }
         template_record_release(&t);
-insert:;
+runtime:;
         /* The runtime the binding names runs it, for as long as it lives. */
         const struct runtime_driver *driver = runtime_registry_for_binding(&ctx->runtimes, sb->environment, err);
         if (!driver)
                 return -1;
         snprintf(sb->runtime, sizeof(sb->runtime), "%s", driver->ops->name);
         sb->runtime_state[0] = '\0';
+        return 0;
+}
+
+int sandbox_lifecycle_insert(struct spaced_context *ctx, struct sandbox *sb, struct operation *ret_op, struct space_error *err)
+{
         random_id("sb-", 8, sb->id, sizeof(sb->id));
         sb->state = SANDBOX_CREATING;
         sb->created_at_ms = sb->updated_at_ms = wallclock_now_ms();
@@ -136,13 +142,37 @@ insert:;
         /* A snapshot it is made from stays until the create has run (checked as it is stored). */
         snprintf(ret_op->snapshot_id, sizeof(ret_op->snapshot_id), "%s", sb->parent_snapshot_id);
 
-        r = STORE(ctx, sandbox_insert, sb, ret_op);
+        int r = STORE(ctx, sandbox_insert, sb, ret_op);
         if (r == -ENOENT && sb->parent_snapshot_id[0])
                 return space_error_set(err, SPACE_E_NOT_FOUND, "snapshot %s not found (deleted meanwhile)",
                                        sb->parent_snapshot_id);
         if (r < 0)
                 return space_error_errno(err, r, "store sandbox");
         operation_queue_submit(ctx->queue, ret_op->id);
+        return 0;
+}
+
+int sandbox_lifecycle_create(struct spaced_context *ctx, struct sandbox *sb, struct operation *ret_op, struct space_error *err)
+{
+        return sandbox_lifecycle_bind(ctx, sb, err) < 0 ? -1 : sandbox_lifecycle_insert(ctx, sb, ret_op, err);
+}
+
+int sandbox_lifecycle_insert_running(struct spaced_context *ctx, struct sandbox *sb, struct operation *ret_op,
+                                     struct space_error *err)
+{
+        int64_t now = wallclock_now_ms();
+        sb->state = SANDBOX_RUNNING;
+        sb->state_reason[0] = '\0';
+        sb->created_at_ms = sb->updated_at_ms = now;
+        sb->expires_at_ms = sandbox_step_expiry_at(sb);
+        operation_init(ret_op, "sandbox.create", sb->id);
+        ret_op->started_at_ms = now;
+        operation_mark_succeeded(ret_op);
+        /* The sandbox row and its create's end in one transaction: never one without the other. */
+        int r = STORE(ctx, sandbox_insert, sb, ret_op);
+        if (r < 0)
+                return space_error_errno(err, r, "store sandbox");
+        metrics_operation_ended(ctx->metrics, "sandbox.create", true, 0, (ret_op->finished_at_ms - now) * 1000);
         return 0;
 }
 
@@ -250,8 +280,12 @@ int sandbox_lifecycle_disk_limits(struct spaced_context *ctx)
         return 0;
 }
 
-/* Launches processes and records the runtime handle; on failure leaves nothing running. */
 int sandbox_step_launch(struct spaced_context *ctx, struct sandbox *sb, struct space_error *err)
+{
+        return sandbox_step_launch_as(ctx, sb, true, err);
+}
+
+int sandbox_step_launch_as(struct spaced_context *ctx, struct sandbox *sb, bool record, struct space_error *err)
 {
         /* Every way a sandbox comes to run (create, start, restore, fork, the reconciler)
          * passes here: its current rootfs gets its disk limit before anything runs in it,
@@ -262,7 +296,7 @@ int sandbox_step_launch(struct spaced_context *ctx, struct sandbox *sb, struct s
         const struct runtime_driver *d = runtime_registry_for(&ctx->runtimes, sb, err);
         if (!d || d->ops->start(d, sb, err) < 0)
                 return -1;
-        int r = STORE(ctx, sandbox_set_runtime, sb->id, sb->runtime_state);
+        int r = record ? STORE(ctx, sandbox_set_runtime, sb->id, sb->runtime_state) : 0;
         if (r < 0) {
                 struct space_error ignored;
                 d->ops->stop(d, sb, &ignored);

@@ -4,6 +4,7 @@
 #pragma once
 
 #include "spaced/space_error.h"
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "state_store/state_store.h"
@@ -22,6 +23,16 @@ int sandbox_action_from_name(const char *name, enum sandbox_action *ret);
 
 /* Creates the row (state creating) and its sandbox.create operation, and queues it. */
 int sandbox_lifecycle_create(struct spaced_context *ctx, struct sandbox *sb, struct operation *ret_op, struct space_error *err);
+/* The two halves of create. bind: the template (or snapshot) it is made from, its environment
+ * binding and env, and the runtime that runs it; nothing is stored. insert: a fresh id, the
+ * row in state creating and its sandbox.create operation, queued. */
+int sandbox_lifecycle_bind(struct spaced_context *ctx, struct sandbox *sb, struct space_error *err);
+int sandbox_lifecycle_insert(struct spaced_context *ctx, struct sandbox *sb, struct operation *ret_op, struct space_error *err);
+/* A bound sandbox that already runs under sb->id with sb->runtime_state (a warm pool's,
+ * controller/warm_pool.h): its row in state running and its create, already succeeded,
+ * stored in one transaction; nothing is queued. */
+int sandbox_lifecycle_insert_running(struct spaced_context *ctx, struct sandbox *sb, struct operation *ret_op,
+                                     struct space_error *err);
 int sandbox_lifecycle_submit(struct spaced_context *ctx, const char *id, enum sandbox_action action, struct operation *ret_op,
                              struct space_error *err);
 
@@ -51,3 +62,6 @@ int sandbox_step_settle(struct spaced_context *ctx, struct operation *op, const 
  * store cannot be read. */
 int sandbox_lifecycle_disk_limits(struct spaced_context *ctx);
 int sandbox_step_launch(struct spaced_context *ctx, struct sandbox *sb, struct space_error *err);
+/* Launches processes (disk limit, start, egress); record: stores the runtime handle too
+ * (false for a sandbox that has no row yet). On failure leaves nothing running. */
+int sandbox_step_launch_as(struct spaced_context *ctx, struct sandbox *sb, bool record, struct space_error *err);

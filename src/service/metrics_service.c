@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "controller/warm_pool.h"
 #include "spaced/metrics.h"
 #include "spaced/spaced_context.h"
 
@@ -57,6 +58,33 @@ static void write_pool(struct spaced_context *ctx, FILE *out)
         }
 }
 
+static void write_warm_pools(struct spaced_context *ctx, FILE *out)
+{
+        static const struct {
+                const char *name, *type, *help;
+        } fams[] = {
+                { "space_warm_pool_ready", "gauge", "Warm sandboxes ready to be claimed, by template" },
+                { "space_warm_pool_target", "gauge", "How many the warm pool of a template aims to hold now" },
+                { "space_warm_pool_claims_total", "counter", "Creates answered with a warm sandbox" },
+                { "space_warm_pool_misses_total", "counter", "Creates of a pooled template that found no matching warm sandbox" },
+                { "space_warm_pool_made_total", "counter", "Warm sandboxes made" },
+                { "space_warm_pool_failures_total", "counter", "Warm sandboxes that could not be made" },
+        };
+        static const char *const label[] = { "template" };
+        struct warm_pool_figures f;
+        if (!warm_pool_figures(ctx->warm, 0, &f))
+                return;
+        for (size_t k = 0; k < sizeof(fams) / sizeof(fams[0]); k++) {
+                family(out, fams[k].name, fams[k].type, fams[k].help);
+                for (size_t i = 0; warm_pool_figures(ctx->warm, i, &f); i++) {
+                        const double v[] = { f.ready,          f.target,       (double)f.claims,
+                                             (double)f.misses, (double)f.made, (double)f.failed };
+                        const char *values[] = { f.template_name };
+                        metrics_write_sample(out, fams[k].name, label, values, 1, v[k]);
+                }
+        }
+}
+
 int metrics_service_text(struct spaced_context *ctx, char **ret, size_t *ret_len, struct space_error *err)
 {
         static const char *const version_label[] = { "version" };
@@ -73,8 +101,10 @@ int metrics_service_text(struct spaced_context *ctx, char **ret, size_t *ret_len
                 r = write_tally(ctx, out, true);
         if (r == 0)
                 r = write_tally(ctx, out, false);
-        if (r == 0)
+        if (r == 0) {
                 write_pool(ctx, out);
+                write_warm_pools(ctx, out);
+        }
         if (fclose(out) != 0 && r == 0)
                 r = -EIO;
         if (r < 0) {

@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "controller/warm_pool.h"
 #include "operations/sandbox_lifecycle.h"
 #include "service/policy_gate.h"
 #include "service/sandbox_network_request.h"
@@ -100,9 +101,17 @@ int sandbox_create_request_submit(struct spaced_context *ctx, struct sandbox_cre
         if ((sb.parent_snapshot_id[0] ? snapshot_access_load(ctx, req->caller, sb.parent_snapshot_id, &seen, err)
                                       : template_access_check(ctx, req->caller, sb.template_name, false, err)) < 0)
                 goto fail;
+        if (sandbox_lifecycle_bind(ctx, &sb, err) < 0)
+                goto fail;
         if (policy_gate_create(ctx, sb.project_id, sb.template_name[0] ? sb.template_name : NULL, err) < 0)
                 goto fail;
-        if (sandbox_lifecycle_create(ctx, &sb, ret_op, err) < 0)
+        /* A warm sandbox made for exactly this create is claimed; otherwise it is made now. */
+        if (warm_pool_claim(ctx->warm, &sb)) {
+                if (sandbox_lifecycle_insert_running(ctx, &sb, ret_op, err) < 0) {
+                        warm_pool_discard(ctx->warm, &sb);
+                        goto fail;
+                }
+        } else if (sandbox_lifecycle_insert(ctx, &sb, ret_op, err) < 0)
                 goto fail;
         *ret_sb = sb;
         return 0;

@@ -9,6 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "controller/warm_pool.h"
 #include "spaced/log.h"
 
 static const char usage[] =
@@ -62,6 +63,8 @@ static const char usage[] =
         "  --disk-quota on|off    enforce per-sandbox disk limits with btrfs quotas [on]\n"
         "  --proc-views on|off    sandboxes' /proc/meminfo, stat, loadavg, uptime, cpuinfo show their own\n"
         "                         limits (FUSE views; docs/isolation.md) [on]\n"
+        "  --warm-pool SPEC       sandboxes made ahead, per template, so that a create is a claim:\n"
+        "                         TEMPLATE=N or TEMPLATE=MIN:MAX, comma-separated (docs/operating.md) [none]\n"
         "  --pool-reserve SIZE    pool space sandboxes together can never use [10% of the pool]\n"
         "  --sandbox-disk-mb N    disk limit of a sandbox that does not ask for one [10240]\n"
         "  --sandbox-disk-max-mb N  largest disk_mb a create may ask for [1048576]\n"
@@ -321,6 +324,14 @@ static int apply(struct spaced_config *cfg, const char *key, const char *v)
                 if (strcmp(v, "on") != 0 && strcmp(v, "off") != 0)
                         goto bad;
                 cfg->proc_views = strcmp(v, "on") == 0;
+        } else if (strcmp(key, "warm-pool") == 0) {
+                struct warm_pool_spec spec;
+                struct space_error err = { 0 };
+                if (strlen(v) >= sizeof(cfg->warm_pool) || warm_pool_spec_parse(v, &spec, &err) < 0) {
+                        fprintf(stderr, "spaced: --warm-pool: %s\n", err.message[0] ? err.message : "too long");
+                        return -1;
+                }
+                snprintf(cfg->warm_pool, sizeof(cfg->warm_pool), "%s", v);
         } else if (strcmp(key, "egress-profile") == 0) {
                 if (!*v || strlen(v) >= sizeof(cfg->egress_profile))
                         goto bad;
@@ -525,6 +536,7 @@ int spaced_config_load(struct spaced_config *cfg, int argc, char **argv)
                 { "sandbox-log-cap", required_argument, NULL, 0 },
                 { "disk-quota", required_argument, NULL, 0 },
                 { "proc-views", required_argument, NULL, 0 },
+                { "warm-pool", required_argument, NULL, 0 },
                 { "pool-reserve", required_argument, NULL, 0 },
                 { "sandbox-disk-mb", required_argument, NULL, 0 },
                 { "sandbox-disk-max-mb", required_argument, NULL, 0 },

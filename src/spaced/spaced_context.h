@@ -20,6 +20,7 @@ struct egress_gateway;
 struct command_channels;
 struct console_sessions;
 struct policy_cache;
+struct warm_pool;
 
 #define SPACED_DISK_MB_MAX (16LL * 1024 * 1024) /* 16 TiB */
 
@@ -65,6 +66,7 @@ struct spaced_config {
         /* disk quotas (storage/btrfs_quota.h) */
         bool disk_quota;             /* enforced; off: disk_mb is refused */
         bool proc_views;             /* sandboxes' own /proc figures (runtime/namespaces/ns_proc_view.h) */
+        char warm_pool[512];         /* --warm-pool: "TEMPLATE=N|MIN:MAX,..." (controller/warm_pool.h) */
         uint64_t pool_reserve_bytes; /* 0: 10% of the pool */
         int64_t sandbox_disk_mb;     /* default limit of a new sandbox */
         int64_t sandbox_disk_max_mb; /* largest limit a create may ask for */
@@ -107,6 +109,7 @@ struct spaced_context {
         /* the web console's sign-ins (service/console_session.h) */
         struct console_sessions *console_sessions;
         struct policy_cache *policies; /* each project's compiled policies (policy/policy_cache.h); NULL: read each time */
+        struct warm_pool *warm;        /* sandboxes made ahead of their creates (controller/warm_pool.h); NULL: none */
         atomic_bool shutting_down;
 };
 

@@ -27,6 +27,9 @@
 #include "cleanup.h"
 #include "controller/reconciler.h"
 #include "controller/snapshot_sizer.h"
+#include "controller/warm_pool.h"
+#include "service/sandbox_create_request.h"
+#include "service/sandbox_network_request.h"
 #include "e2b/e2b_server.h"
 #include "egress/egress_profiles.h"
 #include "operations/sandbox_network.h"
@@ -184,6 +187,33 @@ static void reload_config(struct spaced_context *ctx, int argc, char **argv)
         free(fresh);
 }
 
+/* The warm pools of --warm-pool, made as a create with this server's defaults would be. */
+static int start_warm_pool(struct spaced_context *ctx)
+{
+        struct warm_pool_spec spec;
+        struct space_error err = { 0 };
+        if (warm_pool_spec_parse(ctx->cfg.warm_pool, &spec, &err) < 0)
+                return fail("spaced.warm_pool", "--warm-pool: %s", err.message);
+        if (!spec.n)
+                return 0;
+        struct sandbox_create_request req;
+        sandbox_create_request_init(ctx, &req);
+        json_t *network = NULL;
+        int r = sandbox_network_request_parse(ctx, NULL, &network, &err);
+        if (r == 0)
+                r = warm_pool_new(ctx, &spec, &req.resources, network, &ctx->warm, &err);
+        json_decref(network);
+        sandbox_create_request_release(&req);
+        if (r < 0)
+                return fail("spaced.warm_pool", "warm pool: %s", err.message);
+        if ((r = warm_pool_start(ctx->warm)) < 0)
+                return fail("spaced.warm_pool", "cannot start the warm pool: %s", strerror(-r));
+        for (size_t i = 0; i < spec.n; i++)
+                log_info("spaced.warm_pool", "template=%s min=%u max=%u", spec.pools[i].template_name, spec.pools[i].min,
+                         spec.pools[i].max);
+        return 0;
+}
+
 int main(int argc, char **argv)
 {
         static struct spaced_context ctx;
@@ -338,6 +368,9 @@ int main(int argc, char **argv)
         sandbox_network_restore(&ctx);
         /* Streamed commands that ran on while spaced was away: collect what they wrote. */
         command_channels_resume_all(ctx.channels);
+        /* After the orphan sweep, which removes the warm sandboxes an earlier spaced left. */
+        if (start_warm_pool(&ctx) != 0)
+                return EXIT_FAILURE;
 
         daemon_health_tick(&ctx, 0); /* the first /v1/health answer is a measured one */
         struct http_server *http = NULL;
@@ -390,6 +423,7 @@ int main(int argc, char **argv)
         http_server_quiesce(http);
         e2b_server_quiesce(e2b);
         metrics_listener_quiesce(metrics);
+        warm_pool_stop(ctx.warm);
         command_channels_free(ctx.channels);
         reconciler_free(controller);
         snapshot_sizer_free(sizer);
@@ -410,6 +444,7 @@ int main(int argc, char **argv)
                 metrics_free(ctx.metrics);
                 console_sessions_free(ctx.console_sessions);
                 policy_cache_free(ctx.policies);
+                warm_pool_free(ctx.warm);
                 runtime_registry_free(&ctx.runtimes); /* the egress table goes when no sandbox holds a link */
         }
         ctx.store.ops->close(ctx.store.st);

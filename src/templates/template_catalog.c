@@ -236,7 +236,43 @@ int template_op_build(struct spaced_context *ctx, struct operation *op, struct s
         return -1;
 }
 
-int template_catalog_delete(struct spaced_context *ctx, const char *ref, struct space_error *err)
+/* What still depends on template name: sandboxes made from it that are not destroyed, and
+ * templates built FROM it (their base is name@digest). 0 (none), 1 (err says which), -1. */
+static int dependents(struct spaced_context *ctx, const char *name, struct space_error *err)
+{
+        struct sandbox *all = NULL;
+        struct template_record *ts = NULL;
+        size_t n = 0, nt = 0, nsb = 0, ntpl = 0;
+        char first_sb[32] = "", first_tpl[64] = "";
+        int r = STORE(ctx, sandbox_list, -1, NULL, NULL, &all, &n);
+        if (r < 0)
+                return space_error_errno(err, r, "list sandboxes");
+        for (size_t i = 0; i < n; i++)
+                if (strcmp(all[i].template_name, name) == 0 && nsb++ == 0)
+                        snprintf(first_sb, sizeof(first_sb), "%s", all[i].id);
+        sandbox_array_free(all, n);
+        if ((r = STORE(ctx, template_list, NULL, NULL, &ts, &nt)) < 0)
+                return space_error_errno(err, r, "list templates");
+        size_t len = strlen(name);
+        for (size_t i = 0; i < nt; i++) {
+                const char *base = json_string_value(json_object_get(ts[i].environment, "base"));
+                if (base && strncmp(base, name, len) == 0 && base[len] == '@' && strcmp(ts[i].name, name) != 0 && ntpl++ == 0)
+                        snprintf(first_tpl, sizeof(first_tpl), "%s", ts[i].name);
+                template_record_release(&ts[i]);
+        }
+        free(ts);
+        if (!nsb && !ntpl)
+                return 0;
+        space_error_set(err, SPACE_E_CONFLICT,
+                        "template %s is in use: %zu sandbox%s made from it%s%s%s, %zu template%s built from it%s%s%s; they keep "
+                        "working without it, but cannot be rebuilt from it: delete it anyway with force=true (space "
+                        "template rm --force)",
+                        name, nsb, nsb == 1 ? "" : "es", nsb ? " (" : "", first_sb, nsb ? (nsb > 1 ? ", …)" : ")") : "", ntpl,
+                        ntpl == 1 ? "" : "s", ntpl ? " (" : "", first_tpl, ntpl ? (ntpl > 1 ? ", …)" : ")") : "");
+        return 1;
+}
+
+int template_catalog_delete(struct spaced_context *ctx, const char *ref, bool force, struct space_error *err)
 {
         struct template_record t;
         char path[PATH_MAX], name[64];
@@ -250,6 +286,8 @@ int template_catalog_delete(struct spaced_context *ctx, const char *ref, struct 
         template_record_release(&t);
         if (building)
                 return space_error_set(err, SPACE_E_INVALID_STATE, "template %s is being built", name);
+        if (!force && dependents(ctx, name, err) != 0)
+                return -1;
         /* Sandboxes made from it own independent snapshots, so the subvolume can go now. */
         if (btrfs_pool_template_path(&ctx->pool, name, path, sizeof(path)) == 0 && (r = btrfs_pool_subvolume_delete(path)) < 0)
                 return space_error_errno(err, r, "delete %s", path);

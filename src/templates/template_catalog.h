@@ -17,7 +17,9 @@ bool template_catalog_is_builtin(const char *name);
 /* Marks the template building and queues its build. */
 int template_catalog_submit_build(struct spaced_context *ctx, const char *name, struct operation *ret_op,
                                   struct space_error *err);
-int template_catalog_delete(struct spaced_context *ctx, const char *name, struct space_error *err);
+/* Deletes a template (a built-in or preset goes back to not_built). Without force, one that
+ * sandboxes (not destroyed) or other templates' builds depend on is a conflict naming them. */
+int template_catalog_delete(struct spaced_context *ctx, const char *name, bool force, struct space_error *err);
 /* Builds a built-in template now, on the calling thread (a Spacefile's FROM needs it). */
 int template_catalog_build_now(struct spaced_context *ctx, const char *name, struct space_error *err);
 int template_op_build(struct spaced_context *ctx, struct operation *op, struct space_error *err);

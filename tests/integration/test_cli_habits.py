@@ -195,5 +195,97 @@ class CliHabits(SpacedTestCase):
                             for src, dst in installed.items()), installed)
 
 
+class CreateBuildsPreset(SpacedTestCase):
+    """`space sandbox create --template P` of a preset that is not built yet builds it first
+    (its log on stderr, the id alone on stdout) instead of failing with template_not_ready."""
+
+    @classmethod
+    def setUpClass(cls):
+        import tempfile
+        cls.presets = tempfile.mkdtemp(prefix="space-presets-")
+        with open(os.path.join(cls.presets, "tiny.Spacefile"), "w") as f:
+            f.write("FROM busybox\nRUN echo made-by-the-preset > /made\n")
+        cls.spaced_kwargs = {"extra_args": ["--presets-dir", cls.presets]}
+        super().setUpClass()
+
+    @classmethod
+    def tearDownClass(cls):
+        super().tearDownClass()
+        shutil.rmtree(cls.presets, ignore_errors=True)
+
+    def test_create_builds_an_unbuilt_preset(self):
+        sp = self.spaced
+        _, t = sp.api("GET", "/v1/templates/tiny", expect=200)
+        self.assertEqual(t["state"], "not_built")
+        # The API itself still refuses: building is the CLI's help, not a side effect of a create.
+        self.assertEqual(sp.request("POST", "/v1/sandboxes", {"template": "tiny"})[0], 409)
+        r = sp.cli("sandbox", "create", "--template", "tiny")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        sid = out(r).strip()
+        self.assertRegex(sid, r"^sb-[0-9a-f]{16}$")
+        sp.known_ids.add(sid)
+        self.assertIn("not built yet", r.stderr.decode())
+        self.assertIn("made-by-the-preset", r.stderr.decode() + sp.sh(sid, "cat /made")["stdout"])
+        self.assertEqual(sp.sh(sid, "cat /made")["stdout"], "made-by-the-preset\n")
+        _, t = sp.api("GET", "/v1/templates/tiny", expect=200)
+        self.assertEqual(t["state"], "ready")
+        # Built now: the next create does not build again.
+        r = sp.cli("sandbox", "create", "--template", "tiny")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertNotIn("not built yet", r.stderr.decode())
+        sp.known_ids.add(out(r).strip())
+        # A template that does not exist: the create's own error, once.
+        r = sp.cli("sandbox", "create", "--template", "nosuch")
+        self.assertEqual(r.returncode, 1)
+        self.assertEqual(r.stderr.decode().count("not found"), 1, r.stderr)
+
+
+class UnixSocketUrl(SpacedTestCase):
+    """The CLI reaches spaced's --unix-socket with --url unix:/PATH or SPACE_URL=unix:///PATH."""
+
+    @classmethod
+    def setUpClass(cls):
+        import tempfile
+        cls.sockdir = tempfile.mkdtemp(prefix="space-sock-")
+        cls.sock = os.path.join(cls.sockdir, "api.sock")
+        cls.spaced_kwargs = {"extra_args": ["--unix-socket", cls.sock]}
+        super().setUpClass()
+
+    @classmethod
+    def tearDownClass(cls):
+        super().tearDownClass()
+        shutil.rmtree(cls.sockdir, ignore_errors=True)
+
+    def test_unix_socket_url(self):
+        sp = self.spaced
+        r = sp.cli("--url", "unix:" + self.sock, "sandbox", "create", url=False)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        sid = out(r).strip()
+        sp.known_ids.add(sid)
+        env = dict(os.environ, SPACE_URL="unix://" + self.sock)
+        r = sp.cli("ps", "-q", url=False, env=env)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn(sid, out(r).split())
+        r = sp.cli("--url", "unix:" + self.sock + ".missing", "ps", url=False)
+        self.assertEqual(r.returncode, 1)
+        self.assertIn("unix:" + self.sock + ".missing", r.stderr.decode())
+        r = sp.cli("--url", "ftp://x", "ps", url=False)
+        self.assertEqual(r.returncode, 2)
+
+    def test_the_command_scripts_up_prints_works(self):
+        from spaced_harness import SPACE_CLI
+        sp = self.spaced
+        clean = {k: v for k, v in os.environ.items() if not k.startswith("SPACE_")}
+        for flags in (["--listen", "127.0.0.1:%d" % sp.port, "--state-dir", sp.state_dir],
+                      ["--listen=127.0.0.1:%d" % sp.port, "--state-dir=" + sp.state_dir, "--unix-socket", self.sock]):
+            p = subprocess.run([os.path.join(REPO, "scripts", "cli-command")] + flags, capture_output=True, timeout=30,
+                               env=dict(clean, SPACE_CLI_PATH=SPACE_CLI))
+            self.assertEqual(p.returncode, 0, p.stderr)
+            command = p.stdout.decode().strip()
+            self.assertIn("SPACE_STATE_DIR=" + sp.state_dir, command)
+            r = subprocess.run(["sh", "-c", command + " health"], capture_output=True, timeout=60, env=clean)
+            self.assertEqual(r.returncode, 0, (command, r.stderr))
+
+
 if __name__ == "__main__":
     unittest.main()

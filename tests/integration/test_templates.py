@@ -142,8 +142,15 @@ class Templates(SpacedTestCase):
         self.assertError(sp.request("POST", "/v1/sandboxes", {"template": "cached@sha256:beef"}), 400, "invalid_request")
         sp.api("DELETE", "/v1/templates/cached:v4", expect=204)
         sp.api("GET", "/v1/templates/cached:v4", expect=404)
-        # A sandbox keeps working after its template is deleted.
-        sp.api("DELETE", "/v1/templates/cached:v1", expect=204)
+        # A template a sandbox was made from is not deleted unless asked to be (force=true),
+        # and the sandbox keeps working after it is.
+        st, body = sp.request("DELETE", "/v1/templates/cached:v1")
+        self.assertEqual((st, body["error"]["code"]), (409, "conflict"), body)
+        self.assertIn(sid, body["error"]["message"])
+        self.assertIn("force", body["error"]["message"])
+        sp.api("GET", "/v1/templates/cached:v1", expect=200)
+        self.assertEqual(sp.request("DELETE", "/v1/templates/cached:v1?force=maybe")[0], 400)
+        sp.api("DELETE", "/v1/templates/cached:v1?force=true", expect=204)
         self.assertEqual(sp.sh(sid, "cat /app/data.txt")["stdout"], "payload\n")
         # Pruning the layer cache: templates keep working, the next build misses.
         _, pruned = sp.api("POST", "/v1/templates/layers/prune", expect=200)
@@ -380,6 +387,14 @@ class Templates(SpacedTestCase):
         self.assertEqual(r.returncode, 0, r.stderr)
         r = sp.cli("template", "rm", "clibuilt:1")
         self.assertEqual(r.returncode, 0, r.stderr)
+        # In use, and stdin is not a terminal: refused, naming what uses it; --force deletes it.
+        r = sp.cli("template", "rm", "clibuilt:2")
+        self.assertEqual(r.returncode, 1, r.stdout)
+        self.assertIn("in use", r.stderr.decode())
+        self.assertIn(sid, r.stderr.decode())
+        r = sp.cli("template", "rm", "--force", "clibuilt:2")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(sp.sh(sid, "cat /data/hello.txt")["stdout"], "hello from the context\n")
         r = sp.cli("template", "prune")
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertIn("removed", r.stdout.decode())

@@ -87,6 +87,15 @@ class TLS(SpacedTestCase):
                 self.assertEqual(dict(x[0] for x in tls.getpeercert()["subject"])["commonName"], "127.0.0.1")
         self.assertIn("listening on https://127.0.0.1:%d" % sp.port, open(sp.out_path).read())
 
+    def test_console_cookie_is_secure_over_tls(self):
+        # No proxy header: the connection itself is TLS, so the cookie only travels over TLS.
+        sp = self.spaced
+        status, body = sp.request("POST", "/v1/console/session", {"api_key": sp.key}, key=None)
+        self.assertEqual(status, 201, body)
+        attrs = [a.strip() for a in sp.last_headers["Set-Cookie"].split(";")]
+        self.assertIn("Secure", attrs)
+        self.assertIn("HttpOnly", attrs)
+
     def test_untrusted_and_plain_clients_refused(self):
         sp = self.spaced
         with self.assertRaises(ssl.SSLCertVerificationError):
