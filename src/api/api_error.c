@@ -42,6 +42,7 @@ unsigned api_error_http_status(enum space_error_code code)
         case SPACE_E_TIMEOUT:
                 return 504;
         case SPACE_E_PERMISSION_DENIED:
+        case SPACE_E_POLICY_DENIED:
                 return 403;
         case SPACE_E_CONFLICT:
                 return 409;

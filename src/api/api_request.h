@@ -66,6 +66,7 @@ struct api_response {
         const char *content_type; /* for streams */
         json_t *headers;          /* owned; extra headers, object of strings */
         char created[72];         /* the id of what a create made: the audit row's target when the path names none */
+        char error_code[32];      /* a stream that only carries an error (Connect: HTTP 200): its code, for the audit row */
 };
 
 /* A request body consumed as it arrives instead of buffered (uploads of any size). */

@@ -29,6 +29,8 @@ static const char *const q_force[] = { "force", NULL };
 static const char *const q_build_events[] = { "after", NULL };
 static const char *const q_operation_list[] = { "target", "state", "project", "limit", "cursor", NULL };
 static const char *const q_project_page[] = { "project", "limit", "cursor", NULL };
+static const char *const q_project[] = { "project", NULL };
+static const char *const q_policy_replace[] = { "if_version", NULL };
 static const char *const q_audit[] = { "project", "key_id", "action", "target", "since", "until", "limit", "cursor", NULL };
 
 /* A table, one route per line: tests read it. */
@@ -96,6 +98,12 @@ static const struct route {
         { "GET", { "v1", "keys" }, route_key_list, API_AUTH_CONTROL, API_BODY_ANY, PERM_KEY_READ, "key.list", q_project_page },
         { "POST", { "v1", "keys" }, route_key_create, API_AUTH_CONTROL, API_BODY_ANY, PERM_KEY_WRITE, "key.create", q_none },
         { "DELETE", { "v1", "keys", "*" }, route_key_delete, API_AUTH_CONTROL, API_BODY_NONE, PERM_KEY_WRITE, "key.delete", q_none },
+        { "GET", { "v1", "policies" }, route_policy_list, API_AUTH_CONTROL, API_BODY_ANY, PERM_PROJECT_READ, "policy.list", q_project },
+        { "POST", { "v1", "policies" }, route_policy_create, API_AUTH_CONTROL, API_BODY_ANY, PERM_KEY_WRITE, "policy.create", q_project },
+        { "POST", { "v1", "policies", "test" }, route_policy_test, API_AUTH_CONTROL, API_BODY_ANY, PERM_PROJECT_READ, "policy.test", q_none },
+        { "GET", { "v1", "policies", "*" }, route_policy_get, API_AUTH_CONTROL, API_BODY_ANY, PERM_PROJECT_READ, "policy.get", q_none },
+        { "PUT", { "v1", "policies", "*" }, route_policy_replace, API_AUTH_CONTROL, API_BODY_ANY, PERM_KEY_WRITE, "policy.update", q_policy_replace },
+        { "DELETE", { "v1", "policies", "*" }, route_policy_delete, API_AUTH_CONTROL, API_BODY_NONE, PERM_KEY_WRITE, "policy.delete", q_none },
         { "GET", { "v1", "projects" }, route_project_list, API_AUTH_CONTROL, API_BODY_ANY, PERM_PLATFORM, "project.list", q_page },
         { "POST", { "v1", "projects" }, route_project_create, API_AUTH_CONTROL, API_BODY_ANY, PERM_PLATFORM, "project.create", q_none },
         { "GET", { "v1", "projects", "*" }, route_project_get, API_AUTH_CONTROL, API_BODY_ANY, PERM_PROJECT_READ, "project.get", q_none },
@@ -142,7 +150,7 @@ static void object_of(const char *const pattern[8], enum api_auth_kind auth, str
         } kinds[] = {
                 { "sandboxes", OBJECT_SANDBOX }, { "snapshots", OBJECT_SNAPSHOT },   { "templates", OBJECT_TEMPLATE },
                 { "builds", OBJECT_OPERATION },  { "operations", OBJECT_OPERATION }, { "keys", OBJECT_KEY },
-                { "projects", OBJECT_PROJECT },
+                { "projects", OBJECT_PROJECT },  { "policies", OBJECT_POLICY },
         };
         req->object = OBJECT_NONE;
         if (auth != API_AUTH_CONTROL) /* a data-plane token names its sandbox itself */

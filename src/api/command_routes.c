@@ -14,6 +14,7 @@
 #include "api/command_spec.h"
 #include "data_plane/command_channels.h"
 #include "data_plane/command_service.h"
+#include "service/policy_gate.h"
 #include "service/sandbox_commands.h"
 #include "spaced/spaced_context.h"
 
@@ -114,6 +115,8 @@ void route_command_start(struct api_request *req, struct api_response *resp)
         spec.stdin_open = want_stdin;
         spec.timeout_ms = (uint32_t)timeout_s * 1000u;
         /* Stored as asked, so a list says what each command is. */
+        if (policy_gate_command(req->ctx, &sb, spec.argv, spec.user, spec.cwd, &err) < 0)
+                goto fail;
         json_t *asked = json_deep_copy(body);
         if (command_service_start(req->ctx, &sb, &spec, tag, asked, &rec, &err) < 0) {
                 json_decref(asked);

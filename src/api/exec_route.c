@@ -8,6 +8,7 @@
 #include "api/command_spec.h"
 #include "api/output_encoding.h"
 #include "runtime/runtime_registry.h"
+#include "service/policy_gate.h"
 #include "service/sandbox_access.h"
 #include "spaced/spaced_context.h"
 
@@ -80,6 +81,8 @@ void route_sandbox_exec(struct api_request *req, struct api_response *resp)
                 .timeout_ms = (uint32_t)timeout_s * 1000,
                 .output_cap = req->ctx->cfg.exec_output_cap,
         };
+        if (policy_gate_command(req->ctx, &sb, argv, er.user, cwd, &err) < 0)
+                goto fail;
         const struct runtime_driver *driver = runtime_registry_for(&req->ctx->runtimes, &sb, &err);
         if (!driver)
                 goto fail;

@@ -11,6 +11,7 @@
 #include "api/file_request.h"
 #include "cleanup.h"
 #include "spaced/log.h"
+#include "service/policy_gate.h"
 
 /* Sends the request, expects want, and answers 200/201 with the entry or entries. */
 static void file_call(struct api_request *req, struct api_response *resp, enum agent_msg_type type,
@@ -21,7 +22,8 @@ static void file_call(struct api_request *req, struct api_response *resp, enum a
         struct agent_file_reply reply = { 0 };
         char msg[512] = "";
         int fd;
-        if (file_target_load(req, &t, &err) < 0 || (fd = file_target_connect(&t, FILE_REQUEST_TIMEOUT_MS, &err)) < 0)
+        if (file_target_load(req, &t, &err) < 0 || policy_gate_file_request(req->ctx, &t.sb, type, args, &err) < 0 ||
+            (fd = file_target_connect(&t, FILE_REQUEST_TIMEOUT_MS, &err)) < 0)
                 goto fail;
         int r = agent_files_call(fd, type, args, want, &reply, msg, sizeof(msg));
         close(fd);

@@ -18,6 +18,7 @@
 #include "cleanup.h"
 #include "spaced/log.h"
 #include "spaced/spaced_context.h"
+#include "service/policy_gate.h"
 
 void route_file_download(struct api_request *req, struct api_response *resp)
 {
@@ -30,7 +31,8 @@ void route_file_download(struct api_request *req, struct api_response *resp)
         size_t cursor = 0;
         _cleanup_close_ int agent = -1; /* stays open: the file's bytes come on it (file_download) */
         if (file_query_path(req, "path", &a.path, &err) < 0 || file_query_user(req, &a.user, &err) < 0 ||
-            file_target_load(req, &t, &err) < 0 || (agent = file_target_connect(&t, FILE_REQUEST_TIMEOUT_MS, &err)) < 0)
+            file_target_load(req, &t, &err) < 0 || policy_gate_file_request(req->ctx, &t.sb, AGENT_MSG_FILE_READ, &a, &err) < 0 ||
+            (agent = file_target_connect(&t, FILE_REQUEST_TIMEOUT_MS, &err)) < 0)
                 goto fail;
         int r = agent_files_call(agent, AGENT_MSG_FILE_READ, &a, AGENT_MSG_FILE_ENTRY, &reply, msg, sizeof(msg));
         if (r < 0) {

@@ -14,6 +14,7 @@
 #include "cleanup.h"
 #include "runtime/runtime_registry.h"
 #include "spaced/spaced_context.h"
+#include "service/policy_gate.h"
 
 struct file_upload {
         int agent; /* the connection the bytes go on; it holds the unnamed file until FILE_COMMIT */
@@ -60,6 +61,8 @@ int file_upload_begin(struct spaced_context *ctx, const struct sandbox *sb, cons
 {
         struct agent_file_reply reply = { 0 };
         char msg[512] = "";
+        if (policy_gate_file_request(ctx, sb, AGENT_MSG_FILE_CREATE, a, err) < 0)
+                return -1;
         int fd = file_agent_connect(&ctx->runtimes, sb, FILE_REQUEST_TIMEOUT_MS, err);
         if (fd < 0)
                 return -1;

@@ -16,6 +16,7 @@
 #include "cleanup.h"
 #include "spaced/spaced_context.h"
 #include "spaced/wallclock.h"
+#include "service/policy_gate.h"
 
 #define WATCH_POLL_MS 1000
 
@@ -121,7 +122,8 @@ void route_file_watch(struct api_request *req, struct api_response *resp)
         long long keepalive_s = 15;
         if (file_query_path(req, "path", &a.path, &err) < 0 || file_query_user(req, &a.user, &err) < 0 ||
             api_request_query_bool(req, "recursive", &a.recursive, &err) < 0 ||
-            api_request_query_int(req, "keepalive_s", 1, 300, &keepalive_s, &err) < 0 || file_target_load(req, &t, &err) < 0) {
+            api_request_query_int(req, "keepalive_s", 1, 300, &keepalive_s, &err) < 0 || file_target_load(req, &t, &err) < 0 ||
+            policy_gate_file_request(req->ctx, &t.sb, AGENT_MSG_FILE_WATCH, &a, &err) < 0) {
                 file_target_release(&t);
                 return api_response_error(resp, &err);
         }

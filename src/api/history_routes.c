@@ -14,6 +14,7 @@
 #include "service/snapshot_service.h"
 #include "runtime/runtime_registry.h"
 #include "spaced/spaced_context.h"
+#include "service/policy_gate.h"
 
 static bool id_ok(struct api_request *req, int segment, const char *what, struct api_response *resp)
 {
@@ -159,6 +160,13 @@ void route_sandbox_fork(struct api_request *req, struct api_response *resp)
                 goto fail;
         struct snapshot seen;
         if (snapshot_id && snapshot_access_load(req->ctx, &req->principal, snapshot_id, &seen, &err) < 0)
+                goto fail;
+        struct sandbox source = { 0 };
+        if (api_load_sandbox(req, &source, &err) < 0)
+                goto fail;
+        int gated = policy_gate_fork(req->ctx, &source, count, &err);
+        sandbox_release(&source);
+        if (gated < 0)
                 goto fail;
         if (sandbox_history_fork(req->ctx, req->segments[2], snapshot_id, (int)count, metadata, &ids, &op, &err) < 0)
                 goto fail;

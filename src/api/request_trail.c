@@ -69,6 +69,8 @@ void request_trail_answer(struct request_trail *t, const struct api_response *re
         /* A create's path names nothing: its row names what it made. */
         if (!t->target[0] && resp->created[0])
                 snprintf(t->target, sizeof(t->target), "%s", resp->created);
+        if (resp->error_code[0])
+                snprintf(t->error_code, sizeof(t->error_code), "%s", resp->error_code);
         if (resp->status < 400 || !json_is_object(resp->body))
                 return;
         /* v1: {"error": {"code"}}; Connect: {"code": "not_found"}; E2B control: {"code": 404} */

@@ -29,6 +29,7 @@
 #include "spaced/wallclock.h"
 #include "storage/import_confine.h"
 #include "storage/send_stream_check.h"
+#include "service/policy_gate.h"
 
 struct send_stream {
         int fd;
@@ -85,7 +86,8 @@ void route_snapshot_export(struct api_request *req, struct api_response *resp)
                 space_error_set(&err, SPACE_E_NOT_FOUND, "snapshot %.64s not found", id);
                 return api_response_error(resp, &err);
         }
-        if (snapshot_access_load(req->ctx, &req->principal, id, &snap, &err) < 0)
+        if (snapshot_access_load(req->ctx, &req->principal, id, &snap, &err) < 0 ||
+            policy_gate_export(req->ctx, snap.project_id, snap.sandbox_id, &err) < 0)
                 return api_response_error(resp, &err);
         if (strcmp(snap.state, "ready") != 0) {
                 space_error_set(&err, SPACE_E_INVALID_STATE, "snapshot %s is still being taken", id);

@@ -35,6 +35,7 @@ static const char main_usage[] =
         "  key create|ls|rm                API keys (of a project, with a role)\n"
         "  project create|ls               projects: the tenants keys and objects belong to\n"
         "  audit [--since T] [--action A]  the audit log (mutating and refused calls)\n"
+        "  policy ls|get|apply|rm|test     policies the platform enforces (docs/governance.md)\n"
         "\n"
         "Flags:\n"
         "  --url URL    spaced's address ($SPACE_URL, default " CLI_CONFIG_DEFAULT_URL
@@ -147,6 +148,7 @@ int main(int argc, char **argv)
                 { "key", cli_key_main },
                 { "project", cli_project_main },
                 { "audit", cli_audit_main },
+                { "policy", cli_policy_main },
         };
         _cleanup_(cli_done) struct cli cli = {};
         const char *url = NULL;

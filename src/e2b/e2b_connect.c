@@ -115,6 +115,7 @@ const char *e2b_connect_code_name(enum space_error_code code)
                 return "unauthenticated";
         case SPACE_E_FORBIDDEN:
         case SPACE_E_PERMISSION_DENIED:
+        case SPACE_E_POLICY_DENIED:
                 return "permission_denied";
         case SPACE_E_CONFLICT:
                 return "failed_precondition";
@@ -201,4 +202,5 @@ void e2b_connect_reply_stream_error(struct api_response *resp, const struct spac
         resp->status = 200;
         resp->content_type = E2B_CONNECT_STREAM_TYPE;
         resp->stream = (struct api_stream){ .read = whole_read, .free = whole_free, .cls = w };
+        snprintf(resp->error_code, sizeof(resp->error_code), "%s", space_error_code_name(err->code));
 }

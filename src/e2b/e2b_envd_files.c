@@ -19,17 +19,24 @@
 #include "e2b/e2b_connect.h"
 #include "e2b/e2b_routes.h"
 #include "runtime/runtime_registry.h"
+#include "service/policy_gate.h"
 #include "service/sandbox_service.h"
 #include "spaced/spaced_context.h"
 
 #define FILES_TIMEOUT_MS 30000
 
-/* A connection to the agent of the call's running sandbox. */
-static int agent_connect(struct e2b_call *call, struct space_error *err)
+/* A connection to the agent of the call's running sandbox, for the request (type, a) that
+ * the sandbox's policies allow. */
+static int agent_connect(struct e2b_call *call, enum agent_msg_type type, const struct agent_file_args *a,
+                         struct space_error *err)
 {
         struct sandbox sb;
         if (sandbox_service_get_running(call->req.ctx, &call->req.principal, call->sandbox_id, &sb, err) < 0)
                 return -1;
+        if (policy_gate_file_request(call->req.ctx, &sb, type, a, err) < 0) {
+                sandbox_release(&sb);
+                return -1;
+        }
         int fd = file_agent_connect(&call->req.ctx->runtimes, &sb, FILES_TIMEOUT_MS, err);
         sandbox_release(&sb);
         return fd;
@@ -134,7 +141,7 @@ static int agent_call(struct e2b_call *call, enum agent_msg_type type, const str
                       struct agent_file_reply *ret, struct space_error *err)
 {
         char msg[512] = "";
-        int fd = agent_connect(call, err);
+        int fd = agent_connect(call, type, a, err);
         if (fd < 0)
                 return -1;
         int r = agent_files_call(fd, type, a, want, ret, msg, sizeof(msg));
@@ -267,7 +274,7 @@ void e2b_fs_remove(struct e2b_call *call, struct api_response *resp)
         json_decref(msg);
         if (r < 0)
                 return e2b_connect_reply_error(resp, &err);
-        int fd = agent_connect(call, &err);
+        int fd = agent_connect(call, AGENT_MSG_FILE_REMOVE, &a, &err);
         if (fd < 0)
                 return e2b_connect_reply_error(resp, &err);
         r = agent_files_call(fd, AGENT_MSG_FILE_REMOVE, &a, AGENT_MSG_FILE_DONE, &reply, why, sizeof(why));
@@ -315,7 +322,7 @@ void e2b_files_download(struct e2b_call *call, struct api_response *resp)
         if (files_query(call, path, sizeof(path), &user, &err) < 0)
                 return e2b_files_reply_error(resp, &err);
         struct agent_file_args a = { .path = path, .user = e2b_files_agent_user(user) };
-        int fd = agent_connect(call, &err);
+        int fd = agent_connect(call, AGENT_MSG_FILE_READ, &a, &err);
         if (fd < 0)
                 return e2b_files_reply_error(resp, &err);
         int r = agent_files_call(fd, AGENT_MSG_FILE_READ, &a, AGENT_MSG_FILE_ENTRY, &reply, msg, sizeof(msg));

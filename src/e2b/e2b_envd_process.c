@@ -20,6 +20,7 @@
 #include "e2b/e2b_routes.h"
 #include "runtime/runtime_registry.h"
 #include "service/sandbox_access.h"
+#include "service/policy_gate.h"
 #include "service/sandbox_commands.h"
 #include "service/sandbox_service.h"
 #include "spaced/spaced_context.h"
@@ -205,6 +206,8 @@ void e2b_process_start(struct e2b_call *call, struct api_response *resp)
                 goto fail;
         loaded = true;
         if (parse_start(call, msg, &sb, &spec, cwd_buf, &asked, &err) < 0)
+                goto fail;
+        if (policy_gate_command(call->req.ctx, &sb, spec.argv, spec.user, spec.cwd, &err) < 0)
                 goto fail;
         const char *tag = json_string_value(json_object_get(msg, "tag"));
         if (command_service_start(call->req.ctx, &sb, &spec, tag ? tag : "", asked, &rec, &err) < 0)

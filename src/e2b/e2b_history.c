@@ -18,6 +18,7 @@
 #include "service/snapshot_service.h"
 #include "spaced/log.h"
 #include "spaced/spaced_context.h"
+#include "service/policy_gate.h"
 
 #define LIST_LIMIT_DEFAULT 100
 #define LIST_LIMIT_MAX 1000
@@ -150,7 +151,10 @@ void e2b_sandbox_fork(struct e2b_call *call, struct api_response *resp)
                         sandbox_release(&parent);
                 return e2b_reply_error(resp, 404, "sandbox %s not found", call->sandbox_id);
         }
+        int gated = policy_gate_fork(ctx, &parent, count, &err);
         sandbox_release(&parent);
+        if (gated < 0)
+                return e2b_reply_space_error(resp, &err);
         if (sandbox_history_fork(ctx, call->sandbox_id, NULL, (int)count, NULL, &ids, &op, &err) < 0)
                 return e2b_reply_space_error(resp, &err);
         /* A fork where some children failed is failed as a whole; each answers for itself. */

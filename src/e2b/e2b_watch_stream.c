@@ -21,6 +21,7 @@
 #include "service/sandbox_access.h"
 #include "spaced/spaced_context.h"
 #include "spaced/wallclock.h"
+#include "service/policy_gate.h"
 
 #define WATCH_POLL_MS 1000
 
@@ -160,6 +161,11 @@ void e2b_fs_watch_dir(struct e2b_call *call, struct api_response *resp)
                         sandbox_release(&sb);
                 space_error_set(&err, r < 0 && err.code == SPACE_E_NOT_FOUND ? SPACE_E_NOT_FOUND : SPACE_E_UNAVAILABLE,
                                 "sandbox %s is not running", call->sandbox_id);
+                goto fail;
+        }
+        struct agent_file_args watched = { .path = st->dir, .user = e2b_files_agent_user(call->user) };
+        if (policy_gate_file_request(call->req.ctx, &sb, AGENT_MSG_FILE_WATCH, &watched, &err) < 0) {
+                sandbox_release(&sb);
                 goto fail;
         }
         /* No read timeout: the stream waits for events as long as the client stays. */

@@ -5,6 +5,7 @@
 
 #include "service/key_service.h"
 #include "service/operation_access.h"
+#include "service/policy_service.h"
 #include "service/project_service.h"
 #include "service/sandbox_access.h"
 #include "service/snapshot_access.h"
@@ -41,6 +42,12 @@ int object_access_check(struct spaced_context *ctx, const struct principal *p, e
         case OBJECT_PROJECT: {
                 struct project pr;
                 return project_service_get(ctx, p, id, &pr, err);
+        }
+        case OBJECT_POLICY: {
+                struct policy_record pol = { 0 };
+                int r = policy_service_get(ctx, p, id, &pol, err);
+                policy_record_release(&pol);
+                return r;
         }
         }
         return space_error_set(err, SPACE_E_INTERNAL, "unknown object kind %d", (int)kind);

@@ -5,6 +5,7 @@
 
 #include "controller/warm_pool.h"
 #include "operations/sandbox_lifecycle.h"
+#include "service/policy_gate.h"
 #include "service/sandbox_network_request.h"
 #include "service/snapshot_access.h"
 #include "service/template_access.h"
@@ -101,6 +102,8 @@ int sandbox_create_request_submit(struct spaced_context *ctx, struct sandbox_cre
                                       : template_access_check(ctx, req->caller, sb.template_name, false, err)) < 0)
                 goto fail;
         if (sandbox_lifecycle_bind(ctx, &sb, err) < 0)
+                goto fail;
+        if (policy_gate_create(ctx, sb.project_id, sb.template_name[0] ? sb.template_name : NULL, err) < 0)
                 goto fail;
         /* A warm sandbox made for exactly this create is claimed; otherwise it is made now. */
         if (warm_pool_claim(ctx->warm, &sb)) {

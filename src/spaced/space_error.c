@@ -27,6 +27,7 @@ static const char *const code_names[] = {
         [SPACE_E_BUILD_FAILED] = "build_failed",
         [SPACE_E_CANCELLED] = "cancelled",
         [SPACE_E_GONE] = "gone",
+        [SPACE_E_POLICY_DENIED] = "policy_denied",
 };
 
 int space_error_set(struct space_error *err, enum space_error_code code, const char *fmt, ...)

@@ -28,7 +28,8 @@ enum space_error_code {
         SPACE_E_INTERNAL,
         SPACE_E_BUILD_FAILED, /* a template build step failed (the log says why) */
         SPACE_E_CANCELLED,
-        SPACE_E_GONE, /* it existed, and what was asked for was removed (a destroyed sandbox's command log) */
+        SPACE_E_GONE,          /* it existed, and what was asked for was removed (a destroyed sandbox's command log) */
+        SPACE_E_POLICY_DENIED, /* a policy of the project denies it (docs/governance.md) */
 };
 
 struct space_error {

@@ -19,6 +19,7 @@ struct operation_queue;
 struct egress_gateway;
 struct command_channels;
 struct console_sessions;
+struct policy_cache;
 struct warm_pool;
 
 #define SPACED_DISK_MB_MAX (16LL * 1024 * 1024) /* 16 TiB */
@@ -107,7 +108,8 @@ struct spaced_context {
         struct egress_gateway *egress;     /* the supervised space-egress (runtime/egress_gateway.h) */
         /* the web console's sign-ins (service/console_session.h) */
         struct console_sessions *console_sessions;
-        struct warm_pool *warm; /* sandboxes made ahead of their creates (controller/warm_pool.h); NULL: none */
+        struct policy_cache *policies; /* each project's compiled policies (policy/policy_cache.h); NULL: read each time */
+        struct warm_pool *warm;        /* sandboxes made ahead of their creates (controller/warm_pool.h); NULL: none */
         atomic_bool shutting_down;
 };
 

@@ -37,6 +37,7 @@
 #include "operations/operation_queue.h"
 #include "operations/sandbox_lifecycle.h"
 #include "runtime/runtime_registry.h"
+#include "policy/policy_cache.h"
 #include "spaced/instance_id.h"
 #include "spaced/log.h"
 #include "spaced/metrics.h"
@@ -357,6 +358,8 @@ int main(int argc, char **argv)
                 return fail("spaced.data_plane", "cannot create command logs: %s", strerror(-r));
         if ((r = console_sessions_new(&ctx.console_sessions)) < 0)
                 return fail("spaced.console", "cannot hold console sessions: %s", strerror(-r));
+        if ((r = policy_cache_new(&ctx.policies)) < 0)
+                return fail("spaced.policies", "cannot hold policies: %s", strerror(-r));
         if ((r = sandbox_lifecycle_disk_limits(&ctx)) < 0)
                 return fail("spaced.quota", "cannot read sandboxes: %s", strerror(-r));
         if ((r = reconciler_startup(&ctx)) < 0)
@@ -440,6 +443,7 @@ int main(int argc, char **argv)
                 metrics_listener_free(metrics);
                 metrics_free(ctx.metrics);
                 console_sessions_free(ctx.console_sessions);
+                policy_cache_free(ctx.policies);
                 warm_pool_free(ctx.warm);
                 runtime_registry_free(&ctx.runtimes); /* the egress table goes when no sandbox holds a link */
         }

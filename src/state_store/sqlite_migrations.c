@@ -122,6 +122,12 @@ static const char *const migrations[] = {
         /* 13: a sandbox's egress (profile and its own allow / deny rules, JSON; '' for the
          * profile none: only lo, as every sandbox before) */
         "ALTER TABLE sandboxes ADD COLUMN network TEXT NOT NULL DEFAULT '';",
+        /* 14: policies (docs/governance.md): one document per row, its name unique in its project */
+        "CREATE TABLE policies ("
+        "  id TEXT PRIMARY KEY, project_id TEXT NOT NULL, name TEXT NOT NULL, sandbox_id TEXT NOT NULL DEFAULT '',"
+        "  version INTEGER NOT NULL, document TEXT NOT NULL, created_at INTEGER NOT NULL, updated_at INTEGER NOT NULL,"
+        "  UNIQUE (project_id, name));"
+        "CREATE INDEX policies_project ON policies(project_id, created_at);",
 };
 
 int sqlite_migrations_apply(sqlite3 *db, int *ret_version)

@@ -92,3 +92,10 @@ int sqlite_audit_insert(struct state_store *st, const struct audit_record *a);
 int sqlite_audit_list(struct state_store *st, const struct audit_filter *f, const struct store_page *page,
                       struct audit_record **ret, size_t *ret_n);
 int sqlite_audit_purge(struct state_store *st, int64_t before_ms, int limit, int *ret_n);
+
+/* sqlite_policies.c: policy documents */
+int sqlite_policy_insert(struct state_store *st, const struct policy_record *p);
+int sqlite_policy_get(struct state_store *st, const char *project_id, const char *id, struct policy_record *ret);
+int sqlite_policy_list(struct state_store *st, const char *project_id, struct policy_record **ret, size_t *ret_n);
+int sqlite_policy_update(struct state_store *st, const struct policy_record *p);
+int sqlite_policy_delete(struct state_store *st, const char *project_id, const char *id);

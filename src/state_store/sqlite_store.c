@@ -638,4 +638,9 @@ const struct state_store_ops state_store_sqlite = {
         .audit_insert = sqlite_audit_insert,
         .audit_list = sqlite_audit_list,
         .audit_purge = sqlite_audit_purge,
+        .policy_insert = sqlite_policy_insert,
+        .policy_get = sqlite_policy_get,
+        .policy_list = sqlite_policy_list,
+        .policy_update = sqlite_policy_update,
+        .policy_delete = sqlite_policy_delete,
 };

@@ -117,3 +117,18 @@ void command_record_array_free(struct command_record *arr, size_t n)
                 command_record_release(&arr[i]);
         free(arr);
 }
+
+void policy_record_release(struct policy_record *p)
+{
+        if (!p)
+                return;
+        json_decref(p->document);
+        p->document = NULL;
+}
+
+void policy_record_array_free(struct policy_record *arr, size_t n)
+{
+        for (size_t i = 0; arr && i < n; i++)
+                policy_record_release(&arr[i]);
+        free(arr);
+}

@@ -196,6 +196,21 @@ struct audit_filter {
         int64_t since_ms, until_ms; /* created_at in [since, until); 0: open */
 };
 
+/* A policy document of a project (docs/governance.md): what src/policy/ compiles. The store
+ * keeps it as given and checks nothing in it but the name's uniqueness in its project. */
+struct policy_record {
+        char id[32];
+        char project_id[32];
+        char name[64];       /* unique in its project */
+        char sandbox_id[32]; /* "" for the whole project */
+        int64_t version;     /* 1 at insert, one more at each update */
+        json_t *document;    /* the JSON object as validated */
+        int64_t created_at_ms;
+        int64_t updated_at_ms;
+};
+void policy_record_release(struct policy_record *p);
+void policy_record_array_free(struct policy_record *arr, size_t n);
+
 struct state_store;
 
 /* The end of an operation's handler, written in one transaction (sandbox_settle): the
@@ -345,6 +360,19 @@ struct state_store_ops {
                           struct audit_record **ret, size_t *ret_n);
         /* Deletes up to limit rows written before before_ms; *ret_n how many. */
         int (*audit_purge)(struct state_store *st, int64_t before_ms, int limit, int *ret_n);
+
+        /* Policies (struct policy_record). Insert: -EEXIST when the project has one of that
+         * name. Update writes name, sandbox_id, document, version and updated_at of the row
+         * with p->id and p->project_id if its version is p->version - 1, else -ESTALE (a
+         * concurrent update won); -ENOENT when there is none; -EEXIST for a taken name. */
+        int (*policy_insert)(struct state_store *st, const struct policy_record *p);
+        /* project_id NULL: whatever its project. */
+        int (*policy_get)(struct state_store *st, const char *project_id, const char *id, struct policy_record *ret);
+        /* project_id NULL: every project's. By (created_at, id). */
+        int (*policy_list)(struct state_store *st, const char *project_id, struct policy_record **ret, size_t *ret_n);
+        int (*policy_update)(struct state_store *st, const struct policy_record *p);
+        /* -ENOENT when the project has no such policy. */
+        int (*policy_delete)(struct state_store *st, const char *project_id, const char *id);
 };
 
 extern const struct state_store_ops state_store_sqlite;

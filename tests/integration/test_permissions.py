@@ -142,6 +142,9 @@ class Permissions(SpacedTestCase):
         cls.session = ses["session_id"]
         _, ops = sp.api("GET", "/v1/operations?target=" + cls.sb, key=cls.keys["owner"], expect=200)
         cls.op = ops["operations"][0]["id"]
+        _, pol = sp.api("POST", "/v1/policies", {"name": "perm-probe", "default": "allow"}, key=cls.keys["owner"],
+                        expect=201)
+        cls.policy = pol["id"]
         tpl = tar_of({"etc": None, "etc/motd": b"pa\n"})
         status, body = sp.request("POST", "/v1/templates/import?name=pa-tpl:1&format=rootfs", raw=tpl,
                                   key=cls.keys["owner"], headers={"Content-Type": "application/x-tar"})
@@ -182,6 +185,7 @@ class Permissions(SpacedTestCase):
         """The path of a v1 pattern with pa's objects, and whether its first wildcard names one."""
         ids = {"sandboxes": self.sb, "snapshots": self.snap, "templates": self.template, "builds": self.op,
                "operations": self.op, "keys": self.key_ids["viewer"], "projects": "pa", "sessions": self.session,
+               "policies": self.policy,
                "commands": "cmd-0000000000000000"}
         out = []
         for i, s in enumerate(segs):

@@ -373,6 +373,31 @@ static int fs_audit_list(struct state_store *st, const struct audit_filter *f, c
         FORWARD(audit_list, READ, f, page, ret, ret_n);
 }
 
+static int fs_policy_insert(struct state_store *st, const struct policy_record *p)
+{
+        FORWARD(policy_insert, WRITE, p);
+}
+
+static int fs_policy_get(struct state_store *st, const char *project_id, const char *id, struct policy_record *ret)
+{
+        FORWARD(policy_get, READ, project_id, id, ret);
+}
+
+static int fs_policy_list(struct state_store *st, const char *project_id, struct policy_record **ret, size_t *ret_n)
+{
+        FORWARD(policy_list, READ, project_id, ret, ret_n);
+}
+
+static int fs_policy_update(struct state_store *st, const struct policy_record *p)
+{
+        FORWARD(policy_update, WRITE, p);
+}
+
+static int fs_policy_delete(struct state_store *st, const char *project_id, const char *id)
+{
+        FORWARD(policy_delete, WRITE, project_id, id);
+}
+
 const struct state_store_ops fault_store_ops = {
         .name = "fault",
         .open = fs_open,
@@ -428,8 +453,13 @@ const struct state_store_ops fault_store_ops = {
         .probe_write = fs_probe_write,
         .sandbox_tally = fs_sandbox_tally,
         .operation_tally = fs_operation_tally,
+        .policy_insert = fs_policy_insert,
+        .policy_get = fs_policy_get,
+        .policy_list = fs_policy_list,
+        .policy_update = fs_policy_update,
+        .policy_delete = fs_policy_delete,
 };
 
 /* Every member of the table is forwarded: a verb added to struct state_store_ops fails the
  * build here until it is (a NULL entry would crash only the test that reaches it). */
-_Static_assert(sizeof(struct state_store_ops) == 54 * sizeof(void *), "fault_store: forward the new state_store_ops verb");
+_Static_assert(sizeof(struct state_store_ops) == 59 * sizeof(void *), "fault_store: forward the new state_store_ops verb");

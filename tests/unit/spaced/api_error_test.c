@@ -39,11 +39,12 @@ static const struct {
         { SPACE_E_BUILD_FAILED, 422 },
         { SPACE_E_CANCELLED, 409 },
         { SPACE_E_GONE, 410 },
+        { SPACE_E_POLICY_DENIED, 403 },
 };
 
 static void test_every_code_has_its_status(void **state)
 {
-        assert_int_equal(sizeof(statuses) / sizeof(statuses[0]), SPACE_E_GONE + 1);
+        assert_int_equal(sizeof(statuses) / sizeof(statuses[0]), SPACE_E_POLICY_DENIED + 1);
         for (size_t i = 0; i < sizeof(statuses) / sizeof(statuses[0]); i++)
                 if (api_error_http_status(statuses[i].code) != statuses[i].status)
                         fail_msg("%s maps to %u, want %u", space_error_code_name(statuses[i].code),

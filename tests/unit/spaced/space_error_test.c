@@ -36,6 +36,7 @@ static const struct {
         { SPACE_E_BUILD_FAILED, "build_failed" },
         { SPACE_E_CANCELLED, "cancelled" },
         { SPACE_E_GONE, "gone" },
+        { SPACE_E_POLICY_DENIED, "policy_denied" },
 };
 
 static void test_set(void **state)
@@ -104,7 +105,7 @@ static void test_code_names_round_trip(void **state)
                 assert_int_equal(space_error_code_from_name(names[i].name), names[i].code);
         }
         /* The table above covers every code. */
-        assert_int_equal(sizeof(names) / sizeof(names[0]), SPACE_E_GONE + 1);
+        assert_int_equal(sizeof(names) / sizeof(names[0]), SPACE_E_POLICY_DENIED + 1);
 }
 
 static void test_unknown_codes_and_names(void **state)
