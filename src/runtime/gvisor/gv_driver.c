@@ -202,7 +202,13 @@ static int gv_start(const struct runtime_driver *d, struct sandbox *sb, struct s
         /* runsc start returns before the agent has bound its socket */
         for (int waited_ms = 0; access(sock, F_OK) < 0 && waited_ms < 10000 && init_handle_alive(&h); waited_ms += 10)
                 usleep(10000);
-        if ((r = agent_client_hello(sock, 10000, NULL)) < 0) {
+        /* ... and may not be listening yet when its socket appears */
+        r = agent_client_hello(sock, 10000, NULL);
+        for (int tries = 0; (r == -ECONNREFUSED || r == -ENOENT) && tries < 500 && init_handle_alive(&h); tries++) {
+                usleep(10000);
+                r = agent_client_hello(sock, 10000, NULL);
+        }
+        if (r < 0) {
                 space_error_errno(err, r, "space-agent did not answer");
                 goto fail;
         }
