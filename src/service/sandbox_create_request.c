@@ -99,6 +99,11 @@ int sandbox_create_request_submit(struct spaced_context *ctx, struct sandbox_cre
         sb.rolling = json_incref(req->rolling);
         if (sandbox_network_request_parse(ctx, req->network, &sb.network, err) < 0)
                 goto fail;
+        if (sb.network && req->runtime && strcmp(req->runtime, "gvisor") == 0) {
+                space_error_set(err, SPACE_E_UNSUPPORTED,
+                                "the gvisor runtime has no egress network yet: give network profile none");
+                goto fail;
+        }
         if (!sb.env || !sb.metadata || !sb.environment) {
                 space_error_set(err, SPACE_E_INTERNAL, "out of memory");
                 goto fail;
