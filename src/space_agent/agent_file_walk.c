@@ -5,10 +5,12 @@
 #include <limits.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/vfs.h>
 #include <unistd.h>
 
 #define MAX_DEPTH 256
 #define MAX_LINKS 40
+#define PROC_SUPER_MAGIC 0x9fa0
 
 struct walk {
         int root;
@@ -33,12 +35,20 @@ static void pop_all(struct walk *w)
 static int splice_link(struct walk *w, int dir, const char *name, const char *tail)
 {
         char target[PATH_MAX];
+        struct statfs fs;
         if (++w->links > MAX_LINKS)
                 return -ELOOP;
+        if (fstatfs(dir, &fs) < 0)
+                return -errno;
         ssize_t n = readlinkat(dir, name, target, sizeof(target) - 1);
         if (n < 0)
                 return -errno;
         target[n] = 0;
+        /* On /proc only the plain links are followed (self, thread-self, mounts: relative
+         * names). Its magic ones (/proc/self/root, /proc/N/fd/M, exe, ns/…) show an absolute
+         * path or "type:[…]" that is not where they lead: RESOLVE_NO_MAGICLINKS refuses them. */
+        if (fs.f_type == PROC_SUPER_MAGIC && (target[0] == '/' || strchr(target, ':')))
+                return -ELOOP;
         size_t tail_len = strlen(tail);
         if ((size_t)n + 1 + tail_len + 1 > sizeof(w->rest))
                 return -ENAMETOOLONG;
@@ -116,7 +126,7 @@ int agent_file_walk_open(int root, const char *rel, int flags, mode_t mode, bool
                 int fd = openat(dir, name, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
                 if (fd < 0) {
                         /* a symlink put there since the fstatat: go round again */
-                        if (errno == ELOOP && ++w.links <= MAX_LINKS)
+                        if (errno == ELOOP && ++w.links <= MAX_LINKS) /* splice_link checks it next round */
                                 continue;
                         r = -errno;
                         break;

@@ -3,7 +3,7 @@
  * answers ENOSYS). Every step is an O_NOFOLLOW openat relative to a descriptor already
  * held; a symlink is read and its text resolved again from the root (absolute) or its
  * directory (relative); ".." pops a held descriptor and stops at the root. So no symlink,
- * "..", or /proc magic link (read as the text it shows) leads outside the root. */
+ * "..", or /proc magic link leads outside the root (on procfs only relative, plain links are followed). */
 #pragma once
 
 #include <stdbool.h>

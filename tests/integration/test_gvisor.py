@@ -8,7 +8,10 @@ import json
 import os
 import shutil
 import subprocess
+import unittest
 
+import test_exec
+import test_files
 from spaced_harness import SpacedTestCase, wait_for
 
 
@@ -122,6 +125,23 @@ class Gvisor(SpacedTestCase):
         wait_for(lambda: not sp.leaks(sid), timeout=20, what="no leaks of %s" % sid)
 
 
+class ExecOnGvisor(test_exec.Exec):
+    """test_exec.py's exec tests on a gvisor sandbox."""
+    runtime = {"runtime": "gvisor"}
+
+    @unittest.skip("gvisor: output written before a timeout kill is lost (issue 12, not done yet)")
+    def test_timeout(self):
+        pass
+
+
+class FilesOnGvisor(test_files.Files):
+    """test_files.py's file tests on a gvisor sandbox."""
+    runtime = {"runtime": "gvisor"}
+
+    @unittest.skip("gvisor: inotify on the gofer-backed root does not report every event (issue 12, not done yet)")
+    def test_watch_events(self):
+        pass
+
+
 if __name__ == "__main__":
-    import unittest
     unittest.main()
