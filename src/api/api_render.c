@@ -53,6 +53,8 @@ json_t *api_render_sandbox(const struct sandbox *sb, const struct pool_health *p
         if (j)
                 json_object_set_new(j, "project", json_string(sb->project_id));
         if (j)
+                json_object_set_new(j, "runtime", json_string(sb->runtime));
+        if (j)
                 json_object_set_new(j, "storage", sandbox_storage(sb, pool));
         return j;
 }

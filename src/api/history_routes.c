@@ -188,9 +188,9 @@ static json_t *render_capabilities(const struct runtime_driver *d)
 /* One driver this server hosts; new templates are bound to the default one. */
 static json_t *render_driver(const struct runtime_driver *d, bool is_default)
 {
-        json_t *o = json_pack("{s:s, s:s, s:b, s:o, s:{s:s}}", "name", d->ops->name, "version", d->ops->version, "default",
-                              is_default, "capabilities", render_capabilities(d), "details", "memory_snapshot",
-                              d->caps.memory_snapshot_detail);
+        json_t *o = json_pack("{s:s, s:s, s:b, s:o, s:{s:s}}", "name", d->ops->name, "version",
+                              d->caps.version[0] ? d->caps.version : d->ops->version, "default", is_default, "capabilities",
+                              render_capabilities(d), "details", "memory_snapshot", d->caps.memory_snapshot_detail);
         if (o && d->caps.cgroup[0])
                 json_object_set_new(o, "cgroup", json_string(d->caps.cgroup));
         return o;

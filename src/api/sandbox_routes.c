@@ -101,8 +101,8 @@ void api_respond_operation(struct api_request *req, struct api_response *resp, c
         api_response_json(resp, status, body);
 }
 
-static const char *const create_fields[] = { "template",  "snapshot_id",       "resources",  "env",     "metadata",
-                                             "timeout_s", "rolling_snapshots", "on_timeout", "network", NULL };
+static const char *const create_fields[] = { "template",          "snapshot_id", "resources", "env",     "metadata", "timeout_s",
+                                             "rolling_snapshots", "on_timeout",  "network",   "runtime", NULL };
 static const char *const resource_fields[] = { "cpus", "memory_mb", "pids", "disk_mb", NULL };
 
 /* The v1 body as a create request: only parsing here; sandbox_create_request_submit
@@ -117,6 +117,7 @@ static int parse_create(struct spaced_context *ctx, const json_t *body, struct s
             api_json_string(body, "template", 160, &cr->template_ref, err) < 0 ||
             api_json_string(body, "snapshot_id", 31, &cr->snapshot_id, err) < 0 ||
             api_json_string(body, "on_timeout", 16, &on_timeout, err) < 0 ||
+            api_json_string(body, "runtime", 32, &cr->runtime, err) < 0 ||
             api_json_int(body, "timeout_s", 0, 30LL * 24 * 3600, &cr->timeout_s, err) < 0 ||
             api_json_string_map(body, "env", api_json_env_name_ok, 256, 32768, &env, err) < 0 ||
             api_json_string_map(body, "metadata", api_json_metadata_key_ok, 64, 256, &metadata, err) < 0)

@@ -125,7 +125,8 @@ int sandbox_lifecycle_bind(struct spaced_context *ctx, struct sandbox *sb, struc
         template_record_release(&t);
 runtime:;
         /* The runtime the binding names runs it, for as long as it lives. */
-        const struct runtime_driver *driver = runtime_registry_for_binding(&ctx->runtimes, sb->environment, err);
+        const struct runtime_driver *driver = sb->runtime[0] ? runtime_registry_for(&ctx->runtimes, sb, err)
+                                                             : runtime_registry_for_binding(&ctx->runtimes, sb->environment, err);
         if (!driver)
                 return -1;
         snprintf(sb->runtime, sizeof(sb->runtime), "%s", driver->ops->name);

@@ -1,5 +1,5 @@
 /* runtime_driver: how a sandbox's processes and root filesystem are made and managed.
- * A const ops table per driver kind (namespaces now, microvm later) and an instance per
+ * A const ops table per driver kind (namespaces, gvisor; microvm later) and an instance per
  * configured driver (runtime_registry.h); each sandbox names its driver (sb->runtime). Every function
  * is idempotent where it can be, so a crash mid-way can simply be redone. Returns 0 or -1
  * with err filled (code + message for the API caller). */
@@ -70,6 +70,7 @@ struct runtime_capabilities {
         bool fd_passing;                  /* the agent connection can carry SCM_RIGHTS descriptors (same kernel) */
         char memory_snapshot_detail[160]; /* why (not), for operators; filled at init */
         char cgroup[8];                   /* the cgroup backend ("v1" | "v2"), "" for none */
+        char version[48];                 /* what the driver runs on this host (runsc's version); "": ops->version */
 };
 
 /* What a driver reports about a sandbox's resource use (cgroup figures for namespaces).
@@ -157,3 +158,4 @@ struct runtime_driver {
 };
 
 extern const struct runtime_driver_ops runtime_driver_namespaces;
+extern const struct runtime_driver_ops runtime_driver_gvisor;

@@ -5,6 +5,7 @@
 
 #include "controller/warm_pool.h"
 #include "operations/sandbox_lifecycle.h"
+#include "runtime/runtime_registry.h"
 #include "service/policy_gate.h"
 #include "service/sandbox_network_request.h"
 #include "service/snapshot_access.h"
@@ -46,6 +47,16 @@ static int validate(const struct spaced_context *ctx, const struct sandbox_creat
                 return space_error_set(err, SPACE_E_INVALID_REQUEST, "give template or snapshot_id");
         if (req->template_ref && !template_ref_ok(req->template_ref))
                 return space_error_set(err, SPACE_E_INVALID_REQUEST, "template name \"%.160s\" is not valid", req->template_ref);
+        if (req->runtime && strcmp(req->runtime, "namespaces") && strcmp(req->runtime, "gvisor"))
+                return space_error_set(err, SPACE_E_INVALID_REQUEST, "runtime must be namespaces or gvisor");
+        if (req->runtime && !runtime_registry_find(&ctx->runtimes, req->runtime))
+                return space_error_set(err, SPACE_E_UNSUPPORTED,
+                                       strcmp(req->runtime, "gvisor") == 0
+                                               ? "the gvisor runtime is not available on this server: it needs runsc with the "
+                                                 "systrap platform (Debian package runsc, from bookworm-backports; "
+                                                 "scripts/install-deps installs it)"
+                                               : "the %s runtime is not available on this server",
+                                       req->runtime);
         if (strcmp(req->on_timeout, "pause") && strcmp(req->on_timeout, "stop") && strcmp(req->on_timeout, "destroy"))
                 return space_error_set(err, SPACE_E_INVALID_REQUEST, "on_timeout must be pause, stop or destroy");
         return 0;
@@ -79,6 +90,8 @@ int sandbox_create_request_submit(struct spaced_context *ctx, struct sandbox_cre
         else if (bind_template(ctx, req->template_ref, &sb, err) < 0)
                 goto fail;
         snprintf(sb.on_timeout, sizeof(sb.on_timeout), "%s", req->on_timeout);
+        if (req->runtime) /* sandbox_lifecycle_create keeps it instead of the template's binding */
+                snprintf(sb.runtime, sizeof(sb.runtime), "%s", req->runtime);
         sb.timeout_s = req->timeout_s;
         sb.resources = req->resources;
         sb.env = req->env ? json_deep_copy(req->env) : json_object();
@@ -88,6 +101,11 @@ int sandbox_create_request_submit(struct spaced_context *ctx, struct sandbox_cre
         sb.rolling = json_incref(req->rolling);
         if (sandbox_network_request_parse(ctx, req->network, &sb.network, err) < 0)
                 goto fail;
+        if (sb.network && req->runtime && strcmp(req->runtime, "gvisor") == 0) {
+                space_error_set(err, SPACE_E_UNSUPPORTED,
+                                "the gvisor runtime has no egress network yet: give network profile none");
+                goto fail;
+        }
         if (!sb.env || !sb.metadata || !sb.environment) {
                 space_error_set(err, SPACE_E_INTERNAL, "out of memory");
                 goto fail;

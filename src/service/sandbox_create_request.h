@@ -28,6 +28,7 @@ struct sandbox_create_request {
         json_t *network;     /* owned: the body's network member as given, or NULL (sandbox_network_request.h) */
         long long timeout_s; /* 0: none */
         char on_timeout[12]; /* pause | stop | destroy */
+        const char *runtime; /* namespaces | gvisor; borrowed; NULL: the one the template is bound to */
 };
 
 /* The defaults of the server (template busybox, 1 cpu, 512 MiB, 256 pids, the server's disk

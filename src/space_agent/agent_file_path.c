@@ -1,4 +1,5 @@
-/* agent_file_path: path checks and confined resolution with openat2(). */
+/* agent_file_path: path checks and confined resolution with openat2() (agent_file_walk.c
+ * where the kernel has none). */
 #include "space_agent/agent_file_path.h"
 
 #include <errno.h>
@@ -10,6 +11,7 @@
 #include <unistd.h>
 
 #include "space_agent/agent_cleanup.h"
+#include "space_agent/agent_file_walk.h"
 
 #ifndef SYS_openat2
 #define SYS_openat2 437
@@ -97,7 +99,12 @@ int agent_file_open(const char *path, int flags, mode_t mode, bool follow)
 
         if (root < 0)
                 return root;
-        long fd = syscall(SYS_openat2, root, rel, &how, sizeof how);
+        static bool no_openat2;
+        long fd = no_openat2 ? -1 : syscall(SYS_openat2, root, rel, &how, sizeof how);
+        if (fd < 0 && !no_openat2 && errno == ENOSYS)
+                no_openat2 = true; /* gVisor: the same confinement, one component at a time */
+        if (no_openat2)
+                return agent_file_walk_open(root, rel, flags, mode, follow);
         return fd < 0 ? -errno : (int)fd;
 }
 

@@ -2,12 +2,14 @@
 #include "space_agent/agent_file_user.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/fsuid.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "space_agent/agent_cleanup.h"
@@ -168,12 +170,26 @@ void agent_file_names_gid(struct agent_file_names *n, gid_t gid, char *buf, size
                 id_name(n->group, gid, buf, size);
 }
 
+/* Without setfsuid (gVisor), the thread's own effective ids serve: raw system calls change
+ * only the calling thread, as setfsuid does, and the real and saved ids (root) bring the
+ * effective ones back. */
+static bool by_effective_ids;
+
 int agent_file_user_become(uid_t uid, gid_t gid)
 {
-        (void)setfsgid(gid);
-        (void)setfsuid(uid);
-        /* setfsuid reports nothing: ask for the current value back. */
-        if ((uid_t)setfsuid((uid_t)-1) != uid || (gid_t)setfsgid((gid_t)-1) != gid) {
+        if (!by_effective_ids) {
+                (void)setfsgid(gid);
+                (void)setfsuid(uid);
+                /* setfsuid reports nothing: ask for the current value back. */
+                if ((uid_t)setfsuid((uid_t)-1) == uid && (gid_t)setfsgid((gid_t)-1) == gid)
+                        return 0;
+                agent_file_user_restore();
+                /* A working setfsuid answers with the current fsuid: this was a real refusal. */
+                if ((uid_t)setfsuid((uid_t)-1) == geteuid())
+                        return -EPERM;
+                by_effective_ids = true;
+        }
+        if (syscall(SYS_setresgid, (gid_t)-1, gid, (gid_t)-1) < 0 || syscall(SYS_setresuid, (uid_t)-1, uid, (uid_t)-1) < 0) {
                 agent_file_user_restore();
                 return -EPERM;
         }
@@ -182,6 +198,15 @@ int agent_file_user_become(uid_t uid, gid_t gid)
 
 void agent_file_user_restore(void)
 {
+        if (by_effective_ids) {
+                uid_t ruid, euid, suid;
+                gid_t rgid, egid, sgid;
+                if (getresuid(&ruid, &euid, &suid) == 0)
+                        (void)syscall(SYS_setresuid, (uid_t)-1, suid, (uid_t)-1);
+                if (getresgid(&rgid, &egid, &sgid) == 0)
+                        (void)syscall(SYS_setresgid, (gid_t)-1, sgid, (gid_t)-1);
+                return;
+        }
         (void)setfsuid(geteuid());
         (void)setfsgid(getegid());
 }

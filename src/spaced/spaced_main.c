@@ -347,6 +347,13 @@ int main(int argc, char **argv)
         snprintf(rc.agent_path, sizeof(rc.agent_path), "%s", ctx.cfg.agent_path);
         if (runtime_registry_add(&ctx.runtimes, &runtime_driver_namespaces, &rc, &err) < 0)
                 return fail("spaced.runtime", "runtime %s: %s", runtime_driver_namespaces.name, err.message);
+        /* gvisor where runsc is installed; without it the server runs, and a create that
+         * asks for gvisor is a 422 naming the package. */
+        if (runtime_registry_add(&ctx.runtimes, &runtime_driver_gvisor, &rc, &err) < 0) {
+                log_warn("runtime.gvisor_off", "reason=\"%s\" effect=\"sandboxes cannot run on the gvisor runtime\"",
+                         LOG_ESC(err.message));
+                err = (struct space_error){ 0 };
+        }
         const struct runtime_driver *default_driver = runtime_registry_default(&ctx.runtimes);
         if ((r = operation_queue_new(&ctx, ctx.cfg.workers, &ctx.queue)) < 0)
                 return fail("spaced.workers", "cannot start workers: %s", strerror(-r));

@@ -11,13 +11,14 @@ MIB = 1024 * 1024
 
 
 class Exec(SpacedTestCase):
+    runtime = {}  # {"runtime": "gvisor"} in test_gvisor.py's ExecOnGvisor
 
     @classmethod
     def setUpClass(cls):
         super().setUpClass()
         try:
             cls.sid = cls.spaced.create(env={"FROM_CREATE": "c", "SHARED": "create", "PATH_EXTRA": "x"},
-                                        metadata={"t": "exec"})
+                                        metadata={"t": "exec"}, **cls.runtime)
         except Exception:
             cls.spaced.cleanup()
             raise

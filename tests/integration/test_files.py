@@ -42,12 +42,13 @@ def rss_kib(pid):
 
 
 class Files(SpacedTestCase):
+    runtime = {}  # {"runtime": "gvisor"} in test_gvisor.py's FilesOnGvisor
 
     @classmethod
     def setUpClass(cls):
         super().setUpClass()
         try:
-            cls.sid = cls.spaced.create()
+            cls.sid = cls.spaced.create(**cls.runtime)
             cls.token = cls.attach(cls.sid)
         except Exception:
             cls.spaced.cleanup()

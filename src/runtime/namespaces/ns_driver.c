@@ -29,6 +29,7 @@
 #include "runtime/namespaces/ns_uid_range.h"
 #include "runtime/namespaces/seccomp_policy.h"
 #include "runtime/runtime_driver.h"
+#include "runtime/sandbox_host.h"
 #include "spaced/host_command.h"
 #include "storage/btrfs_pool.h"
 
@@ -89,17 +90,12 @@ static void reaper_watch(const struct ns_driver *ns, int pidfd)
                 close(pidfd);
 }
 
-void ns_driver_run_path(const struct ns_driver *ns, const char *id, const char *leaf, char *buf, size_t size)
-{
-        snprintf(buf, size, "%s/%s%s%s", ns->config.run_dir, id, leaf ? "/" : "", leaf ? leaf : "");
-}
-
 /* The range a sandbox's run directory says it holds (written before its init is launched,
  * so a crash cannot lose it), 0 for none. */
 static uint32_t recorded_uid_base(const struct ns_driver *ns, const char *id)
 {
         char path[PATH_MAX];
-        ns_driver_run_path(ns, id, "uid_base", path, sizeof(path));
+        sandbox_host_run_path(&ns->host, id, "uid_base", path, sizeof(path));
         return ns_uid_ranges_recorded(path);
 }
 
@@ -127,7 +123,7 @@ static void ns_free(struct runtime_driver *d)
         free(ns->seccomp_program.filter);
         ns_network_free(ns->network);
         ns_uid_ranges_free(ns->uids);
-        free(ns->cgroups);
+        free(ns->host.cgroups);
         free(ns);
         d->state = NULL;
 }
@@ -141,14 +137,15 @@ static int ns_init(struct runtime_driver *d, const struct runtime_config *cfg, s
         ns->agent_fd = ns->reaper_epoll = ns->reaper_stop = -1;
         d->state = ns;
         d->caps = (struct runtime_capabilities){ .pause = true, .fd_passing = true };
-        ns->config = *cfg;
+        ns->host.config = *cfg;
+        ns->host.socket_leaf = "agent.sock";
         snprintf(ns->instance, sizeof(ns->instance), "%s", cfg->instance);
-        int r = cgroup_manager_detect(cfg->instance, &ns->cgroups, reason, sizeof(reason));
+        int r = cgroup_manager_detect(cfg->instance, &ns->host.cgroups, reason, sizeof(reason));
         if (r < 0) {
                 space_error_set(err, SPACE_E_INTERNAL, "%s", reason);
                 goto fail;
         }
-        snprintf(d->caps.cgroup, sizeof(d->caps.cgroup), "%s", ns->cgroups->ops->name);
+        snprintf(d->caps.cgroup, sizeof(d->caps.cgroup), "%s", ns->host.cgroups->ops->name);
         ns->agent_fd = ns_agent_image_open(cfg->agent_path);
         if (ns->agent_fd < 0) {
                 space_error_errno(err, -ns->agent_fd, "load space-agent %s", cfg->agent_path);
@@ -207,39 +204,34 @@ fail:
         return -1;
 }
 
-static bool init_alive(const struct ns_handle *h)
-{
-        return h->pid > 0 && h->pid_start && ns_process_start_time(h->pid) == h->pid_start;
-}
-
 static int ns_stop(const struct runtime_driver *d, const struct sandbox *sb, struct space_error *err)
 {
         const struct ns_driver *ns = ns_driver_of(d);
-        struct ns_handle h;
+        struct init_handle h;
         char path[PATH_MAX];
-        ns_handle_read(sb->runtime_state, &h);
-        if (init_alive(&h))
+        init_handle_read(sb->runtime_state, &h);
+        if (init_handle_alive(&h))
                 kill(h.pid, SIGKILL); /* PID 1 dying takes its whole pid namespace with it */
-        int r = ns->cgroups->ops->kill_all(ns->cgroups, sb->id);
+        int r = ns->host.cgroups->ops->kill_all(ns->host.cgroups, sb->id);
         if (r < 0)
                 return space_error_errno(err, r, "kill processes of %s", sb->id);
-        r = ns->cgroups->ops->destroy(ns->cgroups, sb->id);
+        r = ns->host.cgroups->ops->destroy(ns->host.cgroups, sb->id);
         if (r < 0)
                 return space_error_errno(err, r, "remove cgroup of %s", sb->id);
         /* No process of the sandbox is left: its uid range and its link may go to another. */
-        ns_driver_run_path(ns, sb->id, NULL, path, sizeof(path));
+        sandbox_host_run_path(&ns->host, sb->id, NULL, path, sizeof(path));
         if (ns->network && (r = ns_network_detach(ns->network, sb->id, path)) < 0)
                 return space_error_errno(err, r, "remove the network link of %s", sb->id);
         uint32_t base = recorded_uid_base(ns, sb->id);
         if (base && (r = ns_uid_ranges_give(ns->uids, base, sb->id)) < 0)
                 return space_error_errno(err, r, "give back the uid range of %s", sb->id);
-        ns_driver_run_path(ns, sb->id, "uid_base", path, sizeof(path));
+        sandbox_host_run_path(&ns->host, sb->id, "uid_base", path, sizeof(path));
         unlink(path);
-        ns_driver_run_path(ns, sb->id, "agent.sock", path, sizeof(path));
+        sandbox_host_run_path(&ns->host, sb->id, "agent.sock", path, sizeof(path));
         unlink(path);
-        ns_driver_run_path(ns, sb->id, "root", path, sizeof(path));
+        sandbox_host_run_path(&ns->host, sb->id, "root", path, sizeof(path));
         rmdir(path);
-        ns_driver_run_path(ns, sb->id, NULL, path, sizeof(path));
+        sandbox_host_run_path(&ns->host, sb->id, NULL, path, sizeof(path));
         if (rmdir(path) < 0 && errno != ENOENT)
                 return space_error_errno(err, errno, "remove %s", path);
         return 0;
@@ -267,7 +259,7 @@ static int take_uid_range(const struct ns_driver *ns, const struct sandbox *sb, 
                 return space_error_set(err, SPACE_E_UNAVAILABLE, "no free uid range for another sandbox on this host");
         if (r < 0)
                 return space_error_errno(err, r, "take a uid range");
-        ns_driver_run_path(ns, sb->id, "uid_base", path, sizeof(path));
+        sandbox_host_run_path(&ns->host, sb->id, "uid_base", path, sizeof(path));
         if ((r = ns_uid_ranges_record(path, base)) < 0) {
                 ns_uid_ranges_give(ns->uids, base, sb->id);
                 return space_error_errno(err, -r, "record the uid range of %s", sb->id);
@@ -280,23 +272,23 @@ static int ns_start(const struct runtime_driver *d, struct sandbox *sb, struct s
 {
         const struct ns_driver *ns = ns_driver_of(d);
         char rootfs[PATH_MAX], dir[PATH_MAX], sock[PATH_MAX];
-        struct ns_handle h = { 0 };
+        struct init_handle h = { 0 };
         struct space_error ignored;
         /* Whatever an interrupted earlier attempt left behind goes first. */
         if (ns_stop(d, sb, err) < 0)
                 return -1;
-        int r = btrfs_pool_sandbox_path(ns->config.pool, sb->id, rootfs, sizeof(rootfs));
+        int r = btrfs_pool_sandbox_path(ns->host.config.pool, sb->id, rootfs, sizeof(rootfs));
         if (r < 0)
                 return space_error_errno(err, r, "sandbox path");
-        ns_driver_run_path(ns, sb->id, NULL, dir, sizeof(dir));
-        ns_driver_run_path(ns, sb->id, "agent.sock", sock, sizeof(sock));
+        sandbox_host_run_path(&ns->host, sb->id, NULL, dir, sizeof(dir));
+        sandbox_host_run_path(&ns->host, sb->id, "agent.sock", sock, sizeof(sock));
         if (mkdir(dir, 0700) < 0 && errno != EEXIST)
                 return space_error_errno(err, errno, "mkdir %s", dir);
         if (take_uid_range(ns, sb, &h.uid_base, err) < 0) {
                 ns_stop(d, sb, &ignored);
                 return -1;
         }
-        r = ns->cgroups->ops->create(ns->cgroups, sb->id, &sb->resources);
+        r = ns->host.cgroups->ops->create(ns->host.cgroups, sb->id, &sb->resources);
         if (r < 0) {
                 ns_stop(d, sb, &ignored);
                 return space_error_errno(err, r, "create cgroup");
@@ -307,12 +299,12 @@ static int ns_start(const struct runtime_driver *d, struct sandbox *sb, struct s
                 .run_dir = dir,
                 .socket_path = sock,
                 .uid_base = h.uid_base,
-                .proc_views = ns->config.proc_views,
+                .proc_views = ns->host.config.proc_views,
                 .memory_bytes = sb->resources.memory_mb > 0 ? (uint64_t)sb->resources.memory_mb << 20 : 0,
                 .cpus = ns_shown_cpus(sb->resources.cpus),
                 .agent_fd = ns->agent_fd,
                 .seccomp = &ns->seccomp_program,
-                .cgroups = ns->cgroups,
+                .cgroups = ns->host.cgroups,
         };
         int pidfd = -1;
         pid_t pid = ns_launch(&p, &pidfd, err);
@@ -322,9 +314,9 @@ static int ns_start(const struct runtime_driver *d, struct sandbox *sb, struct s
         }
         reaper_watch(ns, pidfd);
         h.pid = pid;
-        h.pid_start = ns_process_start_time(pid);
+        h.pid_start = init_handle_start_time(pid);
         /* Recorded first, so that the stop below (or a later one) finds the init. */
-        if ((r = ns_handle_write(&h, sb->runtime_state, sizeof(sb->runtime_state))) < 0) {
+        if ((r = init_handle_write(&h, sb->runtime_state, sizeof(sb->runtime_state))) < 0) {
                 kill(pid, SIGKILL);
                 ns_stop(d, sb, &ignored);
                 return space_error_errno(err, r, "record the handle of %s", sb->id);
@@ -339,129 +331,33 @@ static int ns_start(const struct runtime_driver *d, struct sandbox *sb, struct s
 static int ns_pause(const struct runtime_driver *d, const struct sandbox *sb, struct space_error *err)
 {
         const struct ns_driver *ns = ns_driver_of(d);
-        int r = ns->cgroups->ops->freeze(ns->cgroups, sb->id, true);
+        int r = ns->host.cgroups->ops->freeze(ns->host.cgroups, sb->id, true);
         return r < 0 ? space_error_errno(err, r, "freeze %s", sb->id) : 0;
 }
 
 static int ns_resume(const struct runtime_driver *d, const struct sandbox *sb, struct space_error *err)
 {
         const struct ns_driver *ns = ns_driver_of(d);
-        int r = ns->cgroups->ops->freeze(ns->cgroups, sb->id, false);
+        int r = ns->host.cgroups->ops->freeze(ns->host.cgroups, sb->id, false);
         return r < 0 ? space_error_errno(err, r, "thaw %s", sb->id) : 0;
-}
-
-static int ns_agent_connect(const struct runtime_driver *d, const struct sandbox *sb, int timeout_ms)
-{
-        char sock[PATH_MAX];
-        ns_driver_run_path(ns_driver_of(d), sb->id, "agent.sock", sock, sizeof(sock));
-        return agent_client_connect(sock, timeout_ms);
-}
-
-static int ns_stats(const struct runtime_driver *d, const struct sandbox *sb, struct runtime_stats *ret)
-{
-        const struct ns_driver *ns = ns_driver_of(d);
-        struct cgroup_events ev;
-        struct statvfs vfs;
-        char root[PATH_MAX];
-        memset(ret, 0, sizeof(*ret));
-        int r = ns->cgroups->ops->read_events(ns->cgroups, sb->id, &ev);
-        if (r < 0)
-                return r;
-        *ret = (struct runtime_stats){
-                .oom_kills = ev.oom_kills,
-                .pids_max_hits = ev.pids_max_hits,
-                .cpu_usage_us = ev.cpu_usage_us,
-                .memory_bytes = ev.memory_bytes,
-                .memory_cache_bytes = ev.memory_cache_bytes,
-                .memory_limit_bytes = ev.memory_limit_bytes,
-        };
-        if (btrfs_pool_sandbox_path(ns->config.pool, sb->id, root, sizeof(root)) == 0 && statvfs(root, &vfs) == 0) {
-                ret->disk_total_bytes = (uint64_t)vfs.f_blocks * vfs.f_frsize;
-                ret->disk_free_bytes = (uint64_t)vfs.f_bfree * vfs.f_frsize;
-        }
-        return 0;
-}
-
-/* The counters exec_result_set_limits compares, without the rest of ns_stats. */
-static int limit_hits(const struct ns_driver *ns, const struct sandbox *sb, struct runtime_stats *ret)
-{
-        struct cgroup_events ev;
-        memset(ret, 0, sizeof(*ret));
-        int r = ns->cgroups->ops->read_limit_hits(ns->cgroups, sb->id, &ev);
-        if (r == 0) {
-                ret->oom_kills = ev.oom_kills;
-                ret->pids_max_hits = ev.pids_max_hits;
-        }
-        return r;
-}
-
-static int ns_exec(const struct runtime_driver *d, const struct sandbox *sb, const struct exec_request *req,
-                   struct exec_result *ret, struct space_error *err)
-{
-        const struct ns_driver *ns = ns_driver_of(d);
-        char sock[PATH_MAX], msg[256] = "";
-        struct runtime_stats before, after;
-        ns_driver_run_path(ns, sb->id, "agent.sock", sock, sizeof(sock));
-        int before_r = limit_hits(ns, sb, &before);
-        int r = agent_client_exec(sock, req, ret, msg, sizeof(msg));
-        if (r < 0) {
-                if (msg[0])
-                        return space_error_set(err,
-                                               r == -EINVAL || r == -ENOENT ? SPACE_E_INVALID_REQUEST
-                                                       : r == -EAGAIN       ? SPACE_E_UNAVAILABLE
-                                                                            : SPACE_E_INTERNAL,
-                                               "%s", msg);
-                if (r == -ECONNREFUSED || r == -ENOENT || r == -ECONNRESET || r == -EPIPE)
-                        return space_error_set(err, SPACE_E_UNAVAILABLE, "the sandbox's agent is not running (%s)", strerror(-r));
-                return space_error_errno(err, r, "exec in %s", sb->id);
-        }
-        int after_r = limit_hits(ns, sb, &after);
-        exec_result_set_limits(ret, before_r, &before, after_r, &after);
-        return 0;
-}
-
-static int ns_probe(const struct runtime_driver *d, const struct sandbox *sb, bool deep)
-{
-        char sock[PATH_MAX];
-        struct ns_handle h;
-        ns_handle_read(sb->runtime_state, &h);
-        if (!init_alive(&h))
-                return 0;
-        if (!deep || sb->state == SANDBOX_PAUSED)
-                return 1; /* a frozen agent cannot answer until thawed */
-        ns_driver_run_path(ns_driver_of(d), sb->id, "agent.sock", sock, sizeof(sock));
-        return agent_client_hello(sock, 2000, NULL) == 0 ? 1 : 0;
-}
-
-static int ns_kill(const struct runtime_driver *d, const struct sandbox *sb)
-{
-        const struct ns_driver *ns = ns_driver_of(d);
-        return ns->cgroups->ops->kill_all(ns->cgroups, sb->id);
 }
 
 static int ns_network_attach_op(const struct runtime_driver *d, const struct sandbox *sb, char *ret_addr, size_t size,
                                 struct space_error *err)
 {
         const struct ns_driver *ns = ns_driver_of(d);
-        struct ns_handle h;
+        struct init_handle h;
         char dir[PATH_MAX], rootfs[PATH_MAX];
         if (!ns->network)
                 return space_error_set(err, SPACE_E_UNSUPPORTED, "this server has no egress gateway");
-        ns_handle_read(sb->runtime_state, &h);
-        if (!init_alive(&h))
+        init_handle_read(sb->runtime_state, &h);
+        if (!init_handle_alive(&h))
                 return space_error_set(err, SPACE_E_INVALID_STATE, "sandbox %s is not running", sb->id);
-        int r = btrfs_pool_sandbox_path(ns->config.pool, sb->id, rootfs, sizeof(rootfs));
+        int r = btrfs_pool_sandbox_path(ns->host.config.pool, sb->id, rootfs, sizeof(rootfs));
         if (r < 0)
                 return space_error_errno(err, r, "sandbox path");
-        ns_driver_run_path(ns, sb->id, NULL, dir, sizeof(dir));
+        sandbox_host_run_path(&ns->host, sb->id, NULL, dir, sizeof(dir));
         return ns_network_attach(ns->network, sb->id, h.pid, dir, rootfs, ret_addr, size, err);
-}
-
-static int ns_host_pid(const struct runtime_driver *d, const struct sandbox *sb)
-{
-        struct ns_handle h;
-        ns_handle_read(sb->runtime_state, &h);
-        return init_alive(&h) ? h.pid : -ESRCH;
 }
 
 const struct runtime_driver_ops runtime_driver_namespaces = {
@@ -469,23 +365,23 @@ const struct runtime_driver_ops runtime_driver_namespaces = {
         .version = "1",
         .init = ns_init,
         .free = ns_free,
-        .create_rootfs = ns_rootfs_create,
-        .destroy_rootfs = ns_rootfs_destroy,
-        .snapshot_rootfs = ns_rootfs_snapshot,
-        .restore_rootfs = ns_rootfs_restore,
+        .create_rootfs = sandbox_host_rootfs_create,
+        .destroy_rootfs = sandbox_host_rootfs_destroy,
+        .snapshot_rootfs = sandbox_host_rootfs_snapshot,
+        .restore_rootfs = sandbox_host_rootfs_restore,
         .start = ns_start,
         .stop = ns_stop,
         .pause = ns_pause,
         .resume = ns_resume,
-        .exec = ns_exec,
-        .probe = ns_probe,
-        .agent_connect = ns_agent_connect,
-        .stats = ns_stats,
-        .path_exists = ns_rootfs_path_exists,
-        .disk_limit = ns_rootfs_disk_limit,
-        .changed_since = ns_rootfs_changed_since,
-        .kill = ns_kill,
-        .host_pid = ns_host_pid,
+        .exec = sandbox_host_exec,
+        .probe = sandbox_host_probe,
+        .agent_connect = sandbox_host_agent_connect,
+        .stats = sandbox_host_stats,
+        .path_exists = sandbox_host_rootfs_path_exists,
+        .disk_limit = sandbox_host_rootfs_disk_limit,
+        .changed_since = sandbox_host_rootfs_changed_since,
+        .kill = sandbox_host_kill,
+        .host_pid = sandbox_host_host_pid,
         .network_attach = ns_network_attach_op,
-        .list_resources = ns_rootfs_list_resources,
+        .list_resources = sandbox_host_rootfs_list_resources,
 };

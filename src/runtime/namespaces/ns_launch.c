@@ -21,32 +21,6 @@
 
 #define CHILD_STACK_SIZE (256 * 1024)
 
-uint64_t ns_process_start_time(pid_t pid)
-{
-        char path[64], buf[1024];
-        snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-        _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
-        if (fd < 0)
-                return 0;
-        ssize_t n = read(fd, buf, sizeof(buf) - 1);
-        if (n <= 0)
-                return 0;
-        buf[n] = '\0';
-        /* Skip "pid (comm)": comm may hold spaces and parentheses; the last ')' ends it. */
-        char *p = strrchr(buf, ')');
-        if (!p)
-                return 0;
-        p += 2; /* now at field 3 (state) */
-        if (*p == 'Z' || *p == 'X')
-                return 0; /* dead, not yet reaped */
-        for (int field = 3; field < 22 && p; field++) {
-                p = strchr(p, ' ');
-                if (p)
-                        p++;
-        }
-        return p ? strtoull(p, NULL, 10) : 0;
-}
-
 static int write_proc(pid_t pid, const char *file, const char *text)
 {
         char path[64];

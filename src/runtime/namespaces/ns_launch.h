@@ -30,6 +30,3 @@ struct ns_launch_params {
  * with err filled. Whoever holds the pidfd reaps the child with waitid(P_PIDFD), so no
  * waitpid(-1) is needed anywhere in spaced. */
 pid_t ns_launch(const struct ns_launch_params *p, int *ret_pidfd, struct space_error *err);
-
-/* /proc/PID/stat field 22 (start time in clock ticks), 0 if the process is gone or a zombie. */
-uint64_t ns_process_start_time(pid_t pid);

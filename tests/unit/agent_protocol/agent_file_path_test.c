@@ -16,6 +16,7 @@
 #include <cmocka.h>
 
 #include "space_agent/agent_file_path.h"
+#include "space_agent/agent_file_walk.h"
 
 static char root[64];
 
@@ -139,6 +140,47 @@ static void test_links_stay_inside(void **state)
         assert_int_equal(agent_file_open("/dir/passwd", O_RDONLY, 0, false), -ELOOP);
 }
 
+/* The same confinement without openat2 (what the agent does under gVisor). */
+static void assert_walk_reads_inside(int rootfd, const char *rel)
+{
+        char buf[32] = "";
+        int fd = agent_file_walk_open(rootfd, rel, O_RDONLY, 0, true);
+        if (fd < 0)
+                fail_msg("%s: %s", rel, strerror(-fd));
+        ssize_t n = read(fd, buf, sizeof buf - 1);
+        close(fd);
+        assert_true(n > 0);
+        if (strcmp(buf, "inside\n") != 0)
+                fail_msg("%s read %s", rel, buf);
+}
+
+static void test_walk_stays_inside(void **state)
+{
+        int rootfd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
+        assert_true(rootfd >= 0);
+        assert_walk_reads_inside(rootfd, "etc/passwd");
+        assert_walk_reads_inside(rootfd, "dir/root/etc/passwd");
+        assert_walk_reads_inside(rootfd, "dir/up/etc/passwd");
+        assert_walk_reads_inside(rootfd, "dir/etc/passwd");
+        assert_walk_reads_inside(rootfd, "dir/passwd");
+        assert_walk_reads_inside(rootfd, "dir/root/dir/root/dir/up/etc/passwd");
+        assert_walk_reads_inside(rootfd, "../../../etc/passwd");
+        assert_walk_reads_inside(rootfd, "dir/../../etc/./passwd");
+        assert_true(agent_file_walk_open(rootfd, "dir/magic/etc/passwd", O_RDONLY, 0, true) < 0);
+        assert_int_equal(agent_file_walk_open(rootfd, "dir/passwd", O_RDONLY, 0, false), -ELOOP);
+        /* A create through an absolute link lands inside the root. */
+        int fd = agent_file_walk_open(rootfd, "dir/root/created", O_WRONLY | O_CREAT, 0644, true);
+        assert_true(fd >= 0);
+        close(fd);
+        char p[256];
+        snprintf(p, sizeof p, "%s/created", root);
+        assert_int_equal(access(p, F_OK), 0);
+        fd = agent_file_walk_open(rootfd, ".", O_PATH | O_DIRECTORY, 0, true);
+        assert_true(fd >= 0);
+        close(fd);
+        close(rootfd);
+}
+
 static void test_parent_and_mkdir(void **state)
 {
         const char *name;
@@ -161,10 +203,9 @@ static void test_parent_and_mkdir(void **state)
 int main(void)
 {
         const struct CMUnitTest tests[] = {
-                cmocka_unit_test(test_normalize),
-                cmocka_unit_test(test_normalize_refuses),
-                cmocka_unit_test(test_links_stay_inside),
-                cmocka_unit_test(test_parent_and_mkdir),
+                cmocka_unit_test(test_normalize),         cmocka_unit_test(test_normalize_refuses),
+                cmocka_unit_test(test_links_stay_inside), cmocka_unit_test(test_parent_and_mkdir),
+                cmocka_unit_test(test_walk_stays_inside),
         };
         return cmocka_run_group_tests(tests, setup, teardown);
 }

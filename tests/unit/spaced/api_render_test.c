@@ -38,7 +38,7 @@ static void test_sandbox(void **state)
         static const char *const members[] = { "id",         "state",      "state_reason", "template",  "environment",
                                                "resources",  "env",        "metadata",     "timeout_s", "on_timeout",
                                                "expires_at", "created_at", "updated_at",   "lineage",   "rolling_snapshots",
-                                               "project",    "storage",    "network",      NULL };
+                                               "project",    "storage",    "network",      "runtime",   NULL };
         static const char *const lineage[] = { "parent_sandbox_id", "parent_snapshot_id", "head_snapshot_id", NULL };
         static const char *const resources[] = { "cpus", "memory_mb", "pids", "disk_mb", NULL };
         struct sandbox sb = store_fixture_sandbox("sb-0123456789abcdef", SANDBOX_RUNNING, 1764439200123);

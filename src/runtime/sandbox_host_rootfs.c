@@ -1,5 +1,6 @@
-/* The namespaces driver's root filesystems: a writable btrfs snapshot of the template per
- * sandbox in the pool, and the host-side looks into it (path checks, "changed since"). */
+/* The root filesystems of the drivers whose sandboxes run on the host (namespaces, gvisor):
+ * a writable btrfs snapshot of the template per sandbox in the pool, frozen through the
+ * sandbox's cgroup for a consistent snapshot, and the host-side looks into it. */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -13,16 +14,17 @@
 
 #include "cleanup.h"
 #include "runtime/cgroup/cgroup_manager.h"
-#include "runtime/namespaces/ns_driver.h"
+#include "runtime/sandbox_host.h"
 #include "spaced/wallclock.h"
 #include "storage/btrfs_pool.h"
 #include "storage/btrfs_quota.h"
 
-int ns_rootfs_create(const struct runtime_driver *d, const struct sandbox *sb, const char *template_path, struct space_error *err)
+int sandbox_host_rootfs_create(const struct runtime_driver *d, const struct sandbox *sb, const char *template_path,
+                               struct space_error *err)
 {
-        const struct ns_driver *ns = ns_driver_of(d);
+        const struct sandbox_host *h = sandbox_host_of(d);
         char path[PATH_MAX];
-        int r = btrfs_pool_sandbox_path(ns->config.pool, sb->id, path, sizeof(path));
+        int r = btrfs_pool_sandbox_path(h->config.pool, sb->id, path, sizeof(path));
         if (r < 0)
                 return space_error_errno(err, r, "sandbox path");
         r = btrfs_pool_snapshot(template_path, path, false);
@@ -36,22 +38,22 @@ int ns_rootfs_create(const struct runtime_driver *d, const struct sandbox *sb, c
         return 0;
 }
 
-int ns_rootfs_destroy(const struct runtime_driver *d, const struct sandbox *sb, struct space_error *err)
+int sandbox_host_rootfs_destroy(const struct runtime_driver *d, const struct sandbox *sb, struct space_error *err)
 {
-        const struct ns_driver *ns = ns_driver_of(d);
+        const struct sandbox_host *h = sandbox_host_of(d);
         char path[PATH_MAX];
-        int r = btrfs_pool_sandbox_path(ns->config.pool, sb->id, path, sizeof(path));
+        int r = btrfs_pool_sandbox_path(h->config.pool, sb->id, path, sizeof(path));
         if (r == 0)
                 r = btrfs_pool_subvolume_delete(path);
         return r < 0 ? space_error_errno(err, r, "delete rootfs of %s", sb->id) : 0;
 }
 
-int ns_rootfs_snapshot(const struct runtime_driver *d, const struct sandbox *sb, const char *dst, int64_t *ret_pause_us,
-                       struct space_error *err)
+int sandbox_host_rootfs_snapshot(const struct runtime_driver *d, const struct sandbox *sb, const char *dst, int64_t *ret_pause_us,
+                                 struct space_error *err)
 {
-        const struct ns_driver *ns = ns_driver_of(d);
+        const struct sandbox_host *h = sandbox_host_of(d);
         char path[PATH_MAX];
-        int r = btrfs_pool_sandbox_path(ns->config.pool, sb->id, path, sizeof(path));
+        int r = btrfs_pool_sandbox_path(h->config.pool, sb->id, path, sizeof(path));
         if (r < 0)
                 return space_error_errno(err, r, "sandbox path");
         /* Freeze so no write is half done; btrfs flushes the subvolume's dirty data into the
@@ -65,21 +67,22 @@ int ns_rootfs_snapshot(const struct runtime_driver *d, const struct sandbox *sb,
                 close(fd);
         }
         int64_t t0 = monotonic_now_us();
-        if (freeze && (r = ns->cgroups->ops->freeze(ns->cgroups, sb->id, true)) < 0)
+        if (freeze && (r = h->cgroups->ops->freeze(h->cgroups, sb->id, true)) < 0)
                 return space_error_errno(err, r, "freeze %s", sb->id);
         btrfs_pool_subvolume_delete(dst); /* a partial earlier attempt */
         int snap = btrfs_pool_snapshot(path, dst, true);
-        if (freeze && (r = ns->cgroups->ops->freeze(ns->cgroups, sb->id, false)) < 0)
+        if (freeze && (r = h->cgroups->ops->freeze(h->cgroups, sb->id, false)) < 0)
                 return space_error_errno(err, r, "thaw %s", sb->id);
         *ret_pause_us = freeze ? monotonic_now_us() - t0 : 0;
         return snap < 0 ? space_error_errno(err, snap, "snapshot %s", path) : 0;
 }
 
-int ns_rootfs_restore(const struct runtime_driver *d, const struct sandbox *sb, const char *src, struct space_error *err)
+int sandbox_host_rootfs_restore(const struct runtime_driver *d, const struct sandbox *sb, const char *src,
+                                struct space_error *err)
 {
-        const struct ns_driver *ns = ns_driver_of(d);
+        const struct sandbox_host *h = sandbox_host_of(d);
         char path[PATH_MAX], next[PATH_MAX + 16];
-        int r = btrfs_pool_sandbox_path(ns->config.pool, sb->id, path, sizeof(path));
+        int r = btrfs_pool_sandbox_path(h->config.pool, sb->id, path, sizeof(path));
         if (r < 0)
                 return space_error_errno(err, r, "sandbox path");
         snprintf(next, sizeof(next), "%s.restore", path);
@@ -95,11 +98,11 @@ int ns_rootfs_restore(const struct runtime_driver *d, const struct sandbox *sb, 
         return 0;
 }
 
-int ns_rootfs_disk_limit(const struct runtime_driver *d, const struct sandbox *sb, uint64_t limit_bytes)
+int sandbox_host_rootfs_disk_limit(const struct runtime_driver *d, const struct sandbox *sb, uint64_t limit_bytes)
 {
-        const struct ns_driver *ns = ns_driver_of(d);
+        const struct sandbox_host *h = sandbox_host_of(d);
         char path[PATH_MAX];
-        int r = btrfs_pool_sandbox_path(ns->config.pool, sb->id, path, sizeof(path));
+        int r = btrfs_pool_sandbox_path(h->config.pool, sb->id, path, sizeof(path));
         if (r < 0)
                 return r;
         if (access(path, F_OK) < 0)
@@ -107,11 +110,11 @@ int ns_rootfs_disk_limit(const struct runtime_driver *d, const struct sandbox *s
         return btrfs_quota_limit_subvolume(path, limit_bytes);
 }
 
-int ns_rootfs_path_exists(const struct runtime_driver *d, const struct sandbox *sb, const char *path)
+int sandbox_host_rootfs_path_exists(const struct runtime_driver *d, const struct sandbox *sb, const char *path)
 {
-        const struct ns_driver *ns = ns_driver_of(d);
+        const struct sandbox_host *h = sandbox_host_of(d);
         char root[PATH_MAX];
-        int r = btrfs_pool_sandbox_path(ns->config.pool, sb->id, root, sizeof(root));
+        int r = btrfs_pool_sandbox_path(h->config.pool, sb->id, root, sizeof(root));
         if (r < 0)
                 return r;
         _cleanup_close_ int dir = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
@@ -125,14 +128,14 @@ int ns_rootfs_path_exists(const struct runtime_driver *d, const struct sandbox *
         return errno == ENOENT || errno == ENOTDIR ? 0 : -errno;
 }
 
-int ns_rootfs_changed_since(const struct runtime_driver *d, const struct sandbox *sb, const char *snapshot_path)
+int sandbox_host_rootfs_changed_since(const struct runtime_driver *d, const struct sandbox *sb, const char *snapshot_path)
 {
-        const struct ns_driver *ns = ns_driver_of(d);
+        const struct sandbox_host *h = sandbox_host_of(d);
         char rootfs[PATH_MAX];
-        int r = btrfs_pool_sandbox_path(ns->config.pool, sb->id, rootfs, sizeof(rootfs));
+        int r = btrfs_pool_sandbox_path(h->config.pool, sb->id, rootfs, sizeof(rootfs));
         if (r < 0)
                 return r;
-        btrfs_pool_sync(ns->config.pool); /* buffered writes must count as changes */
+        btrfs_pool_sync(h->config.pool); /* buffered writes must count as changes */
         return btrfs_pool_changed_since(rootfs, snapshot_path);
 }
 
@@ -166,17 +169,17 @@ static int add_dir_entries(char ***ids, size_t *n, const char *dir)
         return r;
 }
 
-int ns_rootfs_list_resources(const struct runtime_driver *d, char ***ret_ids, size_t *ret_n)
+int sandbox_host_rootfs_list_resources(const struct runtime_driver *d, char ***ret_ids, size_t *ret_n)
 {
-        const struct ns_driver *ns = ns_driver_of(d);
+        const struct sandbox_host *h = sandbox_host_of(d);
         char **ids = NULL, **cg = NULL;
         size_t n = 0, ncg = 0;
         char dir[PATH_MAX];
-        snprintf(dir, sizeof(dir), "%s/sandboxes", ns->config.pool->root);
+        snprintf(dir, sizeof(dir), "%s/sandboxes", h->config.pool->root);
         int r = add_dir_entries(&ids, &n, dir);
         if (r == 0)
-                r = add_dir_entries(&ids, &n, ns->config.run_dir);
-        if (r == 0 && (r = ns->cgroups->ops->list(ns->cgroups, &cg, &ncg)) == 0)
+                r = add_dir_entries(&ids, &n, h->config.run_dir);
+        if (r == 0 && (r = h->cgroups->ops->list(h->cgroups, &cg, &ncg)) == 0)
                 for (size_t i = 0; i < ncg; i++) {
                         if (r == 0)
                                 r = add_name(&ids, &n, cg[i]);

@@ -1,0 +1,63 @@
+/* Calling runsc: every call carries the same global flags (docs/isolation.md, gvisor). */
+#include <errno.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "runtime/gvisor/gv_driver.h"
+#include "spaced/host_command.h"
+
+#define RUNSC_TIMEOUT_S 60
+#define MAX_ARGS 24
+
+/* systrap: no KVM needed. network none: a sandbox has only lo (the egress network is the
+ * namespace runtime's for now). overlay none and shared file access: writes reach the
+ * btrfs subvolume at once, so its snapshots see them. host-uds create: the agent's socket,
+ * bound inside, is a socket on the host. ignore-cgroups: spaced's cgroup manager owns the
+ * sandbox's cgroup. */
+static int build_argv(const struct gv_driver *gv, const char *const *args, char **argv)
+{
+        static const char *const globals[] = { "--platform=systrap",   "--network=none",    "--overlay2=none",
+                                               "--file-access=shared", "--host-uds=create", "--ignore-cgroups" };
+        size_t n = 0;
+        argv[n++] = "runsc";
+        argv[n++] = "--root";
+        argv[n++] = (char *)gv->runsc_root;
+        for (size_t i = 0; i < sizeof(globals) / sizeof(globals[0]); i++)
+                argv[n++] = (char *)globals[i];
+        for (size_t i = 0; args[i]; i++) {
+                if (n + 1 >= MAX_ARGS)
+                        return -E2BIG;
+                argv[n++] = (char *)args[i];
+        }
+        argv[n] = NULL;
+        return 0;
+}
+
+int gv_runsc(const struct gv_driver *gv, const char *log_path, const char *const *args)
+{
+        char *argv[MAX_ARGS];
+        int r = build_argv(gv, args, argv);
+        return r < 0 ? r : host_command_run(argv, log_path ? log_path : "/dev/null", NULL, 0, RUNSC_TIMEOUT_S);
+}
+
+int gv_runsc_capture(const struct gv_driver *gv, const char *const *args, char *out, size_t size)
+{
+        char *argv[MAX_ARGS];
+        int r = build_argv(gv, args, argv);
+        return r < 0 ? r : host_command_run(argv, NULL, out, size, RUNSC_TIMEOUT_S);
+}
+
+pid_t gv_runsc_sandbox_pid(const struct gv_driver *gv, const char *id)
+{
+        char out[4096];
+        const char *args[] = { "state", id, NULL };
+        int r = gv_runsc_capture(gv, args, out, sizeof(out));
+        if (r != 0)
+                return r < 0 ? r : -ENOENT;
+        const char *brace = strchr(out, '{'); /* warnings may come first */
+        json_t *o = brace ? json_loads(brace, JSON_DISABLE_EOF_CHECK, NULL) : NULL;
+        json_int_t pid = json_integer_value(json_object_get(o, "pid"));
+        json_decref(o);
+        return pid > 0 && pid <= INT32_MAX ? (pid_t)pid : -ENOENT;
+}
