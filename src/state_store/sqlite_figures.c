@@ -4,14 +4,6 @@
 
 #include <string.h>
 
-static void tally_row(sqlite3_stmt *s, void *elem)
-{
-        struct store_tally *t = elem;
-        memset(t, 0, sizeof(*t));
-        sq_copy_col(s, 0, t->a, sizeof(t->a));
-        sq_copy_col(s, 1, t->b, sizeof(t->b));
-        t->n = sqlite3_column_int64(s, 2);
-}
 
 static int tally(struct state_store *st, const char *sql, struct store_tally **ret, size_t *ret_n)
 {
@@ -19,7 +11,7 @@ static int tally(struct state_store *st, const char *sql, struct store_tally **r
         pthread_mutex_lock(&st->lock);
         int r = sq_prepare(st, sql, &s);
         if (r == 0)
-                r = sq_collect(s, sizeof(struct store_tally), tally_row, NULL, (void **)ret, ret_n);
+                r = sq_collect(s, sizeof(struct store_tally), store_row_tally, NULL, (void **)ret, ret_n);
         pthread_mutex_unlock(&st->lock);
         return r;
 }
