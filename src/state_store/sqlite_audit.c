@@ -50,7 +50,8 @@ int sqlite_audit_list(struct state_store *st, const struct audit_filter *f, cons
 {
         /* Every filter is bound (NULL matches all), so the statement text is fixed. */
         static const char sql[] =
-                "SELECT " STORE_AUDIT_COLUMNS " FROM audit_log"
+                "SELECT " STORE_AUDIT_COLUMNS
+                " FROM audit_log"
                 " WHERE (?1 IS NULL OR project = ?1) AND (?2 IS NULL OR key_id = ?2) AND (?3 IS NULL OR action = ?3)"
                 " AND (?4 IS NULL OR target = ?4) AND (?5 = 0 OR created_at >= ?5) AND (?6 = 0 OR created_at < ?6)"
                 " AND (?7 IS NULL OR created_at > ?8 OR (created_at = ?8 AND id > ?7))"

@@ -33,8 +33,7 @@ int sqlite_template_get(struct state_store *st, const char *name, struct templat
 {
         sqlite3_stmt *s;
         pthread_mutex_lock(&st->lock);
-        int r = sq_prepare(
-                st, "SELECT " STORE_TEMPLATE_COLUMNS " FROM templates WHERE name=?", &s);
+        int r = sq_prepare(st, "SELECT " STORE_TEMPLATE_COLUMNS " FROM templates WHERE name=?", &s);
         if (r == 0) {
                 sq_bind_text(s, 1, name);
                 int rc = sqlite3_step(s);
@@ -53,7 +52,8 @@ int sqlite_template_list(struct state_store *st, const char *project_id, const s
         sqlite3_stmt *s;
         pthread_mutex_lock(&st->lock);
         int r = sq_prepare(st,
-                           "SELECT " STORE_TEMPLATE_COLUMNS " FROM templates"
+                           "SELECT " STORE_TEMPLATE_COLUMNS
+                           " FROM templates"
                            " WHERE (?1 IS NULL OR project_id = ?1 OR project_id = '') AND " SQ_PAGE_AFTER_NAME(
                                    "name") " ORDER BY name" SQ_PAGE_LIMIT,
                            &s);
@@ -63,7 +63,8 @@ int sqlite_template_list(struct state_store *st, const char *project_id, const s
                 sq_bind_page(s, page);
         }
         if (r == 0)
-                r = sq_collect(s, sizeof(struct template_record), store_row_template, store_release_template, (void **)ret, ret_n);
+                r = sq_collect(s, sizeof(struct template_record), store_row_template, store_release_template, (void **)ret,
+                               ret_n);
         pthread_mutex_unlock(&st->lock);
         return r;
 }

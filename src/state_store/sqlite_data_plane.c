@@ -35,8 +35,7 @@ int sqlite_session_insert(struct state_store *st, const struct attach_session *a
 }
 
 /* One row by a single text key. */
-static int fetch_by_text(struct state_store *st, const char *sql, const char *key, store_row_decode decode,
-                         void *ret)
+static int fetch_by_text(struct state_store *st, const char *sql, const char *key, store_row_decode decode, void *ret)
 {
         sqlite3_stmt *s;
         pthread_mutex_lock(&st->lock);

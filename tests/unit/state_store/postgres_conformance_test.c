@@ -1,0 +1,95 @@
+/* The state_store conformance suite (store_conformance.h) on the PostgreSQL backend, against
+ * a real throwaway cluster: tests/pg_cluster/pg-cluster (argv[1]) starts one in a private
+ * directory with its socket there, each test gets a database of its own (CREATE DATABASE,
+ * dropped after it), and the cluster is stopped and removed at the end. No PostgreSQL
+ * installed is a failure, never a skip. */
+#include <libpq-fe.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "state_store/state_store_postgres.h"
+#include "store_conformance.h"
+
+#define PORT "55432"
+
+static char cluster_dir[256];
+static PGconn *admin;
+static int next_db;
+
+static int run_admin(const char *sql)
+{
+        PGresult *res = PQexec(admin, sql);
+        int ok = PQresultStatus(res) == PGRES_COMMAND_OK;
+        if (!ok)
+                fprintf(stderr, "postgres_conformance: %s: %s", sql, PQerrorMessage(admin));
+        PQclear(res);
+        return ok ? 0 : -1;
+}
+
+static int fresh_database(char *buf, size_t size)
+{
+        char sql[128];
+        int n = ++next_db;
+        snprintf(sql, sizeof(sql), "CREATE DATABASE conformance_%d", n);
+        if (run_admin(sql) < 0)
+                return -1;
+        snprintf(buf, size, "postgresql://space@/conformance_%d?host=%s&port=" PORT, n, cluster_dir);
+        return 0;
+}
+
+static void drop_database(const char *location)
+{
+        const char *name = strstr(location, "/conformance_");
+        char sql[128];
+        if (!name)
+                return;
+        snprintf(sql, sizeof(sql), "DROP DATABASE IF EXISTS %.*s WITH (FORCE)", (int)strcspn(name + 1, "?"), name + 1);
+        run_admin(sql);
+}
+
+static int cluster(const char *script, const char *verb)
+{
+        char cmd[1024];
+        snprintf(cmd, sizeof(cmd), "'%s' %s '%s' " PORT, script, verb, cluster_dir);
+        return system(cmd) == 0 ? 0 : -1;
+}
+
+int main(int argc, char **argv)
+{
+        if (argc < 2) {
+                fprintf(stderr, "usage: postgres_conformance_test PG_CLUSTER_SCRIPT\n");
+                return 2;
+        }
+        snprintf(cluster_dir, sizeof(cluster_dir), "/tmp/space-pg-conformance-XXXXXX");
+        if (!mkdtemp(cluster_dir)) {
+                perror("mkdtemp");
+                return 1;
+        }
+        if (cluster(argv[1], "start") < 0) {
+                fprintf(stderr, "postgres_conformance: the throwaway cluster did not start\n");
+                cluster(argv[1], "stop");
+                return 1;
+        }
+        char url[512];
+        snprintf(url, sizeof(url), "postgresql://space@/postgres?host=%s&port=" PORT, cluster_dir);
+        admin = PQconnectdb(url);
+        int failed = 1;
+        if (PQstatus(admin) == CONNECTION_OK) {
+                const struct store_backend pg = { .name = "postgres",
+                                                  .ops = &state_store_postgres,
+                                                  .location_new = fresh_database,
+                                                  .location_free = drop_database };
+                failed = store_conformance_run(&pg);
+        } else
+                fprintf(stderr, "postgres_conformance: %s", PQerrorMessage(admin));
+        PQfinish(admin);
+        cluster(argv[1], "stop");
+        return failed ? 1 : 0;
+}
