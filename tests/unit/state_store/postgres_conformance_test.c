@@ -3,6 +3,7 @@
  * directory with its socket there, each test gets a database of its own (CREATE DATABASE,
  * dropped after it), and the cluster is stopped and removed at the end. No PostgreSQL
  * installed is a failure, never a skip. */
+#include <errno.h>
 #include <libpq-fe.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -54,6 +55,58 @@ static void drop_database(const char *location)
         run_admin(sql);
 }
 
+/* What only this backend has: the advisory lock that keeps a second spaced off a database,
+ * its schema version, and the audit log's append-only trigger. */
+static void test_second_open_is_refused(void **state)
+{
+        char location[512];
+        struct state_store *a = NULL, *b = NULL;
+        assert_int_equal(fresh_database(location, sizeof(location)), 0);
+        assert_int_equal(state_store_postgres.open(location, &a), 0);
+        assert_int_equal(state_store_postgres.open(location, &b), -EBUSY);
+        state_store_postgres.close(a);
+        /* The lock goes with the connection: the next open (a restart) gets it. */
+        assert_int_equal(state_store_postgres.open(location, &b), 0);
+        state_store_postgres.close(b);
+        drop_database(location);
+}
+
+static PGresult *query(const char *location, const char *sql)
+{
+        PGconn *c = PQconnectdb(location);
+        assert_int_equal(PQstatus(c), CONNECTION_OK);
+        PGresult *res = PQexec(c, sql);
+        PQfinish(c);
+        return res;
+}
+
+static void test_schema_version_and_append_only_audit(void **state)
+{
+        char location[512];
+        struct state_store *st = NULL;
+        assert_int_equal(fresh_database(location, sizeof(location)), 0);
+        assert_int_equal(state_store_postgres.open(location, &st), 0);
+        store_conformance_audit_rows(&state_store_postgres, st);
+        PGresult *res = query(location, "SELECT version FROM space_schema");
+        assert_int_equal(PQresultStatus(res), PGRES_TUPLES_OK);
+        assert_string_equal(PQgetvalue(res, 0, 0), "13");
+        PQclear(res);
+        res = query(location, "UPDATE audit_log SET status = 200");
+        assert_int_equal(PQresultStatus(res), PGRES_FATAL_ERROR);
+        PQclear(res);
+        state_store_postgres.close(st);
+        /* Opening a migrated database again migrates nothing and keeps the rows. */
+        assert_int_equal(state_store_postgres.open(location, &st), 0);
+        struct audit_record *rows = NULL;
+        size_t n = 0;
+        struct audit_filter all = { 0 };
+        assert_int_equal(state_store_postgres.audit_list(st, &all, NULL, &rows, &n), 0);
+        assert_int_equal(n, 4);
+        free(rows);
+        state_store_postgres.close(st);
+        drop_database(location);
+}
+
 static int cluster(const char *script, const char *verb)
 {
         char cmd[1024];
@@ -87,6 +140,11 @@ int main(int argc, char **argv)
                                                   .location_new = fresh_database,
                                                   .location_free = drop_database };
                 failed = store_conformance_run(&pg);
+                const struct CMUnitTest own[] = {
+                        cmocka_unit_test(test_second_open_is_refused),
+                        cmocka_unit_test(test_schema_version_and_append_only_audit),
+                };
+                failed += cmocka_run_group_tests_name("postgres backend", own, NULL, NULL);
         } else
                 fprintf(stderr, "postgres_conformance: %s", PQerrorMessage(admin));
         PQfinish(admin);
