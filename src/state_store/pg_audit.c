@@ -5,6 +5,8 @@
 #include <errno.h>
 #include <string.h>
 
+#include "state_store/store_sql.h"
+
 int pg_audit_insert(struct state_store *st, const struct audit_record *r)
 {
         struct pg_args a = { 0 };
@@ -77,16 +79,10 @@ static int tally(struct state_store *st, const char *sql, struct store_tally **r
 
 int pg_sandbox_tally(struct state_store *st, struct store_tally **ret, size_t *ret_n)
 {
-        return tally(st,
-                     "SELECT state, runtime, COUNT(*) FROM sandboxes WHERE state != 'destroyed'"
-                     " GROUP BY state, runtime ORDER BY state, runtime",
-                     ret, ret_n);
+        return tally(st, STORE_SQL_SANDBOX_TALLY, ret, ret_n);
 }
 
 int pg_operation_tally(struct state_store *st, struct store_tally **ret, size_t *ret_n)
 {
-        return tally(st,
-                     "SELECT kind, state, COUNT(*) FROM operations WHERE state IN ('pending', 'running')"
-                     " GROUP BY kind, state ORDER BY kind, state",
-                     ret, ret_n);
+        return tally(st, STORE_SQL_OPERATION_TALLY, ret, ret_n);
 }

@@ -4,6 +4,8 @@
 
 #include <string.h>
 
+#include "state_store/store_sql.h"
+
 
 static int tally(struct state_store *st, const char *sql, struct store_tally **ret, size_t *ret_n)
 {
@@ -18,18 +20,12 @@ static int tally(struct state_store *st, const char *sql, struct store_tally **r
 
 int sqlite_sandbox_tally(struct state_store *st, struct store_tally **ret, size_t *ret_n)
 {
-        return tally(st,
-                     "SELECT state, runtime, COUNT(*) FROM sandboxes WHERE state != 'destroyed'"
-                     " GROUP BY state, runtime ORDER BY state, runtime",
-                     ret, ret_n);
+        return tally(st, STORE_SQL_SANDBOX_TALLY, ret, ret_n);
 }
 
 int sqlite_operation_tally(struct state_store *st, struct store_tally **ret, size_t *ret_n)
 {
-        return tally(st,
-                     "SELECT kind, state, COUNT(*) FROM operations WHERE state IN ('pending', 'running')"
-                     " GROUP BY kind, state ORDER BY kind, state",
-                     ret, ret_n);
+        return tally(st, STORE_SQL_OPERATION_TALLY, ret, ret_n);
 }
 
 int sqlite_probe_write(struct state_store *st, int64_t now_ms)
