@@ -107,6 +107,31 @@ static void test_schema_version_and_append_only_audit(void **state)
         drop_database(location);
 }
 
+/* A connection the server ends (a restart, an administrator) is made again by the next
+ * statement, with the advisory lock taken again. */
+static void test_reconnects_after_the_server_ends_the_session(void **state)
+{
+        char location[512], sql[256];
+        struct state_store *st = NULL, *other = NULL;
+        int64_t n = -1;
+        assert_int_equal(fresh_database(location, sizeof(location)), 0);
+        assert_int_equal(state_store_postgres.open(location, &st), 0);
+        const char *name = strstr(location, "/conformance_") + 1;
+        snprintf(sql, sizeof(sql), "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = '%.*s'",
+                 (int)strcspn(name, "?"), name);
+        PGresult *res = PQexec(admin, sql);
+        assert_int_equal(PQresultStatus(res), PGRES_TUPLES_OK);
+        PQclear(res);
+        /* The statement that finds the connection gone fails; the next one reconnects. */
+        int r = state_store_postgres.key_count(st, &n);
+        assert_true(r == 0 || r == -EIO);
+        assert_int_equal(state_store_postgres.key_count(st, &n), 0);
+        assert_int_equal(n, 0);
+        assert_int_equal(state_store_postgres.open(location, &other), -EBUSY);
+        state_store_postgres.close(st);
+        drop_database(location);
+}
+
 static int cluster(const char *script, const char *verb)
 {
         char cmd[1024];
@@ -143,6 +168,7 @@ int main(int argc, char **argv)
                 const struct CMUnitTest own[] = {
                         cmocka_unit_test(test_second_open_is_refused),
                         cmocka_unit_test(test_schema_version_and_append_only_audit),
+                        cmocka_unit_test(test_reconnects_after_the_server_ends_the_session),
                 };
                 failed += cmocka_run_group_tests_name("postgres backend", own, NULL, NULL);
         } else
