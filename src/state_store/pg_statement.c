@@ -112,8 +112,49 @@ static int ensure_connection(struct state_store *st)
         return pg_connection_setup(st);
 }
 
+/* Whether s is UTF-8 as PostgreSQL takes it: no overlong form, no surrogate, at most
+ * U+10FFFF. */
+static bool utf8_valid(const unsigned char *s)
+{
+        while (*s) {
+                unsigned c = *s, n = c < 0x80 ? 0 : (c & 0xe0) == 0xc0 ? 1 : (c & 0xf0) == 0xe0 ? 2 : (c & 0xf8) == 0xf0 ? 3 : 9;
+                if (n == 9 || (n == 1 && c < 0xc2) || (n == 3 && c > 0xf4))
+                        return false;
+                unsigned cp = n ? c & (0x3f >> n) : c;
+                for (unsigned i = 1; i <= n; i++) {
+                        if ((s[i] & 0xc0) != 0x80)
+                                return false;
+                        cp = cp << 6 | (s[i] & 0x3f);
+                }
+                if ((n == 2 && (cp < 0x800 || (cp >= 0xd800 && cp <= 0xdfff))) || (n == 3 && (cp < 0x10000 || cp > 0x10ffff)))
+                        return false;
+                s += n + 1;
+        }
+        return true;
+}
+
+static bool args_utf8(const struct pg_args *a)
+{
+        for (int i = 0; a && i < a->n; i++)
+                if (a->v[i] && !utf8_valid((const unsigned char *)a->v[i]))
+                        return false;
+        return true;
+}
+
 int pg_exec(struct state_store *st, const char *sql, struct pg_args *a, PGresult **ret, int *ret_changed)
 {
+        /* Text that is not UTF-8 (an id from a URL's raw bytes) cannot be in a UTF-8 database,
+         * where SQLite would compare its bytes: no row has it, so an UPDATE or DELETE by it
+         * changes nothing and a read by it finds nothing (pg_collect, pg_fetch_one,
+         * pg_query_int); it cannot be written (-EILSEQ). */
+        if (!args_utf8(a)) {
+                args_release(a);
+                if (ret || strncmp(sql, "INSERT", 6) == 0)
+                        return -EILSEQ;
+                if (ret_changed)
+                        *ret_changed = 0;
+                return 0;
+        }
         int r = ensure_connection(st);
         if (r < 0) {
                 args_release(a);
@@ -186,6 +227,11 @@ int pg_collect(struct state_store *st, const char *sql, struct pg_args *a, size_
 {
         PGresult *res;
         int r = pg_exec(st, sql, a, &res, NULL);
+        if (r == -EILSEQ) { /* matches no row */
+                *ret = calloc(1, elem_size);
+                *ret_n = 0;
+                return *ret ? 0 : -ENOMEM;
+        }
         if (r < 0)
                 return r;
         size_t n = (size_t)PQntuples(res);
@@ -207,6 +253,8 @@ int pg_fetch_one(struct state_store *st, const char *sql, struct pg_args *a, sto
 {
         PGresult *res;
         int r = pg_exec(st, sql, a, &res, NULL);
+        if (r == -EILSEQ)
+                return -ENOENT;
         if (r < 0)
                 return r;
         if (PQntuples(res) > 0)
@@ -246,6 +294,10 @@ int pg_query_int(struct state_store *st, const char *sql, struct pg_args *a, int
 {
         PGresult *res;
         int r = pg_exec(st, sql, a, &res, NULL);
+        if (r == -EILSEQ) { /* the counts and EXISTS of no row */
+                *ret = 0;
+                return 0;
+        }
         if (r < 0)
                 return r;
         if (PQntuples(res) < 1 || PQnfields(res) < 1)

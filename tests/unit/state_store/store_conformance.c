@@ -19,6 +19,7 @@ int store_conformance_run(const struct store_backend *b)
         failed += store_conformance_projects(b);
         failed += store_conformance_figures(b);
         failed += store_conformance_audit(b);
+        failed += store_conformance_raw_ids(b);
         running = NULL;
         return failed;
 }
