@@ -1,7 +1,8 @@
 """spaced on PostgreSQL (--database): the real daemon against a real throwaway cluster
-(pg_cluster.py, its own socket directory, no TCP). The lifecycle works and is written to
-PostgreSQL (not to the state directory's SQLite file); a restart and a kill -9 then restart
-answer the same; a second spaced on the same database refuses to start, saying why."""
+(pg_cluster.py, its own socket directory, no TCP). The lifecycle and policy documents work
+and are written to PostgreSQL (not to the state directory's SQLite file); a restart and a
+kill -9 then restart answer the same; a second spaced on the same database refuses to
+start, saying why."""
 
 import os
 import subprocess
@@ -66,6 +67,14 @@ class PostgresStore(SpacedTestCase):
         self.assertEqual(self.rows("SELECT string_agg(kind || ':' || state, ',' ORDER BY created_at, id) FROM operations"
                                    " WHERE target = '%s'" % sid), "sandbox.create:succeeded,sandbox.snapshot:succeeded")
         self.assertNotEqual(self.rows("SELECT count(*) FROM audit_log WHERE target = '%s'" % sid), "0")
+        # A policy document: a row, its update a new version of the same row.
+        doc = {"name": "pg", "rules": [{"id": "r1", "effect": "deny", "match": {"executable": "nothing-runs-this"}}]}
+        _, pol = sp.api("POST", "/v1/policies", doc, expect=201)
+        self.assertEqual(self.rows("SELECT name || ' ' || version FROM policies WHERE id = '%s'" % pol["id"]), "pg 1")
+        sp.api("PUT", "/v1/policies/%s?if_version=1" % pol["id"], doc, expect=200)
+        self.assertEqual(self.rows("SELECT version FROM policies WHERE id = '%s'" % pol["id"]), "2")
+        sp.api("DELETE", "/v1/policies/" + pol["id"], expect=204)
+        self.assertEqual(self.rows("SELECT count(*) FROM policies"), "0")
         # Not in the state directory's SQLite file: it holds no table.
         db = os.path.join(sp.state_dir, "state.db")
         self.assertTrue(not os.path.exists(db) or os.path.getsize(db) == 0, "state.db was written")
