@@ -11,12 +11,15 @@
 
 #include "controller/warm_pool.h"
 #include "spaced/log.h"
+#include "state_store/state_store_postgres.h"
 
 static const char usage[] =
         "Usage: spaced [OPTIONS]\n"
         "The space daemon: sandboxes for agents over HTTP.\n\n"
         "  --state-dir DIR        state directory (database, btrfs pool, run dirs, logs)\n"
         "                         [/var/lib/space; env SPACE_STATE_DIR]\n"
+        "  --database URL         the state store: postgresql://USER@HOST:PORT/DB (docs/operating.md)\n"
+        "                         [the SQLite file STATE_DIR/state.db; env SPACE_DATABASE]\n"
         "  --listen ADDR:PORT     HTTP listen address, [IPV6]:PORT for IPv6 [127.0.0.1:7070; env SPACE_LISTEN]\n"
         "  --unix-socket PATH     also serve the API on a unix socket [off]\n"
         "  --config FILE          read `key = value` lines (keys as these flags, no dashes)\n"
@@ -184,7 +187,14 @@ static int apply(struct spaced_config *cfg, const char *key, const char *v)
         enum log_level lvl;
         if (strcmp(key, "state-dir") == 0)
                 snprintf(cfg->state_dir, sizeof(cfg->state_dir), "%s", v);
-        else if (strcmp(key, "listen") == 0) {
+        else if (strcmp(key, "database") == 0) {
+                /* Only PostgreSQL URLs: the SQLite store is the state directory's file. */
+                if (strlen(v) >= sizeof(cfg->database) || (*v && !state_store_postgres_location(v))) {
+                        fprintf(stderr, "spaced: --database takes a postgresql:// or postgres:// URL\n");
+                        return -1;
+                }
+                snprintf(cfg->database, sizeof(cfg->database), "%s", v);
+        } else if (strcmp(key, "listen") == 0) {
                 if (parse_listen(v, cfg->listen_addr, sizeof(cfg->listen_addr), &cfg->listen_port) < 0)
                         goto bad;
         } else if (strcmp(key, "e2b-listen") == 0) {
@@ -507,6 +517,7 @@ int spaced_config_load(struct spaced_config *cfg, int argc, char **argv)
 
         static const struct option opts[] = {
                 { "state-dir", required_argument, NULL, 0 },
+                { "database", required_argument, NULL, 0 },
                 { "listen", required_argument, NULL, 0 },
                 { "unix-socket", required_argument, NULL, 0 },
                 { "config", required_argument, NULL, 0 },
@@ -586,10 +597,10 @@ int spaced_config_load(struct spaced_config *cfg, int argc, char **argv)
         }
         static const struct {
                 const char *env, *key;
-        } envs[] = { { "SPACE_STATE_DIR", "state-dir" },   { "SPACE_LISTEN", "listen" },
-                     { "SPACE_LOG_LEVEL", "log-level" },   { "SPACE_LOG_FORMAT", "log-format" },
-                     { "SPACE_E2B_LISTEN", "e2b-listen" }, { "SPACE_TLS_CERT", "tls-cert" },
-                     { "SPACE_TLS_KEY", "tls-key" } };
+        } envs[] = { { "SPACE_STATE_DIR", "state-dir" },   { "SPACE_DATABASE", "database" },
+                     { "SPACE_LISTEN", "listen" },         { "SPACE_LOG_LEVEL", "log-level" },
+                     { "SPACE_LOG_FORMAT", "log-format" }, { "SPACE_E2B_LISTEN", "e2b-listen" },
+                     { "SPACE_TLS_CERT", "tls-cert" },     { "SPACE_TLS_KEY", "tls-key" } };
         for (size_t i = 0; i < sizeof(envs) / sizeof(envs[0]); i++) {
                 const char *v = getenv(envs[i].env);
                 if (v && *v && apply(cfg, envs[i].key, v) < 0)

@@ -26,6 +26,9 @@ struct warm_pool;
 
 struct spaced_config {
         char state_dir[PATH_MAX];
+        /* --database: a PostgreSQL URL (state_store_postgres.h); "" is the SQLite file
+         * state_dir/state.db. Holds a password when the URL does: never logged. */
+        char database[1024];
         char listen_addr[64];
         uint16_t listen_port;
         char unix_socket[PATH_MAX];

@@ -45,6 +45,7 @@
 #include "spaced/tls_files.h"
 #include "spaced/wallclock.h"
 #include "spaced/spaced_config.h"
+#include "state_store/state_store_postgres.h"
 #include "spaced/spaced_context.h"
 #include "spaced/state_dir.h"
 #include "storage/btrfs_quota.h"
@@ -289,10 +290,21 @@ int main(int argc, char **argv)
         if ((r = metrics_new(&ctx.metrics)) < 0 || (r = daemon_health_new(&ctx.health)) < 0)
                 return fail("spaced.metrics", "%s", strerror(-r));
 
+        /* The store: PostgreSQL when --database names one (its URL may hold a password: the
+         * messages never show it), else the state directory's SQLite file. */
         snprintf(path, sizeof(path), "%s/state.db", ctx.cfg.state_dir);
         ctx.store.ops = &state_store_sqlite;
-        if ((r = ctx.store.ops->open(path, &ctx.store.st)) < 0)
+        if (ctx.cfg.database[0]) {
+                ctx.store.ops = &state_store_postgres;
+                snprintf(path, sizeof(path), "the PostgreSQL database of --database");
+        }
+        if ((r = ctx.store.ops->open(ctx.cfg.database[0] ? ctx.cfg.database : path, &ctx.store.st)) < 0) {
+                if (r == -EBUSY && ctx.cfg.database[0])
+                        return fail("spaced.store",
+                                    "cannot open %s: another spaced uses it (one spaced per database in this version)", path);
                 return fail("spaced.store", "cannot open %s: %s", path, strerror(-r));
+        }
+        log_info("spaced.store", "backend=%s", ctx.store.ops->name);
         if ((r = ctx.store.ops->set_durability(ctx.store.st, ctx.cfg.durability_power)) < 0)
                 return fail("spaced.store", "cannot set the durability of %s: %s", path, strerror(-r));
         if (plan_pool_image(&ctx.cfg, reason, sizeof(reason)) < 0)

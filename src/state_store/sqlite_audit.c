@@ -44,31 +44,14 @@ int sqlite_audit_insert(struct state_store *st, const struct audit_record *a)
         return r;
 }
 
-static void audit_row(sqlite3_stmt *s, void *elem)
-{
-        struct audit_record *a = elem;
-        memset(a, 0, sizeof(*a));
-        sq_copy_col(s, 0, a->id, sizeof(a->id));
-        a->created_at_ms = sqlite3_column_int64(s, 1);
-        sq_copy_col(s, 2, a->request_id, sizeof(a->request_id));
-        sq_copy_col(s, 3, a->key_id, sizeof(a->key_id));
-        sq_copy_col(s, 4, a->project, sizeof(a->project));
-        sq_copy_col(s, 5, a->role, sizeof(a->role));
-        sq_copy_col(s, 6, a->action, sizeof(a->action));
-        sq_copy_col(s, 7, a->target, sizeof(a->target));
-        sq_copy_col(s, 8, a->method, sizeof(a->method));
-        a->status = sqlite3_column_int(s, 9);
-        sq_copy_col(s, 10, a->error_code, sizeof(a->error_code));
-        sq_copy_col(s, 11, a->source, sizeof(a->source));
-}
 
 int sqlite_audit_list(struct state_store *st, const struct audit_filter *f, const struct store_page *page,
                       struct audit_record **ret, size_t *ret_n)
 {
         /* Every filter is bound (NULL matches all), so the statement text is fixed. */
         static const char sql[] =
-                "SELECT id, created_at, request_id, key_id, project, role, action, target, method, status, error_code,"
-                " source FROM audit_log"
+                "SELECT " STORE_AUDIT_COLUMNS
+                " FROM audit_log"
                 " WHERE (?1 IS NULL OR project = ?1) AND (?2 IS NULL OR key_id = ?2) AND (?3 IS NULL OR action = ?3)"
                 " AND (?4 IS NULL OR target = ?4) AND (?5 = 0 OR created_at >= ?5) AND (?6 = 0 OR created_at < ?6)"
                 " AND (?7 IS NULL OR created_at > ?8 OR (created_at = ?8 AND id > ?7))"
@@ -86,7 +69,7 @@ int sqlite_audit_list(struct state_store *st, const struct audit_filter *f, cons
                 bind_optional(s, 7, page ? page->after_id : NULL);
                 sqlite3_bind_int64(s, 8, page ? page->after_ms : 0);
                 sqlite3_bind_int(s, 9, page && page->limit > 0 ? page->limit : -1);
-                r = sq_collect(s, sizeof(struct audit_record), audit_row, NULL, (void **)ret, ret_n);
+                r = sq_collect(s, sizeof(struct audit_record), store_row_audit, NULL, (void **)ret, ret_n);
         }
         pthread_mutex_unlock(&st->lock);
         return r;

@@ -29,38 +29,16 @@ int sqlite_template_upsert(struct state_store *st, const struct template_record 
         return r;
 }
 
-static void template_from_row(sqlite3_stmt *s, struct template_record *t);
-static void template_row(sqlite3_stmt *s, void *elem)
-{
-        template_from_row(s, elem);
-}
-static void template_release(void *elem)
-{
-        template_record_release(elem);
-}
-
-static void template_from_row(sqlite3_stmt *s, struct template_record *t)
-{
-        memset(t, 0, sizeof(*t));
-        sq_copy_col(s, 0, t->name, sizeof(t->name));
-        sq_copy_col(s, 1, t->state, sizeof(t->state));
-        t->environment = sq_json_col(s, 2);
-        sq_copy_col(s, 3, t->state_reason, sizeof(t->state_reason));
-        t->updated_at_ms = sqlite3_column_int64(s, 4);
-        sq_copy_col(s, 5, t->project_id, sizeof(t->project_id));
-}
-
 int sqlite_template_get(struct state_store *st, const char *name, struct template_record *ret)
 {
         sqlite3_stmt *s;
         pthread_mutex_lock(&st->lock);
-        int r = sq_prepare(
-                st, "SELECT name, state, environment, state_reason, updated_at, project_id FROM templates WHERE name=?", &s);
+        int r = sq_prepare(st, "SELECT " STORE_TEMPLATE_COLUMNS " FROM templates WHERE name=?", &s);
         if (r == 0) {
                 sq_bind_text(s, 1, name);
                 int rc = sqlite3_step(s);
                 if (rc == SQLITE_ROW)
-                        template_from_row(s, ret);
+                        sq_decode(s, store_row_template, ret);
                 r = rc == SQLITE_ROW ? 0 : rc == SQLITE_DONE ? -ENOENT : sq_error(rc);
                 sqlite3_finalize(s);
         }
@@ -74,7 +52,8 @@ int sqlite_template_list(struct state_store *st, const char *project_id, const s
         sqlite3_stmt *s;
         pthread_mutex_lock(&st->lock);
         int r = sq_prepare(st,
-                           "SELECT name, state, environment, state_reason, updated_at, project_id FROM templates"
+                           "SELECT " STORE_TEMPLATE_COLUMNS
+                           " FROM templates"
                            " WHERE (?1 IS NULL OR project_id = ?1 OR project_id = '') AND " SQ_PAGE_AFTER_NAME(
                                    "name") " ORDER BY name" SQ_PAGE_LIMIT,
                            &s);
@@ -84,7 +63,8 @@ int sqlite_template_list(struct state_store *st, const char *project_id, const s
                 sq_bind_page(s, page);
         }
         if (r == 0)
-                r = sq_collect(s, sizeof(struct template_record), template_row, template_release, (void **)ret, ret_n);
+                r = sq_collect(s, sizeof(struct template_record), store_row_template, store_release_template, (void **)ret,
+                               ret_n);
         pthread_mutex_unlock(&st->lock);
         return r;
 }
@@ -132,27 +112,7 @@ int sqlite_key_insert(struct state_store *st, const struct api_key *k)
         return r;
 }
 
-static void key_from_row(sqlite3_stmt *s, struct api_key *k);
-static void key_row(sqlite3_stmt *s, void *elem)
-{
-        key_from_row(s, elem);
-}
-
-static void key_from_row(sqlite3_stmt *s, struct api_key *k)
-{
-        memset(k, 0, sizeof(*k));
-        sq_copy_col(s, 0, k->id, sizeof(k->id));
-        sq_copy_col(s, 1, k->name, sizeof(k->name));
-        sq_copy_col(s, 2, k->hash, sizeof(k->hash));
-        k->created_at_ms = sqlite3_column_int64(s, 3);
-        k->last_used_at_ms = sqlite3_column_int64(s, 4);
-        sq_copy_col(s, 5, k->project_id, sizeof(k->project_id));
-        sq_copy_col(s, 6, k->role, sizeof(k->role));
-        k->permissions = (uint32_t)sqlite3_column_int64(s, 7);
-        k->expires_at_ms = sqlite3_column_int64(s, 8);
-}
-
-#define KEY_COLUMNS "id, name, hash, created_at, last_used_at, project_id, role, permissions, expires_at"
+#define KEY_COLUMNS STORE_KEY_COLUMNS
 
 int sqlite_key_get(struct state_store *st, const char *id, struct api_key *ret)
 {
@@ -161,7 +121,7 @@ int sqlite_key_get(struct state_store *st, const char *id, struct api_key *ret)
         int r = sq_prepare(st, "SELECT " KEY_COLUMNS " FROM api_keys WHERE id=?", &s);
         if (r == 0) {
                 sq_bind_text(s, 1, id);
-                r = sq_fetch_one(s, key_row, ret);
+                r = sq_fetch_one(s, store_row_key, ret);
         }
         pthread_mutex_unlock(&st->lock);
         return r;
@@ -182,7 +142,7 @@ int sqlite_key_list(struct state_store *st, const char *project_id, const struct
                 sq_bind_page(s, page);
         }
         if (r == 0)
-                r = sq_collect(s, sizeof(struct api_key), key_row, NULL, (void **)ret, ret_n);
+                r = sq_collect(s, sizeof(struct api_key), store_row_key, NULL, (void **)ret, ret_n);
         pthread_mutex_unlock(&st->lock);
         return r;
 }
@@ -226,7 +186,7 @@ int sqlite_key_authenticate(struct state_store *st, const char *hash, struct api
                 sq_bind_text(s, 1, hash);
                 int rc = sqlite3_step(s);
                 if (rc == SQLITE_ROW)
-                        key_from_row(s, ret);
+                        sq_decode(s, store_row_key, ret);
                 r = rc == SQLITE_ROW ? 0 : rc == SQLITE_DONE ? -ENOENT : sq_error(rc);
                 sqlite3_finalize(s);
         }

@@ -5,24 +5,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define SESSION_COLUMNS "id, sandbox_id, token_hash, created_at, expires_at, revoked_at, key_id"
+#define SESSION_COLUMNS STORE_SESSION_COLUMNS
 
-static void session_row(sqlite3_stmt *s, void *elem)
-{
-        struct attach_session *a = elem;
-        memset(a, 0, sizeof(*a));
-        sq_copy_col(s, 0, a->id, sizeof(a->id));
-        sq_copy_col(s, 1, a->sandbox_id, sizeof(a->sandbox_id));
-        sq_copy_col(s, 2, a->token_hash, sizeof(a->token_hash));
-        a->created_at_ms = sqlite3_column_int64(s, 3);
-        a->expires_at_ms = sqlite3_column_int64(s, 4);
-        a->revoked_at_ms = sqlite3_column_int64(s, 5);
-        sq_copy_col(s, 6, a->key_id, sizeof(a->key_id));
-        sq_copy_col(s, 7, a->project_id, sizeof(a->project_id));
-}
 
 /* What a read returns: the columns written, and the project the insert took from the sandbox. */
-#define SESSION_READ SESSION_COLUMNS ", project_id"
+#define SESSION_READ STORE_SESSION_READ
 
 int sqlite_session_insert(struct state_store *st, const struct attach_session *a)
 {
@@ -48,15 +35,14 @@ int sqlite_session_insert(struct state_store *st, const struct attach_session *a
 }
 
 /* One row by a single text key. */
-static int fetch_by_text(struct state_store *st, const char *sql, const char *key, void (*row_fn)(sqlite3_stmt *s, void *elem),
-                         void *ret)
+static int fetch_by_text(struct state_store *st, const char *sql, const char *key, store_row_decode decode, void *ret)
 {
         sqlite3_stmt *s;
         pthread_mutex_lock(&st->lock);
         int r = sq_prepare(st, sql, &s);
         if (r == 0) {
                 sq_bind_text(s, 1, key);
-                r = sq_fetch_one(s, row_fn, ret);
+                r = sq_fetch_one(s, decode, ret);
         }
         pthread_mutex_unlock(&st->lock);
         return r;
@@ -64,12 +50,12 @@ static int fetch_by_text(struct state_store *st, const char *sql, const char *ke
 
 int sqlite_session_get(struct state_store *st, const char *id, struct attach_session *ret)
 {
-        return fetch_by_text(st, "SELECT " SESSION_READ " FROM attach_sessions WHERE id=?", id, session_row, ret);
+        return fetch_by_text(st, "SELECT " SESSION_READ " FROM attach_sessions WHERE id=?", id, store_row_session, ret);
 }
 
 int sqlite_session_find_by_hash(struct state_store *st, const char *hash, struct attach_session *ret)
 {
-        return fetch_by_text(st, "SELECT " SESSION_READ " FROM attach_sessions WHERE token_hash=?", hash, session_row, ret);
+        return fetch_by_text(st, "SELECT " SESSION_READ " FROM attach_sessions WHERE token_hash=?", hash, store_row_session, ret);
 }
 
 int sqlite_session_list(struct state_store *st, const char *sandbox_id, const struct store_page *page,
@@ -84,7 +70,7 @@ int sqlite_session_list(struct state_store *st, const char *sandbox_id, const st
         if (r == 0) {
                 sq_bind_text(s, 1, sandbox_id);
                 sq_bind_page(s, page);
-                r = sq_collect(s, sizeof(struct attach_session), session_row, NULL, (void **)ret, ret_n);
+                r = sq_collect(s, sizeof(struct attach_session), store_row_session, NULL, (void **)ret, ret_n);
         }
         pthread_mutex_unlock(&st->lock);
         return r;
@@ -107,36 +93,7 @@ int sqlite_session_update(struct state_store *st, const struct attach_session *a
         return r;
 }
 
-#define COMMAND_COLUMNS                                                                                 \
-        "id, sandbox_id, tag, spec, state, pid, exit_code, term_signal, timed_out, reason, created_at," \
-        " started_at, finished_at"
-
-static void command_row(sqlite3_stmt *s, void *elem)
-{
-        struct command_record *c = elem;
-        char state[16];
-        memset(c, 0, sizeof(*c));
-        sq_copy_col(s, 0, c->id, sizeof(c->id));
-        sq_copy_col(s, 1, c->sandbox_id, sizeof(c->sandbox_id));
-        sq_copy_col(s, 2, c->tag, sizeof(c->tag));
-        c->spec = sq_json_col(s, 3);
-        sq_copy_col(s, 4, state, sizeof(state));
-        if (command_state_from_name(state, &c->state) < 0)
-                c->state = COMMAND_LOST;
-        c->pid = sqlite3_column_int(s, 5);
-        c->exit_code = sqlite3_column_int(s, 6);
-        c->term_signal = sqlite3_column_int(s, 7);
-        c->timed_out = sqlite3_column_int(s, 8) != 0;
-        sq_copy_col(s, 9, c->reason, sizeof(c->reason));
-        c->created_at_ms = sqlite3_column_int64(s, 10);
-        c->started_at_ms = sqlite3_column_int64(s, 11);
-        c->finished_at_ms = sqlite3_column_int64(s, 12);
-}
-
-static void command_release(void *elem)
-{
-        command_record_release(elem);
-}
+#define COMMAND_COLUMNS STORE_COMMAND_COLUMNS
 
 int sqlite_command_insert(struct state_store *st, const struct command_record *c)
 {
@@ -202,7 +159,7 @@ int sqlite_command_get(struct state_store *st, const char *sandbox_id, const cha
         if (r == 0) {
                 sq_bind_text(s, 1, id);
                 sq_bind_text(s, 2, sandbox_id);
-                r = sq_fetch_one(s, command_row, ret);
+                r = sq_fetch_one(s, store_row_command, ret);
         }
         pthread_mutex_unlock(&st->lock);
         return r;
@@ -238,7 +195,7 @@ int sqlite_command_list(struct state_store *st, const char *sandbox_id, bool unf
                         sq_bind_text(s, 1, sandbox_id);
                 sqlite3_bind_int(s, 2, unfinished_only);
                 sq_bind_page(s, page);
-                r = sq_collect(s, sizeof(struct command_record), command_row, command_release, (void **)ret, ret_n);
+                r = sq_collect(s, sizeof(struct command_record), store_row_command, store_release_command, (void **)ret, ret_n);
         }
         pthread_mutex_unlock(&st->lock);
         return r;

@@ -4,14 +4,8 @@
 
 #include <string.h>
 
-static void tally_row(sqlite3_stmt *s, void *elem)
-{
-        struct store_tally *t = elem;
-        memset(t, 0, sizeof(*t));
-        sq_copy_col(s, 0, t->a, sizeof(t->a));
-        sq_copy_col(s, 1, t->b, sizeof(t->b));
-        t->n = sqlite3_column_int64(s, 2);
-}
+#include "state_store/store_sql.h"
+
 
 static int tally(struct state_store *st, const char *sql, struct store_tally **ret, size_t *ret_n)
 {
@@ -19,25 +13,19 @@ static int tally(struct state_store *st, const char *sql, struct store_tally **r
         pthread_mutex_lock(&st->lock);
         int r = sq_prepare(st, sql, &s);
         if (r == 0)
-                r = sq_collect(s, sizeof(struct store_tally), tally_row, NULL, (void **)ret, ret_n);
+                r = sq_collect(s, sizeof(struct store_tally), store_row_tally, NULL, (void **)ret, ret_n);
         pthread_mutex_unlock(&st->lock);
         return r;
 }
 
 int sqlite_sandbox_tally(struct state_store *st, struct store_tally **ret, size_t *ret_n)
 {
-        return tally(st,
-                     "SELECT state, runtime, COUNT(*) FROM sandboxes WHERE state != 'destroyed'"
-                     " GROUP BY state, runtime ORDER BY state, runtime",
-                     ret, ret_n);
+        return tally(st, STORE_SQL_SANDBOX_TALLY, ret, ret_n);
 }
 
 int sqlite_operation_tally(struct state_store *st, struct store_tally **ret, size_t *ret_n)
 {
-        return tally(st,
-                     "SELECT kind, state, COUNT(*) FROM operations WHERE state IN ('pending', 'running')"
-                     " GROUP BY kind, state ORDER BY kind, state",
-                     ret, ret_n);
+        return tally(st, STORE_SQL_OPERATION_TALLY, ret, ret_n);
 }
 
 int sqlite_probe_write(struct state_store *st, int64_t now_ms)

@@ -7,32 +7,11 @@
 #include <errno.h>
 #include <string.h>
 
-#define POLICY_COLUMNS "id, project_id, name, sandbox_id, version, document, created_at, updated_at"
-
-static void policy_row(sqlite3_stmt *s, void *elem)
-{
-        struct policy_record *p = elem;
-        memset(p, 0, sizeof(*p));
-        sq_copy_col(s, 0, p->id, sizeof(p->id));
-        sq_copy_col(s, 1, p->project_id, sizeof(p->project_id));
-        sq_copy_col(s, 2, p->name, sizeof(p->name));
-        sq_copy_col(s, 3, p->sandbox_id, sizeof(p->sandbox_id));
-        p->version = sqlite3_column_int64(s, 4);
-        p->document = sq_json_col(s, 5);
-        p->created_at_ms = sqlite3_column_int64(s, 6);
-        p->updated_at_ms = sqlite3_column_int64(s, 7);
-}
-
-static void policy_elem_release(void *elem)
-{
-        policy_record_release(elem);
-}
-
 int sqlite_policy_insert(struct state_store *st, const struct policy_record *p)
 {
         sqlite3_stmt *s;
         pthread_mutex_lock(&st->lock);
-        int r = sq_prepare(st, "INSERT INTO policies(" POLICY_COLUMNS ") VALUES (?,?,?,?,?,?,?,?)", &s);
+        int r = sq_prepare(st, "INSERT INTO policies(" STORE_POLICY_COLUMNS ") VALUES (?,?,?,?,?,?,?,?)", &s);
         if (r == 0) {
                 sq_bind_text(s, 1, p->id);
                 sq_bind_text(s, 2, p->project_id);
@@ -52,12 +31,13 @@ int sqlite_policy_get(struct state_store *st, const char *project_id, const char
 {
         sqlite3_stmt *s;
         pthread_mutex_lock(&st->lock);
-        int r = sq_prepare(st, "SELECT " POLICY_COLUMNS " FROM policies WHERE id = ?1 AND (?2 IS NULL OR project_id = ?2)", &s);
+        int r = sq_prepare(st, "SELECT " STORE_POLICY_COLUMNS " FROM policies WHERE id = ?1 AND (?2 IS NULL OR project_id = ?2)",
+                           &s);
         if (r == 0) {
                 sq_bind_text(s, 1, id);
                 if (project_id)
                         sq_bind_text(s, 2, project_id);
-                r = sq_fetch_one(s, policy_row, ret);
+                r = sq_fetch_one(s, store_row_policy, ret);
         }
         pthread_mutex_unlock(&st->lock);
         return r;
@@ -68,11 +48,12 @@ int sqlite_policy_list(struct state_store *st, const char *project_id, struct po
         sqlite3_stmt *s;
         pthread_mutex_lock(&st->lock);
         int r = sq_prepare(
-                st, "SELECT " POLICY_COLUMNS " FROM policies WHERE (?1 IS NULL OR project_id = ?1) ORDER BY created_at, id", &s);
+                st, "SELECT " STORE_POLICY_COLUMNS " FROM policies WHERE (?1 IS NULL OR project_id = ?1) ORDER BY created_at, id",
+                &s);
         if (r == 0) {
                 if (project_id)
                         sq_bind_text(s, 1, project_id);
-                r = sq_collect(s, sizeof(struct policy_record), policy_row, policy_elem_release, (void **)ret, ret_n);
+                r = sq_collect(s, sizeof(struct policy_record), store_row_policy, store_release_policy, (void **)ret, ret_n);
         }
         pthread_mutex_unlock(&st->lock);
         return r;

@@ -4,13 +4,6 @@
 #include <errno.h>
 #include <string.h>
 
-static void project_row(sqlite3_stmt *s, void *elem)
-{
-        struct project *p = elem;
-        memset(p, 0, sizeof(*p));
-        sq_copy_col(s, 0, p->id, sizeof(p->id));
-        p->created_at_ms = sqlite3_column_int64(s, 1);
-}
 
 int sqlite_project_insert(struct state_store *st, const struct project *p)
 {
@@ -33,7 +26,7 @@ int sqlite_project_get(struct state_store *st, const char *id, struct project *r
         int r = sq_prepare(st, "SELECT id, created_at FROM projects WHERE id=?", &s);
         if (r == 0) {
                 sq_bind_text(s, 1, id);
-                r = sq_fetch_one(s, project_row, ret);
+                r = sq_fetch_one(s, store_row_project, ret);
         }
         pthread_mutex_unlock(&st->lock);
         return r;
@@ -52,7 +45,7 @@ int sqlite_project_list(struct state_store *st, const char *project_id, const st
                 if (project_id)
                         sq_bind_text(s, 1, project_id);
                 sq_bind_page(s, page);
-                r = sq_collect(s, sizeof(struct project), project_row, NULL, (void **)ret, ret_n);
+                r = sq_collect(s, sizeof(struct project), store_row_project, NULL, (void **)ret, ret_n);
         }
         pthread_mutex_unlock(&st->lock);
         return r;

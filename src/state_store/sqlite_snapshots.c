@@ -5,8 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define SNAP_COLUMNS \
-        "id, sandbox_id, state, label, kind, parent_snapshot_id, bytes_exclusive, pause_us, created_at, rolling, project_id"
+#define SNAP_COLUMNS STORE_SNAP_COLUMNS
 
 int sq_snapshot_insert_locked(struct state_store *st, const struct snapshot *snap)
 {
@@ -32,28 +31,6 @@ int sq_snapshot_insert_locked(struct state_store *st, const struct snapshot *sna
         return sq_exec_done(s);
 }
 
-static void snapshot_from_row(sqlite3_stmt *s, struct snapshot *snap);
-static void snapshot_row(sqlite3_stmt *s, void *elem)
-{
-        snapshot_from_row(s, elem);
-}
-
-static void snapshot_from_row(sqlite3_stmt *s, struct snapshot *snap)
-{
-        memset(snap, 0, sizeof(*snap));
-        sq_copy_col(s, 0, snap->id, sizeof(snap->id));
-        sq_copy_col(s, 1, snap->sandbox_id, sizeof(snap->sandbox_id));
-        sq_copy_col(s, 2, snap->state, sizeof(snap->state));
-        sq_copy_col(s, 3, snap->label, sizeof(snap->label));
-        sq_copy_col(s, 4, snap->kind, sizeof(snap->kind));
-        sq_copy_col(s, 5, snap->parent_snapshot_id, sizeof(snap->parent_snapshot_id));
-        snap->bytes_exclusive = sqlite3_column_int64(s, 6);
-        snap->pause_us = sqlite3_column_int64(s, 7);
-        snap->created_at_ms = sqlite3_column_int64(s, 8);
-        snap->rolling = sqlite3_column_int(s, 9) != 0;
-        sq_copy_col(s, 10, snap->project_id, sizeof(snap->project_id));
-}
-
 int sqlite_snapshot_get(struct state_store *st, const char *id, struct snapshot *ret)
 {
         sqlite3_stmt *s;
@@ -63,7 +40,7 @@ int sqlite_snapshot_get(struct state_store *st, const char *id, struct snapshot 
                 sq_bind_text(s, 1, id);
                 int rc = sqlite3_step(s);
                 if (rc == SQLITE_ROW)
-                        snapshot_from_row(s, ret);
+                        sq_decode(s, store_row_snapshot, ret);
                 r = rc == SQLITE_ROW ? 0 : rc == SQLITE_DONE ? -ENOENT : sq_error(rc);
                 sqlite3_finalize(s);
         }
@@ -87,7 +64,7 @@ int sqlite_snapshot_list(struct state_store *st, const char *sandbox_id, const c
                 if (project_id)
                         sq_bind_text(s, 2, project_id);
                 sq_bind_page(s, page);
-                r = sq_collect(s, sizeof(struct snapshot), snapshot_row, NULL, (void **)ret, ret_n);
+                r = sq_collect(s, sizeof(struct snapshot), store_row_snapshot, NULL, (void **)ret, ret_n);
         }
         pthread_mutex_unlock(&st->lock);
         return r;

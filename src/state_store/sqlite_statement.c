@@ -45,7 +45,7 @@ void sq_bind_text(sqlite3_stmt *s, int i, const char *v)
 
 void sq_bind_json(sqlite3_stmt *s, int i, const json_t *v)
 {
-        char *text = v ? json_dumps(v, JSON_COMPACT) : NULL;
+        char *text = store_json_text(v);
         sqlite3_bind_text(s, i, text ? text : "{}", -1, SQLITE_TRANSIENT);
         free(text);
 }
@@ -56,12 +56,6 @@ void sq_copy_col(sqlite3_stmt *s, int i, char *dst, size_t size)
         snprintf(dst, size, "%s", v ? (const char *)v : "");
 }
 
-json_t *sq_json_col(sqlite3_stmt *s, int i)
-{
-        const unsigned char *v = sqlite3_column_text(s, i);
-        json_t *j = v ? json_loads((const char *)v, 0, NULL) : NULL;
-        return j ? j : json_object();
-}
 
 /* Runs a statement that returns no rows. */
 int sq_exec_done(sqlite3_stmt *s)
@@ -71,11 +65,30 @@ int sq_exec_done(sqlite3_stmt *s)
         return rc == SQLITE_DONE ? 0 : sq_error(rc);
 }
 
-int sq_fetch_one(sqlite3_stmt *s, void (*row_fn)(sqlite3_stmt *s, void *elem), void *elem)
+static const char *column_text(const void *row, int col)
+{
+        return (const char *)sqlite3_column_text((sqlite3_stmt *)row, col);
+}
+static int64_t column_integer(const void *row, int col)
+{
+        return sqlite3_column_int64((sqlite3_stmt *)row, col);
+}
+static double column_real(const void *row, int col)
+{
+        return sqlite3_column_double((sqlite3_stmt *)row, col);
+}
+
+void sq_decode(sqlite3_stmt *s, store_row_decode decode, void *elem)
+{
+        const struct store_row r = { .text = column_text, .integer = column_integer, .real = column_real, .row = s };
+        decode(&r, elem);
+}
+
+int sq_fetch_one(sqlite3_stmt *s, store_row_decode decode, void *elem)
 {
         int rc = sqlite3_step(s);
         if (rc == SQLITE_ROW)
-                row_fn(s, elem);
+                sq_decode(s, decode, elem);
         sqlite3_finalize(s);
         return rc == SQLITE_ROW ? 0 : rc == SQLITE_DONE ? -ENOENT : sq_error(rc);
 }
@@ -94,8 +107,8 @@ void sq_rollback(struct state_store *st)
 }
 
 
-int sq_collect(sqlite3_stmt *s, size_t elem_size, void (*row_fn)(sqlite3_stmt *s, void *elem), void (*release_fn)(void *elem),
-               void **ret, size_t *ret_n)
+int sq_collect(sqlite3_stmt *s, size_t elem_size, store_row_decode decode, void (*release_fn)(void *elem), void **ret,
+               size_t *ret_n)
 {
         char *arr = NULL;
         size_t n = 0, cap = 0;
@@ -110,7 +123,7 @@ int sq_collect(sqlite3_stmt *s, size_t elem_size, void (*row_fn)(sqlite3_stmt *s
                         }
                         arr = grown;
                 }
-                row_fn(s, arr + n++ * elem_size);
+                sq_decode(s, decode, arr + n++ * elem_size);
         }
         sqlite3_finalize(s);
         if (rc != SQLITE_DONE) {

@@ -8,6 +8,7 @@
 #include <stdint.h>
 
 #include "state_store/state_store.h"
+#include "state_store/store_record_rows.h"
 
 struct state_store {
         sqlite3 *db;
@@ -20,15 +21,16 @@ int sq_prepare(struct state_store *st, const char *sql, sqlite3_stmt **ret);
 void sq_bind_text(sqlite3_stmt *s, int i, const char *v);
 void sq_bind_json(sqlite3_stmt *s, int i, const json_t *v);
 void sq_copy_col(sqlite3_stmt *s, int i, char *dst, size_t size);
-json_t *sq_json_col(sqlite3_stmt *s, int i);
 int sq_exec_done(sqlite3_stmt *s);
 /* Steps a prepared statement to the end, filling a growing array with one element per row
- * (row_fn reads a row into an element; release_fn, if any, frees one). Finalizes the
+ * (decode reads a row into an element; release_fn, if any, frees one). Finalizes the
  * statement. On failure frees what it had and leaves *ret untouched. */
-int sq_collect(sqlite3_stmt *s, size_t elem_size, void (*row_fn)(sqlite3_stmt *s, void *elem), void (*release_fn)(void *elem),
-               void **ret, size_t *ret_n);
-/* Steps s once: a row is read into *elem with row_fn (0), no row gives -ENOENT. Finalizes s. */
-int sq_fetch_one(sqlite3_stmt *s, void (*row_fn)(sqlite3_stmt *s, void *elem), void *elem);
+int sq_collect(sqlite3_stmt *s, size_t elem_size, store_row_decode decode, void (*release_fn)(void *elem), void **ret,
+               size_t *ret_n);
+/* Steps s once: a row is read into *elem with decode (0), no row gives -ENOENT. Finalizes s. */
+int sq_fetch_one(sqlite3_stmt *s, store_row_decode decode, void *elem);
+/* Decodes the row s is on (store_record_rows.h). */
+void sq_decode(sqlite3_stmt *s, store_row_decode decode, void *elem);
 int sq_begin(struct state_store *st);
 int sq_commit(struct state_store *st);
 void sq_rollback(struct state_store *st);

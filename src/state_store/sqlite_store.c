@@ -125,33 +125,7 @@ static int sqlite_operation_refers(struct state_store *st, const char *id, bool 
         return r;
 }
 
-#define OP_COLUMNS                                                                                                               \
-        "id, kind, target, state, error_code, error_message, created_at, started_at, finished_at, params, result, snapshot_id, " \
-        "project_id"
-
-static void op_from_row(sqlite3_stmt *s, struct operation *op);
-static void op_row(sqlite3_stmt *s, void *elem)
-{
-        op_from_row(s, elem);
-}
-
-static void op_from_row(sqlite3_stmt *s, struct operation *op)
-{
-        memset(op, 0, sizeof(*op));
-        sq_copy_col(s, 0, op->id, sizeof(op->id));
-        sq_copy_col(s, 1, op->kind, sizeof(op->kind));
-        sq_copy_col(s, 2, op->target, sizeof(op->target));
-        operation_state_from_name((const char *)sqlite3_column_text(s, 3), &op->state);
-        sq_copy_col(s, 4, op->error_code, sizeof(op->error_code));
-        sq_copy_col(s, 5, op->error_message, sizeof(op->error_message));
-        op->created_at_ms = sqlite3_column_int64(s, 6);
-        op->started_at_ms = sqlite3_column_int64(s, 7);
-        op->finished_at_ms = sqlite3_column_int64(s, 8);
-        sq_copy_col(s, 9, op->params, sizeof(op->params));
-        sq_copy_col(s, 10, op->result, sizeof(op->result));
-        sq_copy_col(s, 11, op->snapshot_id, sizeof(op->snapshot_id));
-        sq_copy_col(s, 12, op->project_id, sizeof(op->project_id));
-}
+#define OP_COLUMNS STORE_OP_COLUMNS
 
 static int sqlite_operation_insert(struct state_store *st, const struct operation *op)
 {
@@ -194,7 +168,7 @@ static int sqlite_operation_get(struct state_store *st, const char *id, struct o
                 sq_bind_text(s, 1, id);
                 int rc = sqlite3_step(s);
                 if (rc == SQLITE_ROW)
-                        op_from_row(s, ret);
+                        sq_decode(s, store_row_operation, ret);
                 r = rc == SQLITE_ROW ? 0 : rc == SQLITE_DONE ? -ENOENT : sq_error(rc);
                 sqlite3_finalize(s);
         }
@@ -223,7 +197,7 @@ static int sqlite_operation_list(struct state_store *st, const char *target, int
                         sq_bind_text(s, 3, project_id);
                 sq_bind_page(s, page);
         }
-        r = sq_collect(s, sizeof(struct operation), op_row, NULL, (void **)ret, ret_n);
+        r = sq_collect(s, sizeof(struct operation), store_row_operation, NULL, (void **)ret, ret_n);
 out:
         pthread_mutex_unlock(&st->lock);
         return r;
@@ -231,51 +205,7 @@ out:
 
 /* ---- sandboxes ---- */
 
-#define SB_COLUMNS                                                                                       \
-        "id, state, state_reason, template, environment, cpus, memory_mb, pids, disk_mb, env, metadata," \
-        " timeout_s, on_timeout, expires_at, created_at, updated_at, runtime, runtime_state,"            \
-        " parent_sandbox_id, parent_snapshot_id, head_snapshot_id, rolling, project_id, network"
-
-static void sb_from_row(sqlite3_stmt *s, struct sandbox *sb);
-static void sb_row(sqlite3_stmt *s, void *elem)
-{
-        sb_from_row(s, elem);
-}
-static void sb_release(void *elem)
-{
-        sandbox_release(elem);
-}
-
-static void sb_from_row(sqlite3_stmt *s, struct sandbox *sb)
-{
-        memset(sb, 0, sizeof(*sb));
-        sq_copy_col(s, 0, sb->id, sizeof(sb->id));
-        sandbox_state_from_name((const char *)sqlite3_column_text(s, 1), &sb->state);
-        sq_copy_col(s, 2, sb->state_reason, sizeof(sb->state_reason));
-        sq_copy_col(s, 3, sb->template_name, sizeof(sb->template_name));
-        sb->environment = sq_json_col(s, 4);
-        sb->resources.cpus = sqlite3_column_double(s, 5);
-        sb->resources.memory_mb = sqlite3_column_int64(s, 6);
-        sb->resources.pids = sqlite3_column_int64(s, 7);
-        sb->resources.disk_mb = sqlite3_column_int64(s, 8);
-        sb->env = sq_json_col(s, 9);
-        sb->metadata = sq_json_col(s, 10);
-        sb->timeout_s = sqlite3_column_int64(s, 11);
-        sq_copy_col(s, 12, sb->on_timeout, sizeof(sb->on_timeout));
-        sb->expires_at_ms = sqlite3_column_int64(s, 13);
-        sb->created_at_ms = sqlite3_column_int64(s, 14);
-        sb->updated_at_ms = sqlite3_column_int64(s, 15);
-        sq_copy_col(s, 16, sb->runtime, sizeof(sb->runtime));
-        sq_copy_col(s, 17, sb->runtime_state, sizeof(sb->runtime_state));
-        sq_copy_col(s, 18, sb->parent_sandbox_id, sizeof(sb->parent_sandbox_id));
-        sq_copy_col(s, 19, sb->parent_snapshot_id, sizeof(sb->parent_snapshot_id));
-        sq_copy_col(s, 20, sb->head_snapshot_id, sizeof(sb->head_snapshot_id));
-        const unsigned char *rolling = sqlite3_column_text(s, 21);
-        sb->rolling = rolling && rolling[0] ? json_loads((const char *)rolling, 0, NULL) : NULL;
-        sq_copy_col(s, 22, sb->project_id, sizeof(sb->project_id));
-        const unsigned char *network = sqlite3_column_text(s, 23);
-        sb->network = network && network[0] ? json_loads((const char *)network, 0, NULL) : NULL;
-}
+#define SB_COLUMNS STORE_SB_COLUMNS
 
 static int sb_insert_locked(struct state_store *st, const struct sandbox *sb)
 {
@@ -357,7 +287,7 @@ static int sb_get_locked(struct state_store *st, const char *id, struct sandbox 
         sq_bind_text(s, 1, id);
         int rc = sqlite3_step(s);
         if (rc == SQLITE_ROW)
-                sb_from_row(s, ret);
+                sq_decode(s, store_row_sandbox, ret);
         sqlite3_finalize(s);
         return rc == SQLITE_ROW ? 0 : rc == SQLITE_DONE ? -ENOENT : sq_error(rc);
 }
@@ -388,7 +318,7 @@ static int sqlite_sandbox_list(struct state_store *st, int state_filter, const c
         if (project_id)
                 sq_bind_text(s, 2, project_id);
         sq_bind_page(s, page);
-        r = sq_collect(s, sizeof(struct sandbox), sb_row, sb_release, (void **)ret, ret_n);
+        r = sq_collect(s, sizeof(struct sandbox), store_row_sandbox, store_release_sandbox, (void **)ret, ret_n);
 out:
         pthread_mutex_unlock(&st->lock);
         return r;

@@ -8,6 +8,10 @@ loop-mounted btrfs pool and the temporary directory.
 Binaries come from the environment (SPACED, SPACE_CLI, SPACE_AGENT, set by
 meson) or default to the build/ directory of the repository.
 
+SPACE_TEST_STORE=postgres runs every spaced of the tests on PostgreSQL instead of its
+SQLite file: each Spaced gets a throwaway cluster of its own (pg_cluster.py) and
+--database naming it, removed by cleanup() (docs/testing.md).
+
 Standard library, plus python3-jsonschema and python3-yaml for the contract check: every
 response of the v1 API the tests receive is held to api/openapi.yaml as it arrives
 (openapi_contract.py), and a violation fails the test that received it.
@@ -30,6 +34,7 @@ import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import openapi_contract  # noqa: E402
+from pg_cluster import PgCluster  # noqa: E402
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SPACED = os.environ.get("SPACED", os.path.join(REPO, "build/src/spaced/spaced"))
@@ -341,8 +346,13 @@ class Spaced:
     The state directory survives stop()/kill9()/start() so restarts see the same state;
     cleanup() removes everything."""
 
-    def __init__(self, max_body=None, workers=None, extra_args=()):
+    def __init__(self, max_body=None, workers=None, extra_args=(), database=None):
         self.tmp = tempfile.mkdtemp(prefix="spit-", dir="/tmp")
+        # The store: database (a PostgreSQL URL) when given; with SPACE_TEST_STORE=postgres,
+        # a cluster of this Spaced's own, started at the first start(); else SQLite.
+        self.database = database
+        self.pg = None
+        self.own_pg = database is None and os.environ.get("SPACE_TEST_STORE") == "postgres"
         self.state_dir = os.path.join(self.tmp, "s")
         self.port = free_port()
         self.url = "http://127.0.0.1:%d" % self.port
@@ -362,6 +372,8 @@ class Spaced:
     def args(self):
         a = [SPACED, "--state-dir", self.state_dir, "--listen", "127.0.0.1:%d" % self.port,
              "--pool-size", "2G", "--log-level", "debug", "--agent", SPACE_AGENT]
+        if self.database:
+            a += ["--database", self.database]
         if self.max_body is not None:
             a += ["--max-body", str(self.max_body)]
         if self.workers is not None:
@@ -370,6 +382,9 @@ class Spaced:
 
     def start(self, timeout=60, health=200):
         assert self.proc is None or self.proc.poll() is not None, "spaced already running"
+        if self.own_pg and self.pg is None:
+            self.pg = PgCluster().start()
+            self.database = self.pg.url()
         self.runs += 1
         out_path = os.path.join(self.tmp, "spaced-%d.out" % self.runs)
         err_path = os.path.join(self.tmp, "spaced-%d.err" % self.runs)
@@ -756,6 +771,8 @@ class Spaced:
                         subprocess.run(["losetup", "-d", dev], capture_output=True)
         finally:
             self.saved_logs = self.logs(tail=40)
+            if self.pg is not None:
+                self.pg.stop()
             shutil.rmtree(self.tmp, ignore_errors=True)
 
 

@@ -1,0 +1,135 @@
+"""spaced on PostgreSQL (--database): the real daemon against a real throwaway cluster
+(pg_cluster.py, its own socket directory, no TCP). The lifecycle and policy documents work
+and are written to PostgreSQL (not to the state directory's SQLite file); a restart and a
+kill -9 then restart answer the same; a second spaced on the same database refuses to
+start, saying why."""
+
+import os
+import subprocess
+import time
+import unittest
+
+from pg_cluster import PgCluster
+from spaced_harness import SPACED, SPACE_AGENT, Spaced, SpacedTestCase, free_port, require_root
+
+
+class PostgresStore(SpacedTestCase):
+
+    @classmethod
+    def setUpClass(cls):
+        require_root()
+        cls.pg = PgCluster().start()
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.pg.stop()
+
+    def setUp(self):
+        self.db = "space_%d" % int(time.monotonic() * 1000)
+        self.spaced = Spaced(database=self.pg.create_database(self.db))
+        self.addCleanup(self.spaced.cleanup)
+        self.spaced.start()
+
+    def rows(self, sql):
+        return self.pg.psql(sql, database=self.db)
+
+    def snapshot(self, sid, label):
+        _, data = self.spaced.api("POST", "/v1/sandboxes/%s/snapshots?wait=true&timeout_s=120" % sid,
+                                  {"label": label}, expect=200)
+        return data["snapshot"]
+
+    def view(self, sids):
+        """What the API says of the sandboxes, their snapshots and the keys, without times
+        that move on their own."""
+        sp = self.spaced
+        out = {}
+        for sid in sids:
+            sb = sp.get(sid)
+            snaps = sp.api("GET", "/v1/sandboxes/%s/snapshots" % sid, expect=200)[1]["snapshots"]
+            out[sid] = (sb["state"], sb.get("metadata"), sb.get("template"),
+                        [(s["id"], s.get("label"), s.get("state")) for s in snaps])
+        keys = sp.api("GET", "/v1/keys", expect=200)[1]
+        out["keys"] = sorted(k["id"] for k in keys.get("keys", keys.get("data", [])))
+        return out
+
+    def test_lifecycle_is_stored_in_postgres(self):
+        sp = self.spaced
+        self.assertEqual(self.rows("SELECT version FROM space_schema"), "14")
+        sid = sp.create(metadata={"store": "postgres"})
+        r = sp.sh(sid, "echo hello > /root/f; cat /root/f")
+        self.assertEqual(r["stdout"], "hello\n", r)
+        self.assertEqual(self.rows("SELECT state || ' ' || metadata FROM sandboxes WHERE id = '%s'" % sid),
+                         'running {"store":"postgres"}')
+        snap = self.snapshot(sid, "first")
+        snap_id = snap["id"]
+        self.assertTrue(snap_id, snap)
+        self.assertEqual(self.rows("SELECT label FROM snapshots WHERE id = '%s'" % snap_id), "first")
+        self.assertEqual(self.rows("SELECT string_agg(kind || ':' || state, ',' ORDER BY created_at, id) FROM operations"
+                                   " WHERE target = '%s'" % sid), "sandbox.create:succeeded,sandbox.snapshot:succeeded")
+        self.assertNotEqual(self.rows("SELECT count(*) FROM audit_log WHERE target = '%s'" % sid), "0")
+        # A policy document: a row, its update a new version of the same row.
+        doc = {"name": "pg", "rules": [{"id": "r1", "effect": "deny", "match": {"executable": "nothing-runs-this"}}]}
+        _, pol = sp.api("POST", "/v1/policies", doc, expect=201)
+        self.assertEqual(self.rows("SELECT name || ' ' || version FROM policies WHERE id = '%s'" % pol["id"]), "pg 1")
+        sp.api("PUT", "/v1/policies/%s?if_version=1" % pol["id"], doc, expect=200)
+        self.assertEqual(self.rows("SELECT version FROM policies WHERE id = '%s'" % pol["id"]), "2")
+        sp.api("DELETE", "/v1/policies/" + pol["id"], expect=204)
+        self.assertEqual(self.rows("SELECT count(*) FROM policies"), "0")
+        # Not in the state directory's SQLite file: it holds no table.
+        db = os.path.join(sp.state_dir, "state.db")
+        self.assertTrue(not os.path.exists(db) or os.path.getsize(db) == 0, "state.db was written")
+        sp.destroy(sid)
+        self.assertEqual(self.rows("SELECT state FROM sandboxes WHERE id = '%s'" % sid), "destroyed")
+        self.assertEqual(sp.leaks(sid), [])
+
+    def _restart_answers_the_same(self, hard):
+        sp = self.spaced
+        running = sp.create(metadata={"t": "running"})
+        stopped = sp.create(metadata={"t": "stopped"})
+        sp.sh(running, "echo kept > /root/f")
+        self.snapshot(running, "before")
+        sp.action(stopped, "stop")
+        before = self.view([running, stopped])
+        if hard:
+            sp.kill9()
+        else:
+            self.assertEqual(sp.stop(), 0)
+        sp.start()
+        self.assertEqual(self.view([running, stopped]), before)
+        self.assertEqual(sp.sh(running, "cat /root/f")["stdout"], "kept\n")
+        # And it goes on working: a new sandbox, a destroy.
+        new = sp.create()
+        self.assertEqual(sp.sh(new, "echo new")["stdout"], "new\n")
+        sp.destroy(running)
+        self.assertEqual(sp.leaks(running), [])
+
+    def test_restart_keeps_everything(self):
+        self._restart_answers_the_same(hard=False)
+
+    def test_kill9_then_restart_answers_the_same(self):
+        self._restart_answers_the_same(hard=True)
+
+    def test_second_spaced_on_the_same_database_refuses(self):
+        other = Spaced(database=self.spaced.database)
+        try:
+            r = subprocess.run(other.args(), capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
+            self.assertNotEqual(r.returncode, 0, r.stdout + r.stderr)
+            self.assertIn("another spaced uses it", r.stdout + r.stderr)
+            self.assertNotIn("postgresql://", r.stdout + r.stderr, "the URL (which may hold a password) was logged")
+        finally:
+            other.cleanup()
+        # The first one is unaffected.
+        self.assertEqual(self.spaced.request("GET", "/v1/health", key=None)[0], 200)
+
+    def test_unreachable_database_fails_start_clearly(self):
+        tmp = Spaced(database="postgresql://space@/nope?host=/nonexistent-space-dir&port=1")
+        try:
+            r = subprocess.run(tmp.args(), capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
+            self.assertNotEqual(r.returncode, 0)
+            self.assertIn("cannot open the PostgreSQL database", r.stdout + r.stderr)
+        finally:
+            tmp.cleanup()
+
+
+if __name__ == "__main__":
+    unittest.main()
