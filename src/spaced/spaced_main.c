@@ -466,7 +466,9 @@ int main(int argc, char **argv)
                 warm_pool_free(ctx.warm);
                 runtime_registry_free(&ctx.runtimes); /* the egress table goes when no sandbox holds a link */
         }
-        ctx.store.ops->close(ctx.store.st);
+        /* The store stays open to the end: command followers are detached threads that the
+         * shutdown above woke, and one may still be recording what it saw; every commit is
+         * already on disk (WAL), and the process's exit releases the database. */
         log_info("spaced.stopped", "drained=%s", drained ? "true" : "false");
         /* Long execs may still hold connections: exit without waiting for them. */
         _exit(EXIT_SUCCESS);
