@@ -13,6 +13,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "api/tls_credentials.h"
 #include "spaced/log.h"
 #include "spaced/spaced_context.h"
 
@@ -192,38 +193,6 @@ static void on_mhd_log(void *cls, const char *fmt, va_list ap)
         log_debug("http.server_said", "message=\"%s\"", LOG_ESC(line));
 }
 
-/* The same for the throwaway daemon of http_listener_check_tls. */
-static void on_check_log(void *cls, const char *fmt, va_list ap)
-{
-        struct start_log *log = cls;
-        format_mhd_line(log->buf, log->size, fmt, ap);
-}
-
-static enum MHD_Result refuse_all(void *cls, struct MHD_Connection *conn, const char *url, const char *method,
-                                  const char *version, const char *upload_data, size_t *upload_data_size, void **con_cls)
-{
-        return MHD_NO;
-}
-
-int http_listener_check_tls(const struct spaced_config *cfg, char *reason, size_t reason_size)
-{
-        struct start_log log = { reason, reason_size };
-        if (!cfg->tls_cert_pem || !cfg->tls_key_pem || !reason_size)
-                return 0;
-        reason[0] = '\0';
-        struct MHD_Daemon *d =
-                MHD_start_daemon(MHD_USE_TLS | MHD_USE_NO_LISTEN_SOCKET | MHD_USE_ERROR_LOG, 0, NULL, NULL, refuse_all, NULL,
-                                 MHD_OPTION_EXTERNAL_LOGGER, on_check_log, &log, MHD_OPTION_HTTPS_MEM_KEY, cfg->tls_key_pem,
-                                 MHD_OPTION_HTTPS_MEM_CERT, cfg->tls_cert_pem, MHD_OPTION_END);
-        if (!d) {
-                if (!reason[0])
-                        snprintf(reason, reason_size, "libmicrohttpd could not start TLS");
-                return -EINVAL;
-        }
-        MHD_stop_daemon(d);
-        return 0;
-}
-
 const char *http_listener_scheme(const struct spaced_config *cfg)
 {
         return cfg->tls_cert_pem ? "https" : "http";
@@ -253,7 +222,7 @@ int http_listener_start(const struct spaced_config *cfg, const struct http_liste
         /* Suspend/resume brings the inter-thread channel that quiesce needs. */
         unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION | MHD_USE_POLL |
                 MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG;
-        bool tls = o->tcp && cfg->tls_cert_pem && cfg->tls_key_pem;
+        bool tls = o->tcp && cfg->tls_cert_pem && tls_credentials_ready();
         if (tls)
                 flags |= MHD_USE_TLS;
         struct MHD_OptionItem opts[] = {
@@ -265,9 +234,9 @@ int http_listener_start(const struct spaced_config *cfg, const struct http_liste
                 { MHD_OPTION_PER_IP_CONNECTION_LIMIT, o->tcp ? cfg->http_max_per_ip : 0, NULL },
                 { MHD_OPTION_THREAD_STACK_SIZE, (intptr_t)o->stack_size, NULL },
                 { MHD_OPTION_LISTEN_SOCKET, o->listen_fd, NULL },
-                /* Last, so that plain HTTP ends the list here. */
-                { tls ? MHD_OPTION_HTTPS_MEM_KEY : MHD_OPTION_END, 0, tls ? cfg->tls_key_pem : NULL },
-                { MHD_OPTION_HTTPS_MEM_CERT, 0, tls ? cfg->tls_cert_pem : NULL },
+                /* Last, so that plain HTTP ends the list here; the pair is asked for at each
+                 * handshake, so that a reload reaches new connections (api/tls_credentials.h). */
+                { tls ? MHD_OPTION_HTTPS_CERT_CALLBACK : MHD_OPTION_END, 0, tls ? tls_credentials_callback() : NULL },
                 { MHD_OPTION_END, 0, NULL },
         };
         if (listen(o->listen_fd, 512) == 0)

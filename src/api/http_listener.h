@@ -37,16 +37,13 @@ struct http_listener_options {
  * process listens on is refused (never SO_REUSEPORT, with which the kernel would split
  * connections between two daemons). Returns the socket, or -errno with reason set. */
 int http_listener_bind(const char *addr, uint16_t port, char *reason, size_t reason_size);
-/* Starts listening with the limits of cfg, over TLS when cfg has a certificate and o->tcp;
+/* Starts listening with the limits of cfg, over TLS when cfg has a certificate and o->tcp
+ * (with the pair of api/tls_credentials.h, which must be set first);
  * it owns o->listen_fd from here, on failure too. Returns 0, -ENOMEM, or -EADDRINUSE when
  * libmicrohttpd could not start (port taken, bad socket, a certificate or key GnuTLS
  * refused), with libmicrohttpd's own words in reason. */
 int http_listener_start(const struct spaced_config *cfg, const struct http_listener_options *o, struct http_listener **ret,
                         char *reason, size_t reason_size);
-/* Whether GnuTLS takes cfg's certificate and key (a daemon without a socket is started and
- * stopped): so that a bad pair ends the start before anything is touched. 0 (also when
- * TLS is off), or -EINVAL with libmicrohttpd's words in reason. */
-int http_listener_check_tls(const struct spaced_config *cfg, char *reason, size_t reason_size);
 /* Whether the listeners of cfg speak TLS: "https" or "http". */
 const char *http_listener_scheme(const struct spaced_config *cfg);
 /* scheme://addr:port (an IPv6 address in brackets) for a listener of cfg; buf of at least

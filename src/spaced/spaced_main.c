@@ -43,6 +43,7 @@
 #include "spaced/metrics.h"
 #include "spaced/sd_notify.h"
 #include "spaced/tls_files.h"
+#include "api/tls_credentials.h"
 #include "spaced/wallclock.h"
 #include "spaced/spaced_config.h"
 #include "state_store/state_store_postgres.h"
@@ -166,8 +167,37 @@ static void release_pool(struct spaced_context *ctx)
                 log_info("pool.unmounted", "pool=%s", ctx->pool.root);
 }
 
+/* At a reload, the TLS files are read again (an operator replaced the certificate): new
+ * handshakes get the new pair; open connections keep theirs. A pair that does not load
+ * leaves the old one in force. TLS itself is switched on or off only by a restart. */
+static void reload_tls(struct spaced_context *ctx, struct spaced_config *fresh)
+{
+        bool was = ctx->cfg.tls_cert_pem != NULL, now = fresh->tls_cert_path[0] != '\0';
+        if (!was || !now) {
+                if (was != now)
+                        log_warn("spaced.tls_unchanged", "note=\"TLS is switched %s only by a restart; it stays %s\"",
+                                 now ? "on" : "off", was ? "on" : "off");
+                return;
+        }
+        char reason[512], warning[512];
+        int r = tls_files_load(fresh, reason, sizeof(reason), warning, sizeof(warning));
+        if (r == 0)
+                r = tls_credentials_set(fresh->tls_cert_pem, fresh->tls_key_pem, reason, sizeof(reason));
+        tls_files_release(fresh);
+        if (r < 0) {
+                log_error("spaced.tls_reload_failed", "cert=%s key=%s reason=\"%s\" note=\"the certificate in force is kept\"",
+                          fresh->tls_cert_path, fresh->tls_key_path, LOG_ESC(reason));
+                return;
+        }
+        if (warning[0])
+                log_warn("spaced.tls_key_mode", "message=\"%s\"", warning);
+        log_info("spaced.tls_reloaded", "cert=%s key=%s note=\"new connections get this certificate\"", fresh->tls_cert_path,
+                 fresh->tls_key_path);
+}
+
 /* SIGHUP: the settings are read again (--config file, environment, flags) and those that can
- * change while running (log level and format) take effect; the rest wait for a restart. */
+ * change while running (log level and format, the TLS certificate and key) take effect; the
+ * rest wait for a restart. */
 static void reload_config(struct spaced_context *ctx, int argc, char **argv)
 {
         struct spaced_config *fresh = calloc(1, sizeof(*fresh));
@@ -185,6 +215,7 @@ static void reload_config(struct spaced_context *ctx, int argc, char **argv)
                  levels[fresh->log_level & 3], fresh->log_format == LOG_FORMAT_JSON ? "json" : "text");
         ctx->cfg.log_level = fresh->log_level;
         log_set_level((enum log_level)fresh->log_level);
+        reload_tls(ctx, fresh);
         free(fresh);
 }
 
@@ -261,7 +292,7 @@ int main(int argc, char **argv)
         char tls_warning[512];
         if (tls_files_load(&ctx.cfg, reason, sizeof(reason), tls_warning, sizeof(tls_warning)) < 0)
                 return fail("spaced.tls", "%s", reason);
-        if (http_listener_check_tls(&ctx.cfg, reason, sizeof(reason)) < 0)
+        if (ctx.cfg.tls_cert_pem && tls_credentials_set(ctx.cfg.tls_cert_pem, ctx.cfg.tls_key_pem, reason, sizeof(reason)) < 0)
                 return fail("spaced.tls", "the certificate %s or its key %s was refused: %s", ctx.cfg.tls_cert_path,
                             ctx.cfg.tls_key_path, reason);
         if (tls_warning[0])

@@ -3,16 +3,20 @@ keyless metrics listener speak TLS with the operator's certificate; a client tha
 the operator's CA gets through (Python, and the space CLI with SPACE_CA_CERT), one that
 does not is refused, plain HTTP gets no answer; the unix socket stays plain. A bad
 certificate, a key that is not its certificate's, or only one of the two flags: spaced
-refuses to start, saying why, and leaves nothing behind. A test CA made here with openssl."""
+refuses to start, saying why, and leaves nothing behind. SIGHUP re-reads the certificate and
+key: new connections get the new pair, open ones keep theirs, and a pair that does not load
+leaves the old one in force. A test CA made here with openssl."""
 
 import http.client
 import json
 import os
 import shutil
+import signal
 import socket
 import ssl
 import subprocess
 import tempfile
+import time
 import unittest
 
 from spaced_harness import SPACED, SPACE_AGENT, Spaced, SpacedTestCase, free_port, require_root
@@ -22,16 +26,22 @@ def openssl(*args, cwd):
     subprocess.run(["openssl"] + list(args), cwd=cwd, check=True, capture_output=True)
 
 
+def make_leaf(d, name):
+    """NAME.key and NAME.pem: a certificate for 127.0.0.1 signed by the CA of d."""
+    openssl("req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes", "-subj", "/CN=127.0.0.1",
+            "-keyout", name + ".key", "-out", name + ".csr", cwd=d)
+    with open(os.path.join(d, "san.ext"), "w") as f:
+        f.write("subjectAltName=IP:127.0.0.1\nbasicConstraints=CA:FALSE\nextendedKeyUsage=serverAuth\n")
+    openssl("x509", "-req", "-in", name + ".csr", "-CA", "ca.pem", "-CAkey", "ca.key", "-CAcreateserial", "-days", "2",
+            "-extfile", "san.ext", "-out", name + ".pem", cwd=d)
+    os.chmod(os.path.join(d, name + ".key"), 0o600)
+
+
 def make_pki(d):
     """A CA, a server certificate for 127.0.0.1 signed by it, and a second, unrelated key."""
     openssl("req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes", "-days", "2",
             "-subj", "/CN=space test CA", "-keyout", "ca.key", "-out", "ca.pem", cwd=d)
-    openssl("req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes", "-subj", "/CN=127.0.0.1",
-            "-keyout", "server.key", "-out", "server.csr", cwd=d)
-    with open(os.path.join(d, "san.ext"), "w") as f:
-        f.write("subjectAltName=IP:127.0.0.1\nbasicConstraints=CA:FALSE\nextendedKeyUsage=serverAuth\n")
-    openssl("x509", "-req", "-in", "server.csr", "-CA", "ca.pem", "-CAkey", "ca.key", "-CAcreateserial", "-days", "2",
-            "-extfile", "san.ext", "-out", "server.pem", cwd=d)
+    make_leaf(d, "server")
     openssl("genpkey", "-algorithm", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-out", "other.key", cwd=d)
     for k in ("server.key", "other.key", "ca.key"):
         os.chmod(os.path.join(d, k), 0o600)
@@ -146,6 +156,102 @@ class TLS(SpacedTestCase):
         refused = sp.cli("--json", "sandbox", "ls")
         self.assertNotEqual(refused.returncode, 0)
         self.assertRegex(refused.stderr.decode(), r"(?i)certificate|SSL")
+
+
+def pem_der(path):
+    return ssl.PEM_cert_to_DER_cert(open(path).read())
+
+
+class TLSReload(SpacedTestCase):
+    """The certificate is replaced while spaced runs (an operator's renewal): SIGHUP."""
+
+    @classmethod
+    def setUpClass(cls):
+        require_root()
+        cls.pki = tempfile.mkdtemp(prefix="spit-pki-", dir="/tmp")
+        make_pki(cls.pki)
+        make_leaf(cls.pki, "renewed")
+        cls.cert, cls.key = os.path.join(cls.pki, "live.pem"), os.path.join(cls.pki, "live.key")
+        shutil.copy(os.path.join(cls.pki, "server.pem"), cls.cert)
+        shutil.copy(os.path.join(cls.pki, "server.key"), cls.key)
+        cls.trusting = ssl.create_default_context(cafile=os.path.join(cls.pki, "ca.pem"))
+        sp = Spaced(extra_args=["--tls-cert", cls.cert, "--tls-key", cls.key])
+        sp.tls_context = cls.trusting
+        sp.url = "https://127.0.0.1:%d" % sp.port
+        cls.spaced = sp
+        try:
+            sp.start()
+        except Exception:
+            sp.cleanup()
+            shutil.rmtree(cls.pki, ignore_errors=True)
+            raise
+
+    @classmethod
+    def tearDownClass(cls):
+        super().tearDownClass()
+        shutil.rmtree(cls.pki, ignore_errors=True)
+
+    def served_der(self):
+        with socket.create_connection(("127.0.0.1", self.spaced.port), timeout=30) as raw:
+            with self.trusting.wrap_socket(raw, server_hostname="127.0.0.1") as tls:
+                return tls.getpeercert(binary_form=True)
+
+    def install(self, cert_src, key_src):
+        shutil.copy(cert_src, self.cert)
+        shutil.copy(key_src, self.key)
+
+    def hup_and_wait(self, event):
+        sp = self.spaced
+        before = open(sp.err_path).read().count(event)
+        sp.proc.send_signal(signal.SIGHUP)
+        deadline = time.time() + 20
+        while open(sp.err_path).read().count(event) == before:
+            self.assertLess(time.time(), deadline, "no %s after SIGHUP: %s" % (event, sp.logs()))
+            time.sleep(0.05)
+
+    def test_renewed_certificate_reaches_new_connections_only(self):
+        sp = self.spaced
+        old, new = pem_der(os.path.join(self.pki, "server.pem")), pem_der(os.path.join(self.pki, "renewed.pem"))
+        self.assertEqual(self.served_der(), old)
+        # A keep-alive connection opened with the old certificate.
+        conn = http.client.HTTPSConnection("127.0.0.1", sp.port, timeout=30, context=self.trusting)
+        try:
+            conn.request("GET", "/v1/health")
+            resp = conn.getresponse()
+            resp.read()
+            self.assertEqual(resp.status, 200)
+            self.assertEqual(conn.sock.getpeercert(binary_form=True), old)
+            self.install(os.path.join(self.pki, "renewed.pem"), os.path.join(self.pki, "renewed.key"))
+            self.hup_and_wait("spaced.tls_reloaded")
+            self.assertEqual(self.served_der(), new)
+            # The open connection goes on, with the certificate it was made with.
+            conn.request("GET", "/v1/health")
+            resp = conn.getresponse()
+            resp.read()
+            self.assertEqual(resp.status, 200)
+            self.assertEqual(conn.sock.getpeercert(binary_form=True), old)
+        finally:
+            conn.close()
+        # And the API works over the new one.
+        _, out = sp.api("GET", "/v1/sandboxes", expect=200)
+        self.assertIn("sandboxes", out)
+        self.install(os.path.join(self.pki, "server.pem"), os.path.join(self.pki, "server.key"))
+        self.hup_and_wait("spaced.tls_reloaded")
+        self.assertEqual(self.served_der(), old)
+
+    def test_a_pair_that_does_not_load_keeps_the_old_one(self):
+        in_force = self.served_der()
+        for cert, key, why in ((os.path.join(self.pki, "renewed.pem"), os.path.join(self.pki, "other.key"),
+                                "not the key of the first certificate"),
+                               (os.path.join(self.pki, "renewed.pem"), os.path.join(self.pki, "renewed.pem"),
+                                "holds no PEM block")):
+            self.install(cert, key)
+            self.hup_and_wait("spaced.tls_reload_failed")
+            self.assertIn(why, open(self.spaced.err_path).read())
+            self.assertEqual(self.served_der(), in_force)
+            _, out = self.spaced.api("GET", "/v1/health", expect=200)
+        self.install(os.path.join(self.pki, "server.pem"), os.path.join(self.pki, "server.key"))
+        self.hup_and_wait("spaced.tls_reloaded")
 
 
 class TLSRefusals(unittest.TestCase):
