@@ -35,9 +35,9 @@ static const char template_build_usage[] =
         "\n"
         "The first form builds a built-in or preset template (busybox, debian, python, node);\n"
         "the second a template from a Spacefile and a context directory, following its log.\n"
-        "A preset's build log is shown as it is written, then its name (exit 1 if it fails);\n"
-        "busybox and debian are waited for (up to 600 s) and their state printed. --no-wait prints\n"
-        "the operation id at once.\n";
+        "The build's log is shown as it is written (a preset's steps, debootstrap's output for\n"
+        "debian), then the template's name (exit 1 if it fails); Ctrl-C cancels the build.\n"
+        "--no-wait prints the operation id at once.\n";
 static const char template_rm_usage[] =
         "usage: space template rm [-f|--force] NAME[:TAG]\n"
         "  -f, --force  delete it even when sandboxes or other templates' builds use it\n"
@@ -99,10 +99,9 @@ static int cli_template_build(struct cli *cli, int argc, char **argv)
                 return r;
         cli_template_path(&path, argv[optind]);
         http_path_segment(&path, "build");
-        /* A preset is built from its Spacefile, with a build log to follow; the built-ins
-         * (busybox, debian) are made by spaced's own builders, which keep no such log. */
-        bool builtin = cli_streq(argv[optind], "busybox") || cli_streq(argv[optind], "debian");
-        bool follow = !no_wait && !builtin;
+        /* Every build has a log to follow: a preset's steps, or the built-ins' builders
+         * (debootstrap's output for debian). */
+        bool follow = !no_wait;
         if (cli_operation_submit(cli, "POST", &path, NULL, !no_wait && !follow, &answer) < 0)
                 return CLI_EXIT_FAILURE;
         if (follow) {

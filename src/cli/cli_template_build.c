@@ -262,16 +262,12 @@ int cli_template_build_if_needed(struct cli *cli, const char *name)
                 return 0;
         fprintf(stderr, "space: template %s is not built yet: building it first\n", name);
         http_path_segment(&path, "build");
-        bool builtin = cli_streq(name, "busybox") || cli_streq(name, "debian");
         if (cli_request(cli, "POST", &path, NULL, CLI_REQUEST_TIMEOUT_S, NULL, &built) < 0)
                 return -1;
         const char *op = cli_output_string(built, "operation.id");
         if (!op)
                 return -1;
-        if (!builtin)
-                return follow(cli, op, name, stderr, false) == CLI_EXIT_OK ? 0 : -1;
-        /* The built-ins' own builders keep no log: wait for the operation. */
-        return await_build(cli, op, name, false) == CLI_EXIT_OK ? 0 : -1;
+        return follow(cli, op, name, stderr, false) == CLI_EXIT_OK ? 0 : -1;
 }
 
 bool cli_template_build_wants_context(int argc, char **argv)

@@ -62,7 +62,8 @@ static int spawn_with(char *const argv[], int in_fd, int out_fd, int err_fd, pid
         return r;
 }
 
-int host_command_run(char *const argv[], const char *log_path, char *out, size_t out_size, int timeout_s)
+static int run(char *const argv[], const char *log_path, char *out, size_t out_size, int timeout_s, bool (*stop)(void *),
+               void *cls)
 {
         int pipefd[2] = { -1, -1 };
         _cleanup_close_ int outfd = -1;
@@ -116,13 +117,13 @@ int host_command_run(char *const argv[], const char *log_path, char *out, size_t
         }
         int status;
         for (;;) {
-                pid_t w = waitpid(pid, &status, deadline ? WNOHANG : 0);
+                pid_t w = waitpid(pid, &status, deadline || stop ? WNOHANG : 0);
                 if (w == pid)
                         break;
                 if (w < 0 && errno != EINTR)
                         return -errno;
                 if (w == 0) {
-                        if (!killed && monotonic_now_us() > deadline) {
+                        if (!killed && ((deadline && monotonic_now_us() > deadline) || (stop && stop(cls)))) {
                                 kill(-pid, SIGKILL);
                                 killed = true;
                         }
@@ -133,6 +134,16 @@ int host_command_run(char *const argv[], const char *log_path, char *out, size_t
         if (WIFEXITED(status))
                 return WEXITSTATUS(status);
         return 128 + WTERMSIG(status);
+}
+
+int host_command_run(char *const argv[], const char *log_path, char *out, size_t out_size, int timeout_s)
+{
+        return run(argv, log_path, out, out_size, timeout_s, NULL, NULL);
+}
+
+int host_command_run_until(char *const argv[], const char *log_path, int timeout_s, bool (*stop)(void *), void *cls)
+{
+        return run(argv, log_path, NULL, 0, timeout_s, stop, cls);
 }
 
 int host_command_spawn_piped(char *const argv[], bool want_stdout, const char *err_path, int *ret_fd, pid_t *ret_pid)

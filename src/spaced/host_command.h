@@ -11,6 +11,9 @@
  * log_path (appended) when given, else to /dev/null. timeout_s 0 = no limit.
  * Returns the exit status (>= 0), 128+signal if killed, or -errno if it could not start. */
 int host_command_run(char *const argv[], const char *log_path, char *out, size_t out_size, int timeout_s);
+/* The same with output to log_path, and stop(cls) asked every 20 ms while it runs: when it
+ * says true the command's process group is killed (a cancelled build): 128+SIGKILL. */
+int host_command_run_until(char *const argv[], const char *log_path, int timeout_s, bool (*stop)(void *), void *cls);
 
 /* Starts argv[0] with one end of a pipe: its stdout when want_stdout, else its stdin; the
  * other stream goes to err_path (appended) or /dev/null. The caller reads or writes

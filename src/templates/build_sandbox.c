@@ -15,6 +15,7 @@
 #include "templates/build_job.h"
 #include "templates/build_log.h"
 #include "templates/build_network.h"
+#include "templates/build_registry.h"
 
 int build_sandbox_create(struct spaced_context *ctx, const char *id, const char *parent_layer, struct build_sandbox *ret,
                          struct space_error *err)
@@ -57,6 +58,9 @@ int build_sandbox_run(struct spaced_context *ctx, struct build_sandbox *b, char 
                 r = space_error_errno(err, pid, "find the build sandbox's init");
         if (r == 0)
                 r = build_network_attach(&net, pid, log_path, err);
+        /* A cancel from here on kills the running sandbox; one from before is seen here. */
+        if (r == 0 && b->cancel_key[0] && build_registry_cancelled(b->cancel_key))
+                r = space_error_set(err, SPACE_E_CANCELLED, "the build was cancelled");
         struct build_job_result res = { 0 };
         struct runtime_stats before, after;
         struct exec_result limits = { 0 };

@@ -19,6 +19,7 @@ struct build_sandbox {
         struct sandbox sb;
         char rootfs[PATH_MAX];
         bool has_rootfs;
+        char cancel_key[32]; /* its build in build_registry.h ("": none) */
 };
 
 #define BUILD_STEP_TIMEOUT_S 1800
@@ -26,7 +27,9 @@ struct build_sandbox {
 int build_sandbox_create(struct spaced_context *ctx, const char *id, const char *parent_layer, struct build_sandbox *ret,
                          struct space_error *err);
 /* Runs argv in it with envp/cwd as user (NULL: root); the command's output goes to the log
- * as it is printed. A non-zero exit is an error (build_failed) naming the status. */
+ * as it is printed. A non-zero exit is an error (build_failed) naming the status. A build
+ * cancelled before the sandbox was started (when a kill had nothing to reach) is seen once
+ * it runs, and the command is not started: cancelled. */
 int build_sandbox_run(struct spaced_context *ctx, struct build_sandbox *b, char **argv, char **envp, const char *cwd,
                       const char *user, struct build_log *log, struct space_error *err);
 /* Publishes its rootfs as the read-only layer at layer_path (kept if it appeared meanwhile). */

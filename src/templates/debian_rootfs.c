@@ -4,9 +4,16 @@
 #include <stdio.h>
 
 #include "spaced/host_command.h"
+#include "templates/build_registry.h"
 #include "templates/template_catalog.h"
 
-int debian_rootfs_build(const char *root, const char *mirror, const char *log_path, struct space_error *err)
+static bool cancelled(void *key)
+{
+        return key && build_registry_cancelled(key);
+}
+
+int debian_rootfs_build(const char *root, const char *mirror, const char *log_path, const char *cancel_key,
+                        struct space_error *err)
 {
         /* The pool is nodev, and debootstrap's maintainer scripts need the target's /dev/null:
          * it runs in a mount namespace of its own where the target is a bind with dev. */
@@ -21,7 +28,9 @@ int debian_rootfs_build(const char *root, const char *mirror, const char *log_pa
                          (char *)root,
                          (char *)mirror,
                          NULL };
-        int r = host_command_run(argv, log_path, NULL, 0, 1800);
+        int r = host_command_run_until(argv, log_path, 1800, cancelled, (void *)cancel_key);
+        if (cancelled((void *)cancel_key))
+                return space_error_set(err, SPACE_E_CANCELLED, "the build was cancelled");
         if (r < 0)
                 return space_error_errno(err, r, "run debootstrap (install the debootstrap package)");
         if (r != 0)

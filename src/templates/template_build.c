@@ -21,6 +21,7 @@
 #include "templates/build_copy.h"
 #include "templates/build_env.h"
 #include "templates/build_log.h"
+#include "templates/build_registry.h"
 #include "templates/build_sandbox.h"
 #include "templates/rootfs_path.h"
 #include "templates/spacefile.h"
@@ -29,58 +30,6 @@
 
 /* Builds read the layer cache; pruning it waits for none of them to run. */
 static pthread_rwlock_t layers_lock = PTHREAD_RWLOCK_INITIALIZER;
-
-/* ---- builds in progress, for cancellation ---- */
-
-static pthread_mutex_t reg_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct {
-        bool used, cancelled;
-        char op[32], sandbox[32];
-} reg[64];
-
-static int reg_slot_locked(const char *op, bool add)
-{
-        int free_slot = -1;
-        for (int i = 0; i < (int)ARRAY_SIZE(reg); i++) {
-                if (reg[i].used && strcmp(reg[i].op, op) == 0)
-                        return i;
-                if (!reg[i].used && free_slot < 0)
-                        free_slot = i;
-        }
-        if (!add || free_slot < 0)
-                return -1;
-        memset(&reg[free_slot], 0, sizeof(reg[free_slot]));
-        reg[free_slot].used = true;
-        snprintf(reg[free_slot].op, sizeof(reg[free_slot].op), "%s", op);
-        return free_slot;
-}
-
-static void reg_set_sandbox(const char *op, const char *sandbox)
-{
-        pthread_mutex_lock(&reg_lock);
-        int i = reg_slot_locked(op, true);
-        if (i >= 0)
-                snprintf(reg[i].sandbox, sizeof(reg[i].sandbox), "%s", sandbox ? sandbox : "");
-        pthread_mutex_unlock(&reg_lock);
-}
-
-static bool reg_cancelled(const char *op)
-{
-        pthread_mutex_lock(&reg_lock);
-        int i = reg_slot_locked(op, false);
-        bool c = i >= 0 && reg[i].cancelled;
-        pthread_mutex_unlock(&reg_lock);
-        return c;
-}
-
-static void reg_leave(const char *op)
-{
-        pthread_mutex_lock(&reg_lock);
-        int i = reg_slot_locked(op, false);
-        if (i >= 0)
-                reg[i].used = false;
-        pthread_mutex_unlock(&reg_lock);
-}
 
 int template_build_cancel(struct spaced_context *ctx, const char *op_id, struct space_error *err)
 {
@@ -94,15 +43,7 @@ int template_build_cancel(struct spaced_context *ctx, const char *op_id, struct 
                 return space_error_set(err, SPACE_E_INVALID_STATE, "only template builds can be cancelled, not %s", op.kind);
         if (op.state == OPERATION_SUCCEEDED || op.state == OPERATION_FAILED)
                 return space_error_set(err, SPACE_E_INVALID_STATE, "operation %s has finished", op_id);
-        pthread_mutex_lock(&reg_lock);
-        int i = reg_slot_locked(op_id, true);
-        if (i >= 0) {
-                reg[i].cancelled = true;
-                if (reg[i].sandbox[0])
-                        build_sandbox_kill(ctx, reg[i].sandbox);
-        }
-        pthread_mutex_unlock(&reg_lock);
-        if (i < 0)
+        if (build_registry_cancel(ctx, op_id) < 0)
                 return space_error_set(err, SPACE_E_UNAVAILABLE, "too many builds at once");
         log_info("template.build_cancel", "op=%s", op_id);
         return 0;
@@ -181,14 +122,15 @@ static int filesystem_step(struct build *b, const struct spacefile_step *st, siz
                 snprintf(b->layer, sizeof(b->layer), "%s", layer);
                 return 0;
         }
-        if (reg_cancelled(b->reg_id))
+        if (build_registry_cancelled(b->reg_id))
                 return space_error_set(err, SPACE_E_CANCELLED, "the build was cancelled");
         int64_t t0 = monotonic_now_us();
         struct build_sandbox sb;
         random_id("bld-", 8, id, sizeof(id));
-        reg_set_sandbox(b->reg_id, id);
+        build_registry_set_sandbox(b->reg_id, id);
         if (build_sandbox_create(b->ctx, id, b->layer, &sb, err) < 0)
                 return -1;
+        snprintf(sb.cancel_key, sizeof(sb.cancel_key), "%s", b->reg_id);
         int r = 0;
         _cleanup_close_ int rootfd = open(sb.rootfs, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         if (rootfd < 0)
@@ -218,8 +160,8 @@ static int filesystem_step(struct build *b, const struct spacefile_step *st, siz
                          : space_error_set(err, SPACE_E_INTERNAL, "out of memory");
                 build_env_strv_free(envp);
         }
-        reg_set_sandbox(b->reg_id, NULL);
-        if (reg_cancelled(b->reg_id))
+        build_registry_set_sandbox(b->reg_id, NULL);
+        if (build_registry_cancelled(b->reg_id))
                 r = space_error_set(err, SPACE_E_CANCELLED, "the build was cancelled");
         if (r == 0)
                 r = build_sandbox_commit(&sb, layer, err);
@@ -295,7 +237,7 @@ static int load_base(struct build *b, const char *ref, char *base, size_t base_s
                         if (build_op(b->ctx, &sub, b->reg_id, err) < 0)
                                 return -1;
                         build_log_printf(&b->log, "#0 %s is ready; back to this build", name);
-                } else if (template_catalog_build_now(b->ctx, name, err) < 0) {
+                } else if (template_catalog_build_now(b->ctx, name, b->reg_id, err) < 0) {
                         return -1;
                 }
                 if (STORE(b->ctx, template_get, name, &t) < 0)
@@ -410,7 +352,7 @@ static int run(struct build *b, const char *row, const json_t *params, struct sp
                 return space_error_set(err, SPACE_E_INVALID_REQUEST, "Spacefile line %u: %s", perr.line, perr.message);
         int64_t t0 = monotonic_now_us();
         size_t n = f.nsteps - 1;
-        if (reg_cancelled(b->reg_id)) {
+        if (build_registry_cancelled(b->reg_id)) {
                 spacefile_release(&f);
                 return space_error_set(err, SPACE_E_CANCELLED, "the build was cancelled");
         }
@@ -454,7 +396,7 @@ static int build_op(struct spaced_context *ctx, struct operation *op, const char
         int r = build_log_open(ctx->cfg.state_dir, b.reg_id, &b.log);
         if (r < 0)
                 log_warn("template.build_log", "op=%s error=\"%s\"", op->id, strerror(-r));
-        reg_set_sandbox(b.reg_id, NULL);
+        build_registry_set_sandbox(b.reg_id, NULL);
         r = run(&b, op->target, params, err);
         if (r < 0) {
                 build_log_printf(&b.log, "BUILD FAILED %s", err->message);
@@ -475,7 +417,7 @@ static int build_op(struct spaced_context *ctx, struct operation *op, const char
                 }
         }
         if (!parent)
-                reg_leave(op->id);
+                build_registry_leave(op->id);
         if (b.ctxfd >= 0)
                 close(b.ctxfd);
         build_log_close(&b.log);

@@ -15,7 +15,9 @@
 #include "spaced/wallclock.h"
 #include "storage/btrfs_pool.h"
 #include "operations/storage_gate.h"
+#include "templates/build_log.h"
 #include "templates/build_network.h"
+#include "templates/build_registry.h"
 #include "templates/rootfs_path.h"
 #include "templates/template_build.h"
 #include "templates/template_ref.h"
@@ -59,15 +61,30 @@ static int set_state(struct spaced_context *ctx, const char *name, const char *s
         return STORE(ctx, template_upsert, &t);
 }
 
-/* Builds into staging/, then swaps the finished read-only subvolume into templates/. */
-static int build(struct spaced_context *ctx, const char *name, const char *tag, struct space_error *err)
+/* Builds into staging/, then swaps the finished read-only subvolume into templates/. A
+ * build for an operation (op_id: its own, or the Spacefile build whose FROM needs this one)
+ * writes into that operation's log, where GET /v1/templates/builds/{op}/log serves it, and
+ * is cancelled with it; one made at start (op_id NULL) logs to logs/template-NAME.log. */
+static int build(struct spaced_context *ctx, const char *name, const char *tag, const char *op_id, struct space_error *err)
 {
         char staging[PATH_MAX], final[PATH_MAX], digest[80], created[32], log_path[PATH_MAX], leaf[128];
         snprintf(leaf, sizeof(leaf), "%s-%s", name, tag);
         if (btrfs_pool_staging_path(&ctx->pool, leaf, staging, sizeof(staging)) < 0 ||
             btrfs_pool_template_path(&ctx->pool, name, final, sizeof(final)) < 0)
                 return space_error_set(err, SPACE_E_INVALID_REQUEST, "bad template name %s", name);
-        snprintf(log_path, sizeof(log_path), "%s/logs/template-%s.log", ctx->cfg.state_dir, name);
+        if (op_id)
+                build_log_path(ctx->cfg.state_dir, op_id, log_path, sizeof(log_path));
+        else
+                snprintf(log_path, sizeof(log_path), "%s/logs/template-%s.log", ctx->cfg.state_dir, name);
+        struct build_log log = { 0 };
+        int64_t t0 = monotonic_now_us();
+        if (op_id && build_log_open(ctx->cfg.state_dir, op_id, &log) == 0) {
+                if (strcmp(name, "debian") == 0)
+                        build_log_printf(&log, "debian: debootstrap --variant=minbase bookworm from %s", ctx->cfg.debian_mirror);
+                else
+                        build_log_printf(&log, "%s: spaced's own builder", name);
+                fflush(log.f);
+        }
         btrfs_pool_subvolume_delete(staging);
         int r = btrfs_pool_subvolume_create(staging);
         if (r < 0)
@@ -75,7 +92,7 @@ static int build(struct spaced_context *ctx, const char *name, const char *tag, 
         if (strcmp(name, "busybox") == 0)
                 r = busybox_rootfs_build(staging, err);
         else if (strcmp(name, "debian") == 0)
-                r = debian_rootfs_build(staging, ctx->cfg.debian_mirror, log_path, err);
+                r = debian_rootfs_build(staging, ctx->cfg.debian_mirror, log_path, op_id, err);
         else
                 r = space_error_set(err, SPACE_E_INVALID_REQUEST, "template %s has no builder", name);
         if (r == 0 && (r = template_digest(staging, digest, sizeof(digest))) < 0)
@@ -86,6 +103,13 @@ static int build(struct spaced_context *ctx, const char *name, const char *tag, 
         if (r == 0 && (r = btrfs_pool_snapshot(staging, final, true)) < 0)
                 space_error_errno(err, r, "publish %s", final);
         btrfs_pool_subvolume_delete(staging);
+        if (log.f) {
+                if (r < 0)
+                        build_log_printf(&log, "%s: FAILED %s", name, err->message);
+                else
+                        build_log_printf(&log, "%s built in %.1fs", name, (double)(monotonic_now_us() - t0) / 1e6);
+                build_log_close(&log);
+        }
         if (r < 0)
                 return -1;
         wallclock_format(wallclock_now_ms(), created, sizeof(created));
@@ -100,12 +124,12 @@ static int build(struct spaced_context *ctx, const char *name, const char *tag, 
         return 0;
 }
 
-int template_catalog_build_now(struct spaced_context *ctx, const char *name, struct space_error *err)
+int template_catalog_build_now(struct spaced_context *ctx, const char *name, const char *build_key, struct space_error *err)
 {
         if (!template_catalog_is_builtin(name))
                 return space_error_set(err, SPACE_E_TEMPLATE_NOT_READY,
                                        "template %s is not built; build it first (POST /v1/templates/%s/build)", name, name);
-        return build(ctx, name, "now", err);
+        return build(ctx, name, "now", build_key, err);
 }
 
 /* A row (not_built) for every preset Spacefile that has none yet. */
@@ -179,7 +203,7 @@ int template_catalog_init(struct spaced_context *ctx, struct space_error *err)
                 json_t *empty = json_object();
                 set_state(ctx, builtins[i].name, "not_built", empty, "");
                 json_decref(empty);
-                if (builtins[i].build_at_start && build(ctx, builtins[i].name, "init", err) < 0) {
+                if (builtins[i].build_at_start && build(ctx, builtins[i].name, "init", NULL, err) < 0) {
                         space_error_wrap(err, "build template %s", builtins[i].name);
                         return -1;
                 }
@@ -228,7 +252,9 @@ int template_op_build(struct spaced_context *ctx, struct operation *op, struct s
 {
         if (op->params[0])
                 return template_build_op(ctx, op, err);
-        if (build(ctx, op->target, op->id, err) == 0)
+        int r = build(ctx, op->target, op->id, op->id, err);
+        build_registry_leave(op->id);
+        if (r == 0)
                 return 0;
         json_t *empty = json_object();
         set_state(ctx, op->target, "failed", empty, err->message);

@@ -21,7 +21,9 @@ int template_catalog_submit_build(struct spaced_context *ctx, const char *name, 
  * sandboxes (not destroyed) or other templates' builds depend on is a conflict naming them. */
 int template_catalog_delete(struct spaced_context *ctx, const char *name, bool force, struct space_error *err);
 /* Builds a built-in template now, on the calling thread (a Spacefile's FROM needs it). */
-int template_catalog_build_now(struct spaced_context *ctx, const char *name, struct space_error *err);
+/* Builds a built-in now, for the build build_key (build_registry.h) whose FROM names it:
+ * into that build's log, cancelled with it. */
+int template_catalog_build_now(struct spaced_context *ctx, const char *name, const char *build_key, struct space_error *err);
 int template_op_build(struct spaced_context *ctx, struct operation *op, struct space_error *err);
 
 /* sha256 over the tree's paths, types, modes, owners, link targets and file contents, in
@@ -30,4 +32,6 @@ int template_digest(const char *root, char *buf, size_t size);
 
 /* Builders: fill an empty directory with a root filesystem. */
 int busybox_rootfs_build(const char *root, struct space_error *err);
-int debian_rootfs_build(const char *root, const char *mirror, const char *log_path, struct space_error *err);
+/* cancel_key: the build's key in build_registry.h (NULL: not cancellable). */
+int debian_rootfs_build(const char *root, const char *mirror, const char *log_path, const char *cancel_key,
+                        struct space_error *err);

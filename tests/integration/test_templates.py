@@ -316,6 +316,27 @@ class Templates(SpacedTestCase):
         self.assertError(sp.request("POST", "/v1/operations/%s/cancel" % op), 409, "invalid_state")
         self.assertEqual(self.leftovers(), [])
 
+    def test_cancel_at_any_moment_of_a_step(self):
+        """A cancel that comes before the step's sandbox runs (queued, at the step's first log
+        line, at its first output) ends the build as promptly as one in the middle of it."""
+        sp = self.spaced
+        moments = (("queued", lambda op: True), ("step line", lambda op: "#1 [1/1]" in self.log_of(op)),
+                   ("first output", lambda op: "started" in self.log_of(op)))
+        for i, (moment, ready) in enumerate(moments):
+            files = {"Spacefile": b"FROM busybox\nRUN echo started; sleep 120\n"}
+            status, d = sp.request("POST", "/v1/templates?name=early:%d" % i, raw=tar_of(files))
+            self.assertEqual(status, 202, repr(d))
+            op = d["operation"]["id"]
+            wait_for(lambda: ready(op), timeout=30, interval=0.005, what=moment)
+            t0 = time.monotonic()
+            sp.api("POST", "/v1/operations/%s/cancel" % op, expect=202)
+            final = wait_for(lambda: (lambda o: o if o["state"] in ("succeeded", "failed") else None)(
+                sp.api("GET", "/v1/operations/" + op, expect=200)[1]), timeout=60, what="cancelled build")
+            self.assertLess(time.monotonic() - t0, 20, moment)
+            self.assertEqual((final["state"], final["error"]["code"]), ("failed", "cancelled"), moment)
+            sp.api("GET", "/v1/templates/early:%d" % i, expect=404)
+        self.assertEqual(self.leftovers(), [])
+
     def test_follow_the_log(self):
         sp = self.spaced
         files = {"Spacefile": b"FROM busybox\nRUN echo early-output; sleep 3; echo followed-$((40+2))\n"}
@@ -551,6 +572,10 @@ class Templates(SpacedTestCase):
         log = self.log_of(d["operation"]["id"])
         self.assertIn("building the python template first", log)
         self.assertIn("python is ready", log)
+        # debian, built for it, wrote debootstrap's own output into the same log.
+        self.assertIn("debian: debootstrap --variant=minbase bookworm from", log)
+        self.assertIn("I: Base system installed successfully.", log)
+        self.assertRegex(log, r"debian built in [0-9.]+s")
         # The preset's own build now finds every layer in the cache.
         status, d = sp.request("POST", "/v1/templates/python/build?wait=true&timeout_s=600", timeout=620)
         self.assertEqual(status, 200, repr(d))
