@@ -1,6 +1,6 @@
 """Docker/kubectl habits of the `space` CLI against a real spaced: `space ps` (-q, -o json|wide,
 --format, --filter), `space inspect`, short id prefixes, tables that fit 100 columns, `--json`
-passing numbers through unchanged, `--help` for every verb, and the bash completion script."""
+passing numbers through unchanged, `--help` for every verb, and the bash and zsh completion scripts."""
 
 import json
 import os
@@ -237,6 +237,51 @@ class CliHabits(SpacedTestCase):
         self.assertTrue(any(src.endswith("src/cli/completion/space.bash") and
                             dst.endswith("/share/bash-completion/completions/space")
                             for src, dst in installed.items()), installed)
+
+
+    def test_zsh_completion(self):
+        """The zsh function, run by zsh itself with its words; compadd (zsh's builtin that
+        offers the candidates, filtering them by the prefix typed) is replaced by one that
+        prints them."""
+        zsh = shutil.which("zsh")
+        if not zsh:
+            self.skipTest("no zsh (scripts/install-deps installs it)")
+        cli = os.environ.get("SPACE_CLI", os.path.join(REPO, "build/src/cli/space"))
+        function = os.path.join(os.path.dirname(cli), "_space")
+        sid = self.create()
+        harness = ('compadd() { [[ $1 == -- ]] && shift; print -rl -- "$@"; }; _files() { print -r -- "<files>"; }; '
+                   'words=("${(@Q)${(z)1}}"); [[ $1 == *" " ]] && words+=(""); CURRENT=${#words}; source "$2"')
+
+        def complete(line):
+            env = dict(os.environ, SPACE_URL=self.spaced.url, SPACE_API_KEY=self.spaced.key,
+                       SPACE_BASH_COMPLETION=os.path.join(REPO, "src/cli/completion/space.bash"),
+                       PATH=os.path.dirname(cli) + ":" + os.environ.get("PATH", ""))
+            r = subprocess.run([zsh, "-f", "-c", harness, "zsh", line, function], capture_output=True, env=env, timeout=30)
+            self.assertEqual(r.stderr, b"")
+            return r.returncode, r.stdout.decode().split()
+
+        rc, top = complete("space ")
+        self.assertEqual(rc, 0)
+        self.assertTrue({"sandbox", "ps", "exec", "snapshot", "policy"} <= set(top), top)
+        self.assertIn("export", complete("space snapshot ex")[1])
+        self.assertNotIn("export", complete("space sandbox ")[1])
+        self.assertIn(sid, complete("space exec ")[1])
+        self.assertIn(sid, complete("space --json sandbox stop ")[1])
+        self.assertEqual(complete("space sandbox stop %s " % sid)[1], [])  # one id, then nothing
+        self.assertIn("--filter", complete("space ps --f")[1])
+        self.assertEqual(complete("space cp ")[1], ["<files>"])
+        self.assertEqual(complete("space exec %s -- " % sid), (1, []))
+        # zsh's compinit registers it for space, and meson installs it where compinit looks
+        r = subprocess.run([zsh, "-f", "-c", 'fpath=("$1" $fpath); autoload -U compinit; compinit -u -D; '
+                            'print -r -- ${_comps[space]}', "zsh", os.path.dirname(function)],
+                           capture_output=True, timeout=30)
+        self.assertEqual(r.stdout, b"_space\n", r.stderr)
+        build = os.path.dirname(os.path.dirname(os.path.dirname(cli)))
+        r = subprocess.run(["meson", "introspect", build, "--installed"], capture_output=True)
+        installed = json.loads(r.stdout)
+        self.assertTrue(any(dst.endswith("/share/zsh/site-functions/_space") for dst in installed.values()), installed)
+        with open(function) as f:
+            self.assertIn("/share/bash-completion/completions/space", f.read())
 
 
 class CreateBuildsPreset(SpacedTestCase):

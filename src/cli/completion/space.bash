@@ -1,5 +1,6 @@
 # bash completion for space, the command-line client of spaced (installed by meson as
-# share/bash-completion/completions/space). Commands and subcommands are listed here; flags
+# share/bash-completion/completions/space). Its lists of commands are zsh's too
+# (completion/space.zsh sources this file and stops before the bash part). Commands and subcommands are listed here; flags
 # come from `space ... --help`; sandbox ids from `space ps -q` (so they need a reachable
 # spaced and a key, as space itself does).
 
@@ -26,6 +27,11 @@ _space_takes_sandbox() {
         esac
         return 1
 }
+
+# zsh reads the lists above (completion/space.zsh) and stops here.
+if [[ -n ${ZSH_VERSION-} ]]; then
+        return 0
+fi
 
 _space() {
         local cur=${COMP_WORDS[COMP_CWORD]}
