@@ -207,7 +207,7 @@ void e2b_process_start(struct e2b_call *call, struct api_response *resp)
         loaded = true;
         if (parse_start(call, msg, &sb, &spec, cwd_buf, &asked, &err) < 0)
                 goto fail;
-        if (policy_gate_command(call->req.ctx, &sb, spec.argv, spec.user, spec.cwd, &err) < 0)
+        if (policy_gate_command(call->req.ctx, &sb, spec.argv, spec.user, spec.cwd, NULL, &err) < 0)
                 goto fail;
         const char *tag = json_string_value(json_object_get(msg, "tag"));
         if (command_service_start(call->req.ctx, &sb, &spec, tag ? tag : "", asked, &rec, &err) < 0)

@@ -295,10 +295,9 @@ void policy_decision_describe(const struct policy_decision *d, const struct poli
         }
         const char *msg = v->rule && v->rule->message[0] ? v->rule->message : NULL;
         snprintf(buf, size, "%s %s by policy \"%s\" (%s), %s%s%s%s%s", policy_action_name(rq->action),
-                 v->effect == POLICY_DENY                ? "denied"
-                 : v->effect == POLICY_REQUIRE_APPROVAL ? "needs approval"
-                                                        : "allowed",
-                 v->policy->name, v->policy->id,
-                 v->rule ? "rule \"" : "its default", v->rule ? v->rule->id : "", v->rule ? "\"" : "", msg ? ": " : "",
-                 msg ? msg : "");
+                 v->effect == POLICY_DENY                       ? "denied"
+                         : v->effect == POLICY_REQUIRE_APPROVAL ? "needs approval"
+                                                                : "allowed",
+                 v->policy->name, v->policy->id, v->rule ? "rule \"" : "its default", v->rule ? v->rule->id : "",
+                 v->rule ? "\"" : "", msg ? ": " : "", msg ? msg : "");
 }

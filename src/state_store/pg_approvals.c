@@ -59,9 +59,10 @@ int pg_approval_list(struct state_store *st, const char *project_id, int state, 
         pg_nullable(&a, state >= 0 ? approval_state_name((enum approval_state)state) : NULL);
         pg_page(&a, page);
         return pg_list(st,
-                       "SELECT " STORE_APPROVAL_COLUMNS " FROM approvals WHERE ($1::text IS NULL OR project_id = $1)"
-                       " AND ($2::text IS NULL OR state = $2) AND " PG_PAGE_AFTER("created_at, id", ">", "3", "4")
-                       " ORDER BY created_at, id" PG_PAGE_LIMIT("5"),
+                       "SELECT " STORE_APPROVAL_COLUMNS
+                       " FROM approvals WHERE ($1::text IS NULL OR project_id = $1)"
+                       " AND ($2::text IS NULL OR state = $2) AND " PG_PAGE_AFTER(
+                               "created_at, id", ">", "3", "4") " ORDER BY created_at, id" PG_PAGE_LIMIT("5"),
                        &a, sizeof(struct approval_record), store_row_approval, store_release_approval, (void **)ret, ret_n);
 }
 

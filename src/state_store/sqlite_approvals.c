@@ -13,7 +13,8 @@ int sqlite_approval_hold(struct state_store *st, const struct approval_record *a
         pthread_mutex_lock(&st->lock);
         int r = sq_begin(st);
         if (r == 0)
-                r = sq_prepare(st, "INSERT INTO approvals(" STORE_APPROVAL_COLUMNS ") VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)", &s);
+                r = sq_prepare(st, "INSERT INTO approvals(" STORE_APPROVAL_COLUMNS ") VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                               &s);
         if (r == 0) {
                 sq_bind_text(s, 1, a->id);
                 sq_bind_text(s, 2, a->project_id);
@@ -46,8 +47,8 @@ int sqlite_approval_get(struct state_store *st, const char *project_id, const ch
 {
         sqlite3_stmt *s;
         pthread_mutex_lock(&st->lock);
-        int r = sq_prepare(st,
-                           "SELECT " STORE_APPROVAL_COLUMNS " FROM approvals WHERE id = ?1 AND (?2 IS NULL OR project_id = ?2)", &s);
+        int r = sq_prepare(
+                st, "SELECT " STORE_APPROVAL_COLUMNS " FROM approvals WHERE id = ?1 AND (?2 IS NULL OR project_id = ?2)", &s);
         if (r == 0) {
                 sq_bind_text(s, 1, id);
                 if (project_id)
@@ -64,8 +65,10 @@ int sqlite_approval_list(struct state_store *st, const char *project_id, int sta
         sqlite3_stmt *s;
         pthread_mutex_lock(&st->lock);
         int r = sq_prepare(st,
-                           "SELECT " STORE_APPROVAL_COLUMNS " FROM approvals WHERE (?1 IS NULL OR project_id = ?1)"
-                           " AND (?2 IS NULL OR state = ?2) AND " SQ_PAGE_AFTER("created_at, id", ">") " ORDER BY created_at, id" SQ_PAGE_LIMIT,
+                           "SELECT " STORE_APPROVAL_COLUMNS
+                           " FROM approvals WHERE (?1 IS NULL OR project_id = ?1)"
+                           " AND (?2 IS NULL OR state = ?2) AND " SQ_PAGE_AFTER("created_at, id",
+                                                                                ">") " ORDER BY created_at, id" SQ_PAGE_LIMIT,
                            &s);
         if (r == 0) {
                 if (project_id)
@@ -73,7 +76,8 @@ int sqlite_approval_list(struct state_store *st, const char *project_id, int sta
                 if (state >= 0)
                         sq_bind_text(s, 2, approval_state_name((enum approval_state)state));
                 sq_bind_page(s, page);
-                r = sq_collect(s, sizeof(struct approval_record), store_row_approval, store_release_approval, (void **)ret, ret_n);
+                r = sq_collect(s, sizeof(struct approval_record), store_row_approval, store_release_approval, (void **)ret,
+                               ret_n);
         }
         pthread_mutex_unlock(&st->lock);
         return r;

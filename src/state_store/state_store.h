@@ -225,10 +225,10 @@ struct approval_record {
         char key_id[32];    /* the key that asked ("" for the platform) */
         char policy_id[32]; /* the deciding policy and rule */
         char rule_id[64];
-        char reason[512];     /* the sentence the caller was shown */
+        char reason[512]; /* the sentence the caller was shown */
         enum approval_state state;
-        json_t *request;      /* what starts the command once approved (data_plane/command_approval.h) */
-        char decided_by[32];  /* the key that decided; "" while pending or when it expired */
+        json_t *request;     /* what starts the command once approved (data_plane/command_approval.h) */
+        char decided_by[32]; /* the key that decided; "" while pending or when it expired */
         char comment[512];
         int64_t created_at_ms, expires_at_ms, decided_at_ms;
 };

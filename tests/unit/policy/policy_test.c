@@ -84,8 +84,8 @@ static void refusals(void **state)
         compile_bad("{\"name\":\"p\",\"rules\":[{\"id\":\"a\",\"effect\":\"require_approval\"}]}",
                     "require_approval holds commands only", true);
         compile_bad("{\"name\":\"p\",\"default\":\"require_approval\"}", "require_approval holds commands only", true);
-        compile_bad("{\"name\":\"p\",\"rules\":[{\"id\":\"a\",\"effect\":\"maybe\"}]}",
-                    "must be allow, deny or require_approval", false);
+        compile_bad("{\"name\":\"p\",\"rules\":[{\"id\":\"a\",\"effect\":\"maybe\"}]}", "must be allow, deny or require_approval",
+                    false);
         compile_bad("{\"name\":\"p\",\"actions\":[\"egress\"]}", "egress rules are not enforced yet", true);
 }
 
@@ -101,11 +101,13 @@ static struct policy_decision decide1(const struct policy *p, const struct polic
 static void approvals(void **state)
 {
         (void)state;
-        struct policy *push = compile_ok("{\"name\":\"git\",\"rules\":[{\"id\":\"push\",\"effect\":\"require_approval\","
-                                         "\"actions\":[\"command\"],\"match\":{\"argv\":{\"glob\":\"*git push*\"}}}]}");
+        struct policy *push = compile_ok(
+                "{\"name\":\"git\",\"rules\":[{\"id\":\"push\",\"effect\":\"require_approval\","
+                "\"actions\":[\"command\"],\"match\":{\"argv\":{\"glob\":\"*git push*\"}}}]}");
         struct policy *held_default = compile_ok("{\"name\":\"all\",\"actions\":[\"command\"],\"default\":\"require_approval\"}");
-        struct policy *no_force =
-                compile_ok("{\"name\":\"force\",\"rules\":[{\"id\":\"f\",\"effect\":\"deny\",\"match\":{\"argv\":{\"glob\":\"*--force*\"}}}]}");
+        struct policy *no_force = compile_ok(
+                "{\"name\":\"force\",\"rules\":[{\"id\":\"f\",\"effect\":\"deny\",\"match\":{\"argv\":{\"glob\":\"*--force*\"}}}]"
+                "}");
         struct policy_request rq = { .action = POLICY_COMMAND, .sandbox_id = "sbx-1" };
         const char *git_push[] = { "git", "push", "origin", "main", NULL };
         const char *git_status[] = { "git", "status", NULL };

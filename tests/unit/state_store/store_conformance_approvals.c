@@ -25,8 +25,7 @@ static void put_sandbox(struct state_store *st, const char *id, const char *proj
         sandbox_release(&sb);
 }
 
-static struct approval_record approval(const char *id, const char *project, const char *sandbox, const char *command,
-                                       int64_t at)
+static struct approval_record approval(const char *id, const char *project, const char *sandbox, const char *command, int64_t at)
 {
         struct approval_record a = { .state = APPROVAL_PENDING, .created_at_ms = at, .expires_at_ms = at + 1000 };
         snprintf(a.id, sizeof(a.id), "%s", id);
