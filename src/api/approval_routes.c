@@ -9,20 +9,28 @@
 #include "api/api_routes.h"
 #include "service/approval_service.h"
 
+/* A new reference: s, or JSON null for "". */
+static json_t *text_or_null(const char *s)
+{
+        return s[0] ? json_string(s) : json_null();
+}
+
+static json_t *member_or_null(const json_t *o, const char *key)
+{
+        json_t *v = json_object_get(o, key);
+        return v ? json_incref(v) : json_null();
+}
+
 static json_t *render_approval(const struct approval_record *a)
 {
         const json_t *rq = a->request;
-        json_t *o = json_pack("{s:s, s:s, s:s, s:s, s:s*, s:s, s:s*, s:s, s:s, s:{s:O, s:O, s:O}, s:s*, s:s*, s:o, s:o, s:o}",
-                              "id", a->id, "project", a->project_id, "sandbox_id", a->sandbox_id, "command_id", a->command_id,
-                              "requested_by", a->key_id[0] ? a->key_id : NULL, "policy_id", a->policy_id, "rule_id",
-                              a->rule_id[0] ? a->rule_id : NULL, "reason", a->reason, "state", approval_state_name(a->state),
-                              "command", "argv", json_object_get(rq, "argv") ? json_object_get(rq, "argv") : json_null(), "cwd",
-                              json_object_get(rq, "cwd") ? json_object_get(rq, "cwd") : json_null(), "user",
-                              json_object_get(rq, "user") ? json_object_get(rq, "user") : json_null(), "decided_by",
-                              a->decided_by[0] ? a->decided_by : NULL, "comment", a->comment[0] ? a->comment : NULL, "created_at",
-                              api_render_time(a->created_at_ms), "expires_at", api_render_time(a->expires_at_ms), "decided_at",
-                              api_render_time(a->decided_at_ms));
-        return o;
+        return json_pack("{s:s, s:s, s:s, s:s, s:o, s:s, s:o, s:s, s:s, s:{s:o, s:o, s:o}, s:o, s:o, s:o, s:o, s:o}", "id", a->id,
+                         "project", a->project_id, "sandbox_id", a->sandbox_id, "command_id", a->command_id, "requested_by",
+                         text_or_null(a->key_id), "policy_id", a->policy_id, "rule_id", text_or_null(a->rule_id), "reason",
+                         a->reason, "state", approval_state_name(a->state), "command", "argv", member_or_null(rq, "argv"), "cwd",
+                         member_or_null(rq, "cwd"), "user", member_or_null(rq, "user"), "decided_by", text_or_null(a->decided_by),
+                         "comment", text_or_null(a->comment), "created_at", api_render_time(a->created_at_ms), "expires_at",
+                         api_render_time(a->expires_at_ms), "decided_at", api_render_time(a->decided_at_ms));
 }
 
 void route_approval_list(struct api_request *req, struct api_response *resp)
