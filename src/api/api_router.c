@@ -155,7 +155,7 @@ static void object_of(const char *const pattern[8], enum api_auth_kind auth, str
         } kinds[] = {
                 { "sandboxes", OBJECT_SANDBOX }, { "snapshots", OBJECT_SNAPSHOT },   { "templates", OBJECT_TEMPLATE },
                 { "builds", OBJECT_OPERATION },  { "operations", OBJECT_OPERATION }, { "keys", OBJECT_KEY },
-                { "projects", OBJECT_PROJECT },  { "policies", OBJECT_POLICY },
+                { "projects", OBJECT_PROJECT },  { "policies", OBJECT_POLICY },      { "approvals", OBJECT_APPROVAL },
         };
         req->object = OBJECT_NONE;
         if (auth != API_AUTH_CONTROL) /* a data-plane token names its sandbox itself */
