@@ -211,6 +211,36 @@ class ApprovalsTest(SpacedTestCase):
         out = self.spaced.exec(sid, shell="cat /tmp/approval-mark?r-6")  # its own argv is not held
         self.assertEqual(out["stdout"], "after-restart\n")
 
+    def cli(self, *args, key="admin"):
+        done = self.spaced.cli(*args, key=key)
+        done.stdout, done.stderr = done.stdout.decode(), done.stderr.decode()
+        return done
+
+    def test_cli(self):
+        sid = self.new_sandbox()
+        self.hold_marker_policy()
+        owner = self.key("owner")
+        a = self.held_exec(sid, "touch /tmp/approval-marker-7")["approval_id"]
+        b = self.held_exec(sid, "touch /tmp/approval-marker-8")["approval_id"]
+        ls = self.cli("approvals", "ls")
+        self.assertEqual(ls.returncode, 0, ls.stderr)
+        self.assertIn(a, ls.stdout)
+        self.assertIn("marker", ls.stdout)
+        refused = self.cli("approvals", "approve", a)  # the admin key asked
+        self.assertNotEqual(refused.returncode, 0)
+        self.assertIn("another key", refused.stderr)
+        ok = self.cli("approvals", "approve", a, "-m", "looks fine", key=owner)
+        self.assertEqual(ok.returncode, 0, ok.stderr)
+        self.assertIn("approved", ok.stdout)
+        no = self.cli("approvals", "deny", b, key=owner)
+        self.assertEqual(no.returncode, 0, no.stderr)
+        self.assertIn("denied", no.stdout)
+        js = self.cli("--json", "approvals", "ls", "--all")
+        self.assertEqual(js.returncode, 0, js.stderr)
+        states = {x["id"]: x["state"] for x in json.loads(js.stdout)["approvals"]}
+        self.assertEqual((states[a], states[b]), ("approved", "denied"))
+        self.assertEqual(self.cli("approvals", "ls", "--bogus").returncode, 2)
+
     def test_only_commands_are_held(self):
         status, body = self.spaced.request("POST", "/v1/policies", {"name": "ap-files", "rules": [
             {"id": "w", "effect": "require_approval", "actions": ["file.write"]}]})
