@@ -4,17 +4,41 @@ a person with approval.write — never the key that asked — approves (the comm
 exactly as asked) or denies it (it ends lost, approval_denied), an undecided one expires
 (--approval-timeout), a policy that denies the command by the time it is approved wins, and
 a pending approval survives a kill -9 of spaced."""
+import base64
+import http.client
 import json
 import secrets
+import struct
+import threading
 import time
 
-from spaced_harness import SpacedTestCase
+from spaced_harness import SpacedTestCase, free_port
 
 TIMEOUT_S = 4  # --approval-timeout of this spaced
 
 
+def envelope(msg):
+    data = json.dumps(msg).encode()
+    return struct.pack(">BI", 0, len(data)) + data
+
+
+def frames(payload):
+    """The Connect envelopes of a streamed answer: [(flags, parsed JSON)]."""
+    out, i = [], 0
+    while i + 5 <= len(payload):
+        flags, n = struct.unpack(">BI", payload[i:i + 5])
+        out.append((flags, json.loads(payload[i + 5:i + 5 + n] or b"{}")))
+        i += 5 + n
+    return out
+
+
 class ApprovalsTest(SpacedTestCase):
-    spaced_kwargs = {"extra_args": ["--approval-timeout", str(TIMEOUT_S)]}
+    @classmethod
+    def setUpClass(cls):
+        cls.e2b_port = free_port()
+        cls.spaced_kwargs = {"extra_args": ["--approval-timeout", str(TIMEOUT_S),
+                                            "--e2b-listen", "127.0.0.1:%d" % cls.e2b_port]}
+        super().setUpClass()
 
     # ---------------------------------------------------------------- helpers
 
@@ -240,6 +264,71 @@ class ApprovalsTest(SpacedTestCase):
         states = {x["id"]: x["state"] for x in json.loads(js.stdout)["approvals"]}
         self.assertEqual((states[a], states[b]), ("approved", "denied"))
         self.assertEqual(self.cli("approvals", "ls", "--bogus").returncode, 2)
+
+    # ---------------------------------------------------------------- E2B
+
+    def e2b_start(self, sb, script, result):
+        """An envd process start, read to its end (in a thread: it blocks while held)."""
+        conn = http.client.HTTPConnection("127.0.0.1", self.e2b_port, timeout=60)
+        try:
+            conn.request("POST", "/process.Process/Start",
+                         body=envelope({"process": {"cmd": "/bin/bash", "args": ["-l", "-c", script]}}),
+                         headers={"Content-Type": "application/connect+json", "E2b-Sandbox-Id": sb["sandboxID"],
+                                  "X-Access-Token": sb["envdAccessToken"], "Keepalive-Ping-Interval": "1"})
+            resp = conn.getresponse()
+            result["status"], result["payload"] = resp.status, resp.read()
+        except Exception as e:  # noqa: BLE001 - reported by the test
+            result["error"] = e
+        finally:
+            conn.close()
+
+    def test_e2b_process_waits_for_approval(self):
+        made = self.spaced.cli("--json", "key", "create", "--e2b", "apr-e2b-" + secrets.token_hex(3))
+        self.assertEqual(made.returncode, 0, made.stderr)
+        conn = http.client.HTTPConnection("127.0.0.1", self.e2b_port, timeout=60)
+        conn.request("POST", "/sandboxes", body=json.dumps({"templateID": "base"}).encode(),
+                     headers={"X-API-KEY": json.loads(made.stdout)["secret"], "Content-Type": "application/json"})
+        resp = conn.getresponse()
+        body = resp.read()
+        conn.close()
+        self.assertEqual(resp.status, 201, body)
+        sb = json.loads(body)
+        self.spaced.known_ids.add(sb["sandboxID"])
+        self.addCleanup(self._destroy_quietly, sb["sandboxID"])
+        self.hold_marker_policy()
+        owner = self.key("owner")
+        for verdict in ("approve", "deny"):
+            with self.subTest(verdict=verdict):
+                result = {}
+                t = threading.Thread(target=self.e2b_start, args=(sb, "echo e2b-%s # approval-marker-e2b" % verdict, result))
+                t.start()
+                deadline, pending = time.monotonic() + 20, []
+                while not pending and time.monotonic() < deadline:
+                    _, got = self.spaced.api("GET", "/v1/approvals?state=pending", expect=200)
+                    pending = [a for a in got["approvals"] if a["sandbox_id"] == sb["sandboxID"]]
+                    time.sleep(0.1)
+                self.assertEqual(len(pending), 1, pending)
+                time.sleep(1.5)
+                self.assertTrue(t.is_alive(), result)  # the process call stays open while it waits
+                self.spaced.api("POST", "/v1/approvals/%s/%s" % (pending[0]["id"], verdict), {}, key=owner, expect=200)
+                t.join(60)
+                self.assertFalse(t.is_alive())
+                self.assertEqual(result.get("status"), 200, result)
+                got = frames(result["payload"])
+                events = [m["event"] for f, m in got if not f & 0x02 and "event" in m]
+                self.assertIn({"keepalive": {}}, events, got)  # sent while it waited
+                events = [e for e in events if "keepalive" not in e]
+                if verdict == "approve":
+                    self.assertIn("start", events[0], got)
+                    out = b"".join(base64.b64decode(e["data"]["stdout"]) for e in events if "data" in e and "stdout" in e["data"])
+                    self.assertEqual(out, b"e2b-approve\n", got)
+                    self.assertTrue(any("end" in e for e in events), got)
+                else:
+                    self.assertFalse(any("start" in e for e in events), got)
+                    flags, end = got[-1]
+                    self.assertTrue(flags & 0x02, got)
+                    self.assertEqual(end["error"]["code"], "permission_denied", end)
+                    self.assertIn("denied by an approver", end["error"]["message"])
 
     def test_only_commands_are_held(self):
         status, body = self.spaced.request("POST", "/v1/policies", {"name": "ap-files", "rules": [
