@@ -7,12 +7,14 @@ a pending approval survives a kill -9 of spaced."""
 import base64
 import http.client
 import json
+import os
 import secrets
 import struct
+import subprocess
 import threading
 import time
 
-from spaced_harness import SpacedTestCase, free_port
+from spaced_harness import SPACE_CLI, SpacedTestCase, free_port
 
 TIMEOUT_S = 4  # --approval-timeout of this spaced
 
@@ -264,6 +266,22 @@ class ApprovalsTest(SpacedTestCase):
         states = {x["id"]: x["state"] for x in json.loads(js.stdout)["approvals"]}
         self.assertEqual((states[a], states[b]), ("approved", "denied"))
         self.assertEqual(self.cli("approvals", "ls", "--bogus").returncode, 2)
+        # space exec waits for the decision, saying so, then behaves like the command.
+        env = dict(os.environ, SPACE_URL=self.spaced.url, SPACE_API_KEY=self.spaced.key,
+                   SPACE_STATE_DIR=os.path.join(self.spaced.tmp, "nonexistent"))
+        proc = subprocess.Popen([SPACE_CLI, "exec", sid, "--", "sh", "-c", "echo cli-ran approval-marker-9"],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+        deadline, c = time.monotonic() + 20, []
+        while not c and time.monotonic() < deadline:
+            c = [x for x in self.spaced.api("GET", "/v1/approvals?state=pending", expect=200)[1]["approvals"]
+                 if "approval-marker-9" in " ".join(x["command"]["argv"])]
+            time.sleep(0.1)
+        self.assertEqual(len(c), 1)
+        self.assertEqual(self.cli("approvals", "approve", c[0]["id"], key=owner).returncode, 0)
+        out, err = proc.communicate(timeout=60)
+        self.assertEqual(proc.returncode, 0, err)
+        self.assertEqual(out, b"cli-ran approval-marker-9\n")
+        self.assertIn(b"waiting for approval " + c[0]["id"].encode(), err)
 
     # ---------------------------------------------------------------- E2B
 
