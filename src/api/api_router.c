@@ -31,6 +31,7 @@ static const char *const q_operation_list[] = { "target", "state", "project", "l
 static const char *const q_project_page[] = { "project", "limit", "cursor", NULL };
 static const char *const q_project[] = { "project", NULL };
 static const char *const q_policy_replace[] = { "if_version", NULL };
+static const char *const q_approval_list[] = { "project", "state", "limit", "cursor", NULL };
 static const char *const q_audit[] = { "project", "key_id", "action", "target", "since", "until", "limit", "cursor", NULL };
 
 /* A table, one route per line: tests read it. */
@@ -104,6 +105,10 @@ static const struct route {
         { "GET", { "v1", "policies", "*" }, route_policy_get, API_AUTH_CONTROL, API_BODY_ANY, PERM_PROJECT_READ, "policy.get", q_none },
         { "PUT", { "v1", "policies", "*" }, route_policy_replace, API_AUTH_CONTROL, API_BODY_ANY, PERM_KEY_WRITE, "policy.update", q_policy_replace },
         { "DELETE", { "v1", "policies", "*" }, route_policy_delete, API_AUTH_CONTROL, API_BODY_NONE, PERM_KEY_WRITE, "policy.delete", q_none },
+        { "GET", { "v1", "approvals" }, route_approval_list, API_AUTH_CONTROL, API_BODY_ANY, PERM_PROJECT_READ, "approval.list", q_approval_list },
+        { "GET", { "v1", "approvals", "*" }, route_approval_get, API_AUTH_CONTROL, API_BODY_ANY, PERM_PROJECT_READ, "approval.get", q_none },
+        { "POST", { "v1", "approvals", "*", "approve" }, route_approval_approve, API_AUTH_CONTROL, API_BODY_ANY, PERM_APPROVAL_WRITE, "approval.approve", q_none },
+        { "POST", { "v1", "approvals", "*", "deny" }, route_approval_deny, API_AUTH_CONTROL, API_BODY_ANY, PERM_APPROVAL_WRITE, "approval.deny", q_none },
         { "GET", { "v1", "projects" }, route_project_list, API_AUTH_CONTROL, API_BODY_ANY, PERM_PLATFORM, "project.list", q_page },
         { "POST", { "v1", "projects" }, route_project_create, API_AUTH_CONTROL, API_BODY_ANY, PERM_PLATFORM, "project.create", q_none },
         { "GET", { "v1", "projects", "*" }, route_project_get, API_AUTH_CONTROL, API_BODY_ANY, PERM_PROJECT_READ, "project.get", q_none },
@@ -150,7 +155,7 @@ static void object_of(const char *const pattern[8], enum api_auth_kind auth, str
         } kinds[] = {
                 { "sandboxes", OBJECT_SANDBOX }, { "snapshots", OBJECT_SNAPSHOT },   { "templates", OBJECT_TEMPLATE },
                 { "builds", OBJECT_OPERATION },  { "operations", OBJECT_OPERATION }, { "keys", OBJECT_KEY },
-                { "projects", OBJECT_PROJECT },  { "policies", OBJECT_POLICY },
+                { "projects", OBJECT_PROJECT },  { "policies", OBJECT_POLICY },      { "approvals", OBJECT_APPROVAL },
         };
         req->object = OBJECT_NONE;
         if (auth != API_AUTH_CONTROL) /* a data-plane token names its sandbox itself */

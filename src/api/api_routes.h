@@ -77,6 +77,10 @@ void route_policy_get(struct api_request *req, struct api_response *resp);
 void route_policy_replace(struct api_request *req, struct api_response *resp);
 void route_policy_delete(struct api_request *req, struct api_response *resp);
 void route_policy_test(struct api_request *req, struct api_response *resp);
+void route_approval_list(struct api_request *req, struct api_response *resp);
+void route_approval_get(struct api_request *req, struct api_response *resp);
+void route_approval_approve(struct api_request *req, struct api_response *resp);
+void route_approval_deny(struct api_request *req, struct api_response *resp);
 void route_snapshot_create(struct api_request *req, struct api_response *resp);
 void route_snapshot_list_of_sandbox(struct api_request *req, struct api_response *resp);
 void route_snapshot_list(struct api_request *req, struct api_response *resp);
@@ -87,6 +91,9 @@ void route_sandbox_fork(struct api_request *req, struct api_response *resp);
 void route_capabilities(struct api_request *req, struct api_response *resp);
 void route_sandbox_patch(struct api_request *req, struct api_response *resp);
 json_t *api_render_command(const struct command_record *c);
+/* A command held for approval a (202 of exec and of a command start): the command, its
+ * approval's id, policy, rule, reason and deadline. */
+json_t *api_render_held_command(const struct command_record *c, const struct approval_record *a);
 void route_command_start(struct api_request *req, struct api_response *resp);
 void route_command_list(struct api_request *req, struct api_response *resp);
 void route_command_get(struct api_request *req, struct api_response *resp);

@@ -19,6 +19,8 @@
 #include "data_plane/command_log.h"
 #include "data_plane/command_service.h"
 #include "microhttpd.h"
+#include "api/api_render.h"
+#include "service/approval_service.h"
 #include "service/sandbox_access.h"
 #include "service/session_service.h"
 #include "spaced/spaced_context.h"
@@ -261,14 +263,26 @@ void route_command_events(struct api_request *req, struct api_response *resp)
         if (after_parse(req, &after, &err) < 0 || api_request_query_int(req, "keepalive_s", 1, 300, &keepalive_s, &err) < 0 ||
             command_service_get(req->ctx, req->segments[2], req->segments[4], &rec, &err) < 0)
                 return api_response_error(resp, &err);
+        /* A held command's stream opens saying what it waits for (no id: it is not a record
+         * of the log, and a reconnect that finds it still pending hears it again). */
+        json_t *requested = NULL;
+        struct approval_record apr;
+        if (approval_service_for_command(req->ctx, &rec, &apr) == 0) {
+                requested = json_pack("{s:s, s:s, s:s*, s:s, s:o}", "approval_id", apr.id, "policy_id", apr.policy_id, "rule_id",
+                                      apr.rule_id[0] ? apr.rule_id : NULL, "reason", apr.reason, "expires_at",
+                                      api_render_time(apr.expires_at_ms));
+                approval_record_release(&apr);
+        }
         command_record_release(&rec);
         if (log_removed_with_sandbox(req->ctx, &req->principal, req->segments[2])) {
+                json_decref(requested);
                 space_error_set(&err, SPACE_E_GONE, "the output of command %s was removed with sandbox %s (destroyed)",
                                 req->segments[4], req->segments[2]);
                 return api_response_error(resp, &err);
         }
         struct event_stream *st = calloc(1, sizeof(*st));
         if (!st) {
+                json_decref(requested);
                 space_error_set(&err, SPACE_E_INTERNAL, "out of memory");
                 return api_response_error(resp, &err);
         }
@@ -279,9 +293,22 @@ void route_command_events(struct api_request *req, struct api_response *resp)
         st->session_checked_ms = wallclock_now_ms();
         st->keepalive_ms = (int)keepalive_s * 1000;
         st->idle_since_us = monotonic_now_us();
+        if (requested) {
+                char *text = json_dumps(requested, JSON_COMPACT);
+                json_decref(requested);
+                if (!text || out_printf(st, "event: approval_requested\ndata: %s\n\n", text) < 0) {
+                        free(text);
+                        free(st->out);
+                        free(st);
+                        space_error_set(&err, SPACE_E_INTERNAL, "out of memory");
+                        return api_response_error(resp, &err);
+                }
+                free(text);
+        }
         const union MHD_ConnectionInfo *info = MHD_get_connection_info(req->conn, MHD_CONNECTION_INFO_CONNECTION_FD);
         if (command_follower_new(req->ctx, st->sandbox_id, req->segments[4], after, info ? info->connect_fd : -1, &sink, st,
                                  &st->follower) < 0) {
+                free(st->out);
                 free(st);
                 space_error_set(&err, SPACE_E_INTERNAL, "out of memory");
                 return api_response_error(resp, &err);

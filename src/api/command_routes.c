@@ -14,6 +14,7 @@
 #include "api/command_spec.h"
 #include "data_plane/command_channels.h"
 #include "data_plane/command_service.h"
+#include "service/approval_service.h"
 #include "service/policy_gate.h"
 #include "service/sandbox_commands.h"
 #include "spaced/spaced_context.h"
@@ -27,6 +28,8 @@ json_t *api_render_command(const struct command_record *c)
                               "pid", c->pid, "created_at", api_render_time(c->created_at_ms), "started_at",
                               api_render_time(c->started_at_ms), "finished_at", api_render_time(c->finished_at_ms));
         bool ended = c->state == COMMAND_EXITED || c->state == COMMAND_LOST;
+        if (c->state == COMMAND_PENDING_APPROVAL) /* the reason names the approval it waits on */
+                json_object_set_new(o, "approval_id", json_string(c->reason));
         json_object_set_new(o, "exit_code", c->state == COMMAND_EXITED ? json_integer(c->exit_code) : json_null());
         json_object_set_new(o, "signal", ended && c->term_signal ? json_integer(c->term_signal) : json_null());
         json_object_set_new(o, "timed_out", json_boolean(c->timed_out));
@@ -34,9 +37,20 @@ json_t *api_render_command(const struct command_record *c)
         if (c->state == COMMAND_LOST && c->reason[0]) {
                 json_object_set_new(o, "reason", json_string(c->reason));
                 json_object_set_new(o, "message", json_string(command_lost_message(c->reason)));
-        } else if (c->reason[0]) {
+        } else if (c->reason[0] && c->state != COMMAND_PENDING_APPROVAL) {
                 json_object_set_new(o, "message", json_string(c->reason));
         }
+        return o;
+}
+
+json_t *api_render_held_command(const struct command_record *c, const struct approval_record *a)
+{
+        json_t *o = api_render_command(c);
+        json_object_set_new(o, "approval",
+                            json_pack("{s:s, s:s, s:s*, s:s, s:o}", "approval_id", a->id, "policy_id", a->policy_id, "rule_id",
+                                      a->rule_id[0] ? a->rule_id : NULL, "reason", a->reason, "expires_at",
+                                      api_render_time(a->expires_at_ms)));
+        json_object_set_new(o, "message", json_string(a->reason));
         return o;
 }
 
@@ -115,8 +129,20 @@ void route_command_start(struct api_request *req, struct api_response *resp)
         spec.stdin_open = want_stdin;
         spec.timeout_ms = (uint32_t)timeout_s * 1000u;
         /* Stored as asked, so a list says what each command is. */
-        if (policy_gate_command(req->ctx, &sb, spec.argv, spec.user, spec.cwd, &err) < 0)
+        struct policy_hold hold;
+        int gate = policy_gate_command(req->ctx, &sb, spec.argv, spec.user, spec.cwd, &hold, &err);
+        if (gate < 0)
                 goto fail;
+        if (gate == 1) { /* held: a pending command, started once approved */
+                struct approval_record apr;
+                if (approval_service_hold(req->ctx, &req->principal, req->session_id, &sb, &spec, tag, body, NULL, &hold, &rec,
+                                          &apr, &err) < 0)
+                        goto fail;
+                api_response_json(resp, 202, api_render_held_command(&rec, &apr));
+                approval_record_release(&apr);
+                command_record_release(&rec);
+                goto out;
+        }
         json_t *asked = json_deep_copy(body);
         if (command_service_start(req->ctx, &sb, &spec, tag, asked, &rec, &err) < 0) {
                 json_decref(asked);

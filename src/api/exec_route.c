@@ -8,6 +8,7 @@
 #include "api/command_spec.h"
 #include "api/output_encoding.h"
 #include "runtime/runtime_registry.h"
+#include "service/approval_service.h"
 #include "service/policy_gate.h"
 #include "service/sandbox_access.h"
 #include "spaced/spaced_context.h"
@@ -81,8 +82,31 @@ void route_sandbox_exec(struct api_request *req, struct api_response *resp)
                 .timeout_ms = (uint32_t)timeout_s * 1000,
                 .output_cap = req->ctx->cfg.exec_output_cap,
         };
-        if (policy_gate_command(req->ctx, &sb, argv, er.user, cwd, &err) < 0)
+        struct policy_hold hold;
+        int gate = policy_gate_command(req->ctx, &sb, argv, er.user, cwd, &hold, &err);
+        if (gate < 0)
                 goto fail;
+        if (gate == 1) {
+                /* Held: exec answers at once with the pending command, which runs once approved
+                 * (follow it as a streamed command: …/commands/{command_id}/events). */
+                struct agent_job_spec spec = {
+                        .argv = argv,
+                        .envp = envp,
+                        .cwd = cwd,
+                        .user = er.user,
+                        .stdin_open = stdin_text != NULL,
+                        .timeout_ms = er.timeout_ms,
+                };
+                struct command_record rec;
+                struct approval_record apr;
+                if (approval_service_hold(req->ctx, &req->principal, req->session_id, &sb, &spec, "exec", body, stdin_text, &hold,
+                                          &rec, &apr, &err) < 0)
+                        goto fail;
+                api_response_json(resp, 202, api_render_held_command(&rec, &apr));
+                approval_record_release(&apr);
+                command_record_release(&rec);
+                goto out;
+        }
         const struct runtime_driver *driver = runtime_registry_for(&req->ctx->runtimes, &sb, &err);
         if (!driver)
                 goto fail;

@@ -36,8 +36,9 @@ enum permission {
         PERM_KEY_WRITE = 1u << 11,      /* make and revoke the project's keys */
         PERM_PROJECT_READ = 1u << 12,   /* the caller's project */
         PERM_PLATFORM = 1u << 13,       /* the operator: every project, projects, shared templates, layers */
+        PERM_APPROVAL_WRITE = 1u << 14, /* approve or deny a held command (never one's own) */
 };
-#define PERM_ALL ((uint32_t)((PERM_PLATFORM << 1) - 1))
+#define PERM_ALL ((uint32_t)((PERM_APPROVAL_WRITE << 1) - 1))
 
 struct principal {
         char key_id[32];

@@ -57,6 +57,13 @@ static int on_event(void *userdata, const char *id, const char *event, const cha
                 s->exit_status = 255;
                 return 0;
         }
+        if (strcmp(event, "approval_requested") == 0) { /* held by a policy (docs/governance.md) */
+                _cleanup_json_ json_t *j = json_loadb(data, len, 0, NULL);
+                fprintf(stderr, "space: waiting for approval %s: %s\n",
+                        json_string_value(json_object_get(j, "approval_id")) ?: "?",
+                        json_string_value(json_object_get(j, "reason")) ?: "a policy holds this command");
+                return 0;
+        }
         if (strcmp(event, "dropped") == 0) {
                 fputs("space: some output was dropped (it went over spaced's per-command cap)\n", stderr);
                 return 0;

@@ -78,6 +78,11 @@ const char *command_lost_message(const char *reason)
                 { "sandbox_failed", "the sandbox failed" },
                 { "agent_unreachable", "the sandbox's agent stopped answering" },
                 { "agent_restarted", "the sandbox's agent does not know this command" },
+                { "approval_denied", "the command was denied by an approver (docs/governance.md)" },
+                { "approval_expired", "nobody approved the command in time (docs/governance.md)" },
+                { "policy_denied", "approved, but a policy denies the command now (docs/governance.md)" },
+                { "sandbox_not_running", "approved, but the sandbox was not running" },
+                { "start_failed", "approved, but the command could not be started" },
         };
         for (size_t i = 0; i < sizeof(messages) / sizeof(messages[0]); i++)
                 if (strcmp(messages[i].reason, reason) == 0)

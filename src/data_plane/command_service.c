@@ -59,63 +59,111 @@ static int require_running(const struct sandbox *sb, struct space_error *err)
                                sandbox_state_name(sb->state));
 }
 
+/* Starts spec as rec (a new row, or with `held` the pending_approval row there already). */
+static int start_job(struct spaced_context *ctx, const struct sandbox *sb, struct agent_job_spec *spec,
+                     struct command_record *rec, bool held, struct command_record *ret, struct space_error *err)
+{
+        char msg[256] = "";
+        if (require_running(sb, err) < 0)
+                return -1;
+        json_t *spec_json = rec->spec;
+        rec->state = COMMAND_STARTING;
+        rec->reason[0] = '\0';
+        spec->job_id = rec->id;
+        _cleanup_close_ int agent = agent_connect(ctx, sb, err);
+        if (agent < 0)
+                return -1;
+        int r = command_channels_ensure(ctx->channels, sb->id);
+        if (r < 0)
+                return space_error_errno(err, r, "start output channel");
+
+        /* The row first: an agent job without one would be ended as unknown. */
+        command_channels_lock_starts(ctx->channels, sb->id);
+        r = held ? STORE(ctx, command_update, rec) : STORE(ctx, command_insert, rec);
+        if (r < 0) {
+                command_channels_unlock_starts(ctx->channels, sb->id);
+                return space_error_errno(err, r, "store command");
+        }
+        command_channels_notify(ctx->channels, rec->id, 0, false);
+        uint32_t pid = 0;
+        r = agent_job_client_start(agent, spec, &pid, msg, sizeof(msg));
+        if (r < 0 && held) {
+                /* A held command that cannot start ends, saying why (its caller is gone). */
+                rec->state = COMMAND_LOST;
+                snprintf(rec->reason, sizeof(rec->reason), "start_failed");
+                rec->finished_at_ms = wallclock_now_ms();
+                int u = STORE(ctx, command_update, rec);
+                if (u < 0)
+                        log_warn("command.update_failed", "sandbox=%s command=%s error=\"%s\"", sb->id, rec->id, strerror(-u));
+                command_channels_unlock_starts(ctx->channels, sb->id);
+                command_channels_notify(ctx->channels, rec->id, 0, true);
+                log_warn("command.start_failed", "sandbox=%s command=%s error=\"%s\"", sb->id, rec->id, LOG_ESC(msg));
+                return agent_error(err, r, "start command", msg);
+        }
+        if (r < 0) {
+                int d = STORE(ctx, command_delete, sb->id, rec->id);
+                if (d < 0) /* left starting: the channel's reconciliation ends it as lost */
+                        log_warn("command.delete_failed", "sandbox=%s command=%s error=\"%s\"", sb->id, rec->id, strerror(-d));
+                command_channels_unlock_starts(ctx->channels, sb->id);
+                command_channels_notify(ctx->channels, rec->id, 0, true);
+                if (r == -ENOENT && msg[0])
+                        return space_error_set(err, SPACE_E_INVALID_REQUEST, "%s", msg);
+                return agent_error(err, r, "start command", msg);
+        }
+        rec->state = COMMAND_RUNNING;
+        rec->pid = (int32_t)pid;
+        rec->started_at_ms = wallclock_now_ms();
+        r = STORE(ctx, command_update, rec);
+        command_channels_unlock_starts(ctx->channels, sb->id);
+        if (r < 0)
+                log_warn("command.update_failed", "sandbox=%s command=%s error=\"%s\"", sb->id, rec->id, strerror(-r));
+        log_info("command.started", "sandbox=%s command=%s pid=%u", sb->id, rec->id, pid);
+        /* The exit may already have been recorded: return what the store says. */
+        rec->spec = NULL;
+        if (STORE(ctx, command_get, sb->id, rec->id, ret) < 0) {
+                rec->spec = json_incref(spec_json);
+                *ret = *rec;
+        }
+        return 0;
+}
+
 int command_service_start(struct spaced_context *ctx, const struct sandbox *sb, struct agent_job_spec *spec, const char *tag,
                           json_t *spec_json, struct command_record *ret, struct space_error *err)
 {
         struct command_record rec = { 0 };
-        char msg[256] = "";
-        if (require_running(sb, err) < 0)
-                return -1;
         int r = random_id("cmd-", 8, rec.id, sizeof(rec.id));
         if (r < 0)
                 return space_error_errno(err, r, "command id");
         snprintf(rec.sandbox_id, sizeof(rec.sandbox_id), "%s", sb->id);
         snprintf(rec.tag, sizeof(rec.tag), "%s", tag ? tag : "");
         rec.spec = spec_json;
-        rec.state = COMMAND_STARTING;
         rec.created_at_ms = wallclock_now_ms();
-        spec->job_id = rec.id;
-        _cleanup_close_ int agent = agent_connect(ctx, sb, err);
-        if (agent < 0)
-                return -1;
-        r = command_channels_ensure(ctx->channels, sb->id);
-        if (r < 0)
-                return space_error_errno(err, r, "start output channel");
+        return start_job(ctx, sb, spec, &rec, false, ret, err);
+}
 
-        /* The row first: an agent job without one would be ended as unknown. */
-        command_channels_lock_starts(ctx->channels, sb->id);
-        r = STORE(ctx, command_insert, &rec);
-        if (r < 0) {
-                command_channels_unlock_starts(ctx->channels, sb->id);
-                return space_error_errno(err, r, "store command");
-        }
-        command_channels_notify(ctx->channels, rec.id, 0, false);
-        uint32_t pid = 0;
-        r = agent_job_client_start(agent, spec, &pid, msg, sizeof(msg));
-        if (r < 0) {
-                int d = STORE(ctx, command_delete, sb->id, rec.id);
-                if (d < 0) /* left starting: the channel's reconciliation ends it as lost */
-                        log_warn("command.delete_failed", "sandbox=%s command=%s error=\"%s\"", sb->id, rec.id, strerror(-d));
-                command_channels_unlock_starts(ctx->channels, sb->id);
-                command_channels_notify(ctx->channels, rec.id, 0, true);
-                if (r == -ENOENT && msg[0])
-                        return space_error_set(err, SPACE_E_INVALID_REQUEST, "%s", msg);
-                return agent_error(err, r, "start command", msg);
-        }
-        rec.state = COMMAND_RUNNING;
-        rec.pid = (int32_t)pid;
-        rec.started_at_ms = wallclock_now_ms();
-        r = STORE(ctx, command_update, &rec);
-        command_channels_unlock_starts(ctx->channels, sb->id);
+int command_service_start_held(struct spaced_context *ctx, const struct sandbox *sb, struct agent_job_spec *spec,
+                               const struct command_record *held, struct command_record *ret, struct space_error *err)
+{
+        struct command_record rec = *held;
+        if (held->state != COMMAND_PENDING_APPROVAL)
+                return space_error_set(err, SPACE_E_INVALID_STATE, "command %s is %s, not pending approval", held->id,
+                                       command_state_name(held->state));
+        return start_job(ctx, sb, spec, &rec, true, ret, err);
+}
+
+int command_service_end_held(struct spaced_context *ctx, const struct command_record *held, const char *reason)
+{
+        struct command_record rec = *held;
+        if (held->state != COMMAND_PENDING_APPROVAL)
+                return 0;
+        rec.state = COMMAND_LOST;
+        snprintf(rec.reason, sizeof(rec.reason), "%s", reason);
+        rec.finished_at_ms = wallclock_now_ms();
+        int r = STORE(ctx, command_update, &rec);
         if (r < 0)
-                log_warn("command.update_failed", "sandbox=%s command=%s error=\"%s\"", sb->id, rec.id, strerror(-r));
-        log_info("command.started", "sandbox=%s command=%s pid=%u", sb->id, rec.id, pid);
-        /* The exit may already have been recorded: return what the store says. */
-        rec.spec = NULL;
-        if (STORE(ctx, command_get, sb->id, rec.id, ret) < 0) {
-                rec.spec = json_incref(spec_json);
-                *ret = rec;
-        }
+                return r;
+        command_channels_notify(ctx->channels, rec.id, 0, true);
+        log_info("command.ended", "sandbox=%s command=%s state=lost reason=\"%s\"", rec.sandbox_id, rec.id, LOG_ESC(reason));
         return 0;
 }
 

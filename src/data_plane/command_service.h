@@ -15,6 +15,14 @@ struct spaced_context;
  * record (caller releases). spec_json is stored as what was asked. */
 int command_service_start(struct spaced_context *ctx, const struct sandbox *sb, struct agent_job_spec *spec, const char *tag,
                           json_t *spec_json, struct command_record *ret, struct space_error *err);
+/* Starts a command held for approval (its pending_approval row: its id, tag and spec) as
+ * spec; *ret as command_service_start's. A held command the agent refuses ends lost
+ * (start_failed), since no caller waits on the answer. */
+int command_service_start_held(struct spaced_context *ctx, const struct sandbox *sb, struct agent_job_spec *spec,
+                               const struct command_record *held, struct command_record *ret, struct space_error *err);
+/* Ends a held command that will not run: lost with reason (approval_denied,
+ * approval_expired, policy_denied, ...). 0 when it is not pending any more; -errno. */
+int command_service_end_held(struct spaced_context *ctx, const struct command_record *held, const char *reason);
 /* The command's record; not_found when the sandbox has no such command. */
 int command_service_get(struct spaced_context *ctx, const char *sandbox_id, const char *command_id, struct command_record *ret,
                         struct space_error *err);

@@ -20,6 +20,7 @@
 #include "e2b/e2b_routes.h"
 #include "runtime/runtime_registry.h"
 #include "service/sandbox_access.h"
+#include "service/approval_service.h"
 #include "service/policy_gate.h"
 #include "service/sandbox_commands.h"
 #include "service/sandbox_service.h"
@@ -207,9 +208,22 @@ void e2b_process_start(struct e2b_call *call, struct api_response *resp)
         loaded = true;
         if (parse_start(call, msg, &sb, &spec, cwd_buf, &asked, &err) < 0)
                 goto fail;
-        if (policy_gate_command(call->req.ctx, &sb, spec.argv, spec.user, spec.cwd, &err) < 0)
+        struct policy_hold hold;
+        int gate = policy_gate_command(call->req.ctx, &sb, spec.argv, spec.user, spec.cwd, &hold, &err);
+        if (gate < 0)
                 goto fail;
         const char *tag = json_string_value(json_object_get(msg, "tag"));
+        if (gate == 1) {
+                /* Held: the stream stays open (keepalives) and starts when a person approves. */
+                struct approval_record apr;
+                if (approval_service_hold(call->req.ctx, &call->req.principal, NULL, &sb, &spec, tag ? tag : "", asked, NULL,
+                                          &hold, &rec, &apr, &err) < 0)
+                        goto fail;
+                approval_record_release(&apr);
+                if (e2b_process_stream_begin(call, rec.id, -1, false, 0, keepalive_ms(call), resp, &err) < 0)
+                        goto fail;
+                goto out;
+        }
         if (command_service_start(call->req.ctx, &sb, &spec, tag ? tag : "", asked, &rec, &err) < 0)
                 goto fail;
         /* The process's own deadline is the agent's (the timeout above); the stream just follows. */

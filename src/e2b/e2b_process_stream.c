@@ -16,6 +16,7 @@
 #include "data_plane/command_channels.h"
 #include "data_plane/command_follower.h"
 #include "data_plane/command_log.h"
+#include "data_plane/command_service.h"
 #include "e2b/e2b_connect.h"
 #include "e2b/e2b_routes.h"
 #include "spaced/spaced_context.h"
@@ -32,7 +33,29 @@ struct process_stream {
         size_t out_off;
         bool done;
         bool drop; /* done, and the connection is cut once out is written (no end-of-stream) */
+        bool held; /* held for approval: the start event waits until the command starts */
+        char sandbox_id[32];
+        char command_id[32];
 };
+
+#define HELD_CHECK_MS 250
+
+static int emit_event(struct process_stream *st, json_t *event);
+
+/* A held command that started (or ended after starting) gets its start event, first. */
+static int held_check(struct process_stream *st)
+{
+        struct command_record rec;
+        if (!st->held || command_service_get(st->ctx, st->sandbox_id, st->command_id, &rec, &(struct space_error){ 0 }) < 0)
+                return 0;
+        bool started = rec.state == COMMAND_RUNNING || rec.state == COMMAND_EXITED;
+        int32_t pid = rec.pid;
+        command_record_release(&rec);
+        if (!started)
+                return 0;
+        st->held = false;
+        return emit_event(st, json_pack("{s:{s:i}}", "start", "pid", pid));
+}
 
 static int emit_event(struct process_stream *st, json_t *event)
 {
@@ -93,6 +116,9 @@ static int emit_end(struct process_stream *st, const json_t *exit_info)
 static int emit_record(void *cls, const struct command_log_record *rec)
 {
         struct process_stream *st = cls;
+        int h = held_check(st);
+        if (h < 0)
+                return h;
         if (rec->kind == COMMAND_LOG_EXIT) {
                 json_t *info = json_loadb((const char *)rec->data, rec->len, 0, NULL);
                 int r = emit_end(st, info);
@@ -107,6 +133,16 @@ static int emit_record(void *cls, const struct command_log_record *rec)
 static int emit_end_from_store(void *cls, const struct command_record *rec, bool log_ended)
 {
         (void)log_ended; /* a reader that started at the log's end still gets an end */
+        struct process_stream *st = cls;
+        int h = held_check(st);
+        if (h < 0)
+                return h;
+        if (st->held) { /* it never started: denied, expired, or refused by a policy by then */
+                struct space_error err = { .code = SPACE_E_POLICY_DENIED };
+                snprintf(err.message, sizeof(err.message), "%s", command_lost_message(rec->reason));
+                st->done = true;
+                return e2b_connect_end_frame(&st->out, &err);
+        }
         json_t *info = rec->state == COMMAND_EXITED
                 ? json_pack("{s:i, s:i}", "exit_code", rec->exit_code, "signal", rec->term_signal)
                 : json_pack("{s:n, s:b, s:s}", "exit_code", "lost", 1, "message", rec->reason);
@@ -129,6 +165,8 @@ static int wait_ms(const struct process_stream *st)
         int64_t left = st->keepalive_ms - (now - st->idle_since_us) / 1000;
         if (st->deadline_us && (st->deadline_us - now) / 1000 < left)
                 left = (st->deadline_us - now) / 1000;
+        if (st->held && left > HELD_CHECK_MS)
+                left = HELD_CHECK_MS;
         return left < 1 ? 1 : (int)left;
 }
 
@@ -165,6 +203,10 @@ static ssize_t stream_read(void *cls, char *buf, size_t max)
                                 return -1;
                         continue;
                 }
+                if (held_check(st) < 0)
+                        return -1;
+                if (st->out.len > 0)
+                        continue;
                 int p = command_follower_next(st->follower, wait_ms(st));
                 if (p == -ESHUTDOWN)
                         continue; /* said above */
@@ -203,10 +245,13 @@ int e2b_process_stream_begin(struct e2b_call *call, const char *command_id, int3
         st->keepalive_ms = keepalive_ms > 0 ? keepalive_ms : 30000;
         st->deadline_us = deadline_ms > 0 ? monotonic_now_us() + deadline_ms * 1000 : 0;
         st->idle_since_us = monotonic_now_us();
+        st->held = pid < 0;
+        snprintf(st->sandbox_id, sizeof(st->sandbox_id), "%s", call->sandbox_id);
+        snprintf(st->command_id, sizeof(st->command_id), "%s", command_id);
         const union MHD_ConnectionInfo *info = MHD_get_connection_info(call->req.conn, MHD_CONNECTION_INFO_CONNECTION_FD);
         if (command_follower_new(st->ctx, call->sandbox_id, command_id, after, info ? info->connect_fd : -1, &sink, st,
                                  &st->follower) < 0 ||
-            emit_event(st, json_pack("{s:{s:i}}", "start", "pid", pid)) < 0) {
+            (!st->held && emit_event(st, json_pack("{s:{s:i}}", "start", "pid", pid)) < 0)) {
                 stream_free(st);
                 return space_error_set(err, SPACE_E_INTERNAL, "out of memory");
         }

@@ -107,5 +107,6 @@ void e2b_fs_watch_dir(struct e2b_call *call, struct api_response *resp);
  * from_end, only what it gets after this call (Connect, as envd).
  * deadline_ms 0: none; otherwise the stream ends with deadline_exceeded then (the command
  * goes on). keepalive_ms: how often an idle stream carries a keepalive event. */
+/* pid < 0: the command is held for approval; its start event comes when it starts. */
 int e2b_process_stream_begin(struct e2b_call *call, const char *command_id, int32_t pid, bool from_end, int64_t deadline_ms,
                              int keepalive_ms, struct api_response *resp, struct space_error *err);

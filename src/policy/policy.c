@@ -41,7 +41,7 @@ int policy_action_from_name(const char *name, enum policy_action *ret)
 
 const char *policy_effect_name(enum policy_effect e)
 {
-        return e == POLICY_DENY ? "deny" : "allow";
+        return e == POLICY_DENY ? "deny" : e == POLICY_REQUIRE_APPROVAL ? "require_approval" : "allow";
 }
 
 /* The place in the document being read, for error messages. */
@@ -148,15 +148,20 @@ static int parse_effect(struct where *w, const char *key, const char *s, enum po
                 *ret = POLICY_ALLOW;
         else if (strcmp(s, "deny") == 0)
                 *ret = POLICY_DENY;
-        else if (strcmp(s, "require_approval") == 0) {
-                *w->unsupported = true;
-                return fail(w,
-                            "%s: require_approval is not available yet (approvals are a later step of "
-                            "docs/governance.md): use allow or deny",
-                            key);
-        } else
-                return fail(w, "%s must be allow or deny", key);
+        else if (strcmp(s, "require_approval") == 0)
+                *ret = POLICY_REQUIRE_APPROVAL;
+        else
+                return fail(w, "%s must be allow, deny or require_approval", key);
         return 0;
+}
+
+/* Only a command can be held for approval (this step): the others have no pending form. */
+static int approval_actions_ok(struct where *w, const char *key, enum policy_effect e, unsigned actions)
+{
+        if (e != POLICY_REQUIRE_APPROVAL || actions == 1u << POLICY_COMMAND)
+                return 0;
+        *w->unsupported = true;
+        return fail(w, "%s: require_approval holds commands only: give it \"actions\": [\"command\"]", key);
 }
 
 static int dup_string(struct where *w, const char *s, char **ret)
@@ -305,7 +310,7 @@ static int parse_rule(struct where *w, const json_t *o, unsigned policy_actions,
         if (opt_string(w, o, "effect", 32, &effect) < 0 || opt_string(w, o, "message", 256, &message) < 0)
                 return -EINVAL;
         if (!effect)
-                return fail(w, "effect is required (allow or deny)");
+                return fail(w, "effect is required (allow, deny or require_approval)");
         if (parse_effect(w, "effect", effect, &r->effect) < 0)
                 return -EINVAL;
         snprintf(r->message, sizeof(r->message), "%s", message ? message : "");
@@ -315,6 +320,8 @@ static int parse_rule(struct where *w, const json_t *o, unsigned policy_actions,
         if (!(r->actions & policy_actions))
                 return fail(w, "actions: none of them is one the policy governs");
         r->actions &= policy_actions;
+        if (approval_actions_ok(w, "effect", r->effect, r->actions) < 0)
+                return -EINVAL;
         const json_t *m = json_object_get(o, "match");
         if (m && parse_match(w, m, r) < 0)
                 return -EINVAL;
@@ -345,6 +352,8 @@ int policy_compile(const json_t *doc, struct policy **ret, bool *ret_unsupported
         int r = def ? parse_effect(&w, "default", def, &default_effect) : 0;
         if (r == 0)
                 r = parse_actions(&w, doc, &actions);
+        if (r == 0)
+                r = approval_actions_ok(&w, "default", default_effect, actions);
         if (r < 0) {
                 if (ret_unsupported)
                         *ret_unsupported = unsupported;

@@ -28,7 +28,7 @@ const char *policy_action_name(enum policy_action a);
 /* -EINVAL when unknown. */
 int policy_action_from_name(const char *name, enum policy_action *ret);
 
-enum policy_effect { POLICY_ALLOW = 0, POLICY_DENY };
+enum policy_effect { POLICY_ALLOW = 0, POLICY_DENY, POLICY_REQUIRE_APPROVAL };
 const char *policy_effect_name(enum policy_effect e);
 
 enum policy_argv_kind { POLICY_ARGV_NONE = 0, POLICY_ARGV_EXACT, POLICY_ARGV_PREFIX, POLICY_ARGV_GLOB, POLICY_ARGV_REGEX };
@@ -69,7 +69,8 @@ struct policy {
 /* Validates the document doc and compiles it into *ret (policy_free). On a bad document
  * fills why with what is wrong and where ("rules[2] (\"no-curl\"): match.argv.regex: …"),
  * sets *ret_unsupported when the document is well formed but asks for what this spaced
- * does not do yet (require_approval, egress), and returns -EINVAL. The record fields (id,
+ * does not do yet (egress; require_approval on another action than command), and returns
+ * -EINVAL. The record fields (id,
  * project, version) are the caller's: policy_compile leaves them empty. */
 int policy_compile(const json_t *doc, struct policy **ret, bool *ret_unsupported, char *why, size_t why_size);
 void policy_free(struct policy *p);

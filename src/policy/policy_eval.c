@@ -257,7 +257,7 @@ void policy_decide(const struct policy *const *policies, size_t n, const struct 
 
         memset(ret, 0, sizeof(*ret));
         ret->effect = POLICY_ALLOW;
-        bool denied = false;
+        bool denied = false, held = false;
         for (size_t i = 0; i < n; i++) {
                 const struct policy *p = policies[i];
                 if (!(p->actions & (1u << rq->action)))
@@ -273,11 +273,15 @@ void policy_decide(const struct policy *const *policies, size_t n, const struct 
                         }
                 if (ret->nverdicts < POLICY_MAX_VERDICTS)
                         ret->verdicts[ret->nverdicts++] = vd;
-                if (!denied)
+                if (!denied && !held)
                         ret->deciding = vd;
                 if (vd.effect == POLICY_DENY && !denied) {
                         denied = true;
                         ret->effect = POLICY_DENY;
+                        ret->deciding = vd;
+                } else if (vd.effect == POLICY_REQUIRE_APPROVAL && !denied && !held) {
+                        held = true;
+                        ret->effect = POLICY_REQUIRE_APPROVAL;
                 }
         }
 }
@@ -291,7 +295,9 @@ void policy_decision_describe(const struct policy_decision *d, const struct poli
         }
         const char *msg = v->rule && v->rule->message[0] ? v->rule->message : NULL;
         snprintf(buf, size, "%s %s by policy \"%s\" (%s), %s%s%s%s%s", policy_action_name(rq->action),
-                 v->effect == POLICY_DENY ? "denied" : "allowed", v->policy->name, v->policy->id,
-                 v->rule ? "rule \"" : "its default", v->rule ? v->rule->id : "", v->rule ? "\"" : "", msg ? ": " : "",
-                 msg ? msg : "");
+                 v->effect == POLICY_DENY                       ? "denied"
+                         : v->effect == POLICY_REQUIRE_APPROVAL ? "needs approval"
+                                                                : "allowed",
+                 v->policy->name, v->policy->id, v->rule ? "rule \"" : "its default", v->rule ? v->rule->id : "",
+                 v->rule ? "\"" : "", msg ? ": " : "", msg ? msg : "");
 }

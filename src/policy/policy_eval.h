@@ -2,8 +2,8 @@
  *
  * Each policy that governs the request's action gives its verdict: its first rule that
  * matches, else its default. The request is denied when any of them denies (so a policy
- * narrowed to one sandbox can add denials, never lift its project's). docs/governance.md
- * states the same. */
+ * narrowed to one sandbox can add denials, never lift its project's); else it is held for
+ * approval when any of them requires it; else allowed. docs/governance.md states the same. */
 #pragma once
 
 #include <stdbool.h>
@@ -35,7 +35,8 @@ struct policy_verdict {
 
 struct policy_decision {
         enum policy_effect effect;
-        struct policy_verdict deciding; /* the first denial; else the last allow (policy NULL: no policy applied) */
+        struct policy_verdict deciding; /* the first denial; else the first require_approval; else the last allow
+                                           (policy NULL: no policy applied) */
         struct policy_verdict verdicts[POLICY_MAX_VERDICTS]; /* every policy that governs the action, in order */
         size_t nverdicts;
 };

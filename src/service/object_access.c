@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <string.h>
 
+#include "service/approval_service.h"
 #include "service/key_service.h"
 #include "service/operation_access.h"
 #include "service/policy_service.h"
@@ -47,6 +48,12 @@ int object_access_check(struct spaced_context *ctx, const struct principal *p, e
                 struct policy_record pol = { 0 };
                 int r = policy_service_get(ctx, p, id, &pol, err);
                 policy_record_release(&pol);
+                return r;
+        }
+        case OBJECT_APPROVAL: {
+                struct approval_record a = { 0 };
+                int r = approval_service_get(ctx, p, id, &a, err);
+                approval_record_release(&a);
                 return r;
         }
         }

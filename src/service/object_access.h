@@ -21,6 +21,7 @@ enum object_kind {
         OBJECT_KEY,       /* by id */
         OBJECT_PROJECT,   /* by id */
         OBJECT_POLICY,    /* by id */
+        OBJECT_APPROVAL,  /* by id */
 };
 
 /* 0 when p may address object kind/id; -1 with err: not_found (unknown, or another

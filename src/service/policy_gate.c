@@ -5,7 +5,7 @@
 #include "service/policy_service.h"
 
 int policy_gate_command(struct spaced_context *ctx, const struct sandbox *sb, char *const *argv, const char *user,
-                        const char *cwd, struct space_error *err)
+                        const char *cwd, struct policy_hold *hold, struct space_error *err)
 {
         struct policy_request rq = {
                 .action = POLICY_COMMAND,
@@ -15,7 +15,7 @@ int policy_gate_command(struct spaced_context *ctx, const struct sandbox *sb, ch
                 .user = user ? user : "root",
                 .cwd = cwd,
         };
-        return policy_service_check(ctx, sb->project_id, &rq, err);
+        return policy_service_check(ctx, sb->project_id, &rq, hold, err);
 }
 
 int policy_gate_file(struct spaced_context *ctx, const struct sandbox *sb, enum policy_action action, const char *path,
@@ -28,13 +28,13 @@ int policy_gate_file(struct spaced_context *ctx, const struct sandbox *sb, enum 
                 .user = user ? user : "root",
                 .path = path,
         };
-        return policy_service_check(ctx, sb->project_id, &rq, err);
+        return policy_service_check(ctx, sb->project_id, &rq, NULL, err);
 }
 
 int policy_gate_create(struct spaced_context *ctx, const char *project_id, const char *templ, struct space_error *err)
 {
         struct policy_request rq = { .action = POLICY_SANDBOX_CREATE, .templ = templ };
-        return policy_service_check(ctx, project_id, &rq, err);
+        return policy_service_check(ctx, project_id, &rq, NULL, err);
 }
 
 int policy_gate_fork(struct spaced_context *ctx, const struct sandbox *sb, int64_t count, struct space_error *err)
@@ -42,13 +42,13 @@ int policy_gate_fork(struct spaced_context *ctx, const struct sandbox *sb, int64
         struct policy_request rq = {
                 .action = POLICY_SANDBOX_FORK, .sandbox_id = sb->id, .templ = sb->template_name, .count = count
         };
-        return policy_service_check(ctx, sb->project_id, &rq, err);
+        return policy_service_check(ctx, sb->project_id, &rq, NULL, err);
 }
 
 int policy_gate_export(struct spaced_context *ctx, const char *project_id, const char *sandbox_id, struct space_error *err)
 {
         struct policy_request rq = { .action = POLICY_SNAPSHOT_EXPORT, .sandbox_id = sandbox_id };
-        return policy_service_check(ctx, project_id, &rq, err);
+        return policy_service_check(ctx, project_id, &rq, NULL, err);
 }
 
 int policy_gate_file_request(struct spaced_context *ctx, const struct sandbox *sb, int type, const struct agent_file_args *a,

@@ -1,6 +1,7 @@
 /* policy_gate: the checks both front doors make before an action a policy can govern, in
  * the words of that action (policy_service_check does the deciding). Each returns 0 when
- * allowed, -1 with policy_denied (403) or the error that kept the check from being made. */
+ * allowed, -1 with policy_denied (403) or the error that kept the check from being made;
+ * only commands can be held for approval (policy_gate_command). */
 #pragma once
 
 #include "policy/policy.h"
@@ -9,10 +10,13 @@
 
 struct spaced_context;
 
+struct policy_hold;
 /* A command (exec, a streamed command, an E2B process) about to start in sb: its argv as it
- * will run, its user (NULL: root) and working directory (NULL: the default). */
+ * will run, its user (NULL: root) and working directory (NULL: the default). 1 when a rule
+ * requires approval and hold is given (filled: service/approval_service.h holds it); with
+ * hold NULL that is a denial. */
 int policy_gate_command(struct spaced_context *ctx, const struct sandbox *sb, char *const *argv, const char *user,
-                        const char *cwd, struct space_error *err);
+                        const char *cwd, struct policy_hold *hold, struct space_error *err);
 /* A file operation of sb's on path (file.read, file.write, file.delete), as user (NULL: root). */
 int policy_gate_file(struct spaced_context *ctx, const struct sandbox *sb, enum policy_action action, const char *path,
                      const char *user, struct space_error *err);

@@ -220,7 +220,7 @@ struct policy_set *policy_service_load_set(struct spaced_context *ctx, const cha
 }
 
 int policy_service_check(struct spaced_context *ctx, const char *project_id, const struct policy_request *rq,
-                         struct space_error *err)
+                         struct policy_hold *hold, struct space_error *err)
 {
         struct policy_set *set = policy_service_load_set(ctx, project_id, err);
         if (!set)
@@ -239,6 +239,17 @@ int policy_service_check(struct spaced_context *ctx, const char *project_id, con
                          rq->sandbox_id ? rq->sandbox_id : "-", policy_action_name(rq->action), d.deciding.policy->id,
                          d.deciding.rule ? d.deciding.rule->id : "default");
                 r = space_error_set(err, SPACE_E_POLICY_DENIED, "%s", msg);
+        } else if (d.effect == POLICY_REQUIRE_APPROVAL) {
+                char msg[400];
+                policy_decision_describe(&d, rq, msg, sizeof(msg));
+                if (!hold) {
+                        r = space_error_set(err, SPACE_E_POLICY_DENIED, "%s, and this request cannot wait for one", msg);
+                } else {
+                        snprintf(hold->policy_id, sizeof(hold->policy_id), "%s", d.deciding.policy->id);
+                        snprintf(hold->rule_id, sizeof(hold->rule_id), "%s", d.deciding.rule ? d.deciding.rule->id : "");
+                        snprintf(hold->reason, sizeof(hold->reason), "%s", msg);
+                        r = 1;
+                }
         }
         policy_set_unref(set);
         return r;

@@ -33,12 +33,21 @@ int policy_service_update(struct spaced_context *ctx, const struct principal *p,
                           int64_t if_version, struct policy_record *ret, struct space_error *err);
 int policy_service_delete(struct spaced_context *ctx, const struct principal *p, const char *id, struct space_error *err);
 
-/* The check before an action in project_id: 0 when allowed; -1 with policy_denied (403,
- * the policy, rule and message in err) when a policy denies it, or the error that kept the
- * policies from being read (then nothing is done either: a check that cannot be made
+/* Which rule holds a request for approval, and the sentence that says so. */
+struct policy_hold {
+        char policy_id[32];
+        char rule_id[64]; /* "" when the policy's default held it */
+        char reason[400];
+};
+
+/* The check before an action in project_id: 0 when allowed; 1 when a policy requires
+ * approval (and none denies) and the caller can hold the request (hold given: filled);
+ * -1 with policy_denied (403, the policy, rule and message in err) when a policy denies it
+ * (or requires an approval the caller cannot wait for: hold NULL), or the error that kept
+ * the policies from being read (then nothing is done either: a check that cannot be made
  * refuses). */
 int policy_service_check(struct spaced_context *ctx, const char *project_id, const struct policy_request *rq,
-                         struct space_error *err);
+                         struct policy_hold *hold, struct space_error *err);
 
 /* The dry run of POST /v1/policies/test: what the policies of the project would decide on
  * body's "request" (with body's "policy", a draft, in place of the stored one of its name).

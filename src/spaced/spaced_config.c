@@ -61,6 +61,7 @@ static const char usage[] =
         "  --rolling-retain S     default retention of rolling snapshots [604800 = 7 days]\n"
         "  --rolling-max-count N  default number of rolling snapshots kept [168]\n"
         "  --session-ttl S        default lifetime of a data-plane attach token [3600; max 604800]\n"
+        "  --approval-timeout S   a command held for approval is denied (expired) after S seconds [3600]\n"
         "  --command-log-cap SIZE output kept per streamed command; older output is dropped [64M]\n"
         "  --sandbox-log-cap SIZE output kept per sandbox over all its commands; the oldest\n"
         "                         commands' output is dropped first [512M]\n"
@@ -323,6 +324,10 @@ static int apply(struct spaced_config *cfg, const char *key, const char *v)
                 if (parse_size(v, &n) < 0 || n < 1 || n > 604800)
                         goto bad;
                 cfg->session_ttl_s = (int64_t)n;
+        } else if (strcmp(key, "approval-timeout") == 0) {
+                if (parse_size(v, &n) < 0 || n < 1 || n > 604800)
+                        goto bad;
+                cfg->approval_timeout_s = (int64_t)n;
         } else if (strcmp(key, "command-log-cap") == 0) {
                 if (parse_size(v, &n) < 0 || n < (256ULL << 10) || n > (1ULL << 40))
                         goto bad;
@@ -504,6 +509,7 @@ int spaced_config_load(struct spaced_config *cfg, int argc, char **argv)
         cfg->rolling_retain_s = 604800;
         cfg->rolling_max_count = 168;
         cfg->session_ttl_s = 3600;
+        cfg->approval_timeout_s = 3600;
         cfg->command_log_cap = 64ULL << 20;
         cfg->sandbox_log_cap = 512ULL << 20;
         cfg->disk_quota = true;
@@ -544,6 +550,7 @@ int spaced_config_load(struct spaced_config *cfg, int argc, char **argv)
                 { "console-dir", required_argument, NULL, 0 },
                 { "max-context", required_argument, NULL, 0 },
                 { "session-ttl", required_argument, NULL, 0 },
+                { "approval-timeout", required_argument, NULL, 0 },
                 { "command-log-cap", required_argument, NULL, 0 },
                 { "sandbox-log-cap", required_argument, NULL, 0 },
                 { "disk-quota", required_argument, NULL, 0 },

@@ -63,9 +63,10 @@ struct spaced_config {
         int64_t rolling_retain_s;
         int64_t rolling_max_count;
         /* data plane */
-        int64_t session_ttl_s;    /* default attach token lifetime */
-        uint64_t command_log_cap; /* bytes of output kept per command */
-        uint64_t sandbox_log_cap; /* bytes of output kept per sandbox, all its commands */
+        int64_t session_ttl_s;      /* default attach token lifetime */
+        int64_t approval_timeout_s; /* a held command expires (is denied) after this long (docs/governance.md) */
+        uint64_t command_log_cap;   /* bytes of output kept per command */
+        uint64_t sandbox_log_cap;   /* bytes of output kept per sandbox, all its commands */
         /* disk quotas (storage/btrfs_quota.h) */
         bool disk_quota;             /* enforced; off: disk_mb is refused */
         bool proc_views;             /* sandboxes' own /proc figures (runtime/namespaces/ns_proc_view.h) */

@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "data_plane/command_channels.h"
+#include "service/approval_service.h"
 #include "service/console_session.h"
 #include "api/api_auth.h"
 #include "api/http_listener.h"
@@ -418,6 +419,8 @@ int main(int argc, char **argv)
         sandbox_network_restore(&ctx);
         /* Streamed commands that ran on while spaced was away: collect what they wrote. */
         command_channels_resume_all(ctx.channels);
+        /* Held commands decided (or due) while spaced was away: run or end them now. */
+        approval_service_resume(&ctx);
         /* After the orphan sweep, which removes the warm sandboxes an earlier spaced left. */
         if (start_warm_pool(&ctx) != 0)
                 return EXIT_FAILURE;
@@ -445,6 +448,9 @@ int main(int argc, char **argv)
         struct snapshot_sizer *sizer = NULL;
         if ((r = snapshot_sizer_start(&ctx, &sizer)) < 0)
                 return fail("spaced.controller", "cannot start snapshot sizer: %s", strerror(-r));
+        struct approval_expiry *expiry = NULL;
+        if ((r = approval_expiry_start(&ctx, &expiry)) < 0)
+                return fail("spaced.approvals", "cannot start approval expiry: %s", strerror(-r));
 
         http_listener_url(&ctx.cfg, ctx.cfg.listen_addr, ctx.cfg.listen_port, url, sizeof(url));
         log_info("spaced.ready", "url=%s admin_key=%s/admin.key state_dir=%s instance=%s runtime=%s cgroup=%s pool=%s", url,
@@ -474,6 +480,7 @@ int main(int argc, char **argv)
         e2b_server_quiesce(e2b);
         metrics_listener_quiesce(metrics);
         warm_pool_stop(ctx.warm);
+        approval_expiry_stop(expiry);
         command_channels_free(ctx.channels);
         reconciler_free(controller);
         snapshot_sizer_free(sizer);

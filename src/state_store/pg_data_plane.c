@@ -59,6 +59,14 @@ int pg_session_update(struct state_store *st, const struct attach_session *s)
 
 int pg_command_insert(struct state_store *st, const struct command_record *c)
 {
+        pthread_mutex_lock(&st->lock);
+        int r = pg_command_insert_locked(st, c);
+        pthread_mutex_unlock(&st->lock);
+        return r;
+}
+
+int pg_command_insert_locked(struct state_store *st, const struct command_record *c)
+{
         struct pg_args a = { 0 };
         pg_text(&a, c->id);
         pg_text(&a, c->sandbox_id);
@@ -73,11 +81,11 @@ int pg_command_insert(struct state_store *st, const struct command_record *c)
         pg_int(&a, c->created_at_ms);
         pg_int(&a, c->started_at_ms);
         pg_int(&a, c->finished_at_ms);
-        return pg_write(st,
-                        "INSERT INTO commands(" STORE_COMMAND_COLUMNS
-                        ", project_id) VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,"
-                        "$11,$12,$13, COALESCE((SELECT project_id FROM sandboxes WHERE id=$2), ''))",
-                        &a, false);
+        return pg_exec(st,
+                       "INSERT INTO commands(" STORE_COMMAND_COLUMNS
+                       ", project_id) VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,"
+                       "$11,$12,$13, COALESCE((SELECT project_id FROM sandboxes WHERE id=$2), ''))",
+                       &a, NULL, NULL);
 }
 
 int pg_command_update(struct state_store *st, const struct command_record *c)

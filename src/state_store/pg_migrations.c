@@ -136,6 +136,15 @@ static const char *const migrations[] = {
         "  sandbox_id TEXT COLLATE \"C\" NOT NULL DEFAULT '', version BIGINT NOT NULL, document TEXT COLLATE \"C\" NOT NULL,"
         "  created_at BIGINT NOT NULL, updated_at BIGINT NOT NULL, UNIQUE (project_id, name));"
         "CREATE INDEX policies_project ON policies(project_id, created_at);",
+        /* 15: approvals: a held command's request and its decision */
+        "CREATE TABLE approvals ("
+        "  id TEXT COLLATE \"C\" PRIMARY KEY, project_id TEXT COLLATE \"C\" NOT NULL, sandbox_id TEXT COLLATE \"C\" NOT NULL,"
+        "  command_id TEXT COLLATE \"C\" NOT NULL, key_id TEXT COLLATE \"C\" NOT NULL, policy_id TEXT COLLATE \"C\" NOT NULL,"
+        "  rule_id TEXT COLLATE \"C\" NOT NULL, reason TEXT COLLATE \"C\" NOT NULL, state TEXT COLLATE \"C\" NOT NULL,"
+        "  request TEXT COLLATE \"C\" NOT NULL, decided_by TEXT COLLATE \"C\" NOT NULL, comment TEXT COLLATE \"C\" NOT NULL,"
+        "  created_at BIGINT NOT NULL, expires_at BIGINT NOT NULL, decided_at BIGINT NOT NULL);"
+        "CREATE INDEX approvals_project ON approvals(project_id, created_at);"
+        "CREATE INDEX approvals_state ON approvals(state);",
 };
 
 static int run(PGconn *conn, const char *sql)

@@ -143,6 +143,8 @@ int pg_session_list(struct state_store *st, const char *sandbox_id, const struct
                     size_t *ret_n);
 int pg_session_update(struct state_store *st, const struct attach_session *s);
 int pg_command_insert(struct state_store *st, const struct command_record *c);
+/* The caller holds st->lock (inside a transaction of its own). */
+int pg_command_insert_locked(struct state_store *st, const struct command_record *c);
 int pg_command_update(struct state_store *st, const struct command_record *c);
 int pg_command_delete(struct state_store *st, const char *sandbox_id, const char *id);
 int pg_command_get(struct state_store *st, const char *sandbox_id, const char *id, struct command_record *ret);
@@ -164,3 +166,11 @@ int pg_policy_get(struct state_store *st, const char *project_id, const char *id
 int pg_policy_list(struct state_store *st, const char *project_id, struct policy_record **ret, size_t *ret_n);
 int pg_policy_update(struct state_store *st, const struct policy_record *p);
 int pg_policy_delete(struct state_store *st, const char *project_id, const char *id);
+
+/* pg_approvals.c */
+int pg_approval_hold(struct state_store *st, const struct approval_record *a, const struct command_record *c);
+int pg_approval_get(struct state_store *st, const char *project_id, const char *id, struct approval_record *ret);
+int pg_approval_list(struct state_store *st, const char *project_id, int state, const struct store_page *page,
+                     struct approval_record **ret, size_t *ret_n);
+int pg_approval_decide(struct state_store *st, const char *id, enum approval_state to, const char *decided_by,
+                       const char *comment, int64_t at_ms);

@@ -155,4 +155,8 @@ const struct state_store_ops state_store_postgres = {
         .policy_list = pg_policy_list,
         .policy_update = pg_policy_update,
         .policy_delete = pg_policy_delete,
+        .approval_hold = pg_approval_hold,
+        .approval_get = pg_approval_get,
+        .approval_list = pg_approval_list,
+        .approval_decide = pg_approval_decide,
 };

@@ -97,8 +97,15 @@ int sqlite_session_update(struct state_store *st, const struct attach_session *a
 
 int sqlite_command_insert(struct state_store *st, const struct command_record *c)
 {
-        sqlite3_stmt *s;
         pthread_mutex_lock(&st->lock);
+        int r = sqlite_command_insert_locked(st, c);
+        pthread_mutex_unlock(&st->lock);
+        return r;
+}
+
+int sqlite_command_insert_locked(struct state_store *st, const struct command_record *c)
+{
+        sqlite3_stmt *s;
         int r = sq_prepare(st,
                            "INSERT INTO commands(" COMMAND_COLUMNS
                            ", project_id) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,"
@@ -120,7 +127,6 @@ int sqlite_command_insert(struct state_store *st, const struct command_record *c
                 sqlite3_bind_int64(s, 13, c->finished_at_ms);
                 r = sq_exec_done(s);
         }
-        pthread_mutex_unlock(&st->lock);
         return r;
 }
 

@@ -128,6 +128,14 @@ static const char *const migrations[] = {
         "  version INTEGER NOT NULL, document TEXT NOT NULL, created_at INTEGER NOT NULL, updated_at INTEGER NOT NULL,"
         "  UNIQUE (project_id, name));"
         "CREATE INDEX policies_project ON policies(project_id, created_at);",
+        /* 15: approvals (docs/governance.md): a held command's request and its decision */
+        "CREATE TABLE approvals ("
+        "  id TEXT PRIMARY KEY, project_id TEXT NOT NULL, sandbox_id TEXT NOT NULL, command_id TEXT NOT NULL,"
+        "  key_id TEXT NOT NULL, policy_id TEXT NOT NULL, rule_id TEXT NOT NULL, reason TEXT NOT NULL, state TEXT NOT NULL,"
+        "  request TEXT NOT NULL, decided_by TEXT NOT NULL, comment TEXT NOT NULL, created_at INTEGER NOT NULL,"
+        "  expires_at INTEGER NOT NULL, decided_at INTEGER NOT NULL);"
+        "CREATE INDEX approvals_project ON approvals(project_id, created_at);"
+        "CREATE INDEX approvals_state ON approvals(state);",
 };
 
 int sqlite_migrations_apply(sqlite3 *db, int *ret_version)

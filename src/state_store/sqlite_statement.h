@@ -83,6 +83,8 @@ int sqlite_session_list(struct state_store *st, const char *sandbox_id, const st
                         struct attach_session **ret, size_t *ret_n);
 int sqlite_session_update(struct state_store *st, const struct attach_session *s);
 int sqlite_command_insert(struct state_store *st, const struct command_record *c);
+/* The caller holds st->lock (inside a transaction of its own). */
+int sqlite_command_insert_locked(struct state_store *st, const struct command_record *c);
 int sqlite_command_update(struct state_store *st, const struct command_record *c);
 int sqlite_command_delete(struct state_store *st, const char *sandbox_id, const char *id);
 int sqlite_command_get(struct state_store *st, const char *sandbox_id, const char *id, struct command_record *ret);
@@ -101,3 +103,11 @@ int sqlite_policy_get(struct state_store *st, const char *project_id, const char
 int sqlite_policy_list(struct state_store *st, const char *project_id, struct policy_record **ret, size_t *ret_n);
 int sqlite_policy_update(struct state_store *st, const struct policy_record *p);
 int sqlite_policy_delete(struct state_store *st, const char *project_id, const char *id);
+
+/* sqlite_approvals.c */
+int sqlite_approval_hold(struct state_store *st, const struct approval_record *a, const struct command_record *c);
+int sqlite_approval_get(struct state_store *st, const char *project_id, const char *id, struct approval_record *ret);
+int sqlite_approval_list(struct state_store *st, const char *project_id, int state, const struct store_page *page,
+                         struct approval_record **ret, size_t *ret_n);
+int sqlite_approval_decide(struct state_store *st, const char *id, enum approval_state to, const char *decided_by,
+                           const char *comment, int64_t at_ms);

@@ -573,4 +573,8 @@ const struct state_store_ops state_store_sqlite = {
         .policy_list = sqlite_policy_list,
         .policy_update = sqlite_policy_update,
         .policy_delete = sqlite_policy_delete,
+        .approval_hold = sqlite_approval_hold,
+        .approval_get = sqlite_approval_get,
+        .approval_list = sqlite_approval_list,
+        .approval_decide = sqlite_approval_decide,
 };

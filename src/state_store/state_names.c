@@ -24,6 +24,14 @@ static const char *const command_state_names[] = {
         [COMMAND_RUNNING] = "running",
         [COMMAND_EXITED] = "exited",
         [COMMAND_LOST] = "lost",
+        [COMMAND_PENDING_APPROVAL] = "pending_approval",
+};
+
+static const char *const approval_state_names[] = {
+        [APPROVAL_PENDING] = "pending",
+        [APPROVAL_APPROVED] = "approved",
+        [APPROVAL_DENIED] = "denied",
+        [APPROVAL_EXPIRED] = "expired",
 };
 
 #define N_NAMES(a) (sizeof(a) / sizeof((a)[0]))
@@ -130,5 +138,33 @@ void policy_record_array_free(struct policy_record *arr, size_t n)
 {
         for (size_t i = 0; arr && i < n; i++)
                 policy_record_release(&arr[i]);
+        free(arr);
+}
+
+const char *approval_state_name(enum approval_state s)
+{
+        return (unsigned)s < N_NAMES(approval_state_names) ? approval_state_names[s] : "unknown";
+}
+
+int approval_state_from_name(const char *name, enum approval_state *ret)
+{
+        int i = name_index(approval_state_names, N_NAMES(approval_state_names), name);
+        if (i >= 0)
+                *ret = (enum approval_state)i;
+        return i < 0 ? i : 0;
+}
+
+void approval_record_release(struct approval_record *a)
+{
+        if (!a)
+                return;
+        json_decref(a->request);
+        a->request = NULL;
+}
+
+void approval_record_array_free(struct approval_record *arr, size_t n)
+{
+        for (size_t i = 0; arr && i < n; i++)
+                approval_record_release(&arr[i]);
         free(arr);
 }

@@ -153,7 +153,7 @@ struct attach_session {
 
 /* A command started through the data plane. Its output lives in the command log
  * (data_plane/command_log.h); this row says what it is and how it ended. */
-enum command_state { COMMAND_STARTING = 0, COMMAND_RUNNING, COMMAND_EXITED, COMMAND_LOST };
+enum command_state { COMMAND_STARTING = 0, COMMAND_RUNNING, COMMAND_EXITED, COMMAND_LOST, COMMAND_PENDING_APPROVAL };
 const char *command_state_name(enum command_state s);
 int command_state_from_name(const char *name, enum command_state *ret);
 
@@ -167,7 +167,7 @@ struct command_record {
         int32_t exit_code;
         int32_t term_signal;
         bool timed_out;
-        char reason[256]; /* why it was lost, or why it could not start */
+        char reason[256]; /* why it was lost, or why it could not start; pending_approval: the approval's id */
         int64_t created_at_ms, started_at_ms, finished_at_ms;
 };
 void command_record_release(struct command_record *c);
@@ -210,6 +210,30 @@ struct policy_record {
 };
 void policy_record_release(struct policy_record *p);
 void policy_record_array_free(struct policy_record *arr, size_t n);
+
+/* A command held by a require_approval rule (docs/governance.md): what was asked, which
+ * rule held it, and how it was decided. Its command row is pending_approval until then. */
+enum approval_state { APPROVAL_PENDING = 0, APPROVAL_APPROVED, APPROVAL_DENIED, APPROVAL_EXPIRED };
+const char *approval_state_name(enum approval_state s);
+int approval_state_from_name(const char *name, enum approval_state *ret);
+
+struct approval_record {
+        char id[32];
+        char project_id[32];
+        char sandbox_id[32];
+        char command_id[32];
+        char key_id[32];    /* the key that asked ("" for the platform) */
+        char policy_id[32]; /* the deciding policy and rule */
+        char rule_id[64];
+        char reason[512]; /* the sentence the caller was shown */
+        enum approval_state state;
+        json_t *request;     /* what starts the command once approved (data_plane/command_approval.h) */
+        char decided_by[32]; /* the key that decided; "" while pending or when it expired */
+        char comment[512];
+        int64_t created_at_ms, expires_at_ms, decided_at_ms;
+};
+void approval_record_release(struct approval_record *a);
+void approval_record_array_free(struct approval_record *arr, size_t n);
 
 struct state_store;
 
@@ -373,6 +397,19 @@ struct state_store_ops {
         int (*policy_update)(struct state_store *st, const struct policy_record *p);
         /* -ENOENT when the project has no such policy. */
         int (*policy_delete)(struct state_store *st, const char *project_id, const char *id);
+
+        /* Approvals (struct approval_record). Hold inserts the approval and its command (state
+         * pending_approval) in one transaction. */
+        int (*approval_hold)(struct state_store *st, const struct approval_record *a, const struct command_record *c);
+        /* project_id NULL: whatever its project. */
+        int (*approval_get)(struct state_store *st, const char *project_id, const char *id, struct approval_record *ret);
+        /* project_id NULL: all; state < 0: any. Oldest first by (created_at, id), paged. */
+        int (*approval_list)(struct state_store *st, const char *project_id, int state, const struct store_page *page,
+                             struct approval_record **ret, size_t *ret_n);
+        /* Moves a pending approval to `to` (approved, denied, expired) with decided_by, comment
+         * and decided_at: -ENOENT when there is none, -EALREADY when it is not pending. */
+        int (*approval_decide)(struct state_store *st, const char *id, enum approval_state to, const char *decided_by,
+                               const char *comment, int64_t at_ms);
 };
 
 extern const struct state_store_ops state_store_sqlite;

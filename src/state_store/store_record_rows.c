@@ -152,7 +152,7 @@ void store_row_session(const struct store_row *r, void *elem)
 void store_row_command(const struct store_row *r, void *elem)
 {
         struct command_record *c = elem;
-        char state[16];
+        char state[24];
         memset(c, 0, sizeof(*c));
         copy_col(r, 0, c->id, sizeof(c->id));
         copy_col(r, 1, c->sandbox_id, sizeof(c->sandbox_id));
@@ -203,6 +203,30 @@ void store_row_policy(const struct store_row *r, void *elem)
         p->updated_at_ms = r->integer(r->row, 7);
 }
 
+void store_row_approval(const struct store_row *r, void *elem)
+{
+        struct approval_record *a = elem;
+        char state[16];
+        memset(a, 0, sizeof(*a));
+        copy_col(r, 0, a->id, sizeof(a->id));
+        copy_col(r, 1, a->project_id, sizeof(a->project_id));
+        copy_col(r, 2, a->sandbox_id, sizeof(a->sandbox_id));
+        copy_col(r, 3, a->command_id, sizeof(a->command_id));
+        copy_col(r, 4, a->key_id, sizeof(a->key_id));
+        copy_col(r, 5, a->policy_id, sizeof(a->policy_id));
+        copy_col(r, 6, a->rule_id, sizeof(a->rule_id));
+        copy_col(r, 7, a->reason, sizeof(a->reason));
+        copy_col(r, 8, state, sizeof(state));
+        if (approval_state_from_name(state, &a->state) < 0)
+                a->state = APPROVAL_DENIED;
+        a->request = json_col(r, 9);
+        copy_col(r, 10, a->decided_by, sizeof(a->decided_by));
+        copy_col(r, 11, a->comment, sizeof(a->comment));
+        a->created_at_ms = r->integer(r->row, 12);
+        a->expires_at_ms = r->integer(r->row, 13);
+        a->decided_at_ms = r->integer(r->row, 14);
+}
+
 void store_row_tally(const struct store_row *r, void *elem)
 {
         struct store_tally *t = elem;
@@ -230,4 +254,9 @@ void store_release_command(void *elem)
 void store_release_policy(void *elem)
 {
         policy_record_release(elem);
+}
+
+void store_release_approval(void *elem)
+{
+        approval_record_release(elem);
 }

@@ -43,6 +43,9 @@ typedef void (*store_row_decode)(const struct store_row *r, void *elem);
 #define STORE_AUDIT_COLUMNS \
         "id, created_at, request_id, key_id, project, role, action, target, method, status, error_code, source"
 #define STORE_POLICY_COLUMNS "id, project_id, name, sandbox_id, version, document, created_at, updated_at"
+#define STORE_APPROVAL_COLUMNS                                                                                             \
+        "id, project_id, sandbox_id, command_id, key_id, policy_id, rule_id, reason, state, request, decided_by, comment," \
+        " created_at, expires_at, decided_at"
 
 void store_row_sandbox(const struct store_row *r, void *elem);
 void store_row_operation(const struct store_row *r, void *elem);
@@ -54,6 +57,7 @@ void store_row_session(const struct store_row *r, void *elem);
 void store_row_command(const struct store_row *r, void *elem);
 void store_row_audit(const struct store_row *r, void *elem);
 void store_row_policy(const struct store_row *r, void *elem);
+void store_row_approval(const struct store_row *r, void *elem);
 /* (text a, text b, count) of the tallies. */
 void store_row_tally(const struct store_row *r, void *elem);
 
@@ -62,6 +66,7 @@ void store_release_sandbox(void *elem);
 void store_release_template(void *elem);
 void store_release_command(void *elem);
 void store_release_policy(void *elem);
+void store_release_approval(void *elem);
 
 /* What the stores write for a JSON value: compact text, "{}" for NULL; free() it. */
 char *store_json_text(const json_t *v);

@@ -145,6 +145,12 @@ class Permissions(SpacedTestCase):
         _, pol = sp.api("POST", "/v1/policies", {"name": "perm-probe", "default": "allow"}, key=cls.keys["owner"],
                         expect=201)
         cls.policy = pol["id"]
+        sp.api("POST", "/v1/policies", {"name": "perm-hold", "rules": [
+            {"id": "held", "effect": "require_approval", "actions": ["command"],
+             "match": {"argv": {"exact": ["true", "perm-probe-held"]}}}]}, key=cls.keys["owner"], expect=201)
+        _, held = sp.api("POST", "/v1/sandboxes/%s/exec" % cls.sb, {"cmd": ["true", "perm-probe-held"]},
+                         key=cls.keys["owner"], expect=202)
+        cls.approval = held["approval_id"]
         tpl = tar_of({"etc": None, "etc/motd": b"pa\n"})
         status, body = sp.request("POST", "/v1/templates/import?name=pa-tpl:1&format=rootfs", raw=tpl,
                                   key=cls.keys["owner"], headers={"Content-Type": "application/x-tar"})
@@ -186,6 +192,7 @@ class Permissions(SpacedTestCase):
         ids = {"sandboxes": self.sb, "snapshots": self.snap, "templates": self.template, "builds": self.op,
                "operations": self.op, "keys": self.key_ids["viewer"], "projects": "pa", "sessions": self.session,
                "policies": self.policy,
+               "approvals": self.approval,
                "commands": "cmd-0000000000000000"}
         out = []
         for i, s in enumerate(segs):

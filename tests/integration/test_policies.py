@@ -130,7 +130,7 @@ class PoliciesTest(SpacedTestCase):
         status, body = self.spaced.request("POST", "/v1/policies", {"name": "ap", "rules": [
             {"id": "push", "effect": "require_approval", "match": {"argv": {"prefix": ["git", "push"]}}}]})
         self.assertEqual((status, body["error"]["code"]), (422, "unsupported"), body)
-        self.assertIn("require_approval is not available yet", body["error"]["message"])
+        self.assertIn("require_approval holds commands only", body["error"]["message"])
         status, body = self.spaced.request("POST", "/v1/policies", {"name": "sb", "sandbox_id": "sb-0000000000000000"})
         self.assertEqual(status, 400, body)
         _, after = self.spaced.api("GET", "/v1/policies", expect=200)

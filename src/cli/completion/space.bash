@@ -4,7 +4,7 @@
 # come from `space ... --help`; sandbox ids from `space ps -q` (so they need a reachable
 # spaced and a key, as space itself does).
 
-_space_commands="health version capabilities ps inspect stats exec logs attach cp template sandbox snapshot restore fork op key project audit policy"
+_space_commands="health version capabilities ps inspect stats exec logs attach cp template sandbox snapshot restore fork op key project audit policy approvals"
 
 _space_subcommands() {
         case $1 in
@@ -15,6 +15,7 @@ _space_subcommands() {
         key) echo "create ls rm" ;;
         project) echo "create ls" ;;
         policy) echo "ls get apply rm test" ;;
+        approvals) echo "ls approve deny" ;;
         esac
 }
 

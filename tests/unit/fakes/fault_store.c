@@ -398,6 +398,28 @@ static int fs_policy_delete(struct state_store *st, const char *project_id, cons
         FORWARD(policy_delete, WRITE, project_id, id);
 }
 
+static int fs_approval_hold(struct state_store *st, const struct approval_record *a, const struct command_record *c)
+{
+        FORWARD(approval_hold, WRITE, a, c);
+}
+
+static int fs_approval_get(struct state_store *st, const char *project_id, const char *id, struct approval_record *ret)
+{
+        FORWARD(approval_get, READ, project_id, id, ret);
+}
+
+static int fs_approval_list(struct state_store *st, const char *project_id, int state, const struct store_page *page,
+                            struct approval_record **ret, size_t *ret_n)
+{
+        FORWARD(approval_list, READ, project_id, state, page, ret, ret_n);
+}
+
+static int fs_approval_decide(struct state_store *st, const char *id, enum approval_state to, const char *decided_by,
+                              const char *comment, int64_t at_ms)
+{
+        FORWARD(approval_decide, WRITE, id, to, decided_by, comment, at_ms);
+}
+
 const struct state_store_ops fault_store_ops = {
         .name = "fault",
         .open = fs_open,
@@ -458,8 +480,12 @@ const struct state_store_ops fault_store_ops = {
         .policy_list = fs_policy_list,
         .policy_update = fs_policy_update,
         .policy_delete = fs_policy_delete,
+        .approval_hold = fs_approval_hold,
+        .approval_get = fs_approval_get,
+        .approval_list = fs_approval_list,
+        .approval_decide = fs_approval_decide,
 };
 
 /* Every member of the table is forwarded: a verb added to struct state_store_ops fails the
  * build here until it is (a NULL entry would crash only the test that reaches it). */
-_Static_assert(sizeof(struct state_store_ops) == 59 * sizeof(void *), "fault_store: forward the new state_store_ops verb");
+_Static_assert(sizeof(struct state_store_ops) == 63 * sizeof(void *), "fault_store: forward the new state_store_ops verb");

@@ -55,7 +55,7 @@ static void refusals(void **state)
         compile_bad("{}", "name is required", false);
         compile_bad("{\"name\":\"a b\"}", "name is required", false);
         compile_bad("{\"name\":\"p\",\"colour\":1}", "unknown field \"colour\"", false);
-        compile_bad("{\"name\":\"p\",\"default\":\"maybe\"}", "default must be allow or deny", false);
+        compile_bad("{\"name\":\"p\",\"default\":\"maybe\"}", "default must be allow, deny or require_approval", false);
         compile_bad("{\"name\":\"p\",\"rules\":{}}", "rules must be an array", false);
         compile_bad("{\"name\":\"p\",\"rules\":[{\"effect\":\"deny\"}]}", "rules[0]: id must be", false);
         compile_bad("{\"name\":\"p\",\"rules\":[{\"id\":\"a\",\"effect\":\"deny\"},{\"id\":\"b\"}]}",
@@ -80,10 +80,12 @@ static void refusals(void **state)
                 "{\"name\":\"p\",\"actions\":[\"command\"],\"rules\":[{\"id\":\"a\",\"effect\":\"deny\",\"actions\":[\"file."
                 "read\"]}]}",
                 "none of them is one the policy governs", false);
-        /* Well formed, not available yet: flagged so the API answers 422. */
+        /* Well formed, not available yet: flagged so the API answers 422. Only commands are held. */
         compile_bad("{\"name\":\"p\",\"rules\":[{\"id\":\"a\",\"effect\":\"require_approval\"}]}",
-                    "require_approval is not available", true);
-        compile_bad("{\"name\":\"p\",\"default\":\"require_approval\"}", "require_approval is not available", true);
+                    "require_approval holds commands only", true);
+        compile_bad("{\"name\":\"p\",\"default\":\"require_approval\"}", "require_approval holds commands only", true);
+        compile_bad("{\"name\":\"p\",\"rules\":[{\"id\":\"a\",\"effect\":\"maybe\"}]}", "must be allow, deny or require_approval",
+                    false);
         compile_bad("{\"name\":\"p\",\"actions\":[\"egress\"]}", "egress rules are not enforced yet", true);
 }
 
@@ -93,6 +95,47 @@ static struct policy_decision decide1(const struct policy *p, const struct polic
         const struct policy *ps[] = { p };
         policy_decide(ps, 1, rq, &d);
         return d;
+}
+
+/* require_approval: held when no policy denies; a denial anywhere still wins. */
+static void approvals(void **state)
+{
+        (void)state;
+        struct policy *push = compile_ok(
+                "{\"name\":\"git\",\"rules\":[{\"id\":\"push\",\"effect\":\"require_approval\","
+                "\"actions\":[\"command\"],\"match\":{\"argv\":{\"glob\":\"*git push*\"}}}]}");
+        struct policy *held_default = compile_ok("{\"name\":\"all\",\"actions\":[\"command\"],\"default\":\"require_approval\"}");
+        struct policy *no_force = compile_ok(
+                "{\"name\":\"force\",\"rules\":[{\"id\":\"f\",\"effect\":\"deny\",\"match\":{\"argv\":{\"glob\":\"*--force*\"}}}]"
+                "}");
+        struct policy_request rq = { .action = POLICY_COMMAND, .sandbox_id = "sbx-1" };
+        const char *git_push[] = { "git", "push", "origin", "main", NULL };
+        const char *git_status[] = { "git", "status", NULL };
+        const char *force[] = { "git", "push", "--force", NULL };
+        rq.argv = git_push;
+        struct policy_decision d = decide1(push, &rq);
+        assert_int_equal(d.effect, POLICY_REQUIRE_APPROVAL);
+        assert_string_equal(d.deciding.rule->id, "push");
+        char msg[512];
+        policy_decision_describe(&d, &rq, msg, sizeof(msg));
+        assert_non_null(strstr(msg, "needs approval"));
+        assert_string_equal(policy_effect_name(d.effect), "require_approval");
+        rq.argv = git_status;
+        assert_int_equal(decide1(push, &rq).effect, POLICY_ALLOW);
+        assert_int_equal(decide1(held_default, &rq).effect, POLICY_REQUIRE_APPROVAL);
+        /* A later policy's denial wins over an earlier one's hold. */
+        const struct policy *both[] = { push, no_force };
+        rq.argv = force;
+        policy_decide(both, 2, &rq, &d);
+        assert_int_equal(d.effect, POLICY_DENY);
+        assert_string_equal(d.deciding.policy->name, "force");
+        rq.argv = git_push;
+        policy_decide(both, 2, &rq, &d);
+        assert_int_equal(d.effect, POLICY_REQUIRE_APPROVAL);
+        assert_string_equal(d.deciding.policy->name, "git");
+        policy_free(push);
+        policy_free(held_default);
+        policy_free(no_force);
 }
 
 static void command_rules(void **state)
@@ -293,7 +336,7 @@ int main(void)
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(refusals),  cmocka_unit_test(command_rules), cmocka_unit_test(files_and_lifecycle),
                 cmocka_unit_test(combining), cmocka_unit_test(shell_reading), cmocka_unit_test(paths),
-                cmocka_unit_test(cache),
+                cmocka_unit_test(cache),     cmocka_unit_test(approvals),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -20,6 +20,7 @@ int store_conformance_run(const struct store_backend *b)
         failed += store_conformance_figures(b);
         failed += store_conformance_audit(b);
         failed += store_conformance_policies(b);
+        failed += store_conformance_approvals(b);
         failed += store_conformance_raw_ids(b);
         running = NULL;
         return failed;
