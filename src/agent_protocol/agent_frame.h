@@ -119,6 +119,7 @@ enum agent_field_tag {
         AGENT_F_FILE_LENGTH = 99,     /* u64: bytes a FILE_FETCH asks for */
         AGENT_F_FILE_MEMORY = 100,    /* u8: an upload's target is in the sandbox's memory (tmpfs, ramfs) */
         AGENT_F_FILE_SYNC = 101,      /* u8: FILE_COMMIT makes the data durable (fdatasync) before linking */
+        AGENT_F_FILE_META = 102,      /* "key\0value\0" pairs: user metadata (entry: its own; FILE_CREATE: set at commit) */
 };
 
 enum agent_file_type {
@@ -139,6 +140,7 @@ enum agent_file_event {
 
 #define AGENT_FILE_LIST_MAX 100000u
 #define AGENT_FILE_DEPTH_MAX 64u
+#define AGENT_FILE_META_MAX 8192u /* bytes of FILE_META in a request */
 
 enum agent_job_stream { AGENT_STREAM_STDOUT = 1, AGENT_STREAM_STDERR = 2, AGENT_STREAM_PTY = 3 };
 

@@ -17,6 +17,7 @@
 #include "api/output_encoding.h"
 #include "cleanup.h"
 #include "e2b/e2b_connect.h"
+#include "e2b/e2b_file_meta.h"
 #include "e2b/e2b_routes.h"
 #include "runtime/runtime_registry.h"
 #include "service/policy_gate.h"
@@ -27,19 +28,25 @@
 
 /* A connection to the agent of the call's running sandbox, for the request (type, a) that
  * the sandbox's policies allow. */
-static int agent_connect(struct e2b_call *call, enum agent_msg_type type, const struct agent_file_args *a,
-                         struct space_error *err)
+static int sandbox_agent_connect(struct spaced_context *ctx, const struct principal *p, const char *sandbox_id,
+                                 enum agent_msg_type type, const struct agent_file_args *a, struct space_error *err)
 {
         struct sandbox sb;
-        if (sandbox_service_get_running(call->req.ctx, &call->req.principal, call->sandbox_id, &sb, err) < 0)
+        if (sandbox_service_get_running(ctx, p, sandbox_id, &sb, err) < 0)
                 return -1;
-        if (policy_gate_file_request(call->req.ctx, &sb, type, a, err) < 0) {
+        if (policy_gate_file_request(ctx, &sb, type, a, err) < 0) {
                 sandbox_release(&sb);
                 return -1;
         }
-        int fd = file_agent_connect(&call->req.ctx->runtimes, &sb, FILES_TIMEOUT_MS, err);
+        int fd = file_agent_connect(&ctx->runtimes, &sb, FILES_TIMEOUT_MS, err);
         sandbox_release(&sb);
         return fd;
+}
+
+static int agent_connect(struct e2b_call *call, enum agent_msg_type type, const struct agent_file_args *a,
+                         struct space_error *err)
+{
+        return sandbox_agent_connect(call->req.ctx, &call->req.principal, call->sandbox_id, type, a, err);
 }
 
 const char *e2b_files_agent_user(const char *user)
@@ -119,7 +126,7 @@ static json_t *link_target(const struct agent_file_entry *e)
         return output_encoding_utf8((const uint8_t *)out, n);
 }
 
-static json_t *render_entry(const struct agent_file_entry *e)
+json_t *e2b_files_render_entry(const struct agent_file_entry *e)
 {
         char size[24], perms[11];
         snprintf(size, sizeof(size), "%llu", (unsigned long long)e->size);
@@ -133,6 +140,29 @@ static json_t *render_entry(const struct agent_file_entry *e)
                               "modifiedTime", api_render_time((int64_t)e->mtime_ms));
         if (j && e->has_link)
                 json_object_set_new(j, "symlinkTarget", link_target(e));
+        json_t *meta = e2b_file_meta_render_new(e->meta, e->meta_len);
+        if (j && meta)
+                json_object_set_new(j, "metadata", meta);
+        else
+                json_decref(meta);
+        return j;
+}
+
+json_t *e2b_files_stat_new(struct spaced_context *ctx, const struct principal *p, const char *sandbox_id, const char *user,
+                           const char *path)
+{
+        struct space_error err = { 0 };
+        struct agent_file_args a = { .path = path, .user = e2b_files_agent_user(user) };
+        struct agent_file_reply reply = { 0 };
+        struct agent_file_entry e;
+        size_t cursor = 0;
+        int fd = sandbox_agent_connect(ctx, p, sandbox_id, AGENT_MSG_FILE_STAT, &a, &err);
+        if (fd < 0)
+                return NULL;
+        int r = agent_files_call(fd, AGENT_MSG_FILE_STAT, &a, AGENT_MSG_FILE_ENTRY, &reply, NULL, 0);
+        close(fd);
+        json_t *j = r == 0 && agent_files_next_entry(&reply.frame, &cursor, &e) == 1 ? e2b_files_render_entry(&e) : NULL;
+        agent_file_reply_release(&reply);
         return j;
 }
 
@@ -173,7 +203,7 @@ static void entry_method(struct e2b_call *call, struct api_response *resp, enum 
                 space_error_set(&err, SPACE_E_INTERNAL, "the agent sent no entry");
                 e2b_connect_reply_error(resp, &err);
         } else {
-                e2b_connect_reply(resp, json_pack("{s:o}", "entry", render_entry(&e)));
+                e2b_connect_reply(resp, json_pack("{s:o}", "entry", e2b_files_render_entry(&e)));
         }
         agent_file_reply_release(&reply);
         json_decref(msg);
@@ -211,7 +241,7 @@ void e2b_fs_list_dir(struct e2b_call *call, struct api_response *resp)
         struct agent_file_entry e;
         size_t cursor = 0;
         while (agent_files_next_entry(&reply.frame, &cursor, &e) == 1)
-                json_array_append_new(entries, render_entry(&e));
+                json_array_append_new(entries, e2b_files_render_entry(&e));
         e2b_connect_reply(resp, json_pack("{s:o}", "entries", entries));
         agent_file_reply_release(&reply);
         json_decref(msg);

@@ -33,6 +33,12 @@ struct watch_stream {
         size_t out_off;
         int64_t idle_since_us, keepalive_us, deadline_us;
         bool done;
+        /* includeEntry (envd 0.6.3): each event carries the entry's EntryInfo, stat'ed as
+         * the watching user when the event comes (none for a removal or a path gone) */
+        bool include_entry;
+        struct principal principal;
+        char sandbox_id[32];
+        char user[65];
 };
 
 static const char *const event_types[] = {
@@ -71,9 +77,17 @@ static int emit_event(struct watch_stream *st, const struct agent_frame *f)
         size_t base_len = rel_len - (size_t)(base - rel);
         if (base_len > 1 && base[0] == '#' && strspn(base + 1, "0123456789") >= base_len - 1)
                 return 0;
-        return emit(st,
-                    json_pack("{s:{s:o, s:s}}", "filesystem", "name", output_encoding_utf8((const uint8_t *)rel, rel_len), "type",
-                              event_types[kind]));
+        json_t *event =
+                json_pack("{s:o, s:s}", "name", output_encoding_utf8((const uint8_t *)rel, rel_len), "type", event_types[kind]);
+        if (event && st->include_entry && kind != AGENT_FILE_EVENT_REMOVE && e.path_len < PATH_MAX) {
+                char path[PATH_MAX];
+                memcpy(path, e.path, e.path_len);
+                path[e.path_len] = '\0';
+                json_t *entry = e2b_files_stat_new(st->ctx, &st->principal, st->sandbox_id, st->user, path);
+                if (entry)
+                        json_object_set_new(event, "entry", entry);
+        }
+        return emit(st, event ? json_pack("{s:o}", "filesystem", event) : NULL);
 }
 
 static ssize_t watch_read(void *cls, char *buf, size_t max)
@@ -138,7 +152,7 @@ static void watch_free(void *cls)
         free(st);
 }
 
-/* {"path", "recursive"}; the path as Stat takes it (relative: to the user's home). */
+/* {"path", "recursive", "includeEntry"}; the path as Stat takes it (relative: to the user's home). */
 void e2b_fs_watch_dir(struct e2b_call *call, struct api_response *resp)
 {
         struct space_error err = { 0 };
@@ -189,6 +203,10 @@ void e2b_fs_watch_dir(struct e2b_call *call, struct api_response *resp)
         const char *ping = e2b_call_header(call, "Keepalive-Ping-Interval");
         long long ping_s = ping ? strtoll(ping, NULL, 10) : 0;
         st->ctx = call->req.ctx;
+        st->include_entry = json_is_true(json_object_get(msg, "includeEntry"));
+        st->principal = call->req.principal;
+        snprintf(st->sandbox_id, sizeof(st->sandbox_id), "%s", call->sandbox_id);
+        snprintf(st->user, sizeof(st->user), "%s", call->user);
         st->idle_since_us = monotonic_now_us();
         st->keepalive_us = (ping_s > 0 && ping_s <= 300 ? ping_s : 30) * 1000000LL;
         st->deadline_us = ms > 0 ? monotonic_now_us() + ms * 1000 : 0;

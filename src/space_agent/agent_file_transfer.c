@@ -15,6 +15,7 @@
 #include "agent_protocol/agent_file_data.h"
 #include "space_agent/agent_cleanup.h"
 #include "space_agent/agent_conn.h"
+#include "space_agent/agent_file_meta.h"
 #include "space_agent/agent_file_path.h"
 #include "space_agent/agent_file_user.h"
 
@@ -37,6 +38,8 @@ struct agent_file_upload {
         uint64_t written; /* the next FILE_DATA's offset */
         int error;        /* -errno of the first failed FILE_DATA: the rest is dropped */
         const char *what; /* what failed: "write", or "upload" for a bad frame */
+        uint8_t *meta;    /* FILE_META pairs to set at commit, or NULL */
+        uint32_t meta_len;
 };
 
 struct agent_file_download {
@@ -71,6 +74,7 @@ void agent_file_upload_free(struct agent_file_upload *u)
                 close(u->fd);
         if (u->dir >= 0)
                 close(u->dir);
+        free(u->meta);
         free(u);
 }
 
@@ -318,6 +322,15 @@ int agent_file_transfer_create(struct agent_conn *c, struct agent_file_request *
         u->as_user = req->as_user;
         u->fsuid = req->fsuid;
         u->fsgid = req->fsgid;
+        if (req->meta_len) {
+                u->meta = malloc(req->meta_len);
+                if (!u->meta) {
+                        agent_file_upload_free(u);
+                        return -ENOMEM;
+                }
+                memcpy(u->meta, req->meta, req->meta_len);
+                u->meta_len = req->meta_len;
+        }
         struct statfs sfs;
         u->memory = fstatfs(u->fd, &sfs) == 0 && (sfs.f_type == TMPFS_MAGIC || sfs.f_type == RAMFS_MAGIC);
         c->upload = u;
@@ -436,6 +449,9 @@ void agent_file_transfer_commit(struct agent_conn *c, const struct agent_frame *
         }
         if (r == 0 && u->as_user && (r = agent_file_user_become(u->fsuid, u->fsgid)) < 0)
                 what = "become user for";
+        /* Before the mode: a file the user may not write (0444) still gets them. */
+        if (r == 0 && u->meta && (r = agent_file_meta_set(u->fd, u->meta, u->meta_len)) < 0)
+                what = "set metadata (user.e2b.* attributes) on";
         if (r == 0 && fchmod(u->fd, u->mode) < 0)
                 r = -errno;
         if (r == 0 && u->chown && fchown(u->fd, u->chown_uid, u->chown_gid) < 0) {

@@ -12,6 +12,7 @@
 
 #include "space_agent/agent_cleanup.h"
 #include "space_agent/agent_conn.h"
+#include "space_agent/agent_file_meta.h"
 #include "space_agent/agent_file_path.h"
 #include "space_agent/agent_file_transfer.h"
 #include "space_agent/agent_file_tree.h"
@@ -114,6 +115,13 @@ int agent_file_request_parse(const struct agent_frame *f, struct agent_file_requ
                 case AGENT_F_FILE_RECURSIVE:
                         r = get_flag(data, len, &req->recursive);
                         break;
+                case AGENT_F_FILE_META:
+                        r = len > sizeof req->meta ? -EINVAL : agent_file_meta_check(data, len);
+                        if (r == 0) {
+                                memcpy(req->meta, data, len);
+                                req->meta_len = len;
+                        }
+                        break;
                 default:
                         r = 0; /* unknown tags are skipped */
                 }
@@ -215,6 +223,8 @@ void agent_files_put_entry(struct agent_frame_writer *w, struct agent_file_names
                 if (n >= 0)
                         agent_frame_writer_put(w, AGENT_F_FILE_LINK, target, (size_t)n);
         }
+        if ((S_ISREG(st->st_mode) || S_ISDIR(st->st_mode)) && dir >= 0 && name)
+                agent_file_meta_put(w, dir, name);
 }
 
 void agent_files_reply_errno(struct agent_conn *c, int error, const char *what, const char *path)

@@ -22,6 +22,8 @@ struct agent_file_request {
         uint32_t mode, uid, gid, depth;
         bool has_mode, has_uid, has_gid;
         bool parents, recursive;
+        uint8_t meta[AGENT_FILE_META_MAX]; /* FILE_META: set on an upload at commit */
+        uint32_t meta_len;
         /* resolved by agent_file_request_begin */
         struct agent_file_names names;
         bool chown;
@@ -45,7 +47,7 @@ int agent_file_request_begin(struct agent_file_request *req, const char **ret_re
 void agent_file_request_end(struct agent_file_request *req);
 
 /* Appends one entry (FILE_PATH first) for path, whose stat is st; dir/name locate it for
- * readlinkat (a symlink's target). */
+ * readlinkat (a symlink's target) and its metadata (FILE_META); dir -1: neither. */
 void agent_files_put_entry(struct agent_frame_writer *w, struct agent_file_names *names, const char *path, const struct stat *st,
                            int dir, const char *name);
 /* ERROR "<what> <path>: <strerror>" on c. */

@@ -12,6 +12,7 @@
 #include <sys/mount.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/xattr.h>
 #include <unistd.h>
 
 #include "agent_protocol/agent_file_data.h"
@@ -332,6 +333,61 @@ static void test_upload_commit(void **state)
         close(fd);
 }
 
+/* FILE_META on FILE_CREATE: set as user.e2b.* attributes at commit; every entry carries the
+ * file's (also ones set behind the agent's back), and nothing of other namespaces. */
+static void test_upload_metadata(void **state)
+{
+        int fd = agent_test_connect();
+        struct agent_test_reply r;
+        struct agent_frame_writer w;
+        const uint8_t *data;
+        uint32_t len;
+        char p[256], v[16] = "";
+        static const char pairs[] = "author\0ada\0empty\0"; /* with its terminating NUL: "" */
+
+        agent_frame_writer_begin(&w, AGENT_MSG_FILE_CREATE);
+        agent_frame_writer_put_str(&w, AGENT_F_FILE_PATH, "/meta.txt");
+        agent_frame_writer_put(&w, AGENT_F_FILE_META, pairs, sizeof pairs);
+        agent_test_send(fd, &w);
+        agent_test_read(fd, &r);
+        assert_int_equal(r.f.type, AGENT_MSG_FILE_UPLOAD);
+        agent_test_reply_release(&r);
+        assert_int_equal(agent_file_data_send(fd, 0, "m", 1), 0);
+        send_file_request(fd, AGENT_MSG_FILE_COMMIT, NULL, NULL);
+        agent_test_read(fd, &r);
+        assert_int_equal(r.f.type, AGENT_MSG_FILE_ENTRY);
+        assert_int_equal(agent_frame_find(&r.f, AGENT_F_FILE_META, &data, &len), 1);
+        assert_int_equal(len, sizeof pairs);
+        assert_memory_equal(data, pairs, len);
+        agent_test_reply_release(&r);
+        root_path("/meta.txt", p, sizeof p);
+        assert_int_equal(getxattr(p, "user.e2b.author", v, sizeof v), 3);
+        assert_memory_equal(v, "ada", 3);
+        assert_int_equal(setxattr(p, "user.e2b.later", "x", 1, 0), 0);
+        assert_int_equal(setxattr(p, "user.other", "hidden", 6, 0), 0);
+        assert_int_equal(removexattr(p, "user.e2b.empty"), 0);
+        send_file_request(fd, AGENT_MSG_FILE_STAT, "/meta.txt", NULL);
+        agent_test_read(fd, &r);
+        assert_int_equal(r.f.type, AGENT_MSG_FILE_ENTRY);
+        assert_int_equal(agent_frame_find(&r.f, AGENT_F_FILE_META, &data, &len), 1);
+        /* In the order the filesystem lists them. */
+        bool a = len == 19 && memcmp(data, "author\0ada\0later\0x\0", 19) == 0;
+        bool b = len == 19 && memcmp(data, "later\0x\0author\0ada\0", 19) == 0;
+        assert_true(a || b);
+        agent_test_reply_release(&r);
+        /* A file with none has no field; malformed pairs are refused. */
+        send_file_request(fd, AGENT_MSG_FILE_STAT, "/etc/passwd", NULL);
+        agent_test_read(fd, &r);
+        assert_int_equal(agent_frame_find(&r.f, AGENT_F_FILE_META, &data, &len), 0);
+        agent_test_reply_release(&r);
+        agent_frame_writer_begin(&w, AGENT_MSG_FILE_CREATE);
+        agent_frame_writer_put_str(&w, AGENT_F_FILE_PATH, "/meta-bad.txt");
+        agent_frame_writer_put(&w, AGENT_F_FILE_META, "key-without-value", 18);
+        agent_test_send(fd, &w);
+        expect_error(fd, EINVAL);
+        close(fd);
+}
+
 static void test_dropped_upload_leaves_nothing(void **state)
 {
         int fd = agent_test_connect();
@@ -492,6 +548,7 @@ int main(int argc, char **argv)
                 cmocka_unit_test(test_escapes_stay_in_root),
                 cmocka_unit_test(test_bad_requests),
                 cmocka_unit_test(test_upload_commit),
+                cmocka_unit_test(test_upload_metadata),
                 cmocka_unit_test(test_dropped_upload_leaves_nothing),
                 cmocka_unit_test(test_upload_to_memory),
                 cmocka_unit_test(test_watch_streams_events),
