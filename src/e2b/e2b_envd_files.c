@@ -28,25 +28,19 @@
 
 /* A connection to the agent of the call's running sandbox, for the request (type, a) that
  * the sandbox's policies allow. */
-static int sandbox_agent_connect(struct spaced_context *ctx, const struct principal *p, const char *sandbox_id,
-                                 enum agent_msg_type type, const struct agent_file_args *a, struct space_error *err)
-{
-        struct sandbox sb;
-        if (sandbox_service_get_running(ctx, p, sandbox_id, &sb, err) < 0)
-                return -1;
-        if (policy_gate_file_request(ctx, &sb, type, a, err) < 0) {
-                sandbox_release(&sb);
-                return -1;
-        }
-        int fd = file_agent_connect(&ctx->runtimes, &sb, FILES_TIMEOUT_MS, err);
-        sandbox_release(&sb);
-        return fd;
-}
-
 static int agent_connect(struct e2b_call *call, enum agent_msg_type type, const struct agent_file_args *a,
                          struct space_error *err)
 {
-        return sandbox_agent_connect(call->req.ctx, &call->req.principal, call->sandbox_id, type, a, err);
+        struct sandbox sb;
+        if (sandbox_service_get_running(call->req.ctx, &call->req.principal, call->sandbox_id, &sb, err) < 0)
+                return -1;
+        if (policy_gate_file_request(call->req.ctx, &sb, type, a, err) < 0) {
+                sandbox_release(&sb);
+                return -1;
+        }
+        int fd = file_agent_connect(&call->req.ctx->runtimes, &sb, FILES_TIMEOUT_MS, err);
+        sandbox_release(&sb);
+        return fd;
 }
 
 const char *e2b_files_agent_user(const char *user)
@@ -145,24 +139,6 @@ json_t *e2b_files_render_entry(const struct agent_file_entry *e)
                 json_object_set_new(j, "metadata", meta);
         else
                 json_decref(meta);
-        return j;
-}
-
-json_t *e2b_files_stat_new(struct spaced_context *ctx, const struct principal *p, const char *sandbox_id, const char *user,
-                           const char *path)
-{
-        struct space_error err = { 0 };
-        struct agent_file_args a = { .path = path, .user = e2b_files_agent_user(user) };
-        struct agent_file_reply reply = { 0 };
-        struct agent_file_entry e;
-        size_t cursor = 0;
-        int fd = sandbox_agent_connect(ctx, p, sandbox_id, AGENT_MSG_FILE_STAT, &a, &err);
-        if (fd < 0)
-                return NULL;
-        int r = agent_files_call(fd, AGENT_MSG_FILE_STAT, &a, AGENT_MSG_FILE_ENTRY, &reply, NULL, 0);
-        close(fd);
-        json_t *j = r == 0 && agent_files_next_entry(&reply.frame, &cursor, &e) == 1 ? e2b_files_render_entry(&e) : NULL;
-        agent_file_reply_release(&reply);
         return j;
 }
 

@@ -96,11 +96,6 @@ void e2b_files_reply_error(struct api_response *resp, const struct space_error *
 /* EntryInfo in protobuf JSON. Returns a new reference. */
 struct agent_file_entry;
 json_t *e2b_files_render_entry(const struct agent_file_entry *e);
-/* The EntryInfo of path (absolute) as user sees it in the sandbox, or NULL when it cannot be
- * stat'ed (gone, or the sandbox is). Returns a new reference. */
-struct principal;
-json_t *e2b_files_stat_new(struct spaced_context *ctx, const struct principal *p, const char *sandbox_id, const char *user,
-                           const char *path);
 /* The user files are handled as: the call's (Basic auth), or ?username=; NULL for root. */
 const char *e2b_files_agent_user(const char *user);
 /* An absolute path: as given, or relative to the user's home (/root for root, else

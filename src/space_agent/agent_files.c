@@ -115,6 +115,9 @@ int agent_file_request_parse(const struct agent_frame *f, struct agent_file_requ
                 case AGENT_F_FILE_RECURSIVE:
                         r = get_flag(data, len, &req->recursive);
                         break;
+                case AGENT_F_FILE_WITH_ENTRY:
+                        r = get_flag(data, len, &req->with_entry);
+                        break;
                 case AGENT_F_FILE_META:
                         r = len > sizeof req->meta ? -EINVAL : agent_file_meta_check(data, len);
                         if (r == 0) {

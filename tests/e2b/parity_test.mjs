@@ -219,6 +219,47 @@ await check('watchDir includeEntry: events carry the entry', async () => {
   assert.ok(plain.length > 0 && plain.every((e) => e.entry === undefined), JSON.stringify(plain))
 })
 
+// The Python SDK's sync watcher: Filesystem.CreateWatcher / GetWatcherEvents / RemoveWatcher,
+// unary calls polled by the client. Driven here through the JS SDK's own Connect client of
+// the filesystem service (same transport, same descriptor as the Python SDK's).
+await check('polled watchers (CreateWatcher, GetWatcherEvents, RemoveWatcher) as the Python SDK uses them', async () => {
+  const rpc = sbx.files.rpc
+  if (!rpc || typeof rpc.createWatcher !== 'function') return 'skip'
+  await sbx.files.makeDir('/home/user/polled')
+  const { watcherId } = await rpc.createWatcher({ path: '/home/user/polled', recursive: false, includeEntry: true })
+  assert.match(watcherId, /^[0-9a-f]{32}$/)
+  assert.deepEqual((await rpc.getWatcherEvents({ watcherId })).events, [])
+  await sbx.files.write('/home/user/polled/a.txt', 'a')
+  await sbx.files.write('/home/user/polled/a.txt', 'again')
+  await sbx.files.remove('/home/user/polled/a.txt')
+  await sleep(500)
+  const got = (await rpc.getWatcherEvents({ watcherId })).events
+  const seen = got.map((e) => `${e.type}:${e.name}`)
+  // Enum values as numbers in the SDK's decoded messages: 1 create, 2 write, 3 remove.
+  assert.deepEqual(seen, ['1:a.txt', '2:a.txt', '3:a.txt'], JSON.stringify(seen))
+  // The entry as it was at the event, though the file is gone by the poll (an SDK whose
+  // descriptor predates includeEntry drops the field).
+  if (sdkSource.includes('includeEntry')) assert.equal(got[0].entry?.path, '/home/user/polled/a.txt')
+  assert.equal(got[2].entry, undefined)
+  // Only what came since the last call.
+  assert.deepEqual((await rpc.getWatcherEvents({ watcherId })).events, [])
+  // Another sandbox cannot name it; after RemoveWatcher nobody can.
+  const other = await create()
+  await assert.rejects(other.files.rpc.getWatcherEvents({ watcherId }), /not.found|not_found/i)
+  await rpc.removeWatcher({ watcherId })
+  await assert.rejects(rpc.getWatcherEvents({ watcherId }), /not.found|not_found/i)
+  await assert.rejects(rpc.removeWatcher({ watcherId }), /not.found|not_found/i)
+  // A watch whose directory goes answers its last events, then not_found.
+  const second = (await rpc.createWatcher({ path: '/home/user/polled', recursive: false })).watcherId
+  await sbx.files.remove('/home/user/polled')
+  await sleep(500)
+  const last = (await rpc.getWatcherEvents({ watcherId: second })).events
+  assert.ok(last.length > 0, 'no event for the directory going')
+  await assert.rejects(rpc.getWatcherEvents({ watcherId: second }), /not.found|not_found/i)
+  await assert.rejects(rpc.createWatcher({ path: '/home/user/never-there' }), /not.found|not_found/i)
+  await other.kill()
+})
+
 // A fork's snapshot is the fork's own: it must not outlive it or show as the user's.
 await check('fork leaves no snapshot behind (listSnapshots)', async () => {
   if (typeof sbx.fork !== 'function') return 'skip'

@@ -492,6 +492,62 @@ static void test_watch_streams_events(void **state)
         close(fd);
 }
 
+/* The fields of an event frame after its second FILE_PATH (the entry FILE_WITH_ENTRY adds):
+ * how many such paths, and the entry's size. */
+static int event_entries(const struct agent_test_reply *r, uint64_t *ret_size)
+{
+        size_t cursor = 0;
+        uint16_t tag;
+        const uint8_t *data;
+        uint32_t len;
+        int paths = 0;
+        while (agent_frame_next_field(&r->f, &cursor, &tag, &data, &len) == 1) {
+                paths += tag == AGENT_F_FILE_PATH;
+                if (paths == 2 && tag == AGENT_F_FILE_SIZE && len == 8) {
+                        *ret_size = 0;
+                        for (int i = 7; i >= 0; i--)
+                                *ret_size = *ret_size << 8 | data[i];
+                }
+        }
+        return paths - 1;
+}
+
+/* With FILE_WITH_ENTRY an event carries its path's entry as it was then; a removal none. */
+static void test_watch_with_entry(void **state)
+{
+        int fd = agent_test_connect_timeout(5);
+        struct agent_test_reply r;
+        struct agent_frame_writer w;
+        uint64_t size = 0;
+        char p[256];
+
+        root_mkdir("/we");
+        agent_frame_writer_begin(&w, AGENT_MSG_FILE_WATCH);
+        agent_frame_writer_put_str(&w, AGENT_F_FILE_PATH, "/we");
+        agent_frame_writer_put_u8(&w, AGENT_F_FILE_WITH_ENTRY, 1);
+        agent_test_send(fd, &w);
+        agent_test_read(fd, &r);
+        assert_int_equal(r.f.type, AGENT_MSG_FILE_DONE);
+        agent_test_reply_release(&r);
+        root_put("/we/f", "four");
+        agent_test_read(fd, &r); /* create */
+        assert_int_equal(agent_test_get_u8(&r, AGENT_F_FILE_EVENT_KIND), AGENT_FILE_EVENT_CREATE);
+        assert_int_equal(event_entries(&r, &size), 1);
+        agent_test_reply_release(&r);
+        agent_test_read(fd, &r); /* write */
+        assert_int_equal(agent_test_get_u8(&r, AGENT_F_FILE_EVENT_KIND), AGENT_FILE_EVENT_WRITE);
+        assert_int_equal(event_entries(&r, &size), 1);
+        assert_int_equal(size, 4);
+        agent_test_reply_release(&r);
+        root_path("/we/f", p, sizeof p);
+        assert_int_equal(unlink(p), 0);
+        agent_test_read(fd, &r);
+        assert_int_equal(agent_test_get_u8(&r, AGENT_F_FILE_EVENT_KIND), AGENT_FILE_EVENT_REMOVE);
+        assert_int_equal(event_entries(&r, &size), 0);
+        agent_test_reply_release(&r);
+        close(fd);
+}
+
 /* Random file requests (last: they may change the root) never bring the agent down. */
 static void test_random_requests(void **state)
 {
@@ -552,6 +608,7 @@ int main(int argc, char **argv)
                 cmocka_unit_test(test_dropped_upload_leaves_nothing),
                 cmocka_unit_test(test_upload_to_memory),
                 cmocka_unit_test(test_watch_streams_events),
+                cmocka_unit_test(test_watch_with_entry),
                 cmocka_unit_test(test_random_requests),
         };
         return agent_test_exit(cmocka_run_group_tests(tests, group_setup, group_teardown));
