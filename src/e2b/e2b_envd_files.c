@@ -25,6 +25,7 @@
 #include "spaced/spaced_context.h"
 
 #define FILES_TIMEOUT_MS 30000
+#define ENVD_DIR_BLOCK 4096u
 
 /* A connection to the agent of the call's running sandbox, for the request (type, a) that
  * the sandbox's policies allow. */
@@ -123,7 +124,13 @@ static json_t *link_target(const struct agent_file_entry *e)
 json_t *e2b_files_render_entry(const struct agent_file_entry *e)
 {
         char size[24], perms[11];
-        snprintf(size, sizeof(size), "%llu", (unsigned long long)e->size);
+        /* envd's sandboxes are on ext4, where a directory's size is whole 4 KiB blocks (an
+         * empty one 4096); btrfs says the length of its names (0 when empty). Code written
+         * against E2B sees ext4's figure. */
+        uint64_t bytes = e->size;
+        if (e->type == AGENT_FILE_DIRECTORY)
+                bytes = bytes <= ENVD_DIR_BLOCK ? ENVD_DIR_BLOCK : (bytes + ENVD_DIR_BLOCK - 1) / ENVD_DIR_BLOCK * ENVD_DIR_BLOCK;
+        snprintf(size, sizeof(size), "%llu", (unsigned long long)bytes);
         permissions(e, perms);
         json_t *j = json_pack("{s:o, s:s, s:o, s:s, s:i, s:s, s:o, s:o, s:o}", "name",
                               output_encoding_utf8((const uint8_t *)e->name, e->name_len), "type", type_name(e->type), "path",

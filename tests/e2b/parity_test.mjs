@@ -260,6 +260,17 @@ await check('polled watchers (CreateWatcher, GetWatcherEvents, RemoveWatcher) as
   await other.kill()
 })
 
+// envd's sandboxes are on ext4: a directory's size is whole blocks, 4096 when empty.
+await check('an empty directory\'s size is 4096, as envd reports it', async () => {
+  await sbx.files.makeDir('/home/user/empty-dir')
+  assert.equal((await sbx.files.getInfo('/home/user/empty-dir')).size, 4096)
+  const listed = (await sbx.files.list('/home/user')).find((e) => e.name === 'empty-dir')
+  assert.equal(listed.size, 4096)
+  await sbx.files.write('/home/user/empty-dir/f', 'not a directory: its own size')
+  assert.equal((await sbx.files.getInfo('/home/user/empty-dir/f')).size, 29)
+  assert.equal((await sbx.files.getInfo('/home/user/empty-dir')).size % 4096, 0)
+})
+
 // A fork's snapshot is the fork's own: it must not outlive it or show as the user's.
 await check('fork leaves no snapshot behind (listSnapshots)', async () => {
   if (typeof sbx.fork !== 'function') return 'skip'
