@@ -235,28 +235,42 @@ fail:
         e2b_connect_reply_error(resp, &err);
 }
 
-/* envd makes missing parents and says already_exists when the directory is there. */
+/* envd makes missing parents and says already_exists when the directory is there. envd
+ * runs as root and gives what it makes to the user, so the default user can make directories
+ * where its own permissions would not let it (outside its home): made as root, owned by the
+ * user. What is there already is only looked at. */
 void e2b_fs_make_dir(struct e2b_call *call, struct api_response *resp)
 {
         struct space_error err = { 0 };
         json_t *msg = NULL;
         char path[PATH_MAX];
-        struct agent_file_args a = { .path = path, .user = e2b_files_agent_user(call->user) };
+        const char *user = e2b_files_agent_user(call->user);
+        struct agent_file_args a = { .path = path };
         struct agent_file_reply reply = { 0 };
-        if (e2b_connect_request(&call->req, &msg, &err) < 0 || message_path(call, msg, "path", path, sizeof(path), &err) < 0) {
-                json_decref(msg);
+        struct agent_file_entry e;
+        size_t cursor = 0;
+        int r = e2b_connect_request(&call->req, &msg, &err) < 0 ? -1 : message_path(call, msg, "path", path, sizeof(path), &err);
+        json_decref(msg);
+        if (r < 0)
                 return e2b_connect_reply_error(resp, &err);
-        }
         if (agent_call(call, AGENT_MSG_FILE_STAT, &a, AGENT_MSG_FILE_ENTRY, &reply, &err) == 0) {
                 agent_file_reply_release(&reply);
-                json_decref(msg);
                 space_error_set(&err, SPACE_E_ALREADY_EXISTS, "%s already exists", path);
                 return e2b_connect_reply_error(resp, &err);
         }
+        a = (struct agent_file_args){ .path = path, .user = user, .owner = user, .parents = true };
+        r = agent_call(call, AGENT_MSG_FILE_MKDIR, &a, AGENT_MSG_FILE_ENTRY, &reply, &err);
+        if (r < 0 && user && err.code == SPACE_E_PERMISSION_DENIED) {
+                a.user = NULL;
+                r = agent_call(call, AGENT_MSG_FILE_MKDIR, &a, AGENT_MSG_FILE_ENTRY, &reply, &err);
+        }
+        if (r == 0 && agent_files_next_entry(&reply.frame, &cursor, &e) == 1)
+                e2b_connect_reply(resp, json_pack("{s:o}", "entry", e2b_files_render_entry(&e)));
+        else if (r == 0)
+                e2b_connect_reply_error(resp, (space_error_set(&err, SPACE_E_INTERNAL, "the agent sent no entry"), &err));
+        else
+                e2b_connect_reply_error(resp, &err);
         agent_file_reply_release(&reply);
-        a.parents = true;
-        a.owner = a.user; /* made by the user, as envd does */
-        entry_method(call, resp, AGENT_MSG_FILE_MKDIR, &a, AGENT_MSG_FILE_ENTRY, msg);
 }
 
 void e2b_fs_move(struct e2b_call *call, struct api_response *resp)

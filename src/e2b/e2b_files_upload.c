@@ -40,6 +40,7 @@ struct e2b_upload {
         uint64_t bytes;            /* written into files, all parts */
         json_t *out;               /* [{"name", "type", "path", "metadata"?}] */
         struct e2b_file_meta meta; /* from X-Metadata- headers: every file gets it */
+        bool made_as_root;         /* the file being written is new, made as root for the user */
         bool failed;
         struct space_error err;
 };
@@ -88,8 +89,19 @@ static int file_open(struct e2b_upload *u, const char *given, uint64_t length)
                                      .owner = agent_user,
                                      .meta = u->meta.pairs,
                                      .meta_len = u->meta.len };
-        if (file_upload_begin(u->ctx, &u->sb, &a, length, &u->file, &err) < 0)
+        u->made_as_root = false;
+        if (file_upload_begin(u->ctx, &u->sb, &a, length, &u->file, &err) == 0)
+                return 0;
+        /* envd runs as root and gives what it writes to the user: the default user can create
+         * files where its own permissions would not let it (outside its home). A new file only:
+         * one that is there is replaced only as the user may (excl). */
+        struct space_error as_root_err = { 0 };
+        a.user = NULL;
+        a.excl = true;
+        if (!agent_user || err.code != SPACE_E_PERMISSION_DENIED ||
+            file_upload_begin(u->ctx, &u->sb, &a, length, &u->file, &as_root_err) < 0)
                 return fail(u, &err);
+        u->made_as_root = true;
         return 0;
 }
 
@@ -119,8 +131,11 @@ static int file_close(struct e2b_upload *u)
         struct agent_file_entry e;
         struct file_upload *f = u->file;
         u->file = NULL;
-        if (file_upload_commit(f, &reply, &e, &err) < 0)
+        if (file_upload_commit(f, &reply, &e, &err) < 0) {
+                if (u->made_as_root && err.code == SPACE_E_ALREADY_EXISTS)
+                        space_error_set(&err, SPACE_E_PERMISSION_DENIED, "a file is there that the user may not replace");
                 return fail(u, &err);
+        }
         json_t *info = json_pack("{s:o, s:s, s:o}", "name", output_encoding_utf8((const uint8_t *)e.name, e.name_len), "type",
                                  "file", "path", output_encoding_utf8((const uint8_t *)e.path, e.path_len));
         json_t *meta = e2b_file_meta_render_new(e.meta, e.meta_len);

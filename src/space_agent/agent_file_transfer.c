@@ -38,6 +38,7 @@ struct agent_file_upload {
         uint64_t written; /* the next FILE_DATA's offset */
         int error;        /* -errno of the first failed FILE_DATA: the rest is dropped */
         const char *what; /* what failed: "write", or "upload" for a bad frame */
+        bool excl;        /* FILE_EXCL: never replace what is at the name */
         uint8_t *meta;    /* FILE_META pairs to set at commit, or NULL */
         uint32_t meta_len;
 };
@@ -322,6 +323,7 @@ int agent_file_transfer_create(struct agent_conn *c, struct agent_file_request *
         u->as_user = req->as_user;
         u->fsuid = req->fsuid;
         u->fsgid = req->fsgid;
+        u->excl = req->excl;
         if (req->meta_len) {
                 u->meta = malloc(req->meta_len);
                 if (!u->meta) {
@@ -383,6 +385,8 @@ static int upload_link(struct agent_file_upload *u, int dir)
         if (fstatat(dir, u->name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode))
                 return -EISDIR; /* made meanwhile */
         if (u->tmp_name[0]) {
+                if (u->excl && fstatat(dir, u->name, &st, AT_SYMLINK_NOFOLLOW) == 0)
+                        return -EEXIST;
                 if (renameat(u->dir, u->tmp_name, dir, u->name) < 0)
                         return -errno;
                 u->tmp_name[0] = 0;
@@ -391,7 +395,7 @@ static int upload_link(struct agent_file_upload *u, int dir)
         snprintf(proc, sizeof proc, "/proc/self/fd/%d", u->fd);
         if (linkat(AT_FDCWD, proc, dir, u->name, AT_SYMLINK_FOLLOW) == 0)
                 return 0;
-        if (errno != EEXIST)
+        if (errno != EEXIST || u->excl)
                 return -errno;
         /* Something is there: link beside it, then rename over it (atomic for readers). */
         random_name(tmp, sizeof tmp);
@@ -419,7 +423,8 @@ static int upload_target_dir(struct agent_file_upload *u)
         char *slash = strrchr(parent, '/');
         if (slash && slash != parent) {
                 *slash = 0;
-                int r = agent_file_mkdir_parents(parent, 0755);
+                int r = agent_file_mkdir_parents(parent, 0755, u->chown ? u->chown_uid : (uid_t)-1,
+                                                 u->chown ? u->chown_gid : (gid_t)-1);
                 if (r < 0)
                         return r;
         }

@@ -118,6 +118,9 @@ int agent_file_request_parse(const struct agent_frame *f, struct agent_file_requ
                 case AGENT_F_FILE_WITH_ENTRY:
                         r = get_flag(data, len, &req->with_entry);
                         break;
+                case AGENT_F_FILE_EXCL:
+                        r = get_flag(data, len, &req->excl);
+                        break;
                 case AGENT_F_FILE_META:
                         r = len > sizeof req->meta ? -EINVAL : agent_file_meta_check(data, len);
                         if (r == 0) {
@@ -274,7 +277,8 @@ static int file_mkdir(struct agent_file_request *req)
         if (req->parents) {
                 _cleanup_close_ int before = agent_file_open(req->path, O_PATH, 0, true);
                 existed = before >= 0;
-                r = agent_file_mkdir_parents(req->path, mode);
+                r = agent_file_mkdir_parents(req->path, mode, req->chown ? req->chown_uid : (uid_t)-1,
+                                             req->chown ? req->chown_gid : (gid_t)-1);
                 if (r < 0)
                         return r;
         }

@@ -23,6 +23,7 @@ struct agent_file_request {
         bool has_mode, has_uid, has_gid;
         bool parents, recursive;
         bool with_entry;                   /* FILE_WATCH: each event followed by its entry */
+        bool excl;                         /* FILE_CREATE: the commit never replaces what is there */
         uint8_t meta[AGENT_FILE_META_MAX]; /* FILE_META: set on an upload at commit */
         uint32_t meta_len;
         /* resolved by agent_file_request_begin */

@@ -271,6 +271,29 @@ await check('an empty directory\'s size is 4096, as envd reports it', async () =
   assert.equal((await sbx.files.getInfo('/home/user/empty-dir')).size % 4096, 0)
 })
 
+// envd runs as root and gives what it makes to the user: the default user can create files
+// and directories outside its home. What is there keeps its permissions.
+await check('the default user creates paths outside its home, as envd lets it; existing files stay protected', async () => {
+  const info = await sbx.files.write('/made-by-user/sub/f.txt', 'mine')
+  assert.equal(info.path, '/made-by-user/sub/f.txt')
+  assert.equal(await sbx.files.read('/made-by-user/sub/f.txt'), 'mine')
+  for (const p of ['/made-by-user', '/made-by-user/sub', '/made-by-user/sub/f.txt'])
+    assert.equal((await sbx.files.getInfo(p)).owner, 'user', p)
+  assert.equal(await sbx.files.makeDir('/made-dir/a/b'), true)
+  for (const p of ['/made-dir', '/made-dir/a', '/made-dir/a/b']) assert.equal((await sbx.files.getInfo(p)).owner, 'user', p)
+  assert.equal(await sbx.files.makeDir('/made-dir/a'), false)
+  assert.equal(await sbx.files.makeDir('/etc'), false)
+  // In root's home too (as envd), owned by the user.
+  await sbx.files.write('/root/for-user.txt', 'in root\'s home')
+  assert.equal((await sbx.files.getInfo('/root/for-user.txt', { user: 'root' })).owner, 'user')
+  // A file the user may not write is not replaced, and stays as it was.
+  const passwd = await sbx.files.read('/etc/passwd')
+  await assert.rejects(sbx.files.write('/etc/passwd', 'owned'))
+  assert.equal(await sbx.files.read('/etc/passwd'), passwd)
+  assert.equal((await sbx.files.getInfo('/etc/passwd')).owner, 'root')
+  await sbx.commands.run('rm -rf /made-by-user /made-dir /root/for-user.txt', { user: 'root' })
+})
+
 // A fork's snapshot is the fork's own: it must not outlive it or show as the user's.
 await check('fork leaves no snapshot behind (listSnapshots)', async () => {
   if (typeof sbx.fork !== 'function') return 'skip'

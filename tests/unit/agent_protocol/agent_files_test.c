@@ -388,6 +388,41 @@ static void test_upload_metadata(void **state)
         close(fd);
 }
 
+/* FILE_EXCL: a commit onto a name that is taken fails (EEXIST) and replaces nothing; onto a
+ * free one it links as usual. */
+static void test_upload_excl(void **state)
+{
+        int fd = agent_test_connect();
+        struct agent_test_reply r;
+        struct agent_frame_writer w;
+        char buf[128] = "";
+
+        for (int i = 0; i < 2; i++) {
+                const char *path = i == 0 ? "/etc/passwd" : "/excl-new";
+                agent_frame_writer_begin(&w, AGENT_MSG_FILE_CREATE);
+                agent_frame_writer_put_str(&w, AGENT_F_FILE_PATH, path);
+                agent_frame_writer_put_u8(&w, AGENT_F_FILE_EXCL, 1);
+                agent_test_send(fd, &w);
+                agent_test_read(fd, &r);
+                assert_int_equal(r.f.type, AGENT_MSG_FILE_UPLOAD);
+                agent_test_reply_release(&r);
+                assert_int_equal(agent_file_data_send(fd, 0, "replaced", 8), 0);
+                send_file_request(fd, AGENT_MSG_FILE_COMMIT, NULL, NULL);
+                if (i == 0) {
+                        expect_error(fd, EEXIST);
+                        continue;
+                }
+                agent_test_read(fd, &r);
+                assert_int_equal(r.f.type, AGENT_MSG_FILE_ENTRY);
+                agent_test_reply_release(&r);
+        }
+        read_file(fd, "/etc/passwd", buf, sizeof buf);
+        assert_non_null(strstr(buf, "root:x:0:0"));
+        read_file(fd, "/excl-new", buf, sizeof buf);
+        assert_string_equal(buf, "replaced");
+        close(fd);
+}
+
 static void test_dropped_upload_leaves_nothing(void **state)
 {
         int fd = agent_test_connect();
@@ -605,6 +640,7 @@ int main(int argc, char **argv)
                 cmocka_unit_test(test_bad_requests),
                 cmocka_unit_test(test_upload_commit),
                 cmocka_unit_test(test_upload_metadata),
+                cmocka_unit_test(test_upload_excl),
                 cmocka_unit_test(test_dropped_upload_leaves_nothing),
                 cmocka_unit_test(test_upload_to_memory),
                 cmocka_unit_test(test_watch_streams_events),
