@@ -51,6 +51,8 @@ int agent_files_send(int fd, enum agent_msg_type type, const struct agent_file_a
                         agent_frame_writer_put_u8(&w, AGENT_F_FILE_WITH_ENTRY, 1);
                 if (a->excl)
                         agent_frame_writer_put_u8(&w, AGENT_F_FILE_EXCL, 1);
+                if (a->with_meta)
+                        agent_frame_writer_put_u8(&w, AGENT_F_FILE_WITH_META, 1);
                 if (a->meta_len)
                         agent_frame_writer_put(&w, AGENT_F_FILE_META, a->meta, a->meta_len);
         }

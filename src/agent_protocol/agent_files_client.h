@@ -20,6 +20,7 @@ struct agent_file_args {
         bool parents, recursive;
         bool with_entry;     /* FILE_WATCH: events carry their entry */
         bool excl;           /* FILE_CREATE: the commit never replaces a file there */
+        bool with_meta;      /* entries carry their user metadata (FILE_WITH_META) */
         bool sync;           /* FILE_COMMIT: make the data durable first */
         const uint8_t *meta; /* FILE_CREATE: user metadata, "key\0value\0" pairs */
         size_t meta_len;

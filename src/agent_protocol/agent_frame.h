@@ -122,6 +122,7 @@ enum agent_field_tag {
         AGENT_F_FILE_META = 102,       /* "key\0value\0" pairs: user metadata (entry: its own; FILE_CREATE: set at commit) */
         AGENT_F_FILE_WITH_ENTRY = 103, /* u8: FILE_WATCH: each event is followed by its path's entry, when it is there */
         AGENT_F_FILE_EXCL = 104,       /* u8: FILE_CREATE: FILE_COMMIT fails (EEXIST) rather than replace what is there */
+        AGENT_F_FILE_WITH_META = 105,  /* u8: the entries of the reply (and of FILE_COMMIT's, on FILE_CREATE) carry FILE_META */
 };
 
 enum agent_file_type {

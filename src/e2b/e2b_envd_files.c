@@ -197,7 +197,7 @@ void e2b_fs_stat(struct e2b_call *call, struct api_response *resp)
         struct space_error err = { 0 };
         json_t *msg = NULL;
         char path[PATH_MAX];
-        struct agent_file_args a = { .path = path };
+        struct agent_file_args a = { .path = path, .with_meta = true };
         if (e2b_connect_request(&call->req, &msg, &err) < 0 || message_path(call, msg, "path", path, sizeof(path), &err) < 0) {
                 json_decref(msg);
                 return e2b_connect_reply_error(resp, &err);
@@ -210,7 +210,7 @@ void e2b_fs_list_dir(struct e2b_call *call, struct api_response *resp)
         struct space_error err = { 0 };
         json_t *msg = NULL;
         char path[PATH_MAX];
-        struct agent_file_args a = { .path = path, .depth = 1 };
+        struct agent_file_args a = { .path = path, .depth = 1, .with_meta = true };
         struct agent_file_reply reply = { 0 };
         if (e2b_connect_request(&call->req, &msg, &err) < 0 || message_path(call, msg, "path", path, sizeof(path), &err) < 0)
                 goto fail;
@@ -258,7 +258,7 @@ void e2b_fs_make_dir(struct e2b_call *call, struct api_response *resp)
                 space_error_set(&err, SPACE_E_ALREADY_EXISTS, "%s already exists", path);
                 return e2b_connect_reply_error(resp, &err);
         }
-        a = (struct agent_file_args){ .path = path, .user = user, .owner = user, .parents = true };
+        a = (struct agent_file_args){ .path = path, .user = user, .owner = user, .parents = true, .with_meta = true };
         r = agent_call(call, AGENT_MSG_FILE_MKDIR, &a, AGENT_MSG_FILE_ENTRY, &reply, &err);
         if (r < 0 && user && err.code == SPACE_E_PERMISSION_DENIED) {
                 a.user = NULL;
@@ -278,7 +278,7 @@ void e2b_fs_move(struct e2b_call *call, struct api_response *resp)
         struct space_error err = { 0 };
         json_t *msg = NULL;
         char src[PATH_MAX], dst[PATH_MAX];
-        struct agent_file_args a = { .path = src, .dest = dst };
+        struct agent_file_args a = { .path = src, .dest = dst, .with_meta = true };
         if (e2b_connect_request(&call->req, &msg, &err) < 0 || message_path(call, msg, "source", src, sizeof(src), &err) < 0 ||
             message_path(call, msg, "destination", dst, sizeof(dst), &err) < 0) {
                 json_decref(msg);

@@ -88,7 +88,8 @@ static int file_open(struct e2b_upload *u, const char *given, uint64_t length)
                                      .parents = true,
                                      .owner = agent_user,
                                      .meta = u->meta.pairs,
-                                     .meta_len = u->meta.len };
+                                     .meta_len = u->meta.len,
+                                     .with_meta = true };
         u->made_as_root = false;
         if (file_upload_begin(u->ctx, &u->sb, &a, length, &u->file, &err) == 0)
                 return 0;

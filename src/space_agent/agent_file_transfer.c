@@ -39,6 +39,7 @@ struct agent_file_upload {
         int error;        /* -errno of the first failed FILE_DATA: the rest is dropped */
         const char *what; /* what failed: "write", or "upload" for a bad frame */
         bool excl;        /* FILE_EXCL: never replace what is at the name */
+        bool with_meta;   /* FILE_WITH_META: the commit's entry carries the metadata */
         uint8_t *meta;    /* FILE_META pairs to set at commit, or NULL */
         uint32_t meta_len;
 };
@@ -158,7 +159,7 @@ int agent_file_transfer_read(struct agent_conn *c, struct agent_file_request *re
         agent_file_download_free(c->download);
         c->download = d;
         agent_frame_writer_begin(&w, AGENT_MSG_FILE_ENTRY);
-        agent_files_put_entry(&w, &req->names, req->path, &st, -1, NULL);
+        agent_files_put_entry(&w, &req->names, req->path, &st, -1, NULL, false);
         agent_conn_reply(c, &w);
         return 0;
 }
@@ -324,6 +325,7 @@ int agent_file_transfer_create(struct agent_conn *c, struct agent_file_request *
         u->fsuid = req->fsuid;
         u->fsgid = req->fsgid;
         u->excl = req->excl;
+        u->with_meta = req->with_meta;
         if (req->meta_len) {
                 u->meta = malloc(req->meta_len);
                 if (!u->meta) {
@@ -478,6 +480,7 @@ void agent_file_transfer_commit(struct agent_conn *c, const struct agent_frame *
         }
         if (r == 0) {
                 snprintf(req.path, sizeof req.path, "%s", u->path);
+                req.with_meta = u->with_meta;
                 what = "stat";
                 r = agent_files_reply_entry(c, &req, u->path);
         }

@@ -214,7 +214,7 @@ static void watch_put_entry(struct agent_file_watch *w, struct agent_frame_write
                 (void)agent_file_user_become(w->fsuid, w->fsgid);
         int dir = agent_file_open_parent(path, &name);
         if (dir >= 0 && fstatat(dir, name, &st, AT_SYMLINK_NOFOLLOW) == 0)
-                agent_files_put_entry(f, &names, path, &st, dir, name);
+                agent_files_put_entry(f, &names, path, &st, dir, name, true);
         if (dir >= 0)
                 close(dir);
         if (w->as_user)

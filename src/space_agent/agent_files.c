@@ -121,6 +121,9 @@ int agent_file_request_parse(const struct agent_frame *f, struct agent_file_requ
                 case AGENT_F_FILE_EXCL:
                         r = get_flag(data, len, &req->excl);
                         break;
+                case AGENT_F_FILE_WITH_META:
+                        r = get_flag(data, len, &req->with_meta);
+                        break;
                 case AGENT_F_FILE_META:
                         r = len > sizeof req->meta ? -EINVAL : agent_file_meta_check(data, len);
                         if (r == 0) {
@@ -203,7 +206,7 @@ static uint8_t entry_type(mode_t m)
 }
 
 void agent_files_put_entry(struct agent_frame_writer *w, struct agent_file_names *names, const char *path, const struct stat *st,
-                           int dir, const char *name)
+                           int dir, const char *name, bool meta)
 {
         char buf[256];
         const char *slash = strrchr(path, '/');
@@ -229,7 +232,7 @@ void agent_files_put_entry(struct agent_frame_writer *w, struct agent_file_names
                 if (n >= 0)
                         agent_frame_writer_put(w, AGENT_F_FILE_LINK, target, (size_t)n);
         }
-        if ((S_ISREG(st->st_mode) || S_ISDIR(st->st_mode)) && dir >= 0 && name)
+        if (meta && (S_ISREG(st->st_mode) || S_ISDIR(st->st_mode)) && dir >= 0 && name)
                 agent_file_meta_put(w, dir, name);
 }
 
@@ -261,7 +264,7 @@ int agent_files_reply_entry(struct agent_conn *c, struct agent_file_request *req
                         return -errno;
         }
         agent_frame_writer_begin(&w, AGENT_MSG_FILE_ENTRY);
-        agent_files_put_entry(&w, &req->names, path, &st, dir, name);
+        agent_files_put_entry(&w, &req->names, path, &st, dir, name, req->with_meta);
         agent_conn_reply(c, &w);
         return 0;
 }

@@ -348,6 +348,7 @@ static void test_upload_metadata(void **state)
         agent_frame_writer_begin(&w, AGENT_MSG_FILE_CREATE);
         agent_frame_writer_put_str(&w, AGENT_F_FILE_PATH, "/meta.txt");
         agent_frame_writer_put(&w, AGENT_F_FILE_META, pairs, sizeof pairs);
+        agent_frame_writer_put_u8(&w, AGENT_F_FILE_WITH_META, 1);
         agent_test_send(fd, &w);
         agent_test_read(fd, &r);
         assert_int_equal(r.f.type, AGENT_MSG_FILE_UPLOAD);
@@ -366,7 +367,15 @@ static void test_upload_metadata(void **state)
         assert_int_equal(setxattr(p, "user.e2b.later", "x", 1, 0), 0);
         assert_int_equal(setxattr(p, "user.other", "hidden", 6, 0), 0);
         assert_int_equal(removexattr(p, "user.e2b.empty"), 0);
+        /* Entries carry metadata only when asked (FILE_WITH_META). */
         send_file_request(fd, AGENT_MSG_FILE_STAT, "/meta.txt", NULL);
+        agent_test_read(fd, &r);
+        assert_int_equal(agent_frame_find(&r.f, AGENT_F_FILE_META, &data, &len), 0);
+        agent_test_reply_release(&r);
+        agent_frame_writer_begin(&w, AGENT_MSG_FILE_STAT);
+        agent_frame_writer_put_str(&w, AGENT_F_FILE_PATH, "/meta.txt");
+        agent_frame_writer_put_u8(&w, AGENT_F_FILE_WITH_META, 1);
+        agent_test_send(fd, &w);
         agent_test_read(fd, &r);
         assert_int_equal(r.f.type, AGENT_MSG_FILE_ENTRY);
         assert_int_equal(agent_frame_find(&r.f, AGENT_F_FILE_META, &data, &len), 1);
