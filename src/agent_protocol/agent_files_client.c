@@ -47,6 +47,14 @@ int agent_files_send(int fd, enum agent_msg_type type, const struct agent_file_a
                         agent_frame_writer_put_u8(&w, AGENT_F_FILE_RECURSIVE, 1);
                 if (a->sync)
                         agent_frame_writer_put_u8(&w, AGENT_F_FILE_SYNC, 1);
+                if (a->with_entry)
+                        agent_frame_writer_put_u8(&w, AGENT_F_FILE_WITH_ENTRY, 1);
+                if (a->excl)
+                        agent_frame_writer_put_u8(&w, AGENT_F_FILE_EXCL, 1);
+                if (a->with_meta)
+                        agent_frame_writer_put_u8(&w, AGENT_F_FILE_WITH_META, 1);
+                if (a->meta_len)
+                        agent_frame_writer_put(&w, AGENT_F_FILE_META, a->meta, a->meta_len);
         }
         int r = agent_frame_writer_finish(&w);
         if (r == 0)
@@ -176,6 +184,12 @@ int agent_files_next_entry(const struct agent_frame *f, size_t *cursor, struct a
                         ret->link = (const char *)data;
                         ret->link_len = len;
                         ret->has_link = true;
+                        break;
+                case AGENT_F_FILE_META:
+                        if (len == 0 || data[len - 1] != 0)
+                                return -EPROTO;
+                        ret->meta = data;
+                        ret->meta_len = len;
                         break;
                 }
 #undef STR

@@ -18,7 +18,12 @@ struct agent_file_args {
         uint32_t mode, uid, gid;
         uint32_t depth; /* 0: the agent's default (1) */
         bool parents, recursive;
-        bool sync; /* FILE_COMMIT: make the data durable first */
+        bool with_entry;     /* FILE_WATCH: events carry their entry */
+        bool excl;           /* FILE_CREATE: the commit never replaces a file there */
+        bool with_meta;      /* entries carry their user metadata (FILE_WITH_META) */
+        bool sync;           /* FILE_COMMIT: make the data durable first */
+        const uint8_t *meta; /* FILE_CREATE: user metadata, "key\0value\0" pairs */
+        size_t meta_len;
 };
 
 /* One entry of a reply; the strings point into the frame and are not NUL-terminated. */
@@ -29,6 +34,8 @@ struct agent_file_entry {
         uint64_t size, mtime_ms;
         uint32_t mode, uid, gid;
         bool has_link;
+        const uint8_t *meta; /* its user metadata, "key\0value\0" pairs (meta_len 0: none) */
+        uint32_t meta_len;
 };
 
 /* A reply frame. */

@@ -69,56 +69,60 @@ enum agent_msg_type {
 };
 
 enum agent_field_tag {
-        AGENT_F_VERSION = 1,          /* string */
-        AGENT_F_AGENT_PID = 2,        /* u32 */
-        AGENT_F_BOOT_ID = 3,          /* string: 32 hex digits, random per agent start */
-        AGENT_F_ARGV = 10,            /* string, repeated, in order */
-        AGENT_F_ENV = 11,             /* "KEY=VALUE", repeated; replaces the agent's default env */
-        AGENT_F_CWD = 12,             /* string, default "/" */
-        AGENT_F_STDIN = 13,           /* bytes fed to the command's stdin, then closed */
-        AGENT_F_TIMEOUT_MS = 14,      /* u32, 0 = none; on expiry the process group gets SIGKILL */
-        AGENT_F_OUTPUT_CAP = 15,      /* u32 bytes kept per stream; the rest is counted, not kept */
-        AGENT_F_EXIT_CODE = 20,       /* i32, 128+N when killed by signal N; 127 when exec failed */
-        AGENT_F_TERM_SIGNAL = 21,     /* i32, 0 when exited normally */
-        AGENT_F_STDOUT = 22,          /* bytes */
-        AGENT_F_STDERR = 23,          /* bytes */
-        AGENT_F_TRUNCATED = 24,       /* u8: bit0 stdout, bit1 stderr */
-        AGENT_F_TIMED_OUT = 25,       /* u8 */
-        AGENT_F_DURATION_US = 26,     /* u64 */
-        AGENT_F_ERRNO = 30,           /* i32, positive errno (e.g. ENOENT when exec failed) */
-        AGENT_F_MESSAGE = 31,         /* string */
-        AGENT_F_JOB_ID = 40,          /* string, chosen by spaced: [A-Za-z0-9_-]{1,63} */
-        AGENT_F_USER = 41,            /* string: a user name or uid of the sandbox's /etc/passwd */
-        AGENT_F_TTY_COLS = 42,        /* u32 */
-        AGENT_F_TTY_ROWS = 43,        /* u32 */
-        AGENT_F_STDIN_OPEN = 44,      /* u8: 1 = stdin is a pipe fed by JOB_INPUT until JOB_CLOSE_STDIN */
-        AGENT_F_SEQ = 45,             /* u64, per job, from 1, no gaps */
-        AGENT_F_STREAM = 46,          /* u8: 1 stdout, 2 stderr, 3 pty */
-        AGENT_F_DATA = 47,            /* bytes */
-        AGENT_F_SIGNAL = 48,          /* i32 */
-        AGENT_F_JOB_PID = 49,         /* u32, pid in the sandbox */
-        AGENT_F_FILE_PATH = 80,       /* string: absolute path inside the sandbox */
-        AGENT_F_FILE_DEST = 81,       /* string: destination of a move */
-        AGENT_F_FILE_USER = 82,       /* string: do the operation as this user of the sandbox */
-        AGENT_F_FILE_MODE = 83,       /* u32: permission bits (request); st_mode (entry) */
-        AGENT_F_FILE_UID = 84,        /* u32 */
-        AGENT_F_FILE_GID = 85,        /* u32 */
-        AGENT_F_FILE_OWNER = 86,      /* string: user name (request: chown to it; entry: the owner) */
-        AGENT_F_FILE_PARENTS = 87,    /* u8: create missing parent directories */
-        AGENT_F_FILE_RECURSIVE = 88,  /* u8 */
-        AGENT_F_FILE_DEPTH = 89,      /* u32: levels listed, 1 = the directory's own entries */
-        AGENT_F_FILE_NAME = 90,       /* string: last path component */
-        AGENT_F_FILE_TYPE = 91,       /* u8: enum agent_file_type */
-        AGENT_F_FILE_SIZE = 92,       /* u64 */
-        AGENT_F_FILE_MTIME_MS = 93,   /* u64: modification time, ms since the epoch */
-        AGENT_F_FILE_LINK = 94,       /* string: a symlink's target */
-        AGENT_F_FILE_GROUP = 95,      /* string: group name (entry) */
-        AGENT_F_FILE_TRUNCATED = 96,  /* u8: a list stopped at AGENT_FILE_LIST_MAX entries */
-        AGENT_F_FILE_EVENT_KIND = 97, /* u8: enum agent_file_event */
-        AGENT_F_FILE_OFFSET = 98,     /* u64: where a FILE_FETCH or FILE_DATA starts in the file */
-        AGENT_F_FILE_LENGTH = 99,     /* u64: bytes a FILE_FETCH asks for */
-        AGENT_F_FILE_MEMORY = 100,    /* u8: an upload's target is in the sandbox's memory (tmpfs, ramfs) */
-        AGENT_F_FILE_SYNC = 101,      /* u8: FILE_COMMIT makes the data durable (fdatasync) before linking */
+        AGENT_F_VERSION = 1,           /* string */
+        AGENT_F_AGENT_PID = 2,         /* u32 */
+        AGENT_F_BOOT_ID = 3,           /* string: 32 hex digits, random per agent start */
+        AGENT_F_ARGV = 10,             /* string, repeated, in order */
+        AGENT_F_ENV = 11,              /* "KEY=VALUE", repeated; replaces the agent's default env */
+        AGENT_F_CWD = 12,              /* string, default "/" */
+        AGENT_F_STDIN = 13,            /* bytes fed to the command's stdin, then closed */
+        AGENT_F_TIMEOUT_MS = 14,       /* u32, 0 = none; on expiry the process group gets SIGKILL */
+        AGENT_F_OUTPUT_CAP = 15,       /* u32 bytes kept per stream; the rest is counted, not kept */
+        AGENT_F_EXIT_CODE = 20,        /* i32, 128+N when killed by signal N; 127 when exec failed */
+        AGENT_F_TERM_SIGNAL = 21,      /* i32, 0 when exited normally */
+        AGENT_F_STDOUT = 22,           /* bytes */
+        AGENT_F_STDERR = 23,           /* bytes */
+        AGENT_F_TRUNCATED = 24,        /* u8: bit0 stdout, bit1 stderr */
+        AGENT_F_TIMED_OUT = 25,        /* u8 */
+        AGENT_F_DURATION_US = 26,      /* u64 */
+        AGENT_F_ERRNO = 30,            /* i32, positive errno (e.g. ENOENT when exec failed) */
+        AGENT_F_MESSAGE = 31,          /* string */
+        AGENT_F_JOB_ID = 40,           /* string, chosen by spaced: [A-Za-z0-9_-]{1,63} */
+        AGENT_F_USER = 41,             /* string: a user name or uid of the sandbox's /etc/passwd */
+        AGENT_F_TTY_COLS = 42,         /* u32 */
+        AGENT_F_TTY_ROWS = 43,         /* u32 */
+        AGENT_F_STDIN_OPEN = 44,       /* u8: 1 = stdin is a pipe fed by JOB_INPUT until JOB_CLOSE_STDIN */
+        AGENT_F_SEQ = 45,              /* u64, per job, from 1, no gaps */
+        AGENT_F_STREAM = 46,           /* u8: 1 stdout, 2 stderr, 3 pty */
+        AGENT_F_DATA = 47,             /* bytes */
+        AGENT_F_SIGNAL = 48,           /* i32 */
+        AGENT_F_JOB_PID = 49,          /* u32, pid in the sandbox */
+        AGENT_F_FILE_PATH = 80,        /* string: absolute path inside the sandbox */
+        AGENT_F_FILE_DEST = 81,        /* string: destination of a move */
+        AGENT_F_FILE_USER = 82,        /* string: do the operation as this user of the sandbox */
+        AGENT_F_FILE_MODE = 83,        /* u32: permission bits (request); st_mode (entry) */
+        AGENT_F_FILE_UID = 84,         /* u32 */
+        AGENT_F_FILE_GID = 85,         /* u32 */
+        AGENT_F_FILE_OWNER = 86,       /* string: user name (request: chown to it; entry: the owner) */
+        AGENT_F_FILE_PARENTS = 87,     /* u8: create missing parent directories */
+        AGENT_F_FILE_RECURSIVE = 88,   /* u8 */
+        AGENT_F_FILE_DEPTH = 89,       /* u32: levels listed, 1 = the directory's own entries */
+        AGENT_F_FILE_NAME = 90,        /* string: last path component */
+        AGENT_F_FILE_TYPE = 91,        /* u8: enum agent_file_type */
+        AGENT_F_FILE_SIZE = 92,        /* u64 */
+        AGENT_F_FILE_MTIME_MS = 93,    /* u64: modification time, ms since the epoch */
+        AGENT_F_FILE_LINK = 94,        /* string: a symlink's target */
+        AGENT_F_FILE_GROUP = 95,       /* string: group name (entry) */
+        AGENT_F_FILE_TRUNCATED = 96,   /* u8: a list stopped at AGENT_FILE_LIST_MAX entries */
+        AGENT_F_FILE_EVENT_KIND = 97,  /* u8: enum agent_file_event */
+        AGENT_F_FILE_OFFSET = 98,      /* u64: where a FILE_FETCH or FILE_DATA starts in the file */
+        AGENT_F_FILE_LENGTH = 99,      /* u64: bytes a FILE_FETCH asks for */
+        AGENT_F_FILE_MEMORY = 100,     /* u8: an upload's target is in the sandbox's memory (tmpfs, ramfs) */
+        AGENT_F_FILE_SYNC = 101,       /* u8: FILE_COMMIT makes the data durable (fdatasync) before linking */
+        AGENT_F_FILE_META = 102,       /* "key\0value\0" pairs: user metadata (entry: its own; FILE_CREATE: set at commit) */
+        AGENT_F_FILE_WITH_ENTRY = 103, /* u8: FILE_WATCH: each event is followed by its path's entry, when it is there */
+        AGENT_F_FILE_EXCL = 104,       /* u8: FILE_CREATE: FILE_COMMIT fails (EEXIST) rather than replace what is there */
+        AGENT_F_FILE_WITH_META = 105,  /* u8: the entries of the reply (and of FILE_COMMIT's, on FILE_CREATE) carry FILE_META */
 };
 
 enum agent_file_type {
@@ -139,6 +143,7 @@ enum agent_file_event {
 
 #define AGENT_FILE_LIST_MAX 100000u
 #define AGENT_FILE_DEPTH_MAX 64u
+#define AGENT_FILE_META_MAX 8192u /* bytes of FILE_META in a request */
 
 enum agent_job_stream { AGENT_STREAM_STDOUT = 1, AGENT_STREAM_STDERR = 2, AGENT_STREAM_PTY = 3 };
 

@@ -17,6 +17,7 @@
 #include "api/output_encoding.h"
 #include "cleanup.h"
 #include "e2b/e2b_connect.h"
+#include "e2b/e2b_file_meta.h"
 #include "e2b/e2b_routes.h"
 #include "runtime/runtime_registry.h"
 #include "service/policy_gate.h"
@@ -24,6 +25,7 @@
 #include "spaced/spaced_context.h"
 
 #define FILES_TIMEOUT_MS 30000
+#define ENVD_DIR_BLOCK 4096u
 
 /* A connection to the agent of the call's running sandbox, for the request (type, a) that
  * the sandbox's policies allow. */
@@ -119,10 +121,16 @@ static json_t *link_target(const struct agent_file_entry *e)
         return output_encoding_utf8((const uint8_t *)out, n);
 }
 
-static json_t *render_entry(const struct agent_file_entry *e)
+json_t *e2b_files_render_entry(const struct agent_file_entry *e)
 {
         char size[24], perms[11];
-        snprintf(size, sizeof(size), "%llu", (unsigned long long)e->size);
+        /* envd's sandboxes are on ext4, where a directory's size is whole 4 KiB blocks (an
+         * empty one 4096); btrfs says the length of its names (0 when empty). Code written
+         * against E2B sees ext4's figure. */
+        uint64_t bytes = e->size;
+        if (e->type == AGENT_FILE_DIRECTORY)
+                bytes = bytes <= ENVD_DIR_BLOCK ? ENVD_DIR_BLOCK : (bytes + ENVD_DIR_BLOCK - 1) / ENVD_DIR_BLOCK * ENVD_DIR_BLOCK;
+        snprintf(size, sizeof(size), "%llu", (unsigned long long)bytes);
         permissions(e, perms);
         json_t *j = json_pack("{s:o, s:s, s:o, s:s, s:i, s:s, s:o, s:o, s:o}", "name",
                               output_encoding_utf8((const uint8_t *)e->name, e->name_len), "type", type_name(e->type), "path",
@@ -133,6 +141,11 @@ static json_t *render_entry(const struct agent_file_entry *e)
                               "modifiedTime", api_render_time((int64_t)e->mtime_ms));
         if (j && e->has_link)
                 json_object_set_new(j, "symlinkTarget", link_target(e));
+        json_t *meta = e2b_file_meta_render_new(e->meta, e->meta_len);
+        if (j && meta)
+                json_object_set_new(j, "metadata", meta);
+        else
+                json_decref(meta);
         return j;
 }
 
@@ -173,7 +186,7 @@ static void entry_method(struct e2b_call *call, struct api_response *resp, enum 
                 space_error_set(&err, SPACE_E_INTERNAL, "the agent sent no entry");
                 e2b_connect_reply_error(resp, &err);
         } else {
-                e2b_connect_reply(resp, json_pack("{s:o}", "entry", render_entry(&e)));
+                e2b_connect_reply(resp, json_pack("{s:o}", "entry", e2b_files_render_entry(&e)));
         }
         agent_file_reply_release(&reply);
         json_decref(msg);
@@ -184,7 +197,7 @@ void e2b_fs_stat(struct e2b_call *call, struct api_response *resp)
         struct space_error err = { 0 };
         json_t *msg = NULL;
         char path[PATH_MAX];
-        struct agent_file_args a = { .path = path };
+        struct agent_file_args a = { .path = path, .with_meta = true };
         if (e2b_connect_request(&call->req, &msg, &err) < 0 || message_path(call, msg, "path", path, sizeof(path), &err) < 0) {
                 json_decref(msg);
                 return e2b_connect_reply_error(resp, &err);
@@ -197,7 +210,7 @@ void e2b_fs_list_dir(struct e2b_call *call, struct api_response *resp)
         struct space_error err = { 0 };
         json_t *msg = NULL;
         char path[PATH_MAX];
-        struct agent_file_args a = { .path = path, .depth = 1 };
+        struct agent_file_args a = { .path = path, .depth = 1, .with_meta = true };
         struct agent_file_reply reply = { 0 };
         if (e2b_connect_request(&call->req, &msg, &err) < 0 || message_path(call, msg, "path", path, sizeof(path), &err) < 0)
                 goto fail;
@@ -211,7 +224,7 @@ void e2b_fs_list_dir(struct e2b_call *call, struct api_response *resp)
         struct agent_file_entry e;
         size_t cursor = 0;
         while (agent_files_next_entry(&reply.frame, &cursor, &e) == 1)
-                json_array_append_new(entries, render_entry(&e));
+                json_array_append_new(entries, e2b_files_render_entry(&e));
         e2b_connect_reply(resp, json_pack("{s:o}", "entries", entries));
         agent_file_reply_release(&reply);
         json_decref(msg);
@@ -222,28 +235,42 @@ fail:
         e2b_connect_reply_error(resp, &err);
 }
 
-/* envd makes missing parents and says already_exists when the directory is there. */
+/* envd makes missing parents and says already_exists when the directory is there. envd
+ * runs as root and gives what it makes to the user, so the default user can make directories
+ * where its own permissions would not let it (outside its home): made as root, owned by the
+ * user. What is there already is only looked at. */
 void e2b_fs_make_dir(struct e2b_call *call, struct api_response *resp)
 {
         struct space_error err = { 0 };
         json_t *msg = NULL;
         char path[PATH_MAX];
-        struct agent_file_args a = { .path = path, .user = e2b_files_agent_user(call->user) };
+        const char *user = e2b_files_agent_user(call->user);
+        struct agent_file_args a = { .path = path };
         struct agent_file_reply reply = { 0 };
-        if (e2b_connect_request(&call->req, &msg, &err) < 0 || message_path(call, msg, "path", path, sizeof(path), &err) < 0) {
-                json_decref(msg);
+        struct agent_file_entry e;
+        size_t cursor = 0;
+        int r = e2b_connect_request(&call->req, &msg, &err) < 0 ? -1 : message_path(call, msg, "path", path, sizeof(path), &err);
+        json_decref(msg);
+        if (r < 0)
                 return e2b_connect_reply_error(resp, &err);
-        }
         if (agent_call(call, AGENT_MSG_FILE_STAT, &a, AGENT_MSG_FILE_ENTRY, &reply, &err) == 0) {
                 agent_file_reply_release(&reply);
-                json_decref(msg);
                 space_error_set(&err, SPACE_E_ALREADY_EXISTS, "%s already exists", path);
                 return e2b_connect_reply_error(resp, &err);
         }
+        a = (struct agent_file_args){ .path = path, .user = user, .owner = user, .parents = true, .with_meta = true };
+        r = agent_call(call, AGENT_MSG_FILE_MKDIR, &a, AGENT_MSG_FILE_ENTRY, &reply, &err);
+        if (r < 0 && user && err.code == SPACE_E_PERMISSION_DENIED) {
+                a.user = NULL;
+                r = agent_call(call, AGENT_MSG_FILE_MKDIR, &a, AGENT_MSG_FILE_ENTRY, &reply, &err);
+        }
+        if (r == 0 && agent_files_next_entry(&reply.frame, &cursor, &e) == 1)
+                e2b_connect_reply(resp, json_pack("{s:o}", "entry", e2b_files_render_entry(&e)));
+        else if (r == 0)
+                e2b_connect_reply_error(resp, (space_error_set(&err, SPACE_E_INTERNAL, "the agent sent no entry"), &err));
+        else
+                e2b_connect_reply_error(resp, &err);
         agent_file_reply_release(&reply);
-        a.parents = true;
-        a.owner = a.user; /* made by the user, as envd does */
-        entry_method(call, resp, AGENT_MSG_FILE_MKDIR, &a, AGENT_MSG_FILE_ENTRY, msg);
 }
 
 void e2b_fs_move(struct e2b_call *call, struct api_response *resp)
@@ -251,7 +278,7 @@ void e2b_fs_move(struct e2b_call *call, struct api_response *resp)
         struct space_error err = { 0 };
         json_t *msg = NULL;
         char src[PATH_MAX], dst[PATH_MAX];
-        struct agent_file_args a = { .path = src, .dest = dst };
+        struct agent_file_args a = { .path = src, .dest = dst, .with_meta = true };
         if (e2b_connect_request(&call->req, &msg, &err) < 0 || message_path(call, msg, "source", src, sizeof(src), &err) < 0 ||
             message_path(call, msg, "destination", dst, sizeof(dst), &err) < 0) {
                 json_decref(msg);

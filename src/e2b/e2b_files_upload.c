@@ -14,6 +14,7 @@
 #include "api/file_request.h"
 #include "api/file_upload.h"
 #include "api/output_encoding.h"
+#include "e2b/e2b_file_meta.h"
 #include "e2b/e2b_multipart.h"
 #include "e2b/e2b_routes.h"
 #include "runtime/runtime_registry.h"
@@ -35,9 +36,11 @@ struct e2b_upload {
         z_stream zs;
         unsigned char *zout;
         struct e2b_multipart *mp;
-        struct file_upload *file; /* the file being written */
-        uint64_t bytes;           /* written into files, all parts */
-        json_t *out;              /* [{"name", "type", "path"}] */
+        struct file_upload *file;  /* the file being written */
+        uint64_t bytes;            /* written into files, all parts */
+        json_t *out;               /* [{"name", "type", "path", "metadata"?}] */
+        struct e2b_file_meta meta; /* from X-Metadata- headers: every file gets it */
+        bool made_as_root;         /* the file being written is new, made as root for the user */
         bool failed;
         struct space_error err;
 };
@@ -80,9 +83,26 @@ static int file_open(struct e2b_upload *u, const char *given, uint64_t length)
         if (e2b_files_resolve(u->user, given, path, sizeof(path), &err) < 0)
                 return fail(u, &err);
         const char *agent_user = e2b_files_agent_user(u->user);
-        struct agent_file_args a = { .path = path, .user = agent_user, .parents = true, .owner = agent_user };
-        if (file_upload_begin(u->ctx, &u->sb, &a, length, &u->file, &err) < 0)
+        struct agent_file_args a = { .path = path,
+                                     .user = agent_user,
+                                     .parents = true,
+                                     .owner = agent_user,
+                                     .meta = u->meta.pairs,
+                                     .meta_len = u->meta.len,
+                                     .with_meta = true };
+        u->made_as_root = false;
+        if (file_upload_begin(u->ctx, &u->sb, &a, length, &u->file, &err) == 0)
+                return 0;
+        /* envd runs as root and gives what it writes to the user: the default user can create
+         * files where its own permissions would not let it (outside its home). A new file only:
+         * one that is there is replaced only as the user may (excl). */
+        struct space_error as_root_err = { 0 };
+        a.user = NULL;
+        a.excl = true;
+        if (!agent_user || err.code != SPACE_E_PERMISSION_DENIED ||
+            file_upload_begin(u->ctx, &u->sb, &a, length, &u->file, &as_root_err) < 0)
                 return fail(u, &err);
+        u->made_as_root = true;
         return 0;
 }
 
@@ -112,11 +132,19 @@ static int file_close(struct e2b_upload *u)
         struct agent_file_entry e;
         struct file_upload *f = u->file;
         u->file = NULL;
-        if (file_upload_commit(f, &reply, &e, &err) < 0)
+        if (file_upload_commit(f, &reply, &e, &err) < 0) {
+                if (u->made_as_root && err.code == SPACE_E_ALREADY_EXISTS)
+                        space_error_set(&err, SPACE_E_PERMISSION_DENIED, "a file is there that the user may not replace");
                 return fail(u, &err);
-        json_array_append_new(u->out,
-                              json_pack("{s:o, s:s, s:o}", "name", output_encoding_utf8((const uint8_t *)e.name, e.name_len),
-                                        "type", "file", "path", output_encoding_utf8((const uint8_t *)e.path, e.path_len)));
+        }
+        json_t *info = json_pack("{s:o, s:s, s:o}", "name", output_encoding_utf8((const uint8_t *)e.name, e.name_len), "type",
+                                 "file", "path", output_encoding_utf8((const uint8_t *)e.path, e.path_len));
+        json_t *meta = e2b_file_meta_render_new(e.meta, e.meta_len);
+        if (info && meta)
+                json_object_set_new(info, "metadata", meta);
+        else
+                json_decref(meta);
+        json_array_append_new(u->out, info);
         agent_file_reply_release(&reply);
         return 0;
 }
@@ -169,6 +197,20 @@ static int take(struct e2b_upload *u, const char *data, size_t len)
         return 0;
 }
 
+struct meta_scan {
+        struct e2b_file_meta *meta;
+        struct space_error *err;
+        int r;
+};
+
+static enum MHD_Result meta_header(void *cls, enum MHD_ValueKind kind, const char *name, const char *value)
+{
+        struct meta_scan *scan = cls;
+        (void)kind;
+        scan->r = e2b_file_meta_add_header(scan->meta, name, value, scan->err);
+        return scan->r < 0 ? MHD_NO : MHD_YES;
+}
+
 int e2b_upload_begin(struct e2b_call *call, struct e2b_upload **ret, struct space_error *err)
 {
         const char *user = api_request_query(&call->req, "username");
@@ -192,6 +234,12 @@ int e2b_upload_begin(struct e2b_call *call, struct e2b_upload **ret, struct spac
                 return space_error_set(err, SPACE_E_INTERNAL, "out of memory");
         }
         u->ctx = call->req.ctx;
+        struct meta_scan scan = { .meta = &u->meta, .err = err };
+        MHD_get_connection_values(call->req.conn, MHD_HEADER_KIND, meta_header, &scan);
+        if (scan.r < 0) {
+                upload_free(u);
+                return -1;
+        }
         snprintf(u->user, sizeof(u->user), "%s", user);
         snprintf(u->query_path, sizeof(u->query_path), "%s", path ? path : "");
         u->signed_url = call->signed_url;

@@ -17,6 +17,7 @@
 #include "e2b/e2b_connect.h"
 #include "e2b/e2b_files_upload.h"
 #include "e2b/e2b_routes.h"
+#include "e2b/e2b_watchers.h"
 #include "service/sandbox_service.h"
 #include "spaced/log.h"
 #include "spaced/spaced_context.h"
@@ -66,6 +67,9 @@ static const struct route {
         { "POST", { "filesystem.Filesystem", "Move" }, e2b_fs_move, ENVD, 0, OBJECT_NONE, "file.move", true },
         { "POST", { "filesystem.Filesystem", "Remove" }, e2b_fs_remove, ENVD, 0, OBJECT_NONE, "file.remove", true },
         { "POST", { "filesystem.Filesystem", "WatchDir" }, e2b_fs_watch_dir, ENVD, 0, OBJECT_NONE, "file.watch", false },
+        { "POST", { "filesystem.Filesystem", "CreateWatcher" }, e2b_fs_create_watcher, ENVD, 0, OBJECT_NONE, "file.watch", false },
+        { "POST", { "filesystem.Filesystem", "GetWatcherEvents" }, e2b_fs_get_watcher_events, ENVD, 0, OBJECT_NONE, "file.watch_events", false },
+        { "POST", { "filesystem.Filesystem", "RemoveWatcher" }, e2b_fs_remove_watcher, ENVD, 0, OBJECT_NONE, "file.watch_remove", false },
         { "GET", { "files" }, e2b_files_download, ENVD, 0, OBJECT_NONE, "file.download", false },
         { "POST", { "files" }, NULL, ENVD, 0, OBJECT_NONE, "file.upload", true }, /* streamed: e2b_router_upload_begin */
 };

@@ -14,10 +14,12 @@
 struct spaced_context;
 struct MHD_Connection;
 struct e2b_metrics;
+struct e2b_watchers;
 
 struct e2b_front {
         struct spaced_context *ctx;
         struct e2b_metrics *metrics;
+        struct e2b_watchers *watchers; /* the polled ones (e2b_watchers.h) */
         unsigned char token_secret[E2B_TOKEN_SECRET_SIZE];
 };
 

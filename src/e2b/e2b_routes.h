@@ -93,6 +93,9 @@ void e2b_files_download(struct e2b_call *call, struct api_response *resp);
 /* /files errors are plain JSON {"code": <status>, "message"}, like the control API's
  * (a sandbox not running: 502 as envd's proxy; full disk or memory: 507). */
 void e2b_files_reply_error(struct api_response *resp, const struct space_error *err);
+/* EntryInfo in protobuf JSON. Returns a new reference. */
+struct agent_file_entry;
+json_t *e2b_files_render_entry(const struct agent_file_entry *e);
 /* The user files are handled as: the call's (Basic auth), or ?username=; NULL for root. */
 const char *e2b_files_agent_user(const char *user);
 /* An absolute path: as given, or relative to the user's home (/root for root, else

@@ -19,6 +19,7 @@
 
 #include "e2b/e2b_files_upload.h"
 #include "e2b/e2b_metrics.h"
+#include "e2b/e2b_watchers.h"
 #include "e2b/e2b_router.h"
 #include "spaced/log.h"
 #include "spaced/spaced_context.h"
@@ -131,7 +132,9 @@ int e2b_server_start(struct spaced_context *ctx, int fd, struct e2b_server **ret
                 free(s);
                 return r;
         }
-        r = e2b_metrics_start(ctx, &s->front.metrics);
+        r = e2b_watchers_new(&s->front.watchers);
+        if (r == 0)
+                r = e2b_metrics_start(ctx, &s->front.metrics);
         if (r < 0) {
                 snprintf(reason, reason_size, "cannot start the E2B metrics sampler: %s", strerror(-r));
                 close(fd);
@@ -171,6 +174,7 @@ void e2b_server_free(struct e2b_server *s)
                 return;
         http_listener_free(s->listener);
         e2b_metrics_free(s->front.metrics);
+        e2b_watchers_free(s->front.watchers);
         explicit_bzero(s->front.token_secret, sizeof(s->front.token_secret));
         free(s);
 }

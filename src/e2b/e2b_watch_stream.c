@@ -1,42 +1,29 @@
 /* e2b_watch_stream: envd's Filesystem.WatchDir, a Connect server stream of {"start": {}},
- * then {"filesystem": {"name", "type": "EVENT_TYPE_…"}} per change (name relative to the
- * watched directory) and {"keepalive": {}} while idle, on the agent's directory watch. The
- * agent connection stays open for the stream; closing it ends the agent's watch. */
+ * then {"filesystem": FilesystemEvent} per change (e2b_watch_event.h) and {"keepalive": {}}
+ * while idle, on the agent's directory watch. The agent connection stays open for the
+ * stream; closing it ends the agent's watch. */
 #include <errno.h>
-#include <limits.h>
 #include <poll.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
 #include "agent_protocol/agent_files_client.h"
-#include "api/file_request.h"
-#include "api/output_encoding.h"
-#include "cleanup.h"
 #include "e2b/e2b_connect.h"
 #include "e2b/e2b_routes.h"
-#include "runtime/runtime_registry.h"
-#include "service/sandbox_access.h"
+#include "e2b/e2b_watch_event.h"
 #include "spaced/spaced_context.h"
 #include "spaced/wallclock.h"
-#include "service/policy_gate.h"
 
 #define WATCH_POLL_MS 1000
 
 struct watch_stream {
-        struct spaced_context *ctx;
+        struct e2b_watch_scope scope;
         int agent;
-        char dir[PATH_MAX];
         struct e2b_buf out;
         size_t out_off;
         int64_t idle_since_us, keepalive_us, deadline_us;
         bool done;
-};
-
-static const char *const event_types[] = {
-        "", "EVENT_TYPE_CREATE", "EVENT_TYPE_WRITE", "EVENT_TYPE_REMOVE", "EVENT_TYPE_RENAME", "EVENT_TYPE_CHMOD"
 };
 
 static int emit(struct watch_stream *st, json_t *msg)
@@ -44,36 +31,6 @@ static int emit(struct watch_stream *st, json_t *msg)
         int r = msg ? e2b_connect_frame(&st->out, 0, msg) : -ENOMEM;
         json_decref(msg);
         return r;
-}
-
-/* A FILE_EVENT frame as a filesystem event; overflow and unknown kinds are dropped (envd has
- * no word for lost events). */
-static int emit_event(struct watch_stream *st, const struct agent_frame *f)
-{
-        uint8_t kind = 0;
-        struct agent_file_entry e = { 0 };
-        size_t cursor = 0;
-        agent_frame_get_u8(f, AGENT_F_FILE_EVENT_KIND, &kind);
-        if (kind == 0 || kind >= sizeof(event_types) / sizeof(event_types[0]) || agent_files_next_entry(f, &cursor, &e) != 1)
-                return 0;
-        size_t n = strlen(st->dir);
-        const char *rel = e.path;
-        uint32_t rel_len = e.path_len;
-        if (rel_len > n && strncmp(rel, st->dir, n) == 0 && (rel[n] == '/' || n == 1)) {
-                size_t skip = n == 1 ? 1 : n + 1;
-                rel += skip;
-                rel_len -= (uint32_t)skip;
-        }
-        /* An unnamed file being filled (O_TMPFILE, an upload) shows in inotify as "#<inode>"
-         * until it is linked: not a file anyone made, so not an event. */
-        const char *base = memrchr(rel, '/', rel_len);
-        base = base ? base + 1 : rel;
-        size_t base_len = rel_len - (size_t)(base - rel);
-        if (base_len > 1 && base[0] == '#' && strspn(base + 1, "0123456789") >= base_len - 1)
-                return 0;
-        return emit(st,
-                    json_pack("{s:{s:o, s:s}}", "filesystem", "name", output_encoding_utf8((const uint8_t *)rel, rel_len), "type",
-                              event_types[kind]));
 }
 
 static ssize_t watch_read(void *cls, char *buf, size_t max)
@@ -94,7 +51,7 @@ static ssize_t watch_read(void *cls, char *buf, size_t max)
                 if (st->done)
                         return 0;
                 struct space_error err = { 0 };
-                if (atomic_load(&st->ctx->shutting_down))
+                if (atomic_load(&st->scope.ctx->shutting_down))
                         space_error_set(&err, SPACE_E_UNAVAILABLE, "spaced is stopping: watch again");
                 else if (st->deadline_us && monotonic_now_us() >= st->deadline_us)
                         space_error_set(&err, SPACE_E_TIMEOUT, "the watch's timeout passed");
@@ -122,9 +79,9 @@ static ssize_t watch_read(void *cls, char *buf, size_t max)
                                 return -1;
                         continue;
                 }
-                int er = reply.frame.type == AGENT_MSG_FILE_EVENT ? emit_event(st, &reply.frame) : 0;
+                json_t *event = e2b_watch_event_new(&st->scope, &reply.frame);
                 agent_file_reply_release(&reply);
-                if (er < 0)
+                if (event && emit(st, json_pack("{s:o}", "filesystem", event)) < 0)
                         return -1;
         }
 }
@@ -138,57 +95,23 @@ static void watch_free(void *cls)
         free(st);
 }
 
-/* {"path", "recursive"}; the path as Stat takes it (relative: to the user's home). */
+/* {"path", "recursive", "includeEntry"}; the path as Stat takes it (relative: to the user's home). */
 void e2b_fs_watch_dir(struct e2b_call *call, struct api_response *resp)
 {
         struct space_error err = { 0 };
         json_t *msg = NULL;
-        struct sandbox sb;
-        struct agent_file_reply reply = { 0 };
-        char text[512] = "";
         struct watch_stream *st = calloc(1, sizeof(*st));
         if (!st) {
                 space_error_set(&err, SPACE_E_INTERNAL, "out of memory");
                 return e2b_connect_reply_stream_error(resp, &err);
         }
         st->agent = -1;
-        if (e2b_connect_request(&call->req, &msg, &err) < 0 ||
-            e2b_files_resolve(call->user, json_string_value(json_object_get(msg, "path")), st->dir, sizeof(st->dir), &err) < 0)
+        if (e2b_connect_request(&call->req, &msg, &err) < 0 || (st->agent = e2b_watch_open(call, msg, &st->scope, &err)) < 0)
                 goto fail;
-        int r = sandbox_access_load(call->req.ctx, &call->req.principal, call->sandbox_id, &sb, &err);
-        if (r < 0 || sb.state != SANDBOX_RUNNING) {
-                if (r == 0)
-                        sandbox_release(&sb);
-                space_error_set(&err, r < 0 && err.code == SPACE_E_NOT_FOUND ? SPACE_E_NOT_FOUND : SPACE_E_UNAVAILABLE,
-                                "sandbox %s is not running", call->sandbox_id);
-                goto fail;
-        }
-        struct agent_file_args watched = { .path = st->dir, .user = e2b_files_agent_user(call->user) };
-        if (policy_gate_file_request(call->req.ctx, &sb, AGENT_MSG_FILE_WATCH, &watched, &err) < 0) {
-                sandbox_release(&sb);
-                goto fail;
-        }
-        /* No read timeout: the stream waits for events as long as the client stays. */
-        st->agent = file_agent_connect(&call->req.ctx->runtimes, &sb, 0, &err);
-        sandbox_release(&sb);
-        if (st->agent < 0)
-                goto fail;
-        struct timeval tv = { .tv_sec = 30 };
-        setsockopt(st->agent, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
-        struct agent_file_args a = { .path = st->dir,
-                                     .recursive = json_is_true(json_object_get(msg, "recursive")),
-                                     .user = strcmp(call->user, "root") == 0 ? NULL : call->user };
-        r = agent_files_call(st->agent, AGENT_MSG_FILE_WATCH, &a, AGENT_MSG_FILE_DONE, &reply, text, sizeof(text));
-        agent_file_reply_release(&reply);
-        if (r < 0) {
-                file_error_from_agent(&err, r, text);
-                goto fail;
-        }
         const char *timeout = e2b_call_header(call, "Connect-Timeout-Ms");
         long long ms = timeout ? strtoll(timeout, NULL, 10) : 0;
         const char *ping = e2b_call_header(call, "Keepalive-Ping-Interval");
         long long ping_s = ping ? strtoll(ping, NULL, 10) : 0;
-        st->ctx = call->req.ctx;
         st->idle_since_us = monotonic_now_us();
         st->keepalive_us = (ping_s > 0 && ping_s <= 300 ? ping_s : 30) * 1000000LL;
         st->deadline_us = ms > 0 ? monotonic_now_us() + ms * 1000 : 0;

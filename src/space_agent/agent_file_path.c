@@ -127,7 +127,7 @@ int agent_file_open_parent(const char *path, const char **ret_name)
         return fd;
 }
 
-int agent_file_mkdir_parents(const char *path, mode_t mode)
+int agent_file_mkdir_parents(const char *path, mode_t mode, uid_t uid, gid_t gid)
 {
         char prefix[PATH_MAX];
         size_t len = strlen(path);
@@ -141,8 +141,14 @@ int agent_file_mkdir_parents(const char *path, mode_t mode)
                 _cleanup_close_ int dir = agent_file_open_parent(prefix, &name);
                 if (dir < 0)
                         return dir;
-                if (mkdirat(dir, name, mode) < 0 && errno != EEXIST)
-                        return -errno;
+                if (mkdirat(dir, name, mode) < 0) {
+                        if (errno != EEXIST)
+                                return -errno;
+                } else if ((uid != (uid_t)-1 || gid != (gid_t)-1) && fchownat(dir, name, uid, gid, AT_SYMLINK_NOFOLLOW) < 0) {
+                        int r = -errno;
+                        (void)unlinkat(dir, name, AT_REMOVEDIR);
+                        return r;
+                }
                 /* It exists now: it must be a directory (or a symlink to one inside the root). */
                 _cleanup_close_ int check = agent_file_open(prefix, O_PATH | O_DIRECTORY, 0, true);
                 if (check < 0)

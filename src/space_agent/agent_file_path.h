@@ -28,5 +28,7 @@ int agent_file_open(const char *path, int flags, mode_t mode, bool follow);
  * component inside path. -EINVAL for "/" itself. */
 int agent_file_open_parent(const char *path, const char **ret_name);
 
-/* mkdir -p of a normalised path (each component resolved inside the root). */
-int agent_file_mkdir_parents(const char *path, mode_t mode);
+/* mkdir -p of a normalised path (each component resolved inside the root). The directories
+ * it makes are chowned to uid/gid unless both are -1 (a refused chown takes back the one
+ * just made and fails). */
+int agent_file_mkdir_parents(const char *path, mode_t mode, uid_t uid, gid_t gid);

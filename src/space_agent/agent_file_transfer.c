@@ -15,6 +15,7 @@
 #include "agent_protocol/agent_file_data.h"
 #include "space_agent/agent_cleanup.h"
 #include "space_agent/agent_conn.h"
+#include "space_agent/agent_file_meta.h"
 #include "space_agent/agent_file_path.h"
 #include "space_agent/agent_file_user.h"
 
@@ -37,6 +38,10 @@ struct agent_file_upload {
         uint64_t written; /* the next FILE_DATA's offset */
         int error;        /* -errno of the first failed FILE_DATA: the rest is dropped */
         const char *what; /* what failed: "write", or "upload" for a bad frame */
+        bool excl;        /* FILE_EXCL: never replace what is at the name */
+        bool with_meta;   /* FILE_WITH_META: the commit's entry carries the metadata */
+        uint8_t *meta;    /* FILE_META pairs to set at commit, or NULL */
+        uint32_t meta_len;
 };
 
 struct agent_file_download {
@@ -71,6 +76,7 @@ void agent_file_upload_free(struct agent_file_upload *u)
                 close(u->fd);
         if (u->dir >= 0)
                 close(u->dir);
+        free(u->meta);
         free(u);
 }
 
@@ -153,7 +159,7 @@ int agent_file_transfer_read(struct agent_conn *c, struct agent_file_request *re
         agent_file_download_free(c->download);
         c->download = d;
         agent_frame_writer_begin(&w, AGENT_MSG_FILE_ENTRY);
-        agent_files_put_entry(&w, &req->names, req->path, &st, -1, NULL);
+        agent_files_put_entry(&w, &req->names, req->path, &st, -1, NULL, false);
         agent_conn_reply(c, &w);
         return 0;
 }
@@ -318,6 +324,17 @@ int agent_file_transfer_create(struct agent_conn *c, struct agent_file_request *
         u->as_user = req->as_user;
         u->fsuid = req->fsuid;
         u->fsgid = req->fsgid;
+        u->excl = req->excl;
+        u->with_meta = req->with_meta;
+        if (req->meta_len) {
+                u->meta = malloc(req->meta_len);
+                if (!u->meta) {
+                        agent_file_upload_free(u);
+                        return -ENOMEM;
+                }
+                memcpy(u->meta, req->meta, req->meta_len);
+                u->meta_len = req->meta_len;
+        }
         struct statfs sfs;
         u->memory = fstatfs(u->fd, &sfs) == 0 && (sfs.f_type == TMPFS_MAGIC || sfs.f_type == RAMFS_MAGIC);
         c->upload = u;
@@ -370,6 +387,8 @@ static int upload_link(struct agent_file_upload *u, int dir)
         if (fstatat(dir, u->name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode))
                 return -EISDIR; /* made meanwhile */
         if (u->tmp_name[0]) {
+                if (u->excl && fstatat(dir, u->name, &st, AT_SYMLINK_NOFOLLOW) == 0)
+                        return -EEXIST;
                 if (renameat(u->dir, u->tmp_name, dir, u->name) < 0)
                         return -errno;
                 u->tmp_name[0] = 0;
@@ -378,7 +397,7 @@ static int upload_link(struct agent_file_upload *u, int dir)
         snprintf(proc, sizeof proc, "/proc/self/fd/%d", u->fd);
         if (linkat(AT_FDCWD, proc, dir, u->name, AT_SYMLINK_FOLLOW) == 0)
                 return 0;
-        if (errno != EEXIST)
+        if (errno != EEXIST || u->excl)
                 return -errno;
         /* Something is there: link beside it, then rename over it (atomic for readers). */
         random_name(tmp, sizeof tmp);
@@ -406,7 +425,8 @@ static int upload_target_dir(struct agent_file_upload *u)
         char *slash = strrchr(parent, '/');
         if (slash && slash != parent) {
                 *slash = 0;
-                int r = agent_file_mkdir_parents(parent, 0755);
+                int r = agent_file_mkdir_parents(parent, 0755, u->chown ? u->chown_uid : (uid_t)-1,
+                                                 u->chown ? u->chown_gid : (gid_t)-1);
                 if (r < 0)
                         return r;
         }
@@ -436,6 +456,9 @@ void agent_file_transfer_commit(struct agent_conn *c, const struct agent_frame *
         }
         if (r == 0 && u->as_user && (r = agent_file_user_become(u->fsuid, u->fsgid)) < 0)
                 what = "become user for";
+        /* Before the mode: a file the user may not write (0444) still gets them. */
+        if (r == 0 && u->meta && (r = agent_file_meta_set(u->fd, u->meta, u->meta_len)) < 0)
+                what = "set metadata (user.e2b.* attributes) on";
         if (r == 0 && fchmod(u->fd, u->mode) < 0)
                 r = -errno;
         if (r == 0 && u->chown && fchown(u->fd, u->chown_uid, u->chown_gid) < 0) {
@@ -457,6 +480,7 @@ void agent_file_transfer_commit(struct agent_conn *c, const struct agent_frame *
         }
         if (r == 0) {
                 snprintf(req.path, sizeof req.path, "%s", u->path);
+                req.with_meta = u->with_meta;
                 what = "stat";
                 r = agent_files_reply_entry(c, &req, u->path);
         }

@@ -77,6 +77,7 @@ oom:
 struct list_state {
         struct agent_frame_writer w;
         struct agent_file_names *names;
+        bool meta; /* FILE_WITH_META */
         size_t count;
         bool truncated;
 };
@@ -99,7 +100,7 @@ static void list_dir(struct list_state *ls, int dir, const char *path, unsigned 
                         ls->truncated = true;
                         break;
                 }
-                agent_files_put_entry(&ls->w, ls->names, child, &st, dir, names.v[i]);
+                agent_files_put_entry(&ls->w, ls->names, child, &st, dir, names.v[i], ls->meta);
                 ls->count++;
                 if (S_ISDIR(st.st_mode) && depth_left > 1) {
                         _cleanup_close_ int sub = openat(dir, names.v[i], O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
@@ -112,7 +113,7 @@ static void list_dir(struct list_state *ls, int dir, const char *path, unsigned 
 
 int agent_file_tree_list(struct agent_conn *c, struct agent_file_request *req)
 {
-        struct list_state ls = { .names = &req->names };
+        struct list_state ls = { .names = &req->names, .meta = req->with_meta };
         _cleanup_close_ int dir = agent_file_open(req->path, O_PATH | O_DIRECTORY, 0, true);
 
         if (dir < 0)

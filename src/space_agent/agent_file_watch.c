@@ -16,6 +16,7 @@
 #include "space_agent/agent_cleanup.h"
 #include "space_agent/agent_conn.h"
 #include "space_agent/agent_file_path.h"
+#include "space_agent/agent_files.h"
 #include "space_agent/agent_file_transfer.h"
 #include "space_agent/agent_file_user.h"
 
@@ -37,6 +38,7 @@ struct agent_file_watch {
         size_t n_dirs, cap_dirs;
         int root_wd;
         bool recursive, as_user, overflowed;
+        bool with_entry;        /* FILE_WITH_ENTRY: an event carries its path's entry */
         bool ending;            /* the watched directory is gone: close once the queue is sent */
         uint32_t upload_cookie; /* of an upload's temporary file renamed away: its IN_MOVED_TO is a write */
         uid_t fsuid;
@@ -201,6 +203,25 @@ static void dir_add_tree(struct agent_file_watch *w, int fd, const char *path, i
         closedir(d);
 }
 
+/* The entry of path as it is now, stat'ed as the watching user (nothing when it is gone). */
+static void watch_put_entry(struct agent_file_watch *w, struct agent_frame_writer *f, const char *path)
+{
+        struct agent_file_names names = { 0 };
+        const char *name;
+        struct stat st;
+
+        if (w->as_user)
+                (void)agent_file_user_become(w->fsuid, w->fsgid);
+        int dir = agent_file_open_parent(path, &name);
+        if (dir >= 0 && fstatat(dir, name, &st, AT_SYMLINK_NOFOLLOW) == 0)
+                agent_files_put_entry(f, &names, path, &st, dir, name, true);
+        if (dir >= 0)
+                close(dir);
+        if (w->as_user)
+                agent_file_user_restore();
+        agent_file_names_release(&names);
+}
+
 static void watch_emit(struct agent_file_watch *w, uint8_t kind, const char *path, const char *name, bool is_dir)
 {
         struct agent_frame_writer f;
@@ -210,6 +231,8 @@ static void watch_emit(struct agent_file_watch *w, uint8_t kind, const char *pat
         agent_frame_writer_put_str(&f, AGENT_F_FILE_PATH, path);
         agent_frame_writer_put_str(&f, AGENT_F_FILE_NAME, name);
         agent_frame_writer_put_u8(&f, AGENT_F_FILE_TYPE, is_dir ? AGENT_FILE_DIRECTORY : AGENT_FILE_REGULAR);
+        if (w->with_entry && kind != AGENT_FILE_EVENT_REMOVE)
+                watch_put_entry(w, &f, path);
         watch_append(w, &f);
 }
 
@@ -313,6 +336,7 @@ int agent_file_watch_start(struct agent_conn *c, struct agent_file_request *req)
                 return -ENOMEM;
         w->conn = c;
         w->recursive = req->recursive;
+        w->with_entry = req->with_entry;
         w->as_user = req->as_user;
         w->fsuid = req->fsuid;
         w->fsgid = req->fsgid;

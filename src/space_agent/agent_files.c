@@ -12,6 +12,7 @@
 
 #include "space_agent/agent_cleanup.h"
 #include "space_agent/agent_conn.h"
+#include "space_agent/agent_file_meta.h"
 #include "space_agent/agent_file_path.h"
 #include "space_agent/agent_file_transfer.h"
 #include "space_agent/agent_file_tree.h"
@@ -114,6 +115,22 @@ int agent_file_request_parse(const struct agent_frame *f, struct agent_file_requ
                 case AGENT_F_FILE_RECURSIVE:
                         r = get_flag(data, len, &req->recursive);
                         break;
+                case AGENT_F_FILE_WITH_ENTRY:
+                        r = get_flag(data, len, &req->with_entry);
+                        break;
+                case AGENT_F_FILE_EXCL:
+                        r = get_flag(data, len, &req->excl);
+                        break;
+                case AGENT_F_FILE_WITH_META:
+                        r = get_flag(data, len, &req->with_meta);
+                        break;
+                case AGENT_F_FILE_META:
+                        r = len > sizeof req->meta ? -EINVAL : agent_file_meta_check(data, len);
+                        if (r == 0) {
+                                memcpy(req->meta, data, len);
+                                req->meta_len = len;
+                        }
+                        break;
                 default:
                         r = 0; /* unknown tags are skipped */
                 }
@@ -189,7 +206,7 @@ static uint8_t entry_type(mode_t m)
 }
 
 void agent_files_put_entry(struct agent_frame_writer *w, struct agent_file_names *names, const char *path, const struct stat *st,
-                           int dir, const char *name)
+                           int dir, const char *name, bool meta)
 {
         char buf[256];
         const char *slash = strrchr(path, '/');
@@ -215,6 +232,8 @@ void agent_files_put_entry(struct agent_frame_writer *w, struct agent_file_names
                 if (n >= 0)
                         agent_frame_writer_put(w, AGENT_F_FILE_LINK, target, (size_t)n);
         }
+        if (meta && (S_ISREG(st->st_mode) || S_ISDIR(st->st_mode)) && dir >= 0 && name)
+                agent_file_meta_put(w, dir, name);
 }
 
 void agent_files_reply_errno(struct agent_conn *c, int error, const char *what, const char *path)
@@ -245,7 +264,7 @@ int agent_files_reply_entry(struct agent_conn *c, struct agent_file_request *req
                         return -errno;
         }
         agent_frame_writer_begin(&w, AGENT_MSG_FILE_ENTRY);
-        agent_files_put_entry(&w, &req->names, path, &st, dir, name);
+        agent_files_put_entry(&w, &req->names, path, &st, dir, name, req->with_meta);
         agent_conn_reply(c, &w);
         return 0;
 }
@@ -261,7 +280,8 @@ static int file_mkdir(struct agent_file_request *req)
         if (req->parents) {
                 _cleanup_close_ int before = agent_file_open(req->path, O_PATH, 0, true);
                 existed = before >= 0;
-                r = agent_file_mkdir_parents(req->path, mode);
+                r = agent_file_mkdir_parents(req->path, mode, req->chown ? req->chown_uid : (uid_t)-1,
+                                             req->chown ? req->chown_gid : (gid_t)-1);
                 if (r < 0)
                         return r;
         }

@@ -22,6 +22,11 @@ struct agent_file_request {
         uint32_t mode, uid, gid, depth;
         bool has_mode, has_uid, has_gid;
         bool parents, recursive;
+        bool with_entry;                   /* FILE_WATCH: each event followed by its entry */
+        bool excl;                         /* FILE_CREATE: the commit never replaces what is there */
+        bool with_meta;                    /* FILE_WITH_META: entries carry their metadata */
+        uint8_t meta[AGENT_FILE_META_MAX]; /* FILE_META: set on an upload at commit */
+        uint32_t meta_len;
         /* resolved by agent_file_request_begin */
         struct agent_file_names names;
         bool chown;
@@ -45,9 +50,9 @@ int agent_file_request_begin(struct agent_file_request *req, const char **ret_re
 void agent_file_request_end(struct agent_file_request *req);
 
 /* Appends one entry (FILE_PATH first) for path, whose stat is st; dir/name locate it for
- * readlinkat (a symlink's target). */
+ * readlinkat (a symlink's target) and, with meta, its metadata (FILE_META); dir -1: neither. */
 void agent_files_put_entry(struct agent_frame_writer *w, struct agent_file_names *names, const char *path, const struct stat *st,
-                           int dir, const char *name);
+                           int dir, const char *name, bool meta);
 /* ERROR "<what> <path>: <strerror>" on c. */
 void agent_files_reply_errno(struct agent_conn *c, int error, const char *what, const char *path);
 /* Replies FILE_ENTRY for path (lstat semantics); -errno when it cannot be stat'ed. */

@@ -146,6 +146,154 @@ await check('setTimeout(0) ends the sandbox, as in E2B', async () => {
   await assert.rejects(Sandbox.getInfo(short.sandboxId))
 })
 
+// envd 0.6.2: X-Metadata-<key> headers on an upload are the file's metadata (user.e2b.*
+// attributes), keys lowercased; every EntryInfo carries them; each upload replaces them.
+const sdkSource = readFileSync(createRequire(import.meta.url).resolve(pkg), 'utf8')
+await check('file metadata: written with the file, read back by getInfo, list and rename', async () => {
+  if (!sdkSource.includes('X-Metadata-')) return 'skip'
+  const w = await sbx.files.write('/home/user/meta/a.txt', 'with metadata', { metadata: { Author: 'ada', 'x-y': 'z' } })
+  assert.deepEqual(w.metadata, { author: 'ada', 'x-y': 'z' })
+  assert.deepEqual((await sbx.files.getInfo('/home/user/meta/a.txt')).metadata, { author: 'ada', 'x-y': 'z' })
+  const listed = (await sbx.files.list('/home/user/meta')).find((e) => e.name === 'a.txt')
+  assert.deepEqual(listed.metadata, { author: 'ada', 'x-y': 'z' })
+  const moved = await sbx.files.rename('/home/user/meta/a.txt', '/home/user/meta/b.txt')
+  assert.deepEqual(moved.metadata, { author: 'ada', 'x-y': 'z' })
+  assert.equal(await sbx.files.read('/home/user/meta/b.txt'), 'with metadata')
+  // An upload replaces them: other keys, or none at all.
+  await sbx.files.write('/home/user/meta/b.txt', 'v2', { metadata: { k: 'v' } })
+  assert.deepEqual((await sbx.files.getInfo('/home/user/meta/b.txt')).metadata, { k: 'v' })
+  await sbx.files.write('/home/user/meta/b.txt', 'v3')
+  assert.equal((await sbx.files.getInfo('/home/user/meta/b.txt')).metadata, undefined)
+  // Several files in one upload get the same metadata; raw uploads carry it too; root's too.
+  const many = await sbx.files.write([{ path: '/home/user/meta/m1', data: '1' }, { path: '/home/user/meta/m2', data: '2' }],
+    { metadata: { batch: '7' } })
+  for (const f of many) assert.deepEqual((await sbx.files.getInfo(f.path)).metadata, { batch: '7' })
+  await sbx.files.write('/home/user/meta/raw', 'raw', { metadata: { raw: 'yes' }, useOctetStream: true })
+  assert.deepEqual((await sbx.files.getInfo('/home/user/meta/raw')).metadata, { raw: 'yes' })
+  await sbx.files.write('/root/meta-root', 'r', { metadata: { who: 'root' }, user: 'root' })
+  assert.deepEqual((await sbx.files.getInfo('/root/meta-root', { user: 'root' })).metadata, { who: 'root' })
+  // A file without any has none.
+  assert.equal((await sbx.files.getInfo('/home/user/meta')).metadata, undefined)
+})
+
+await check('file metadata past envd\'s limits is refused (400) and writes nothing', async () => {
+  if (!sdkSource.includes('X-Metadata-')) return 'skip'
+  await assert.rejects(sbx.files.write('/home/user/meta/long-key', 'x', { metadata: { ['k'.repeat(247)]: 'v' } }))
+  assert.equal(await sbx.files.exists('/home/user/meta/long-key'), false)
+  const big = {}
+  for (let i = 0; i < 5; i++) big[`key${i}`] = 'v'.repeat(900)
+  await assert.rejects(sbx.files.write('/home/user/meta/too-much', 'x', { metadata: big }))
+  assert.equal(await sbx.files.exists('/home/user/meta/too-much'), false)
+  // At the limit it fits: 246-byte key, and 4096 bytes in all.
+  const edge = { ['k'.repeat(246)]: 'v'.repeat(4096 - 9 - 246) }
+  await sbx.files.write('/home/user/meta/edge', 'x', { metadata: edge })
+  assert.deepEqual((await sbx.files.getInfo('/home/user/meta/edge')).metadata, edge)
+})
+
+// envd 0.6.3: includeEntry puts the entry's EntryInfo on each event (none once it is gone).
+await check('watchDir includeEntry: events carry the entry', async () => {
+  if (!sdkSource.includes('includeEntry')) return 'skip'
+  await sbx.files.makeDir('/home/user/w-entry')
+  const events = []
+  const h = await sbx.files.watchDir('/home/user/w-entry', (e) => events.push(e), { includeEntry: true, allowNetworkMounts: true })
+  await sbx.files.write('/home/user/w-entry/f.txt', 'twelve bytes', { metadata: { tag: 'w' } })
+  await sleep(300)
+  await sbx.files.remove('/home/user/w-entry/f.txt')
+  await sleep(500)
+  await h.stop()
+  const made = events.find((e) => e.type === 'create' && e.name === 'f.txt')
+  assert.ok(made, `no create in ${JSON.stringify(events)}`)
+  assert.equal(made.entry?.name, 'f.txt')
+  assert.equal(made.entry.path, '/home/user/w-entry/f.txt')
+  assert.equal(made.entry.type, 'file')
+  assert.equal(made.entry.owner, 'user')
+  const gone = events.find((e) => e.type === 'remove' && e.name === 'f.txt')
+  assert.ok(gone, `no remove in ${JSON.stringify(events)}`)
+  assert.equal(gone.entry, undefined)
+  // Without the option, no entries.
+  const plain = []
+  const h2 = await sbx.files.watchDir('/home/user/w-entry', (e) => plain.push(e))
+  await sbx.files.write('/home/user/w-entry/g.txt', 'g')
+  await sleep(500)
+  await h2.stop()
+  assert.ok(plain.length > 0 && plain.every((e) => e.entry === undefined), JSON.stringify(plain))
+})
+
+// The Python SDK's sync watcher: Filesystem.CreateWatcher / GetWatcherEvents / RemoveWatcher,
+// unary calls polled by the client. Driven here through the JS SDK's own Connect client of
+// the filesystem service (same transport, same descriptor as the Python SDK's).
+await check('polled watchers (CreateWatcher, GetWatcherEvents, RemoveWatcher) as the Python SDK uses them', async () => {
+  const rpc = sbx.files.rpc
+  if (!rpc || typeof rpc.createWatcher !== 'function') return 'skip'
+  await sbx.files.makeDir('/home/user/polled')
+  const { watcherId } = await rpc.createWatcher({ path: '/home/user/polled', recursive: false, includeEntry: true })
+  assert.match(watcherId, /^[0-9a-f]{32}$/)
+  assert.deepEqual((await rpc.getWatcherEvents({ watcherId })).events, [])
+  await sbx.files.write('/home/user/polled/a.txt', 'a')
+  await sbx.files.write('/home/user/polled/a.txt', 'again')
+  await sbx.files.remove('/home/user/polled/a.txt')
+  await sleep(500)
+  const got = (await rpc.getWatcherEvents({ watcherId })).events
+  const seen = got.map((e) => `${e.type}:${e.name}`)
+  // Enum values as numbers in the SDK's decoded messages: 1 create, 2 write, 3 remove.
+  assert.deepEqual(seen, ['1:a.txt', '2:a.txt', '3:a.txt'], JSON.stringify(seen))
+  // The entry as it was at the event, though the file is gone by the poll (an SDK whose
+  // descriptor predates includeEntry drops the field).
+  if (sdkSource.includes('includeEntry')) assert.equal(got[0].entry?.path, '/home/user/polled/a.txt')
+  assert.equal(got[2].entry, undefined)
+  // Only what came since the last call.
+  assert.deepEqual((await rpc.getWatcherEvents({ watcherId })).events, [])
+  // Another sandbox cannot name it; after RemoveWatcher nobody can.
+  const other = await create()
+  await assert.rejects(other.files.rpc.getWatcherEvents({ watcherId }), /not.found|not_found/i)
+  await rpc.removeWatcher({ watcherId })
+  await assert.rejects(rpc.getWatcherEvents({ watcherId }), /not.found|not_found/i)
+  await assert.rejects(rpc.removeWatcher({ watcherId }), /not.found|not_found/i)
+  // A watch whose directory goes answers its last events, then not_found.
+  const second = (await rpc.createWatcher({ path: '/home/user/polled', recursive: false })).watcherId
+  await sbx.files.remove('/home/user/polled')
+  await sleep(500)
+  const last = (await rpc.getWatcherEvents({ watcherId: second })).events
+  assert.ok(last.length > 0, 'no event for the directory going')
+  await assert.rejects(rpc.getWatcherEvents({ watcherId: second }), /not.found|not_found/i)
+  await assert.rejects(rpc.createWatcher({ path: '/home/user/never-there' }), /not.found|not_found/i)
+  await other.kill()
+})
+
+// envd's sandboxes are on ext4: a directory's size is whole blocks, 4096 when empty.
+await check('an empty directory\'s size is 4096, as envd reports it', async () => {
+  await sbx.files.makeDir('/home/user/empty-dir')
+  assert.equal((await sbx.files.getInfo('/home/user/empty-dir')).size, 4096)
+  const listed = (await sbx.files.list('/home/user')).find((e) => e.name === 'empty-dir')
+  assert.equal(listed.size, 4096)
+  await sbx.files.write('/home/user/empty-dir/f', 'not a directory: its own size')
+  assert.equal((await sbx.files.getInfo('/home/user/empty-dir/f')).size, 29)
+  assert.equal((await sbx.files.getInfo('/home/user/empty-dir')).size % 4096, 0)
+})
+
+// envd runs as root and gives what it makes to the user: the default user can create files
+// and directories outside its home. What is there keeps its permissions.
+await check('the default user creates paths outside its home, as envd lets it; existing files stay protected', async () => {
+  const info = await sbx.files.write('/made-by-user/sub/f.txt', 'mine')
+  assert.equal(info.path, '/made-by-user/sub/f.txt')
+  assert.equal(await sbx.files.read('/made-by-user/sub/f.txt'), 'mine')
+  for (const p of ['/made-by-user', '/made-by-user/sub', '/made-by-user/sub/f.txt'])
+    assert.equal((await sbx.files.getInfo(p)).owner, 'user', p)
+  assert.equal(await sbx.files.makeDir('/made-dir/a/b'), true)
+  for (const p of ['/made-dir', '/made-dir/a', '/made-dir/a/b']) assert.equal((await sbx.files.getInfo(p)).owner, 'user', p)
+  assert.equal(await sbx.files.makeDir('/made-dir/a'), false)
+  assert.equal(await sbx.files.makeDir('/etc'), false)
+  // In root's home too (as envd), owned by the user.
+  await sbx.files.write('/root/for-user.txt', 'in root\'s home')
+  assert.equal((await sbx.files.getInfo('/root/for-user.txt', { user: 'root' })).owner, 'user')
+  // A file the user may not write is not replaced, and stays as it was.
+  const passwd = await sbx.files.read('/etc/passwd')
+  await assert.rejects(sbx.files.write('/etc/passwd', 'owned'))
+  assert.equal(await sbx.files.read('/etc/passwd'), passwd)
+  assert.equal((await sbx.files.getInfo('/etc/passwd')).owner, 'root')
+  await sbx.commands.run('rm -rf /made-by-user /made-dir /root/for-user.txt', { user: 'root' })
+})
+
 // A fork's snapshot is the fork's own: it must not outlive it or show as the user's.
 await check('fork leaves no snapshot behind (listSnapshots)', async () => {
   if (typeof sbx.fork !== 'function') return 'skip'

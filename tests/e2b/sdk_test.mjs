@@ -304,8 +304,13 @@ await check('files: makeDir, rename, remove', async () => {
   assert.equal(await sbx.files.exists('/home/user/made/deep/x'), false)
   await sbx.files.remove('/home/user/made')
   assert.equal(await sbx.files.exists('/home/user/made'), false)
-  const perm = await sbx.files.write('/etc/nope', 'x').catch((e) => e)
-  assert.ok(perm instanceof Error, 'user cannot write /etc')
+  // As envd (root, chowning): a new file outside the home is made for the user; one that is
+  // there is replaced only as the user may.
+  await sbx.files.write('/etc/new-for-user', 'x')
+  assert.equal((await sbx.files.getInfo('/etc/new-for-user')).owner, 'user')
+  await sbx.files.remove('/etc/new-for-user', { user: 'root' })
+  const perm = await sbx.files.write('/etc/passwd', 'x').catch((e) => e)
+  assert.ok(perm instanceof Error, 'user cannot replace /etc/passwd')
   await sbx.files.write('/etc/yes', 'root may', { user: 'root' })
   assert.equal(await sbx.files.read('/etc/yes', { user: 'root' }), 'root may')
 })

@@ -193,11 +193,11 @@ static void test_parent_and_mkdir(void **state)
         assert_string_equal(name, "made");
         close(fd);
         /* mkdir -p through an absolute symlink creates inside the root. */
-        assert_int_equal(agent_file_mkdir_parents("/dir/root/new/a/b", 0755), 0);
+        assert_int_equal(agent_file_mkdir_parents("/dir/root/new/a/b", 0755, (uid_t)-1, (gid_t)-1), 0);
         snprintf(p, sizeof p, "%s/new/a/b", root);
         assert_int_equal(stat(p, &st), 0);
         assert_true(S_ISDIR(st.st_mode));
-        assert_int_equal(agent_file_mkdir_parents("/etc/passwd/x", 0755), -ENOTDIR);
+        assert_int_equal(agent_file_mkdir_parents("/etc/passwd/x", 0755, (uid_t)-1, (gid_t)-1), -ENOTDIR);
 }
 
 int main(void)

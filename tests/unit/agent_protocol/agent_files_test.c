@@ -12,6 +12,7 @@
 #include <sys/mount.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/xattr.h>
 #include <unistd.h>
 
 #include "agent_protocol/agent_file_data.h"
@@ -332,6 +333,105 @@ static void test_upload_commit(void **state)
         close(fd);
 }
 
+/* FILE_META on FILE_CREATE: set as user.e2b.* attributes at commit; every entry carries the
+ * file's (also ones set behind the agent's back), and nothing of other namespaces. */
+static void test_upload_metadata(void **state)
+{
+        int fd = agent_test_connect();
+        struct agent_test_reply r;
+        struct agent_frame_writer w;
+        const uint8_t *data;
+        uint32_t len;
+        char p[256], v[16] = "";
+        static const char pairs[] = "author\0ada\0empty\0"; /* with its terminating NUL: "" */
+
+        agent_frame_writer_begin(&w, AGENT_MSG_FILE_CREATE);
+        agent_frame_writer_put_str(&w, AGENT_F_FILE_PATH, "/meta.txt");
+        agent_frame_writer_put(&w, AGENT_F_FILE_META, pairs, sizeof pairs);
+        agent_frame_writer_put_u8(&w, AGENT_F_FILE_WITH_META, 1);
+        agent_test_send(fd, &w);
+        agent_test_read(fd, &r);
+        assert_int_equal(r.f.type, AGENT_MSG_FILE_UPLOAD);
+        agent_test_reply_release(&r);
+        assert_int_equal(agent_file_data_send(fd, 0, "m", 1), 0);
+        send_file_request(fd, AGENT_MSG_FILE_COMMIT, NULL, NULL);
+        agent_test_read(fd, &r);
+        assert_int_equal(r.f.type, AGENT_MSG_FILE_ENTRY);
+        assert_int_equal(agent_frame_find(&r.f, AGENT_F_FILE_META, &data, &len), 1);
+        assert_int_equal(len, sizeof pairs);
+        assert_memory_equal(data, pairs, len);
+        agent_test_reply_release(&r);
+        root_path("/meta.txt", p, sizeof p);
+        assert_int_equal(getxattr(p, "user.e2b.author", v, sizeof v), 3);
+        assert_memory_equal(v, "ada", 3);
+        assert_int_equal(setxattr(p, "user.e2b.later", "x", 1, 0), 0);
+        assert_int_equal(setxattr(p, "user.other", "hidden", 6, 0), 0);
+        assert_int_equal(removexattr(p, "user.e2b.empty"), 0);
+        /* Entries carry metadata only when asked (FILE_WITH_META). */
+        send_file_request(fd, AGENT_MSG_FILE_STAT, "/meta.txt", NULL);
+        agent_test_read(fd, &r);
+        assert_int_equal(agent_frame_find(&r.f, AGENT_F_FILE_META, &data, &len), 0);
+        agent_test_reply_release(&r);
+        agent_frame_writer_begin(&w, AGENT_MSG_FILE_STAT);
+        agent_frame_writer_put_str(&w, AGENT_F_FILE_PATH, "/meta.txt");
+        agent_frame_writer_put_u8(&w, AGENT_F_FILE_WITH_META, 1);
+        agent_test_send(fd, &w);
+        agent_test_read(fd, &r);
+        assert_int_equal(r.f.type, AGENT_MSG_FILE_ENTRY);
+        assert_int_equal(agent_frame_find(&r.f, AGENT_F_FILE_META, &data, &len), 1);
+        /* In the order the filesystem lists them. */
+        bool a = len == 19 && memcmp(data, "author\0ada\0later\0x\0", 19) == 0;
+        bool b = len == 19 && memcmp(data, "later\0x\0author\0ada\0", 19) == 0;
+        assert_true(a || b);
+        agent_test_reply_release(&r);
+        /* A file with none has no field; malformed pairs are refused. */
+        send_file_request(fd, AGENT_MSG_FILE_STAT, "/etc/passwd", NULL);
+        agent_test_read(fd, &r);
+        assert_int_equal(agent_frame_find(&r.f, AGENT_F_FILE_META, &data, &len), 0);
+        agent_test_reply_release(&r);
+        agent_frame_writer_begin(&w, AGENT_MSG_FILE_CREATE);
+        agent_frame_writer_put_str(&w, AGENT_F_FILE_PATH, "/meta-bad.txt");
+        agent_frame_writer_put(&w, AGENT_F_FILE_META, "key-without-value", 18);
+        agent_test_send(fd, &w);
+        expect_error(fd, EINVAL);
+        close(fd);
+}
+
+/* FILE_EXCL: a commit onto a name that is taken fails (EEXIST) and replaces nothing; onto a
+ * free one it links as usual. */
+static void test_upload_excl(void **state)
+{
+        int fd = agent_test_connect();
+        struct agent_test_reply r;
+        struct agent_frame_writer w;
+        char buf[128] = "";
+
+        for (int i = 0; i < 2; i++) {
+                const char *path = i == 0 ? "/etc/passwd" : "/excl-new";
+                agent_frame_writer_begin(&w, AGENT_MSG_FILE_CREATE);
+                agent_frame_writer_put_str(&w, AGENT_F_FILE_PATH, path);
+                agent_frame_writer_put_u8(&w, AGENT_F_FILE_EXCL, 1);
+                agent_test_send(fd, &w);
+                agent_test_read(fd, &r);
+                assert_int_equal(r.f.type, AGENT_MSG_FILE_UPLOAD);
+                agent_test_reply_release(&r);
+                assert_int_equal(agent_file_data_send(fd, 0, "replaced", 8), 0);
+                send_file_request(fd, AGENT_MSG_FILE_COMMIT, NULL, NULL);
+                if (i == 0) {
+                        expect_error(fd, EEXIST);
+                        continue;
+                }
+                agent_test_read(fd, &r);
+                assert_int_equal(r.f.type, AGENT_MSG_FILE_ENTRY);
+                agent_test_reply_release(&r);
+        }
+        read_file(fd, "/etc/passwd", buf, sizeof buf);
+        assert_non_null(strstr(buf, "root:x:0:0"));
+        read_file(fd, "/excl-new", buf, sizeof buf);
+        assert_string_equal(buf, "replaced");
+        close(fd);
+}
+
 static void test_dropped_upload_leaves_nothing(void **state)
 {
         int fd = agent_test_connect();
@@ -436,6 +536,62 @@ static void test_watch_streams_events(void **state)
         close(fd);
 }
 
+/* The fields of an event frame after its second FILE_PATH (the entry FILE_WITH_ENTRY adds):
+ * how many such paths, and the entry's size. */
+static int event_entries(const struct agent_test_reply *r, uint64_t *ret_size)
+{
+        size_t cursor = 0;
+        uint16_t tag;
+        const uint8_t *data;
+        uint32_t len;
+        int paths = 0;
+        while (agent_frame_next_field(&r->f, &cursor, &tag, &data, &len) == 1) {
+                paths += tag == AGENT_F_FILE_PATH;
+                if (paths == 2 && tag == AGENT_F_FILE_SIZE && len == 8) {
+                        *ret_size = 0;
+                        for (int i = 7; i >= 0; i--)
+                                *ret_size = *ret_size << 8 | data[i];
+                }
+        }
+        return paths - 1;
+}
+
+/* With FILE_WITH_ENTRY an event carries its path's entry as it was then; a removal none. */
+static void test_watch_with_entry(void **state)
+{
+        int fd = agent_test_connect_timeout(5);
+        struct agent_test_reply r;
+        struct agent_frame_writer w;
+        uint64_t size = 0;
+        char p[256];
+
+        root_mkdir("/we");
+        agent_frame_writer_begin(&w, AGENT_MSG_FILE_WATCH);
+        agent_frame_writer_put_str(&w, AGENT_F_FILE_PATH, "/we");
+        agent_frame_writer_put_u8(&w, AGENT_F_FILE_WITH_ENTRY, 1);
+        agent_test_send(fd, &w);
+        agent_test_read(fd, &r);
+        assert_int_equal(r.f.type, AGENT_MSG_FILE_DONE);
+        agent_test_reply_release(&r);
+        root_put("/we/f", "four");
+        agent_test_read(fd, &r); /* create */
+        assert_int_equal(agent_test_get_u8(&r, AGENT_F_FILE_EVENT_KIND), AGENT_FILE_EVENT_CREATE);
+        assert_int_equal(event_entries(&r, &size), 1);
+        agent_test_reply_release(&r);
+        agent_test_read(fd, &r); /* write */
+        assert_int_equal(agent_test_get_u8(&r, AGENT_F_FILE_EVENT_KIND), AGENT_FILE_EVENT_WRITE);
+        assert_int_equal(event_entries(&r, &size), 1);
+        assert_int_equal(size, 4);
+        agent_test_reply_release(&r);
+        root_path("/we/f", p, sizeof p);
+        assert_int_equal(unlink(p), 0);
+        agent_test_read(fd, &r);
+        assert_int_equal(agent_test_get_u8(&r, AGENT_F_FILE_EVENT_KIND), AGENT_FILE_EVENT_REMOVE);
+        assert_int_equal(event_entries(&r, &size), 0);
+        agent_test_reply_release(&r);
+        close(fd);
+}
+
 /* Random file requests (last: they may change the root) never bring the agent down. */
 static void test_random_requests(void **state)
 {
@@ -492,9 +648,12 @@ int main(int argc, char **argv)
                 cmocka_unit_test(test_escapes_stay_in_root),
                 cmocka_unit_test(test_bad_requests),
                 cmocka_unit_test(test_upload_commit),
+                cmocka_unit_test(test_upload_metadata),
+                cmocka_unit_test(test_upload_excl),
                 cmocka_unit_test(test_dropped_upload_leaves_nothing),
                 cmocka_unit_test(test_upload_to_memory),
                 cmocka_unit_test(test_watch_streams_events),
+                cmocka_unit_test(test_watch_with_entry),
                 cmocka_unit_test(test_random_requests),
         };
         return agent_test_exit(cmocka_run_group_tests(tests, group_setup, group_teardown));
