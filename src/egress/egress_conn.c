@@ -373,6 +373,26 @@ void egress_conn_event(struct egress_loop *l, struct egress_conn *c, bool server
         update_interest(l, c);
 }
 
+void egress_conn_recheck(struct egress_loop *l)
+{
+        struct egress_conn *c = l->conns, *next;
+        for (; c; c = next) {
+                next = c->next;
+                /* Peeking or resolving: decided later, on the map as it is then. */
+                if (c->state != CONNECTING && c->state != SPLICING)
+                        continue;
+                const struct egress_map_entry *e = egress_map_find(&l->map, c->src);
+                const char *name = c->name[0] ? c->name : NULL;
+                if (e && egress_policy_decide(&e->policy, name, c->orig, c->orig_port) == EGRESS_ALLOW &&
+                    egress_policy_decide(&e->policy, name, c->dialled, c->orig_port) == EGRESS_ALLOW)
+                        continue;
+                /* Reset both ways: neither side takes it for a clean end. */
+                struct linger lg = { .l_onoff = 1, .l_linger = 0 };
+                setsockopt(c->server, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
+                refuse(l, c, e ? "denied by a new policy" : "sandbox left the map");
+        }
+}
+
 void egress_conn_tick(struct egress_loop *l, int64_t now_ms)
 {
         struct egress_conn *c = l->conns, *next;

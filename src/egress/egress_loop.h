@@ -68,5 +68,8 @@ void egress_conn_accept(struct egress_loop *l);
 void egress_conn_event(struct egress_loop *l, struct egress_conn *c, bool server_side, uint32_t events);
 /* The resolver's answer for c (ok false: none in time). */
 void egress_conn_resolved(struct egress_loop *l, struct egress_conn *c, const uint32_t *addrs, size_t n, bool ok);
+/* After the map changed: the open connections that their sandbox's policy now denies (or
+ * whose source left the map) are reset, logged as denied. */
+void egress_conn_recheck(struct egress_loop *l);
 void egress_conn_tick(struct egress_loop *l, int64_t now_ms);
 void egress_conn_reap(struct egress_loop *l);

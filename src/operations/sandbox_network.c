@@ -45,6 +45,20 @@ int sandbox_network_attach(struct spaced_context *ctx, const struct sandbox *sb,
         return 0;
 }
 
+int sandbox_network_update(struct spaced_context *ctx, const struct sandbox *sb, struct space_error *err)
+{
+        char addr[16];
+        if (!sb->network || !ctx->egress || egress_gateway_addr_of(ctx->egress, sb->id, addr) < 0)
+                return 0;
+        json_t *policy = policy_new(ctx, sb);
+        int r = policy ? egress_gateway_set(ctx->egress, addr, sb->id, policy) : -ENOMEM;
+        json_decref(policy);
+        if (r < 0)
+                return space_error_errno(err, r, "hand the new egress policy of %s to the gateway", sb->id);
+        log_info("sandbox.network_changed", "sandbox=%s addr=%s", sb->id, addr);
+        return 0;
+}
+
 void sandbox_network_forget(struct spaced_context *ctx, const struct sandbox *sb)
 {
         if (sb->network && ctx->egress)

@@ -11,6 +11,10 @@ struct spaced_context;
 
 /* After the driver started sb: 0, or -1 with err (the caller stops the sandbox). */
 int sandbox_network_attach(struct spaced_context *ctx, const struct sandbox *sb, struct space_error *err);
+/* After sb->network changed in the store: a sandbox with a link gets its new policy in the
+ * gateway now (its open connections that the new policy denies are closed there); one
+ * without (stopped) gets it at its next start. 0, or -1 with err. */
+int sandbox_network_update(struct spaced_context *ctx, const struct sandbox *sb, struct space_error *err);
 /* After the driver stopped sb: its policy leaves the gateway's map. */
 void sandbox_network_forget(struct spaced_context *ctx, const struct sandbox *sb);
 /* At start of spaced: the links and policies of the sandboxes that ran on without it. */

@@ -336,6 +336,19 @@ int egress_gateway_set(struct egress_gateway *g, const char *addr, const char *s
         return 0;
 }
 
+int egress_gateway_addr_of(struct egress_gateway *g, const char *sandbox, char *ret)
+{
+        int r = -ENOENT;
+        pthread_mutex_lock(&g->lock);
+        for (size_t i = 0; i < g->n && r < 0; i++)
+                if (strcmp(g->map[i].sandbox, sandbox) == 0) {
+                        memcpy(ret, g->map[i].addr, sizeof(g->map[i].addr));
+                        r = 0;
+                }
+        pthread_mutex_unlock(&g->lock);
+        return r;
+}
+
 void egress_gateway_forget(struct egress_gateway *g, const char *sandbox)
 {
         pthread_mutex_lock(&g->lock);

@@ -32,5 +32,7 @@ uint16_t egress_gateway_dns_port(const struct egress_gateway *g);
 pid_t egress_gateway_pid(struct egress_gateway *g);
 /* Takes the sandbox's addresses out of the map (it stopped: its link is gone). */
 void egress_gateway_forget(struct egress_gateway *g, const char *sandbox);
+/* The address of the sandbox's link in the map, into ret[16]: 0, or -ENOENT (not running). */
+int egress_gateway_addr_of(struct egress_gateway *g, const char *sandbox, char *ret);
 /* Sets what traffic from addr may reach (policy: egress_policy.h's JSON form). 0 or -errno. */
 int egress_gateway_set(struct egress_gateway *g, const char *addr, const char *sandbox, const json_t *policy);
