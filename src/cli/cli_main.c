@@ -36,6 +36,7 @@ static const char main_usage[] =
         "  project create|ls               projects: the tenants keys and objects belong to\n"
         "  audit [--since T] [--action A]  the audit log (mutating and refused calls)\n"
         "  policy ls|get|apply|rm|test     policies the platform enforces (docs/governance.md)\n"
+        "  network get|set|profiles        a sandbox's egress rules, the server's egress profiles\n"
         "\n"
         "Flags:\n"
         "  --url URL    spaced's address ($SPACE_URL, default " CLI_CONFIG_DEFAULT_URL
@@ -149,6 +150,7 @@ int main(int argc, char **argv)
                 { "project", cli_project_main },
                 { "audit", cli_audit_main },
                 { "policy", cli_policy_main },
+                { "network", cli_network_main },
         };
         _cleanup_(cli_done) struct cli cli = {};
         const char *url = NULL;

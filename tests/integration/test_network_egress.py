@@ -460,6 +460,33 @@ class NetworkEgress(unittest.TestCase):
         self.assertTrue(self.refused_http(sid, "allowed.test", "/registries"))
         self.assertNotIn("rc=0", self.sh(sid, "nslookup allowed.test; echo rc=$?")["stdout"])
 
+    def test_cli_egress_flags_and_network_commands(self):
+        r = self.sp.cli("sandbox", "create", "--egress", "test", "--deny", "www.allowed.test", "--allow", "allowed.test",
+                        "--allow", "*.allowed.test")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        sid = r.stdout.decode().strip()
+        self.sp.known_ids.add(sid)
+        self.addCleanup(lambda: self.sp.request("DELETE", "/v1/sandboxes/%s?wait=true&timeout_s=60" % sid, timeout=70))
+        r = self.sp.cli("--json", "network", "get", sid)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(json.loads(r.stdout), {"profile": "test", "allow": ["allowed.test", "*.allowed.test"],
+                                                "deny": ["www.allowed.test"]})
+        self.assertTrue(self.refused_http(sid, "www.allowed.test", "/cli-denied"))
+        r = self.sp.cli("--json", "network", "set", sid, "--deny", "allowed.test")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(json.loads(r.stdout), {"profile": "test", "allow": [], "deny": ["allowed.test"]})
+        self.assertTrue(self.refused_http(sid, "allowed.test", "/cli-now-denied"))
+        self.assertIn("hello from", self.get(sid, "www.allowed.test", "/cli-www")["stdout"])
+        r = self.sp.cli("network", "set", sid, "--deny", "not a rule")
+        self.assertEqual(r.returncode, 1)
+        self.assertIn(b"network.deny", r.stderr)
+        r = self.sp.cli("network", "profiles")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        out = r.stdout.decode()
+        for n in ("NAME", "package-registries", "public", "test"):
+            self.assertIn(n, out)
+        self.assertEqual(self.sp.cli("network", "set").returncode, 2)
+
     # ---- the gateway dies, the daemon restarts
 
     def test_gateway_killed_is_restarted_and_fails_closed(self):
