@@ -336,6 +336,7 @@ int main(int argc, char **argv)
                         }
                 }
                 tick(l);
+                egress_record_flush(l);
                 egress_conn_reap(l);
         }
 }

@@ -17,5 +17,9 @@ int sandbox_network_attach(struct spaced_context *ctx, const struct sandbox *sb,
 int sandbox_network_update(struct spaced_context *ctx, const struct sandbox *sb, struct space_error *err);
 /* After the driver stopped sb: its policy leaves the gateway's map. */
 void sandbox_network_forget(struct spaced_context *ctx, const struct sandbox *sb);
+/* egress_gateway_config.on_record (arg: the spaced_context): a connection the gateway decided
+ * becomes an audit row, action egress.connection, target the sandbox, in its project; the
+ * rest (name, addresses, port, decision, reason, bytes, duration) is its detail. */
+void sandbox_network_record(void *arg, const json_t *record);
 /* At start of spaced: the links and policies of the sandboxes that ran on without it. */
 void sandbox_network_restore(struct spaced_context *ctx);

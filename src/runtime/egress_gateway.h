@@ -21,6 +21,12 @@ struct egress_gateway_config {
         const char *resolver; /* ADDR[:PORT]; NULL or "": the host's first IPv4 nameserver */
         const char *refuse;   /* CIDR: the sandboxes' own subnet, never dialled */
         bool log_json;        /* its log lines as JSON objects, like spaced's (--log-format json) */
+        /* Called on the supervisor's thread with each record the gateway sends back (one
+         * JSON object: {"op": "connection", "sandbox", "src", "dst", "port", "name",
+         * "decision", "reason", "dialled", "bytes_out", "bytes_in", "duration_ms"}); NULL:
+         * they are dropped. */
+        void (*on_record)(void *arg, const json_t *record);
+        void *record_arg;
 };
 
 int egress_gateway_start(const struct egress_gateway_config *cfg, struct egress_gateway **ret, struct space_error *err);

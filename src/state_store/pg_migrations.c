@@ -136,6 +136,10 @@ static const char *const migrations[] = {
         "  sandbox_id TEXT COLLATE \"C\" NOT NULL DEFAULT '', version BIGINT NOT NULL, document TEXT COLLATE \"C\" NOT NULL,"
         "  created_at BIGINT NOT NULL, updated_at BIGINT NOT NULL, UNIQUE (project_id, name));"
         "CREATE INDEX policies_project ON policies(project_id, created_at);",
+        /* 15: reserved for another branch's migration; a no-op until they meet */
+        "SELECT 1;",
+        /* 16: what else an audit row records (an egress connection's name, port, bytes, …) */
+        "ALTER TABLE audit_log ADD COLUMN detail TEXT COLLATE \"C\";",
 };
 
 static int run(PGconn *conn, const char *sql)

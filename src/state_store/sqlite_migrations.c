@@ -128,6 +128,11 @@ static const char *const migrations[] = {
         "  version INTEGER NOT NULL, document TEXT NOT NULL, created_at INTEGER NOT NULL, updated_at INTEGER NOT NULL,"
         "  UNIQUE (project_id, name));"
         "CREATE INDEX policies_project ON policies(project_id, created_at);",
+        /* 15: reserved for another branch's migration (issue 14's); a no-op until they meet */
+        "SELECT 1;",
+        /* 16: what else an audit row records (JSON; NULL for none): an egress connection's
+         * name, address, port, decision, bytes and duration (docs/network.md) */
+        "ALTER TABLE audit_log ADD COLUMN detail TEXT;",
 };
 
 int sqlite_migrations_apply(sqlite3 *db, int *ret_version)

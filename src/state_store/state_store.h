@@ -188,6 +188,7 @@ struct audit_record {
         int status;          /* the HTTP status answered */
         char error_code[32]; /* the error's code, "" on success */
         char source[64];     /* the client's address */
+        char detail[640];    /* a JSON object of what else happened, "" for none (egress.connection) */
 };
 
 /* What GET /v1/audit filters on; NULL or 0 fields match everything. */

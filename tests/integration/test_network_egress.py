@@ -487,6 +487,41 @@ class NetworkEgress(unittest.TestCase):
             self.assertIn(n, out)
         self.assertEqual(self.sp.cli("network", "set").returncode, 2)
 
+    # ---- connections in the audit log
+
+    def test_connections_are_audited(self):
+        sid = self.sandbox(network={"profile": "test"})
+        project = self.sp.get(sid)["project"]
+        self.assertIn("hello from", self.get(sid, "allowed.test", "/audited")["stdout"])
+        self.assertTrue(self.refused_http(sid, "blocked.test", "/audited-denied"))
+
+        def rows():
+            _, body = self.sp.api("GET", "/v1/audit?action=egress.connection&target=" + sid, expect=200)
+            return body["audit"] if len(body["audit"]) >= 2 else None
+        got = wait_for(rows, timeout=10, what="the connection rows")
+        allow = [r for r in got if r["detail"]["decision"] == "allow"]
+        deny = [r for r in got if r["detail"]["decision"] == "deny"]
+        self.assertTrue(allow and deny, got)
+        a = allow[0]
+        self.assertEqual(a["project"], project)
+        self.assertIsNone(a["error_code"])
+        self.assertEqual(a["detail"]["name"], "allowed.test")
+        self.assertEqual(a["detail"]["port"], 80)
+        self.assertEqual(a["detail"]["dialled"], self.up)
+        self.assertGreater(a["detail"]["bytes_in"], 0)
+        self.assertGreater(a["detail"]["bytes_out"], 0)
+        self.assertGreaterEqual(a["detail"]["duration_ms"], 0)
+        self.assertTrue(a["source"].startswith("10.203.%d." % self.n), a)
+        d = deny[0]
+        self.assertEqual(d["error_code"], "egress_denied")
+        self.assertEqual(d["detail"]["name"], "blocked.test")
+        self.assertEqual(d["detail"]["bytes_in"], 0)
+        # the audit log's filters: by project, and nothing under another sandbox's id
+        _, body = self.sp.api("GET", "/v1/audit?action=egress.connection&project=%s" % project, expect=200)
+        self.assertTrue(any(r["target"] == sid for r in body["audit"]))
+        _, body = self.sp.api("GET", "/v1/audit?action=egress.connection&target=sb-nosuch", expect=200)
+        self.assertEqual(body["audit"], [])
+
     # ---- the gateway dies, the daemon restarts
 
     def test_gateway_killed_is_restarted_and_fails_closed(self):
