@@ -29,6 +29,11 @@ static json_t *sandbox_storage(const struct sandbox *sb, const struct pool_healt
                          pool->condition != POOL_OK && pool->reason[0] ? pool->reason : NULL);
 }
 
+json_t *api_render_network(const struct sandbox *sb)
+{
+        return sb->network ? json_incref(sb->network) : json_pack("{s:s, s:[], s:[]}", "profile", "none", "allow", "deny");
+}
+
 json_t *api_render_sandbox(const struct sandbox *sb, const struct pool_health *pool)
 {
         json_t *j = json_pack(
@@ -47,9 +52,7 @@ json_t *api_render_sandbox(const struct sandbox *sb, const struct pool_health *p
                                               "parent_snapshot_id", id_or_null(sb->parent_snapshot_id), "head_snapshot_id",
                                               id_or_null(sb->head_snapshot_id)));
         if (j)
-                json_object_set_new(j, "network",
-                                    sb->network ? json_incref(sb->network)
-                                                : json_pack("{s:s, s:[], s:[]}", "profile", "none", "allow", "deny"));
+                json_object_set_new(j, "network", api_render_network(sb));
         if (j)
                 json_object_set_new(j, "project", json_string(sb->project_id));
         if (j)

@@ -90,6 +90,9 @@ void route_sandbox_restore(struct api_request *req, struct api_response *resp);
 void route_sandbox_fork(struct api_request *req, struct api_response *resp);
 void route_capabilities(struct api_request *req, struct api_response *resp);
 void route_sandbox_patch(struct api_request *req, struct api_response *resp);
+void route_sandbox_network_get(struct api_request *req, struct api_response *resp);
+void route_sandbox_network_put(struct api_request *req, struct api_response *resp);
+void route_egress_profile_list(struct api_request *req, struct api_response *resp);
 json_t *api_render_command(const struct command_record *c);
 /* A command held for approval a (202 of exec and of a command start): the command, its
  * approval's id, policy, rule, reason and deadline. */

@@ -72,11 +72,21 @@ static json_t *text_or_null(const char *s)
 
 static json_t *render_row(const struct audit_record *a)
 {
-        return json_pack("{s:s, s:o, s:s, s:o, s:o, s:o, s:s, s:o, s:s, s:i, s:o, s:o}", "id", a->id, "time",
-                         api_render_time(a->created_at_ms), "request_id", a->request_id, "key_id", text_or_null(a->key_id),
-                         "project", text_or_null(a->project), "role", text_or_null(a->role), "action", a->action, "target",
-                         text_or_null(a->target), "method", a->method, "status", a->status, "error_code",
-                         text_or_null(a->error_code), "source", text_or_null(a->source));
+        json_t *detail = a->detail[0] ? json_loads(a->detail, 0, NULL) : NULL;
+        json_t *j = json_pack("{s:s, s:o, s:s, s:o, s:o, s:o, s:s, s:o, s:s, s:i, s:o, s:o}", "id", a->id, "time",
+                              api_render_time(a->created_at_ms), "request_id", a->request_id, "key_id", text_or_null(a->key_id),
+                              "project", text_or_null(a->project), "role", text_or_null(a->role), "action", a->action, "target",
+                              text_or_null(a->target), "method", a->method, "status", a->status, "error_code",
+                              text_or_null(a->error_code), "source", text_or_null(a->source));
+        if (detail && !json_is_object(detail)) {
+                json_decref(detail);
+                detail = NULL;
+        }
+        if (j)
+                json_object_set_new(j, "detail", detail ? detail : json_null());
+        else
+                json_decref(detail);
+        return j;
 }
 
 void route_audit_list(struct api_request *req, struct api_response *resp)

@@ -5,6 +5,7 @@
 
 #include "cli/cli.h"
 #include "cli/cli_args.h"
+#include "cli/cli_network.h"
 #include "cli/cli_operation.h"
 #include "cli/cli_output.h"
 #include "cli/cli_request.h"
@@ -43,6 +44,10 @@ static const char sandbox_create_usage[] =
         "  --meta K=V            metadata label (repeatable)\n"
         "  --timeout S           seconds until --on-timeout applies (0 = never)\n"
         "  --on-timeout ACTION   pause, stop or destroy\n"
+        "  --egress PROFILE      its egress profile (space network profiles; spaced's\n"
+        "                        default: --egress-profile, none unless set)\n"
+        "  --allow H, --deny H   its own egress rules, narrowing the profile (repeatable;\n"
+        "                        NAME[:PORT], *.NAME, A.B.C.D[/N][:PORT])\n"
         "  --no-wait             return once the sandbox is being made\n"
         "\n"
         "Prints the new sandbox's id (with --json, the API's answer).\n";
@@ -96,6 +101,23 @@ static int cli_sandbox_create_option(json_t *body, int opt, const char *arg)
                 member = opt == 'T' ? "template" : "snapshot_id";
                 value = json_string(arg);
                 break;
+        case 'E':
+        case 'A':
+        case 'D':
+                target = json_object_get(body, "network");
+                if (!target) {
+                        target = json_object();
+                        if (!target || json_object_set_new(body, "network", target) < 0)
+                                return cli_usage_error(sandbox_create_usage, "out of memory");
+                }
+                if (opt != 'E') {
+                        if (cli_network_rule_add(target, opt == 'A' ? "allow" : "deny", arg) < 0)
+                                return cli_usage_error(sandbox_create_usage, "invalid rule '%s' (not UTF-8?)", arg);
+                        return 0;
+                }
+                member = "profile";
+                value = json_string(arg);
+                break;
         case 'o':
                 if (!cli_streq(arg, "pause") && !cli_streq(arg, "stop") && !cli_streq(arg, "destroy"))
                         return cli_usage_error(sandbox_create_usage, "--on-timeout is pause, stop or destroy");
@@ -146,6 +168,9 @@ static int cli_sandbox_create(struct cli *cli, int argc, char **argv)
                 { "meta", required_argument, NULL, 'M' },
                 { "timeout", required_argument, NULL, 't' },
                 { "on-timeout", required_argument, NULL, 'o' },
+                { "egress", required_argument, NULL, 'E' },
+                { "allow", required_argument, NULL, 'A' },
+                { "deny", required_argument, NULL, 'D' },
                 { "no-wait", no_argument, NULL, 'W' },
                 {},
         };

@@ -14,6 +14,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <jansson.h>
+
 #include "egress/egress_loop.h"
 #include "egress/egress_peek.h"
 #include "egress/egress_rule.h"
@@ -52,7 +54,49 @@ static void ip_text(uint32_t a, char *buf)
         inet_ntop(AF_INET, &in, buf, INET_ADDRSTRLEN);
 }
 
-static void conn_log(const struct egress_conn *c, const char *decision, const char *reason)
+/* The decided connections (denied, or allowed and now over) go back to spaced as records
+ * for its audit log: one JSON line each on the control socket, buffered, never waited for
+ * (a spaced too slow to take them costs records, counted, not the traffic). */
+static void conn_record(struct egress_loop *l, const struct egress_conn *c, const char *decision, const char *reason,
+                        const char *src, const char *dst, const char *via)
+{
+        json_t *j = json_pack("{s:s, s:s, s:s, s:s, s:i, s:s, s:s, s:s, s:s, s:I, s:I, s:I}", "op", "connection", "sandbox",
+                              c->sandbox, "src", src, "dst", dst, "port", (int)c->orig_port, "name", c->name, "decision",
+                              decision, "reason", reason, "dialled", via, "bytes_out", (json_int_t)c->up.total, "bytes_in",
+                              (json_int_t)c->down.total, "duration_ms", (json_int_t)(egress_now_ms() - c->started_ms));
+        char *line = j ? json_dumps(j, JSON_COMPACT) : NULL;
+        json_decref(j);
+        size_t len = line ? strlen(line) : 0;
+        if (!line || l->record_len + len + 1 > sizeof(l->record_buf)) {
+                l->records_dropped++;
+        } else {
+                memcpy(l->record_buf + l->record_len, line, len);
+                l->record_buf[l->record_len + len] = '\n';
+                l->record_len += len + 1;
+        }
+        free(line);
+        egress_record_flush(l);
+}
+
+void egress_record_flush(struct egress_loop *l)
+{
+        size_t done = 0;
+        while (done < l->record_len) {
+                ssize_t n = send(l->control_fd, l->record_buf + done, l->record_len - done, MSG_DONTWAIT | MSG_NOSIGNAL);
+                if (n <= 0)
+                        break;
+                done += (size_t)n;
+        }
+        memmove(l->record_buf, l->record_buf + done, l->record_len - done);
+        l->record_len -= done;
+        if (l->records_dropped && l->record_len == 0) {
+                egress_log("warn", "egress.records_dropped", "count=%llu effect=\"connections missing from the audit log\"",
+                           (unsigned long long)l->records_dropped);
+                l->records_dropped = 0;
+        }
+}
+
+static void conn_log(struct egress_loop *l, const struct egress_conn *c, const char *decision, const char *reason)
 {
         char src[INET_ADDRSTRLEN], dst[INET_ADDRSTRLEN], via[INET_ADDRSTRLEN] = "-";
         ip_text(c->src, src);
@@ -65,6 +109,8 @@ static void conn_log(const struct egress_conn *c, const char *decision, const ch
                    c->sandbox[0] ? c->sandbox : "-", src, dst, c->orig_port, c->name, decision, reason, via,
                    (unsigned long long)c->up.total, (unsigned long long)c->down.total,
                    (long long)(egress_now_ms() - c->started_ms));
+        if (c->sandbox[0] && (strcmp(decision, "deny") == 0 || strcmp(decision, "end") == 0))
+                conn_record(l, c, strcmp(decision, "deny") == 0 ? "deny" : "allow", reason, src, dst, via);
 }
 
 static void conn_free(struct egress_loop *l, struct egress_conn *c)
@@ -99,7 +145,7 @@ void egress_conn_reap(struct egress_loop *l)
 
 static void refuse(struct egress_loop *l, struct egress_conn *c, const char *reason)
 {
-        conn_log(c, "deny", reason);
+        conn_log(l, c, "deny", reason);
         /* A reset, so the client sees a refusal rather than a clean end. */
         struct linger lg = { .l_onoff = 1, .l_linger = 0 };
         setsockopt(c->client, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
@@ -260,7 +306,7 @@ static void peek(struct egress_loop *l, struct egress_conn *c, bool timed_out)
                 if (n < 0 && (errno == EAGAIN || errno == EINTR))
                         return;
                 if (n <= 0 && room) {
-                        conn_log(c, "closed", "client left before naming a destination");
+                        conn_log(l, c, "closed", "client left before naming a destination");
                         conn_free(l, c);
                         return;
                 }
@@ -347,7 +393,7 @@ void egress_conn_event(struct egress_loop *l, struct egress_conn *c, bool server
         if (!server_side && (c->state == RESOLVING || c->state == CONNECTING) && (events & (EPOLLHUP | EPOLLERR))) {
                 /* the client went away while its name resolved or its upstream answered (epoll
                  * reports that even with no interest: it would be reported again and again) */
-                conn_log(c, "closed", "client left before the upstream answered");
+                conn_log(l, c, "closed", "client left before the upstream answered");
                 conn_free(l, c);
                 return;
         }
@@ -358,7 +404,7 @@ void egress_conn_event(struct egress_loop *l, struct egress_conn *c, bool server
                         refuse(l, c, "upstream unreachable");
                         return;
                 }
-                conn_log(c, "allow", "connected");
+                conn_log(l, c, "allow", "connected");
                 c->state = SPLICING;
         }
         if (c->state != SPLICING)
@@ -366,11 +412,31 @@ void egress_conn_event(struct egress_loop *l, struct egress_conn *c, bool server
         bool error = false;
         if (pump(c->client, c->server, &c->up, &error) < 0 || pump(c->server, c->client, &c->down, &error) < 0 ||
             (c->up.shut && c->down.shut)) {
-                conn_log(c, "end", error ? "reset" : "done");
+                conn_log(l, c, "end", error ? "reset" : "done");
                 conn_free(l, c);
                 return;
         }
         update_interest(l, c);
+}
+
+void egress_conn_recheck(struct egress_loop *l)
+{
+        struct egress_conn *c = l->conns, *next;
+        for (; c; c = next) {
+                next = c->next;
+                /* Peeking or resolving: decided later, on the map as it is then. */
+                if (c->state != CONNECTING && c->state != SPLICING)
+                        continue;
+                const struct egress_map_entry *e = egress_map_find(&l->map, c->src);
+                const char *name = c->name[0] ? c->name : NULL;
+                if (e && egress_policy_decide(&e->policy, name, c->orig, c->orig_port) == EGRESS_ALLOW &&
+                    egress_policy_decide(&e->policy, name, c->dialled, c->orig_port) == EGRESS_ALLOW)
+                        continue;
+                /* Reset both ways: neither side takes it for a clean end. */
+                struct linger lg = { .l_onoff = 1, .l_linger = 0 };
+                setsockopt(c->server, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
+                refuse(l, c, e ? "denied by a new policy" : "sandbox left the map");
+        }
 }
 
 void egress_conn_tick(struct egress_loop *l, int64_t now_ms)

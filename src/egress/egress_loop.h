@@ -56,6 +56,9 @@ struct egress_loop {
         struct egress_conn *conns;
         struct egress_conn *graveyard; /* closed this batch, freed after it */
         struct egress_handle h_listen, h_dns, h_control, h_resolver;
+        char record_buf[256 << 10]; /* connection records not yet taken by spaced */
+        size_t record_len;
+        unsigned long long records_dropped;
 };
 
 int64_t egress_now_ms(void);
@@ -68,5 +71,10 @@ void egress_conn_accept(struct egress_loop *l);
 void egress_conn_event(struct egress_loop *l, struct egress_conn *c, bool server_side, uint32_t events);
 /* The resolver's answer for c (ok false: none in time). */
 void egress_conn_resolved(struct egress_loop *l, struct egress_conn *c, const uint32_t *addrs, size_t n, bool ok);
+/* After the map changed: the open connections that their sandbox's policy now denies (or
+ * whose source left the map) are reset, logged as denied. */
+void egress_conn_recheck(struct egress_loop *l);
 void egress_conn_tick(struct egress_loop *l, int64_t now_ms);
 void egress_conn_reap(struct egress_loop *l);
+/* Sends what it can of the connection records to spaced, without waiting. */
+void egress_record_flush(struct egress_loop *l);

@@ -190,13 +190,19 @@ static int control_read(struct egress_loop *l)
         l->control_len += (size_t)n;
         l->control_buf[l->control_len] = '\0';
         char *line = l->control_buf, *nl;
+        bool changed = false;
         while ((nl = strchr(line, '\n'))) {
                 *nl = '\0';
                 char why[256] = "";
                 if (egress_map_apply(&l->map, line, why, sizeof(why)) < 0)
                         egress_log("warn", "egress.control_refused", "reason=\"%s\"", why);
+                else
+                        changed = true;
                 line = nl + 1;
         }
+        /* Open connections follow the new map at once: the ones it denies are closed. */
+        if (changed)
+                egress_conn_recheck(l);
         size_t rest = l->control_len - (size_t)(line - l->control_buf);
         if (rest == sizeof(l->control_buf) - 1)
                 return -EMSGSIZE;
@@ -330,6 +336,7 @@ int main(int argc, char **argv)
                         }
                 }
                 tick(l);
+                egress_record_flush(l);
                 egress_conn_reap(l);
         }
 }

@@ -16,10 +16,44 @@ static bool name_ok(const char *name)
         return n > 0 && n < 64 && strspn(name, "abcdefghijklmnopqrstuvwxyz0123456789-_") == n;
 }
 
+/* The hosts of the package registries: Debian's archive, PyPI, npm, crates.io and Go's
+ * module proxy and checksum database. HTTPS only, but for Debian's archive, which apt
+ * fetches over HTTP (its packages are signed). */
+static const char *const package_registries[] = {
+        "deb.debian.org:80",
+        "deb.debian.org:443",
+        "security.debian.org:80",
+        "security.debian.org:443",
+        "pypi.org:443",
+        "files.pythonhosted.org:443",
+        "registry.npmjs.org:443",
+        "crates.io:443",
+        "index.crates.io:443",
+        "static.crates.io:443",
+        "proxy.golang.org:443",
+        "sum.golang.org:443",
+        NULL,
+};
+
+static json_t *package_registries_new(void)
+{
+        json_t *rules = json_array();
+        for (size_t i = 0; rules && package_registries[i]; i++)
+                if (json_array_append_new(rules, json_pack("{s:s}", "allow", package_registries[i])) < 0) {
+                        json_decref(rules);
+                        return NULL;
+                }
+        return rules ? json_pack("{s:s, s:s, s:o}", "profile", "package-registries", "default", "deny", "rules", rules) : NULL;
+}
+
 json_t *egress_profiles_load_new(const char *path, char *why, size_t why_size)
 {
-        json_t *all = json_pack("{s:{s:s}, s:{s:s, s:s, s:[]}}", "none", "profile", "none", "public", "profile", "public",
-                                "default", "public", "rules");
+        json_t *all = json_pack("{s:{s:s}, s:{s:s, s:s, s:[]}, s:o*}", "none", "profile", "none", "public", "profile", "public",
+                                "default", "public", "rules", "package-registries", package_registries_new());
+        if (all && !json_object_get(all, "package-registries")) {
+                json_decref(all);
+                all = NULL;
+        }
         if (!all || !path || !path[0])
                 return all;
         json_error_t jerr;

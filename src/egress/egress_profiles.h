@@ -1,5 +1,7 @@
 /* egress_profiles: the operator's egress profiles by name. Built in: "none" (no network:
- * only lo) and "public" (the public internet, nothing private). An operator's file
+ * only lo), "public" (the public internet, nothing private) and "package-registries"
+ * (Debian, PyPI, npm, crates.io and Go module hosts over HTTPS, Debian's archive over
+ * HTTP too; nothing else). An operator's file
  * (spaced --egress-profiles FILE) adds or replaces others:
  *   {"profiles": {"NAME": {"default": "deny"|"public", "rules": [{"allow"|"deny": RULE}, …]}, …}}
  * (egress_policy.h). "none" cannot be redefined. */

@@ -1,11 +1,15 @@
 #include "operations/sandbox_network.h"
 
 #include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "egress/egress_profiles.h"
 #include "runtime/egress_gateway.h"
 #include "spaced/log.h"
 #include "spaced/spaced_context.h"
+#include "spaced/wallclock.h"
 
 /* A new reference: the profile's definition with the sandbox's lists. A profile the server
  * no longer has (the file changed) denies everything: fail closed. */
@@ -45,10 +49,68 @@ int sandbox_network_attach(struct spaced_context *ctx, const struct sandbox *sb,
         return 0;
 }
 
+int sandbox_network_update(struct spaced_context *ctx, const struct sandbox *sb, struct space_error *err)
+{
+        char addr[16];
+        if (!sb->network || !ctx->egress || egress_gateway_addr_of(ctx->egress, sb->id, addr) < 0)
+                return 0;
+        json_t *policy = policy_new(ctx, sb);
+        int r = policy ? egress_gateway_set(ctx->egress, addr, sb->id, policy) : -ENOMEM;
+        json_decref(policy);
+        if (r < 0)
+                return space_error_errno(err, r, "hand the new egress policy of %s to the gateway", sb->id);
+        log_info("sandbox.network_changed", "sandbox=%s addr=%s", sb->id, addr);
+        return 0;
+}
+
 void sandbox_network_forget(struct spaced_context *ctx, const struct sandbox *sb)
 {
         if (sb->network && ctx->egress)
                 egress_gateway_forget(ctx->egress, sb->id);
+}
+
+void sandbox_network_record(void *arg, const json_t *record)
+{
+        struct spaced_context *ctx = arg;
+        const char *sandbox = json_string_value(json_object_get(record, "sandbox"));
+        const char *decision = json_string_value(json_object_get(record, "decision"));
+        if (!sandbox || !decision || strcmp(json_string_value(json_object_get(record, "op")) ?: "", "connection") != 0)
+                return;
+        struct audit_record a = { .created_at_ms = wallclock_now_ms() };
+        random_id("aud-", 12, a.id, sizeof(a.id));
+        snprintf(a.action, sizeof(a.action), "egress.connection");
+        snprintf(a.target, sizeof(a.target), "%s", sandbox);
+        snprintf(a.source, sizeof(a.source), "%s", json_string_value(json_object_get(record, "src")) ?: "");
+        if (strcmp(decision, "deny") == 0)
+                snprintf(a.error_code, sizeof(a.error_code), "egress_denied");
+        struct sandbox sb;
+        if (STORE(ctx, sandbox_get, sandbox, &sb) == 0) {
+                snprintf(a.project, sizeof(a.project), "%s", sb.project_id);
+                sandbox_release(&sb);
+        }
+        /* The detail is the record less what the row's columns hold; a name longer than the
+         * column allows is cut (the log line keeps it whole). */
+        json_t *d = json_deep_copy(record);
+        json_object_del(d, "op");
+        json_object_del(d, "sandbox");
+        json_object_del(d, "src");
+        char *text = d ? json_dumps(d, JSON_COMPACT) : NULL;
+        if (text && strlen(text) >= sizeof(a.detail)) {
+                json_object_set_new(d, "name", json_stringn(json_string_value(json_object_get(d, "name")) ?: "", 200));
+                json_object_set_new(d, "reason", json_stringn(json_string_value(json_object_get(d, "reason")) ?: "", 100));
+                free(text);
+                text = json_dumps(d, JSON_COMPACT);
+        }
+        json_decref(d);
+        if (text && strlen(text) < sizeof(a.detail))
+                memcpy(a.detail, text, strlen(text) + 1);
+        free(text);
+        int r = STORE(ctx, audit_insert, &a);
+        if (r < 0)
+                log_error("audit.write_failed",
+                          "error=\"%s\" action=egress.connection target=%s decision=%s note=\"the gateway's "
+                          "log line is the record\"",
+                          strerror(-r), sandbox, decision);
 }
 
 void sandbox_network_restore(struct spaced_context *ctx)

@@ -44,7 +44,38 @@ struct egress_gateway {
         size_t n, cap;
         int control_fd; /* spaced's end; -1 while no gateway runs */
         pid_t pid;
+        void (*on_record)(void *arg, const json_t *record);
+        void *record_arg;
+        char records[64 << 10]; /* what the gateway sent back, up to its last full line (supervisor only) */
+        size_t records_len;
 };
+
+/* The gateway's records, as far as they came; on the supervisor's thread, which alone reads
+ * control_fd (and closes it). */
+static void read_records(struct egress_gateway *g, int fd)
+{
+        for (;;) {
+                ssize_t n = recv(fd, g->records + g->records_len, sizeof(g->records) - 1 - g->records_len, MSG_DONTWAIT);
+                if (n <= 0)
+                        return;
+                g->records_len += (size_t)n;
+                g->records[g->records_len] = '\0';
+                char *line = g->records, *nl;
+                while ((nl = strchr(line, '\n'))) {
+                        *nl = '\0';
+                        json_t *rec = json_loads(line, 0, NULL);
+                        if (json_is_object(rec) && g->on_record)
+                                g->on_record(g->record_arg, rec);
+                        json_decref(rec);
+                        line = nl + 1;
+                }
+                size_t rest = g->records_len - (size_t)(line - g->records);
+                if (rest == sizeof(g->records) - 1)
+                        rest = 0; /* a line longer than any record: dropped */
+                memmove(g->records, line, rest);
+                g->records_len = rest;
+        }
+}
 
 static int bind_local(int type, uint16_t *ret_port)
 {
@@ -175,9 +206,24 @@ static void *supervise(void *arg)
                         log_error("egress.gateway_start_failed", "program=\"%s\" error=\"%s\"", g->program, strerror(-r));
                 } else {
                         log_info("egress.gateway_started", "pid=%d tcp_port=%u dns_port=%u", (int)pid, g->tcp_port, g->dns_port);
-                        struct pollfd p[2] = { { .fd = pidfd, .events = POLLIN }, { .fd = g->stop_fd, .events = POLLIN } };
-                        while (poll(p, 2, -1) < 0 && errno == EINTR)
-                                ;
+                        pthread_mutex_lock(&g->lock);
+                        int control = g->control_fd;
+                        pthread_mutex_unlock(&g->lock);
+                        g->records_len = 0;
+                        struct pollfd p[3] = { { .fd = pidfd, .events = POLLIN },
+                                               { .fd = g->stop_fd, .events = POLLIN },
+                                               { .fd = control, .events = POLLIN } };
+                        for (;;) {
+                                if (poll(p, 3, -1) < 0 && errno == EINTR)
+                                        continue;
+                                if (p[0].revents || p[1].revents)
+                                        break;
+                                if (p[2].revents & POLLIN)
+                                        read_records(g, control);
+                                if (p[2].revents & (POLLHUP | POLLERR))
+                                        p[2].fd = -1; /* the gateway's end closed: its exit follows */
+                        }
+                        read_records(g, control); /* what it sent before it went */
                         bool stopping = p[1].revents != 0;
                         pthread_mutex_lock(&g->lock);
                         close(g->control_fd); /* the gateway exits on EOF */
@@ -216,6 +262,8 @@ int egress_gateway_start(const struct egress_gateway_config *cfg, struct egress_
         snprintf(g->program, sizeof(g->program), "%s", cfg->program ? cfg->program : "");
         snprintf(g->refuse, sizeof(g->refuse), "%s", cfg->refuse);
         g->log_json = cfg->log_json;
+        g->on_record = cfg->on_record;
+        g->record_arg = cfg->record_arg;
         if (cfg->resolver && cfg->resolver[0])
                 snprintf(g->resolver, sizeof(g->resolver), "%s", cfg->resolver);
         else
@@ -334,6 +382,19 @@ int egress_gateway_set(struct egress_gateway *g, const char *addr, const char *s
         }
         pthread_mutex_unlock(&g->lock);
         return 0;
+}
+
+int egress_gateway_addr_of(struct egress_gateway *g, const char *sandbox, char *ret)
+{
+        int r = -ENOENT;
+        pthread_mutex_lock(&g->lock);
+        for (size_t i = 0; i < g->n && r < 0; i++)
+                if (strcmp(g->map[i].sandbox, sandbox) == 0) {
+                        memcpy(ret, g->map[i].addr, sizeof(g->map[i].addr));
+                        r = 0;
+                }
+        pthread_mutex_unlock(&g->lock);
+        return r;
 }
 
 void egress_gateway_forget(struct egress_gateway *g, const char *sandbox)

@@ -21,6 +21,12 @@ struct egress_gateway_config {
         const char *resolver; /* ADDR[:PORT]; NULL or "": the host's first IPv4 nameserver */
         const char *refuse;   /* CIDR: the sandboxes' own subnet, never dialled */
         bool log_json;        /* its log lines as JSON objects, like spaced's (--log-format json) */
+        /* Called on the supervisor's thread with each record the gateway sends back (one
+         * JSON object: {"op": "connection", "sandbox", "src", "dst", "port", "name",
+         * "decision", "reason", "dialled", "bytes_out", "bytes_in", "duration_ms"}); NULL:
+         * they are dropped. */
+        void (*on_record)(void *arg, const json_t *record);
+        void *record_arg;
 };
 
 int egress_gateway_start(const struct egress_gateway_config *cfg, struct egress_gateway **ret, struct space_error *err);
@@ -32,5 +38,7 @@ uint16_t egress_gateway_dns_port(const struct egress_gateway *g);
 pid_t egress_gateway_pid(struct egress_gateway *g);
 /* Takes the sandbox's addresses out of the map (it stopped: its link is gone). */
 void egress_gateway_forget(struct egress_gateway *g, const char *sandbox);
+/* The address of the sandbox's link in the map, into ret[16]: 0, or -ENOENT (not running). */
+int egress_gateway_addr_of(struct egress_gateway *g, const char *sandbox, char *ret);
 /* Sets what traffic from addr may reach (policy: egress_policy.h's JSON form). 0 or -errno. */
 int egress_gateway_set(struct egress_gateway *g, const char *addr, const char *sandbox, const json_t *policy);

@@ -372,7 +372,9 @@ int main(int argc, char **argv)
         struct egress_gateway_config gc = { .program = ctx.cfg.egress_gateway_path,
                                             .resolver = ctx.cfg.egress_resolver,
                                             .refuse = subnet,
-                                            .log_json = ctx.cfg.log_format == LOG_FORMAT_JSON };
+                                            .log_json = ctx.cfg.log_format == LOG_FORMAT_JSON,
+                                            .on_record = sandbox_network_record,
+                                            .record_arg = &ctx };
         if (egress_gateway_start(&gc, &ctx.egress, &err) < 0)
                 return fail("spaced.egress", "%s", err.message);
         struct runtime_config rc = {

@@ -22,8 +22,9 @@ int pg_audit_insert(struct state_store *st, const struct audit_record *r)
         pg_int(&a, r->status);
         pg_optional(&a, r->error_code);
         pg_optional(&a, r->source);
-        return pg_write(st, "INSERT INTO audit_log(" STORE_AUDIT_COLUMNS ") VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12)", &a,
-                        false);
+        pg_optional(&a, r->detail);
+        return pg_write(st, "INSERT INTO audit_log(" STORE_AUDIT_COLUMNS ") VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13)",
+                        &a, false);
 }
 
 int pg_audit_list(struct state_store *st, const struct audit_filter *f, const struct store_page *page, struct audit_record **ret,

@@ -145,6 +145,8 @@ static const char *const migrations[] = {
         "  created_at BIGINT NOT NULL, expires_at BIGINT NOT NULL, decided_at BIGINT NOT NULL);"
         "CREATE INDEX approvals_project ON approvals(project_id, created_at);"
         "CREATE INDEX approvals_state ON approvals(state);",
+        /* 16: what else an audit row records (an egress connection's name, port, bytes, …) */
+        "ALTER TABLE audit_log ADD COLUMN detail TEXT COLLATE \"C\";",
 };
 
 static int run(PGconn *conn, const char *sql)

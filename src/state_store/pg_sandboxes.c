@@ -236,6 +236,15 @@ int pg_sandbox_set_head(struct state_store *st, const char *id, const char *snap
         return pg_write(st, "UPDATE sandboxes SET head_snapshot_id=$1 WHERE id=$2", &a, true);
 }
 
+int pg_sandbox_set_network(struct state_store *st, const char *id, const json_t *network)
+{
+        struct pg_args a = { 0 };
+        pg_json_or_empty(&a, network);
+        pg_int(&a, pg_now_ms());
+        pg_text(&a, id);
+        return pg_write(st, "UPDATE sandboxes SET network=$1, updated_at=$2 WHERE id=$3", &a, true);
+}
+
 int pg_sandbox_set_settings(struct state_store *st, const struct sandbox *sb, bool set_expiry)
 {
         struct pg_args a = { 0 };

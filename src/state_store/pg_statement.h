@@ -95,6 +95,7 @@ int pg_sandbox_set_runtime(struct state_store *st, const char *id, const char *r
 int pg_sandbox_set_expiry(struct state_store *st, const char *id, int64_t expires_at_ms);
 int pg_sandbox_set_head(struct state_store *st, const char *id, const char *snapshot_id);
 int pg_sandbox_set_settings(struct state_store *st, const struct sandbox *sb, bool set_expiry);
+int pg_sandbox_set_network(struct state_store *st, const char *id, const json_t *network);
 
 /* pg_operations.c */
 int pg_operation_insert_locked(struct state_store *st, const struct operation *op);

@@ -116,6 +116,7 @@ const struct state_store_ops state_store_postgres = {
         .sandbox_set_expiry = pg_sandbox_set_expiry,
         .sandbox_set_head = pg_sandbox_set_head,
         .sandbox_set_settings = pg_sandbox_set_settings,
+        .sandbox_set_network = pg_sandbox_set_network,
         .snapshot_get = pg_snapshot_get,
         .snapshot_list = pg_snapshot_list,
         .snapshot_update = pg_snapshot_update,

@@ -23,7 +23,7 @@ int sqlite_audit_insert(struct state_store *st, const struct audit_record *a)
         pthread_mutex_lock(&st->lock);
         int r = sq_prepare(st,
                            "INSERT INTO audit_log(id, created_at, request_id, key_id, project, role, action, target, method,"
-                           " status, error_code, source) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
+                           " status, error_code, source, detail) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
                            &s);
         if (r == 0) {
                 sq_bind_text(s, 1, a->id);
@@ -38,6 +38,7 @@ int sqlite_audit_insert(struct state_store *st, const struct audit_record *a)
                 sqlite3_bind_int(s, 10, a->status);
                 bind_optional(s, 11, a->error_code);
                 bind_optional(s, 12, a->source);
+                bind_optional(s, 13, a->detail);
                 r = sq_exec_done(s);
         }
         pthread_mutex_unlock(&st->lock);

@@ -136,6 +136,9 @@ static const char *const migrations[] = {
         "  expires_at INTEGER NOT NULL, decided_at INTEGER NOT NULL);"
         "CREATE INDEX approvals_project ON approvals(project_id, created_at);"
         "CREATE INDEX approvals_state ON approvals(state);",
+        /* 16: what else an audit row records (JSON; NULL for none): an egress connection's
+         * name, address, port, decision, bytes and duration (docs/network.md) */
+        "ALTER TABLE audit_log ADD COLUMN detail TEXT;",
 };
 
 int sqlite_migrations_apply(sqlite3 *db, int *ret_version)

@@ -500,6 +500,26 @@ static int sqlite_sandbox_set_settings(struct state_store *st, const struct sand
         return r;
 }
 
+static int sqlite_sandbox_set_network(struct state_store *st, const char *id, const json_t *network)
+{
+        sqlite3_stmt *s;
+        pthread_mutex_lock(&st->lock);
+        int r = sq_prepare(st, "UPDATE sandboxes SET network=?1, updated_at=?2 WHERE id=?3", &s);
+        if (r == 0) {
+                if (network)
+                        sq_bind_json(s, 1, network);
+                else
+                        sq_bind_text(s, 1, "");
+                sqlite3_bind_int64(s, 2, sq_now_ms());
+                sq_bind_text(s, 3, id);
+                r = sq_exec_done(s);
+                if (r == 0 && sqlite3_changes(st->db) == 0)
+                        r = -ENOENT;
+        }
+        pthread_mutex_unlock(&st->lock);
+        return r;
+}
+
 static int sqlite_sandbox_set_head(struct state_store *st, const char *id, const char *snapshot_id)
 {
         return update_sandbox(st, "UPDATE sandboxes SET head_snapshot_id=? WHERE id=?", id, 0, 0, snapshot_id ? snapshot_id : "");
@@ -534,6 +554,7 @@ const struct state_store_ops state_store_sqlite = {
         .sandbox_set_expiry = sqlite_sandbox_set_expiry,
         .sandbox_set_head = sqlite_sandbox_set_head,
         .sandbox_set_settings = sqlite_sandbox_set_settings,
+        .sandbox_set_network = sqlite_sandbox_set_network,
         .snapshot_get = sqlite_snapshot_get,
         .snapshot_list = sqlite_snapshot_list,
         .snapshot_update = sqlite_snapshot_update,

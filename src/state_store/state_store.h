@@ -188,6 +188,7 @@ struct audit_record {
         int status;          /* the HTTP status answered */
         char error_code[32]; /* the error's code, "" on success */
         char source[64];     /* the client's address */
+        char detail[640];    /* a JSON object of what else happened, "" for none (egress.connection) */
 };
 
 /* What GET /v1/audit filters on; NULL or 0 fields match everything. */
@@ -300,6 +301,8 @@ struct state_store_ops {
         /* With set_expiry, sb->expires_at_ms too, in the same statement (a new timeout and the
          * deadline it arms are never apart). */
         int (*sandbox_set_settings)(struct state_store *st, const struct sandbox *sb, bool set_expiry);
+        /* Replaces the sandbox's network (sb->network; NULL: none) and its updated_at. */
+        int (*sandbox_set_network)(struct state_store *st, const char *id, const json_t *network);
 
         int (*snapshot_get)(struct state_store *st, const char *id, struct snapshot *ret);
         /* sandbox_id NULL: all; project_id NULL: every project's. Oldest first. */

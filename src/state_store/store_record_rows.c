@@ -187,6 +187,7 @@ void store_row_audit(const struct store_row *r, void *elem)
         a->status = (int)r->integer(r->row, 9);
         copy_col(r, 10, a->error_code, sizeof(a->error_code));
         copy_col(r, 11, a->source, sizeof(a->source));
+        copy_col(r, 12, a->detail, sizeof(a->detail));
 }
 
 void store_row_policy(const struct store_row *r, void *elem)

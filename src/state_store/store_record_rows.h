@@ -41,7 +41,7 @@ typedef void (*store_row_decode)(const struct store_row *r, void *elem);
         "id, sandbox_id, tag, spec, state, pid, exit_code, term_signal, timed_out, reason, created_at," \
         " started_at, finished_at"
 #define STORE_AUDIT_COLUMNS \
-        "id, created_at, request_id, key_id, project, role, action, target, method, status, error_code, source"
+        "id, created_at, request_id, key_id, project, role, action, target, method, status, error_code, source, detail"
 #define STORE_POLICY_COLUMNS "id, project_id, name, sandbox_id, version, document, created_at, updated_at"
 #define STORE_APPROVAL_COLUMNS                                                                                             \
         "id, project_id, sandbox_id, command_id, key_id, policy_id, rule_id, reason, state, request, decided_by, comment," \

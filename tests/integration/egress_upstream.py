@@ -1,7 +1,7 @@
 """The upstreams of test_network_egress.py, run inside a network namespace the test made
-(never the internet): an HTTP server on :80, a TLS server on :443 (its own self-signed
-certificate; it records the SNI it was asked for), a UDP sink on :9999 and a DNS server on
-:53 with a small zone. Every request is appended to LOG as one line.
+(never the internet): an HTTP server on :80 (/slow streams for 30 s), a TLS server on :443
+(its own self-signed certificate; it records the SNI it was asked for), a UDP sink on :9999
+and a DNS server on :53 with a small zone. Every request is appended to LOG as one line.
 
 usage: egress_upstream.py LOG CERT KEY ZONE_JSON"""
 
@@ -28,6 +28,8 @@ class Handler(BaseHTTPRequestHandler):
         local = self.connection.getsockname()[0]
         record("http local=%s host=%s path=%s sni=%s" % (local, self.headers.get("Host"), self.path,
                                                          getattr(self.connection, "sni", "-")))
+        if self.path.startswith("/slow"):
+            return self.slow()
         body = ("hello from %s via %s\n" % (self.headers.get("Host"), local)).encode()
         if self.path.startswith("/big"):
             body = bytes(range(256)) * (4 * 4096)  # 4 MiB
@@ -35,6 +37,24 @@ class Handler(BaseHTTPRequestHandler):
         self.send_header("Content-Length", str(len(body)))
         self.end_headers()
         self.wfile.write(body)
+
+    def slow(self):
+        """A line every 0.1 s for 30 s: a connection that stays open (until the gateway
+        closes it); how many lines went out is recorded when it ends."""
+        import time
+        self.send_response(200)
+        self.end_headers()
+        ticks, how = 0, "done"
+        try:
+            while ticks < 300:
+                self.wfile.write(b"tick\n")
+                self.wfile.flush()
+                ticks += 1
+                time.sleep(0.1)
+        except OSError as e:
+            how = "closed (%s)" % e.__class__.__name__
+        record("slow-end path=%s ticks=%d how=%s" % (self.path, ticks, how))
+        self.close_connection = True
 
     def log_message(self, *a):
         pass

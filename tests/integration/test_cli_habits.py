@@ -16,7 +16,8 @@ VERBS = ["health", "version", "capabilities", "ps", "inspect", "stats", "exec", 
          "template prune", "sandbox", "sandbox create", "sandbox ls", "sandbox get", "sandbox set", "sandbox stop",
          "sandbox start", "sandbox pause", "sandbox resume", "sandbox rm", "snapshot", "snapshot create",
          "snapshot ls", "snapshot get", "snapshot rm", "snapshot export", "snapshot import", "op", "op ls", "op get",
-         "key", "key create", "key ls", "key rm", "project", "project create", "project ls"]
+         "key", "key create", "key ls", "key rm", "project", "project create", "project ls", "network",
+         "network get", "network set", "network profiles"]
 
 
 def out(r):

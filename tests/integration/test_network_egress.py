@@ -363,6 +363,165 @@ class NetworkEgress(unittest.TestCase):
         r = self.sh(wide, "printf 'GET / HTTP/1.1\\r\\nHost: blocked.test\\r\\n\\r\\n' | timeout 8 nc -w 2 %s 80" % self.up)
         self.assertNotIn("HTTP/1.", r["stdout"], r)
 
+    # ---- changing a sandbox's rules at runtime (PUT /v1/sandboxes/{id}/network)
+
+    def put_network(self, sid, body, expect=200):
+        return self.sp.api("PUT", "/v1/sandboxes/%s/network" % sid, body, expect=expect)[1]
+
+    def refused_http(self, sid, host, path):
+        r = self.sh(sid, "printf 'GET %s HTTP/1.0\\r\\nHost: %s\\r\\n\\r\\n' | timeout 8 nc -w 2 %s 80; echo done"
+                    % (path, host, self.up))
+        return "HTTP/1." not in r["stdout"]
+
+    def test_runtime_change_narrows_new_and_open_connections(self):
+        sid = self.sandbox(network={"profile": "test"})
+        self.assertEqual(self.sp.api("GET", "/v1/sandboxes/%s/network" % sid, expect=200)[1],
+                         {"profile": "test", "allow": [], "deny": []})
+        m = self.mark()
+        # an open connection to allowed.test, streaming (a line every 0.1 s for 30 s)
+        done = {}
+
+        def hold():
+            done["r"] = self.sh(sid, "s=$(date +%%s); printf 'GET /slow-%s HTTP/1.0\\r\\nHost: allowed.test\\r\\n\\r\\n' "
+                                     "| timeout 25 nc %s 80 | wc -l; echo took=$(( $(date +%%s) - s ))" % (sid, self.up),
+                                timeout_s=40)
+        t = threading.Thread(target=hold)
+        t.start()
+        wait_for(lambda: "path=/slow-%s" % sid in self.seen_since(m), timeout=15, what="the open connection")
+        time.sleep(0.5)
+        net = self.put_network(sid, {"deny": ["allowed.test"]})
+        self.assertEqual(net, {"profile": "test", "allow": [], "deny": ["allowed.test"]})
+        # new connections: the very next one is refused (the gateway has the rules before
+        # the PUT answers), and so is its DNS
+        self.assertTrue(self.refused_http(sid, "allowed.test", "/after-put"))
+        self.assertNotIn("rc=0", self.sh(sid, "nslookup allowed.test; echo rc=$?")["stdout"])
+        # the open one was reset by the gateway, long before its 30 s
+        t.join(30)
+        self.assertFalse(t.is_alive())
+        took = int(done["r"]["stdout"].split("took=")[1].split()[0])
+        self.assertLess(took, 10, done["r"])
+        wait_for(lambda: "slow-end path=/slow-%s" % sid in self.seen_since(m), timeout=10, what="the upstream to see the end")
+        end = [ln for ln in self.seen_since(m).splitlines() if ln.startswith("slow-end path=/slow-%s" % sid)][0]
+        self.assertIn("how=closed", end)
+        self.assertNotIn("path=/after-put", self.seen_since(m))
+        self.assertIn("denied by a new policy", self.sp.logs(tail=400))
+        # other names of the profile still pass; rules given back widen to the profile again
+        self.assertIn("hello from", self.get(sid, "www.allowed.test", "/www")["stdout"])
+        self.put_network(sid, {"profile": "test"})
+        self.assertIn("hello from", self.get(sid, "allowed.test", "/back")["stdout"])
+        self.assertEqual(self.sp.get(sid)["network"], {"profile": "test", "allow": [], "deny": []})
+        # audited as sandbox.network_update
+        _, audit = self.sp.api("GET", "/v1/audit?action=sandbox.network_update&target=" + sid, expect=200)
+        self.assertEqual(len(audit["audit"]), 2, audit)
+
+    def test_runtime_change_cannot_widen(self):
+        sid = self.sandbox(network={"profile": "test", "deny": ["www.allowed.test"]})
+        # an allow of its own narrows to that name; blocked.test stays denied by the profile
+        self.put_network(sid, {"allow": ["blocked.test", "allowed.test"]})
+        self.assertTrue(self.refused_http(sid, "blocked.test", "/wide"))
+        self.assertTrue(self.refused_http(sid, "www.allowed.test", "/narrow"))
+        self.assertIn("hello from", self.get(sid, "allowed.test", "/ok")["stdout"])
+        before = self.sp.get(sid)["network"]
+        for bad in ({"profile": "public"}, {"profile": "none"}, {"allow": ["not a rule"]}, {"deny": "a.com"},
+                    {"proxy": "x"}, {"profile": 3}, [1]):
+            status, body = self.sp.request("PUT", "/v1/sandboxes/%s/network" % sid, bad)
+            self.assertEqual(status, 400, (bad, body))
+            self.assertEqual(body["error"]["code"], "invalid_json" if bad == [1] else "invalid_request", body)
+        self.assertEqual(self.sp.get(sid)["network"], before)
+        none = self.sandbox()
+        status, body = self.sp.request("PUT", "/v1/sandboxes/%s/network" % none, {"deny": ["a.com"]})
+        self.assertEqual(status, 400, body)
+        self.assertEqual(self.put_network(none, {}), {"profile": "none", "allow": [], "deny": []})
+        status, body = self.sp.request("PUT", "/v1/sandboxes/sb-nosuch/network", {"deny": []})
+        self.assertEqual(status, 404, body)
+
+    def test_change_of_a_stopped_sandbox_holds_at_its_start(self):
+        sid = self.sandbox(network={"profile": "test"})
+        self.sp.action(sid, "stop")
+        self.put_network(sid, {"deny": ["allowed.test"]})
+        self.sp.action(sid, "start")
+        self.assertTrue(self.refused_http(sid, "allowed.test", "/stopped-then-denied"))
+        self.assertIn("hello from", self.get(sid, "www.allowed.test", "/www-after-start")["stdout"])
+
+    def test_egress_profiles_listed(self):
+        _, body = self.sp.api("GET", "/v1/egress-profiles", expect=200)
+        names = [p["name"] for p in body["profiles"]]
+        self.assertEqual(names, sorted(names))
+        for n in ("none", "public", "package-registries", "test"):
+            self.assertIn(n, names)
+        self.assertEqual(body["default"], "none")
+        test = [p for p in body["profiles"] if p["name"] == "test"][0]
+        self.assertEqual(test["default"], "deny")
+        self.assertEqual(test["rules"][0], {"deny": "blocked.test"})
+        reg = [p for p in body["profiles"] if p["name"] == "package-registries"][0]
+        self.assertIn({"allow": "pypi.org:443"}, reg["rules"])
+        # a sandbox of the built-in profile: none of the test's names resolve or pass
+        sid = self.sandbox(network={"profile": "package-registries"})
+        self.assertTrue(self.refused_http(sid, "allowed.test", "/registries"))
+        self.assertNotIn("rc=0", self.sh(sid, "nslookup allowed.test; echo rc=$?")["stdout"])
+
+    def test_cli_egress_flags_and_network_commands(self):
+        r = self.sp.cli("sandbox", "create", "--egress", "test", "--deny", "www.allowed.test", "--allow", "allowed.test",
+                        "--allow", "*.allowed.test")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        sid = r.stdout.decode().strip()
+        self.sp.known_ids.add(sid)
+        self.addCleanup(lambda: self.sp.request("DELETE", "/v1/sandboxes/%s?wait=true&timeout_s=60" % sid, timeout=70))
+        r = self.sp.cli("--json", "network", "get", sid)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(json.loads(r.stdout), {"profile": "test", "allow": ["allowed.test", "*.allowed.test"],
+                                                "deny": ["www.allowed.test"]})
+        self.assertTrue(self.refused_http(sid, "www.allowed.test", "/cli-denied"))
+        r = self.sp.cli("--json", "network", "set", sid, "--deny", "allowed.test")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(json.loads(r.stdout), {"profile": "test", "allow": [], "deny": ["allowed.test"]})
+        self.assertTrue(self.refused_http(sid, "allowed.test", "/cli-now-denied"))
+        self.assertIn("hello from", self.get(sid, "www.allowed.test", "/cli-www")["stdout"])
+        r = self.sp.cli("network", "set", sid, "--deny", "not a rule")
+        self.assertEqual(r.returncode, 1)
+        self.assertIn(b"network.deny", r.stderr)
+        r = self.sp.cli("network", "profiles")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        out = r.stdout.decode()
+        for n in ("NAME", "package-registries", "public", "test"):
+            self.assertIn(n, out)
+        self.assertEqual(self.sp.cli("network", "set").returncode, 2)
+
+    # ---- connections in the audit log
+
+    def test_connections_are_audited(self):
+        sid = self.sandbox(network={"profile": "test"})
+        project = self.sp.get(sid)["project"]
+        self.assertIn("hello from", self.get(sid, "allowed.test", "/audited")["stdout"])
+        self.assertTrue(self.refused_http(sid, "blocked.test", "/audited-denied"))
+
+        def rows():
+            _, body = self.sp.api("GET", "/v1/audit?action=egress.connection&target=" + sid, expect=200)
+            return body["audit"] if len(body["audit"]) >= 2 else None
+        got = wait_for(rows, timeout=10, what="the connection rows")
+        allow = [r for r in got if r["detail"]["decision"] == "allow"]
+        deny = [r for r in got if r["detail"]["decision"] == "deny"]
+        self.assertTrue(allow and deny, got)
+        a = allow[0]
+        self.assertEqual(a["project"], project)
+        self.assertIsNone(a["error_code"])
+        self.assertEqual(a["detail"]["name"], "allowed.test")
+        self.assertEqual(a["detail"]["port"], 80)
+        self.assertEqual(a["detail"]["dialled"], self.up)
+        self.assertGreater(a["detail"]["bytes_in"], 0)
+        self.assertGreater(a["detail"]["bytes_out"], 0)
+        self.assertGreaterEqual(a["detail"]["duration_ms"], 0)
+        self.assertTrue(a["source"].startswith("10.203.%d." % self.n), a)
+        d = deny[0]
+        self.assertEqual(d["error_code"], "egress_denied")
+        self.assertEqual(d["detail"]["name"], "blocked.test")
+        self.assertEqual(d["detail"]["bytes_in"], 0)
+        # the audit log's filters: by project, and nothing under another sandbox's id
+        _, body = self.sp.api("GET", "/v1/audit?action=egress.connection&project=%s" % project, expect=200)
+        self.assertTrue(any(r["target"] == sid for r in body["audit"]))
+        _, body = self.sp.api("GET", "/v1/audit?action=egress.connection&target=sb-nosuch", expect=200)
+        self.assertEqual(body["audit"], [])
+
     # ---- the gateway dies, the daemon restarts
 
     def test_gateway_killed_is_restarted_and_fails_closed(self):

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "egress/egress_policy.h"
+#include "egress/egress_profiles.h"
 
 #define IP(a, b, c, d) (((uint32_t)(a) << 24) | ((uint32_t)(b) << 16) | ((uint32_t)(c) << 8) | (uint32_t)(d))
 
@@ -159,6 +160,40 @@ static void bad_policies(void **state)
         }
 }
 
+/* The built-in package-registries profile: the registries' hosts on their ports, nothing
+ * else, and no name that only looks like one of them. */
+static void package_registries_profile(void **state)
+{
+        (void)state;
+        char why[256] = "";
+        json_t *all = egress_profiles_load_new(NULL, why, sizeof(why));
+        assert_non_null(all);
+        const json_t *def = egress_profiles_find(all, "package-registries");
+        assert_non_null(def);
+        struct egress_policy p;
+        assert_int_equal(egress_policy_from_json(def, &p, why, sizeof(why)), 0);
+        const uint32_t pub = IP(151, 101, 0, 223);
+        const char *allowed[] = { "pypi.org",         "files.pythonhosted.org", "registry.npmjs.org",
+                                  "crates.io",        "index.crates.io",        "static.crates.io",
+                                  "proxy.golang.org", "sum.golang.org",         "deb.debian.org" };
+        for (size_t i = 0; i < sizeof(allowed) / sizeof(allowed[0]); i++)
+                assert_int_equal(egress_policy_decide(&p, allowed[i], pub, 443), EGRESS_ALLOW);
+        assert_int_equal(egress_policy_decide(&p, "deb.debian.org", pub, 80), EGRESS_ALLOW);
+        assert_int_equal(egress_policy_decide(&p, "security.debian.org", pub, 80), EGRESS_ALLOW);
+        assert_int_equal(egress_policy_decide(&p, "pypi.org", pub, 80), EGRESS_DENY);
+        assert_int_equal(egress_policy_decide(&p, "pypi.org", pub, 22), EGRESS_DENY);
+        assert_int_equal(egress_policy_decide(&p, "evil-pypi.org", pub, 443), EGRESS_DENY);
+        assert_int_equal(egress_policy_decide(&p, "pypi.org.evil.com", pub, 443), EGRESS_DENY);
+        assert_int_equal(egress_policy_decide(&p, "github.com", pub, 443), EGRESS_DENY);
+        assert_int_equal(egress_policy_decide(&p, NULL, pub, 443), EGRESS_DENY);
+        assert_int_equal(egress_policy_decide(&p, "pypi.org", IP(127, 0, 0, 1), 443), EGRESS_DENY);
+        /* DNS answers (port 0: for some port): the registries' addresses only */
+        assert_int_equal(egress_policy_decide(&p, "pypi.org", pub, 0), EGRESS_ALLOW);
+        assert_int_equal(egress_policy_decide(&p, "example.com", pub, 0), EGRESS_DENY);
+        egress_policy_release(&p);
+        json_decref(all);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -168,6 +203,7 @@ int main(void)
                 cmocka_unit_test(public_profile),
                 cmocka_unit_test(profile_order_and_narrowing),
                 cmocka_unit_test(bad_policies),
+                cmocka_unit_test(package_registries_profile),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

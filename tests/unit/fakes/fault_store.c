@@ -186,6 +186,11 @@ static int fs_sandbox_set_head(struct state_store *st, const char *id, const cha
         FORWARD(sandbox_set_head, WRITE, id, snapshot_id);
 }
 
+static int fs_sandbox_set_network(struct state_store *st, const char *id, const json_t *network)
+{
+        FORWARD(sandbox_set_network, WRITE, id, network);
+}
+
 static int fs_sandbox_set_settings(struct state_store *st, const struct sandbox *sb, bool set_expiry)
 {
         FORWARD(sandbox_set_settings, WRITE, sb, set_expiry);
@@ -436,6 +441,7 @@ const struct state_store_ops fault_store_ops = {
         .sandbox_set_expiry = fs_sandbox_set_expiry,
         .sandbox_set_head = fs_sandbox_set_head,
         .sandbox_set_settings = fs_sandbox_set_settings,
+        .sandbox_set_network = fs_sandbox_set_network,
         .snapshot_get = fs_snapshot_get,
         .snapshot_list = fs_snapshot_list,
         .snapshot_update = fs_snapshot_update,
@@ -488,4 +494,4 @@ const struct state_store_ops fault_store_ops = {
 
 /* Every member of the table is forwarded: a verb added to struct state_store_ops fails the
  * build here until it is (a NULL entry would crash only the test that reaches it). */
-_Static_assert(sizeof(struct state_store_ops) == 63 * sizeof(void *), "fault_store: forward the new state_store_ops verb");
+_Static_assert(sizeof(struct state_store_ops) == 64 * sizeof(void *), "fault_store: forward the new state_store_ops verb");

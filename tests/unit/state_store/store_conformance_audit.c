@@ -77,6 +77,29 @@ static void test_insert_list_roundtrip(void **state)
         assert_int_equal(ops->audit_insert(st, &dup), -EEXIST);
 }
 
+/* A row with a detail (an egress connection's) reads back byte for byte; one without, "". */
+static void test_detail(void **state)
+{
+        struct state_store *st = *state;
+        struct audit_record a = row("aud-c", 7000, "", "egress.connection", "sb-9", 0);
+        snprintf(a.detail, sizeof(a.detail), "{\"name\":\"pypi.org\",\"port\":443,\"decision\":\"deny\",\"bytes_in\":0}");
+        assert_int_equal(ops->audit_insert(st, &a), 0);
+        struct audit_record plain = row("aud-d", 7001, "key-a", "sandbox.create", "", 200);
+        assert_int_equal(ops->audit_insert(st, &plain), 0);
+        struct audit_record *got = NULL;
+        size_t n = 0;
+        struct audit_filter f = { .action = "egress.connection", .target = "sb-9" };
+        assert_int_equal(ops->audit_list(st, &f, NULL, &got, &n), 0);
+        assert_int_equal(n, 1);
+        assert_string_equal(got[0].detail, a.detail);
+        free(got);
+        struct audit_filter all = { 0 };
+        assert_int_equal(ops->audit_list(st, &all, NULL, &got, &n), 0);
+        assert_int_equal(n, 2);
+        assert_string_equal(got[1].detail, "");
+        free(got);
+}
+
 static void test_filters(void **state)
 {
         struct state_store *st = *state;
@@ -136,6 +159,7 @@ int store_conformance_audit(const struct store_backend *b)
         ops = b->ops;
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test_setup_teardown(test_insert_list_roundtrip, store_conformance_open, store_conformance_close),
+                cmocka_unit_test_setup_teardown(test_detail, store_conformance_open, store_conformance_close),
                 cmocka_unit_test_setup_teardown(test_filters, store_conformance_open, store_conformance_close),
                 cmocka_unit_test_setup_teardown(test_pages, store_conformance_open, store_conformance_close),
                 cmocka_unit_test_setup_teardown(test_purge, store_conformance_open, store_conformance_close),

@@ -496,6 +496,30 @@ static void test_set_runtime_and_expiry(void **state)
         sandbox_release(&sb);
 }
 
+/* A running sandbox's network replaced (PUT /v1/sandboxes/{id}/network) and cleared; an
+ * unknown id changes nothing. */
+static void test_set_network(void **state)
+{
+        struct state_store *st = *state;
+        insert(st, "sb-n", SANDBOX_RUNNING, 1, NULL);
+        json_t *net = json_pack("{s:s, s:[s], s:[]}", "profile", "public", "allow", "*.example.com", "deny");
+        int64_t before = wallclock_now_ms();
+        assert_int_equal(ops->sandbox_set_network(st, "sb-n", net), 0);
+        struct sandbox sb;
+        assert_int_equal(ops->sandbox_get(st, "sb-n", &sb), 0);
+        assert_non_null(sb.network);
+        assert_true(json_equal(sb.network, net));
+        assert_true(sb.updated_at_ms >= before);
+        assert_int_equal(sb.state, SANDBOX_RUNNING);
+        sandbox_release(&sb);
+        assert_int_equal(ops->sandbox_set_network(st, "sb-nope", net), -ENOENT);
+        assert_int_equal(ops->sandbox_set_network(st, "sb-n", NULL), 0);
+        assert_int_equal(ops->sandbox_get(st, "sb-n", &sb), 0);
+        assert_null(sb.network);
+        sandbox_release(&sb);
+        json_decref(net);
+}
+
 static void test_operation_update_and_duplicate(void **state)
 {
         struct state_store *st = *state;
@@ -670,6 +694,7 @@ int store_conformance_sandboxes(const struct store_backend *b)
                 cmocka_unit_test_setup_teardown(test_purge_finished_operations, store_conformance_open, store_conformance_close),
                 cmocka_unit_test_setup_teardown(test_operation_refers, store_conformance_open, store_conformance_close),
                 cmocka_unit_test_setup_teardown(test_set_runtime_and_expiry, store_conformance_open, store_conformance_close),
+                cmocka_unit_test_setup_teardown(test_set_network, store_conformance_open, store_conformance_close),
                 cmocka_unit_test_setup_teardown(test_operation_update_and_duplicate, store_conformance_open,
                                                 store_conformance_close),
                 cmocka_unit_test_setup_teardown(test_operation_list_filters, store_conformance_open, store_conformance_close),
