@@ -1,7 +1,8 @@
 // The console's entry: who is signed in, then the page the location's hash names
 // (#/ the sandboxes, #/sandboxes/<id> one sandbox). docs/console.md.
 import { api, ApiError, setCsrf } from './api.js';
-import { renderSignIn, renderSandboxList } from './pages.js';
+import { renderSignIn } from './pages.js';
+import { renderSandboxList } from './sandbox_list.js';
 import { renderSandbox } from './sandbox_page.js';
 
 const main = document.getElementById('main');
