@@ -122,7 +122,7 @@ function layout(roots) {
     n.x = PAD + n.depth * COL;
     n.y = PAD + n.row * ROW;
   }
-  return { placed, width: PAD * 2 + depth * COL + 120, height: PAD * 2 + Math.max(0, leaf - 1) * ROW + 30 };
+  return { placed, width: PAD * 2 + depth * COL + 130, height: PAD * 2 + Math.max(0, leaf - 1.5) * ROW + 30 };
 }
 
 function describe(n) {
@@ -155,11 +155,11 @@ function draw(roots, current, head, onPick) {
       const mine = n.data.id === current;
       g.classList.add(n.data.state);
       if (mine) g.classList.add('current');
-      g.append(svg('rect', { x: -6, y: -13, width: 112, height: 26, rx: 6 }));
-      const t = svg('text', { x: 50, y: 4, 'text-anchor': 'middle' });
+      g.append(svg('rect', { x: -6, y: -13, width: 128, height: 26, rx: 6 }));
+      const t = svg('text', { x: 58, y: 4, 'text-anchor': 'middle' });
       t.textContent = short(n.data.id, 13) + (mine ? ' ◀' : '');
       g.append(t);
-      const s = svg('text', { x: 50, y: 26, 'text-anchor': 'middle', class: 'sub' });
+      const s = svg('text', { x: 58, y: 26, 'text-anchor': 'middle', class: 'sub' });
       s.textContent = n.data.state;
       g.append(s);
     } else {

@@ -1,12 +1,15 @@
-// The sandboxes list (docs/console.md): filters by state, project (a platform key) and
-// metadata (key=value, the API's metadata.<key> filter), CPU and memory figures of the ones
-// that run (GET /v1/sandboxes/{id}/stats). The list is polled every second: spaced has no
-// event stream of sandbox changes yet.
-import { api } from './api.js';
+// The sandboxes list (docs/console.md), live: GET /v1/sandboxes/events sends the list, then
+// each change (a sandbox that appears, changes or is destroyed). Filters by state and
+// metadata (key=value) apply in the page; by project (a platform key) the stream is opened
+// again for that project. CPU and memory figures of the ones that run come from
+// GET /v1/sandboxes/{id}/stats.
+import { api, answer, ApiError } from './api.js';
 import { el, may, age } from './pages.js';
 import { bytes } from './history.js';
+import { readEvents } from './sse.js';
 
-const STATES = ['', 'creating', 'running', 'paused', 'stopped', 'failed', 'destroyed'];
+// destroyed ones are not in the stream (nor in GET /v1/sandboxes without ?state=destroyed)
+const STATES = ['', 'creating', 'running', 'paused', 'stopped', 'failed'];
 const STATS_ROWS = 50; // figures are read for at most this many running rows, the first ones shown
 const STATS_EVERY_MS = 3000;
 
@@ -27,7 +30,6 @@ export function renderSandboxList(root, me) {
   const projectFilter = platform ? el('input', { id: 'project-filter', type: 'text', placeholder: 'all', size: 10, spellcheck: 'false' }) : null;
   const metaFilter = el('input', { id: 'metadata-filter', type: 'text', placeholder: 'key=value', size: 16, spellcheck: 'false' });
   const body = el('tbody');
-  const more = el('p', { class: 'muted' });
   const table = el(
     'table',
     { class: 'sandboxes', 'aria-label': 'Sandboxes' },
@@ -50,7 +52,7 @@ export function renderSandboxList(root, me) {
     : null;
   const form = el(
     'form',
-    { class: 'bar filters', role: 'search', 'aria-label': 'Filter sandboxes', onsubmit: (ev) => { ev.preventDefault(); now(); } },
+    { class: 'bar filters', role: 'search', 'aria-label': 'Filter sandboxes', onsubmit: (ev) => { ev.preventDefault(); if (projectChanged()) stream.abort(); draw(); } },
     el('label', { for: 'state-filter', text: 'State' }),
     stateFilter,
     projectFilter && el('label', { for: 'project-filter', text: 'Project' }),
@@ -59,22 +61,21 @@ export function renderSandboxList(root, me) {
     metaFilter,
     el('button', { type: 'submit', text: 'Filter' }),
   );
-  root.append(el('div', { class: 'bar' }, el('h1', { text: 'Sandboxes' }), create), form, el('div', { class: 'scroll' }, table), more);
+  root.append(el('div', { class: 'bar' }, el('h1', { text: 'Sandboxes' }), create), form, el('div', { class: 'scroll' }, table));
 
   let stopped = false;
-  let timer = null;
   let statsTimer = null;
+  let drawTimer = null;
   let shown = [];
+  let sandboxes = new Map(); // id → sandbox, as the stream last said
   const figures = new Map(); // id → {cpu: '12%', mem: '40 MiB / 512 MiB', usage, at}
+  let stream = null; // the AbortController of the open stream
+  let streamProject = ''; // and the project it was opened for
 
-  function query() {
-    const q = new URLSearchParams({ limit: '1000' });
-    if (stateFilter.value) q.set('state', stateFilter.value);
-    if (projectFilter && projectFilter.value.trim()) q.set('project', projectFilter.value.trim());
+  function filters() {
     const meta = parseMetadata(metaFilter.value);
     if (meta === null) throw new Error('metadata: write key=value, separated by commas');
-    for (const [k, v] of meta) q.set('metadata.' + k, v);
-    return '?' + q.toString();
+    return { state: stateFilter.value, meta };
   }
 
   function row(sb) {
@@ -92,19 +93,70 @@ export function renderSandboxList(root, me) {
     );
   }
 
-  async function refresh() {
-    timer = null;
+  function draw() {
+    drawTimer = null;
+    let f;
     try {
-      const r = await api('GET', '/v1/sandboxes' + query());
-      if (stopped) return;
-      shown = r.sandboxes;
-      body.replaceChildren(...shown.map(row));
-      more.textContent = r.next_cursor ? `The first ${shown.length} are shown: narrow the filters for the others.` : '';
+      f = filters();
     } catch (e) {
-      if (e.status === 401) throw e;
       document.getElementById('status').textContent = 'List: ' + e.message;
+      return;
     }
-    if (!stopped) timer = setTimeout(refresh, 1000);
+    shown = [...sandboxes.values()]
+      .filter((sb) => (!f.state || sb.state === f.state) && f.meta.every(([k, v]) => sb.metadata && sb.metadata[k] === v))
+      .sort((a, b) => Date.parse(a.created_at) - Date.parse(b.created_at) || (a.id < b.id ? -1 : 1));
+    body.replaceChildren(...shown.map(row));
+    const status = document.getElementById('status');
+    if (status.textContent.startsWith('List: ')) status.textContent = '';
+  }
+
+  // Changes that come together are drawn together.
+  function drawSoon() {
+    if (!drawTimer) drawTimer = setTimeout(draw, 50);
+  }
+
+  // One stream at a time; reopened when it ends (spaced ends it every few minutes) or breaks.
+  async function follow() {
+    while (!stopped) {
+      const ac = new AbortController();
+      stream = ac;
+      let fresh = new Map(); // the list the stream sends first, until `synced`
+      try {
+        const project = projectFilter ? projectFilter.value.trim() : '';
+        streamProject = project;
+        const r = await fetch('/v1/sandboxes/events' + (project ? '?project=' + encodeURIComponent(project) : ''), {
+          credentials: 'same-origin',
+          signal: ac.signal,
+        });
+        if (!r.ok) await answer(r);
+        await readEvents(r, (ev) => {
+          const d = JSON.parse(ev.data);
+          const into = fresh || sandboxes;
+          if (ev.event === 'sandbox') into.set(d.id, d);
+          else if (ev.event === 'removed') into.delete(d.id);
+          else if (ev.event === 'synced') {
+            sandboxes = fresh;
+            fresh = null;
+            document.body.dataset.sandboxesSynced = String(d.count);
+          }
+          if (!fresh) drawSoon();
+          return false;
+        });
+      } catch (e) {
+        if (stopped || ac.signal.aborted) {
+          if (stopped) return;
+          continue; // a new project asked for: the loop opens the new stream
+        }
+        if (e instanceof ApiError && e.status === 401) throw e;
+        document.getElementById('status').textContent = 'List: ' + e.message;
+      }
+      if (!stopped && !ac.signal.aborted) await new Promise((res) => setTimeout(res, 1000));
+    }
+  }
+
+  // The project the open stream is of differs from the field's.
+  function projectChanged() {
+    return stream && projectFilter && projectFilter.value.trim() !== streamProject;
   }
 
   // CPU is the share of one CPU used since the last reading (cpu.usage_us over wall time).
@@ -134,17 +186,14 @@ export function renderSandboxList(root, me) {
     if (!stopped) statsTimer = setTimeout(readStats, STATS_EVERY_MS);
   }
 
-  function now() {
-    if (timer) clearTimeout(timer);
-    refresh();
-  }
-  stateFilter.addEventListener('change', now);
-  refresh().then(() => {
-    if (!stopped) readStats();
-  });
+  stateFilter.addEventListener('change', draw);
+  if (projectFilter) projectFilter.addEventListener('change', () => projectChanged() && stream.abort());
+  follow();
+  readStats();
   return () => {
     stopped = true;
-    if (timer) clearTimeout(timer);
+    if (stream) stream.abort();
+    if (drawTimer) clearTimeout(drawTimer);
     if (statsTimer) clearTimeout(statsTimer);
   };
 }

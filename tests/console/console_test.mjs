@@ -125,6 +125,13 @@ await check('the list shows CPU and memory and filters by state, project and met
   const row = page.locator(`tr[data-sandbox="${sandbox}"]`);
   await row.locator('td.memory').filter({ hasText: /iB \/ \d+ MiB$/ }).waitFor({ timeout: 20000 });
   await row.locator('td.cpu').filter({ hasText: /^\d+\.\d%$/ }).waitFor({ timeout: 20000 });
+  // the list is live over the event stream, not polled
+  let lists = 0;
+  const count = (r) => { if (/\/v1\/sandboxes(\?|$)/.test(r.url())) lists++; };
+  page.on('request', count);
+  await page.waitForTimeout(2500);
+  page.off('request', count);
+  assert.equal(lists, 0, 'the page polled GET /v1/sandboxes');
   const rows = () => page.locator('table.sandboxes tbody tr');
   await page.getByLabel('Metadata').fill('by=nobody');
   await page.getByRole('button', { name: 'Filter', exact: true }).click();
@@ -144,6 +151,8 @@ await check('the list shows CPU and memory and filters by state, project and met
   await page.getByLabel('Metadata').fill('');
   await page.getByLabel('Project').fill('');
   await page.getByLabel('State').selectOption('');
+  await page.getByRole('button', { name: 'Filter', exact: true }).click();
+  await page.getByRole('status').filter({ hasText: /^$/ }).waitFor({ timeout: 10000 });
   await page.screenshot({ path: join(OUT, 'sandboxes.png') });
 });
 
