@@ -82,3 +82,57 @@ export function field(id, label, input) {
   input.id = id;
   return [el('label', { for: id, text: label }), input];
 }
+
+// A page that lists what a route returns, with filters (each a query parameter of the
+// route), read again every `everyMs` (0: only when asked). spec: {title, route, member,
+// filters: [[param, label, placeholder?]], columns (as table()), rowAttrs?, everyMs?,
+// newestFirst?, pages?: how many pages to follow (default 1), actions?: Node}. Returns the
+// page's leave function.
+export function renderListPage(root, spec) {
+  const inputs = spec.filters.map(([param, label, placeholder]) => [param, ...field('filter-' + param, label, el('input', { type: 'text', placeholder: placeholder || '', size: 14, spellcheck: 'false' }))]);
+  const box = el('div', { class: 'scroll' });
+  const form = el(
+    'form',
+    { class: 'bar filters', role: 'search', 'aria-label': 'Filter ' + spec.title.toLowerCase(), onsubmit: (ev) => { ev.preventDefault(); now(); } },
+    ...inputs.flatMap(([, l, i]) => [l, i]),
+    el('button', { type: 'submit', text: 'Filter' }),
+  );
+  root.append(el('div', { class: 'bar' }, el('h1', { text: spec.title }), spec.actions || null), ...(spec.filters.length ? [form] : []), box);
+  let stopped = false;
+  let timer = null;
+  async function refresh() {
+    timer = null;
+    try {
+      const q = new URLSearchParams({ limit: '1000' });
+      for (const [param, , input] of inputs) if (input.value.trim()) q.set(param, input.value.trim());
+      let rows = [];
+      for (let page = 0, cursor = null; page < (spec.pages || 1); page++) {
+        if (cursor) q.set('cursor', cursor);
+        const r = await api('GET', spec.route + '?' + q.toString());
+        rows = rows.concat(r[spec.member]);
+        cursor = r.next_cursor;
+        if (!cursor) break;
+      }
+      if (stopped) return;
+      if (spec.newestFirst) rows.reverse();
+      box.replaceChildren(table(spec.title, spec.columns, rows, spec.rowAttrs));
+      const status = document.getElementById('status');
+      if (status.textContent.startsWith(spec.title + ': ')) status.textContent = '';
+    } catch (e) {
+      if (e.status === 401) throw e;
+      say(spec.title + ': ' + e.message);
+    }
+    if (!stopped && spec.everyMs) timer = setTimeout(refresh, spec.everyMs);
+  }
+  function now() {
+    if (timer) clearTimeout(timer);
+    refresh();
+  }
+  refresh();
+  const leave = () => {
+    stopped = true;
+    if (timer) clearTimeout(timer);
+  };
+  leave.refresh = now;
+  return leave;
+}

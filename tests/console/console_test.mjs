@@ -300,6 +300,122 @@ await check('fork from a node of the history tree', async () => {
   await page.getByRole('heading', { name: sandbox }).waitFor();
 });
 
+async function go(p, hash, heading) {
+  await p.evaluate((h) => { location.hash = h; }, hash);
+  await p.getByRole('heading', { name: heading, exact: true }).waitFor();
+}
+
+let buildOp = null;
+await check('the templates page, and a build\'s log live while it runs', async () => {
+  const tar = readFileSync(process.env.CONSOLE_BUILD_CONTEXT);
+  const r = await fetch(`${BASE}/v1/templates?name=console-demo:v1`, { method: 'POST', headers: { Authorization: 'Bearer ' + ADMIN, 'Content-Type': 'application/x-tar' }, body: tar });
+  const b = await r.json();
+  assert.equal(r.status, 202, JSON.stringify(b));
+  buildOp = b.operation.id;
+  await page.getByRole('navigation', { name: 'Pages' }).getByRole('link', { name: 'Templates' }).click();
+  await page.getByRole('heading', { name: 'Templates', exact: true }).waitFor();
+  await page.locator('tr[data-template="busybox"]').waitFor();
+  const row = page.locator('tr[data-template="console-demo:v1"]');
+  await row.waitFor({ timeout: 10000 });
+  await row.getByRole('link', { name: 'Build log of console-demo:v1' }).click();
+  await page.getByRole('heading', { name: 'Build ' + buildOp }).waitFor();
+  const log = page.getByLabel('Build log');
+  await log.filter({ hasText: 'build-line-2' }).waitFor({ timeout: 30000 });
+  assert.ok(!(await log.textContent()).includes('BUILD SUCCEEDED'), 'the log was not shown before the build ended');
+  await log.filter({ hasText: 'BUILD SUCCEEDED' }).waitFor({ timeout: 60000 });
+  await page.locator('.build-state').filter({ hasText: 'build succeeded' }).waitFor({ timeout: 10000 });
+  const text = await log.textContent();
+  for (let i = 1; i <= 5; i++) assert.equal(text.split('\n').filter((l) => l === 'build-line-' + i).length, 1, 'line ' + i + ' not exactly once');
+  await page.screenshot({ path: join(OUT, 'build.png') });
+});
+
+await check('the operations page, filtered by target', async () => {
+  await go(page, '#/operations', 'Operations');
+  await page.locator(`tr[data-operation="${buildOp}"]`).waitFor({ timeout: 10000 });
+  await page.getByLabel('Target').fill(sandbox);
+  await page.getByRole('button', { name: 'Filter', exact: true }).click();
+  await page.locator(`tr[data-operation="${buildOp}"]`).waitFor({ state: 'detached', timeout: 10000 });
+  const kinds = await page.$$eval('tr[data-operation] td:nth-child(2)', (tds) => tds.map((t) => t.textContent));
+  for (const k of ['sandbox.create', 'sandbox.snapshot', 'sandbox.pause', 'sandbox.resume', 'sandbox.fork', 'sandbox.restore'])
+    assert.ok(kinds.includes(k), `no ${k} in ${kinds}`);
+  await page.screenshot({ path: join(OUT, 'operations.png') });
+});
+
+await check('the audit page, filtered by action', async () => {
+  await go(page, '#/audit', 'Audit');
+  await page.getByLabel('Action').fill('sandbox.restore');
+  await page.getByRole('button', { name: 'Filter', exact: true }).click();
+  const rows = page.locator('tr[data-audit]');
+  await rows.first().waitFor({ timeout: 10000 });
+  await page.waitForTimeout(300);
+  const actions = await page.$$eval('tr[data-audit] td:nth-child(2)', (tds) => tds.map((t) => t.textContent));
+  assert.ok(actions.length >= 1 && actions.every((a) => a === 'sandbox.restore'), JSON.stringify(actions));
+  assert.equal(await rows.first().locator('td:nth-child(3)').textContent(), sandbox);
+  await page.getByLabel('Since').fill('not a time');
+  await page.getByRole('button', { name: 'Filter', exact: true }).click();
+  await page.getByRole('status').filter({ hasText: /^Audit: / }).waitFor({ timeout: 10000 });
+  await page.getByLabel('Since').fill('');
+  await page.getByRole('button', { name: 'Filter', exact: true }).click();
+  await page.screenshot({ path: join(OUT, 'audit.png') });
+});
+
+await check('the keys page: create a key (its secret shown once) and delete it', async () => {
+  await go(page, '#/keys', 'Keys');
+  await page.getByLabel('Name').fill('made-in-console');
+  await page.getByLabel('Role').selectOption('viewer');
+  await page.getByRole('button', { name: 'Create key', exact: true }).click();
+  const said = await page.locator('.secret').filter({ hasText: 'shown once' }).textContent({ timeout: 10000 });
+  const [, id, secret] = said.match(/^New key (key-\S+): (space_\S+) /);
+  assert.equal((await api('GET', '/v1/sandboxes', undefined, secret)).status, 200, 'the new key does not work');
+  const row = page.locator(`tr[data-key="${id}"]`);
+  await row.waitFor({ timeout: 10000 });
+  assert.equal(await row.locator('td:nth-child(4)').textContent(), 'viewer');
+  await page.screenshot({ path: join(OUT, 'keys.png') });
+  await row.getByRole('button', { name: 'Delete ' + id }).click();
+  await row.waitFor({ state: 'detached', timeout: 10000 });
+  assert.equal((await api('GET', '/v1/sandboxes', undefined, secret)).status, 401, 'the deleted key still works');
+  const seen = await page.evaluate(() => ({ local: localStorage.length, session: sessionStorage.length }));
+  assert.deepEqual(seen, { local: 0, session: 0 });
+});
+
+await check('the projects page: create a project', async () => {
+  await go(page, '#/projects', 'Projects');
+  await page.getByLabel('Id').fill('console-made');
+  await page.getByRole('button', { name: 'Create project', exact: true }).click();
+  await page.locator('tr[data-project="console-made"]').waitFor({ timeout: 10000 });
+  assert.equal((await api('GET', '/v1/projects/console-made')).status, 200);
+  await go(page, `#/sandboxes/${sandbox}`, sandbox);
+});
+
+await check('a viewer sees no keys, audit or projects pages and no build or cancel buttons', async () => {
+  const viewer = await newPage({ width: 390, height: 844 });
+  try {
+    await signIn(viewer.page, VIEWER);
+    const nav = viewer.page.getByRole('navigation', { name: 'Pages' });
+    await nav.getByRole('link', { name: 'Templates' }).waitFor();
+    for (const name of ['Keys', 'Audit', 'Projects'])
+      assert.equal(await nav.getByRole('link', { name, exact: true }).count(), 0, `a viewer sees ${name}`);
+    await go(viewer.page, '#/templates', 'Templates');
+    await viewer.page.locator('tr[data-template="busybox"]').waitFor();
+    assert.equal(await viewer.page.getByRole('button', { name: /^Build / }).count(), 0);
+    await go(viewer.page, '#/builds/' + buildOp, 'Build ' + buildOp);
+    await viewer.page.getByLabel('Build log').filter({ hasText: 'BUILD SUCCEEDED' }).waitFor({ timeout: 20000 });
+    assert.equal(await viewer.page.getByRole('button', { name: 'Cancel the build' }).count(), 0);
+    await go(viewer.page, '#/operations', 'Operations');
+    await viewer.page.locator(`tr[data-operation="${buildOp}"]`).waitFor({ timeout: 10000 });
+    assert.equal(await viewer.page.getByRole('button', { name: /^Cancel / }).count(), 0);
+    await viewer.page.screenshot({ path: join(OUT, 'operations-phone.png'), fullPage: true });
+    // the page would not show them; the server refuses them anyway
+    await go(viewer.page, '#/keys', 'Keys');
+    await viewer.page.getByRole('status').filter({ hasText: /^Keys: / }).waitFor({ timeout: 10000 });
+    assert.equal(await viewer.page.getByRole('button', { name: 'Create key' }).count(), 0);
+    const forced = await viewer.page.evaluate(async () => (await fetch('/v1/audit')).status);
+    assert.equal(forced, 403);
+  } finally {
+    await viewer.context.close();
+  }
+});
+
 await check('a viewer key sees no destroy button and the server refuses it anyway', async () => {
   const viewer = await newPage();
   try {
