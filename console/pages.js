@@ -1,4 +1,4 @@
-// The sign-in page and the sandboxes list.
+// The sign-in page and what the pages share (el, may, age).
 import { api } from './api.js';
 
 export function el(tag, attrs = {}, ...children) {
@@ -54,71 +54,85 @@ export function renderSignIn(root, done) {
   key.focus();
 }
 
-const STATES = ['', 'creating', 'running', 'paused', 'stopped', 'failed', 'destroyed'];
+export function say(text) {
+  document.getElementById('status').textContent = text || '';
+}
 
-// The list is polled (every second while the page is shown): there is no event stream of
-// sandbox changes yet (docs/console.md).
-export function renderSandboxList(root, me) {
-  const stateFilter = el('select', { id: 'state-filter' }, ...STATES.map((s) => el('option', { value: s, text: s || 'any' })));
-  const body = el('tbody');
-  const table = el(
+// A table of rows: columns [[heading, row → text or Node]], rowAttrs(row) → attributes of its <tr>.
+export function table(label, columns, rows, rowAttrs = () => ({})) {
+  return el(
     'table',
-    { class: 'sandboxes', 'aria-label': 'Sandboxes' },
-    el('thead', {}, el('tr', {}, ...['Sandbox', 'State', 'Template', 'Project', 'Age'].map((h) => el('th', { scope: 'col', text: h })))),
-    body,
+    { class: 'sandboxes', 'aria-label': label },
+    el('thead', {}, el('tr', {}, ...columns.map(([h]) => el('th', { scope: 'col', text: h })))),
+    el(
+      'tbody',
+      {},
+      ...rows.map((r) =>
+        el('tr', rowAttrs(r), ...columns.map(([, f]) => {
+          const v = f(r);
+          return v instanceof Node ? el('td', {}, v) : el('td', { text: v === null || v === undefined ? '' : String(v) });
+        })),
+      ),
+    ),
   );
-  const create = may(me, 'sandbox.write')
-    ? el('button', {
-        type: 'button',
-        text: 'New sandbox',
-        onclick: async () => {
-          try {
-            const r = await api('POST', '/v1/sandboxes', {});
-            location.hash = '#/sandboxes/' + r.sandbox.id;
-          } catch (e) {
-            document.getElementById('status').textContent = 'Create: ' + e.message;
-          }
-        },
-      })
-    : null;
-  root.append(
-    el('div', { class: 'bar' }, el('h1', { text: 'Sandboxes' }), el('label', { for: 'state-filter', text: 'State' }), stateFilter, create),
-    el('div', { class: 'scroll' }, table),
+}
+
+// A labelled field of a filter form.
+export function field(id, label, input) {
+  input.id = id;
+  return [el('label', { for: id, text: label }), input];
+}
+
+// A page that lists what a route returns, with filters (each a query parameter of the
+// route), read again every `everyMs` (0: only when asked). spec: {title, route, member,
+// filters: [[param, label, placeholder?]], columns (as table()), rowAttrs?, everyMs?,
+// newestFirst?, pages?: how many pages to follow (default 1), actions?: Node}. Returns the
+// page's leave function.
+export function renderListPage(root, spec) {
+  const inputs = spec.filters.map(([param, label, placeholder]) => [param, ...field('filter-' + param, label, el('input', { type: 'text', placeholder: placeholder || '', size: 14, spellcheck: 'false' }))]);
+  const box = el('div', { class: 'scroll' });
+  const form = el(
+    'form',
+    { class: 'bar filters', role: 'search', 'aria-label': 'Filter ' + spec.title.toLowerCase(), onsubmit: (ev) => { ev.preventDefault(); now(); } },
+    ...inputs.flatMap(([, l, i]) => [l, i]),
+    el('button', { type: 'submit', text: 'Filter' }),
   );
+  root.append(el('div', { class: 'bar' }, el('h1', { text: spec.title }), spec.actions || null), ...(spec.filters.length ? [form] : []), box);
   let stopped = false;
   let timer = null;
   async function refresh() {
     timer = null;
     try {
-      const q = stateFilter.value ? '?state=' + encodeURIComponent(stateFilter.value) : '';
-      const r = await api('GET', '/v1/sandboxes' + q);
+      const q = new URLSearchParams({ limit: '1000' });
+      for (const [param, , input] of inputs) if (input.value.trim()) q.set(param, input.value.trim());
+      let rows = [];
+      for (let page = 0, cursor = null; page < (spec.pages || 1); page++) {
+        if (cursor) q.set('cursor', cursor);
+        const r = await api('GET', spec.route + '?' + q.toString());
+        rows = rows.concat(r[spec.member]);
+        cursor = r.next_cursor;
+        if (!cursor) break;
+      }
       if (stopped) return;
-      body.replaceChildren(
-        ...r.sandboxes.map((sb) =>
-          el(
-            'tr',
-            { 'data-sandbox': sb.id },
-            el('td', {}, el('a', { href: '#/sandboxes/' + sb.id, text: sb.id })),
-            el('td', { text: sb.state }),
-            el('td', { text: sb.template || '' }),
-            el('td', { text: sb.project || '' }),
-            el('td', { text: age(sb.created_at) }),
-          ),
-        ),
-      );
+      if (spec.newestFirst) rows.reverse();
+      box.replaceChildren(table(spec.title, spec.columns, rows, spec.rowAttrs));
+      const status = document.getElementById('status');
+      if (status.textContent.startsWith(spec.title + ': ')) status.textContent = '';
     } catch (e) {
       if (e.status === 401) throw e;
-      document.getElementById('status').textContent = 'List: ' + e.message;
+      say(spec.title + ': ' + e.message);
     }
-    if (!stopped) timer = setTimeout(refresh, 1000);
+    if (!stopped && spec.everyMs) timer = setTimeout(refresh, spec.everyMs);
   }
-  stateFilter.addEventListener('change', () => {
+  function now() {
     if (timer) clearTimeout(timer);
     refresh();
-  });
+  }
   refresh();
-  return () => {
+  const leave = () => {
     stopped = true;
     if (timer) clearTimeout(timer);
   };
+  leave.refresh = now;
+  return leave;
 }

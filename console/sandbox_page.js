@@ -1,10 +1,12 @@
-// One sandbox: details, lifecycle buttons, snapshots and fork, a terminal and its files.
+// One sandbox: details, lifecycle buttons, snapshot and fork, its history (the tree of
+// snapshots and forks, history.js), a terminal and its files.
 // A button is shown only when the caller's key has the permission its route needs
 // (docs/tenancy.md); the server refuses anyway.
 import { api, DataPlane } from './api.js';
 import { el, may, age } from './pages.js';
 import { openTerminal } from './terminal.js';
 import { renderFiles } from './files.js';
+import { renderHistory } from './history.js';
 
 const ACTIONS = [
   // label, route, the states it applies to
@@ -22,23 +24,26 @@ export function renderSandbox(root, me, id) {
   const path = '/v1/sandboxes/' + id;
   const details = el('dl', { class: 'details' });
   const actions = el('div', { class: 'actions', role: 'group', 'aria-label': 'Sandbox actions' });
-  const snapshots = el('ul', { class: 'snapshots', 'aria-label': 'Snapshots' });
+  const historyBox = el('section', { class: 'card history', 'aria-label': 'History' });
   const termBox = el('section', { class: 'terminal', 'aria-label': 'Terminal' });
   const filesBox = el('section', { class: 'files', 'aria-label': 'Files' });
   root.append(
     el('div', { class: 'bar' }, el('a', { href: '#/', text: '← Sandboxes' }), el('h1', { text: id })),
     el('div', { class: 'sandbox-grid' },
-      el('section', { class: 'card', 'aria-label': 'Details' }, el('h2', { text: 'Details' }), details, actions,
-        el('h2', { text: 'Snapshots' }), snapshots),
-      termBox, filesBox),
+      el('section', { class: 'card', 'aria-label': 'Details' }, el('h2', { text: 'Details' }), details, actions),
+      termBox, historyBox, filesBox),
   );
   const plane = may(me, 'sandbox.exec') ? new DataPlane(id) : null;
   let sb = null;
   let terminal = null;
   let files = null;
   let gone = false;
+  const history = may(me, 'snapshot.read') ? renderHistory(historyBox, me, act) : null;
+  if (!history) historyBox.replaceChildren(el('h2', { text: 'History' }), el('p', { text: 'This key may not read snapshots.' }));
 
-  async function act(label, fn) {
+  // restored: the sandbox's processes were ended (a restore), so its shell is gone: a new one
+  // is opened once it runs again.
+  async function act(label, fn, { restored = false } = {}) {
     say(label + '…');
     for (const b of actions.querySelectorAll('button')) b.disabled = true;
     try {
@@ -46,6 +51,11 @@ export function renderSandbox(root, me, id) {
       say(typeof said === 'string' ? said : label + ': done');
     } catch (e) {
       say(label + ': ' + e.message);
+    }
+    if (restored && terminal) {
+      terminal.close(false);
+      files.close();
+      terminal = files = null;
     }
     await load();
   }
@@ -99,15 +109,6 @@ export function renderSandbox(root, me, id) {
     );
   }
 
-  async function loadSnapshots() {
-    if (!may(me, 'snapshot.read')) return;
-    const r = await api('GET', `${path}/snapshots`);
-    snapshots.replaceChildren(
-      ...r.snapshots.map((s) => el('li', { 'data-snapshot': s.id, text: `${s.id} · ${s.label || '(no label)'} · ${s.state}` })),
-    );
-    if (!r.snapshots.length) snapshots.append(el('li', { text: 'none yet' }));
-  }
-
   async function load() {
     if (gone) return;
     try {
@@ -118,7 +119,7 @@ export function renderSandbox(root, me, id) {
     }
     showDetails();
     showActions();
-    await loadSnapshots().catch((e) => say('Snapshots: ' + e.message));
+    if (history) await history.refresh(sb).catch((e) => say('History: ' + e.message));
     // A paused sandbox keeps its shell (frozen with it); one that stops loses it.
     const live = sb.state === 'running';
     const kept = live || sb.state === 'paused';

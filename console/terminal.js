@@ -5,6 +5,7 @@
 import { Terminal } from './xterm.mjs';
 import { FitAddon } from './addon-fit.mjs';
 import { answer } from './api.js';
+import { readEvents } from './sse.js';
 
 function bytesOf(b64) {
   const s = atob(b64);
@@ -53,26 +54,7 @@ export function openTerminal(box, plane) {
           signal: abort.signal,
         });
         if (!r.ok) await answer(r);
-        const reader = r.body.getReader();
-        const text = new TextDecoder();
-        let buf = '';
-        let ev = { id: null, event: 'message', data: '' };
-        for (;;) {
-          const { value, done: end } = await reader.read();
-          if (end) break;
-          buf += text.decode(value, { stream: true });
-          let nl;
-          while ((nl = buf.indexOf('\n')) >= 0) {
-            const line = buf.slice(0, nl).replace(/\r$/, '');
-            buf = buf.slice(nl + 1);
-            if (line === '') {
-              if (ev.data) done = handle(ev) || done;
-              ev = { id: null, event: 'message', data: '' };
-            } else if (line.startsWith('id:')) ev.id = line.slice(3).trim();
-            else if (line.startsWith('event:')) ev.event = line.slice(6).trim();
-            else if (line.startsWith('data:')) ev.data += line.slice(5).trim();
-          }
-        }
+        await readEvents(r, (ev) => (done = handle(ev) || done));
       } catch (e) {
         if (closed) return;
         term.write(`\r\n\x1b[31m[${e.message}: reconnecting]\x1b[0m\r\n`);

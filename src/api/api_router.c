@@ -13,6 +13,7 @@ static const char *const q_none[] = { NULL };
 static const char *const q_wait[] = { "wait", "timeout_s", NULL };
 static const char *const q_page[] = { "limit", "cursor", NULL };
 static const char *const q_sandbox_list[] = { "state", "metadata.", "project", "limit", "cursor", NULL };
+static const char *const q_sandbox_events[] = { "project", "keepalive_s", NULL };
 static const char *const q_file[] = { "path", "user", NULL };
 static const char *const q_file_list[] = { "path", "user", "depth", NULL };
 static const char *const q_file_remove[] = { "path", "user", "recursive", NULL };
@@ -55,6 +56,7 @@ static const struct route {
         { "GET", { "v1", "version" }, route_version, API_AUTH_CONTROL, API_BODY_ANY, PERM_SERVER_READ, "version.get", q_none },
         { "GET", { "v1", "sandboxes" }, route_sandbox_list, API_AUTH_CONTROL, API_BODY_ANY, PERM_SANDBOX_READ, "sandbox.list", q_sandbox_list },
         { "POST", { "v1", "sandboxes" }, route_sandbox_create, API_AUTH_CONTROL, API_BODY_ANY, PERM_SANDBOX_WRITE, "sandbox.create", q_wait },
+        { "GET", { "v1", "sandboxes", "events" }, route_sandbox_events, API_AUTH_CONTROL, API_BODY_ANY, PERM_SANDBOX_READ, "sandbox.events", q_sandbox_events },
         { "GET", { "v1", "sandboxes", "*" }, route_sandbox_get, API_AUTH_CONTROL, API_BODY_ANY, PERM_SANDBOX_READ, "sandbox.get", q_none },
         { "GET", { "v1", "sandboxes", "*", "stats" }, route_sandbox_stats, API_AUTH_CONTROL, API_BODY_ANY, PERM_SANDBOX_READ, "sandbox.stats", q_none },
         { "GET", { "v1", "sandboxes", "*", "network" }, route_sandbox_network_get, API_AUTH_CONTROL, API_BODY_ANY, PERM_SANDBOX_READ, "sandbox.network_get", q_none },

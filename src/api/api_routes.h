@@ -56,6 +56,7 @@ void route_ready(struct api_request *req, struct api_response *resp);
 void route_version(struct api_request *req, struct api_response *resp);
 void route_sandbox_create(struct api_request *req, struct api_response *resp);
 void route_sandbox_list(struct api_request *req, struct api_response *resp);
+void route_sandbox_events(struct api_request *req, struct api_response *resp);
 void route_sandbox_get(struct api_request *req, struct api_response *resp);
 void route_sandbox_stats(struct api_request *req, struct api_response *resp);
 void route_sandbox_action(struct api_request *req, struct api_response *resp);

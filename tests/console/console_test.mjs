@@ -59,7 +59,7 @@ async function newPage(viewport = { width: 1280, height: 800 }) {
 async function signIn(page, key) {
   await page.goto(BASE + '/console');
   await page.getByLabel('API key').fill(key);
-  await page.getByRole('button', { name: 'Sign in' }).click();
+  await page.getByRole('button', { name: 'Sign in', exact: true }).click();
   await page.getByRole('heading', { name: 'Sandboxes' }).waitFor();
 }
 
@@ -90,6 +90,7 @@ async function waitState(page, state) {
 const { context, page } = await newPage();
 let sandbox = null;
 let cookie = null;
+let firstSnapshot = null;
 
 await check('sign in with an API key', async () => {
   await page.goto(BASE + '/console');
@@ -119,6 +120,41 @@ await check('a sandbox created through the API appears without a reload', async 
   assert.equal(navigations, 0, 'the page was reloaded');
   await page.screenshot({ path: join(OUT, 'sandboxes.png') });
 }, { essential: true });
+
+await check('the list shows CPU and memory and filters by state, project and metadata', async () => {
+  const row = page.locator(`tr[data-sandbox="${sandbox}"]`);
+  await row.locator('td.memory').filter({ hasText: /iB \/ \d+ MiB$/ }).waitFor({ timeout: 20000 });
+  await row.locator('td.cpu').filter({ hasText: /^\d+\.\d%$/ }).waitFor({ timeout: 20000 });
+  // the list is live over the event stream, not polled
+  let lists = 0;
+  const count = (r) => { if (/\/v1\/sandboxes(\?|$)/.test(r.url())) lists++; };
+  page.on('request', count);
+  await page.waitForTimeout(2500);
+  page.off('request', count);
+  assert.equal(lists, 0, 'the page polled GET /v1/sandboxes');
+  const rows = () => page.locator('table.sandboxes tbody tr');
+  await page.getByLabel('Metadata').fill('by=nobody');
+  await page.getByRole('button', { name: 'Filter', exact: true }).click();
+  await row.waitFor({ state: 'detached', timeout: 10000 });
+  assert.equal(await rows().count(), 0);
+  await page.getByLabel('Metadata').fill('by=console-test');
+  await page.getByRole('button', { name: 'Filter', exact: true }).click();
+  await row.waitFor({ timeout: 10000 });
+  await page.getByLabel('Project').fill('default');
+  await page.getByLabel('State').selectOption('stopped');
+  await row.waitFor({ state: 'detached', timeout: 10000 });
+  await page.getByLabel('State').selectOption('running');
+  await row.waitFor({ timeout: 10000 });
+  await page.getByLabel('Metadata').fill('by');
+  await page.getByRole('button', { name: 'Filter', exact: true }).click();
+  await page.getByRole('status').filter({ hasText: 'key=value' }).waitFor({ timeout: 10000 });
+  await page.getByLabel('Metadata').fill('');
+  await page.getByLabel('Project').fill('');
+  await page.getByLabel('State').selectOption('');
+  await page.getByRole('button', { name: 'Filter', exact: true }).click();
+  await page.getByRole('status').filter({ hasText: /^$/ }).waitFor({ timeout: 10000 });
+  await page.screenshot({ path: join(OUT, 'sandboxes.png') });
+});
 
 await check('open the sandbox', async () => {
   await page.getByRole('link', { name: sandbox }).click();
@@ -175,25 +211,31 @@ await check('upload a file and download it', async () => {
 });
 
 await check('take a snapshot', async () => {
-  await page.getByRole('button', { name: 'Snapshot' }).click();
+  await page.getByRole('button', { name: 'Snapshot', exact: true }).click();
   await page.getByRole('status').filter({ hasText: 'Snapshot: done' }).waitFor({ timeout: 120000 });
   const r = await api('GET', `/v1/sandboxes/${sandbox}/snapshots`);
   const snap = r.body.snapshots.find((s) => s.label === 'console');
   assert.ok(snap, JSON.stringify(r.body));
-  await page.locator(`li[data-snapshot="${snap.id}"]`).waitFor();
+  firstSnapshot = snap.id;
+  const node = page.locator(`.history-tree g[data-node="${snap.id}"]`);
+  await node.waitFor();
+  assert.match(await node.getAttribute('class'), /\bmanual\b/);
+  assert.match(await node.getAttribute('class'), /\bhead\b/, 'the new snapshot is not ringed as the head');
+  // the sandbox now hangs off it
+  assert.equal(await page.locator(`.history-tree g[data-node="${sandbox}"]`).count(), 1);
 });
 
 await check('pause and resume', async () => {
-  await page.getByRole('button', { name: 'Pause' }).click();
+  await page.getByRole('button', { name: 'Pause', exact: true }).click();
   await waitState(page, 'paused');
   assert.equal((await api('GET', `/v1/sandboxes/${sandbox}`)).body.state, 'paused');
-  await page.getByRole('button', { name: 'Resume' }).click();
+  await page.getByRole('button', { name: 'Resume', exact: true }).click();
   await waitState(page, 'running');
   assert.equal((await api('GET', `/v1/sandboxes/${sandbox}`)).body.state, 'running');
 });
 
 await check('fork', async () => {
-  await page.getByRole('button', { name: 'Fork' }).click();
+  await page.getByRole('button', { name: 'Fork', exact: true }).click();
   const status = page.getByRole('status').filter({ hasText: /^Fork(ed)?: / });
   await status.waitFor({ timeout: 120000 });
   const said = await status.textContent();
@@ -201,6 +243,177 @@ await check('fork', async () => {
   const child = said.match(/sb-[0-9a-f]+/)[0];
   const r = await api('GET', `/v1/sandboxes/${child}`);
   assert.equal(r.body.lineage.parent_sandbox_id, sandbox);
+  // the history shows the fork: the child's box hangs off the snapshot taken for it, dashed
+  const forkSnap = r.body.lineage.parent_snapshot_id;
+  await page.locator(`.history-tree g[data-node="${child}"]`).waitFor();
+  assert.equal(await page.locator(`.history-tree g[data-node="${forkSnap}"]`).count(), 1);
+  assert.ok((await page.locator('.history-tree path.edge.fork').count()) >= 1, 'no fork edge');
+});
+
+// exec as root in the sandbox (the API, not the page)
+async function sh(script) {
+  const r = await api('POST', `/v1/sandboxes/${sandbox}/exec`, { shell: script, user: 'root' });
+  assert.equal(r.status, 200, JSON.stringify(r.body));
+  return r.body.stdout;
+}
+
+await check('restore from a node of the history tree', async () => {
+  await sh('echo before > /console-marker');
+  const taken = await api('POST', `/v1/sandboxes/${sandbox}/snapshots?wait=true`, { label: 'before-restore' });
+  assert.equal(taken.status, 200, JSON.stringify(taken.body));
+  const snap = taken.body.snapshot.id;
+  await sh('echo after > /console-marker');
+  await page.reload(); // the page reads the history when it opens and after its own actions
+  const node = page.locator(`.history-tree g[data-node="${snap}"]`);
+  await node.waitFor({ timeout: 20000 });
+  await node.click();
+  await page.getByRole('button', { name: 'Restore to ' + snap }).click();
+  await page.getByRole('status').filter({ hasText: /^Restore: / }).waitFor({ timeout: 120000 });
+  assert.equal(await page.getByRole('status').textContent(), 'Restore: done');
+  await waitState(page, 'running');
+  assert.equal(await sh('cat /console-marker'), 'before\n');
+  await page.locator(`.history-tree g[data-node="${snap}"].head`).waitFor({ timeout: 20000 });
+  // (the shell the page opens again after a restore is not checked: a command started right
+  // after a restore gets its first output only; docs/console.md, Not yet)
+});
+
+await check('fork from a node of the history tree', async () => {
+  const node = page.locator(`.history-tree g[data-node="${firstSnapshot}"]`);
+  await node.focus();
+  await page.keyboard.press('Enter'); // a node is a button for the keyboard too
+  await page.getByRole('button', { name: 'Fork from ' + firstSnapshot }).click();
+  const status = page.getByRole('status').filter({ hasText: /^Fork(ed)?: / });
+  await status.waitFor({ timeout: 120000 });
+  const said = await status.textContent();
+  assert.match(said, /^Forked: sb-/);
+  const child = said.match(/sb-[0-9a-f]+/)[0];
+  const r = await api('GET', `/v1/sandboxes/${child}`);
+  assert.equal(r.body.lineage.parent_sandbox_id, sandbox);
+  assert.equal(r.body.lineage.parent_snapshot_id, firstSnapshot);
+  await page.locator(`.history-tree g[data-node="${child}"]`).waitFor();
+  await page.locator('.history').screenshot({ path: join(OUT, 'history.png') });
+  // the child's own page shows the same tree, itself marked
+  await page.goto(`${BASE}/console#/sandboxes/${child}`);
+  await page.locator(`.history-tree g[data-node="${child}"].current`).waitFor({ timeout: 20000 });
+  assert.equal(await page.locator(`.history-tree g[data-node="${firstSnapshot}"]`).count(), 1);
+  await page.goto(`${BASE}/console#/sandboxes/${sandbox}`);
+  await page.getByRole('heading', { name: sandbox }).waitFor();
+});
+
+async function go(p, hash, heading) {
+  await p.evaluate((h) => { location.hash = h; }, hash);
+  await p.getByRole('heading', { name: heading, exact: true }).waitFor();
+}
+
+let buildOp = null;
+await check('the templates page, and a build\'s log live while it runs', async () => {
+  const tar = readFileSync(process.env.CONSOLE_BUILD_CONTEXT);
+  const r = await fetch(`${BASE}/v1/templates?name=console-demo:v1`, { method: 'POST', headers: { Authorization: 'Bearer ' + ADMIN, 'Content-Type': 'application/x-tar' }, body: tar });
+  const b = await r.json();
+  assert.equal(r.status, 202, JSON.stringify(b));
+  buildOp = b.operation.id;
+  await page.getByRole('navigation', { name: 'Pages' }).getByRole('link', { name: 'Templates' }).click();
+  await page.getByRole('heading', { name: 'Templates', exact: true }).waitFor();
+  await page.locator('tr[data-template="busybox"]').waitFor();
+  const row = page.locator('tr[data-template="console-demo:v1"]');
+  await row.waitFor({ timeout: 10000 });
+  await row.getByRole('link', { name: 'Build log of console-demo:v1' }).click();
+  await page.getByRole('heading', { name: 'Build ' + buildOp }).waitFor();
+  const log = page.getByLabel('Build log');
+  await log.filter({ hasText: 'build-line-2' }).waitFor({ timeout: 30000 });
+  assert.ok(!(await log.textContent()).includes('BUILD SUCCEEDED'), 'the log was not shown before the build ended');
+  await log.filter({ hasText: 'BUILD SUCCEEDED' }).waitFor({ timeout: 60000 });
+  await page.locator('.build-state').filter({ hasText: 'build succeeded' }).waitFor({ timeout: 10000 });
+  const text = await log.textContent();
+  for (let i = 1; i <= 5; i++) assert.equal(text.split('\n').filter((l) => l === 'build-line-' + i).length, 1, 'line ' + i + ' not exactly once');
+  await page.screenshot({ path: join(OUT, 'build.png') });
+});
+
+await check('the operations page, filtered by target', async () => {
+  await go(page, '#/operations', 'Operations');
+  await page.locator(`tr[data-operation="${buildOp}"]`).waitFor({ timeout: 10000 });
+  await page.getByLabel('Target').fill(sandbox);
+  await page.getByRole('button', { name: 'Filter', exact: true }).click();
+  await page.locator(`tr[data-operation="${buildOp}"]`).waitFor({ state: 'detached', timeout: 10000 });
+  const kinds = await page.$$eval('tr[data-operation] td:nth-child(2)', (tds) => tds.map((t) => t.textContent));
+  for (const k of ['sandbox.create', 'sandbox.snapshot', 'sandbox.pause', 'sandbox.resume', 'sandbox.fork', 'sandbox.restore'])
+    assert.ok(kinds.includes(k), `no ${k} in ${kinds}`);
+  await page.screenshot({ path: join(OUT, 'operations.png') });
+});
+
+await check('the audit page, filtered by action', async () => {
+  await go(page, '#/audit', 'Audit');
+  await page.getByLabel('Action').fill('sandbox.restore');
+  await page.getByRole('button', { name: 'Filter', exact: true }).click();
+  const rows = page.locator('tr[data-audit]');
+  await rows.first().waitFor({ timeout: 10000 });
+  await page.waitForTimeout(300);
+  const actions = await page.$$eval('tr[data-audit] td:nth-child(2)', (tds) => tds.map((t) => t.textContent));
+  assert.ok(actions.length >= 1 && actions.every((a) => a === 'sandbox.restore'), JSON.stringify(actions));
+  assert.equal(await rows.first().locator('td:nth-child(3)').textContent(), sandbox);
+  await page.getByLabel('Since').fill('not a time');
+  await page.getByRole('button', { name: 'Filter', exact: true }).click();
+  await page.getByRole('status').filter({ hasText: /^Audit: / }).waitFor({ timeout: 10000 });
+  await page.getByLabel('Since').fill('');
+  await page.getByRole('button', { name: 'Filter', exact: true }).click();
+  await page.screenshot({ path: join(OUT, 'audit.png') });
+});
+
+await check('the keys page: create a key (its secret shown once) and delete it', async () => {
+  await go(page, '#/keys', 'Keys');
+  await page.getByLabel('Name').fill('made-in-console');
+  await page.getByLabel('Role').selectOption('viewer');
+  await page.getByRole('button', { name: 'Create key', exact: true }).click();
+  const said = await page.locator('.secret').filter({ hasText: 'shown once' }).textContent({ timeout: 10000 });
+  const [, id, secret] = said.match(/^New key (key-\S+): (space_\S+) /);
+  assert.equal((await api('GET', '/v1/sandboxes', undefined, secret)).status, 200, 'the new key does not work');
+  const row = page.locator(`tr[data-key="${id}"]`);
+  await row.waitFor({ timeout: 10000 });
+  assert.equal(await row.locator('td:nth-child(4)').textContent(), 'viewer');
+  await page.screenshot({ path: join(OUT, 'keys.png') });
+  await row.getByRole('button', { name: 'Delete ' + id }).click();
+  await row.waitFor({ state: 'detached', timeout: 10000 });
+  assert.equal((await api('GET', '/v1/sandboxes', undefined, secret)).status, 401, 'the deleted key still works');
+  const seen = await page.evaluate(() => ({ local: localStorage.length, session: sessionStorage.length }));
+  assert.deepEqual(seen, { local: 0, session: 0 });
+});
+
+await check('the projects page: create a project', async () => {
+  await go(page, '#/projects', 'Projects');
+  await page.getByLabel('Id').fill('console-made');
+  await page.getByRole('button', { name: 'Create project', exact: true }).click();
+  await page.locator('tr[data-project="console-made"]').waitFor({ timeout: 10000 });
+  assert.equal((await api('GET', '/v1/projects/console-made')).status, 200);
+  await go(page, `#/sandboxes/${sandbox}`, sandbox);
+});
+
+await check('a viewer sees no keys, audit or projects pages and no build or cancel buttons', async () => {
+  const viewer = await newPage({ width: 390, height: 844 });
+  try {
+    await signIn(viewer.page, VIEWER);
+    const nav = viewer.page.getByRole('navigation', { name: 'Pages' });
+    await nav.getByRole('link', { name: 'Templates' }).waitFor();
+    for (const name of ['Keys', 'Audit', 'Projects'])
+      assert.equal(await nav.getByRole('link', { name, exact: true }).count(), 0, `a viewer sees ${name}`);
+    await go(viewer.page, '#/templates', 'Templates');
+    await viewer.page.locator('tr[data-template="busybox"]').waitFor();
+    assert.equal(await viewer.page.getByRole('button', { name: /^Build / }).count(), 0);
+    await go(viewer.page, '#/builds/' + buildOp, 'Build ' + buildOp);
+    await viewer.page.getByLabel('Build log').filter({ hasText: 'BUILD SUCCEEDED' }).waitFor({ timeout: 20000 });
+    assert.equal(await viewer.page.getByRole('button', { name: 'Cancel the build' }).count(), 0);
+    await go(viewer.page, '#/operations', 'Operations');
+    await viewer.page.locator(`tr[data-operation="${buildOp}"]`).waitFor({ timeout: 10000 });
+    assert.equal(await viewer.page.getByRole('button', { name: /^Cancel / }).count(), 0);
+    await viewer.page.screenshot({ path: join(OUT, 'operations-phone.png'), fullPage: true });
+    // the page would not show them; the server refuses them anyway
+    await go(viewer.page, '#/keys', 'Keys');
+    await viewer.page.getByRole('status').filter({ hasText: /^Keys: / }).waitFor({ timeout: 10000 });
+    assert.equal(await viewer.page.getByRole('button', { name: 'Create key' }).count(), 0);
+    const forced = await viewer.page.evaluate(async () => (await fetch('/v1/audit')).status);
+    assert.equal(forced, 403);
+  } finally {
+    await viewer.context.close();
+  }
 });
 
 await check('a viewer key sees no destroy button and the server refuses it anyway', async () => {
@@ -211,7 +424,12 @@ await check('a viewer key sees no destroy button and the server refuses it anywa
     await viewer.page.getByRole('heading', { name: sandbox }).waitFor();
     await waitState(viewer.page, 'running');
     for (const name of ['Destroy', 'Pause', 'Stop', 'Snapshot', 'Fork'])
-      assert.equal(await viewer.page.getByRole('button', { name }).count(), 0, `a viewer sees ${name}`);
+      assert.equal(await viewer.page.getByRole('button', { name, exact: true }).count(), 0, `a viewer sees ${name}`);
+    // the history is there to look at, without restore or fork
+    await viewer.page.locator(`.history-tree g[data-node="${firstSnapshot}"]`).click();
+    await viewer.page.locator('.history-node dt:text-is("Snapshot")').waitFor();
+    for (const name of ['Restore to ' + firstSnapshot, 'Fork from ' + firstSnapshot])
+      assert.equal(await viewer.page.getByRole('button', { name, exact: true }).count(), 0, `a viewer sees ${name}`);
     await viewer.page.screenshot({ path: join(OUT, 'sandbox-viewer.png') });
     const forced = await viewer.page.evaluate(async (id) => {
       const me = await (await fetch('/v1/console/session')).json();
@@ -228,7 +446,7 @@ await check('a viewer key sees no destroy button and the server refuses it anywa
 await check('signing out invalidates the cookie on the server', async () => {
   const old = `space_console=${cookie.value}`;
   assert.equal((await api('GET', '/v1/sandboxes', undefined, null, { Cookie: old })).status, 200);
-  await page.getByRole('button', { name: 'Sign out' }).click();
+  await page.getByRole('button', { name: 'Sign out', exact: true }).click();
   await page.getByLabel('API key').waitFor();
   assert.equal((await api('GET', '/v1/sandboxes', undefined, null, { Cookie: old })).status, 401, 'the old cookie still works');
   assert.equal((await context.cookies()).find((c) => c.name === 'space_console'), undefined, 'the cookie was not cleared');

@@ -5,9 +5,11 @@ installed with npm ci here at test time) against a real spaced serving /console.
 Screenshots go to CONSOLE_ARTIFACTS (meson: <build>/console-artifacts). Exits 77 (meson:
 skipped) only when not root or when the npm registry cannot be reached."""
 
+import io
 import os
 import subprocess
 import sys
+import tarfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(os.path.dirname(HERE), "integration"))
@@ -16,6 +18,16 @@ import spaced_harness as h  # noqa: E402
 from npm_packages import npm_install  # noqa: E402
 
 CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
+
+# A build whose log the templates page shows while it runs: five lines a second apart.
+SPACEFILE = b"FROM busybox\nRUN for i in 1 2 3 4 5; do echo build-line-$i; sleep 1; done\n"
+
+
+def build_context(path):
+    with tarfile.open(path, "w") as tar:
+        info = tarfile.TarInfo("Spacefile")
+        info.size = len(SPACEFILE)
+        tar.addfile(info, io.BytesIO(SPACEFILE))
 
 
 def main():
@@ -36,8 +48,10 @@ def main():
         status, viewer = d.request("POST", "/v1/keys", {"name": "console-viewer", "role": "viewer"})
         if status != 201:
             sys.exit("FAIL: viewer key: %s %r" % (status, viewer))
+        context = os.path.join(d.tmp, "console-build.tar")
+        build_context(context)
         env = dict(os.environ, SPACE_URL=d.url, SPACE_ADMIN_KEY=d.key, SPACE_VIEWER_KEY=viewer["secret"],
-                   CONSOLE_ARTIFACTS=artifacts, CHROMIUM=CHROMIUM)
+                   CONSOLE_ARTIFACTS=artifacts, CHROMIUM=CHROMIUM, CONSOLE_BUILD_CONTEXT=context)
         r = subprocess.run(["node", os.path.join(HERE, "console_test.mjs")], cwd=HERE, env=env, timeout=900)
         ok = r.returncode == 0
     finally:
