@@ -45,18 +45,21 @@ static int runsc_verb(const struct gv_driver *gv, const struct sandbox *sb, cons
         return r != 0 ? space_error_set(err, SPACE_E_INTERNAL, "runsc %s of %s failed (%d)", verb, sb->id, r) : 0;
 }
 
-/* After a checkpoint that left it running, or one that failed: the sandbox as it was. */
+/* After a checkpoint that left it running, or one that failed: the sandbox as it was (a
+ * paused one stays paused, its agent parked). */
 static int carry_on(const struct runtime_driver *d, const struct sandbox *sb, bool was_running, struct space_error *err)
 {
         const struct gv_driver *gv = gv_driver_of(d);
         struct init_handle h;
-        if (was_running && runsc_verb(gv, sb, "resume", err) < 0)
+        if (!was_running)
+                return 0;
+        char status[32] = "";
+        /* After a failed pause it may not be paused: running is what is asked. */
+        if (runsc_verb(gv, sb, "resume", err) < 0 &&
+            (gv_runsc_state(gv, sb->id, NULL, status, sizeof(status)) < 0 || strcmp(status, "running") != 0))
                 return -1;
         if (gv_agent_unpark(gv, sb, err) < 0)
                 return -1;
-        /* A paused sandbox's agent answers once resumed; a running one's now. */
-        if (!was_running)
-                return 0;
         init_handle_read(sb->runtime_state, &h);
         return gv_agent_wait(gv, sb, &h, err);
 }
@@ -65,9 +68,10 @@ int gv_checkpoint(const struct runtime_driver *d, const struct sandbox *sb, cons
                   bool leave_running, int64_t *ret_pause_us, struct space_error *err)
 {
         const struct gv_driver *gv = gv_driver_of(d);
-        char status[32], log[PATH_MAX];
+        char status[32], log[PATH_MAX], sock[PATH_MAX];
         struct space_error ignored;
         sandbox_host_run_path(&gv->host, sb->id, "runsc.log", log, sizeof(log));
+        sandbox_host_socket_path(&gv->host, sb->id, sock, sizeof(sock));
         int r = gv_runsc_state(gv, sb->id, NULL, status, sizeof(status));
         if (r < 0)
                 return space_error_errno(err, -r, "runsc state of %s", sb->id);
@@ -76,10 +80,14 @@ int gv_checkpoint(const struct runtime_driver *d, const struct sandbox *sb, cons
         bool was_running = sb->state == SANDBOX_RUNNING;
         if (strcmp(status, "running") != 0 && strcmp(status, "paused") != 0)
                 return space_error_set(err, SPACE_E_INVALID_STATE, "the gvisor sandbox %s is %s", sb->id, status);
+        if (strcmp(status, "paused") == 0 && access(sock, F_OK) == 0)
+                return space_error_set(err, SPACE_E_INVALID_STATE,
+                                       "sandbox %s was paused with its agent listening (by an older spaced): resume it "
+                                       "and pause it again",
+                                       sb->id);
         int64_t t0 = monotonic_now_us();
-        if (gv_agent_park(gv, sb, err) < 0)
-                goto fail;
-        if (strcmp(status, "running") == 0 && runsc_verb(gv, sb, "pause", err) < 0)
+        /* A paused sandbox's agent is parked already (gv_pause). */
+        if (strcmp(status, "running") == 0 && (gv_agent_park(gv, sb, err) < 0 || runsc_verb(gv, sb, "pause", err) < 0))
                 goto fail;
         /* Paused: no task runs and every write has reached the subvolume (no overlay, no
          * caching in gVisor), so the snapshot and the image are of one moment. */

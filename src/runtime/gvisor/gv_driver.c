@@ -237,18 +237,33 @@ static int gv_start_from_image(const struct runtime_driver *d, struct sandbox *s
         return gv_launch(d, sb, image_dir, err);
 }
 
+/* A paused sandbox's agent is parked (it holds no host socket): pause is when a sandbox's
+ * memory can be saved (gv_checkpoint.c), and runsc cannot signal a paused sandbox. */
 static int gv_pause(const struct runtime_driver *d, const struct sandbox *sb, struct space_error *err)
 {
+        const struct gv_driver *gv = gv_driver_of(d);
+        struct space_error ignored;
         const char *args[] = { "pause", sb->id, NULL };
-        int r = gv_runsc(gv_driver_of(d), NULL, args);
-        return r != 0 ? space_error_set(err, SPACE_E_INTERNAL, "runsc pause of %s failed (%d)", sb->id, r) : 0;
+        if (gv_agent_park(gv, sb, err) < 0)
+                return -1;
+        int r = gv_runsc(gv, NULL, args);
+        if (r != 0) {
+                gv_agent_unpark(gv, sb, &ignored);
+                return space_error_set(err, SPACE_E_INTERNAL, "runsc pause of %s failed (%d)", sb->id, r);
+        }
+        return 0;
 }
 
 static int gv_resume(const struct runtime_driver *d, const struct sandbox *sb, struct space_error *err)
 {
+        const struct gv_driver *gv = gv_driver_of(d);
         const char *args[] = { "resume", sb->id, NULL };
-        int r = gv_runsc(gv_driver_of(d), NULL, args);
-        return r != 0 ? space_error_set(err, SPACE_E_INTERNAL, "runsc resume of %s failed (%d)", sb->id, r) : 0;
+        struct init_handle h;
+        int r = gv_runsc(gv, NULL, args);
+        if (r != 0)
+                return space_error_set(err, SPACE_E_INTERNAL, "runsc resume of %s failed (%d)", sb->id, r);
+        init_handle_read(sb->runtime_state, &h);
+        return gv_agent_unpark(gv, sb, err) < 0 || gv_agent_wait(gv, sb, &h, err) < 0 ? -1 : 0;
 }
 
 const struct runtime_driver_ops runtime_driver_gvisor = {
