@@ -143,22 +143,28 @@ fail:
 
 void route_sandbox_fork(struct api_request *req, struct api_response *resp)
 {
-        static const char *const fields[] = { "snapshot_id", "count", "metadata", NULL };
+        static const char *const fields[] = { "snapshot_id", "count", "metadata", "memory", NULL };
         struct space_error err = { 0 };
         struct api_wait w;
         json_t *body = NULL, *metadata = NULL;
         const char *snapshot_id = NULL;
         long long count = 1;
+        bool memory = false;
         char(*ids)[32] = NULL;
         struct operation op;
         if (!id_ok(req, 2, "sandbox", resp))
                 return;
         if (api_wait_parse(req, &w, &err) < 0 || api_request_json(req, &body, &err) < 0 ||
             api_json_only(body, fields, "", &err) < 0 || api_json_string(body, "snapshot_id", 31, &snapshot_id, &err) < 0 ||
-            api_json_int(body, "count", 1, 16, &count, &err) < 0 ||
+            api_json_int(body, "count", 1, 16, &count, &err) < 0 || api_json_bool(body, "memory", &memory, &err) < 0 ||
             api_json_string_map(body, "metadata", api_json_metadata_key_ok, 64, 256, &metadata, &err) < 0)
                 goto fail;
         struct snapshot seen;
+        if (memory && snapshot_id) {
+                space_error_set(&err, SPACE_E_INVALID_REQUEST,
+                                "memory applies to a fork of the running sandbox; a fork from a memory snapshot has its memory");
+                goto fail;
+        }
         if (snapshot_id && snapshot_access_load(req->ctx, &req->principal, snapshot_id, &seen, &err) < 0)
                 goto fail;
         struct sandbox source = { 0 };
@@ -168,7 +174,7 @@ void route_sandbox_fork(struct api_request *req, struct api_response *resp)
         sandbox_release(&source);
         if (gated < 0)
                 goto fail;
-        if (sandbox_history_fork(req->ctx, req->segments[2], snapshot_id, (int)count, metadata, &ids, &op, &err) < 0)
+        if (sandbox_history_fork(req->ctx, req->segments[2], snapshot_id, (int)count, memory, metadata, &ids, &op, &err) < 0)
                 goto fail;
         free(ids);
         api_respond_operation(req, resp, &op, &w, "sandboxes");

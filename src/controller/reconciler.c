@@ -17,6 +17,7 @@
 #include "controller/rolling_snapshots.h"
 #include "operations/operation_queue.h"
 #include "operations/sandbox_lifecycle.h"
+#include "operations/sandbox_memory.h"
 #include "runtime/runtime_registry.h"
 #include "spaced/log.h"
 #include "spaced/spaced_context.h"
@@ -264,6 +265,7 @@ int reconciler_startup(struct spaced_context *ctx)
         remove_orphans(ctx);
         command_channels_remove_orphan_logs(ctx);
         reconcile_snapshots(ctx);
+        sandbox_memory_reconcile(ctx);
 
         /* Every handler is idempotent: run what was in flight again, oldest first. */
         for (size_t i = 0; i < nops; i++) {

@@ -13,6 +13,7 @@
 #include "spaced/host_command.h"
 #include "spaced/log.h"
 #include "spaced/spaced_context.h"
+#include "storage/memory_image.h"
 
 struct snapshot_sizer {
         struct spaced_context *ctx;
@@ -89,7 +90,10 @@ static int64_t measure(struct spaced_context *ctx, const struct snapshot *snap)
                 access(parent_path, F_OK) == 0;
         char *full[] = { "btrfs", "send", "-q", path, NULL };
         char *incr[] = { "btrfs", "send", "-q", "-p", parent_path, path, NULL };
-        return stream_size(incremental ? incr : full, snap->id, incremental ? parent.id : NULL);
+        int64_t bytes = stream_size(incremental ? incr : full, snap->id, incremental ? parent.id : NULL);
+        /* A memory snapshot's checkpoint image is its own, beside the subvolume. */
+        int64_t image = strcmp(snap->kind, "memory") == 0 ? memory_image_bytes(&ctx->pool, snap->id) : 0;
+        return bytes < 0 || image < 0 ? -1 : bytes + image;
 }
 
 int snapshot_sizer_pass(struct spaced_context *ctx, int max)

@@ -155,7 +155,7 @@ void e2b_sandbox_fork(struct e2b_call *call, struct api_response *resp)
         sandbox_release(&parent);
         if (gated < 0)
                 return e2b_reply_space_error(resp, &err);
-        if (sandbox_history_fork(ctx, call->sandbox_id, NULL, (int)count, NULL, &ids, &op, &err) < 0)
+        if (sandbox_history_fork(ctx, call->sandbox_id, NULL, (int)count, false, NULL, &ids, &op, &err) < 0)
                 return e2b_reply_space_error(resp, &err);
         /* A fork where some children failed is failed as a whole; each answers for itself. */
         struct space_error wait_err = { 0 }, del_err = { 0 };

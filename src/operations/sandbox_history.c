@@ -9,6 +9,7 @@
 #include "controller/snapshot_sizer.h"
 #include "operations/operation_queue.h"
 #include "operations/sandbox_lifecycle.h"
+#include "operations/sandbox_memory.h"
 #include "operations/storage_gate.h"
 #include "runtime/runtime_registry.h"
 #include "spaced/log.h"
@@ -73,28 +74,23 @@ static int queue(struct spaced_context *ctx, const struct operation *op, struct 
 int sandbox_history_snapshot(struct spaced_context *ctx, const char *sandbox_id, const char *label, bool memory, bool rolling,
                              struct snapshot *ret_snap, struct operation *ret_op, struct space_error *err)
 {
-        /* Asked of the default driver before the sandbox is looked up, then of its own. */
-        const struct runtime_driver *d = runtime_registry_default(&ctx->runtimes);
-        if (memory && !d->caps.memory_snapshot)
-                return space_error_set(err, SPACE_E_UNSUPPORTED,
-                                       "memory snapshots are not available with the %s runtime on this host: %s", d->ops->name,
-                                       d->caps.memory_snapshot_detail);
         struct sandbox sb;
         if (storage_gate_check(ctx, STORAGE_WRITES, err) < 0 || load_sandbox(ctx, sandbox_id, &sb, err) < 0)
                 return -1;
         enum sandbox_state state = sb.state;
-        d = runtime_registry_for(&ctx->runtimes, &sb, err);
+        const struct runtime_driver *d = runtime_registry_for(&ctx->runtimes, &sb, err);
         sandbox_release(&sb);
         if (!d)
                 return -1;
-        if (memory && !d->caps.memory_snapshot)
-                return space_error_set(err, SPACE_E_UNSUPPORTED,
-                                       "memory snapshots are not available with the %s runtime on this host: %s", d->ops->name,
-                                       d->caps.memory_snapshot_detail);
+        /* Its own driver decides (a namespace sandbox's is a 422 unsupported). */
+        if (memory && sandbox_memory_check(d, sandbox_id, state, err) < 0)
+                return -1;
         if (!(SNAPSHOTTABLE & M(state)))
                 return space_error_set(err, SPACE_E_INVALID_STATE, "cannot snapshot sandbox %s while it is %s", sandbox_id,
                                        sandbox_state_name(state));
         snapshot_init(ret_snap, sandbox_id, label);
+        if (memory)
+                snprintf(ret_snap->kind, sizeof(ret_snap->kind), "memory");
         ret_snap->rolling = rolling;
         operation_init(ret_op, "sandbox.snapshot", sandbox_id);
         if (operation_set_params(ret_op, json_pack("{s:s}", "snapshot_id", ret_snap->id), err) < 0)
@@ -114,7 +110,8 @@ static int take_snapshot(struct spaced_context *ctx, struct sandbox *sb, struct 
                 return space_error_set(err, SPACE_E_INVALID_STATE, "sandbox %s became %s", sb->id, sandbox_state_name(sb->state));
         const struct runtime_driver *d = runtime_registry_for(&ctx->runtimes, sb, err);
         if (!d || snapshot_dir(ctx, snap->id, dst, sizeof(dst), err) < 0 ||
-            d->ops->snapshot_rootfs(d, sb, dst, &snap->pause_us, err) < 0)
+            (sandbox_memory_of(snap) ? sandbox_memory_take(ctx, d, sb, snap, dst, &snap->pause_us, err)
+                                     : d->ops->snapshot_rootfs(d, sb, dst, &snap->pause_us, err)) < 0)
                 return -1;
         snprintf(snap->parent_snapshot_id, sizeof(snap->parent_snapshot_id), "%s", sb->head_snapshot_id);
         snprintf(snap->state, sizeof(snap->state), "ready");
@@ -123,7 +120,8 @@ static int take_snapshot(struct spaced_context *ctx, struct sandbox *sb, struct 
                 r = STORE(ctx, sandbox_set_head, sb->id, snap->id);
         if (r < 0)
                 return space_error_errno(err, r, "store snapshot %s", snap->id);
-        log_info("snapshot.taken", "sandbox=%s snapshot=%s pause_us=%lld", sb->id, snap->id, (long long)snap->pause_us);
+        log_info("snapshot.taken", "sandbox=%s snapshot=%s kind=%s pause_us=%lld", sb->id, snap->id, snap->kind,
+                 (long long)snap->pause_us);
         return 0;
 }
 
@@ -133,6 +131,7 @@ static void drop_snapshot(struct spaced_context *ctx, const char *id)
         struct space_error ignored;
         if (snapshot_dir(ctx, id, dir, sizeof(dir), &ignored) == 0)
                 btrfs_pool_subvolume_delete(dir);
+        sandbox_memory_drop(ctx, id);
         /* Left behind, the row is dropped by the reconciler (not ready, no operation). */
         int r = STORE(ctx, snapshot_delete, id, false, NULL);
         if (r < 0)
@@ -213,6 +212,7 @@ int sandbox_history_delete_snapshot(struct spaced_context *ctx, const char *snap
         if (r < 0)
                 log_warn("snapshot.delete_deferred", "snapshot=%s path=%s error=\"%s\" note=\"removed at the next start\"",
                          snapshot_id, dir, strerror(-r));
+        sandbox_memory_drop(ctx, snapshot_id);
         return 0;
 }
 
@@ -238,8 +238,12 @@ int sandbox_history_restore(struct spaced_context *ctx, const char *sandbox_id, 
                 return space_error_set(err, SPACE_E_INVALID_STATE, "cannot restore sandbox %s while it is %s", sandbox_id,
                                        sandbox_state_name(state));
         operation_init(ret_op, "sandbox.restore", sandbox_id);
-        /* A sandbox that was running (or paused) runs again on the restored filesystem. */
-        if (operation_set_params(ret_op, json_pack("{s:s, s:b}", "snapshot_id", snapshot_id, "restart", state != SANDBOX_STOPPED),
+        /* A sandbox that was running (or paused) runs again on the restored filesystem; a
+         * memory snapshot's processes always run again, where they were. */
+        bool memory = sandbox_memory_of(&snap);
+        if (operation_set_params(ret_op,
+                                 json_pack("{s:s, s:b, s:b}", "snapshot_id", snapshot_id, "restart",
+                                           memory || state != SANDBOX_STOPPED, "memory", memory),
                                  err) < 0)
                 return -1;
         snprintf(ret_op->snapshot_id, sizeof(ret_op->snapshot_id), "%s", snapshot_id);
@@ -260,6 +264,7 @@ int sandbox_op_restore(struct spaced_context *ctx, struct operation *op, struct 
         json_t *params = params_of(op);
         const char *snap_id = json_string_value(json_object_get(params, "snapshot_id"));
         bool restart = json_is_true(json_object_get(params, "restart"));
+        bool memory = json_is_true(json_object_get(params, "memory"));
         char src[PATH_MAX], reason[300];
         struct sandbox sb;
         struct space_error ignored;
@@ -290,7 +295,7 @@ int sandbox_op_restore(struct spaced_context *ctx, struct operation *op, struct 
                                            .head_snapshot_id = snap_id,
                                            .set_runtime = true,
                                            .runtime_state = "" };
-        if (restart && sandbox_step_launch(ctx, &sb, err) < 0) {
+        if (restart && (memory ? sandbox_memory_launch(ctx, &sb, snap_id, err) : sandbox_step_launch(ctx, &sb, err)) < 0) {
                 snprintf(reason, sizeof(reason), "restored, but start failed: %s", err->message);
                 done.reason = reason;
                 enum sandbox_state current;
@@ -341,8 +346,8 @@ static void child_from_parent(struct sandbox *child, const struct sandbox *paren
         snprintf(child->head_snapshot_id, sizeof(child->head_snapshot_id), "%s", snapshot_id);
 }
 
-int sandbox_history_fork(struct spaced_context *ctx, const char *sandbox_id, const char *snapshot_id, int count, json_t *metadata,
-                         char (**ret_ids)[32], struct operation *ret_op, struct space_error *err)
+int sandbox_history_fork(struct spaced_context *ctx, const char *sandbox_id, const char *snapshot_id, int count, bool memory,
+                         json_t *metadata, char (**ret_ids)[32], struct operation *ret_op, struct space_error *err)
 {
         struct sandbox parent;
         struct snapshot snap;
@@ -365,7 +370,14 @@ int sandbox_history_fork(struct spaced_context *ctx, const char *sandbox_id, con
                                         sandbox_state_name(parent.state));
                         goto out;
                 }
+                if (memory) {
+                        const struct runtime_driver *d = runtime_registry_for(&ctx->runtimes, &parent, err);
+                        if (!d || sandbox_memory_check(d, sandbox_id, parent.state, err) < 0)
+                                goto out;
+                }
                 snapshot_init(&snap, sandbox_id, "fork");
+                if (memory)
+                        snprintf(snap.kind, sizeof(snap.kind), "memory");
         } else {
                 if (load_snapshot(ctx, snapshot_id, &snap, err) < 0)
                         goto out;
@@ -431,8 +443,10 @@ static int settle_child_running(struct spaced_context *ctx, const struct sandbox
         return r;
 }
 
-/* Brings one fork child from creating to running on a copy of the snapshot. */
-static int start_child(struct spaced_context *ctx, const char *id, const char *src, struct space_error *err)
+/* Brings one fork child from creating to running on a copy of the snapshot (its processes
+ * from the snapshot's image when it is a memory snapshot). */
+static int start_child(struct spaced_context *ctx, const char *id, const char *src, const struct snapshot *snap,
+                       struct space_error *err)
 {
         struct sandbox child;
         struct space_error ignored;
@@ -445,7 +459,8 @@ static int start_child(struct spaced_context *ctx, const char *id, const char *s
                 r = -1;
         } else if (child.state == SANDBOX_CREATING) {
                 if (d->ops->stop(d, &child, err) < 0 || d->ops->create_rootfs(d, &child, src, err) < 0 ||
-                    sandbox_step_launch(ctx, &child, err) < 0) {
+                    (sandbox_memory_of(snap) ? sandbox_memory_launch(ctx, &child, snap->id, err)
+                                             : sandbox_step_launch(ctx, &child, err)) < 0) {
                         d->ops->stop(d, &child, &ignored);
                         d->ops->destroy_rootfs(d, &child, &ignored);
                         /* A child no longer creating was destroyed meanwhile: its destroy
@@ -524,7 +539,7 @@ int sandbox_op_fork(struct spaced_context *ctx, struct operation *op, struct spa
         json_array_foreach(children, i, v)
         {
                 struct space_error e = { 0 };
-                if (start_child(ctx, json_string_value(v), src, &e) < 0 && failed++ == 0)
+                if (start_child(ctx, json_string_value(v), src, &snap, &e) < 0 && failed++ == 0)
                         first = e;
         }
         if (failed) {

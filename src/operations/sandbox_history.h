@@ -16,10 +16,11 @@ int sandbox_history_snapshot(struct spaced_context *ctx, const char *sandbox_id,
                              struct snapshot *ret_snap, struct operation *ret_op, struct space_error *err);
 int sandbox_history_restore(struct spaced_context *ctx, const char *sandbox_id, const char *snapshot_id, struct operation *ret_op,
                             struct space_error *err);
-/* Makes count new sandboxes (ids in ret_ids, caller frees) from the sandbox's current state,
- * or from snapshot_id when given. metadata NULL: the parent's. */
-int sandbox_history_fork(struct spaced_context *ctx, const char *sandbox_id, const char *snapshot_id, int count, json_t *metadata,
-                         char (**ret_ids)[32], struct operation *ret_op, struct space_error *err);
+/* Makes count new sandboxes (ids in ret_ids, caller frees) from the sandbox's current state
+ * (memory: its processes too, through a memory snapshot taken for it), or from snapshot_id
+ * when given (its processes too when that is a memory snapshot). metadata NULL: the parent's. */
+int sandbox_history_fork(struct spaced_context *ctx, const char *sandbox_id, const char *snapshot_id, int count, bool memory,
+                         json_t *metadata, char (**ret_ids)[32], struct operation *ret_op, struct space_error *err);
 int sandbox_history_delete_snapshot(struct spaced_context *ctx, const char *snapshot_id, struct space_error *err);
 
 int sandbox_op_snapshot(struct spaced_context *ctx, struct operation *op, struct space_error *err);

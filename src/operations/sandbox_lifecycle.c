@@ -286,7 +286,19 @@ int sandbox_step_launch(struct spaced_context *ctx, struct sandbox *sb, struct s
         return sandbox_step_launch_as(ctx, sb, true, err);
 }
 
+static int launch(struct spaced_context *ctx, struct sandbox *sb, bool record, const char *image_dir, struct space_error *err);
+
 int sandbox_step_launch_as(struct spaced_context *ctx, struct sandbox *sb, bool record, struct space_error *err)
+{
+        return launch(ctx, sb, record, NULL, err);
+}
+
+int sandbox_step_launch_image(struct spaced_context *ctx, struct sandbox *sb, const char *image_dir, struct space_error *err)
+{
+        return launch(ctx, sb, true, image_dir, err);
+}
+
+static int launch(struct spaced_context *ctx, struct sandbox *sb, bool record, const char *image_dir, struct space_error *err)
 {
         /* Every way a sandbox comes to run (create, start, restore, fork, the reconciler)
          * passes here: its current rootfs gets its disk limit before anything runs in it,
@@ -295,7 +307,9 @@ int sandbox_step_launch_as(struct spaced_context *ctx, struct sandbox *sb, bool 
         if (sandbox_disk_limit(ctx, sb, err) < 0)
                 return -1;
         const struct runtime_driver *d = runtime_registry_for(&ctx->runtimes, sb, err);
-        if (!d || d->ops->start(d, sb, err) < 0)
+        if (d && image_dir && !d->ops->start_from_image)
+                return space_error_set(err, SPACE_E_UNSUPPORTED, "the %s runtime cannot start from a memory image", d->ops->name);
+        if (!d || (image_dir ? d->ops->start_from_image(d, sb, image_dir, err) : d->ops->start(d, sb, err)) < 0)
                 return -1;
         int r = record ? STORE(ctx, sandbox_set_runtime, sb->id, sb->runtime_state) : 0;
         if (r < 0) {

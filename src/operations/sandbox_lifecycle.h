@@ -65,3 +65,6 @@ int sandbox_step_launch(struct spaced_context *ctx, struct sandbox *sb, struct s
 /* Launches processes (disk limit, start, egress); record: stores the runtime handle too
  * (false for a sandbox that has no row yet). On failure leaves nothing running. */
 int sandbox_step_launch_as(struct spaced_context *ctx, struct sandbox *sb, bool record, struct space_error *err);
+/* Like sandbox_step_launch, the processes coming back from a checkpoint image in image_dir
+ * (runtime_driver_ops.start_from_image) on the rootfs in place. */
+int sandbox_step_launch_image(struct spaced_context *ctx, struct sandbox *sb, const char *image_dir, struct space_error *err);

@@ -147,6 +147,18 @@ struct runtime_driver_ops {
          * has no network for sandboxes. */
         int (*network_attach)(const struct runtime_driver *d, const struct sandbox *sb, char *ret_addr, size_t size,
                               struct space_error *err);
+        /* Memory state; NULL for a driver without it (caps.memory_snapshot false). Writes the
+         * sandbox's processes, kernel state included, to image_dir (an empty directory) and,
+         * when rootfs_dst is given, a read-only snapshot of its rootfs there taken at the same
+         * frozen moment (the time frozen goes to *ret_pause_us). leave_running: the sandbox goes
+         * on as it was (running or paused); else its processes end (its RAM is released) and
+         * its run state goes, as after stop. On failure it goes on as it was. */
+        int (*checkpoint)(const struct runtime_driver *d, const struct sandbox *sb, const char *rootfs_dst, const char *image_dir,
+                          bool leave_running, int64_t *ret_pause_us, struct space_error *err);
+        /* Like start, but the processes come back from what checkpoint wrote to image_dir, on
+         * the rootfs in place (restored from the snapshot taken with it, or a copy of it). */
+        int (*start_from_image)(const struct runtime_driver *d, struct sandbox *sb, const char *image_dir,
+                                struct space_error *err);
         /* Ids that have host resources (rootfs, cgroup or run dir), for the orphan sweep. */
         int (*list_resources)(const struct runtime_driver *d, char ***ret_ids, size_t *ret_n);
 };

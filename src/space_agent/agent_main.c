@@ -15,6 +15,7 @@
 
 #include "space_agent/agent_cleanup.h"
 #include "space_agent/agent_file_path.h"
+#include "space_agent/agent_listener.h"
 #include "space_agent/agent_proc_view.h"
 #include "space_agent/agent_server.h"
 
@@ -80,28 +81,6 @@ static int listen_fd_check(int fd)
         if (getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &accepting, &len) < 0)
                 return -errno;
         return accepting ? 0 : -EINVAL;
-}
-
-static int listen_path_open(const char *path)
-{
-        struct sockaddr_un addr = { .sun_family = AF_UNIX };
-        struct stat st;
-
-        if (strlen(path) >= sizeof addr.sun_path)
-                return -ENAMETOOLONG;
-        strcpy(addr.sun_path, path);
-
-        _cleanup_close_ int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-        if (fd < 0)
-                return -errno;
-        /* A stale socket from an earlier run is replaced; anything else is left alone. */
-        if (lstat(path, &st) == 0 && S_ISSOCK(st.st_mode))
-                (void)unlink(path);
-        if (bind(fd, (struct sockaddr *)&addr, sizeof addr) < 0)
-                return -errno;
-        if (listen(fd, 128) < 0)
-                return -errno;
-        return TAKE_FD(fd);
 }
 
 static int parse_fd(const char *s)
@@ -199,7 +178,7 @@ int main(int argc, char **argv)
                 (void)prctl(PR_SET_CHILD_SUBREAPER, 1);
 
         if (listen_path) {
-                listen_fd = listen_path_open(listen_path);
+                listen_fd = agent_listener_open(listen_path);
                 if (listen_fd < 0) {
                         log_error("cannot listen", -listen_fd);
                         return 1;
@@ -213,7 +192,7 @@ int main(int argc, char **argv)
         }
 
         struct agent_server server;
-        r = agent_server_init(&server, listen_fd);
+        r = agent_server_init(&server, listen_fd, listen_path);
         if (r < 0) {
                 log_error("cannot start the server", -r);
                 return 1;

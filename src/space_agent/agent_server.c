@@ -18,6 +18,7 @@
 #include "space_agent/agent_command.h"
 #include "space_agent/agent_conn.h"
 #include "space_agent/agent_job.h"
+#include "space_agent/agent_listener.h"
 
 #define MAX_EVENTS 64
 #define ACCEPT_RETRY_US 100000u
@@ -161,9 +162,15 @@ static void server_on_signal(struct agent_watch *w, uint32_t events)
 {
         struct agent_server *s = agent_container_of(w, struct agent_server, signal_watch);
         struct signalfd_siginfo info[8];
+        ssize_t n;
 
-        while (read(w->fd, info, sizeof info) > 0)
-                ;
+        while ((n = read(w->fd, info, sizeof info)) > 0)
+                for (size_t i = 0; i < (size_t)n / sizeof info[0]; i++) {
+                        if (info[i].ssi_signo == SIGUSR1)
+                                agent_listener_park(s);
+                        else if (info[i].ssi_signo == SIGUSR2)
+                                (void)agent_listener_unpark(s);
+                }
         server_reap(s);
 }
 
@@ -246,13 +253,18 @@ static void server_boot_id_make(struct agent_server *s)
                 snprintf(s->boot_id + 2 * i, 3, "%02x", raw[i]);
 }
 
-int agent_server_init(struct agent_server *s, int listen_fd)
+int agent_server_listen(struct agent_server *s, int fd)
+{
+        return agent_server_watch_add(s, &s->listen_watch, fd, EPOLLIN, server_on_listen);
+}
+
+int agent_server_init(struct agent_server *s, int listen_fd, const char *listen_path)
 {
         _cleanup_close_ int lfd = listen_fd;
         sigset_t mask;
         int r;
 
-        *s = (struct agent_server){ .epoll_fd = -1 };
+        *s = (struct agent_server){ .epoll_fd = -1, .listen_path = listen_path };
         agent_watch_init(&s->listen_watch);
         agent_watch_init(&s->signal_watch);
         server_boot_id_make(s);
@@ -267,6 +279,10 @@ int agent_server_init(struct agent_server *s, int listen_fd)
 
         sigemptyset(&mask);
         sigaddset(&mask, SIGCHLD);
+        if (listen_path) {
+                sigaddset(&mask, SIGUSR1);
+                sigaddset(&mask, SIGUSR2);
+        }
         if (sigprocmask(SIG_BLOCK, &mask, NULL) < 0)
                 return -errno;
         int sfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
@@ -276,7 +292,7 @@ int agent_server_init(struct agent_server *s, int listen_fd)
         r = agent_server_watch_add(s, &s->signal_watch, sfd, EPOLLIN, server_on_signal);
         if (r < 0)
                 return r;
-        r = agent_server_watch_add(s, &s->listen_watch, TAKE_FD(lfd), EPOLLIN, server_on_listen);
+        r = agent_server_listen(s, TAKE_FD(lfd));
         if (r < 0)
                 return r;
 

@@ -45,10 +45,15 @@ struct agent_server {
         struct agent_job_event *sub_event;
         size_t sub_off;
         char boot_id[33];
+        const char *listen_path; /* the socket it bound (--listen), NULL for --listen-fd */
+        bool parked;             /* listener and connections closed for a checkpoint (agent_listener.h) */
 };
 
-/* Takes listen_fd (a listening unix stream socket) in every case. */
-int agent_server_init(struct agent_server *s, int listen_fd);
+/* Takes listen_fd (a listening unix stream socket) in every case. listen_path: where it
+ * is bound when the agent bound it (then SIGUSR1/SIGUSR2 park and unpark it), or NULL. */
+int agent_server_init(struct agent_server *s, int listen_fd, const char *listen_path);
+/* Accepts connections on fd (taking it). */
+int agent_server_listen(struct agent_server *s, int fd);
 /* Serves until a fatal error; returns -errno. */
 int agent_server_run(struct agent_server *s);
 

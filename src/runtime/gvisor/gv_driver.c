@@ -69,8 +69,9 @@ static int gv_init(struct runtime_driver *d, const struct runtime_config *cfg, s
                                 d->caps.version);
                 goto fail;
         }
+        d->caps.memory_snapshot = true;
         snprintf(d->caps.memory_snapshot_detail, sizeof(d->caps.memory_snapshot_detail),
-                 "runsc %s can checkpoint, but memory snapshots of gvisor sandboxes are not implemented yet", d->caps.version);
+                 "runsc %s checkpoint and restore (docs/memory-state.md)", d->caps.version);
         if ((r = cgroup_manager_detect(cfg->instance, &gv->host.cgroups, reason, sizeof(reason))) < 0) {
                 space_error_set(err, SPACE_E_INTERNAL, "%s", reason);
                 goto fail;
@@ -139,7 +140,7 @@ static void log_tail(const char *log_path, char *buf, size_t size)
                 memmove(buf, nl + 1, strlen(nl + 1) + 1);
 }
 
-static int runsc_failed(const char *what, int r, const char *log_path, const char *id, struct space_error *err)
+int gv_runsc_failed(const char *what, int r, const char *log_path, const char *id, struct space_error *err)
 {
         char tail[200];
         log_tail(log_path, tail, sizeof(tail));
@@ -147,10 +148,28 @@ static int runsc_failed(const char *what, int r, const char *log_path, const cha
                                tail[0] ? tail : "no output");
 }
 
-static int gv_start(const struct runtime_driver *d, struct sandbox *sb, struct space_error *err)
+int gv_agent_wait(const struct gv_driver *gv, const struct sandbox *sb, const struct init_handle *h, struct space_error *err)
+{
+        char sock[PATH_MAX];
+        sandbox_host_socket_path(&gv->host, sb->id, sock, sizeof(sock));
+        /* runsc start (or the agent's unpark) returns before the agent has bound its socket */
+        for (int waited_ms = 0; access(sock, F_OK) < 0 && waited_ms < 10000 && init_handle_alive(h); waited_ms += 10)
+                usleep(10000);
+        /* ... and may not be listening yet when its socket appears */
+        int r = agent_client_hello(sock, 10000, NULL);
+        for (int tries = 0; (r == -ECONNREFUSED || r == -ENOENT) && tries < 500 && init_handle_alive(h); tries++) {
+                usleep(10000);
+                r = agent_client_hello(sock, 10000, NULL);
+        }
+        return r < 0 ? space_error_errno(err, -r, "space-agent did not answer") : 0;
+}
+
+/* Starts the sandbox afresh (image_dir NULL: runsc create, into the cgroup, start) or from a
+ * checkpoint image (runsc restore, then into the cgroup: restore has no created stage). */
+static int gv_launch(const struct runtime_driver *d, struct sandbox *sb, const char *image_dir, struct space_error *err)
 {
         const struct gv_driver *gv = gv_driver_of(d);
-        char rootfs[PATH_MAX], dir[PATH_MAX], bundle[PATH_MAX], sockdir[PATH_MAX], sock[PATH_MAX], log[PATH_MAX];
+        char rootfs[PATH_MAX], dir[PATH_MAX], bundle[PATH_MAX], sockdir[PATH_MAX], log[PATH_MAX];
         struct init_handle h = { 0 };
         struct space_error ignored;
         if (gv_stop(d, sb, err) < 0) /* whatever an interrupted earlier attempt left */
@@ -162,7 +181,6 @@ static int gv_start(const struct runtime_driver *d, struct sandbox *sb, struct s
         sandbox_host_run_path(&gv->host, sb->id, "bundle", bundle, sizeof(bundle));
         sandbox_host_run_path(&gv->host, sb->id, SOCKET_DIR, sockdir, sizeof(sockdir));
         sandbox_host_run_path(&gv->host, sb->id, "runsc.log", log, sizeof(log));
-        sandbox_host_socket_path(&gv->host, sb->id, sock, sizeof(sock));
         if ((mkdir(dir, 0700) < 0 && errno != EEXIST) || (mkdir(bundle, 0700) < 0 && errno != EEXIST) ||
             (mkdir(sockdir, 0700) < 0 && errno != EEXIST))
                 return space_error_errno(err, errno, "mkdir %s", dir);
@@ -174,8 +192,9 @@ static int gv_start(const struct runtime_driver *d, struct sandbox *sb, struct s
         }
         /* create, then into the cgroup, then start: nothing of the sandbox runs outside it */
         const char *create_args[] = { "create", "--bundle", bundle, sb->id, NULL };
-        if ((r = gv_runsc(gv, log, create_args)) != 0) {
-                runsc_failed("create", r, log, sb->id, err);
+        const char *restore_args[] = { "restore", "--image-path", image_dir, "--bundle", bundle, "--detach", sb->id, NULL };
+        if ((r = gv_runsc(gv, log, image_dir ? restore_args : create_args)) != 0) {
+                gv_runsc_failed(image_dir ? "restore" : "create", r, log, sb->id, err);
                 goto fail;
         }
         pid_t pid = gv_runsc_sandbox_pid(gv, sb->id);
@@ -195,41 +214,56 @@ static int gv_start(const struct runtime_driver *d, struct sandbox *sb, struct s
                 goto fail;
         }
         const char *start_args[] = { "start", sb->id, NULL };
-        if ((r = gv_runsc(gv, log, start_args)) != 0) {
-                runsc_failed("start", r, log, sb->id, err);
+        if (!image_dir && (r = gv_runsc(gv, log, start_args)) != 0) {
+                gv_runsc_failed("start", r, log, sb->id, err);
                 goto fail;
         }
-        /* runsc start returns before the agent has bound its socket */
-        for (int waited_ms = 0; access(sock, F_OK) < 0 && waited_ms < 10000 && init_handle_alive(&h); waited_ms += 10)
-                usleep(10000);
-        /* ... and may not be listening yet when its socket appears */
-        r = agent_client_hello(sock, 10000, NULL);
-        for (int tries = 0; (r == -ECONNREFUSED || r == -ENOENT) && tries < 500 && init_handle_alive(&h); tries++) {
-                usleep(10000);
-                r = agent_client_hello(sock, 10000, NULL);
-        }
-        if (r < 0) {
-                space_error_errno(err, r, "space-agent did not answer");
+        /* A restored agent was checkpointed parked: it listens again when told. */
+        if ((image_dir && gv_agent_unpark(gv, sb, err) < 0) || gv_agent_wait(gv, sb, &h, err) < 0)
                 goto fail;
-        }
         return 0;
 fail:
         gv_stop(d, sb, &ignored);
         return -1;
 }
 
+static int gv_start(const struct runtime_driver *d, struct sandbox *sb, struct space_error *err)
+{
+        return gv_launch(d, sb, NULL, err);
+}
+
+static int gv_start_from_image(const struct runtime_driver *d, struct sandbox *sb, const char *image_dir, struct space_error *err)
+{
+        return gv_launch(d, sb, image_dir, err);
+}
+
+/* A paused sandbox's agent is parked (it holds no host socket): pause is when a sandbox's
+ * memory can be saved (gv_checkpoint.c), and runsc cannot signal a paused sandbox. */
 static int gv_pause(const struct runtime_driver *d, const struct sandbox *sb, struct space_error *err)
 {
+        const struct gv_driver *gv = gv_driver_of(d);
+        struct space_error ignored;
         const char *args[] = { "pause", sb->id, NULL };
-        int r = gv_runsc(gv_driver_of(d), NULL, args);
-        return r != 0 ? space_error_set(err, SPACE_E_INTERNAL, "runsc pause of %s failed (%d)", sb->id, r) : 0;
+        if (gv_agent_park(gv, sb, err) < 0)
+                return -1;
+        int r = gv_runsc(gv, NULL, args);
+        if (r != 0) {
+                gv_agent_unpark(gv, sb, &ignored);
+                return space_error_set(err, SPACE_E_INTERNAL, "runsc pause of %s failed (%d)", sb->id, r);
+        }
+        return 0;
 }
 
 static int gv_resume(const struct runtime_driver *d, const struct sandbox *sb, struct space_error *err)
 {
+        const struct gv_driver *gv = gv_driver_of(d);
         const char *args[] = { "resume", sb->id, NULL };
-        int r = gv_runsc(gv_driver_of(d), NULL, args);
-        return r != 0 ? space_error_set(err, SPACE_E_INTERNAL, "runsc resume of %s failed (%d)", sb->id, r) : 0;
+        struct init_handle h;
+        int r = gv_runsc(gv, NULL, args);
+        if (r != 0)
+                return space_error_set(err, SPACE_E_INTERNAL, "runsc resume of %s failed (%d)", sb->id, r);
+        init_handle_read(sb->runtime_state, &h);
+        return gv_agent_unpark(gv, sb, err) < 0 || gv_agent_wait(gv, sb, &h, err) < 0 ? -1 : 0;
 }
 
 const struct runtime_driver_ops runtime_driver_gvisor = {
@@ -255,5 +289,7 @@ const struct runtime_driver_ops runtime_driver_gvisor = {
         .kill = sandbox_host_kill,
         .host_pid = sandbox_host_host_pid,
         .network_attach = NULL,
+        .checkpoint = gv_checkpoint,
+        .start_from_image = gv_start_from_image,
         .list_resources = sandbox_host_rootfs_list_resources,
 };

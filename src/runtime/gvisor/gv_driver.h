@@ -26,6 +26,9 @@ int gv_runsc(const struct gv_driver *gv, const char *log_path, const char *const
 /* Like gv_runsc, the output (up to size-1 bytes) captured in out; for short queries
  * (version, state) whose container does not inherit the output. */
 int gv_runsc_capture(const struct gv_driver *gv, const char *const *args, char *out, size_t size);
+/* The container's sandbox process and status ("running", "paused", "created"; runsc
+ * state); 0 or -errno (-ENOENT: runsc knows no such container). */
+int gv_runsc_state(const struct gv_driver *gv, const char *id, pid_t *ret_pid, char *ret_status, size_t size);
 /* The pid of the container's sandbox process (runsc state), or -errno. */
 pid_t gv_runsc_sandbox_pid(const struct gv_driver *gv, const char *id);
 
@@ -33,3 +36,16 @@ pid_t gv_runsc_sandbox_pid(const struct gv_driver *gv, const char *id);
  * read-only from agent_path) as PID 1 listening in socket_dir (bound at /dev/.space). */
 int gv_bundle_write(const struct gv_driver *gv, const struct sandbox *sb, const char *bundle_dir, const char *rootfs,
                     const char *socket_dir, struct space_error *err);
+
+/* Fills err with "runsc <what> of <id> failed", runsc's last log line in log_path appended; -1. */
+int gv_runsc_failed(const char *what, int r, const char *log_path, const char *id, struct space_error *err);
+/* Waits (up to ~10 s) for the sandbox's agent, whose init is h, to answer on its socket. */
+int gv_agent_wait(const struct gv_driver *gv, const struct sandbox *sb, const struct init_handle *h, struct space_error *err);
+/* Asks the agent to let go of its host socket and connections (SIGUSR1) and waits until it
+ * has; or to listen again (SIGUSR2). agent_listener.h in space_agent says why. */
+int gv_agent_park(const struct gv_driver *gv, const struct sandbox *sb, struct space_error *err);
+int gv_agent_unpark(const struct gv_driver *gv, const struct sandbox *sb, struct space_error *err);
+
+/* runtime_driver_ops.checkpoint of gvisor sandboxes (gv_checkpoint.c). */
+int gv_checkpoint(const struct runtime_driver *d, const struct sandbox *sb, const char *rootfs_dst, const char *image_dir,
+                  bool leave_running, int64_t *ret_pause_us, struct space_error *err);

@@ -48,7 +48,7 @@ int gv_runsc_capture(const struct gv_driver *gv, const char *const *args, char *
         return r < 0 ? r : host_command_run(argv, NULL, out, size, RUNSC_TIMEOUT_S);
 }
 
-pid_t gv_runsc_sandbox_pid(const struct gv_driver *gv, const char *id)
+int gv_runsc_state(const struct gv_driver *gv, const char *id, pid_t *ret_pid, char *ret_status, size_t size)
 {
         char out[4096];
         const char *args[] = { "state", id, NULL };
@@ -58,6 +58,20 @@ pid_t gv_runsc_sandbox_pid(const struct gv_driver *gv, const char *id)
         const char *brace = strchr(out, '{'); /* warnings may come first */
         json_t *o = brace ? json_loads(brace, JSON_DISABLE_EOF_CHECK, NULL) : NULL;
         json_int_t pid = json_integer_value(json_object_get(o, "pid"));
+        const char *status = json_string_value(json_object_get(o, "status"));
+        if (ret_status)
+                snprintf(ret_status, size, "%s", status ? status : "");
         json_decref(o);
-        return pid > 0 && pid <= INT32_MAX ? (pid_t)pid : -ENOENT;
+        if (pid <= 0 || pid > INT32_MAX)
+                return -ENOENT;
+        if (ret_pid)
+                *ret_pid = (pid_t)pid;
+        return 0;
+}
+
+pid_t gv_runsc_sandbox_pid(const struct gv_driver *gv, const char *id)
+{
+        pid_t pid;
+        int r = gv_runsc_state(gv, id, &pid, NULL, 0);
+        return r < 0 ? r : pid;
 }

@@ -121,7 +121,7 @@ static int submit_restore(struct fake_daemon *fd, struct world *w, struct operat
 static int fork_from(struct fake_daemon *fd, struct world *w, const char *snap, struct operation *op, struct space_error *err)
 {
         char(*kids)[32] = NULL;
-        int r = sandbox_history_fork(&fd->ctx, w->id, snap, 2, NULL, &kids, op, err);
+        int r = sandbox_history_fork(&fd->ctx, w->id, snap, 2, false, NULL, &kids, op, err);
         free(kids);
         return r;
 }

@@ -109,7 +109,7 @@ static void test_history(void **state)
         char(*kids)[32] = NULL;
         struct operation op;
         struct space_error err = { 0 };
-        assert_int_equal(sandbox_history_fork(&fd->ctx, id, s3, 2, NULL, &kids, &op, &err), 0);
+        assert_int_equal(sandbox_history_fork(&fd->ctx, id, s3, 2, false, NULL, &kids, &op, &err), 0);
         fake_test_run_ok(fd, &op);
         for (int i = 0; i < 2; i++) {
                 struct fake_resources res;
@@ -119,7 +119,7 @@ static void test_history(void **state)
         }
         free(kids);
         /* A fork that takes its own snapshot of the (stopped) parent. */
-        assert_int_equal(sandbox_history_fork(&fd->ctx, id, NULL, 1, NULL, &kids, &op, &err), 0);
+        assert_int_equal(sandbox_history_fork(&fd->ctx, id, NULL, 1, false, NULL, &kids, &op, &err), 0);
         fake_test_run_ok(fd, &op);
         assert_int_equal(fake_test_state(fd, kids[0]), SANDBOX_RUNNING);
         free(kids);
@@ -185,7 +185,7 @@ static int submit(struct fake_daemon *fd, enum probe_action a, const char *id, c
         case P_RESTORE:
                 return sandbox_history_restore(&fd->ctx, id, snap, op, err);
         case P_FORK:
-                r = sandbox_history_fork(&fd->ctx, id, NULL, 1, NULL, &kids, op, err);
+                r = sandbox_history_fork(&fd->ctx, id, NULL, 1, false, NULL, &kids, op, err);
                 free(kids);
                 return r;
         default:
@@ -327,7 +327,7 @@ static void test_fork_child_settle_failure(void **state)
         create_running(fd, id);
         snapshot_of(fd, id, snap);
         fault_plan_arm(&fd->faults, FAULT_ONCE, 1, "sandbox_settle");
-        assert_int_equal(sandbox_history_fork(&fd->ctx, id, snap, 1, NULL, &kids, &op, &err), 0);
+        assert_int_equal(sandbox_history_fork(&fd->ctx, id, snap, 1, false, NULL, &kids, &op, &err), 0);
         failed_run(fd, &op);
         assert_int_equal(fake_test_state(fd, kids[0]), SANDBOX_FAILED);
         struct fake_resources res;
@@ -348,7 +348,7 @@ static void test_fork_child_destroyed_while_launching(void **state)
         create_running(fd, id);
         snapshot_of(fd, id, snap);
         fake_driver_hold(fd->driver, "start");
-        assert_int_equal(sandbox_history_fork(&fd->ctx, id, snap, 2, NULL, &kids, &op, &err), 0);
+        assert_int_equal(sandbox_history_fork(&fd->ctx, id, snap, 2, false, NULL, &kids, &op, &err), 0);
         assert_int_equal(fake_driver_await_held(fd->driver, 1, 5000), 1);
         assert_int_equal(sandbox_lifecycle_submit(&fd->ctx, kids[0], SANDBOX_ACTION_DESTROY, &gone, &err), 0);
         fake_test_run_ok(fd, &gone);
@@ -375,7 +375,7 @@ static void test_unread_sandbox_leaves_no_snapshot_creating(void **state)
                 /* The submission reads the sandbox first; the handler's read is the second. */
                 fault_plan_arm(&fd->faults, FAULT_ONCE, 2, "sandbox_get");
                 if (fork)
-                        assert_int_equal(sandbox_history_fork(&fd->ctx, id, NULL, 1, NULL, &kids, &op, &err), 0);
+                        assert_int_equal(sandbox_history_fork(&fd->ctx, id, NULL, 1, false, NULL, &kids, &op, &err), 0);
                 else
                         assert_int_equal(sandbox_history_snapshot(&fd->ctx, id, NULL, false, false, &snap, &op, &err), 0);
                 failed_run(fd, &op);

@@ -1,0 +1,125 @@
+/* sandbox_memory: memory snapshots' images, taken, launched from and dropped (sandbox_memory.h). */
+#include "operations/sandbox_memory.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "operations/sandbox_lifecycle.h"
+#include "runtime/runtime_registry.h"
+#include "spaced/fault_point.h"
+#include "spaced/log.h"
+#include "spaced/dir_tree.h"
+#include "spaced/spaced_context.h"
+#include "storage/btrfs_pool.h"
+#include "storage/memory_image.h"
+
+#define M(s) (1u << (s))
+
+bool sandbox_memory_of(const struct snapshot *snap)
+{
+        return strcmp(snap->kind, "memory") == 0;
+}
+
+int sandbox_memory_check(const struct runtime_driver *d, const char *sandbox_id, enum sandbox_state state,
+                         struct space_error *err)
+{
+        if (!d->caps.memory_snapshot || !d->ops->checkpoint || !d->ops->start_from_image)
+                return space_error_set(err, SPACE_E_UNSUPPORTED,
+                                       "memory snapshots are not available with the %s runtime on this host: %s", d->ops->name,
+                                       d->caps.memory_snapshot_detail);
+        if (!((M(SANDBOX_RUNNING) | M(SANDBOX_PAUSED)) & M(state)))
+                return space_error_set(err, SPACE_E_INVALID_STATE,
+                                       "sandbox %s is %s: it has no processes whose memory could be snapshotted", sandbox_id,
+                                       sandbox_state_name(state));
+        return 0;
+}
+
+int sandbox_memory_take(struct spaced_context *ctx, const struct runtime_driver *d, const struct sandbox *sb,
+                        const struct snapshot *snap, const char *dst, int64_t *ret_pause_us, struct space_error *err)
+{
+        char partial[PATH_MAX];
+        if (sandbox_memory_check(d, sb->id, sb->state, err) < 0)
+                return -1;
+        int r = memory_image_begin(&ctx->pool, snap->id, partial, sizeof(partial));
+        if (r < 0)
+                return space_error_errno(err, -r, "memory image of %s", snap->id);
+        if (d->ops->checkpoint(d, sb, dst, partial, true, ret_pause_us, err) < 0)
+                return -1;
+        /* A crash here leaves a partial image and a rootfs snapshot of a row still creating:
+         * the operation, redone, takes both again. */
+        fault_point("snapshot.memory", "checkpointed");
+        if ((r = memory_image_commit(&ctx->pool, snap->id)) < 0)
+                return space_error_errno(err, -r, "memory image of %s", snap->id);
+        return 0;
+}
+
+int sandbox_memory_launch(struct spaced_context *ctx, struct sandbox *sb, const char *snapshot_id, struct space_error *err)
+{
+        char image[PATH_MAX];
+        int r = memory_image_path(&ctx->pool, snapshot_id, image, sizeof(image));
+        if (r < 0)
+                return space_error_errno(err, -r, "memory image of %s", snapshot_id);
+        if ((r = memory_image_exists(&ctx->pool, snapshot_id)) <= 0)
+                return r < 0 ? space_error_errno(err, -r, "memory image of %s", snapshot_id)
+                             : space_error_set(err, SPACE_E_INTERNAL, "the memory image of snapshot %s is missing", snapshot_id);
+        return sandbox_step_launch_image(ctx, sb, image, err);
+}
+
+void sandbox_memory_drop(struct spaced_context *ctx, const char *snapshot_id)
+{
+        int r = memory_image_remove(&ctx->pool, snapshot_id);
+        if (r < 0)
+                log_warn("snapshot.memory_drop_failed", "snapshot=%s error=\"%s\" note=\"removed at the next start\"",
+                         snapshot_id, strerror(-r));
+}
+
+void sandbox_memory_reconcile(struct spaced_context *ctx)
+{
+        struct snapshot *snaps = NULL;
+        size_t n = 0, ni = 0;
+        char **ids = NULL, path[PATH_MAX];
+        int *partial = NULL;
+        if (STORE(ctx, snapshot_list, NULL, NULL, NULL, &snaps, &n) < 0)
+                return;
+        /* A ready memory snapshot without its image cannot bring its processes back: it goes
+         * (its row, then its subvolume), as one whose subvolume is missing does. */
+        for (size_t i = 0; i < n; i++) {
+                if (!sandbox_memory_of(&snaps[i]) || strcmp(snaps[i].state, "ready") != 0 ||
+                    memory_image_exists(&ctx->pool, snaps[i].id) != 0)
+                        continue;
+                int r = STORE(ctx, snapshot_delete, snaps[i].id, false, NULL);
+                if (r == 0 && btrfs_pool_snapshot_path(&ctx->pool, snaps[i].id, path, sizeof(path)) == 0)
+                        btrfs_pool_subvolume_delete(path);
+                log_warn("reconcile.snapshot_lost", "snapshot=%s reason=\"its memory image is missing\" result=%d", snaps[i].id,
+                         r);
+                snaps[i].state[0] = '\0';
+        }
+        /* Images of no row, and partial images of rows already ready (a crash between the
+         * rename and the row), go; a partial image of a row still creating is its
+         * operation's, redone. */
+        if (memory_image_list(&ctx->pool, &ids, &partial, &ni) < 0)
+                ni = 0;
+        for (size_t i = 0; i < ni; i++) {
+                const struct snapshot *row = NULL;
+                for (size_t j = 0; j < n && !row; j++)
+                        if (snaps[j].state[0] && strcmp(snaps[j].id, ids[i]) == 0)
+                                row = &snaps[j];
+                if (!row || (partial[i] && strcmp(row->state, "ready") == 0)) {
+                        int r = row ? 0 : memory_image_remove(&ctx->pool, ids[i]);
+                        if (row && memory_image_path(&ctx->pool, ids[i], path, sizeof(path)) == 0) {
+                                /* only the partial one: the image in place stays */
+                                char leftover[PATH_MAX + 16];
+                                snprintf(leftover, sizeof(leftover), "%s.partial", path);
+                                r = dir_tree_remove(leftover);
+                        }
+                        log_info("reconcile.orphan_memory_image_removed", "snapshot=%s partial=%d result=%d", ids[i], partial[i],
+                                 r);
+                }
+                free(ids[i]);
+        }
+        free(ids);
+        free(partial);
+        free(snaps);
+}

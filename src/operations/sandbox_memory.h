@@ -1,0 +1,33 @@
+/* sandbox_memory: the memory half of memory snapshots (docs/memory-state.md). A memory
+ * snapshot (kind "memory") is a pair taken at one frozen moment: the btrfs snapshot of the
+ * rootfs (pool/snapshots/<id>) and the runtime's checkpoint image (storage/memory_image.h).
+ * The row turns ready only once both are whole; deleting it removes both. Restore and fork
+ * of one launch the sandbox from its image on a copy of its rootfs. */
+#pragma once
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "spaced/space_error.h"
+#include "state_store/state_store.h"
+
+struct runtime_driver;
+struct spaced_context;
+
+bool sandbox_memory_of(const struct snapshot *snap);
+/* Refuses a memory snapshot the driver or the sandbox's state cannot give: unsupported
+ * (422) for a driver without memory state, invalid_state for a sandbox without processes. */
+int sandbox_memory_check(const struct runtime_driver *d, const char *sandbox_id, enum sandbox_state state,
+                         struct space_error *err);
+/* Takes the pair for snap: rootfs snapshot at dst and the image, then moves the image into
+ * place. Redone after a crash, it starts again from nothing. */
+int sandbox_memory_take(struct spaced_context *ctx, const struct runtime_driver *d, const struct sandbox *sb,
+                        const struct snapshot *snap, const char *dst, int64_t *ret_pause_us, struct space_error *err);
+/* Launches sb (its rootfs already a copy of the snapshot's) from snapshot_id's image and
+ * records its handle, as sandbox_step_launch does. */
+int sandbox_memory_launch(struct spaced_context *ctx, struct sandbox *sb, const char *snapshot_id, struct space_error *err);
+/* Removes snapshot_id's image (and a partial one); logged, never fails. */
+void sandbox_memory_drop(struct spaced_context *ctx, const char *snapshot_id);
+/* At start: ready memory snapshots whose image is missing go (row and subvolume), and
+ * images no row owns (or partial ones of rows already ready) are removed. */
+void sandbox_memory_reconcile(struct spaced_context *ctx);

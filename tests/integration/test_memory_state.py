@@ -1,0 +1,233 @@
+"""Memory state of gvisor sandboxes (docs/memory-state.md): a snapshot with `memory: true` is
+the runsc checkpoint image plus the btrfs snapshot taken at the same frozen moment; restore
+and fork of it bring the processes back where they were (a shell loop goes on counting from
+the snapshot's value, a value held only in a process's memory survives); the image lives in
+pool/memory/<snapshot id>, is counted in bytes_exclusive and goes with the snapshot; spaced
+killed between the checkpoint and the row leaves the old state or the new one. Needs runsc
+from bookworm-backports (scripts/install-deps): without it these tests fail."""
+
+import os
+import shutil
+import time
+import unittest
+
+from spaced_harness import SpacedTestCase, wait_for
+
+# A process whose state lives in its memory: the secret is read once and its file removed,
+# the counter is a shell variable; both are written out (whole, by a rename) every 0.1 s.
+COUNTER = ("echo s3cr3t-$$ > /root/secret; "
+           "(v=$(cat /root/secret); rm /root/secret; i=0; "
+           "while true; do i=$((i+1)); echo \"$v $i\" > /root/count.tmp; mv /root/count.tmp /root/count; sleep 0.1; done)"
+           " >/dev/null 2>&1 </dev/null & echo started")
+
+
+class MemoryState(SpacedTestCase):
+
+    @classmethod
+    def setUpClass(cls):
+        assert shutil.which("runsc"), "runsc is not installed (scripts/install-deps installs it)"
+        super().setUpClass()
+
+    def counting_sandbox(self, tag):
+        sp = self.spaced
+        sid = self.new_sandbox(runtime="gvisor", metadata={"t": tag})
+        self.assertEqual(sp.sh(sid, COUNTER)["stdout"], "started\n")
+        wait_for(lambda: self.count(sid)[1] >= 3, timeout=30, what="the counter of %s to run" % sid)
+        return sid
+
+    def count(self, sid):
+        """(secret, counter) as the loop inside last wrote them."""
+        out = self.spaced.sh(sid, "cat /root/count")["stdout"].split()
+        return out[0], int(out[1])
+
+    def snapshot_count(self, snap_id):
+        with open(os.path.join(self.spaced.state_dir, "pool", "snapshots", snap_id, "root", "count")) as f:
+            secret, n = f.read().split()
+        return secret, int(n)
+
+    def image_dir(self, snap_id):
+        return os.path.join(self.spaced.state_dir, "pool", "memory", snap_id)
+
+    def memory_snapshot(self, sid, **body):
+        _, d = self.spaced.api("POST", "/v1/sandboxes/%s/snapshots?wait=true" % sid, dict(memory=True, **body), expect=200)
+        snap = d["snapshot"]
+        self.assertEqual((snap["state"], snap["kind"]), ("ready", "memory"))
+        self.addCleanup(self.delete_snapshot_quietly, snap["id"])
+        return snap
+
+    def delete_snapshot_quietly(self, snap_id):
+        if self.spaced.alive():
+            self.spaced.request("DELETE", "/v1/snapshots/" + snap_id)
+
+    def test_capabilities_say_gvisor_takes_memory_snapshots(self):
+        _, caps = self.spaced.api("GET", "/v1/capabilities", expect=200)
+        by_name = {d["name"]: d for d in caps["drivers"]}
+        self.assertIs(by_name["gvisor"]["capabilities"]["memory_snapshot"], True)
+        self.assertIs(by_name["namespaces"]["capabilities"]["memory_snapshot"], False)
+
+    def test_namespace_sandbox_refuses_memory_and_changes_nothing(self):
+        sp = self.spaced
+        sid = self.new_sandbox(metadata={"t": "memory-ns"})
+        _, ops_before = sp.api("GET", "/v1/operations?target=" + sid, expect=200)
+        self.assertError(sp.request("POST", "/v1/sandboxes/%s/snapshots" % sid, {"memory": True}), 422, "unsupported")
+        self.assertError(sp.request("POST", "/v1/sandboxes/%s/fork" % sid, {"memory": True}), 422, "unsupported")
+        _, ops_after = sp.api("GET", "/v1/operations?target=" + sid, expect=200)
+        self.assertEqual(ops_after, ops_before)
+        self.assertEqual(sp.state(sid), "running")
+
+    def test_bad_input(self):
+        sp = self.spaced
+        sid = self.new_sandbox(runtime="gvisor", metadata={"t": "memory-bad"})
+        self.assertError(sp.request("POST", "/v1/sandboxes/%s/snapshots" % sid, {"memory": "yes"}), 400, "invalid_request")
+        self.assertError(sp.request("POST", "/v1/sandboxes/%s/fork" % sid, {"memory": 1}), 400, "invalid_request")
+        snap = self.memory_snapshot(sid)
+        self.assertError(sp.request("POST", "/v1/sandboxes/%s/fork" % sid, {"memory": True, "snapshot_id": snap["id"]}),
+                         400, "invalid_request")
+        # A stopped sandbox has no processes to save.
+        sp.action(sid, "stop")
+        self.assertError(sp.request("POST", "/v1/sandboxes/%s/snapshots" % sid, {"memory": True}), 409, "invalid_state")
+
+    def test_snapshot_restore_goes_on_counting_from_the_snapshot(self):
+        sp = self.spaced
+        sid = self.counting_sandbox("memory-restore")
+        snap = self.memory_snapshot(sid, label="counting")
+        # The filesystem snapshot and the image are of one moment: the count on disk is
+        # where the restored loop goes on from.
+        secret, at_snapshot = self.snapshot_count(snap["id"])
+        self.assertTrue(secret.startswith("s3cr3t-"), secret)
+        self.assertTrue(os.path.isfile(os.path.join(self.image_dir(snap["id"]), "checkpoint.img")))
+        # The sandbox went on running after the snapshot.
+        wait_for(lambda: self.count(sid)[1] >= at_snapshot + 20, timeout=30, what="the loop to go on")
+        before_restore = self.count(sid)[1]
+        sp.api("POST", "/v1/sandboxes/%s/restore?wait=true" % sid, {"snapshot_id": snap["id"]}, expect=200)
+        self.assertEqual(sp.state(sid), "running")
+        self.assertEqual(self.spaced.get(sid)["lineage"]["head_snapshot_id"], snap["id"])
+        got_secret, n = self.count(sid)
+        # The secret exists only in the process's memory (its file was removed before the snapshot).
+        self.assertEqual(got_secret, secret)
+        self.assertEqual(sp.sh(sid, "test -e /root/secret; echo $?")["stdout"], "1\n")
+        self.assertGreaterEqual(n, at_snapshot)
+        self.assertLess(n, before_restore, "the counter did not go back to the snapshot's")
+        wait_for(lambda: self.count(sid)[1] > n + 5, timeout=30, what="the restored loop to go on counting")
+
+    def test_image_is_counted_and_goes_with_the_snapshot(self):
+        sp = self.spaced
+        sid = self.counting_sandbox("memory-bytes")
+        snap = self.memory_snapshot(sid)
+        image = os.path.join(self.image_dir(snap["id"]), "checkpoint.img")
+        image_bytes = os.stat(image).st_blocks * 512
+        self.assertGreater(image_bytes, 0)
+        measured = wait_for(lambda: sp.api("GET", "/v1/snapshots/" + snap["id"], expect=200)[1]["bytes_exclusive"],
+                            timeout=60, what="the snapshot to be measured")
+        self.assertGreaterEqual(measured, image_bytes)
+        sp.api("DELETE", "/v1/snapshots/" + snap["id"], expect=204)
+        self.assertFalse(os.path.exists(self.image_dir(snap["id"])))
+        self.assertFalse(os.path.exists(os.path.join(sp.state_dir, "pool", "snapshots", snap["id"])))
+
+    def test_paused_sandbox_stays_paused(self):
+        sp = self.spaced
+        sid = self.counting_sandbox("memory-paused")
+        sp.action(sid, "pause")
+        snap = self.memory_snapshot(sid)
+        self.assertEqual(sp.state(sid), "paused")
+        with open(os.path.join(sp.subvolume(sid), "root", "count")) as f:
+            frozen = f.read()
+        time.sleep(1)
+        with open(os.path.join(sp.subvolume(sid), "root", "count")) as f:
+            self.assertEqual(f.read(), frozen, "a paused sandbox ran during its memory snapshot")
+        sp.action(sid, "resume")
+        n = self.count(sid)[1]
+        wait_for(lambda: self.count(sid)[1] > n + 3, timeout=30, what="the loop to go on after resume")
+        self.assertEqual(self.snapshot_count(snap["id"])[1], int(frozen.split()[1]))
+
+    def test_fork_from_memory_snapshot_continues_independently(self):
+        sp = self.spaced
+        sid = self.counting_sandbox("memory-fork")
+        snap = self.memory_snapshot(sid)
+        secret, at_snapshot = self.snapshot_count(snap["id"])
+        _, d = sp.api("POST", "/v1/sandboxes/%s/fork?wait=true" % sid, {"snapshot_id": snap["id"], "count": 2}, expect=200)
+        kids = d["operation"]["result"]["sandbox_ids"]
+        self.assertEqual(len(kids), 2)
+        for kid in kids:
+            self.addCleanup(self._destroy_quietly, kid)
+            self.assertEqual(sp.state(kid), "running")
+        # Each goes on from the snapshot's count, in its own filesystem.
+        sp.sh(kids[0], "echo first > /root/mark")
+        for kid in kids:
+            got_secret, n = self.count(kid)
+            self.assertEqual(got_secret, secret)
+            self.assertGreaterEqual(n, at_snapshot)
+            wait_for(lambda: self.count(kid)[1] > n + 5, timeout=30, what="the loop of %s to go on" % kid)
+        self.assertEqual(sp.sh(kids[1], "cat /root/mark 2>/dev/null; echo .")["stdout"], ".\n")
+        self.assertEqual(sp.sh(sid, "cat /root/mark 2>/dev/null; echo .")["stdout"], ".\n")
+        # What the restored kernel holds is the parent's: its hostname (docs/memory-state.md).
+        self.assertEqual(sp.sh(kids[0], "hostname")["stdout"].strip(), sid)
+        # Destroying one leaves the other running.
+        sp.destroy(kids[0])
+        n = self.count(kids[1])[1]
+        wait_for(lambda: self.count(kids[1])[1] > n + 3, timeout=30, what="the other fork to go on")
+
+    def test_fork_with_memory_of_the_running_sandbox(self):
+        sp = self.spaced
+        sid = self.counting_sandbox("memory-fork-live")
+        _, d = sp.api("POST", "/v1/sandboxes/%s/fork?wait=true" % sid, {"memory": True}, expect=200)
+        result = d["operation"]["result"]
+        kid = result["sandbox_ids"][0]
+        self.addCleanup(self._destroy_quietly, kid)
+        self.addCleanup(self.delete_snapshot_quietly, result["snapshot_id"])
+        _, snap = sp.api("GET", "/v1/snapshots/" + result["snapshot_id"], expect=200)
+        self.assertEqual((snap["kind"], snap["label"]), ("memory", "fork"))
+        secret, at_snapshot = self.snapshot_count(snap["id"])
+        got_secret, n = self.count(kid)
+        self.assertEqual(got_secret, secret)
+        self.assertGreaterEqual(n, at_snapshot)
+        wait_for(lambda: self.count(kid)[1] > n + 5, timeout=30, what="the fork's loop to go on")
+        # The parent went on too.
+        p = self.count(sid)[1]
+        wait_for(lambda: self.count(sid)[1] > p + 5, timeout=30, what="the parent's loop to go on")
+
+    def test_kill9_between_checkpoint_and_row_leaves_a_whole_pair(self):
+        sp = self.spaced
+        sid = self.counting_sandbox("memory-crash")
+        sp.stop()
+        sp.env = {"SPACED_FAULT_KILL": "snapshot.memory:checkpointed"}
+        sp.start()
+        try:
+            status, d = sp.request("POST", "/v1/sandboxes/%s/snapshots" % sid, {"memory": True})
+            self.assertEqual(status, 202, d)
+            snap_id = d["snapshot"]["id"]
+            wait_for(lambda: not sp.alive(), timeout=60, what="spaced to die at the fault point")
+            self.assertEqual(sp.proc.returncode, -9, "spaced ended otherwise than at the fault point")
+            # Killed with the image still partial: no row says ready without it.
+            self.assertFalse(os.path.exists(self.image_dir(snap_id)))
+            self.assertTrue(os.path.exists(self.image_dir(snap_id) + ".partial"))
+        finally:
+            sp.kill9()
+            sp.env = None
+        sp.start()
+        self.addCleanup(self.delete_snapshot_quietly, snap_id)
+        snap = wait_for(lambda: (lambda s: s if s["state"] == "ready" else None)(
+            sp.api("GET", "/v1/snapshots/" + snap_id, expect=200)[1]), timeout=60, what="the redone snapshot")
+        self.assertEqual(snap["kind"], "memory")
+        self.assertTrue(os.path.isfile(os.path.join(self.image_dir(snap_id), "checkpoint.img")))
+        self.assertFalse(os.path.exists(self.image_dir(snap_id) + ".partial"))
+        # The sandbox runs on, its agent answering.
+        n = self.count(sid)[1]
+        wait_for(lambda: self.count(sid)[1] > n + 3, timeout=30, what="the loop to go on after the crash")
+        # And the pair restores.
+        _, at_snapshot = self.snapshot_count(snap_id)
+        sp.api("POST", "/v1/sandboxes/%s/restore?wait=true" % sid, {"snapshot_id": snap_id}, expect=200)
+        self.assertGreaterEqual(self.count(sid)[1], at_snapshot)
+
+    def test_orphan_images_are_swept_at_start(self):
+        sp = self.spaced
+        memory = os.path.join(sp.state_dir, "pool", "memory")
+        os.makedirs(os.path.join(memory, "snap-0000000000000000"), exist_ok=True)
+        os.makedirs(os.path.join(memory, "snap-1111111111111111.partial"), exist_ok=True)
+        sp.restart()
+        self.assertFalse(os.path.exists(os.path.join(memory, "snap-0000000000000000")))
+        self.assertFalse(os.path.exists(os.path.join(memory, "snap-1111111111111111.partial")))
+
+
+if __name__ == "__main__":
+    unittest.main()
