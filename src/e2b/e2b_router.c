@@ -53,6 +53,7 @@ static const struct route {
         { "DELETE", { "templates", "*" }, e2b_snapshot_delete, CONTROL, PERM_SNAPSHOT_WRITE, OBJECT_SNAPSHOT, "snapshot.delete", true },
         { "POST", { "sandboxes", "*", "fork" }, e2b_sandbox_fork, CONTROL, PERM_SANDBOX_WRITE | PERM_SANDBOX_EXEC, OBJECT_SANDBOX, "sandbox.fork", true },
         { "GET", { "sandboxes", "*", "metrics" }, e2b_sandbox_metrics, CONTROL, PERM_SANDBOX_READ, OBJECT_SANDBOX, "sandbox.metrics", false },
+        { "PUT", { "sandboxes", "*", "network" }, e2b_sandbox_network_update, CONTROL, PERM_SANDBOX_WRITE, OBJECT_SANDBOX, "sandbox.network_update", true },
         { "GET", { "health" }, e2b_envd_health, ENVD_OPEN, 0, OBJECT_NONE, "health.get", false },
         { "POST", { "process.Process", "Start" }, e2b_process_start, ENVD, 0, OBJECT_NONE, "command.start", true },
         { "POST", { "process.Process", "Connect" }, e2b_process_connect, ENVD, 0, OBJECT_NONE, "command.events", false },

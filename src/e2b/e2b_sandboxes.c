@@ -137,7 +137,7 @@ static json_t *render_listed(struct e2b_call *call, const struct sandbox *sb)
 static json_t *render_info(struct e2b_call *call, const struct sandbox *sb)
 {
         json_t *j = render_listed(call, sb);
-        json_object_set_new(j, "allowInternetAccess", json_false());
+        json_object_set_new(j, "allowInternetAccess", json_boolean(sb->network != NULL));
         json_object_set_new(j, "domain", json_null());
         json_object_set_new(
                 j, "lifecycle",
@@ -229,6 +229,8 @@ static int parse_create(struct spaced_context *ctx, const struct principal *call
         cr->env = json_incref(env); /* borrowed from body: the request holds its own */
         cr->metadata = json_incref(metadata);
         cr->timeout_s = timeout_s;
+        if (e2b_network_for_create(ctx, body, &cr->network, err) < 0)
+                return -1;
         snprintf(cr->on_timeout, sizeof(cr->on_timeout), "%s", auto_pause ? "pause" : "destroy");
         if (json_array_size(json_object_get(body, "volumeMounts")) > 0)
                 return space_error_set(err, SPACE_E_INVALID_REQUEST, "volume mounts are not supported by space");

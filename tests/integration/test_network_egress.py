@@ -17,7 +17,7 @@ import threading
 import time
 import unittest
 
-from spaced_harness import Spaced, require_root, wait_for
+from spaced_harness import Spaced, free_port, require_root, wait_for
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 BLOCK_DIR = "/run/space/egress-blocks"
@@ -521,6 +521,80 @@ class NetworkEgress(unittest.TestCase):
         self.assertTrue(any(r["target"] == sid for r in body["audit"]))
         _, body = self.sp.api("GET", "/v1/audit?action=egress.connection&target=sb-nosuch", expect=200)
         self.assertEqual(body["audit"], [])
+
+    # ---- the E2B front door (allow_internet_access, network.allowOut/denyOut, PUT …/network)
+
+    def test_e2b_fields_map_onto_the_policy(self):
+        import http.client
+        port = free_port()
+        sp2 = Spaced(extra_args=["--egress-profiles", self.profiles, "--egress-resolver", self.up, "--egress-profile", "test",
+                                 "--egress-subnet", "10.204.%d.0/24" % self.n, "--e2b-listen", "127.0.0.1:%d" % port])
+        sp2.start()
+
+        def stop():
+            instance = sp2.instance()
+            sp2.cleanup()
+            run("nft", "delete", "table", "inet", "space_" + instance, check=False)
+        self.addCleanup(stop)
+        made = sp2.cli("--json", "key", "create", "--e2b", "egress-e2b")
+        self.assertEqual(made.returncode, 0, made.stderr)
+        key = json.loads(made.stdout)["secret"]
+
+        def e2b(method, path, body=None):
+            conn = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
+            conn.request(method, path, json.dumps(body) if body is not None else None,
+                         {"X-API-KEY": key, "Content-Type": "application/json"})
+            r = conn.getresponse()
+            data = r.read()
+            conn.close()
+            return r.status, json.loads(data) if data else None
+
+        def refused(sid, host):
+            r = sp2.sh(sid, "printf 'GET /e2b HTTP/1.0\\r\\nHost: %s\\r\\n\\r\\n' | timeout 8 nc -w 2 %s 80; echo done"
+                       % (host, self.up))
+            return "HTTP/1." not in r["stdout"]
+
+        status, made = e2b("POST", "/sandboxes", {"templateID": "base", "timeout": 300,
+                                                  "network": {"denyOut": ["0.0.0.0/0"], "allowOut": ["allowed.test"]}})
+        self.assertEqual(status, 201, made)
+        sid = made["sandboxID"]
+        sp2.known_ids.add(sid)
+        self.assertEqual(sp2.get(sid)["network"], {"profile": "test", "allow": ["allowed.test"], "deny": []})
+        self.assertTrue(e2b("GET", "/sandboxes/" + sid)[1]["allowInternetAccess"])
+        self.assertFalse(refused(sid, "allowed.test"))
+        self.assertTrue(refused(sid, "www.allowed.test"))
+        # E2B's PUT narrows further: nothing at all
+        status, body = e2b("PUT", "/sandboxes/%s/network" % sid, {"denyOut": ["0.0.0.0/0"]})
+        self.assertEqual(status, 204, body)
+        self.assertEqual(sp2.get(sid)["network"], {"profile": "test", "allow": [], "deny": ["0.0.0.0/0"]})
+        self.assertTrue(refused(sid, "allowed.test"))
+        # and back to the profile; a deny of one name
+        status, body = e2b("PUT", "/sandboxes/%s/network" % sid, {"denyOut": ["www.allowed.test"]})
+        self.assertEqual(status, 204, body)
+        self.assertFalse(refused(sid, "allowed.test"))
+        self.assertTrue(refused(sid, "www.allowed.test"))
+        # bad input changes nothing
+        for bad in ({"rules": {"allowed.test": [{"transform": {}}]}}, {"denyOut": ["not a rule"]}, {"allowOut": "x"},
+                    {"allow_internet_access": "no"}):
+            status, body = e2b("PUT", "/sandboxes/%s/network" % sid, bad)
+            self.assertEqual(status, 400, (bad, body))
+        self.assertEqual(sp2.get(sid)["network"]["deny"], ["www.allowed.test"])
+        self.assertEqual(e2b("PUT", "/sandboxes/sb-nosuch0000/network", {"denyOut": []})[0], 404)
+        # no internet asked for: the profile none, only lo
+        status, made = e2b("POST", "/sandboxes", {"templateID": "base", "allow_internet_access": False})
+        self.assertEqual(status, 201, made)
+        off = made["sandboxID"]
+        sp2.known_ids.add(off)
+        self.assertEqual(sp2.get(off)["network"], {"profile": "none", "allow": [], "deny": []})
+        self.assertFalse(e2b("GET", "/sandboxes/" + off)[1]["allowInternetAccess"])
+        self.assertEqual(e2b("PUT", "/sandboxes/%s/network" % off, {"denyOut": ["0.0.0.0/0"]})[0], 204)
+        # no fields: the operator's default profile, unnarrowed
+        status, made = e2b("POST", "/sandboxes", {"templateID": "base"})
+        self.assertEqual(status, 201, made)
+        sp2.known_ids.add(made["sandboxID"])
+        self.assertEqual(sp2.get(made["sandboxID"])["network"], {"profile": "test", "allow": [], "deny": []})
+        status, body = e2b("POST", "/sandboxes", {"templateID": "base", "network": {"allowOut": [3]}})
+        self.assertEqual(status, 400, body)
 
     # ---- the gateway dies, the daemon restarts
 

@@ -310,6 +310,7 @@ class Permissions(SpacedTestCase):
             ("DELETE", "templates/*"): ("fresh-snapshot", None, 204),
             ("POST", "sandboxes/*/fork"): ("sandbox", b"[]", 400),
             ("GET", "sandboxes/*/metrics"): ("sandbox", None, 200),
+            ("PUT", "sandboxes/*/network"): ("sandbox", b"[]", 400),
         }
         seen = set()
         for method, segs, half, perms, obj in e2b_routes():
