@@ -274,8 +274,8 @@ await check('restore from a node of the history tree', async () => {
   await waitState(page, 'running');
   assert.equal(await sh('cat /console-marker'), 'before\n');
   await page.locator(`.history-tree g[data-node="${snap}"].head`).waitFor({ timeout: 20000 });
-  // (the shell the page opens again after a restore is not checked: a command started right
-  // after a restore gets its first output only; docs/console.md, Not yet)
+  // (the shell the page opens again after a restore is not checked: here it showed its
+  // banner and no prompt, cause not found yet; docs/console.md, Not yet)
 });
 
 await check('fork from a node of the history tree', async () => {
