@@ -16,7 +16,7 @@ import time
 
 from spaced_harness import SPACE_CLI, SpacedTestCase, free_port
 
-TIMEOUT_S = 4  # --approval-timeout of this spaced
+TIMEOUT_S = 10  # --approval-timeout of this spaced (a restart on a busy machine fits in it)
 
 
 def envelope(msg):
@@ -248,12 +248,12 @@ class ApprovalsTest(SpacedTestCase):
         sid = self.new_sandbox()
         self.hold_marker_policy()
         owner = self.key("owner")
-        held = self.held_exec(sid, "echo once >> /tmp/approval-marker-10")
         sp = self.spaced
         sp.stop()
         sp.env = {"SPACED_FAULT_KILL": "approval.after_decide:approved"}
         sp.start()
-        try:
+        try:  # held and decided at once: well inside --approval-timeout
+            held = self.held_exec(sid, "echo once >> /tmp/approval-marker-10")
             try:
                 sp.request("POST", "/v1/approvals/%s/approve" % held["approval_id"], {}, key=owner, timeout=30)
             except Exception:  # noqa: BLE001 - the connection dies with spaced
@@ -265,7 +265,7 @@ class ApprovalsTest(SpacedTestCase):
         finally:
             sp.kill9()
             sp.env = None
-        sp.start()
+            sp.start()
         _, got = sp.api("GET", "/v1/approvals/" + held["approval_id"], expect=200)
         self.assertEqual(got["state"], "approved")
         c = self.command(sid, held["command_id"], self.token(sid), wait=True)
