@@ -10,6 +10,7 @@
 #include "service/approval_request.h"
 #include "service/policy_gate.h"
 #include "service/project_service.h"
+#include "spaced/fault_point.h"
 #include "spaced/log.h"
 #include "spaced/spaced_context.h"
 #include "spaced/wallclock.h"
@@ -192,6 +193,7 @@ int approval_service_decide(struct spaced_context *ctx, const struct principal *
                 return space_error_set(err, SPACE_E_INTERNAL, "approval %s cannot be read back", id);
         log_info("approval.decided", "approval=%s state=%s key=%s command=%s", a.id, approval_state_name(a.state),
                  p->key_id[0] ? p->key_id : "-", a.command_id);
+        fault_point("approval.after_decide", approval_state_name(a.state)); /* decided, not settled: the restart settles it */
         settle(ctx, &a);
         *ret = a;
         return 0;

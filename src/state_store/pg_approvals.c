@@ -6,7 +6,8 @@
 
 #include <errno.h>
 
-int pg_approval_hold(struct state_store *st, const struct approval_record *a, const struct command_record *c)
+/* The approval's row; the caller holds st->lock, in a transaction. */
+static int insert_locked(struct state_store *st, const struct approval_record *a)
 {
         struct pg_args q = { 0 };
         pg_text(&q, a->id);
@@ -24,13 +25,18 @@ int pg_approval_hold(struct state_store *st, const struct approval_record *a, co
         pg_int(&q, a->created_at_ms);
         pg_int(&q, a->expires_at_ms);
         pg_int(&q, a->decided_at_ms);
+        return pg_exec(st,
+                       "INSERT INTO approvals(" STORE_APPROVAL_COLUMNS
+                       ") VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13,$14,$15)",
+                       &q, NULL, NULL);
+}
+
+int pg_approval_hold(struct state_store *st, const struct approval_record *a, const struct command_record *c)
+{
         pthread_mutex_lock(&st->lock);
         int r = pg_begin(st);
         if (r == 0)
-                r = pg_exec(st,
-                            "INSERT INTO approvals(" STORE_APPROVAL_COLUMNS
-                            ") VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13,$14,$15)",
-                            &q, NULL, NULL);
+                r = insert_locked(st, a);
         if (r == 0)
                 r = pg_command_insert_locked(st, c);
         if (r == 0)

@@ -7,31 +7,37 @@
 #include <errno.h>
 #include <string.h>
 
-int sqlite_approval_hold(struct state_store *st, const struct approval_record *a, const struct command_record *c)
+/* The approval's row; the caller holds st->lock, in a transaction. */
+static int insert_locked(struct state_store *st, const struct approval_record *a)
 {
         sqlite3_stmt *s;
+        int r = sq_prepare(st, "INSERT INTO approvals(" STORE_APPROVAL_COLUMNS ") VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)", &s);
+        if (r < 0)
+                return r;
+        sq_bind_text(s, 1, a->id);
+        sq_bind_text(s, 2, a->project_id);
+        sq_bind_text(s, 3, a->sandbox_id);
+        sq_bind_text(s, 4, a->command_id);
+        sq_bind_text(s, 5, a->key_id);
+        sq_bind_text(s, 6, a->policy_id);
+        sq_bind_text(s, 7, a->rule_id);
+        sq_bind_text(s, 8, a->reason);
+        sq_bind_text(s, 9, approval_state_name(a->state));
+        sq_bind_json(s, 10, a->request);
+        sq_bind_text(s, 11, a->decided_by);
+        sq_bind_text(s, 12, a->comment);
+        sqlite3_bind_int64(s, 13, a->created_at_ms);
+        sqlite3_bind_int64(s, 14, a->expires_at_ms);
+        sqlite3_bind_int64(s, 15, a->decided_at_ms);
+        return sq_exec_done(s);
+}
+
+int sqlite_approval_hold(struct state_store *st, const struct approval_record *a, const struct command_record *c)
+{
         pthread_mutex_lock(&st->lock);
         int r = sq_begin(st);
-        if (r == 0)
-                r = sq_prepare(st, "INSERT INTO approvals(" STORE_APPROVAL_COLUMNS ") VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-                               &s);
         if (r == 0) {
-                sq_bind_text(s, 1, a->id);
-                sq_bind_text(s, 2, a->project_id);
-                sq_bind_text(s, 3, a->sandbox_id);
-                sq_bind_text(s, 4, a->command_id);
-                sq_bind_text(s, 5, a->key_id);
-                sq_bind_text(s, 6, a->policy_id);
-                sq_bind_text(s, 7, a->rule_id);
-                sq_bind_text(s, 8, a->reason);
-                sq_bind_text(s, 9, approval_state_name(a->state));
-                sq_bind_json(s, 10, a->request);
-                sq_bind_text(s, 11, a->decided_by);
-                sq_bind_text(s, 12, a->comment);
-                sqlite3_bind_int64(s, 13, a->created_at_ms);
-                sqlite3_bind_int64(s, 14, a->expires_at_ms);
-                sqlite3_bind_int64(s, 15, a->decided_at_ms);
-                r = sq_exec_done(s);
+                r = insert_locked(st, a);
                 if (r == 0)
                         r = sqlite_command_insert_locked(st, c);
                 if (r == 0)

@@ -16,7 +16,7 @@ import time
 
 from spaced_harness import SPACE_CLI, SpacedTestCase, free_port
 
-TIMEOUT_S = 4  # --approval-timeout of this spaced
+TIMEOUT_S = 10  # --approval-timeout of this spaced (a restart on a busy machine fits in it)
 
 
 def envelope(msg):
@@ -241,6 +241,36 @@ class ApprovalsTest(SpacedTestCase):
         done = self.spaced.cli(*args, key=key)
         done.stdout, done.stderr = done.stdout.decode(), done.stderr.decode()
         return done
+
+    def test_kill9_between_decision_and_start(self):
+        """spaced killed right after writing an approval, before starting the command: the
+        next start runs it (once), so an acknowledged decision is never lost."""
+        sid = self.new_sandbox()
+        self.hold_marker_policy()
+        owner = self.key("owner")
+        sp = self.spaced
+        sp.stop()
+        sp.env = {"SPACED_FAULT_KILL": "approval.after_decide:approved"}
+        sp.start()
+        try:  # held and decided at once: well inside --approval-timeout
+            held = self.held_exec(sid, "echo once >> /tmp/approval-marker-10")
+            try:
+                sp.request("POST", "/v1/approvals/%s/approve" % held["approval_id"], {}, key=owner, timeout=30)
+            except Exception:  # noqa: BLE001 - the connection dies with spaced
+                pass
+            deadline = time.monotonic() + 30
+            while sp.alive() and time.monotonic() < deadline:
+                time.sleep(0.1)
+            self.assertEqual(sp.proc.returncode, -9, "spaced ended otherwise than at the fault point")
+        finally:
+            sp.kill9()
+            sp.env = None
+            sp.start()
+        _, got = sp.api("GET", "/v1/approvals/" + held["approval_id"], expect=200)
+        self.assertEqual(got["state"], "approved")
+        c = self.command(sid, held["command_id"], self.token(sid), wait=True)
+        self.assertEqual((c["state"], c["exit_code"]), ("exited", 0), c)
+        self.assertEqual(sp.exec(sid, shell="cat /tmp/approval-mark?r-10")["stdout"], "once\n")
 
     def test_cli(self):
         sid = self.new_sandbox()
