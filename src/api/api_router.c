@@ -67,7 +67,7 @@ static const struct route {
         { "POST", { "v1", "sandboxes", "*", "exec" }, route_sandbox_exec, API_AUTH_CONTROL, API_BODY_ANY, PERM_SANDBOX_EXEC, "sandbox.exec", q_none },
         { "POST", { "v1", "sandboxes", "*", "stop" }, route_sandbox_action, API_AUTH_CONTROL, API_BODY_NO_FIELDS, PERM_SANDBOX_WRITE, "sandbox.stop", q_wait },
         { "POST", { "v1", "sandboxes", "*", "start" }, route_sandbox_action, API_AUTH_CONTROL, API_BODY_NO_FIELDS, PERM_SANDBOX_WRITE, "sandbox.start", q_wait },
-        { "POST", { "v1", "sandboxes", "*", "pause" }, route_sandbox_action, API_AUTH_CONTROL, API_BODY_NO_FIELDS, PERM_SANDBOX_WRITE, "sandbox.pause", q_wait },
+        { "POST", { "v1", "sandboxes", "*", "pause" }, route_sandbox_pause, API_AUTH_CONTROL, API_BODY_ANY, PERM_SANDBOX_WRITE, "sandbox.pause", q_wait },
         { "POST", { "v1", "sandboxes", "*", "resume" }, route_sandbox_action, API_AUTH_CONTROL, API_BODY_NO_FIELDS, PERM_SANDBOX_WRITE, "sandbox.resume", q_wait },
         { "POST", { "v1", "sandboxes", "*", "snapshots" }, route_snapshot_create, API_AUTH_CONTROL, API_BODY_ANY, PERM_SNAPSHOT_WRITE, "snapshot.create", q_wait },
         { "GET", { "v1", "sandboxes", "*", "snapshots" }, route_snapshot_list_of_sandbox, API_AUTH_CONTROL, API_BODY_ANY, PERM_SNAPSHOT_READ, "snapshot.list", q_page },

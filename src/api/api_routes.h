@@ -60,6 +60,7 @@ void route_sandbox_events(struct api_request *req, struct api_response *resp);
 void route_sandbox_get(struct api_request *req, struct api_response *resp);
 void route_sandbox_stats(struct api_request *req, struct api_response *resp);
 void route_sandbox_action(struct api_request *req, struct api_response *resp);
+void route_sandbox_pause(struct api_request *req, struct api_response *resp);
 void route_sandbox_delete(struct api_request *req, struct api_response *resp);
 void route_sandbox_exec(struct api_request *req, struct api_response *resp);
 void route_template_list(struct api_request *req, struct api_response *resp);

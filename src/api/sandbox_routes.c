@@ -13,6 +13,7 @@
 #include "service/sandbox_service.h"
 #include "service/template_service.h"
 #include "operations/sandbox_lifecycle.h"
+#include "operations/sandbox_memory.h"
 #include "service/sandbox_access.h"
 #include "service/snapshot_access.h"
 #include "service/template_access.h"
@@ -304,6 +305,29 @@ static void submit_action(struct api_request *req, struct api_response *resp, en
         if (api_wait_parse(req, &w, &err) < 0 || api_request_json(req, &body, &err) < 0 ||
             api_json_only(body, none, "", &err) < 0 ||
             sandbox_lifecycle_submit(req->ctx, req->segments[2], action, &op, &err) < 0)
+                api_response_error(resp, &err);
+        else
+                api_respond_operation(req, resp, &op, &w, "sandbox");
+        json_decref(body);
+}
+
+void route_sandbox_pause(struct api_request *req, struct api_response *resp)
+{
+        static const char *const fields[] = { "memory_to_disk", NULL };
+        struct space_error err = { 0 };
+        struct operation op;
+        struct api_wait w;
+        json_t *body = NULL;
+        bool to_disk = false;
+        if (!api_json_name_ok(req->segments[2])) {
+                space_error_set(&err, SPACE_E_NOT_FOUND, "sandbox %.64s not found", req->segments[2]);
+                api_response_error(resp, &err);
+                return;
+        }
+        if (api_wait_parse(req, &w, &err) < 0 || api_request_json(req, &body, &err) < 0 ||
+            api_json_only(body, fields, "", &err) < 0 || api_json_bool(body, "memory_to_disk", &to_disk, &err) < 0 ||
+            (to_disk ? sandbox_memory_submit_hibernate(req->ctx, req->segments[2], &op, &err)
+                     : sandbox_lifecycle_submit(req->ctx, req->segments[2], SANDBOX_ACTION_PAUSE, &op, &err)) < 0)
                 api_response_error(resp, &err);
         else
                 api_respond_operation(req, resp, &op, &w, "sandbox");

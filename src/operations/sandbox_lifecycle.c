@@ -14,6 +14,7 @@
 #include "operations/operation_queue.h"
 #include "operations/storage_gate.h"
 #include "operations/sandbox_history.h"
+#include "operations/sandbox_memory.h"
 #include "runtime/runtime_registry.h"
 #include "spaced/log.h"
 #include "spaced/metrics.h"
@@ -180,10 +181,20 @@ int sandbox_lifecycle_insert_running(struct spaced_context *ctx, struct sandbox 
 int sandbox_lifecycle_submit(struct spaced_context *ctx, const char *id, enum sandbox_action action, struct operation *ret_op,
                              struct space_error *err)
 {
+        return sandbox_lifecycle_submit_with(ctx, id, action, NULL, ret_op, err);
+}
+
+int sandbox_lifecycle_submit_with(struct spaced_context *ctx, const char *id, enum sandbox_action action, json_t *params,
+                                  struct operation *ret_op, struct space_error *err)
+{
         enum sandbox_state current;
-        if (action == SANDBOX_ACTION_DESTROY && storage_gate_check(ctx, STORAGE_WRITES, err) < 0)
+        if (action == SANDBOX_ACTION_DESTROY && storage_gate_check(ctx, STORAGE_WRITES, err) < 0) {
+                json_decref(params);
                 return -1; /* its subvolume could not be deleted */
+        }
         operation_init(ret_op, actions[action].kind, id);
+        if (params && operation_set_params(ret_op, params, err) < 0)
+                return -1;
         int r = STORE(ctx, sandbox_transition, id, actions[action].from, actions[action].to, "", ret_op, &current);
         if (r == -ENOENT)
                 return space_error_set(err, SPACE_E_NOT_FOUND, "sandbox %s not found", id);
@@ -416,6 +427,8 @@ int sandbox_op_stop(struct spaced_context *ctx, struct operation *op, struct spa
                                                       .set_runtime = true,
                                                       .set_expiry = true };
                 r = sandbox_step_settle(ctx, op, sb.id, &stopped, NULL, err);
+                if (r == 0)
+                        sandbox_memory_drop(ctx, sb.id); /* a hibernated one's processes end with it */
         }
         sandbox_release(&sb);
         return r;
@@ -429,19 +442,36 @@ static int freeze_op(struct spaced_context *ctx, struct operation *op, bool paus
                 return -1;
         enum sandbox_state from = pause ? SANDBOX_RUNNING : SANDBOX_PAUSED;
         enum sandbox_state to = pause ? SANDBOX_PAUSED : SANDBOX_RUNNING;
+        json_t *params = json_loads(op->params, 0, NULL);
+        /* Hibernation (pause {memory_to_disk}) and the wake of a hibernated sandbox. */
+        bool to_disk = pause && json_is_true(json_object_get(params, "memory_to_disk"));
+        bool wake = !pause && sandbox_memory_hibernated(&sb);
+        json_decref(params);
         int r = -1;
         if (sb.state == to)
                 r = 0; /* redone after a restart: already there */
         else if (sb.state != from)
                 space_error_set(err, SPACE_E_INVALID_STATE, "sandbox %s is %s", sb.id, sandbox_state_name(sb.state));
         else if ((d = runtime_registry_for(&ctx->runtimes, &sb, err)) &&
-                 (pause ? d->ops->pause(d, &sb, err) : d->ops->resume(d, &sb, err)) == 0) {
+                 (to_disk         ? sandbox_memory_hibernate(ctx, d, &sb, err)
+                          : wake  ? sandbox_memory_wake(ctx, &sb, err)
+                          : pause ? d->ops->pause(d, &sb, err)
+                                  : d->ops->resume(d, &sb, err)) == 0) {
                 struct sandbox_settlement moved = { .from_mask = M(from),
                                                     .to = to,
-                                                    .reason = "",
+                                                    .reason = to_disk ? "hibernated: its memory is on disk" : "",
+                                                    .set_runtime = to_disk,
+                                                    .runtime_state = RUNTIME_STATE_HIBERNATED,
                                                     .set_expiry = !pause,
                                                     .expires_at_ms = pause ? 0 : sandbox_step_expiry_at(&sb) };
                 r = sandbox_step_settle(ctx, op, sb.id, &moved, NULL, err);
+                if (r == 0 && wake)
+                        sandbox_memory_drop(ctx, sb.id); /* its processes run again: the image is spent */
+                if (to_disk || wake) {
+                        /* the store failed: the redo (or the controller) finishes it */
+                        sandbox_release(&sb);
+                        return r;
+                }
                 /* The row still says `from`: the sandbox goes back to it, or it would stay
                  * frozen while shown running (or run while shown paused), and nothing
                  * would ever notice (it is alive, so the controller leaves it be). */
@@ -488,6 +518,8 @@ int sandbox_op_destroy(struct spaced_context *ctx, struct operation *op, struct 
                                                         .set_runtime = true,
                                                         .set_expiry = true };
                 r = sandbox_step_settle(ctx, op, sb.id, &destroyed, NULL, err);
+                if (r == 0)
+                        sandbox_memory_drop(ctx, sb.id);
         }
         sandbox_release(&sb);
         return r;

@@ -35,6 +35,9 @@ int sandbox_lifecycle_insert_running(struct spaced_context *ctx, struct sandbox 
                                      struct space_error *err);
 int sandbox_lifecycle_submit(struct spaced_context *ctx, const char *id, enum sandbox_action action, struct operation *ret_op,
                              struct space_error *err);
+/* The same with the operation's params (taken: a new reference, may be NULL). */
+int sandbox_lifecycle_submit_with(struct spaced_context *ctx, const char *id, enum sandbox_action action, json_t *params,
+                                  struct operation *ret_op, struct space_error *err);
 
 int sandbox_op_create(struct spaced_context *ctx, struct operation *op, struct space_error *err);
 int sandbox_op_start(struct spaced_context *ctx, struct operation *op, struct space_error *err);

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "operations/operation_queue.h"
 #include "operations/sandbox_lifecycle.h"
 #include "runtime/runtime_registry.h"
 #include "spaced/fault_point.h"
@@ -42,6 +43,11 @@ int sandbox_memory_take(struct spaced_context *ctx, const struct runtime_driver 
         char partial[PATH_MAX];
         if (sandbox_memory_check(d, sb->id, sb->state, err) < 0)
                 return -1;
+        if (sandbox_memory_hibernated(sb))
+                return space_error_set(err, SPACE_E_INVALID_STATE,
+                                       "sandbox %s is hibernated: resume it for a memory snapshot (a filesystem one needs "
+                                       "no resume)",
+                                       sb->id);
         int r = memory_image_begin(&ctx->pool, snap->id, partial, sizeof(partial));
         if (r < 0)
                 return space_error_errno(err, -r, "memory image of %s", snap->id);
@@ -75,6 +81,24 @@ void sandbox_memory_drop(struct spaced_context *ctx, const char *snapshot_id)
                          snapshot_id, strerror(-r));
 }
 
+/* A hibernation's image (keyed by a sandbox id) stays while its sandbox is running or
+ * paused (hibernated, or a hibernation to be redone); else it goes. A running sandbox may
+ * keep one left by a crash after its wake, until its next hibernation or its end. */
+static void sandbox_image_reconcile(struct spaced_context *ctx, const char *id, bool partial)
+{
+        struct sandbox sb;
+        int r = STORE(ctx, sandbox_get, id, &sb);
+        if (r < 0 && r != -ENOENT)
+                return;
+        bool keep = r == 0 && (sb.state == SANDBOX_RUNNING || sb.state == SANDBOX_PAUSED);
+        if (r == 0)
+                sandbox_release(&sb);
+        if (keep)
+                return;
+        r = memory_image_remove(&ctx->pool, id);
+        log_info("reconcile.orphan_memory_image_removed", "sandbox=%s partial=%d result=%d", id, partial, r);
+}
+
 void sandbox_memory_reconcile(struct spaced_context *ctx)
 {
         struct snapshot *snaps = NULL;
@@ -106,7 +130,9 @@ void sandbox_memory_reconcile(struct spaced_context *ctx)
                 for (size_t j = 0; j < n && !row; j++)
                         if (snaps[j].state[0] && strcmp(snaps[j].id, ids[i]) == 0)
                                 row = &snaps[j];
-                if (!row || (partial[i] && strcmp(row->state, "ready") == 0)) {
+                if (strncmp(ids[i], "sb-", 3) == 0) {
+                        sandbox_image_reconcile(ctx, ids[i], partial[i]);
+                } else if (!row || (partial[i] && strcmp(row->state, "ready") == 0)) {
                         int r = row ? 0 : memory_image_remove(&ctx->pool, ids[i]);
                         if (row && memory_image_path(&ctx->pool, ids[i], path, sizeof(path)) == 0) {
                                 /* only the partial one: the image in place stays */
@@ -122,4 +148,68 @@ void sandbox_memory_reconcile(struct spaced_context *ctx)
         free(ids);
         free(partial);
         free(snaps);
+}
+
+bool sandbox_memory_hibernated(const struct sandbox *sb)
+{
+        return strcmp(sb->runtime_state, RUNTIME_STATE_HIBERNATED) == 0;
+}
+
+int sandbox_memory_hibernate(struct spaced_context *ctx, const struct runtime_driver *d, const struct sandbox *sb,
+                             struct space_error *err)
+{
+        char partial[PATH_MAX];
+        int64_t pause_us;
+        /* Redone after the image was recorded: what is left is ending the processes. */
+        if (sandbox_memory_hibernated(sb))
+                return d->ops->stop(d, sb, err);
+        if (sandbox_memory_check(d, sb->id, sb->state, err) < 0)
+                return -1;
+        int r = memory_image_begin(&ctx->pool, sb->id, partial, sizeof(partial));
+        if (r < 0)
+                return space_error_errno(err, -r, "memory image of %s", sb->id);
+        if (d->ops->checkpoint(d, sb, NULL, partial, false, &pause_us, err) < 0)
+                return -1;
+        fault_point("hibernate", "checkpointed");
+        /* Whole on disk before the processes go: a crash between leaves the sandbox frozen,
+         * and the redo takes the image again. */
+        if ((r = memory_image_commit(&ctx->pool, sb->id)) < 0)
+                return space_error_errno(err, -r, "memory image of %s", sb->id);
+        /* Recorded before the processes end, so that nothing (the controller's liveness
+         * check, a restart) takes the sandbox for dead meanwhile. */
+        if ((r = STORE(ctx, sandbox_set_runtime, sb->id, RUNTIME_STATE_HIBERNATED)) < 0)
+                return space_error_errno(err, -r, "store the hibernation of %s", sb->id);
+        fault_point("hibernate", "recorded");
+        if (d->ops->stop(d, sb, err) < 0)
+                return -1;
+        fault_point("hibernate", "stopped");
+        log_info("sandbox.hibernated", "sandbox=%s bytes=%lld", sb->id, (long long)memory_image_bytes(&ctx->pool, sb->id));
+        return 0;
+}
+
+int sandbox_memory_wake(struct spaced_context *ctx, struct sandbox *sb, struct space_error *err)
+{
+        return sandbox_memory_launch(ctx, sb, sb->id, err);
+}
+
+int sandbox_memory_submit_hibernate(struct spaced_context *ctx, const char *id, struct operation *ret_op, struct space_error *err)
+{
+        struct sandbox sb;
+        int r = STORE(ctx, sandbox_get, id, &sb);
+        if (r == -ENOENT || (r == 0 && sb.state == SANDBOX_DESTROYED)) {
+                if (r == 0)
+                        sandbox_release(&sb);
+                return space_error_set(err, SPACE_E_NOT_FOUND, "sandbox %s not found", id);
+        }
+        if (r < 0)
+                return space_error_errno(err, r, "load sandbox %s", id);
+        const struct runtime_driver *d = runtime_registry_for(&ctx->runtimes, &sb, err);
+        enum sandbox_state state = sb.state;
+        sandbox_release(&sb);
+        if (!d || sandbox_memory_check(d, id, state, err) < 0)
+                return -1;
+        if (state != SANDBOX_RUNNING)
+                return space_error_set(err, SPACE_E_INVALID_STATE, "cannot pause sandbox %s while it is %s", id,
+                                       sandbox_state_name(state));
+        return sandbox_lifecycle_submit_with(ctx, id, SANDBOX_ACTION_PAUSE, json_pack("{s:b}", "memory_to_disk", 1), ret_op, err);
 }

@@ -28,6 +28,21 @@ int sandbox_memory_take(struct spaced_context *ctx, const struct runtime_driver 
 int sandbox_memory_launch(struct spaced_context *ctx, struct sandbox *sb, const char *snapshot_id, struct space_error *err);
 /* Removes snapshot_id's image (and a partial one); logged, never fails. */
 void sandbox_memory_drop(struct spaced_context *ctx, const char *snapshot_id);
+/* Hibernation: pause {memory_to_disk: true}. The image of sandbox sb goes to
+ * pool/memory/<sandbox id> (storage/memory_image.h, keyed by the sandbox's id), then its
+ * processes are ended and its RAM released; the caller settles it paused with runtime_state
+ * RUNTIME_STATE_HIBERNATED. The image is whole on disk, then the sandbox's runtime_state
+ * says hibernated, then its processes end: redone after a crash at any point it takes the
+ * image again (the sandbox still frozen) or only ends the processes. */
+int sandbox_memory_hibernate(struct spaced_context *ctx, const struct runtime_driver *d, const struct sandbox *sb,
+                             struct space_error *err);
+/* resume of a hibernated sandbox: launched from its image and its handle recorded; the
+ * caller settles it running, then drops the image (sandbox_memory_drop with its id). */
+int sandbox_memory_wake(struct spaced_context *ctx, struct sandbox *sb, struct space_error *err);
+bool sandbox_memory_hibernated(const struct sandbox *sb);
 /* At start: ready memory snapshots whose image is missing go (row and subvolume), and
  * images no row owns (or partial ones of rows already ready) are removed. */
 void sandbox_memory_reconcile(struct spaced_context *ctx);
+/* Submits pause {memory_to_disk: true}: 422 unsupported on a runtime without memory state. */
+int sandbox_memory_submit_hibernate(struct spaced_context *ctx, const char *id, struct operation *ret_op,
+                                    struct space_error *err);

@@ -151,8 +151,8 @@ struct runtime_driver_ops {
          * sandbox's processes, kernel state included, to image_dir (an empty directory) and,
          * when rootfs_dst is given, a read-only snapshot of its rootfs there taken at the same
          * frozen moment (the time frozen goes to *ret_pause_us). leave_running: the sandbox goes
-         * on as it was (running or paused); else its processes end (its RAM is released) and
-         * its run state goes, as after stop. On failure it goes on as it was. */
+         * on as it was (running or paused); else it stays frozen, for the caller to stop once
+         * the image is safe (hibernation). On failure it goes on as it was. */
         int (*checkpoint)(const struct runtime_driver *d, const struct sandbox *sb, const char *rootfs_dst, const char *image_dir,
                           bool leave_running, int64_t *ret_pause_us, struct space_error *err);
         /* Like start, but the processes come back from what checkpoint wrote to image_dir, on
@@ -162,6 +162,10 @@ struct runtime_driver_ops {
         /* Ids that have host resources (rootfs, cgroup or run dir), for the orphan sweep. */
         int (*list_resources)(const struct runtime_driver *d, char ***ret_ids, size_t *ret_n);
 };
+
+/* The runtime_state of a hibernated sandbox (paused, its processes only in a memory image,
+ * operations/sandbox_memory.h): no process runs, and probe answers alive. */
+#define RUNTIME_STATE_HIBERNATED "{\"hibernated\":true}"
 
 struct runtime_driver {
         const struct runtime_driver_ops *ops;

@@ -12,6 +12,7 @@ import time
 import unittest
 
 from spaced_harness import SpacedTestCase, wait_for
+from test_gvisor import runsc_processes
 
 # A process whose state lives in its memory: the secret is read once and its file removed,
 # the counter is a shell variable; both are written out (whole, by a rename) every 0.1 s.
@@ -218,6 +219,95 @@ class MemoryState(SpacedTestCase):
         _, at_snapshot = self.snapshot_count(snap_id)
         sp.api("POST", "/v1/sandboxes/%s/restore?wait=true" % sid, {"snapshot_id": snap_id}, expect=200)
         self.assertGreaterEqual(self.count(sid)[1], at_snapshot)
+
+    def hibernate(self, sid):
+        sp = self.spaced
+        _, d = sp.api("POST", "/v1/sandboxes/%s/pause?wait=true" % sid, {"memory_to_disk": True}, expect=200)
+        self.assertEqual(d["sandbox"]["state"], "paused")
+        self.assertTrue(os.path.isfile(os.path.join(self.image_dir(sid), "checkpoint.img")))
+        return d
+
+    def test_hibernate_releases_the_sandbox_and_resume_brings_it_back(self):
+        sp = self.spaced
+        sid = self.counting_sandbox("memory-hibernate")
+        self.assertTrue(runsc_processes(sid))
+        d = self.hibernate(sid)
+        self.assertIn("hibernated", d["sandbox"]["state_reason"])
+        # Its RAM is released: no runsc process of it is left, nothing runs in its cgroup.
+        self.assertEqual(runsc_processes(sid), [])
+        with open(os.path.join(sp.subvolume(sid), "root", "count")) as f:
+            secret, at_hibernate = f.read().split()
+        time.sleep(1)
+        with open(os.path.join(sp.subvolume(sid), "root", "count")) as f:
+            self.assertEqual(f.read().split(), [secret, at_hibernate])
+        self.assertError(sp.request("POST", "/v1/sandboxes/%s/exec" % sid, {"shell": "true"}), 409, "invalid_state")
+        sp.action(sid, "resume")
+        self.assertFalse(os.path.exists(self.image_dir(sid)), "the spent image was kept")
+        got_secret, n = self.count(sid)
+        self.assertEqual(got_secret, secret)
+        self.assertGreaterEqual(n, int(at_hibernate))
+        wait_for(lambda: self.count(sid)[1] > n + 5, timeout=30, what="the woken loop to go on")
+
+    def test_hibernated_sandbox_survives_restarts_of_spaced(self):
+        sp = self.spaced
+        sid = self.counting_sandbox("memory-hibernate-restart")
+        self.hibernate(sid)
+        secret = self.snapshot_secret_of_rootfs(sid)
+        sp.restart(hard=True)
+        self.assertEqual(sp.state(sid), "paused")
+        sp.restart()
+        self.assertEqual(sp.state(sid), "paused")
+        # The controller's liveness check leaves it be (it has no process, on purpose).
+        time.sleep(3)
+        self.assertEqual(sp.state(sid), "paused")
+        sp.action(sid, "resume")
+        self.assertEqual(self.count(sid)[0], secret)
+
+    def test_hibernate_refusals_and_stop_of_a_hibernated_sandbox(self):
+        sp = self.spaced
+        ns = self.new_sandbox(metadata={"t": "memory-hibernate-ns"})
+        self.assertError(sp.request("POST", "/v1/sandboxes/%s/pause" % ns, {"memory_to_disk": True}), 422, "unsupported")
+        self.assertEqual(sp.state(ns), "running")
+        sid = self.new_sandbox(runtime="gvisor", metadata={"t": "memory-hibernate-stop"})
+        self.assertError(sp.request("POST", "/v1/sandboxes/%s/pause" % sid, {"memory_to_disk": "y"}), 400, "invalid_request")
+        self.assertError(sp.request("POST", "/v1/sandboxes/%s/pause" % sid, {"other": 1}), 400, "invalid_request")
+        self.hibernate(sid)
+        self.assertError(sp.request("POST", "/v1/sandboxes/%s/pause" % sid, {"memory_to_disk": True}), 409, "invalid_state")
+        sp.action(sid, "stop")
+        self.assertFalse(os.path.exists(self.image_dir(sid)))
+        sp.action(sid, "start")
+        self.assertEqual(sp.sh(sid, "echo up")["stdout"], "up\n")
+
+    def test_kill9_mid_hibernate_keeps_the_memory(self):
+        # Killed after the image is whole and recorded, before the processes ended, and after.
+        # (Killed between the checkpoint and the image's rename, the redone hibernation's
+        # image does not come back on this runsc: a known gap, docs/memory-state.md.)
+        sp = self.spaced
+        for point in ("hibernate:recorded", "hibernate:stopped"):
+            sid = self.counting_sandbox("memory-hibernate-crash")
+            sp.stop()
+            sp.env = {"SPACED_FAULT_KILL": point}
+            sp.start()
+            try:
+                status, d = sp.request("POST", "/v1/sandboxes/%s/pause" % sid, {"memory_to_disk": True})
+                self.assertEqual(status, 202, d)
+                wait_for(lambda: not sp.alive(), timeout=60, what="spaced to die at " + point)
+                self.assertEqual(sp.proc.returncode, -9)
+            finally:
+                sp.kill9()
+                sp.env = None
+            sp.start()
+            sp.wait_state(sid, "paused", timeout=60)
+            self.assertEqual(runsc_processes(sid), [], point)
+            secret = self.snapshot_secret_of_rootfs(sid)
+            sp.action(sid, "resume")
+            got_secret, n = self.count(sid)
+            self.assertEqual(got_secret, secret, point)
+            wait_for(lambda: self.count(sid)[1] > n + 3, timeout=30, what="the loop to go on after " + point)
+
+    def snapshot_secret_of_rootfs(self, sid):
+        with open(os.path.join(self.spaced.subvolume(sid), "root", "count")) as f:
+            return f.read().split()[0]
 
     def test_orphan_images_are_swept_at_start(self):
         sp = self.spaced

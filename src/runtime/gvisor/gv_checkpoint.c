@@ -104,12 +104,9 @@ int gv_checkpoint(const struct runtime_driver *d, const struct sandbox *sb, cons
                 gv_runsc_failed("checkpoint", r, log, sb->id, err);
                 goto fail;
         }
-        if (leave_running) {
-                if (carry_on(d, sb, was_running, err) < 0)
-                        return -1; /* the image and snapshot are whole; the caller decides */
-        } else if (d->ops->stop(d, sb, err) < 0) {
-                return -1;
-        }
+        /* Not leave_running: it stays frozen, and the caller stops it once the image is safe. */
+        if (leave_running && carry_on(d, sb, was_running, err) < 0)
+                return -1; /* the image and snapshot are whole; the caller decides */
         *ret_pause_us = monotonic_now_us() - t0;
         return 0;
 fail:

@@ -266,6 +266,14 @@ static int gv_resume(const struct runtime_driver *d, const struct sandbox *sb, s
         return gv_agent_unpark(gv, sb, err) < 0 || gv_agent_wait(gv, sb, &h, err) < 0 ? -1 : 0;
 }
 
+/* A hibernated sandbox has no process, and is alive all the same (its memory is on disk). */
+static int gv_probe(const struct runtime_driver *d, const struct sandbox *sb, bool deep)
+{
+        if (strcmp(sb->runtime_state, RUNTIME_STATE_HIBERNATED) == 0)
+                return 1;
+        return sandbox_host_probe(d, sb, deep);
+}
+
 const struct runtime_driver_ops runtime_driver_gvisor = {
         .name = "gvisor",
         .version = "1",
@@ -280,7 +288,7 @@ const struct runtime_driver_ops runtime_driver_gvisor = {
         .pause = gv_pause,
         .resume = gv_resume,
         .exec = sandbox_host_exec,
-        .probe = sandbox_host_probe,
+        .probe = gv_probe,
         .agent_connect = sandbox_host_agent_connect,
         .stats = sandbox_host_stats,
         .path_exists = sandbox_host_rootfs_path_exists,

@@ -97,7 +97,7 @@ static void test_documented_routes(void **state)
                 { "POST", "/v1/sandboxes/sb-1/exec", route_sandbox_exec },
                 { "POST", "/v1/sandboxes/sb-1/stop", route_sandbox_action },
                 { "POST", "/v1/sandboxes/sb-1/start", route_sandbox_action },
-                { "POST", "/v1/sandboxes/sb-1/pause", route_sandbox_action },
+                { "POST", "/v1/sandboxes/sb-1/pause", route_sandbox_pause },
                 { "POST", "/v1/sandboxes/sb-1/resume", route_sandbox_action },
                 { "PATCH", "/v1/sandboxes/sb-1", route_sandbox_patch },
                 { "POST", "/v1/sandboxes/sb-1/snapshots", route_snapshot_create },

@@ -1,0 +1,111 @@
+#!/usr/bin/env python3
+"""memory-state: memory snapshots of a small gvisor sandbox against filesystem snapshots of the
+same sandbox, side by side in one run (docs/memory-state.md): snapshot, restore -> first
+exec, fork of 1 and of F -> every child running + a first exec in each, and hibernate/wake
+against a plain pause/resume. Every round does each pair in a random order. Prints
+percentiles and the ratio memory / filesystem. See docs/benchmarks.md.
+
+Usage: sudo bench/memory_state.py [-n ROUNDS] [--fork F] [BUILD_DIR]
+"""
+
+import argparse
+import os
+import random
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import compare_builds  # noqa: E402
+
+pct = compare_builds.pct
+LOOP = "(i=0; while true; do i=$((i+1)); echo $i > /root/count; sleep 0.1; done) >/dev/null 2>&1 </dev/null &"
+
+
+def ok(sp, method, path, body=None, status=200):
+    st, d = sp.request(method, path, body, timeout=300)
+    assert st == status, (method, path, st, d)
+    return d
+
+
+def timed(fn):
+    t = time.perf_counter()
+    out = fn()
+    return (time.perf_counter() - t) * 1000, out
+
+
+def snapshot(sp, sid, memory):
+    return ok(sp, "POST", "/v1/sandboxes/%s/snapshots?wait=true&timeout_s=120" % sid, {"memory": memory})["snapshot"]["id"]
+
+
+def restore_then_exec(sp, sid, snap):
+    ok(sp, "POST", "/v1/sandboxes/%s/restore?wait=true&timeout_s=120" % sid, {"snapshot_id": snap})
+    ok(sp, "POST", "/v1/sandboxes/%s/exec" % sid, {"cmd": ["true"]})
+
+
+def fork_then_exec(sp, sid, snap, count):
+    d = ok(sp, "POST", "/v1/sandboxes/%s/fork?wait=true&timeout_s=240" % sid, {"snapshot_id": snap, "count": count})
+    kids = d["operation"]["result"]["sandbox_ids"]
+    for kid in kids:
+        ok(sp, "POST", "/v1/sandboxes/%s/exec" % kid, {"cmd": ["true"]})
+    return kids
+
+
+def pause_resume(sp, sid, to_disk):
+    ok(sp, "POST", "/v1/sandboxes/%s/pause?wait=true&timeout_s=120" % sid, {"memory_to_disk": to_disk})
+    ok(sp, "POST", "/v1/sandboxes/%s/resume?wait=true&timeout_s=120" % sid)
+    ok(sp, "POST", "/v1/sandboxes/%s/exec" % sid, {"cmd": ["true"]})
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("-n", type=int, default=5, help="rounds")
+    ap.add_argument("--fork", type=int, default=10, help="children of the larger fork")
+    ap.add_argument("build", nargs="?", default=os.path.join(os.path.dirname(HERE), "build"))
+    a = ap.parse_args()
+    sp = compare_builds.BuildSpaced(a.build)
+    res = {}
+
+    def add(what, kind, ms):
+        res.setdefault(what, {}).setdefault(kind, []).append(ms)
+
+    try:
+        sp.start()
+        sid = ok(sp, "POST", "/v1/sandboxes?wait=true&timeout_s=60", {"template": "busybox", "runtime": "gvisor"})["sandbox"]["id"]
+        ok(sp, "POST", "/v1/sandboxes/%s/exec" % sid, {"shell": LOOP})
+        images = []
+        for _ in range(a.n):
+            snaps = {}
+            for memory in random.sample([False, True], 2):
+                kind = "memory" if memory else "filesystem"
+                ms, snaps[kind] = timed(lambda: snapshot(sp, sid, memory))
+                add("snapshot", kind, ms)
+                if memory:
+                    img = os.path.join(sp.state_dir, "pool", "memory", snaps[kind], "checkpoint.img")
+                    images.append(os.stat(img).st_blocks * 512)
+            for kind in random.sample(list(snaps), 2):
+                ms, _ = timed(lambda: restore_then_exec(sp, sid, snaps[kind]))
+                add("restore -> first exec", kind, ms)
+            for count in (1, a.fork):
+                for kind in random.sample(list(snaps), 2):
+                    ms, kids = timed(lambda: fork_then_exec(sp, sid, snaps[kind], count))
+                    add("fork of %d -> exec in each" % count, kind, ms)
+                    for kid in kids:
+                        ok(sp, "DELETE", "/v1/sandboxes/%s?wait=true&timeout_s=120" % kid)
+            for to_disk in random.sample([False, True], 2):
+                ms, _ = timed(lambda: pause_resume(sp, sid, to_disk))
+                add("pause+resume -> exec", "hibernate" if to_disk else "freeze", ms)
+            for snap in snaps.values():
+                ok(sp, "DELETE", "/v1/snapshots/" + snap, status=204)
+        for what, by in res.items():
+            base = by.get("filesystem") or by.get("freeze")
+            for kind, v in by.items():
+                print("%-26s %-10s n=%-3d p50=%8.1f p90=%8.1f ms  ratio p50 %.2f" % (
+                    what, kind, len(v), pct(v, 50), pct(v, 90), pct(v, 50) / pct(base, 50)), flush=True)
+        print("memory image of the sandbox: p50 %.0f KiB (n=%d)" % (pct(images, 50) / 1024, len(images)))
+    finally:
+        sp.cleanup()
+
+
+if __name__ == "__main__":
+    main()
