@@ -13,6 +13,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "api/http_error_page.h"
 #include "api/tls_credentials.h"
 #include "spaced/log.h"
 #include "spaced/spaced_context.h"
@@ -34,6 +35,7 @@ struct http_listener {
         struct http_peer *head, *tail; /* pending connections, oldest first */
         unsigned npending, max_pending;
         unsigned idle_timeout_s;
+        bool e2b_errors;
         atomic_ulong evicted;
         /* Where libmicrohttpd's words go: the starter's reason while MHD_start_daemon runs,
          * the log after (a TLS handshake a client gave up, say); under lock. */
@@ -132,6 +134,13 @@ void http_listener_authenticated(struct MHD_Connection *conn)
                 MHD_set_connection_option(conn, MHD_CONNECTION_OPTION_TIMEOUT, l->idle_timeout_s);
 }
 
+bool http_listener_e2b_errors(struct MHD_Connection *conn)
+{
+        const union MHD_ConnectionInfo *info = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+        const struct http_peer *p = info ? info->socket_context : NULL;
+        return p && p->listener->e2b_errors;
+}
+
 int http_listener_bind(const char *addr, uint16_t port, char *reason, size_t reason_size)
 {
         struct sockaddr_in sa4 = { .sin_family = AF_INET, .sin_port = htons(port) };
@@ -219,6 +228,12 @@ int http_listener_start(const struct spaced_config *cfg, const struct http_liste
         l->start_log = (struct start_log){ reason, reason ? reason_size : 0 };
         l->max_pending = cfg->http_max_unauthenticated;
         l->idle_timeout_s = cfg->http_idle_timeout_s;
+        l->e2b_errors = o->e2b_errors;
+        static atomic_bool pages_checked;
+        char why[160];
+        if (!atomic_exchange(&pages_checked, true) && !http_error_page_ready(why, sizeof(why)))
+                log_warn("http.error_pages_html", "reason=\"%s\" effect=\"malformed requests get libmicrohttpd's HTML pages\"",
+                         LOG_ESC(why));
         /* Suspend/resume brings the inter-thread channel that quiesce needs. */
         unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION | MHD_USE_POLL |
                 MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG;

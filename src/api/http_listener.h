@@ -29,6 +29,7 @@ struct http_listener_options {
         MHD_AccessHandlerCallback on_request;
         MHD_RequestCompletedCallback on_completed;
         void *cls;
+        bool e2b_errors; /* the library's own error answers in E2B's shape (api/http_error_page.h) */
 };
 
 /* Binds a TCP socket to addr:port (an IPv4 or IPv6 address), without listening yet, so that a port in use

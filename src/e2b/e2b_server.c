@@ -144,7 +144,7 @@ int e2b_server_start(struct spaced_context *ctx, int fd, struct e2b_server **ret
         /* Bound without SO_REUSEPORT (http_listener_bind): a port already taken, also by
          * spaced's own --listen, failed at the start rather than be shared at random. */
         struct http_listener_options o = {
-                .listen_fd = fd, .tcp = true, .on_request = on_request, .on_completed = on_completed, .cls = s
+                .listen_fd = fd, .tcp = true, .on_request = on_request, .on_completed = on_completed, .cls = s, .e2b_errors = true
         };
         char why[256];
         if (http_listener_start(&ctx->cfg, &o, &s->listener, why, sizeof(why)) < 0) {

@@ -314,9 +314,9 @@ class StrictInput(SpacedTestCase):
 
 
 class ErrorShape(FloodCase):
-    """Every error spaced itself answers has its front door's JSON shape, on bad requests
-    too; what libmicrohttpd answers before spaced sees the request (docs/api.md) keeps its
-    status and closes the connection."""
+    """Every error a client can get has its front door's JSON shape, on bad requests too;
+    what libmicrohttpd answers before spaced sees the request (api/http_error_page.h) keeps
+    its status and closes the connection."""
 
     def answer(self, port, payload):
         out = raw_exchange(port, payload, timeout=5)
@@ -354,12 +354,25 @@ class ErrorShape(FloodCase):
             (b"POST /v1/sandboxes HTTP/1.1\r\nHost: x\r\nContent-Length: abc\r\n\r\n", 400),
             (b"POST /v1/sandboxes HTTP/1.1\r\nHost: x\r\nContent-Length: 99999999999999999999999\r\n\r\n", 413),
             (b"GET /v1/health HTTP/1.1\r\nHost: x\r\nno colon here\r\n\r\n", 400),
+            (b"GET /v1/health HTTP/3.0\r\nHost: x\r\n\r\n", 505),
         ]
-        for port in (self.spaced.port, self.e2b_port):
+        codes = {400: "invalid_request", 413: "payload_too_large", 414: "uri_too_long", 431: "headers_too_large",
+                 505: "http_version_not_supported"}
+        for port, shape in ((self.spaced.port, "api"), (self.e2b_port, "e2b")):
             for payload, want in cases:
-                status, headers, _ = self.answer(port, payload)
+                status, headers, body = self.answer(port, payload)
                 self.assertEqual(status, want, payload[:60])
                 self.assertEqual(headers.get("connection", "").lower(), "close")
+                # libmicrohttpd answers these itself: its HTML page must not reach the client.
+                self.assertTrue(headers.get("content-type", "").startswith("application/json"), (payload[:60], headers, body))
+                self.assertNotIn(b"<", body, payload[:60])
+                j = json.loads(body)
+                if shape == "api":
+                    self.assertEqual(j["error"]["code"], codes[want], payload[:60])
+                    self.assertGreater(len(j["error"]["message"]), 10)
+                else:
+                    self.assertEqual(j["code"], want, payload[:60])
+                    self.assertGreater(len(j["message"]), 10)
 
 
 if __name__ == "__main__":

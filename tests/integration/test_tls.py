@@ -97,6 +97,31 @@ class TLS(SpacedTestCase):
                 self.assertEqual(dict(x[0] for x in tls.getpeercert()["subject"])["commonName"], "127.0.0.1")
         self.assertIn("listening on https://127.0.0.1:%d" % sp.port, open(sp.out_path).read())
 
+    def test_library_errors_are_json_over_tls(self):
+        # libmicrohttpd answers a bad Content-Length itself; over TLS too the client gets the
+        # JSON answer (written into the TLS session), not the library's HTML page.
+        for port, shape in ((self.spaced.port, "api"), (self.e2b_port, "e2b")):
+            with socket.create_connection(("127.0.0.1", port), timeout=30) as raw:
+                with self.trusting.wrap_socket(raw, server_hostname="127.0.0.1") as tls:
+                    tls.sendall(b"POST /v1/sandboxes HTTP/1.1\r\nHost: x\r\nContent-Length: abc\r\n\r\n")
+                    out = b""
+                    while True:
+                        try:
+                            chunk = tls.recv(65536)
+                        except (ssl.SSLError, ConnectionError):
+                            break
+                        if not chunk:
+                            break
+                        out += chunk
+            head, _, body = out.partition(b"\r\n\r\n")
+            self.assertTrue(head.startswith(b"HTTP/1.1 400 "), out[:200])
+            self.assertIn(b"content-type: application/json", head.lower())
+            j = json.loads(body)
+            if shape == "api":
+                self.assertEqual(j["error"]["code"], "invalid_request")
+            else:
+                self.assertEqual(j["code"], 400)
+
     def test_console_cookie_is_secure_over_tls(self):
         # No proxy header: the connection itself is TLS, so the cookie only travels over TLS.
         sp = self.spaced
