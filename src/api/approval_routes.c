@@ -5,33 +5,9 @@
 
 #include "api/api_cursor.h"
 #include "api/api_json.h"
-#include "api/api_render.h"
 #include "api/api_routes.h"
+#include "service/approval_json.h"
 #include "service/approval_service.h"
-
-/* A new reference: s, or JSON null for "". */
-static json_t *text_or_null(const char *s)
-{
-        return s[0] ? json_string(s) : json_null();
-}
-
-static json_t *member_or_null(const json_t *o, const char *key)
-{
-        json_t *v = json_object_get(o, key);
-        return v ? json_incref(v) : json_null();
-}
-
-static json_t *render_approval(const struct approval_record *a)
-{
-        const json_t *rq = a->request;
-        return json_pack("{s:s, s:s, s:s, s:s, s:o, s:s, s:o, s:s, s:s, s:{s:o, s:o, s:o}, s:o, s:o, s:o, s:o, s:o}", "id", a->id,
-                         "project", a->project_id, "sandbox_id", a->sandbox_id, "command_id", a->command_id, "requested_by",
-                         text_or_null(a->key_id), "policy_id", a->policy_id, "rule_id", text_or_null(a->rule_id), "reason",
-                         a->reason, "state", approval_state_name(a->state), "command", "argv", member_or_null(rq, "argv"), "cwd",
-                         member_or_null(rq, "cwd"), "user", member_or_null(rq, "user"), "decided_by", text_or_null(a->decided_by),
-                         "comment", text_or_null(a->comment), "created_at", api_render_time(a->created_at_ms), "expires_at",
-                         api_render_time(a->expires_at_ms), "decided_at", api_render_time(a->decided_at_ms));
-}
 
 void route_approval_list(struct api_request *req, struct api_response *resp)
 {
@@ -56,7 +32,7 @@ void route_approval_list(struct api_request *req, struct api_response *resp)
         size_t shown = api_page_rows(&page, n);
         json_t *arr = json_array();
         for (size_t i = 0; i < shown; i++)
-                json_array_append_new(arr, render_approval(&all[i]));
+                json_array_append_new(arr, approval_json(&all[i]));
         json_t *next =
                 shown ? api_cursor_next(&page, "approvals", n, all[shown - 1].created_at_ms, all[shown - 1].id) : json_null();
         approval_record_array_free(all, n);
@@ -69,7 +45,7 @@ void route_approval_get(struct api_request *req, struct api_response *resp)
         struct approval_record a;
         if (approval_service_get(req->ctx, &req->principal, req->segments[2], &a, &err) < 0)
                 return api_response_error(resp, &err);
-        api_response_json(resp, 200, render_approval(&a));
+        api_response_json(resp, 200, approval_json(&a));
         approval_record_release(&a);
 }
 
@@ -87,7 +63,7 @@ static void decide(struct api_request *req, struct api_response *resp, bool appr
                 goto fail;
         if (approval_service_decide(req->ctx, &req->principal, req->segments[2], approve, comment, &a, &err) < 0)
                 goto fail;
-        api_response_json(resp, 200, render_approval(&a));
+        api_response_json(resp, 200, approval_json(&a));
         approval_record_release(&a);
         json_decref(body);
         return;

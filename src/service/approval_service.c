@@ -4,10 +4,12 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "data_plane/command_service.h"
 #include "service/approval_request.h"
+#include "service/approval_webhook.h"
 #include "service/policy_gate.h"
 #include "service/project_service.h"
 #include "spaced/fault_point.h"
@@ -22,6 +24,30 @@ static void asking_key(struct spaced_context *ctx, const struct principal *p, co
         snprintf(buf, size, "%s", p->key_id);
         if (!buf[0] && session_id && session_id[0] && STORE(ctx, session_get, session_id, &s) == 0)
                 snprintf(buf, size, "%s", s.key_id);
+}
+
+/* An audit row for a step of a that no request of its own records (the hold, the expiry,
+ * the settlement): the platform's, with what happened in its detail. */
+static void audit_step(struct spaced_context *ctx, const struct approval_record *a, const char *action, const char *key_id,
+                       const char *outcome)
+{
+        struct audit_record r = { .created_at_ms = wallclock_now_ms() };
+        random_id("aud-", 12, r.id, sizeof(r.id));
+        snprintf(r.action, sizeof(r.action), "%s", action);
+        snprintf(r.target, sizeof(r.target), "%s", a->id);
+        snprintf(r.project, sizeof(r.project), "%s", a->project_id);
+        snprintf(r.key_id, sizeof(r.key_id), "%s", key_id);
+        json_t *d = json_pack("{s:s, s:s, s:s, s:s}", "sandbox", a->sandbox_id, "command", a->command_id, "state",
+                              approval_state_name(a->state), "outcome", outcome);
+        char *text = d ? json_dumps(d, JSON_COMPACT) : NULL;
+        json_decref(d);
+        if (text && strlen(text) < sizeof(r.detail))
+                memcpy(r.detail, text, strlen(text) + 1);
+        free(text);
+        int e = STORE(ctx, audit_insert, &r);
+        if (e < 0)
+                log_error("audit.write_failed", "error=\"%s\" action=%s target=%s note=\"the log line is the record\"",
+                          strerror(-e), action, a->id);
 }
 
 int approval_service_hold(struct spaced_context *ctx, const struct principal *p, const char *session_id, const struct sandbox *sb,
@@ -65,6 +91,8 @@ int approval_service_hold(struct spaced_context *ctx, const struct principal *p,
         log_info("approval.requested", "approval=%s project=%s sandbox=%s command=%s key=%s policy=%s rule=%s", a.id,
                  a.project_id, a.sandbox_id, c.id, a.key_id[0] ? a.key_id : "-", a.policy_id,
                  a.rule_id[0] ? a.rule_id : "default");
+        audit_step(ctx, &a, "approval.requested", a.key_id, "held");
+        approval_webhook_send(ctx->approval_webhook, "approval.requested", &a);
         *ret_cmd = c;
         *ret_apr = a;
         return 0;
@@ -158,6 +186,9 @@ static void settle(struct spaced_context *ctx, const struct approval_record *a)
                 int r = why[0] ? command_service_end_held(ctx, &c, why) : 0;
                 if (r < 0)
                         log_warn("approval.settle_failed", "approval=%s command=%s error=\"%s\"", a->id, c.id, strerror(-r));
+                /* Once per settlement (a crash before this line settles it again at start). */
+                audit_step(ctx, a, a->state == APPROVAL_EXPIRED ? "approval.expired" : "approval.settled", "",
+                           why[0] ? why : "started");
         }
         command_record_release(&c);
 }
@@ -193,6 +224,7 @@ int approval_service_decide(struct spaced_context *ctx, const struct principal *
                 return space_error_set(err, SPACE_E_INTERNAL, "approval %s cannot be read back", id);
         log_info("approval.decided", "approval=%s state=%s key=%s command=%s", a.id, approval_state_name(a.state),
                  p->key_id[0] ? p->key_id : "-", a.command_id);
+        approval_webhook_send(ctx->approval_webhook, a.state == APPROVAL_APPROVED ? "approval.approved" : "approval.denied", &a);
         fault_point("approval.after_decide", approval_state_name(a.state)); /* decided, not settled: the restart settles it */
         settle(ctx, &a);
         *ret = a;
@@ -213,6 +245,8 @@ void approval_service_expire(struct spaced_context *ctx)
                         continue; /* decided meanwhile: the decider settles it */
                 all[i].state = APPROVAL_EXPIRED;
                 log_info("approval.expired", "approval=%s command=%s", all[i].id, all[i].command_id);
+                all[i].decided_at_ms = now;
+                approval_webhook_send(ctx->approval_webhook, "approval.expired", &all[i]);
                 settle(ctx, &all[i]);
         }
         approval_record_array_free(all, n);
@@ -231,4 +265,13 @@ void approval_service_resume(struct spaced_context *ctx)
                 approval_record_array_free(all, n);
         }
         approval_service_expire(ctx);
+        /* At least once: requests still pending go to the webhook again (the receiver
+         * deduplicates on X-Space-Delivery). */
+        struct approval_record *pending = NULL;
+        size_t n = 0;
+        if (ctx->approval_webhook && STORE(ctx, approval_list, NULL, APPROVAL_PENDING, NULL, &pending, &n) == 0) {
+                for (size_t i = 0; i < n; i++)
+                        approval_webhook_send(ctx->approval_webhook, "approval.requested", &pending[i]);
+                approval_record_array_free(pending, n);
+        }
 }

@@ -62,6 +62,9 @@ static const char usage[] =
         "  --rolling-max-count N  default number of rolling snapshots kept [168]\n"
         "  --session-ttl S        default lifetime of a data-plane attach token [3600; max 604800]\n"
         "  --approval-timeout S   a command held for approval is denied (expired) after S seconds [3600]\n"
+        "  --approval-webhook URL POST each approval request, decision and expiry to URL (http or https),\n"
+        "                         signed with HMAC-SHA256 [off; needs --approval-webhook-secret]\n"
+        "  --approval-webhook-secret FILE  the webhook's signing key (its bytes as they are in FILE)\n"
         "  --command-log-cap SIZE output kept per streamed command; older output is dropped [64M]\n"
         "  --sandbox-log-cap SIZE output kept per sandbox over all its commands; the oldest\n"
         "                         commands' output is dropped first [512M]\n"
@@ -160,6 +163,18 @@ static int parse_listen(const char *v, char *addr, size_t addr_size, uint16_t *r
                 return -1;
         *ret_port = (uint16_t)port;
         return 0;
+}
+
+/* http:// or https:// and a host, printable ASCII without spaces (libcurl takes the rest). */
+static bool webhook_url_ok(const char *v)
+{
+        size_t scheme = strncmp(v, "https://", 8) == 0 ? 8 : strncmp(v, "http://", 7) == 0 ? 7 : 0;
+        if (!scheme || !v[scheme] || v[scheme] == '/')
+                return false;
+        for (const char *p = v; *p; p++)
+                if (*p <= ' ' || *p >= 0x7f)
+                        return false;
+        return true;
 }
 
 /* "id=name|name,id=name": non-empty ids and names of [A-Za-z0-9._:-] (an empty map is
@@ -328,6 +343,14 @@ static int apply(struct spaced_config *cfg, const char *key, const char *v)
                 if (parse_size(v, &n) < 0 || n < 1 || n > 604800)
                         goto bad;
                 cfg->approval_timeout_s = (int64_t)n;
+        } else if (strcmp(key, "approval-webhook") == 0) {
+                if (strlen(v) >= sizeof(cfg->approval_webhook_url) || !webhook_url_ok(v))
+                        goto bad;
+                snprintf(cfg->approval_webhook_url, sizeof(cfg->approval_webhook_url), "%s", v);
+        } else if (strcmp(key, "approval-webhook-secret") == 0) {
+                if (!*v || strlen(v) >= sizeof(cfg->approval_webhook_secret_path))
+                        goto bad;
+                snprintf(cfg->approval_webhook_secret_path, sizeof(cfg->approval_webhook_secret_path), "%s", v);
         } else if (strcmp(key, "command-log-cap") == 0) {
                 if (parse_size(v, &n) < 0 || n < (256ULL << 10) || n > (1ULL << 40))
                         goto bad;
@@ -551,6 +574,8 @@ int spaced_config_load(struct spaced_config *cfg, int argc, char **argv)
                 { "max-context", required_argument, NULL, 0 },
                 { "session-ttl", required_argument, NULL, 0 },
                 { "approval-timeout", required_argument, NULL, 0 },
+                { "approval-webhook", required_argument, NULL, 0 },
+                { "approval-webhook-secret", required_argument, NULL, 0 },
                 { "command-log-cap", required_argument, NULL, 0 },
                 { "sandbox-log-cap", required_argument, NULL, 0 },
                 { "disk-quota", required_argument, NULL, 0 },
@@ -625,6 +650,10 @@ int spaced_config_load(struct spaced_config *cfg, int argc, char **argv)
         if (cfg->http_max_unauthenticated >= cfg->http_max_connections) {
                 fprintf(stderr, "spaced: --max-unauthenticated (%u) must be below --max-connections (%u)\n",
                         cfg->http_max_unauthenticated, cfg->http_max_connections);
+                return -1;
+        }
+        if (!cfg->approval_webhook_url[0] != !cfg->approval_webhook_secret_path[0]) {
+                fprintf(stderr, "spaced: --approval-webhook and --approval-webhook-secret go together: give both or neither\n");
                 return -1;
         }
         if (!cfg->tls_cert_path[0] != !cfg->tls_key_path[0]) {

@@ -63,10 +63,12 @@ struct spaced_config {
         int64_t rolling_retain_s;
         int64_t rolling_max_count;
         /* data plane */
-        int64_t session_ttl_s;      /* default attach token lifetime */
-        int64_t approval_timeout_s; /* a held command expires (is denied) after this long (docs/governance.md) */
-        uint64_t command_log_cap;   /* bytes of output kept per command */
-        uint64_t sandbox_log_cap;   /* bytes of output kept per sandbox, all its commands */
+        int64_t session_ttl_s;                       /* default attach token lifetime */
+        int64_t approval_timeout_s;                  /* a held command expires (is denied) after this long (docs/governance.md) */
+        char approval_webhook_url[512];              /* "" for none (service/approval_webhook.h) */
+        char approval_webhook_secret_path[PATH_MAX]; /* the HMAC key the deliveries are signed with */
+        uint64_t command_log_cap;                    /* bytes of output kept per command */
+        uint64_t sandbox_log_cap;                    /* bytes of output kept per sandbox, all its commands */
         /* disk quotas (storage/btrfs_quota.h) */
         bool disk_quota;             /* enforced; off: disk_mb is refused */
         bool proc_views;             /* sandboxes' own /proc figures (runtime/namespaces/ns_proc_view.h) */
@@ -114,6 +116,7 @@ struct spaced_context {
         struct console_sessions *console_sessions;
         struct policy_cache *policies; /* each project's compiled policies (policy/policy_cache.h); NULL: read each time */
         struct warm_pool *warm;        /* sandboxes made ahead of their creates (controller/warm_pool.h); NULL: none */
+        struct approval_webhook *approval_webhook; /* service/approval_webhook.h; NULL: no --approval-webhook */
         atomic_bool shutting_down;
 };
 

@@ -19,6 +19,7 @@
 
 #include "data_plane/command_channels.h"
 #include "service/approval_service.h"
+#include "service/approval_webhook.h"
 #include "service/console_session.h"
 #include "api/api_auth.h"
 #include "api/http_listener.h"
@@ -421,7 +422,10 @@ int main(int argc, char **argv)
         sandbox_network_restore(&ctx);
         /* Streamed commands that ran on while spaced was away: collect what they wrote. */
         command_channels_resume_all(ctx.channels);
-        /* Held commands decided (or due) while spaced was away: run or end them now. */
+        /* Held commands decided (or due) while spaced was away: run or end them now (and
+         * tell the webhook, which starts first, about those still pending). */
+        if ((r = approval_webhook_start(&ctx, &ctx.approval_webhook, reason, sizeof(reason))) < 0)
+                return fail("spaced.approvals", "%s", reason);
         approval_service_resume(&ctx);
         /* After the orphan sweep, which removes the warm sandboxes an earlier spaced left. */
         if (start_warm_pool(&ctx) != 0)
@@ -483,6 +487,8 @@ int main(int argc, char **argv)
         metrics_listener_quiesce(metrics);
         warm_pool_stop(ctx.warm);
         approval_expiry_stop(expiry);
+        approval_webhook_stop(ctx.approval_webhook);
+        ctx.approval_webhook = NULL;
         command_channels_free(ctx.channels);
         reconciler_free(controller);
         snapshot_sizer_free(sizer);

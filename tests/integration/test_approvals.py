@@ -14,7 +14,13 @@ import subprocess
 import threading
 import time
 
-from spaced_harness import SPACE_CLI, SpacedTestCase, free_port
+import hashlib
+import hmac
+import http.server
+import shutil
+import tempfile
+
+from spaced_harness import SPACE_CLI, SPACED, SpacedTestCase, free_port
 
 TIMEOUT_S = 10  # --approval-timeout of this spaced (a restart on a busy machine fits in it)
 
@@ -34,14 +40,7 @@ def frames(payload):
     return out
 
 
-class ApprovalsTest(SpacedTestCase):
-    @classmethod
-    def setUpClass(cls):
-        cls.e2b_port = free_port()
-        cls.spaced_kwargs = {"extra_args": ["--approval-timeout", str(TIMEOUT_S),
-                                            "--e2b-listen", "127.0.0.1:%d" % cls.e2b_port]}
-        super().setUpClass()
-
+class ApprovalHelpers:
     # ---------------------------------------------------------------- helpers
 
     def policy(self, doc):
@@ -87,6 +86,19 @@ class ApprovalsTest(SpacedTestCase):
         self.assertEqual(out["exit_code"], 0, out)
         return out["stdout"]
 
+    def audit_rows(self, action, target):
+        _, audit = self.spaced.api("GET", "/v1/audit?action=%s&target=%s&limit=1000" % (action, target), expect=200)
+        return audit["audit"]
+
+
+class ApprovalsTest(ApprovalHelpers, SpacedTestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.e2b_port = free_port()
+        cls.spaced_kwargs = {"extra_args": ["--approval-timeout", str(TIMEOUT_S),
+                                            "--e2b-listen", "127.0.0.1:%d" % cls.e2b_port]}
+        super().setUpClass()
+
     # ---------------------------------------------------------------- held, approved, denied
 
     def test_held_exec_runs_once_approved(self):
@@ -130,6 +142,13 @@ class ApprovalsTest(SpacedTestCase):
         self.assertIn("approval-marker-1", self.ls_tmp(sid))
         # Decided once.
         self.assertError(self.spaced.request("POST", "/v1/approvals/%s/deny" % aid, {}, key=owner), 409, "conflict")
+        # The hold and the settlement are audit rows of their own (no request of theirs records them).
+        asked = self.audit_rows("approval.requested", aid)
+        self.assertEqual(len(asked), 1, asked)
+        self.assertRegex(asked[0]["key_id"] or "", r"^key-", asked)  # the key that asked
+        self.assertEqual(asked[0]["detail"], {"sandbox": sid, "command": cid, "state": "pending", "outcome": "held"})
+        settled = self.audit_rows("approval.settled", aid)
+        self.assertEqual([(r["detail"]["state"], r["detail"]["outcome"]) for r in settled], [("approved", "started")])
 
     def test_streamed_command_denied_ends_with_reason(self):
         sid = self.new_sandbox()
@@ -208,6 +227,12 @@ class ApprovalsTest(SpacedTestCase):
         self.assertError(self.spaced.request("POST", "/v1/approvals/%s/approve" % held["approval_id"], {},
                                              key=self.key("owner")), 409, "conflict")
         self.assertNotIn("approval-marker-4", self.ls_tmp(sid))
+        rows = self.audit_rows("approval.expired", held["approval_id"])
+        self.assertEqual(len(rows), 1, rows)
+        detail = rows[0]["detail"]
+        self.assertEqual((detail["state"], detail["outcome"], detail["command"]),
+                         ("expired", "approval_expired", held["command_id"]))
+        self.assertIn(rows[0]["key_id"], (None, ""))
 
     def test_policy_change_while_pending(self):
         sid = self.new_sandbox()
@@ -383,6 +408,171 @@ class ApprovalsTest(SpacedTestCase):
             {"id": "w", "effect": "require_approval", "actions": ["file.write"]}]})
         self.assertEqual((status, body["error"]["code"]), (422, "unsupported"), body)
         self.assertIn("require_approval holds commands only", body["error"]["message"])
+
+
+class WebhookReceiver:
+    """An operator's webhook endpoint on 127.0.0.1: records every POST; answers 500 to the
+    next `fail` deliveries, 204 after."""
+
+    def __init__(self):
+        self.deliveries, self.fail, self.lock = [], 0, threading.Lock()
+        receiver = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_POST(self):  # noqa: N802 - http.server's name
+                body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
+                with receiver.lock:
+                    receiver.deliveries.append((self.path, dict(self.headers.items()), body))
+                    failing = receiver.fail > 0
+                    receiver.fail -= 1 if failing else 0
+                self.send_response(500 if failing else 204)
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+
+            def log_message(self, *args):
+                pass
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.port = self.server.server_address[1]
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread.start()
+
+    def of(self, delivery):
+        with self.lock:
+            return [(h, b) for _, h, b in self.deliveries if h.get("X-Space-Delivery") == delivery]
+
+    def stop(self):
+        self.server.shutdown()
+        self.server.server_close()
+
+
+class ApprovalWebhookTest(ApprovalHelpers, SpacedTestCase):
+    """--approval-webhook: each request, decision and expiry is POSTed to the operator's URL,
+    signed (HMAC-SHA256 over "<timestamp>.<body>"), retried until answered 2xx, and a request
+    still pending is delivered again after a restart."""
+
+    SECRET = b"webhook-secret-" + secrets.token_hex(16).encode()
+    EXPIRY_S = 8
+
+    @classmethod
+    def setUpClass(cls):
+        cls.receiver = WebhookReceiver()
+        cls.secret_dir = tempfile.mkdtemp(prefix="spit-hook-", dir="/tmp")
+        cls.secret_path = os.path.join(cls.secret_dir, "hook.key")
+        with open(os.open(cls.secret_path, os.O_WRONLY | os.O_CREAT, 0o600), "wb") as f:
+            f.write(cls.SECRET + b"\n")  # the line ending is not part of the key
+        cls.spaced_kwargs = {"extra_args": [
+            "--approval-timeout", str(cls.EXPIRY_S),
+            "--approval-webhook", "http://127.0.0.1:%d/hooks/approvals" % cls.receiver.port,
+            "--approval-webhook-secret", cls.secret_path]}
+        try:
+            super().setUpClass()
+        except Exception:
+            cls.receiver.stop()
+            raise
+
+    @classmethod
+    def tearDownClass(cls):
+        super().tearDownClass()
+        cls.receiver.stop()
+        shutil.rmtree(cls.secret_dir, ignore_errors=True)
+
+    def deliveries(self, delivery, count=1, timeout=60):
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            got = self.receiver.of(delivery)
+            if len(got) >= count:
+                return got
+            time.sleep(0.1)
+        self.fail("%d deliveries of %s did not come: %r" % (count, delivery, self.receiver.of(delivery)))
+
+    def verified(self, headers, body, event):
+        ts = headers["X-Space-Timestamp"]
+        want = hmac.new(self.SECRET, ts.encode() + b"." + body, hashlib.sha256).hexdigest()
+        self.assertEqual(headers["X-Space-Signature"], "sha256=" + want)
+        self.assertLess(abs(time.time() - int(ts)), 300)
+        self.assertEqual(headers["X-Space-Event"], event)
+        self.assertEqual(headers["Content-Type"], "application/json")
+        j = json.loads(body)
+        self.assertEqual((j["event"], j["delivery"]), (event, headers["X-Space-Delivery"]))
+        return j
+
+    def test_request_and_decision_are_delivered_signed_and_retried(self):
+        sid = self.new_sandbox()
+        self.hold_marker_policy()
+        owner = self.key("owner")
+        self.receiver.fail = 1  # the first attempt gets a 500: the same delivery comes again
+        held = self.held_exec(sid, "echo hooked > /tmp/approval-marker-w1")
+        aid = held["approval_id"]
+        got = self.deliveries(aid + ".approval.requested", count=2)
+        for headers, body in got[:2]:
+            j = self.verified(headers, body, "approval.requested")
+            self.assertEqual((j["approval"]["id"], j["approval"]["state"], j["approval"]["command_id"]),
+                             (aid, "pending", held["command_id"]))
+            self.assertEqual(j["approval"]["command"]["argv"][:2], ["/bin/sh", "-c"])
+        self.assertEqual(self.receiver.deliveries[-1][0], "/hooks/approvals")
+        # A forged signature is told apart: the receiver's check is real.
+        headers, body = got[0]
+        self.assertNotEqual(headers["X-Space-Signature"],
+                            "sha256=" + hmac.new(b"another key", headers["X-Space-Timestamp"].encode() + b"." + body,
+                                                 hashlib.sha256).hexdigest())
+        self.spaced.api("POST", "/v1/approvals/%s/approve" % aid, {"comment": "ok"}, key=owner, expect=200)
+        (headers, body), = self.deliveries(aid + ".approval.approved")
+        j = self.verified(headers, body, "approval.approved")
+        self.assertEqual((j["approval"]["state"], j["approval"]["comment"]), ("approved", "ok"))
+        self.assertTrue(j["approval"]["decided_by"])
+        c = self.command(sid, held["command_id"], self.token(sid), wait=True)
+        self.assertEqual((c["state"], c["exit_code"]), ("exited", 0), c)
+
+    def test_expiry_is_delivered(self):
+        sid = self.new_sandbox()
+        self.hold_marker_policy()
+        held = self.held_exec(sid, "touch /tmp/approval-marker-w2")
+        (headers, body), = self.deliveries(held["approval_id"] + ".approval.expired", timeout=self.EXPIRY_S + 30)
+        j = self.verified(headers, body, "approval.expired")
+        self.assertEqual((j["approval"]["state"], j["approval"]["decided_by"]), ("expired", None))
+        self.assertIsNotNone(j["approval"]["decided_at"])
+
+    def test_pending_request_is_delivered_again_after_kill9(self):
+        sid = self.new_sandbox()
+        self.hold_marker_policy()
+        owner = self.key("owner")
+        held = self.held_exec(sid, "touch /tmp/approval-marker-w3")
+        aid = held["approval_id"]
+        before = len(self.deliveries(aid + ".approval.requested"))
+        self.spaced.restart(hard=True)
+        again = self.deliveries(aid + ".approval.requested", count=before + 1)
+        j = self.verified(*again[-1], "approval.requested")
+        self.assertEqual(j["approval"]["state"], "pending")
+        self.spaced.api("POST", "/v1/approvals/%s/deny" % aid, {}, key=owner, expect=200)
+        self.deliveries(aid + ".approval.denied")
+
+    def test_refused_settings(self):
+        """spaced does not start with half a webhook or a bad one, and says why."""
+        short = os.path.join(self.secret_dir, "short.key")
+        with open(short, "wb") as f:
+            f.write(b"tiny\n")
+        url = "http://127.0.0.1:%d/h" % self.receiver.port
+        for args, words in ((["--approval-webhook", url], "go together"),
+                            (["--approval-webhook-secret", self.secret_path], "go together"),
+                            (["--approval-webhook", "ftp://127.0.0.1/h", "--approval-webhook-secret", self.secret_path],
+                             "approval-webhook"),
+                            (["--approval-webhook", "http:///nohost", "--approval-webhook-secret", self.secret_path],
+                             "approval-webhook")):
+            done = subprocess.run([SPACED, "--state-dir", os.path.join(self.secret_dir, "never")] + args,
+                                  capture_output=True, timeout=60)
+            self.assertNotEqual(done.returncode, 0, args)
+            self.assertIn(words, done.stderr.decode(), args)
+        bad = None
+        from spaced_harness import Spaced
+        sp = Spaced(extra_args=["--approval-webhook", url, "--approval-webhook-secret", short])
+        try:
+            with self.assertRaises(RuntimeError) as caught:
+                sp.start(timeout=60)
+            bad = str(caught.exception)
+        finally:
+            sp.cleanup()
+        self.assertIn("at least 16", bad)
 
 
 if __name__ == "__main__":
