@@ -1,6 +1,6 @@
 // The console's entry: who is signed in, then the page the location's hash names
 // (#/ the sandboxes, #/sandboxes/<id> one sandbox, #/templates, #/builds/<op>, #/operations,
-// #/audit, #/keys, #/projects). docs/console.md. The navigation shows a page only to a key
+// #/approvals, #/audit, #/keys, #/projects). docs/console.md. The navigation shows a page only to a key
 // whose permissions its route needs; the server refuses the rest anyway.
 import { api, ApiError, setCsrf } from './api.js';
 import { renderSignIn } from './pages.js';
@@ -9,6 +9,7 @@ import { renderSandbox } from './sandbox_page.js';
 import { renderTemplates, renderBuild } from './templates_page.js';
 import { renderOperations } from './operations_page.js';
 import { renderAudit } from './audit_page.js';
+import { renderApprovals } from './approvals_page.js';
 import { renderKeys, renderProjects } from './keys_page.js';
 
 // hash, label, the permission its list needs
@@ -16,6 +17,7 @@ const PAGES = [
   ['#/', 'Sandboxes', 'sandbox.read'],
   ['#/templates', 'Templates', 'template.read'],
   ['#/operations', 'Operations', 'operation.read'],
+  ['#/approvals', 'Approvals', 'project.read'],
   ['#/audit', 'Audit', 'key.read'],
   ['#/keys', 'Keys', 'key.read'],
   ['#/projects', 'Projects', 'platform'],
@@ -89,6 +91,7 @@ async function route() {
   else if ((m = h.match(/^#\/builds\/([A-Za-z0-9_-]+)$/))) leave = renderBuild(main, me, m[1]);
   else if (h === '#/templates') leave = renderTemplates(main, me);
   else if (h === '#/operations') leave = renderOperations(main, me);
+  else if (h === '#/approvals') leave = renderApprovals(main, me);
   else if (h === '#/audit') leave = renderAudit(main, me);
   else if (h === '#/keys') leave = renderKeys(main, me);
   else if (h === '#/projects') leave = renderProjects(main, me);

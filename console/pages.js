@@ -85,11 +85,11 @@ export function field(id, label, input) {
 
 // A page that lists what a route returns, with filters (each a query parameter of the
 // route), read again every `everyMs` (0: only when asked). spec: {title, route, member,
-// filters: [[param, label, placeholder?]], columns (as table()), rowAttrs?, everyMs?,
+// filters: [[param, label, placeholder?, initial value?]], columns (as table()), rowAttrs?, everyMs?,
 // newestFirst?, pages?: how many pages to follow (default 1), actions?: Node}. Returns the
 // page's leave function.
 export function renderListPage(root, spec) {
-  const inputs = spec.filters.map(([param, label, placeholder]) => [param, ...field('filter-' + param, label, el('input', { type: 'text', placeholder: placeholder || '', size: 14, spellcheck: 'false' }))]);
+  const inputs = spec.filters.map(([param, label, placeholder, initial]) => [param, ...field('filter-' + param, label, el('input', { type: 'text', placeholder: placeholder || '', value: initial || null, size: 14, spellcheck: 'false' }))]);
   const box = el('div', { class: 'scroll' });
   const form = el(
     'form',

@@ -91,7 +91,7 @@ json_t *api_render_template(const struct template_record *t)
 json_t *api_render_permissions(uint32_t mask)
 {
         json_t *perms = json_array();
-        for (uint32_t bit = 1; bit && bit <= PERM_PLATFORM; bit <<= 1)
+        for (uint32_t bit = 1; bit & PERM_ALL; bit <<= 1)
                 if (mask & bit)
                         json_array_append_new(perms, json_string(permission_name(bit)));
         return perms;

@@ -360,6 +360,49 @@ await check('the audit page, filtered by action', async () => {
   await page.screenshot({ path: join(OUT, 'audit.png') });
 });
 
+await check('the approvals inbox: approve one held command with a comment, deny another', async () => {
+  const made = await api('POST', '/v1/sandboxes?wait=true&timeout_s=120', { metadata: { by: 'console-approvals' } });
+  assert.equal(made.status, 200, JSON.stringify(made.body));
+  const sid = made.body.sandbox.id;
+  const owner = await api('POST', '/v1/keys', { name: 'console-asker', role: 'owner' });
+  assert.equal(owner.status, 201, JSON.stringify(owner.body));
+  const policy = await api('POST', '/v1/policies', { name: 'console-hold', rules: [
+    { id: 'hold', effect: 'require_approval', actions: ['command'], message: 'a person looks', match: { argv: { glob: '*console-approval*' } } }] });
+  assert.equal(policy.status, 201, JSON.stringify(policy.body));
+  try {
+    const held = [];
+    for (const word of ['yes', 'no']) {
+      const r = await api('POST', `/v1/sandboxes/${sid}/exec`, { shell: `echo ${word} > /tmp/console-approval-${word}` }, owner.body.secret);
+      assert.equal(r.status, 202, JSON.stringify(r.body));
+      held.push(r.body.approval_id);
+    }
+    await go(page, '#/approvals', 'Approvals');
+    for (const id of held) await page.locator(`tr[data-approval="${id}"][data-state="pending"]`).waitFor({ timeout: 10000 });
+    await page.screenshot({ path: join(OUT, 'approvals.png') });
+    await page.getByLabel('Comment').fill('looks fine');
+    await page.getByRole('button', { name: 'Approve ' + held[0], exact: true }).click();
+    await page.locator(`tr[data-approval="${held[0]}"]`).waitFor({ state: 'detached', timeout: 10000 }); // no longer pending
+    await page.getByLabel('Comment').fill('');
+    await page.getByRole('button', { name: 'Deny ' + held[1], exact: true }).click();
+    await page.locator(`tr[data-approval="${held[1]}"]`).waitFor({ state: 'detached', timeout: 10000 });
+    const yes = (await api('GET', '/v1/approvals/' + held[0])).body;
+    const no = (await api('GET', '/v1/approvals/' + held[1])).body;
+    assert.deepEqual([yes.state, yes.comment, no.state, no.comment], ['approved', 'looks fine', 'denied', null]);
+    // The approved one ran as it was asked; the denied one did not.
+    const ran = await api('POST', `/v1/sandboxes/${sid}/exec`, { cmd: ['ls', '/tmp'] });
+    assert.ok(ran.body.stdout.includes('console-approval-yes') && !ran.body.stdout.includes('console-approval-no'), ran.body.stdout);
+    // Every state, with who decided.
+    await page.getByLabel('State').fill('');
+    await page.getByRole('button', { name: 'Filter', exact: true }).click();
+    await page.locator(`tr[data-approval="${held[1]}"][data-state="denied"]`).waitFor({ timeout: 10000 });
+    assert.equal(await page.getByRole('button', { name: 'Deny ' + held[1] }).count(), 0);
+  } finally {
+    await api('DELETE', '/v1/policies/' + policy.body.id);
+    await api('DELETE', '/v1/keys/' + owner.body.id);
+    await api('DELETE', '/v1/sandboxes/' + sid);
+  }
+});
+
 await check('the keys page: create a key (its secret shown once) and delete it', async () => {
   await go(page, '#/keys', 'Keys');
   await page.getByLabel('Name').fill('made-in-console');
