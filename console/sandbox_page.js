@@ -1,5 +1,6 @@
 // One sandbox: details, lifecycle buttons, snapshot and fork, its history (the tree of
-// snapshots and forks, history.js), a terminal and its files.
+// snapshots and forks, history.js), a terminal and its files, its commands (commands.js)
+// and its network (network_card.js).
 // A button is shown only when the caller's key has the permission its route needs
 // (docs/tenancy.md); the server refuses anyway.
 import { api, DataPlane } from './api.js';
@@ -7,6 +8,8 @@ import { el, may, age } from './pages.js';
 import { openTerminal } from './terminal.js';
 import { renderFiles } from './files.js';
 import { renderHistory } from './history.js';
+import { renderCommands } from './commands.js';
+import { renderNetwork } from './network_card.js';
 
 const ACTIONS = [
   // label, route, the states it applies to
@@ -27,11 +30,13 @@ export function renderSandbox(root, me, id) {
   const historyBox = el('section', { class: 'card history', 'aria-label': 'History' });
   const termBox = el('section', { class: 'terminal', 'aria-label': 'Terminal' });
   const filesBox = el('section', { class: 'files', 'aria-label': 'Files' });
+  const commandsBox = el('section', { class: 'card wide', 'aria-label': 'Commands' });
+  const networkBox = el('section', { class: 'card wide', 'aria-label': 'Network' });
   root.append(
     el('div', { class: 'bar' }, el('a', { href: '#/', text: '← Sandboxes' }), el('h1', { text: id })),
     el('div', { class: 'sandbox-grid' },
       el('section', { class: 'card', 'aria-label': 'Details' }, el('h2', { text: 'Details' }), details, actions),
-      termBox, historyBox, filesBox),
+      termBox, historyBox, filesBox, commandsBox, networkBox),
   );
   const plane = may(me, 'sandbox.exec') ? new DataPlane(id) : null;
   let sb = null;
@@ -39,6 +44,9 @@ export function renderSandbox(root, me, id) {
   let files = null;
   let gone = false;
   const history = may(me, 'snapshot.read') ? renderHistory(historyBox, me, act) : null;
+  const commands = plane ? renderCommands(commandsBox, plane) : null;
+  if (!commands) commandsBox.replaceChildren(el('h2', { text: 'Commands' }), el('p', { text: 'This key may not read commands here.' }));
+  renderNetwork(networkBox, me, id);
   if (!history) historyBox.replaceChildren(el('h2', { text: 'History' }), el('p', { text: 'This key may not read snapshots.' }));
 
   // restored: the sandbox's processes were ended (a restore), so its shell is gone: a new one
@@ -141,5 +149,6 @@ export function renderSandbox(root, me, id) {
     gone = true;
     if (terminal) terminal.close(sb && sb.state === 'running');
     if (files) files.close();
+    if (commands) commands.close();
   };
 }

@@ -27,3 +27,11 @@ export async function readEvents(response, onEvent) {
     }
   }
 }
+
+// The bytes of an output event's base64 data.
+export function bytesOf(b64) {
+  const s = atob(b64);
+  const out = new Uint8Array(s.length);
+  for (let i = 0; i < s.length; i++) out[i] = s.charCodeAt(i);
+  return out;
+}

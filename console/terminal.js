@@ -5,14 +5,7 @@
 import { Terminal } from './xterm.mjs';
 import { FitAddon } from './addon-fit.mjs';
 import { answer } from './api.js';
-import { readEvents } from './sse.js';
-
-function bytesOf(b64) {
-  const s = atob(b64);
-  const out = new Uint8Array(s.length);
-  for (let i = 0; i < s.length; i++) out[i] = s.charCodeAt(i);
-  return out;
-}
+import { readEvents, bytesOf } from './sse.js';
 
 export function openTerminal(box, plane) {
   const host = document.createElement('div');

@@ -403,6 +403,46 @@ await check('the approvals inbox: approve one held command with a comment, deny 
   }
 });
 
+await check('a sandbox\'s commands (with their output) and its network rules', async () => {
+  const made = await api('POST', '/v1/sandboxes?wait=true&timeout_s=120', { metadata: { by: 'console-cards' }, network: { profile: 'public', deny: ['blocked.example'] } });
+  assert.equal(made.status, 200, JSON.stringify(made.body));
+  const sid = made.body.sandbox.id;
+  try {
+    const sess = await api('POST', `/v1/sandboxes/${sid}/sessions`, {});
+    const started = await api('POST', `/v1/sandboxes/${sid}/commands`, { cmd: ['/bin/sh', '-c', 'echo card-out; echo card-err >&2; exit 3'], tag: 'card' }, sess.body.attach_token);
+    assert.ok([200, 201, 202].includes(started.status), JSON.stringify(started.body));
+    const done = await api('GET', `/v1/sandboxes/${sid}/commands/${started.body.command_id}?wait=true&timeout_s=30`, undefined, sess.body.attach_token);
+    assert.equal(done.body.exit_code, 3, JSON.stringify(done.body));
+    await go(page, `#/sandboxes/${sid}`, sid);
+    const cards = page.getByRole('region', { name: 'Commands' });
+    const row = cards.locator('tr[data-command]').filter({ hasText: 'echo card-out' });
+    await row.waitFor({ timeout: 15000 });
+    assert.match(await row.textContent(), /exit 3/);
+    await row.getByRole('button', { name: /^Output of / }).click();
+    const out = page.getByLabel('Command output');
+    await page.locator('pre.command-output[data-ended="exit"]').waitFor({ timeout: 15000 });
+    const text = await out.textContent();
+    assert.ok(text.includes('card-out') && text.includes('card-err') && text.includes('[exit 3'), text);
+    // The network card: the profile and the sandbox's own rules, changed from the page.
+    const net = page.getByRole('region', { name: 'Network' });
+    await net.getByText('Profile public').waitFor({ timeout: 15000 });
+    assert.equal(await page.getByLabel('Deny').inputValue(), 'blocked.example');
+    await page.getByLabel('Deny').fill('blocked.example\nalso-blocked.example:443');
+    await net.getByRole('button', { name: 'Save rules' }).click();
+    await net.getByText(/^Saved/).waitFor({ timeout: 10000 });
+    const got = (await api('GET', `/v1/sandboxes/${sid}/network`)).body;
+    assert.deepEqual(got.deny, ['blocked.example', 'also-blocked.example:443']);
+    // A rule that does not parse is the server's 400, said in the card; nothing changes.
+    await page.getByLabel('Allow (one rule a line; empty: all the profile allows)').fill('not a rule!');
+    await net.getByRole('button', { name: 'Save rules' }).click();
+    await net.getByText(/^Network: /).waitFor({ timeout: 10000 });
+    assert.deepEqual((await api('GET', `/v1/sandboxes/${sid}/network`)).body.allow, []);
+    await page.screenshot({ path: join(OUT, 'sandbox-cards.png'), fullPage: true });
+  } finally {
+    await api('DELETE', '/v1/sandboxes/' + sid);
+  }
+});
+
 await check('the keys page: create a key (its secret shown once) and delete it', async () => {
   await go(page, '#/keys', 'Keys');
   await page.getByLabel('Name').fill('made-in-console');
