@@ -12,8 +12,9 @@
  * response created from inside the library is remembered (per thread), and when the same
  * response is queued spaced writes the JSON answer of the same status to the client itself
  * and ends the stream (not queued: after a bad Content-Length the library builds a queued
- * error's header twice). Responses spaced creates itself are never touched (the caller's
- * address tells them apart), and every call goes on to the library's own function. http_error_page_ready() checks at start that the
+ * error's header twice). Responses spaced creates itself are never touched: it makes them
+ * with the other constructors, and the caller's address tells them apart anyway. Every call
+ * goes on to the library's own function. http_error_page_ready() checks at start that the
  * library's functions were found and that the library's calls reach spaced's. */
 #pragma once
 
