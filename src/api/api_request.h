@@ -23,13 +23,18 @@ enum api_body_rule {
         API_BODY_NO_FIELDS, /* empty, or a JSON object without members */
 };
 
+/* The segments of a path kept apart (a route's pattern names at most 8; a "**" tail takes
+ * any number). */
+#define API_REQUEST_SEGMENTS 16
+
 struct api_request {
         struct spaced_context *ctx;
         struct MHD_Connection *conn;
         const char *method;
         const char *path;
-        char *segments[8]; /* path split on '/', percent-decoded */
+        char *segments[API_REQUEST_SEGMENTS]; /* path split on '/', percent-decoded */
         int nsegments;
+        bool more_segments; /* the path has more than API_REQUEST_SEGMENTS: only a "**" route takes it */
         const char *body;
         size_t body_len;
         const char *content_type;   /* of the body, or NULL */
@@ -64,7 +69,7 @@ struct api_response {
         json_t *body;             /* owned; NULL for an empty body */
         struct api_stream stream; /* instead of body when stream.read is set */
         const char *content_type; /* for streams */
-        json_t *headers;          /* owned; extra headers, object of strings */
+        json_t *headers;          /* owned; extra headers, object of strings (an array: the header once per string) */
         char created[72];         /* the id of what a create made: the audit row's target when the path names none */
         char error_code[32];      /* a stream that only carries an error (Connect: HTTP 200): its code, for the audit row */
 };

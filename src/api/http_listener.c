@@ -25,7 +25,8 @@ struct http_peer {
         struct http_peer *prev, *next; /* on the pending list while pending */
         struct http_listener *listener;
         int fd;
-        bool pending; /* no request authenticated yet, and not cut */
+        bool pending;  /* no request authenticated yet, and not cut */
+        char *raw_uri; /* the request target of its current request as it came (percent-encoded, with the query) */
 };
 
 struct http_listener {
@@ -82,6 +83,7 @@ static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_
                 if (p->pending)
                         pending_unlink(l, p);
                 pthread_mutex_unlock(&l->lock);
+                free(p->raw_uri);
                 free(p);
                 *socket_context = NULL;
                 return;
@@ -113,6 +115,27 @@ static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_
                 atomic_fetch_add(&l->evicted, cut);
                 log_debug("http.evicted", "connections=%u reason=\"too many unauthenticated connections\"", cut);
         }
+}
+
+/* Called by libmicrohttpd with each request's target before it decodes it: kept for the
+ * requests that pass it on (the port proxy). Returns no request context of its own. */
+static void *on_uri(void *cls, const char *uri, struct MHD_Connection *conn)
+{
+        (void)cls;
+        const union MHD_ConnectionInfo *info = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+        struct http_peer *p = info ? info->socket_context : NULL;
+        if (p) {
+                free(p->raw_uri);
+                p->raw_uri = strdup(uri);
+        }
+        return NULL;
+}
+
+const char *http_listener_raw_uri(struct MHD_Connection *conn)
+{
+        const union MHD_ConnectionInfo *info = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+        const struct http_peer *p = info ? info->socket_context : NULL;
+        return p ? p->raw_uri : NULL;
 }
 
 void http_listener_authenticated(struct MHD_Connection *conn)
@@ -229,6 +252,7 @@ int http_listener_start(const struct spaced_config *cfg, const struct http_liste
                 { MHD_OPTION_EXTERNAL_LOGGER, (intptr_t)on_mhd_log, l },
                 { MHD_OPTION_NOTIFY_COMPLETED, (intptr_t)o->on_completed, o->cls },
                 { MHD_OPTION_NOTIFY_CONNECTION, (intptr_t)on_connection, l },
+                { MHD_OPTION_URI_LOG_CALLBACK, (intptr_t)on_uri, NULL },
                 { MHD_OPTION_CONNECTION_TIMEOUT, cfg->http_header_timeout_s, NULL },
                 { MHD_OPTION_CONNECTION_LIMIT, cfg->http_max_connections, NULL },
                 { MHD_OPTION_PER_IP_CONNECTION_LIMIT, o->tcp ? cfg->http_max_per_ip : 0, NULL },

@@ -53,6 +53,9 @@ const char *http_listener_url(const struct spaced_config *cfg, const char *addr,
 /* Called by the access handler once a request on conn has been authenticated: the
  * connection stops counting as unauthenticated and gets the idle timeout. */
 void http_listener_authenticated(struct MHD_Connection *conn);
+/* The target of conn's current request as the client sent it (percent-encoding and query
+ * intact), or NULL when it could not be kept. */
+const char *http_listener_raw_uri(struct MHD_Connection *conn);
 /* Stops accepting new connections. */
 void http_listener_quiesce(struct http_listener *l);
 /* Connections still open. */

@@ -35,7 +35,14 @@ static void add_headers(struct MHD_Response *r, const json_t *headers)
 {
         const char *k;
         json_t *v;
-        json_object_foreach((json_t *)headers, k, v) if (json_is_string(v)) MHD_add_response_header(r, k, json_string_value(v));
+        json_object_foreach((json_t *)headers, k, v)
+        {
+                if (json_is_string(v))
+                        MHD_add_response_header(r, k, json_string_value(v));
+                size_t i;
+                json_t *one;
+                json_array_foreach(v, i, one) if (json_is_string(one)) MHD_add_response_header(r, k, json_string_value(one));
+        }
 }
 
 static struct MHD_Response *stream_response(struct api_response *resp, size_t block, struct request_trail *trail)

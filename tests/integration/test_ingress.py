@@ -1,0 +1,213 @@
+"""Ingress: HTTP to TCP ports inside a sandbox (docs/api.md "Ports", docs/e2b.md), black box
+against the real spaced. The servers run inside the sandboxes (busybox httpd with a CGI echo,
+busybox nc for the hostile ones); the connections are made in the sandbox's own network
+namespace, to its loopback. Both front doors: the v1 path form and the E2B listener (its
+Host form <port>-<id>.<domain> and its path form)."""
+
+import http.client
+import json
+import os
+import socket
+import sys
+import threading
+import time
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from spaced_harness import Spaced, free_port, require_root, wait_for  # noqa: E402
+
+DOMAIN = "sbx.test"
+
+ECHO_CGI = """#!/bin/sh
+echo "Content-Type: text/plain"
+echo "X-Echo-Method: $REQUEST_METHOD"
+echo ""
+echo "method=$REQUEST_METHOD query=$QUERY_STRING xff=$HTTP_X_FORWARDED_FOR auth=$HTTP_AUTHORIZATION"
+if [ -n "$CONTENT_LENGTH" ]; then head -c "$CONTENT_LENGTH"; fi
+"""
+
+SERVE = ("mkdir -p /www/cgi-bin && echo hello-from-sandbox > /www/index.html && "
+         "printf '%s' \"$ECHO\" > /www/cgi-bin/echo && chmod 755 /www/cgi-bin/echo && "
+         "httpd -p 127.0.0.1:8080 -h /www")  # it listens before it goes to the background
+
+
+def raw_request(port, method, path, body=None, headers=None, timeout=60):
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
+    try:
+        conn.request(method, path, body=body, headers=headers or {})
+        resp = conn.getresponse()
+        data = resp.read()
+        return resp.status, dict((k.lower(), v) for k, v in resp.getheaders()), data
+    finally:
+        conn.close()
+
+
+class Ingress(unittest.TestCase):
+
+    @classmethod
+    def setUpClass(cls):
+        require_root()
+        cls.e2b_port = free_port()
+        cls.sp = Spaced(extra_args=["--e2b-listen", "127.0.0.1:%d" % cls.e2b_port, "--e2b-domain", DOMAIN,
+                                    "--ingress-timeout", "3", "--ingress-connections", "8"])
+        try:
+            cls.sp.start()
+            cls.sid = cls.sp.create()
+            r = cls.sp.sh(cls.sid, SERVE, env={"ECHO": ECHO_CGI})
+            assert r["exit_code"] == 0, r
+        except Exception:
+            cls.sp.cleanup()
+            raise
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.sp.cleanup()
+
+    def v1(self, method, tail, body=None, headers=None, sid=None, key="admin", timeout=60):
+        h = dict(headers or {})
+        if key == "admin":
+            key = self.sp.key
+        if key:
+            h["Authorization"] = "Bearer " + key
+        return raw_request(self.sp.port, method, "/v1/sandboxes/%s/ports/%s" % (sid or self.sid, tail), body, h,
+                           timeout=timeout)
+
+    def assertSpacedError(self, got, status, code):
+        st, headers, data = got
+        self.assertEqual(st, status, data)
+        self.assertEqual(json.loads(data)["error"]["code"], code, data)
+
+    # ---- the v1 path form
+
+    def test_get_through_v1(self):
+        st, headers, data = self.v1("GET", "8080/index.html")
+        self.assertEqual((st, data), (200, b"hello-from-sandbox\n"))
+        self.assertIn("sandbox", headers.get("content-security-policy", ""))
+
+    def test_post_with_a_body_and_query_through_v1(self):
+        body = os.urandom(300 * 1024).hex().encode()  # 600 KiB, streamed both ways
+        st, headers, data = self.v1("POST", "8080/cgi-bin/echo?a=1&b=%2F", body, {"Content-Type": "text/plain"})
+        self.assertEqual(st, 200, data[:300])
+        first, rest = data.split(b"\n", 1)
+        self.assertIn(b"method=POST query=a=1&b=%2F xff=127.0.0.1 auth=", first)
+        self.assertTrue(first.endswith(b"auth="), first)  # the API key stays with spaced
+        self.assertEqual(rest, body)
+        self.assertEqual(headers.get("x-echo-method"), "POST")
+
+    def test_nothing_listening_is_502(self):
+        self.assertSpacedError(self.v1("GET", "8099/"), 502, "bad_gateway")
+
+    def test_bad_port_is_400(self):
+        for port in ("0", "65536", "08080", "http"):
+            self.assertSpacedError(self.v1("GET", port + "/"), 400, "invalid_request")
+
+    def test_needs_a_key(self):
+        st, _, _ = self.v1("GET", "8080/", key=None)
+        self.assertEqual(st, 401)
+
+    def test_another_projects_sandbox_is_404(self):
+        self.sp.api("POST", "/v1/projects", {"id": "ingress-other"}, expect=(201, 409))
+        _, body = self.sp.api("POST", "/v1/keys", {"name": "ing-other", "project": "ingress-other", "role": "developer"},
+                              expect=201)
+        other = body["secret"]
+        self.assertSpacedError(self.v1("GET", "8080/", key=other), 404, "not_found")
+        self.assertSpacedError(self.v1("GET", "8080/", sid="sb-0000000000000000"), 404, "not_found")
+
+    # ---- hostile servers
+
+    def test_endless_headers_are_bounded(self):
+        script = ("((printf 'HTTP/1.1 200 OK\\r\\n'; yes 'X-Pad: aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa') | "
+                  "nc -l -p 8091 >/dev/null 2>&1 &); sleep 0.3")
+        self.assertEqual(self.sp.sh(self.sid, script)["exit_code"], 0)
+        self.assertSpacedError(self.v1("GET", "8091/"), 502, "bad_gateway")
+
+    def test_a_server_that_never_answers_times_out_and_others_go_on(self):
+        script = "(sleep 3600 | nc -l -p 8092 >/dev/null 2>&1 &); sleep 0.3"
+        self.assertEqual(self.sp.sh(self.sid, script)["exit_code"], 0)
+        got = {}
+
+        def hang():
+            got["r"] = self.v1("GET", "8092/")
+
+        t = threading.Thread(target=hang)
+        t.start()
+        # while that one waits, the API and the good port answer
+        st, _, data = self.v1("GET", "8080/index.html")
+        self.assertEqual((st, data), (200, b"hello-from-sandbox\n"))
+        self.assertEqual(self.sp.request("GET", "/v1/health", key=None)[0], 200)
+        t.join(60)
+        self.assertFalse(t.is_alive())
+        self.assertSpacedError(got["r"], 504, "timeout")
+
+    def test_connections_per_sandbox_are_capped(self):
+        script = "for p in $(seq 8100 8108); do (sleep 3600 | nc -l -p $p >/dev/null 2>&1 &); done; sleep 0.3"
+        self.assertEqual(self.sp.sh(self.sid, script)["exit_code"], 0)
+        results = []
+        threads = [threading.Thread(target=lambda p=p: results.append(self.v1("GET", "%d/" % p)))
+                   for p in range(8100, 8108)]
+        for t in threads:
+            t.start()
+        time.sleep(1.0)  # not an assertion on time: the 8 hold their places until the timeout
+
+        over = self.v1("GET", "8108/")
+        for t in threads:
+            t.join(60)
+        # the ninth was refused while the eight were held, or got its own timeout if one ended first
+        self.assertIn(over[0], (503, 504), over)
+        self.assertEqual(sorted(r[0] for r in results), [504] * 8)
+        # the places are given back
+        st, _, data = self.v1("GET", "8080/index.html")
+        self.assertEqual(st, 200)
+
+    # ---- the E2B listener
+
+    def e2b(self, method, path, host, body=None, headers=None):
+        h = dict(headers or {})
+        h["Host"] = host
+        return raw_request(self.e2b_port, method, path, body, h)
+
+    def test_e2b_host_form(self):
+        st, headers, data = self.e2b("GET", "/index.html", "8080-%s.%s" % (self.sid, DOMAIN))
+        self.assertEqual((st, data), (200, b"hello-from-sandbox\n"))
+        self.assertNotIn("content-security-policy", headers)  # an origin of its own
+        body = b"x" * 100000
+        st, _, data = self.e2b("POST", "/cgi-bin/echo?z=9", "8080-%s.%s:%d" % (self.sid, DOMAIN, self.e2b_port), body)
+        self.assertEqual(st, 200, data[:200])
+        self.assertTrue(data.startswith(b"method=POST query=z=9"), data[:200])
+        self.assertTrue(data.endswith(body))
+
+    def test_e2b_path_form(self):
+        st, _, data = self.e2b("GET", "/sandboxes/%s/ports/8080/index.html" % self.sid, "127.0.0.1")
+        self.assertEqual((st, data), (200, b"hello-from-sandbox\n"))
+
+    def test_e2b_errors(self):
+        st, _, data = self.e2b("GET", "/", "8099-%s.%s" % (self.sid, DOMAIN))
+        self.assertEqual(st, 502, data)
+        self.assertEqual(json.loads(data)["code"], 502)
+        st, _, data = self.e2b("GET", "/", "8080-sb-0000000000000000.%s" % DOMAIN)
+        self.assertEqual(st, 404, data)
+
+    def test_e2b_create_reports_the_domain(self):
+        made = self.sp.cli("--json", "key", "create", "--e2b", "ingress")
+        self.assertEqual(made.returncode, 0, made.stderr)
+        key = json.loads(made.stdout)["secret"]
+        st, _, data = raw_request(self.e2b_port, "GET", "/sandboxes/" + self.sid, headers={"X-API-KEY": key})
+        self.assertEqual(st, 200, data)
+        self.assertEqual(json.loads(data)["domain"], DOMAIN)
+
+    def test_paused_sandbox_wakes_on_e2b_traffic_not_on_v1(self):
+        sid = self.sp.create()
+        try:
+            self.assertEqual(self.sp.sh(sid, SERVE, env={"ECHO": ECHO_CGI})["exit_code"], 0)
+            self.sp.action(sid, "pause")
+            self.assertEqual(self.sp.state(sid), "paused")
+            self.assertSpacedError(self.v1("GET", "8080/", sid=sid), 409, "invalid_state")
+            st, _, data = self.e2b("GET", "/index.html", "8080-%s.%s" % (sid, DOMAIN))
+            self.assertEqual((st, data), (200, b"hello-from-sandbox\n"))
+            self.assertEqual(self.sp.state(sid), "running")
+        finally:
+            self.sp.destroy(sid)
+
+
+if __name__ == "__main__":
+    unittest.main()
