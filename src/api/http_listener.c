@@ -244,7 +244,7 @@ int http_listener_start(const struct spaced_config *cfg, const struct http_liste
         l->idle_timeout_s = cfg->http_idle_timeout_s;
         /* Suspend/resume brings the inter-thread channel that quiesce needs. */
         unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION | MHD_USE_POLL |
-                MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG;
+                MHD_ALLOW_SUSPEND_RESUME | MHD_ALLOW_UPGRADE | MHD_USE_ERROR_LOG;
         bool tls = o->tcp && cfg->tls_cert_pem && tls_credentials_ready();
         if (tls)
                 flags |= MHD_USE_TLS;

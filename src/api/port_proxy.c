@@ -1,11 +1,15 @@
 #include "api/port_proxy.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <microhttpd.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/socket.h>
+#include <sys/time.h>
 #include <unistd.h>
 
 #include "api/http_response.h"
@@ -24,6 +28,9 @@ struct port_proxy {
         bool failed;    /* a write of the request failed */
         bool head_only; /* HEAD: the answer has no body */
         bool shared_origin;
+        bool upgrade; /* the client asked to switch protocols */
+        const atomic_bool *stop;
+        int idle_ms;
         void (*render_error)(struct api_response *resp, const struct space_error *err);
         struct upstream_response resp;
 };
@@ -152,9 +159,12 @@ int port_proxy_begin(struct MHD_Connection *conn, struct sandbox_port_conn *upst
         p->head_only = strcmp(r->method, "HEAD") == 0;
         p->shared_origin = r->shared_origin;
         p->render_error = r->render_error;
+        p->stop = r->stop;
+        p->idle_ms = r->idle_ms;
         const char *length = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
         const char *te = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_TRANSFER_ENCODING);
         const char *host = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_HOST);
+        const char *upgrade = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_UPGRADE);
         struct head_build h = { .connection = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONNECTION),
                                 .r = r };
         char client[64], line[256];
@@ -181,7 +191,15 @@ int port_proxy_begin(struct MHD_Connection *conn, struct sandbox_port_conn *upst
                 p->chunked = true;
                 append(&h.head, "Transfer-Encoding: chunked\r\n");
         }
-        append(&h.head, "Connection: close\r\n\r\n");
+        p->upgrade = upgrade && h.connection && connection_token(h.connection, "upgrade") && !length && !te &&
+                !strchr(upgrade, '\r') && !strchr(upgrade, '\n');
+        if (p->upgrade) {
+                append(&h.head, "Upgrade: ");
+                append(&h.head, upgrade);
+                append(&h.head, "\r\nConnection: Upgrade\r\n\r\n");
+        } else {
+                append(&h.head, "Connection: close\r\n\r\n");
+        }
         int rc = 0;
         if (h.head.too_large || !h.head.data)
                 rc = space_error_set(err, SPACE_E_INVALID_REQUEST, "the request's headers are larger than %u bytes",
@@ -245,6 +263,59 @@ static json_t *answer_headers(const struct port_proxy *p)
         return headers;
 }
 
+/* Bytes from one side to the other: 1 moved, 0 the reading side closed, -1 a failure. */
+static int relay_once(int from, int to, char *buf, size_t size)
+{
+        ssize_t n = read(from, buf, size);
+        if (n < 0 && (errno == EINTR || errno == EAGAIN))
+                return 1;
+        if (n <= 0)
+                return n == 0 ? 0 : -1;
+        return write_all(to, buf, (size_t)n) < 0 ? -1 : 1;
+}
+
+/* The upgraded connection: the server's bytes that came with its 101 and the client's that
+ * came with its request first, then both ways until either side closes, spaced stops, or
+ * idle_ms pass without a byte. */
+static void relay_run(void *cls, int sock, const char *extra, size_t extra_len)
+{
+        struct port_proxy *p = cls;
+        static const size_t block = 64u << 10;
+        char *buf = malloc(block);
+        size_t pending_len;
+        const char *pending = upstream_response_pending(&p->resp, &pending_len);
+        int flags = fcntl(sock, F_GETFL);
+        struct timeval tv = { .tv_sec = p->idle_ms / 1000, .tv_usec = (p->idle_ms % 1000) * 1000 };
+        if (!buf || flags < 0 || fcntl(sock, F_SETFL, flags & ~O_NONBLOCK) < 0 ||
+            setsockopt(sock, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv)) < 0 || write_all(sock, pending, pending_len) < 0 ||
+            write_all(p->up.fd, extra, extra_len) < 0) {
+                free(buf);
+                return;
+        }
+        int idle = 0;
+        while (!(p->stop && atomic_load(p->stop)) && idle < p->idle_ms) {
+                struct pollfd fds[2] = { { .fd = sock, .events = POLLIN }, { .fd = p->up.fd, .events = POLLIN } };
+                int n = poll(fds, 2, 1000);
+                if (n < 0 && errno != EINTR)
+                        break;
+                if (n <= 0) {
+                        idle += 1000;
+                        continue;
+                }
+                idle = 0;
+                if ((fds[0].revents & (POLLIN | POLLHUP | POLLERR)) && relay_once(sock, p->up.fd, buf, block) <= 0)
+                        break;
+                if ((fds[1].revents & (POLLIN | POLLHUP | POLLERR)) && relay_once(p->up.fd, sock, buf, block) <= 0)
+                        break;
+        }
+        free(buf);
+}
+
+static void relay_free(void *cls)
+{
+        port_proxy_abort(cls);
+}
+
 static ssize_t stream_read(void *cls, char *buf, size_t max)
 {
         struct port_proxy *p = cls;
@@ -269,12 +340,25 @@ void port_proxy_finish(struct port_proxy *p, struct api_response *resp)
         }
         if (upstream_response_read_head(&p->resp, p->up.fd, !p->head_only, &err) < 0)
                 goto fail;
-        if (p->resp.status == 101) {
+        if (p->resp.status == 101 && !p->upgrade) {
                 space_error_set(&err, SPACE_E_BAD_GATEWAY, "the sandbox's server switched protocols unasked");
                 goto fail;
         }
         resp->status = p->resp.status;
         resp->headers = answer_headers(p);
+        if (p->resp.status == 101) {
+                const char *to = upstream_response_header(&p->resp, "Upgrade");
+                if (!to) {
+                        space_error_set(&err, SPACE_E_BAD_GATEWAY,
+                                        "the sandbox's server switched protocols without saying to which");
+                        json_decref(resp->headers);
+                        resp->headers = NULL;
+                        goto fail;
+                }
+                json_object_set_new(resp->headers, "Upgrade", json_string(to));
+                resp->upgrade = (struct api_upgrade){ .run = relay_run, .free = relay_free, .cls = p };
+                return;
+        }
         resp->content_type = upstream_response_header(&p->resp, "Content-Type");
         resp->stream = (struct api_stream){ .read = stream_read, .free = stream_free, .cls = p };
         if (p->resp.body_done || p->resp.has_length) {

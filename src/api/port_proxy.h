@@ -3,11 +3,14 @@
  * listener's <port>-<id>.<domain> hosts and its path form). The request's head goes on as it
  * came, less its hop-by-hop headers and the front door's own credentials, with X-Forwarded-*
  * set; its body goes on piece by piece as it arrives, the answer's body back the same way
- * (nothing is held whole). What the sandbox answers is hostile: its head is bounded
+ * (nothing is held whole). A request to switch protocols (Upgrade: websocket) that the
+ * server takes (101) becomes a relay of bytes both ways until either side closes. What the
+ * sandbox answers is hostile: its head is bounded
  * (upstream_response.h), every wait is bounded by --ingress-timeout, and the connection
  * counts against the sandbox's --ingress-connections. */
 #pragma once
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 
@@ -26,6 +29,10 @@ struct port_proxy_request {
          * Content-Security-Policy: sandbox and loses its Set-Cookie headers */
         bool shared_origin;
         const char *scheme; /* of the front door, for X-Forwarded-Proto */
+        /* an upgraded connection (WebSocket) ends when this turns true (spaced stopping), or
+         * after idle_ms without a byte either way */
+        const atomic_bool *stop;
+        int idle_ms;
         /* how the front door words an error of its own (api_response_error for v1) */
         void (*render_error)(struct api_response *resp, const struct space_error *err);
 };

@@ -32,6 +32,8 @@ static int sink_begin(struct api_request *req, void **ret_state, struct space_er
                                         .drop_headers = credentials,
                                         .shared_origin = true,
                                         .scheme = http_listener_scheme(&req->ctx->cfg),
+                                        .stop = &req->ctx->shutting_down,
+                                        .idle_ms = (int)req->ctx->cfg.http_idle_timeout_s * 1000,
                                         .render_error = api_response_error };
         struct port_proxy *p;
         if (port_proxy_begin(req->conn, &up, &r, &p, err) < 0)

@@ -89,6 +89,8 @@ bool e2b_ingress_begin(struct e2b_front *front, struct MHD_Connection *conn, con
                                         .drop_headers = credentials,
                                         .shared_origin = !by_host,
                                         .scheme = http_listener_scheme(&ctx->cfg),
+                                        .stop = &ctx->shutting_down,
+                                        .idle_ms = (int)ctx->cfg.http_idle_timeout_s * 1000,
                                         .render_error = e2b_reply_space_error };
         if (port_proxy_begin(conn, &up, &r, ret, &err) < 0)
                 goto fail;

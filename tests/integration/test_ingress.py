@@ -26,6 +26,21 @@ echo "method=$REQUEST_METHOD query=$QUERY_STRING xff=$HTTP_X_FORWARDED_FOR auth=
 if [ -n "$CONTENT_LENGTH" ]; then head -c "$CONTENT_LENGTH"; fi
 """
 
+# A WebSocket handshake in busybox sh (sha1sum, base64), then every byte back (cat): the
+# frames come back as the client sent them, which is what a relay test needs.
+WS_SH = r"""#!/bin/sh
+key=""
+while IFS= read -r line; do
+  line=$(printf '%s' "$line" | tr -d '\r')
+  [ -z "$line" ] && break
+  case "$line" in [Ss]ec-[Ww]eb[Ss]ocket-[Kk]ey:*) key=$(printf '%s' "${line#*:}" | tr -d ' ');; esac
+done
+hex=$(printf '%s' "${key}258EAFA5-E914-47DA-95CA-C5AB0DC85B11" | sha1sum | cut -d' ' -f1)
+acc=$(printf "$(printf '%s' "$hex" | sed 's/../\\x&/g')" | base64)
+printf 'HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: %s\r\n\r\n' "$acc"
+exec cat
+"""
+
 SERVE = ("mkdir -p /www/cgi-bin && echo hello-from-sandbox > /www/index.html && "
          "printf '%s' \"$ECHO\" > /www/cgi-bin/echo && chmod 755 /www/cgi-bin/echo && "
          "httpd -p 127.0.0.1:8080 -h /www")  # it listens before it goes to the background
@@ -112,6 +127,57 @@ class Ingress(unittest.TestCase):
         other = body["secret"]
         self.assertSpacedError(self.v1("GET", "8080/", key=other), 404, "not_found")
         self.assertSpacedError(self.v1("GET", "8080/", sid="sb-0000000000000000"), 404, "not_found")
+
+    # ---- WebSocket (HTTP Upgrade)
+
+    def websocket_round_trip(self, port, path, host):
+        import base64
+        import hashlib
+        self.assertEqual(self.sp.sh(self.sid, "printf '%s' \"$WS\" > /ws.sh && chmod 755 /ws.sh && "
+                                    "(nc -l -p 8095 -e /ws.sh >/dev/null 2>&1 &); sleep 0.3", env={"WS": WS_SH})
+                         ["exit_code"], 0)
+        key = base64.b64encode(os.urandom(16)).decode()
+        s = socket.create_connection(("127.0.0.1", port), timeout=30)
+        try:
+            s.sendall(("GET %s HTTP/1.1\r\nHost: %s\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+                       "Sec-WebSocket-Key: %s\r\nSec-WebSocket-Version: 13\r\n%s\r\n"
+                       % (path, host, key, "Authorization: Bearer %s\r\n" % self.sp.key if port == self.sp.port else ""))
+                      .encode())
+            head = b""
+            while b"\r\n\r\n" not in head:
+                chunk = s.recv(4096)
+                self.assertTrue(chunk, "closed before the 101: %r" % head)
+                head += chunk
+            head, rest = head.split(b"\r\n\r\n", 1)
+            lines = head.decode().split("\r\n")
+            self.assertTrue(lines[0].startswith("HTTP/1.1 101"), head)
+            headers = dict((k.strip().lower(), v.strip()) for k, v in (l.split(":", 1) for l in lines[1:]))
+            want = base64.b64encode(hashlib.sha1((key + "258EAFA5-E914-47DA-95CA-C5AB0DC85B11").encode()).digest())
+            self.assertEqual(headers.get("sec-websocket-accept"), want.decode())
+            self.assertEqual(headers.get("upgrade", "").lower(), "websocket")
+            for text in (b"hello ws", b"second frame " * 9):  # under 126 bytes: a one-byte length
+                mask = os.urandom(4)
+                frame = bytes([0x81, 0x80 | len(text)]) + mask + bytes(b ^ mask[i % 4] for i, b in enumerate(text))
+                s.sendall(frame)
+                got = rest
+                while len(got) < len(frame):
+                    chunk = s.recv(4096)
+                    self.assertTrue(chunk, "closed mid-frame")
+                    got += chunk
+                rest = got[len(frame):]
+                self.assertEqual(got[:len(frame)], frame)  # the echo: the same frame back
+                payload = bytes(b ^ got[2:6][i % 4] for i, b in enumerate(got[6:len(frame)]))
+                self.assertEqual(payload, text)
+        finally:
+            s.close()
+        # the relay ended with the client: the port's places are free again
+        wait_for(lambda: self.v1("GET", "8080/index.html")[0] == 200, timeout=20, what="the port again")
+
+    def test_websocket_through_v1(self):
+        self.websocket_round_trip(self.sp.port, "/v1/sandboxes/%s/ports/8095/ws" % self.sid, "127.0.0.1")
+
+    def test_websocket_through_e2b_host(self):
+        self.websocket_round_trip(self.e2b_port, "/ws", "8095-%s.%s" % (self.sid, DOMAIN))
 
     # ---- hostile servers
 
