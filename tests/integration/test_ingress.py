@@ -260,6 +260,12 @@ class Ingress(unittest.TestCase):
         st, _, data = raw_request(self.e2b_port, "GET", "/sandboxes/" + self.sid, headers={"X-API-KEY": key})
         self.assertEqual(st, 200, data)
         self.assertEqual(json.loads(data)["domain"], DOMAIN)
+        # Private ports need traffic access tokens, not served yet: refused, never public by surprise.
+        st, _, data = raw_request(self.e2b_port, "POST", "/sandboxes", json.dumps(
+            {"templateID": "busybox", "network": {"allowPublicTraffic": False}}).encode(),
+            headers={"X-API-KEY": key, "Content-Type": "application/json"})
+        self.assertEqual(st, 400, data)
+        self.assertIn("allowPublicTraffic", json.loads(data)["message"])
 
     def test_paused_sandbox_wakes_on_e2b_traffic_not_on_v1(self):
         sid = self.sp.create()
