@@ -109,6 +109,64 @@ class Ingress(unittest.TestCase):
         self.assertEqual(rest, body)
         self.assertEqual(headers.get("x-echo-method"), "POST")
 
+    def test_request_as_the_sandbox_sees_it(self):
+        # nc records the raw request and answers at once
+        script = ("printf 'HTTP/1.1 200 OK\\r\\nContent-Length: 2\\r\\nConnection: close\\r\\nX-Hop: 1\\r\\n"
+                  "Keep-Alive: timeout=5\\r\\nSet-Cookie: a=b\\r\\n\\r\\nok' > /tmp/answer; rm -f /tmp/req; "
+                  "(nc -l -p 8096 < /tmp/answer > /tmp/req 2>/dev/null &); sleep 0.3")
+        self.assertEqual(self.sp.sh(self.sid, script)["exit_code"], 0)
+
+        def chunks():
+            yield b"first-"
+            yield b"second"
+
+        conn = http.client.HTTPConnection("127.0.0.1", self.sp.port, timeout=60)
+        try:
+            conn.putrequest("PUT", "/v1/sandboxes/%s/ports/8096/a%%20b//c?x=%%2F&flag" % self.sid, skip_accept_encoding=True)
+            for k, v in (("Authorization", "Bearer " + self.sp.key), ("Cookie", "space_console=secret"),
+                         ("Connection", "keep-alive, X-Hop-Request"), ("X-Hop-Request", "drop me"),
+                         ("X-Forwarded-For", "6.6.6.6"), ("X-Custom", "kept"), ("Transfer-Encoding", "chunked")):
+                conn.putheader(k, v)
+            conn.endheaders()
+            for c in chunks():
+                conn.send(b"%x\r\n%s\r\n" % (len(c), c))
+            conn.send(b"0\r\n\r\n")
+            resp = conn.getresponse()
+            body = resp.read()
+            headers = dict((k.lower(), v) for k, v in resp.getheaders())
+        finally:
+            conn.close()
+        self.assertEqual((resp.status, body), (200, b"ok"))
+        self.assertNotIn("x-hop", headers.get("connection", "").lower())
+        self.assertNotIn("keep-alive", headers)
+        self.assertNotIn("set-cookie", headers)  # the API's origin: no cookies from a sandbox
+        wait_for(lambda: "0\r\n\r\n" in self.sp.sh(self.sid, "cat /tmp/req")["stdout"], timeout=20, what="the request")
+        seen = self.sp.sh(self.sid, "cat /tmp/req")["stdout"]
+        head, body = seen.split("\r\n\r\n", 1)
+        lines = head.split("\r\n")
+        self.assertEqual(lines[0], "PUT /a%20b//c?x=%2F&flag HTTP/1.1")
+        names = dict((l.split(":", 1)[0].lower(), l.split(":", 1)[1].strip()) for l in lines[1:])
+        for gone in ("authorization", "cookie", "x-hop-request", "keep-alive"):
+            self.assertNotIn(gone, names)
+        self.assertEqual(names["x-custom"], "kept")
+        self.assertEqual(names["x-forwarded-for"], "127.0.0.1")
+        self.assertEqual(names["x-forwarded-proto"], "http")
+        self.assertEqual(names["transfer-encoding"], "chunked")
+        self.assertEqual(names["connection"], "close")
+        # the body, re-chunked as it came in, decodes to what was sent
+        decoded, rest = b"", body.encode()
+        while True:
+            size, rest = rest.split(b"\r\n", 1)
+            n = int(size, 16)
+            if n == 0:
+                break
+            decoded, rest = decoded + rest[:n], rest[n + 2:]
+        self.assertEqual(decoded, b"first-second")
+
+    def test_head(self):
+        st, headers, data = self.v1("HEAD", "8080/index.html")
+        self.assertEqual((st, data), (200, b""))
+
     def test_nothing_listening_is_502(self):
         self.assertSpacedError(self.v1("GET", "8099/"), 502, "bad_gateway")
 
