@@ -27,6 +27,9 @@ struct http_peer {
         int fd;
         bool pending;  /* no request authenticated yet, and not cut */
         char *raw_uri; /* the request target of its current request as it came (percent-encoded, with the query) */
+        /* an upgrade answer queued and not taken yet: freed if the connection closes first */
+        void (*upgrade_free)(void *cls);
+        void *upgrade_cls;
 };
 
 struct http_listener {
@@ -83,6 +86,8 @@ static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_
                 if (p->pending)
                         pending_unlink(l, p);
                 pthread_mutex_unlock(&l->lock);
+                if (p->upgrade_free) /* the 101 never went out: what would have run it goes */
+                        p->upgrade_free(p->upgrade_cls);
                 free(p->raw_uri);
                 free(p);
                 *socket_context = NULL;
@@ -129,6 +134,31 @@ static void *on_uri(void *cls, const char *uri, struct MHD_Connection *conn)
                 p->raw_uri = strdup(uri);
         }
         return NULL;
+}
+
+static struct http_peer *peer_of(struct MHD_Connection *conn)
+{
+        const union MHD_ConnectionInfo *info = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+        return info ? info->socket_context : NULL;
+}
+
+bool http_listener_upgrade_pending(struct MHD_Connection *conn, void (*free_fn)(void *cls), void *cls)
+{
+        struct http_peer *p = peer_of(conn);
+        if (!p)
+                return false;
+        p->upgrade_free = free_fn;
+        p->upgrade_cls = cls;
+        return true;
+}
+
+void http_listener_upgrade_taken(struct MHD_Connection *conn)
+{
+        struct http_peer *p = peer_of(conn);
+        if (p) {
+                p->upgrade_free = NULL;
+                p->upgrade_cls = NULL;
+        }
 }
 
 const char *http_listener_raw_uri(struct MHD_Connection *conn)

@@ -1,5 +1,7 @@
 #include "api/http_response.h"
 
+#include "api/http_listener.h"
+
 #include <errno.h>
 #include <pthread.h>
 #include <stdlib.h>
@@ -91,9 +93,9 @@ static void *upgraded_thread(void *arg)
 static void on_upgraded(void *cls, struct MHD_Connection *conn, void *con_cls, const char *extra_in, size_t extra_in_size,
                         MHD_socket sock, struct MHD_UpgradeResponseHandle *urh)
 {
-        (void)conn;
         (void)con_cls;
         struct upgraded *g = cls;
+        http_listener_upgrade_taken(conn);
         g->sock = sock;
         g->urh = urh;
         g->extra = extra_in_size ? malloc(extra_in_size) : NULL;
@@ -116,7 +118,15 @@ static void on_upgraded(void *cls, struct MHD_Connection *conn, void *con_cls, c
         pthread_attr_destroy(&attr);
 }
 
-static struct MHD_Response *upgrade_response(struct api_response *resp)
+static void upgraded_free(void *cls)
+{
+        struct upgraded *g = cls;
+        if (g->u.free)
+                g->u.free(g->u.cls);
+        free(g);
+}
+
+static struct MHD_Response *upgrade_response(struct api_response *resp, struct upgraded **ret)
 {
         struct upgraded *g = calloc(1, sizeof(*g));
         struct MHD_Response *r = g ? MHD_create_response_for_upgrade(on_upgraded, g) : NULL;
@@ -124,10 +134,12 @@ static struct MHD_Response *upgrade_response(struct api_response *resp)
                 if (resp->upgrade.free)
                         resp->upgrade.free(resp->upgrade.cls);
                 free(g);
+                g = NULL;
         } else {
                 g->u = resp->upgrade;
         }
         memset(&resp->upgrade, 0, sizeof(resp->upgrade));
+        *ret = g;
         return r;
 }
 
@@ -168,8 +180,9 @@ enum MHD_Result http_response_send(struct MHD_Connection *conn, struct api_respo
         bool raw = resp->stream.read;
         if (trail)
                 request_trail_answer(trail, resp);
+        struct upgraded *upgrade = NULL;
         if (resp->upgrade.run)
-                r = upgrade_response(resp);
+                r = upgrade_response(resp, &upgrade);
         else if (resp->stream.read)
                 r = stream_response(resp, stream_block, trail);
         else
@@ -183,6 +196,13 @@ enum MHD_Result http_response_send(struct MHD_Connection *conn, struct api_respo
                 MHD_add_response_header(r, "X-Request-Id", trail->id);
         enum MHD_Result ret = MHD_queue_response(conn, resp->status, r);
         MHD_destroy_response(r);
+        /* Until its handler runs, the upgrade is the connection's to free (if it closes
+         * first); refused outright, it is freed here. (A connection of no listener cannot
+         * hold it: it is left to its handler, which may never run.) */
+        if (upgrade && ret != MHD_YES)
+                upgraded_free(upgrade);
+        else if (upgrade)
+                (void)http_listener_upgrade_pending(conn, upgraded_free, upgrade);
         return ret;
 }
 

@@ -237,6 +237,46 @@ class Ingress(unittest.TestCase):
     def test_websocket_through_e2b_host(self):
         self.websocket_round_trip(self.e2b_port, "/ws", "8095-%s.%s" % (self.sid, DOMAIN))
 
+    def test_abandoned_upgrades_give_their_places_back(self):
+        self.assertEqual(self.sp.sh(self.sid, "printf '%s' \"$WS\" > /ws.sh && chmod 755 /ws.sh && "
+                                    "(nc -ll -p 8097 -e /ws.sh >/dev/null 2>&1 &); sleep 0.3", env={"WS": WS_SH})
+                         ["exit_code"], 0)
+        import struct
+        for i in range(12):  # more than --ingress-connections (8)
+            s = socket.create_connection(("127.0.0.1", self.sp.port), timeout=30)
+            s.sendall(("GET /v1/sandboxes/%s/ports/8097/ HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\n"
+                       "Upgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n"
+                       "Sec-WebSocket-Version: 13\r\n\r\n" % (self.sid, self.sp.key)).encode())
+            if i % 2:
+                time.sleep(0.2)  # some after the 101 came, some before
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+            s.close()
+        # every place comes back: eight connections at once still fit
+        def eight_fit():
+            conns = []
+            try:
+                for _ in range(8):
+                    c = http.client.HTTPConnection("127.0.0.1", self.sp.port, timeout=30)
+                    c.putrequest("GET", "/v1/sandboxes/%s/ports/8080/cgi-bin/echo" % self.sid)
+                    c.putheader("Authorization", "Bearer " + self.sp.key)
+                    c.putheader("Content-Length", "1")
+                    c.endheaders()  # the body's byte is held back: each holds its place
+                    conns.append(c)
+                time.sleep(0.3)
+                ninth = self.v1("GET", "8080/index.html")[0]
+                held = []
+                for c in conns:
+                    c.send(b"x")
+                    r = c.getresponse()
+                    r.read()
+                    held.append(r.status)
+                # the eight had their places (none was left to a leak), the ninth had none
+                return held == [200] * 8 and ninth == 503
+            finally:
+                for c in conns:
+                    c.close()
+        wait_for(eight_fit, timeout=30, what="the eight places of the sandbox")
+
     # ---- hostile servers
 
     def test_endless_headers_are_bounded(self):
