@@ -12,6 +12,10 @@
 #include "service/sandbox_service.h"
 #include "spaced/spaced_context.h"
 
+/* envd's port: the SDK's envd calls go to getHost(49983) where no E2B_SANDBOX_URL is set;
+ * that host is envd itself (e2b_router.h), not a port of the sandbox. */
+#define E2B_ENVD_PORT "49983"
+
 /* Credentials of the E2B API and envd that stay here. */
 static const char *const credentials[] = { "X-API-KEY", "X-Access-Token", "E2B-Traffic-Access-Token", NULL };
 
@@ -64,6 +68,8 @@ bool e2b_ingress_begin(struct e2b_front *front, struct MHD_Connection *conn, con
         char port_text[16], id[64], target[8192];
         const char *host = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_HOST);
         bool by_host = host && host_names_port(ctx->cfg.e2b_domain, host, port_text, sizeof(port_text), id, sizeof(id));
+        if (by_host && strcmp(port_text, E2B_ENVD_PORT) == 0)
+                return false;
         if (!by_host && !path_names_port(url, port_text, sizeof(port_text), id, sizeof(id)))
                 return false;
         *ret = NULL;

@@ -340,6 +340,11 @@ class Ingress(unittest.TestCase):
         self.assertTrue(data.startswith(b"method=POST query=z=9"), data[:200])
         self.assertTrue(data.endswith(body))
 
+    def test_e2b_envd_host_is_envd(self):
+        # getHost(49983) is envd's own host on E2B: the envd routes answer there
+        st, _, data = self.e2b("GET", "/health", "49983-%s.%s" % (self.sid, DOMAIN), headers={"E2b-Sandbox-Id": self.sid})
+        self.assertEqual(st, 204, data)
+
     def test_e2b_path_form(self):
         st, _, data = self.e2b("GET", "/sandboxes/%s/ports/8080/index.html" % self.sid, "127.0.0.1")
         self.assertEqual((st, data), (200, b"hello-from-sandbox\n"))
