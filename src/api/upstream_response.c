@@ -131,7 +131,7 @@ int upstream_response_read_head(struct upstream_response *u, int fd, bool has_bo
                                         end = start + i + (start[i + 1] == '\n' ? 2 : 3);
                         if (end)
                                 break;
-                        scanned = have ? have - 1 : 0;
+                        scanned = have >= 2 ? have - 2 : 0; /* a "\n\r\n" may straddle two reads */
                         if (have >= UPSTREAM_HEAD_MAX - 1)
                                 return space_error_set(err, SPACE_E_BAD_GATEWAY,
                                                        "the sandbox's server sent more than %u bytes of headers",
