@@ -66,6 +66,10 @@ enum agent_msg_type {
         AGENT_MSG_JOB_SIGNAL = 19,      /* JOB_ID, SIGNAL -> OK */
         AGENT_MSG_JOB_RESIZE = 20,      /* JOB_ID, TTY_COLS, TTY_ROWS -> OK */
         AGENT_MSG_OK = 21,              /* no fields */
+        /* Ingress where spaced cannot join the sandbox's network (gVisor's own stack): the
+         * agent connects to 127.0.0.1:PORT inside and, after its OK, the connection carries
+         * that TCP stream's bytes both ways, unframed, until either side closes. */
+        AGENT_MSG_PORT_CONNECT = 60, /* PORT -> OK (or ERROR: ECONNREFUSED when nothing listens) */
 };
 
 enum agent_field_tag {
@@ -123,6 +127,7 @@ enum agent_field_tag {
         AGENT_F_FILE_WITH_ENTRY = 103, /* u8: FILE_WATCH: each event is followed by its path's entry, when it is there */
         AGENT_F_FILE_EXCL = 104,       /* u8: FILE_CREATE: FILE_COMMIT fails (EEXIST) rather than replace what is there */
         AGENT_F_FILE_WITH_META = 105,  /* u8: the entries of the reply (and of FILE_COMMIT's, on FILE_CREATE) carry FILE_META */
+        AGENT_F_PORT = 106,            /* u32: a TCP port, 1-65535 (PORT_CONNECT) */
 };
 
 enum agent_file_type {

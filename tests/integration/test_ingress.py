@@ -277,6 +277,26 @@ class Ingress(unittest.TestCase):
                     c.close()
         wait_for(eight_fit, timeout=30, what="the eight places of the sandbox")
 
+    # ---- gVisor: its network stack is its own; the agent relays
+
+    def test_gvisor_sandbox_through_its_agent(self):
+        import shutil
+        self.assertTrue(shutil.which("runsc"), "runsc is not installed (scripts/install-deps installs it)")
+        sid = self.sp.create(runtime="gvisor")
+        try:
+            self.assertEqual(self.sp.sh(sid, SERVE, env={"ECHO": ECHO_CGI})["exit_code"], 0)
+            st, _, data = self.v1("GET", "8080/index.html", sid=sid)
+            self.assertEqual((st, data), (200, b"hello-from-sandbox\n"))
+            body = b"g" * 200000
+            st, _, data = self.v1("POST", "8080/cgi-bin/echo", body, sid=sid)
+            self.assertEqual(st, 200, data[:200])
+            self.assertTrue(data.endswith(body))
+            self.assertSpacedError(self.v1("GET", "8099/", sid=sid), 502, "bad_gateway")
+            st, _, data = self.e2b("GET", "/index.html", "8080-%s.%s" % (sid, DOMAIN))
+            self.assertEqual((st, data), (200, b"hello-from-sandbox\n"))
+        finally:
+            self.sp.destroy(sid)
+
     # ---- hostile servers
 
     def test_endless_headers_are_bounded(self):
