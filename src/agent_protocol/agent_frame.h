@@ -205,6 +205,10 @@ int agent_frame_get_u64(const struct agent_frame *f, uint16_t tag, uint64_t *ret
  * agent_frame_read allocates *ret_buf (payload only); caller frees. Returns 0, -errno,
  * or -ECONNRESET on clean EOF before a header. */
 int agent_frame_send(int fd, const struct agent_frame_writer *w);
+/* All len bytes to fd (send with MSG_NOSIGNAL, write where fd is no socket); 0 or -errno
+ * (-EAGAIN when a send timeout ran out). Also the relays' of ingress (api/port_proxy.c,
+ * the agent's PORT_CONNECT). */
+int agent_frame_write_all(int fd, const void *data, size_t len);
 int agent_frame_read(int fd, struct agent_frame *ret_frame, uint8_t **ret_buf);
 
 /* Incremental reader for non-blocking fds (event loops). Zero-initialise it (or call

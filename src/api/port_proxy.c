@@ -12,6 +12,7 @@
 #include <sys/time.h>
 #include <unistd.h>
 
+#include "agent_protocol/agent_frame.h"
 #include "api/http_response.h"
 #include "api/request_trail.h"
 #include "api/upstream_response.h"
@@ -107,19 +108,6 @@ static enum MHD_Result add_request_header(void *cls, enum MHD_ValueKind kind, co
         return MHD_YES;
 }
 
-static int write_all(int fd, const char *data, size_t len)
-{
-        while (len) {
-                ssize_t n = write(fd, data, len);
-                if (n < 0 && errno == EINTR)
-                        continue;
-                if (n <= 0)
-                        return -1;
-                data += n;
-                len -= (size_t)n;
-        }
-        return 0;
-}
 
 int port_proxy_target(const char *raw, int segments, char *buf, size_t size)
 {
@@ -204,7 +192,7 @@ int port_proxy_begin(struct MHD_Connection *conn, struct sandbox_port_conn *upst
         if (h.head.too_large || !h.head.data)
                 rc = space_error_set(err, SPACE_E_INVALID_REQUEST, "the request's headers are larger than %u bytes",
                                      REQUEST_HEAD_MAX);
-        else if (write_all(p->up.fd, h.head.data, h.head.len) < 0)
+        else if (agent_frame_write_all(p->up.fd, h.head.data, h.head.len) < 0)
                 rc = space_error_set(err, SPACE_E_BAD_GATEWAY, "the sandbox's server closed the connection");
         free(h.head.data);
         if (rc < 0) {
@@ -221,8 +209,8 @@ int port_proxy_write(struct port_proxy *p, const char *data, size_t len)
                 return -1;
         char size[32];
         int n = snprintf(size, sizeof(size), "%zx\r\n", len);
-        if ((p->chunked && write_all(p->up.fd, size, (size_t)n) < 0) || write_all(p->up.fd, data, len) < 0 ||
-            (p->chunked && write_all(p->up.fd, "\r\n", 2) < 0)) {
+        if ((p->chunked && agent_frame_write_all(p->up.fd, size, (size_t)n) < 0) ||
+            agent_frame_write_all(p->up.fd, data, len) < 0 || (p->chunked && agent_frame_write_all(p->up.fd, "\r\n", 2) < 0)) {
                 p->failed = true;
                 return -1;
         }
@@ -271,7 +259,7 @@ static int relay_once(int from, int to, char *buf, size_t size)
                 return 1;
         if (n <= 0)
                 return n == 0 ? 0 : -1;
-        return write_all(to, buf, (size_t)n) < 0 ? -1 : 1;
+        return agent_frame_write_all(to, buf, (size_t)n) < 0 ? -1 : 1;
 }
 
 /* The upgraded connection: the server's bytes that came with its 101 and the client's that
@@ -287,8 +275,8 @@ static void relay_run(void *cls, int sock, const char *extra, size_t extra_len)
         int flags = fcntl(sock, F_GETFL);
         struct timeval tv = { .tv_sec = p->idle_ms / 1000, .tv_usec = (p->idle_ms % 1000) * 1000 };
         if (!buf || flags < 0 || fcntl(sock, F_SETFL, flags & ~O_NONBLOCK) < 0 ||
-            setsockopt(sock, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv)) < 0 || write_all(sock, pending, pending_len) < 0 ||
-            write_all(p->up.fd, extra, extra_len) < 0) {
+            setsockopt(sock, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv)) < 0 ||
+            agent_frame_write_all(sock, pending, pending_len) < 0 || agent_frame_write_all(p->up.fd, extra, extra_len) < 0) {
                 free(buf);
                 return;
         }
@@ -334,7 +322,7 @@ void port_proxy_finish(struct port_proxy *p, struct api_response *resp)
                 space_error_set(&err, SPACE_E_BAD_GATEWAY, "the sandbox's server stopped taking the request");
                 goto fail;
         }
-        if (p->chunked && write_all(p->up.fd, "0\r\n\r\n", 5) < 0) {
+        if (p->chunked && agent_frame_write_all(p->up.fd, "0\r\n\r\n", 5) < 0) {
                 space_error_set(&err, SPACE_E_BAD_GATEWAY, "the sandbox's server stopped taking the request");
                 goto fail;
         }

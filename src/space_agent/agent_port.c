@@ -14,19 +14,6 @@
 #define CONNECT_TIMEOUT_S 5
 #define RELAY_BLOCK (64u << 10)
 
-static int write_all(int fd, const char *data, size_t len)
-{
-        while (len) {
-                ssize_t n = write(fd, data, len);
-                if (n < 0 && errno == EINTR)
-                        continue;
-                if (n <= 0)
-                        return -1;
-                data += n;
-                len -= (size_t)n;
-        }
-        return 0;
-}
 
 /* Every descriptor but a and b closed (the child holds nothing else of the agent's). */
 static void keep_only(int a, int b)
@@ -59,7 +46,7 @@ static void relay(int conn, int tcp)
                         ssize_t n = read(fds[i].fd, buf, RELAY_BLOCK);
                         if (n < 0 && (errno == EINTR || errno == EAGAIN))
                                 continue;
-                        if (n <= 0 || write_all(fds[1 - i].fd, buf, (size_t)n) < 0)
+                        if (n <= 0 || agent_frame_write_all(fds[1 - i].fd, buf, (size_t)n) < 0)
                                 return;
                 }
         }
