@@ -289,9 +289,13 @@ int agent_frame_send(int fd, const struct agent_frame_writer *w)
         /* Only finished frames: the header must carry the payload length. */
         if (!w->data || w->len < AGENT_FRAME_HEADER_SIZE || le32_get(w->data) != w->len - AGENT_FRAME_HEADER_SIZE)
                 return -EINVAL;
+        return agent_frame_write_all(fd, w->data, w->len);
+}
 
-        const uint8_t *p = w->data;
-        size_t left = w->len;
+int agent_frame_write_all(int fd, const void *data, size_t len)
+{
+        const uint8_t *p = data;
+        size_t left = len;
         int use_write = 0;
 
         while (left > 0) {

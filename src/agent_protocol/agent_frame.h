@@ -66,6 +66,10 @@ enum agent_msg_type {
         AGENT_MSG_JOB_SIGNAL = 19,      /* JOB_ID, SIGNAL -> OK */
         AGENT_MSG_JOB_RESIZE = 20,      /* JOB_ID, TTY_COLS, TTY_ROWS -> OK */
         AGENT_MSG_OK = 21,              /* no fields */
+        /* Ingress where spaced cannot join the sandbox's network (gVisor's own stack): the
+         * agent connects to 127.0.0.1:PORT inside and, after its OK, the connection carries
+         * that TCP stream's bytes both ways, unframed, until either side closes. */
+        AGENT_MSG_PORT_CONNECT = 60, /* PORT -> OK (or ERROR: ECONNREFUSED when nothing listens) */
 };
 
 enum agent_field_tag {
@@ -123,6 +127,7 @@ enum agent_field_tag {
         AGENT_F_FILE_WITH_ENTRY = 103, /* u8: FILE_WATCH: each event is followed by its path's entry, when it is there */
         AGENT_F_FILE_EXCL = 104,       /* u8: FILE_CREATE: FILE_COMMIT fails (EEXIST) rather than replace what is there */
         AGENT_F_FILE_WITH_META = 105,  /* u8: the entries of the reply (and of FILE_COMMIT's, on FILE_CREATE) carry FILE_META */
+        AGENT_F_PORT = 106,            /* u32: a TCP port, 1-65535 (PORT_CONNECT) */
 };
 
 enum agent_file_type {
@@ -200,6 +205,10 @@ int agent_frame_get_u64(const struct agent_frame *f, uint16_t tag, uint64_t *ret
  * agent_frame_read allocates *ret_buf (payload only); caller frees. Returns 0, -errno,
  * or -ECONNRESET on clean EOF before a header. */
 int agent_frame_send(int fd, const struct agent_frame_writer *w);
+/* All len bytes to fd (send with MSG_NOSIGNAL, write where fd is no socket); 0 or -errno
+ * (-EAGAIN when a send timeout ran out). Also the relays' of ingress (api/port_proxy.c,
+ * the agent's PORT_CONNECT). */
+int agent_frame_write_all(int fd, const void *data, size_t len);
 int agent_frame_read(int fd, struct agent_frame *ret_frame, uint8_t **ret_buf);
 
 /* Incremental reader for non-blocking fds (event loops). Zero-initialise it (or call

@@ -39,6 +39,8 @@ unsigned api_error_http_status(enum space_error_code code)
                 return 410;
         case SPACE_E_UNAVAILABLE:
                 return 503;
+        case SPACE_E_BAD_GATEWAY:
+                return 502;
         case SPACE_E_TIMEOUT:
                 return 504;
         case SPACE_E_PERMISSION_DENIED:

@@ -23,13 +23,18 @@ enum api_body_rule {
         API_BODY_NO_FIELDS, /* empty, or a JSON object without members */
 };
 
+/* The segments of a path kept apart (a route's pattern names at most 8; a "**" tail takes
+ * any number). */
+#define API_REQUEST_SEGMENTS 16
+
 struct api_request {
         struct spaced_context *ctx;
         struct MHD_Connection *conn;
         const char *method;
         const char *path;
-        char *segments[8]; /* path split on '/', percent-decoded */
+        char *segments[API_REQUEST_SEGMENTS]; /* path split on '/', percent-decoded */
         int nsegments;
+        bool more_segments; /* the path has more than API_REQUEST_SEGMENTS: only a "**" route takes it */
         const char *body;
         size_t body_len;
         const char *content_type;   /* of the body, or NULL */
@@ -59,14 +64,25 @@ struct api_stream {
         uint64_t size;
 };
 
+/* Instead of a body: the connection switches protocols (a 101 answer) and run gets its
+ * socket, with the bytes the client sent past the request already (extra). run may block
+ * (it has a thread of its own); the socket is closed after it returns. free: the answer was
+ * never sent (or after run). */
+struct api_upgrade {
+        void (*run)(void *cls, int sock, const char *extra, size_t extra_len);
+        void (*free)(void *cls);
+        void *cls;
+};
+
 struct api_response {
         unsigned status;
-        json_t *body;             /* owned; NULL for an empty body */
-        struct api_stream stream; /* instead of body when stream.read is set */
-        const char *content_type; /* for streams */
-        json_t *headers;          /* owned; extra headers, object of strings */
-        char created[72];         /* the id of what a create made: the audit row's target when the path names none */
-        char error_code[32];      /* a stream that only carries an error (Connect: HTTP 200): its code, for the audit row */
+        json_t *body;               /* owned; NULL for an empty body */
+        struct api_stream stream;   /* instead of body when stream.read is set */
+        struct api_upgrade upgrade; /* instead of either when upgrade.run is set (status 101) */
+        const char *content_type;   /* for streams */
+        json_t *headers;            /* owned; extra headers, object of strings (an array: the header once per string) */
+        char created[72];           /* the id of what a create made: the audit row's target when the path names none */
+        char error_code[32];        /* a stream that only carries an error (Connect: HTTP 200): its code, for the audit row */
 };
 
 /* A request body consumed as it arrives instead of buffered (uploads of any size). */

@@ -1,4 +1,5 @@
-/* The route table: method + path pattern ("*" matches one segment) -> handler, who may call
+/* The route table: method ("*": any) + path pattern ("*" matches one segment, a last "**"
+ * the rest of the path, none or any number of segments) -> handler, who may call
  * it (auth kind + permission) and what body it takes. The object a control route names is
  * its first "*" segment, of the kind the segment before it says (sandboxes/…, snapshots/…);
  * api_auth_request checks the caller may see it before the handler runs. */
@@ -8,7 +9,7 @@
 #include "api/metrics_http.h"
 
 /* The query parameters each route accepts (the router refuses any other with 400); a name
- * ending in "." admits a family (metadata.<key>). */
+ * ending in "." admits a family (metadata.<key>), "*" alone any query at all. */
 static const char *const q_none[] = { NULL };
 static const char *const q_wait[] = { "wait", "timeout_s", NULL };
 static const char *const q_page[] = { "limit", "cursor", NULL };
@@ -33,6 +34,7 @@ static const char *const q_project_page[] = { "project", "limit", "cursor", NULL
 static const char *const q_project[] = { "project", NULL };
 static const char *const q_policy_replace[] = { "if_version", NULL };
 static const char *const q_approval_list[] = { "project", "state", "limit", "cursor", NULL };
+static const char *const q_any[] = { "*", NULL }; /* anything: the query goes on to the sandbox as it came */
 static const char *const q_audit[] = { "project", "key_id", "action", "target", "since", "until", "limit", "cursor", NULL };
 
 /* A table, one route per line: tests read it. */
@@ -132,7 +134,10 @@ static bool pattern_matches(const char *const pattern[8], const struct api_reque
         int n = 0;
         while (n < 8 && pattern[n])
                 n++;
-        if (n != req->nsegments)
+        bool tail = n > 0 && strcmp(pattern[n - 1], "**") == 0;
+        if (tail)
+                n--;
+        if (tail ? req->nsegments < n : (n != req->nsegments || req->more_segments))
                 return false;
         for (int i = 0; i < n; i++)
                 if (strcmp(pattern[i], "*") != 0 && strcmp(pattern[i], req->segments[i]) != 0)
@@ -217,6 +222,7 @@ static const struct upload_route {
         { "PUT", { "v1", "sandboxes", "*", "files" }, &file_upload_sink, API_AUTH_DATA, 0, "file.upload", q_file_upload },
         { "POST", { "v1", "templates" }, &template_build_sink, API_AUTH_CONTROL, PERM_TEMPLATE_WRITE, "template.build", q_template_build },
         { "POST", { "v1", "templates", "import" }, &template_import_sink, API_AUTH_CONTROL, PERM_TEMPLATE_WRITE, "template.import", q_template_import },
+        { "*", { "v1", "sandboxes", "*", "ports", "*", "**" }, &port_proxy_sink, API_AUTH_CONTROL, PERM_SANDBOX_EXEC, "sandbox.port", q_any },
 };
 /* clang-format on */
 
@@ -224,7 +230,7 @@ const struct api_upload_sink *api_router_upload_sink(struct api_request *req, en
 {
         for (size_t i = 0; i < sizeof(upload_routes) / sizeof(upload_routes[0]); i++) {
                 const struct upload_route *u = &upload_routes[i];
-                if (strcmp(u->method, req->method) == 0 && pattern_matches(u->pattern, req)) {
+                if ((strcmp(u->method, "*") == 0 || strcmp(u->method, req->method) == 0) && pattern_matches(u->pattern, req)) {
                         *ret_auth = u->auth;
                         req->permission = u->permission;
                         object_of(u->pattern, u->auth, req);

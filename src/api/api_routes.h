@@ -9,6 +9,7 @@ typedef void (*api_handler)(struct api_request *req, struct api_response *resp);
 
 extern const struct api_upload_sink snapshot_import_sink;
 extern const struct api_upload_sink file_upload_sink;
+extern const struct api_upload_sink port_proxy_sink;
 void route_console_sign_in(struct api_request *req, struct api_response *resp);
 void route_console_session_get(struct api_request *req, struct api_response *resp);
 void route_console_sign_out(struct api_request *req, struct api_response *resp);

@@ -26,7 +26,11 @@ struct http_peer {
         struct http_peer *prev, *next; /* on the pending list while pending */
         struct http_listener *listener;
         int fd;
-        bool pending; /* no request authenticated yet, and not cut */
+        bool pending;  /* no request authenticated yet, and not cut */
+        char *raw_uri; /* the request target of its current request as it came (percent-encoded, with the query) */
+        /* an upgrade answer queued and not taken yet: freed if the connection closes first */
+        void (*upgrade_free)(void *cls);
+        void *upgrade_cls;
 };
 
 struct http_listener {
@@ -84,6 +88,9 @@ static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_
                 if (p->pending)
                         pending_unlink(l, p);
                 pthread_mutex_unlock(&l->lock);
+                if (p->upgrade_free) /* the 101 never went out: what would have run it goes */
+                        p->upgrade_free(p->upgrade_cls);
+                free(p->raw_uri);
                 free(p);
                 *socket_context = NULL;
                 return;
@@ -115,6 +122,52 @@ static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_
                 atomic_fetch_add(&l->evicted, cut);
                 log_debug("http.evicted", "connections=%u reason=\"too many unauthenticated connections\"", cut);
         }
+}
+
+/* Called by libmicrohttpd with each request's target before it decodes it: kept for the
+ * requests that pass it on (the port proxy). Returns no request context of its own. */
+static void *on_uri(void *cls, const char *uri, struct MHD_Connection *conn)
+{
+        (void)cls;
+        const union MHD_ConnectionInfo *info = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+        struct http_peer *p = info ? info->socket_context : NULL;
+        if (p) {
+                free(p->raw_uri);
+                p->raw_uri = strdup(uri);
+        }
+        return NULL;
+}
+
+static struct http_peer *peer_of(struct MHD_Connection *conn)
+{
+        const union MHD_ConnectionInfo *info = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+        return info ? info->socket_context : NULL;
+}
+
+bool http_listener_upgrade_pending(struct MHD_Connection *conn, void (*free_fn)(void *cls), void *cls)
+{
+        struct http_peer *p = peer_of(conn);
+        if (!p)
+                return false;
+        p->upgrade_free = free_fn;
+        p->upgrade_cls = cls;
+        return true;
+}
+
+void http_listener_upgrade_taken(struct MHD_Connection *conn)
+{
+        struct http_peer *p = peer_of(conn);
+        if (p) {
+                p->upgrade_free = NULL;
+                p->upgrade_cls = NULL;
+        }
+}
+
+const char *http_listener_raw_uri(struct MHD_Connection *conn)
+{
+        const union MHD_ConnectionInfo *info = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+        const struct http_peer *p = info ? info->socket_context : NULL;
+        return p ? p->raw_uri : NULL;
 }
 
 void http_listener_authenticated(struct MHD_Connection *conn)
@@ -236,7 +289,7 @@ int http_listener_start(const struct spaced_config *cfg, const struct http_liste
                          LOG_ESC(why));
         /* Suspend/resume brings the inter-thread channel that quiesce needs. */
         unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION | MHD_USE_POLL |
-                MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG;
+                MHD_ALLOW_SUSPEND_RESUME | MHD_ALLOW_UPGRADE | MHD_USE_ERROR_LOG;
         bool tls = o->tcp && cfg->tls_cert_pem && tls_credentials_ready();
         if (tls)
                 flags |= MHD_USE_TLS;
@@ -244,6 +297,7 @@ int http_listener_start(const struct spaced_config *cfg, const struct http_liste
                 { MHD_OPTION_EXTERNAL_LOGGER, (intptr_t)on_mhd_log, l },
                 { MHD_OPTION_NOTIFY_COMPLETED, (intptr_t)o->on_completed, o->cls },
                 { MHD_OPTION_NOTIFY_CONNECTION, (intptr_t)on_connection, l },
+                { MHD_OPTION_URI_LOG_CALLBACK, (intptr_t)on_uri, NULL },
                 { MHD_OPTION_CONNECTION_TIMEOUT, cfg->http_header_timeout_s, NULL },
                 { MHD_OPTION_CONNECTION_LIMIT, cfg->http_max_connections, NULL },
                 { MHD_OPTION_PER_IP_CONNECTION_LIMIT, o->tcp ? cfg->http_max_per_ip : 0, NULL },

@@ -54,6 +54,14 @@ const char *http_listener_url(const struct spaced_config *cfg, const char *addr,
 /* Called by the access handler once a request on conn has been authenticated: the
  * connection stops counting as unauthenticated and gets the idle timeout. */
 void http_listener_authenticated(struct MHD_Connection *conn);
+/* The target of conn's current request as the client sent it (percent-encoding and query
+ * intact), or NULL when it could not be kept. */
+const char *http_listener_raw_uri(struct MHD_Connection *conn);
+/* An upgrade answer (101) queued on conn: free_fn(cls) runs if the connection closes before
+ * it is taken (its handler ran: http_listener_upgrade_taken). Both are called from the
+ * connection's own thread. false when conn is not one of a listener's (then nothing frees it). */
+bool http_listener_upgrade_pending(struct MHD_Connection *conn, void (*free_fn)(void *cls), void *cls);
+void http_listener_upgrade_taken(struct MHD_Connection *conn);
 /* Stops accepting new connections. */
 void http_listener_quiesce(struct http_listener *l);
 /* Connections still open. */

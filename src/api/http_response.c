@@ -1,6 +1,9 @@
 #include "api/http_response.h"
 
+#include "api/http_listener.h"
+
 #include <errno.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -35,7 +38,14 @@ static void add_headers(struct MHD_Response *r, const json_t *headers)
 {
         const char *k;
         json_t *v;
-        json_object_foreach((json_t *)headers, k, v) if (json_is_string(v)) MHD_add_response_header(r, k, json_string_value(v));
+        json_object_foreach((json_t *)headers, k, v)
+        {
+                if (json_is_string(v))
+                        MHD_add_response_header(r, k, json_string_value(v));
+                size_t i;
+                json_t *one;
+                json_array_foreach(v, i, one) if (json_is_string(one)) MHD_add_response_header(r, k, json_string_value(one));
+        }
 }
 
 static struct MHD_Response *stream_response(struct api_response *resp, size_t block, struct request_trail *trail)
@@ -54,6 +64,82 @@ static struct MHD_Response *stream_response(struct api_response *resp, size_t bl
                                                                    stream_reader, st, stream_free);
         if (!r)
                 stream_free(st);
+        return r;
+}
+
+/* An upgraded connection: its own thread runs the new protocol, then closes it. */
+struct upgraded {
+        struct api_upgrade u;
+        int sock;
+        char *extra;
+        size_t extra_len;
+        struct MHD_UpgradeResponseHandle *urh;
+};
+
+static void *upgraded_thread(void *arg)
+{
+        struct upgraded *g = arg;
+        g->u.run(g->u.cls, g->sock, g->extra, g->extra_len);
+        MHD_upgrade_action(g->urh, MHD_UPGRADE_ACTION_CLOSE);
+        if (g->u.free)
+                g->u.free(g->u.cls);
+        free(g->extra);
+        free(g);
+        return NULL;
+}
+
+/* Called once the 101 is sent. A thread of its own, because over TLS libmicrohttpd relays
+ * the socket's bytes only once this returns. */
+static void on_upgraded(void *cls, struct MHD_Connection *conn, void *con_cls, const char *extra_in, size_t extra_in_size,
+                        MHD_socket sock, struct MHD_UpgradeResponseHandle *urh)
+{
+        (void)con_cls;
+        struct upgraded *g = cls;
+        http_listener_upgrade_taken(conn);
+        g->sock = sock;
+        g->urh = urh;
+        g->extra = extra_in_size ? malloc(extra_in_size) : NULL;
+        if (g->extra) {
+                memcpy(g->extra, extra_in, extra_in_size);
+                g->extra_len = extra_in_size;
+        }
+        pthread_attr_t attr;
+        pthread_t t;
+        pthread_attr_init(&attr);
+        pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+        pthread_attr_setstacksize(&attr, 256u << 10);
+        if ((extra_in_size && !g->extra) || pthread_create(&t, &attr, upgraded_thread, g) != 0) {
+                MHD_upgrade_action(urh, MHD_UPGRADE_ACTION_CLOSE);
+                if (g->u.free)
+                        g->u.free(g->u.cls);
+                free(g->extra);
+                free(g);
+        }
+        pthread_attr_destroy(&attr);
+}
+
+static void upgraded_free(void *cls)
+{
+        struct upgraded *g = cls;
+        if (g->u.free)
+                g->u.free(g->u.cls);
+        free(g);
+}
+
+static struct MHD_Response *upgrade_response(struct api_response *resp, struct upgraded **ret)
+{
+        struct upgraded *g = calloc(1, sizeof(*g));
+        struct MHD_Response *r = g ? MHD_create_response_for_upgrade(on_upgraded, g) : NULL;
+        if (!r) {
+                if (resp->upgrade.free)
+                        resp->upgrade.free(resp->upgrade.cls);
+                free(g);
+                g = NULL;
+        } else {
+                g->u = resp->upgrade;
+        }
+        memset(&resp->upgrade, 0, sizeof(resp->upgrade));
+        *ret = g;
         return r;
 }
 
@@ -95,7 +181,10 @@ enum MHD_Result http_response_send(struct MHD_Connection *conn, struct api_respo
         bool raw = resp->stream.read;
         if (trail)
                 request_trail_answer(trail, resp);
-        if (resp->stream.read)
+        struct upgraded *upgrade = NULL;
+        if (resp->upgrade.run)
+                r = upgrade_response(resp, &upgrade);
+        else if (resp->stream.read)
                 r = stream_response(resp, stream_block, trail);
         else
                 r = json_response(resp, json_newline, trail);
@@ -108,6 +197,13 @@ enum MHD_Result http_response_send(struct MHD_Connection *conn, struct api_respo
                 MHD_add_response_header(r, "X-Request-Id", trail->id);
         enum MHD_Result ret = MHD_queue_response(conn, resp->status, r);
         MHD_destroy_response(r);
+        /* Until its handler runs, the upgrade is the connection's to free (if it closes
+         * first); refused outright, it is freed here. (A connection of no listener cannot
+         * hold it: it is left to its handler, which may never run.) */
+        if (upgrade && ret != MHD_YES)
+                upgraded_free(upgrade);
+        else if (upgrade)
+                (void)http_listener_upgrade_pending(conn, upgraded_free, upgrade);
         return ret;
 }
 

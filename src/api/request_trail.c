@@ -14,7 +14,7 @@
 #include "spaced/spaced_context.h"
 #include "spaced/wallclock.h"
 
-static void client_address(struct MHD_Connection *conn, char *buf, size_t size)
+void request_trail_client_address(struct MHD_Connection *conn, char *buf, size_t size)
 {
         const union MHD_ConnectionInfo *info = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
         const struct sockaddr *sa = info ? info->client_addr : NULL;
@@ -36,7 +36,7 @@ void request_trail_begin(struct request_trail *t, struct MHD_Connection *conn, c
         log_escape(method, t->method, sizeof(t->method));
         /* MHD hands the path without its query string; cut one anyway if present. */
         snprintf(t->path, sizeof(t->path), "%.*s", (int)strcspn(url, "?"), url);
-        client_address(conn, t->source, sizeof(t->source));
+        request_trail_client_address(conn, t->source, sizeof(t->source));
 }
 
 void request_trail_route(struct request_trail *t, const char *action, bool mutating, const char *target)

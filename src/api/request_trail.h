@@ -44,6 +44,8 @@ struct request_trail {
         bool finished;
 };
 
+/* The client's address of conn (IPv4 or IPv6 text), "unix" on the local socket. */
+void request_trail_client_address(struct MHD_Connection *conn, char *buf, size_t size);
 /* Starts the trail of a request: its id from the client's X-Request-Id when well-formed. */
 void request_trail_begin(struct request_trail *t, struct MHD_Connection *conn, const char *door, const char *method,
                          const char *url);

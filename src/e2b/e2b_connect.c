@@ -132,6 +132,7 @@ const char *e2b_connect_code_name(enum space_error_code code)
         case SPACE_E_ALREADY_EXISTS:
                 return "already_exists";
         case SPACE_E_UNAVAILABLE:
+        case SPACE_E_BAD_GATEWAY:
                 return "unavailable";
         case SPACE_E_TIMEOUT:
                 return "deadline_exceeded";

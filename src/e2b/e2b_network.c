@@ -10,7 +10,9 @@
  *   - allowOut without that catch-all has nothing to open (everything the profile allows
  *     is open already) and is dropped; an allowOut exception inside a narrower denyOut
  *     range is denied (space's deny rules come first): stricter than E2B, never wider.
- *   - rules (header transforms) and egressProxy are refused (400), not ignored.
+ *   - rules (header transforms) and egressProxy are refused (400), not ignored; so is
+ *     allowPublicTraffic false: a sandbox's ports are public on the listener (e2b_ingress.h),
+ *     traffic access tokens are not served yet.
  * A sandbox of the profile none has nothing to narrow: a PUT on it changes nothing (204). */
 #include <string.h>
 
@@ -53,6 +55,10 @@ static int rules_from_e2b(const json_t *net, bool internet, json_t *ret, struct 
         const json_t *rules = json_object_get(net, "rules"), *proxy = json_object_get(net, "egressProxy");
         if (json_object_size(rules) > 0 || json_array_size(rules) > 0 || (proxy && !json_is_null(proxy)))
                 return space_error_set(err, SPACE_E_INVALID_REQUEST, "network.rules and network.egressProxy are not supported");
+        if (json_is_false(json_object_get(net, "allowPublicTraffic")))
+                return space_error_set(err, SPACE_E_INVALID_REQUEST,
+                                       "network.allowPublicTraffic false is not supported: sandbox ports are public on the E2B "
+                                       "listener (no traffic access tokens yet)");
         json_t *allow = json_array(), *deny = json_array();
         if (json_object_set_new(ret, "allow", allow) < 0 || json_object_set_new(ret, "deny", deny) < 0)
                 return space_error_set(err, SPACE_E_INTERNAL, "out of memory");

@@ -240,9 +240,12 @@ static int envd_authenticate(struct e2b_call *call, bool need_token, struct spac
 static int split_path(struct api_request *req, char *copy)
 {
         req->nsegments = 0;
+        req->more_segments = false;
         for (char *save = NULL, *seg = strtok_r(copy, "/", &save); seg; seg = strtok_r(NULL, "/", &save)) {
-                if (req->nsegments == (int)(sizeof(req->segments) / sizeof(req->segments[0])))
-                        return -1;
+                if (req->nsegments == API_REQUEST_SEGMENTS) {
+                        req->more_segments = true;
+                        break;
+                }
                 req->segments[req->nsegments++] = seg;
         }
         return 0;

@@ -118,6 +118,8 @@ json_t *e2b_render_created(struct e2b_call *call, const struct sandbox *sb)
         json_t *j = json_pack("{s:s, s:s, s:s, s:s, s:s, s:n, s:n}", "sandboxID", sb->id, "templateID", tmpl, "clientID", "space",
                               "envdVersion", E2B_ENVD_VERSION, "envdAccessToken", token, "alias", "domain");
         explicit_bzero(token, sizeof(token));
+        if (call->req.ctx->cfg.e2b_domain[0]) /* getHost(port): <port>-<id>.<domain>, e2b_ingress.h */
+                json_object_set_new(j, "domain", json_string(call->req.ctx->cfg.e2b_domain));
         return j;
 }
 
@@ -138,7 +140,8 @@ static json_t *render_info(struct e2b_call *call, const struct sandbox *sb)
 {
         json_t *j = render_listed(call, sb);
         json_object_set_new(j, "allowInternetAccess", json_boolean(sb->network != NULL));
-        json_object_set_new(j, "domain", json_null());
+        const char *domain = call->req.ctx->cfg.e2b_domain;
+        json_object_set_new(j, "domain", domain[0] ? json_string(domain) : json_null());
         json_object_set_new(
                 j, "lifecycle",
                 json_pack("{s:s, s:b}", "onTimeout", strcmp(sb->on_timeout, "pause") == 0 ? "pause" : "kill", "autoResume", 0));
@@ -542,26 +545,6 @@ void e2b_sandbox_pause(struct e2b_call *call, struct api_response *resp)
         e2b_reply_empty(resp);
 }
 
-/* Brings a paused (or stopped) sandbox back; *ret_resumed says whether it had to. */
-static int wake(struct spaced_context *ctx, const struct sandbox *sb, bool *ret_resumed, struct space_error *err)
-{
-        *ret_resumed = false;
-        if (sb->state == SANDBOX_RUNNING)
-                return 0;
-        enum sandbox_action action;
-        if (sb->state == SANDBOX_PAUSED)
-                action = SANDBOX_ACTION_RESUME;
-        else if (sb->state == SANDBOX_STOPPED)
-                action = SANDBOX_ACTION_START;
-        else
-                return space_error_set(err, SPACE_E_INVALID_STATE, "sandbox %s is %s; try again shortly", sb->id,
-                                       sandbox_state_name(sb->state));
-        if (submit_and_wait(ctx, sb->id, action, err) < 0)
-                return -1;
-        *ret_resumed = true;
-        return 0;
-}
-
 static void resume_or_connect(struct e2b_call *call, struct api_response *resp, bool is_connect)
 {
         struct spaced_context *ctx = call->req.ctx;
@@ -582,7 +565,7 @@ static void resume_or_connect(struct e2b_call *call, struct api_response *resp, 
                 sandbox_release(&sb);
                 return e2b_reply_error(resp, 409, "sandbox %s is already running", call->sandbox_id);
         }
-        if (wake(ctx, &sb, &resumed, &err) < 0) {
+        if (sandbox_service_wake(ctx, &sb, &resumed, &err) < 0) {
                 sandbox_release(&sb);
                 return e2b_reply_space_error(resp, &err);
         }

@@ -1,5 +1,6 @@
 /* e2b_server: libmicrohttpd plumbing for the E2B front door: bodies are read whole (up to
- * --max-body), except /files uploads, which stream into e2b_files_upload as they arrive;
+ * --max-body), except /files uploads, which stream into e2b_files_upload as they arrive,
+ * and requests for a sandbox's port (e2b_ingress.h), which stream through its proxy;
  * answers are JSON, empty, or a stream whose read callback may block. */
 #include "api/http_listener.h"
 #include "api/http_response.h"
@@ -18,6 +19,7 @@
 #include <unistd.h>
 
 #include "e2b/e2b_files_upload.h"
+#include "e2b/e2b_ingress.h"
 #include "e2b/e2b_metrics.h"
 #include "e2b/e2b_watchers.h"
 #include "e2b/e2b_router.h"
@@ -33,8 +35,9 @@ struct e2b_server {
 struct body {
         struct http_body in;
         size_t limit;
-        bool streamed;              /* a /files upload */
+        bool streamed;              /* a /files upload, or for a sandbox's port */
         struct e2b_upload *upload;  /* NULL once finished, or when it could not start */
+        struct port_proxy *proxy;   /* its proxy; NULL once finished, or when it could not start */
         struct api_response early;  /* why it could not start (sent after the body) */
         struct request_trail trail; /* finished in on_completed */
 };
@@ -57,7 +60,9 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
                 b->limit = s->front.ctx->cfg.max_body_bytes;
                 *con_cls = b;
                 /* Authenticated as soon as the headers are in (http_listener.h). */
-                if (e2b_router_streams_body(method, url)) {
+                if (e2b_ingress_begin(&s->front, conn, method, url, &b->trail, &b->proxy, &b->early)) {
+                        b->streamed = true;
+                } else if (e2b_router_streams_body(method, url)) {
                         b->streamed = true;
                         if (e2b_router_upload_begin(&s->front, conn, method, url, &b->trail, &b->upload, &b->early) == 0)
                                 http_listener_authenticated(conn);
@@ -66,16 +71,21 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
                 }
                 return MHD_YES;
         }
-        if (b->streamed) {
+        if (b->streamed) { /* an upload or a sandbox's port: the body goes on as it comes */
                 if (*upload_data_size) {
-                        if (b->upload)
+                        if (b->proxy)
+                                (void)port_proxy_write(b->proxy, upload_data, *upload_data_size); /* finish says */
+                        else if (b->upload)
                                 e2b_upload_write(b->upload, upload_data, *upload_data_size);
                         *upload_data_size = 0;
                         return MHD_YES;
                 }
                 struct api_response resp = b->early;
                 memset(&b->early, 0, sizeof(b->early));
-                if (b->upload) {
+                if (b->proxy) {
+                        port_proxy_finish(b->proxy, &resp);
+                        b->proxy = NULL;
+                } else if (b->upload) {
                         e2b_upload_finish(b->upload, &resp);
                         b->upload = NULL;
                 }
@@ -109,6 +119,7 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
         if (b) {
                 request_trail_finish(&b->trail, s->front.ctx, toe == MHD_REQUEST_TERMINATED_COMPLETED_OK);
                 e2b_upload_abort(b->upload); /* the client went away mid-body */
+                port_proxy_abort(b->proxy);
                 json_decref(b->early.body);
                 json_decref(b->early.headers);
                 free(b->in.data);

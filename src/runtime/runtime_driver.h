@@ -147,6 +147,12 @@ struct runtime_driver_ops {
          * has no network for sandboxes. */
         int (*network_attach)(const struct runtime_driver *d, const struct sandbox *sb, char *ret_addr, size_t size,
                               struct space_error *err);
+        /* A TCP connection to 127.0.0.1:port inside the sandbox (its own loopback, nothing
+         * else: ingress, docs/api.md "Ports"), made within timeout_ms, blocking, with send and
+         * receive timeouts of io_timeout_ms. -ECONNREFUSED when nothing listens there, -ESRCH
+         * when the sandbox runs no init, -ETIMEDOUT. NULL: the driver cannot reach its ports. */
+        int (*port_connect)(const struct runtime_driver *d, const struct sandbox *sb, uint16_t port, int timeout_ms,
+                            int io_timeout_ms);
         /* Memory state; NULL for a driver without it (caps.memory_snapshot false). Writes the
          * sandbox's processes, kernel state included, to image_dir (an empty directory) and,
          * when rootfs_dst is given, a read-only snapshot of its rootfs there taken at the same

@@ -60,6 +60,10 @@ int sandbox_host_rootfs_list_resources(const struct runtime_driver *d, char ***r
 int sandbox_host_exec(const struct runtime_driver *d, const struct sandbox *sb, const struct exec_request *req,
                       struct exec_result *ret, struct space_error *err);
 int sandbox_host_agent_connect(const struct runtime_driver *d, const struct sandbox *sb, int timeout_ms);
+/* port_connect through the agent (PORT_CONNECT): for a runtime whose network spaced cannot
+ * join. The stream is the agent's connection, carrying the TCP bytes after its OK. */
+int sandbox_host_port_connect(const struct runtime_driver *d, const struct sandbox *sb, uint16_t port, int timeout_ms,
+                              int io_timeout_ms);
 int sandbox_host_stats(const struct runtime_driver *d, const struct sandbox *sb, struct runtime_stats *ret);
 int sandbox_host_kill(const struct runtime_driver *d, const struct sandbox *sb);
 int sandbox_host_host_pid(const struct runtime_driver *d, const struct sandbox *sb);

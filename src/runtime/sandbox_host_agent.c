@@ -5,9 +5,15 @@
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <stdlib.h>
+#include <sys/socket.h>
 #include <sys/statvfs.h>
+#include <sys/time.h>
+#include <unistd.h>
 
 #include "agent_protocol/agent_client.h"
+#include "agent_protocol/agent_frame.h"
+#include "cleanup.h"
 #include "runtime/cgroup/cgroup_manager.h"
 #include "runtime/sandbox_host.h"
 #include "storage/btrfs_pool.h"
@@ -27,6 +33,28 @@ int sandbox_host_agent_connect(const struct runtime_driver *d, const struct sand
         char sock[PATH_MAX];
         sandbox_host_socket_path(sandbox_host_of(d), sb->id, sock, sizeof(sock));
         return agent_client_connect(sock, timeout_ms);
+}
+
+int sandbox_host_port_connect(const struct runtime_driver *d, const struct sandbox *sb, uint16_t port, int timeout_ms,
+                              int io_timeout_ms)
+{
+        _cleanup_close_ int fd = sandbox_host_agent_connect(d, sb, timeout_ms);
+        if (fd < 0)
+                return fd == -ECONNREFUSED || fd == -ENOENT ? -ESRCH : fd; /* no agent: not "nothing listens" */
+        struct agent_frame_writer w;
+        struct agent_frame f;
+        uint8_t *buf = NULL;
+        agent_frame_writer_begin(&w, AGENT_MSG_PORT_CONNECT);
+        agent_frame_writer_put_u32(&w, AGENT_F_PORT, port);
+        int r = agent_client_roundtrip(fd, &w, AGENT_MSG_OK, AGENT_CLIENT_REPLY_MAX, &f, &buf, NULL, 0);
+        free(buf);
+        if (r < 0)
+                return r == -EAGAIN ? -ETIMEDOUT : r;
+        struct timeval tv = { .tv_sec = io_timeout_ms / 1000, .tv_usec = (io_timeout_ms % 1000) * 1000 };
+        if (setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)) < 0 ||
+            setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv)) < 0)
+                return -errno;
+        return TAKE_FD(fd);
 }
 
 int sandbox_host_stats(const struct runtime_driver *d, const struct sandbox *sb, struct runtime_stats *ret)

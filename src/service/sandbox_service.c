@@ -5,12 +5,15 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "operations/operation_queue.h"
 #include "operations/sandbox_lifecycle.h"
 #include "runtime/runtime_registry.h"
 #include "service/project_service.h"
 #include "service/sandbox_access.h"
 #include "spaced/spaced_context.h"
 #include "spaced/wallclock.h"
+
+#define WAKE_WAIT_MS 120000
 
 int sandbox_service_list(struct spaced_context *ctx, const struct principal *p, const char *project, int state_filter,
                          const struct store_page *page, struct sandbox **ret, size_t *ret_n, struct space_error *err)
@@ -155,4 +158,34 @@ int sandbox_service_usage(struct spaced_context *ctx, const struct sandbox *sb, 
         if (sb->state != SANDBOX_RUNNING && sb->state != SANDBOX_PAUSED)
                 return -ESRCH;
         return d->ops->stats(d, sb, ret);
+}
+
+int sandbox_service_wake(struct spaced_context *ctx, const struct sandbox *sb, bool *ret_woken, struct space_error *err)
+{
+        if (ret_woken)
+                *ret_woken = false;
+        if (sb->state == SANDBOX_RUNNING)
+                return 0;
+        enum sandbox_action action;
+        if (sb->state == SANDBOX_PAUSED)
+                action = SANDBOX_ACTION_RESUME;
+        else if (sb->state == SANDBOX_STOPPED)
+                action = SANDBOX_ACTION_START;
+        else
+                return space_error_set(err, SPACE_E_INVALID_STATE, "sandbox %s is %s; try again shortly", sb->id,
+                                       sandbox_state_name(sb->state));
+        struct operation op, latest;
+        if (sandbox_lifecycle_submit(ctx, sb->id, action, &op, err) < 0)
+                return -1;
+        int r = operation_queue_wait(ctx->queue, op.id, WAKE_WAIT_MS, &latest);
+        if (r == -ETIMEDOUT)
+                return space_error_set(err, SPACE_E_TIMEOUT, "%s of %s is still running after %d s", op.kind, op.target,
+                                       WAKE_WAIT_MS / 1000);
+        if (r < 0)
+                return space_error_errno(err, r, "wait for %s", op.id);
+        if (latest.state == OPERATION_FAILED)
+                return space_error_set(err, space_error_code_from_name(latest.error_code), "%s", latest.error_message);
+        if (ret_woken)
+                *ret_woken = true;
+        return 0;
 }

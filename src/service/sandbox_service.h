@@ -53,6 +53,11 @@ void sandbox_service_token_caller(struct spaced_context *ctx, const char *id, st
  * whose credentials the caller tries (the caller is not known yet). *ret is freed with free(). */
 int sandbox_service_running_ids(struct spaced_context *ctx, char (**ret)[32], size_t *ret_n, struct space_error *err);
 
+/* Brings loaded sandbox sb back when it is paused (resume) or stopped (start), through its
+ * lifecycle operation, and waits for it; nothing to do when it runs. *ret_woken (may be NULL)
+ * says whether it had to. invalid_state for any other state; the operation's error. */
+int sandbox_service_wake(struct spaced_context *ctx, const struct sandbox *sb, bool *ret_woken, struct space_error *err);
+
 struct runtime_stats;
 /* The runtime's figures of a loaded sandbox (CPU time, memory, disk, limit hits): 0, or
  * -errno with *ret zeroed (a driver that cannot tell, a sandbox that is not running). */

@@ -15,6 +15,7 @@
 #include "space_agent/agent_file_watch.h"
 #include "space_agent/agent_files.h"
 #include "space_agent/agent_job_requests.h"
+#include "space_agent/agent_port.h"
 #include "space_agent/agent_subscriber.h"
 
 #ifndef SPACE_VERSION
@@ -190,6 +191,9 @@ static void conn_dispatch(struct agent_conn *c, const struct agent_frame *f, uin
         case AGENT_MSG_JOB_SIGNAL:
         case AGENT_MSG_JOB_RESIZE:
                 agent_job_requests_handle(c, f, payload);
+                break;
+        case AGENT_MSG_PORT_CONNECT:
+                agent_port_connect(c, f);
                 break;
         default: {
                 char msg[64];

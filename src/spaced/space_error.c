@@ -28,6 +28,7 @@ static const char *const code_names[] = {
         [SPACE_E_CANCELLED] = "cancelled",
         [SPACE_E_GONE] = "gone",
         [SPACE_E_POLICY_DENIED] = "policy_denied",
+        [SPACE_E_BAD_GATEWAY] = "bad_gateway",
 };
 
 int space_error_set(struct space_error *err, enum space_error_code code, const char *fmt, ...)

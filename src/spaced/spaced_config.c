@@ -88,6 +88,10 @@ static const char usage[] =
         "  --tls-cert FILE        serve every TCP listener over TLS with this PEM certificate (chain)\n"
         "                         [off; env SPACE_TLS_CERT]\n"
         "  --tls-key FILE         the PEM private key of --tls-cert [env SPACE_TLS_KEY]\n"
+        "  --e2b-domain DOMAIN    the E2B listener serves sandbox ports for Host <port>-<id>.DOMAIN and\n"
+        "                         reports DOMAIN to SDKs (getHost) [none: the path form only]\n"
+        "  --ingress-timeout S    sandbox ports (ingress): connect, response headers and inactivity [30]\n"
+        "  --ingress-connections N  connections to one sandbox's ports at once [64]\n"
         "  --e2b-templates MAP    E2B template ids to space templates, id=name|fallback,...\n"
         "                         (the first ready name is used) [base=python|busybox]\n"
         "  -h, --help             show this help\n"
@@ -339,6 +343,19 @@ static int apply(struct spaced_config *cfg, const char *key, const char *v)
                 if (parse_size(v, &n) < 0 || n < 1 || n > 604800)
                         goto bad;
                 cfg->session_ttl_s = (int64_t)n;
+        } else if (strcmp(key, "ingress-timeout") == 0) {
+                if (parse_size(v, &n) < 0 || n < 1 || n > 86400)
+                        goto bad;
+                cfg->ingress_timeout_s = (unsigned)n;
+        } else if (strcmp(key, "ingress-connections") == 0) {
+                if (parse_size(v, &n) < 0 || n < 1 || n > 100000)
+                        goto bad;
+                cfg->ingress_connections = (unsigned)n;
+        } else if (strcmp(key, "e2b-domain") == 0) {
+                if (!*v || strlen(v) >= sizeof(cfg->e2b_domain) ||
+                    strspn(v, "abcdefghijklmnopqrstuvwxyz0123456789.-") != strlen(v) || v[0] == '.' || v[0] == '-')
+                        goto bad;
+                snprintf(cfg->e2b_domain, sizeof(cfg->e2b_domain), "%s", v);
         } else if (strcmp(key, "approval-timeout") == 0) {
                 if (parse_size(v, &n) < 0 || n < 1 || n > 604800)
                         goto bad;
@@ -533,6 +550,8 @@ int spaced_config_load(struct spaced_config *cfg, int argc, char **argv)
         cfg->rolling_max_count = 168;
         cfg->session_ttl_s = 3600;
         cfg->approval_timeout_s = 3600;
+        cfg->ingress_timeout_s = 30;
+        cfg->ingress_connections = 64;
         cfg->command_log_cap = 64ULL << 20;
         cfg->sandbox_log_cap = 512ULL << 20;
         cfg->disk_quota = true;
@@ -576,6 +595,9 @@ int spaced_config_load(struct spaced_config *cfg, int argc, char **argv)
                 { "approval-timeout", required_argument, NULL, 0 },
                 { "approval-webhook", required_argument, NULL, 0 },
                 { "approval-webhook-secret", required_argument, NULL, 0 },
+                { "ingress-timeout", required_argument, NULL, 0 },
+                { "ingress-connections", required_argument, NULL, 0 },
+                { "e2b-domain", required_argument, NULL, 0 },
                 { "command-log-cap", required_argument, NULL, 0 },
                 { "sandbox-log-cap", required_argument, NULL, 0 },
                 { "disk-quota", required_argument, NULL, 0 },

@@ -83,11 +83,15 @@ struct spaced_config {
         int egress_subnet_bits;
         char egress_resolver[64];           /* "" for the host's (/etc/resolv.conf) */
         char egress_gateway_path[PATH_MAX]; /* the space-egress binary */
+        /* ingress: sandbox ports served over HTTP (api/port_proxy.h) */
+        unsigned ingress_timeout_s;   /* connect, response headers, then inactivity either way */
+        unsigned ingress_connections; /* open at once per sandbox */
         /* E2B front door (src/e2b/): off unless --e2b-listen is given */
         bool e2b_enabled;
         char e2b_listen_addr[64];
         uint16_t e2b_listen_port;
         char e2b_templates[512]; /* "e2bid=space_template,..." */
+        char e2b_domain[128];    /* sandboxes' hosts are <port>-<id>.<domain>; "": none (path form only) */
         /* TLS on every TCP listener (API, E2B, metrics): both paths or neither. The PEM
          * text is read by spaced_main (spaced/tls_files.h) before the listeners start. */
         char tls_cert_path[PATH_MAX];

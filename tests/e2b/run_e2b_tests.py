@@ -37,7 +37,8 @@ def main():
             sys.exit("FAIL: binary missing: %s (build first)" % p)
     npm_install(HERE, PACKAGES, "the E2B SDK")
     e2b_port = h.free_port()
-    d = h.Spaced(extra_args=["--e2b-listen", "127.0.0.1:%d" % e2b_port])
+    domain = "e2b.space.test"  # getHost(port): <port>-<id>.<domain>, served by Host on the listener
+    d = h.Spaced(extra_args=["--e2b-listen", "127.0.0.1:%d" % e2b_port, "--e2b-domain", domain])
     failed = []
     try:
         d.start()
@@ -50,7 +51,7 @@ def main():
         url = "http://127.0.0.1:%d" % e2b_port
         env = dict(os.environ)
         env.pop("E2B_DEBUG", None)
-        env.update({"E2B_API_URL": url, "E2B_SANDBOX_URL": url, "E2B_API_KEY": e2b_key,
+        env.update({"E2B_API_URL": url, "E2B_SANDBOX_URL": url, "E2B_API_KEY": e2b_key, "SPACE_E2B_DOMAIN": domain,
                     "SPACED_PID": str(d.proc.pid)})  # sdk_test.mjs watches its memory during big uploads
         for pkg in PACKAGES:
             print("# %s against %s" % (pkg, url), flush=True)

@@ -417,6 +417,28 @@ await check('pause then connect: the process and the files are still there', asy
   await back.commands.kill(h.pid)
 })
 
+await check('getHost(port): a server in the sandbox, through the E2B listener by Host, and a paused sandbox wakes', async () => {
+  const domain = process.env.SPACE_E2B_DOMAIN
+  assert.equal(sbx.getHost(8080), `8080-${sbx.sandboxId}.${domain}`)
+  // busybox's httpd where it is, else python's
+  await sbx.commands.run('mkdir -p /tmp/www && echo served-by-the-sandbox > /tmp/www/index.html && ' +
+    '(if command -v httpd >/dev/null; then httpd -p 127.0.0.1:8080 -h /tmp/www; ' +
+    'else cd /tmp/www && (python3 -m http.server 8080 --bind 127.0.0.1 >/dev/null 2>&1 &); sleep 1; fi)')
+  const { request } = await import('node:http')
+  const listener = new URL(url)
+  // The host name resolves nowhere here: the request goes to the listener with it as Host.
+  const get = () => new Promise((resolve, reject) => {
+    const req = request({ host: listener.hostname, port: listener.port, path: '/index.html', headers: { Host: sbx.getHost(8080) } },
+      (res) => { let body = ''; res.on('data', (c) => { body += c }); res.on('end', () => resolve([res.statusCode, body])) })
+    req.on('error', reject)
+    req.end()
+  })
+  assert.deepEqual(await get(), [200, 'served-by-the-sandbox\n'])
+  await sbx.pause()
+  assert.deepEqual(await get(), [200, 'served-by-the-sandbox\n'])
+  assert.equal((await Sandbox.getInfo(sbx.sandboxId)).state, 'running')
+})
+
 await check('envd routed by access token alone (older SDKs), and refused without it', async () => {
   const token = sbx.envdAccessToken
   assert.ok(token, 'create returned an envd access token')

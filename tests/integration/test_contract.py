@@ -14,6 +14,7 @@ from openapi_contract import Contract, ContractViolation
 from spaced_harness import REPO, SpacedTestCase, tar_of
 
 JSON = {"Content-Type": "application/json"}
+PROXIED_METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"]
 
 
 def read(rel):
@@ -28,12 +29,16 @@ def router_routes():
     for name, body in re.findall(r"static const char \*const (q_\w+)\[\] = \{([^}]*)\};", src):
         arrays[name] = re.findall(r'"([^"]*)"', body)
     routes = {}
-    for method, pattern, rest in re.findall(r'\{ "([A-Z]+)", \{ ([^}]*) \}, ([^\n]*) \},\n', src):
-        key = (method, "/" + "/".join(re.findall(r'"([^"]*)"', pattern)))
+    for method, pattern, rest in re.findall(r'\{ "([A-Z]+|\*)", \{ ([^}]*) \}, ([^\n]*) \},\n', src):
+        # "**" (the rest of the path) is the spec's last path parameter; "*" every method
+        path = "/" + "/".join("*" if s == "**" else s for s in re.findall(r'"([^"]*)"', pattern))
         q = re.findall(r"\b(q_\w+)\b", rest)
-        assert len(q) == 1, "route %s %s names no query list: %s" % (key + (rest,))
-        assert key not in routes, "route %s %s twice" % key
-        routes[key] = sorted(arrays[q[0]])
+        assert len(q) == 1, "route %s %s names no query list: %s" % (method, path, rest)
+        for m in PROXIED_METHODS if method == "*" else [method]:
+            key = (m, path)
+            assert key not in routes, "route %s %s twice" % key
+            # ["*"]: any query, passed on (the spec declares none)
+            routes[key] = [] if arrays[q[0]] == ["*"] else sorted(arrays[q[0]])
     return routes
 
 

@@ -297,6 +297,7 @@ const struct runtime_driver_ops runtime_driver_gvisor = {
         .kill = sandbox_host_kill,
         .host_pid = sandbox_host_host_pid,
         .network_attach = NULL,
+        .port_connect = sandbox_host_port_connect, /* its network stack is its own: through the agent */
         .checkpoint = gv_checkpoint,
         .start_from_image = gv_start_from_image,
         .list_resources = sandbox_host_rootfs_list_resources,

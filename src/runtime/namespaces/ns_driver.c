@@ -24,6 +24,7 @@
 #include "runtime/namespaces/ns_driver.h"
 #include "runtime/namespaces/ns_launch.h"
 #include "runtime/namespaces/ns_network.h"
+#include "runtime/namespaces/ns_port.h"
 #include "runtime/namespaces/ns_proc_view.h"
 #include "spaced/log.h"
 #include "runtime/namespaces/ns_uid_range.h"
@@ -383,5 +384,6 @@ const struct runtime_driver_ops runtime_driver_namespaces = {
         .kill = sandbox_host_kill,
         .host_pid = sandbox_host_host_pid,
         .network_attach = ns_network_attach_op,
+        .port_connect = ns_port_connect,
         .list_resources = sandbox_host_rootfs_list_resources,
 };

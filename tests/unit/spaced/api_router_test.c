@@ -209,12 +209,55 @@ static void test_unknown_path_is_404(void **state)
         }
 }
 
+/* Splits path as the HTTP server does (API_REQUEST_SEGMENTS kept, more_segments past them)
+ * and asks for a streamed-body route. */
+static const struct api_upload_sink *sink_of(const char *method, const char *path, struct api_request *req)
+{
+        static char copy[1024];
+        *req = (struct api_request){ .method = method, .path = path };
+        snprintf(copy, sizeof(copy), "%s", path);
+        for (char *save = NULL, *seg = strtok_r(copy, "/", &save); seg; seg = strtok_r(NULL, "/", &save)) {
+                if (req->nsegments == API_REQUEST_SEGMENTS) {
+                        req->more_segments = true;
+                        break;
+                }
+                req->segments[req->nsegments++] = seg;
+        }
+        enum api_auth_kind auth;
+        return api_router_upload_sink(req, &auth);
+}
+
+/* A "**" tail takes none, one or any number of segments (more than a request keeps apart),
+ * with any method ("*"); a route without one takes no more segments than it names. */
+static void test_tail_wildcard(void **state)
+{
+        (void)state;
+        struct api_request req;
+        static const char *const methods[] = { "GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS" };
+        for (size_t i = 0; i < sizeof(methods) / sizeof(methods[0]); i++)
+                assert_ptr_equal(sink_of(methods[i], "/v1/sandboxes/sb-1/ports/8080/x", &req), &port_proxy_sink);
+        assert_ptr_equal(sink_of("GET", "/v1/sandboxes/sb-1/ports/8080", &req), &port_proxy_sink);
+        assert_string_equal(req.target, "sb-1");
+        assert_int_equal(req.object, OBJECT_SANDBOX);
+        assert_int_equal(req.permission, PERM_SANDBOX_EXEC);
+        assert_ptr_equal(sink_of("POST", "/v1/sandboxes/sb-1/ports/8080/a/b/c/d/e/f/g/h/i/j/k/l/m/n/o/p/q", &req),
+                         &port_proxy_sink);
+        assert_true(req.more_segments);
+        assert_null(sink_of("GET", "/v1/sandboxes/sb-1/port/8080/x", &req));
+        assert_null(sink_of("GET", "/v1/sandboxes/sb-1/ports", &req));
+        /* a fixed route past its segments: no match */
+        struct match m = route("GET", "/v1/sandboxes/sb-1/stats/extra");
+        assert_null(m.handler);
+        assert_int_equal(m.err.code, SPACE_E_NOT_FOUND);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_documented_routes),   cmocka_unit_test(test_actions_and_targets),
                 cmocka_unit_test(test_data_plane_routes),   cmocka_unit_test(test_health_is_open),
                 cmocka_unit_test(test_wrong_method_is_405), cmocka_unit_test(test_unknown_path_is_404),
+                cmocka_unit_test(test_tail_wildcard),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
