@@ -20,7 +20,7 @@ import http.server
 import shutil
 import tempfile
 
-from spaced_harness import SPACE_CLI, SPACED, SpacedTestCase, free_port
+from spaced_harness import SPACE_CLI, SPACED, SpacedTestCase, free_port, wait_for
 
 TIMEOUT_S = 10  # --approval-timeout of this spaced (a restart on a busy machine fits in it)
 
@@ -202,9 +202,12 @@ class ApprovalsTest(ApprovalHelpers, SpacedTestCase):
         # Another key (the admin's) approves; the step is audited.
         rid = "apr-audit-" + secrets.token_hex(4)
         self.spaced.api("POST", "/v1/approvals/%s/approve" % aid, None, headers={"X-Request-Id": rid}, expect=200)
-        _, audit = self.spaced.api("GET", "/v1/audit?action=approval.approve&limit=1000", expect=200)
-        rows = [r for r in audit["audit"] if r["request_id"] == rid]
-        self.assertEqual([(r["target"], r["status"]) for r in rows], [(aid, 200)])
+        # The row is written when the request ends, just after its answer: wait for it.
+        def rows():
+            _, audit = self.spaced.api("GET", "/v1/audit?action=approval.approve&limit=1000", expect=200)
+            return [r for r in audit["audit"] if r["request_id"] == rid]
+        wait_for(lambda: rows(), timeout=10, what="the approve's audit row")
+        self.assertEqual([(r["target"], r["status"]) for r in rows()], [(aid, 200)])
         token = self.token(sid)
         self.assertEqual(self.command(sid, held["command_id"], token, wait=True)["exit_code"], 0)
 
@@ -227,7 +230,9 @@ class ApprovalsTest(ApprovalHelpers, SpacedTestCase):
         self.assertError(self.spaced.request("POST", "/v1/approvals/%s/approve" % held["approval_id"], {},
                                              key=self.key("owner")), 409, "conflict")
         self.assertNotIn("approval-marker-4", self.ls_tmp(sid))
-        rows = self.audit_rows("approval.expired", held["approval_id"])
+        # Written right after the command ends: wait for it.
+        rows = wait_for(lambda: self.audit_rows("approval.expired", held["approval_id"]), timeout=10,
+                        what="the expiry's audit row")
         self.assertEqual(len(rows), 1, rows)
         detail = rows[0]["detail"]
         self.assertEqual((detail["state"], detail["outcome"], detail["command"]),
