@@ -282,7 +282,7 @@ int sandbox_lifecycle_disk_limits(struct spaced_context *ctx)
                 return r;
         for (size_t i = 0; i < n; i++) {
                 const struct runtime_driver *d = runtime_registry_find(&ctx->runtimes, all[i].runtime);
-                if (all[i].state == SANDBOX_DESTROYED || !d || !ctx->cfg.disk_quota)
+                if (all[i].state == SANDBOX_DESTROYED || !d || !ctx->cfg.disk_quota || !spaced_node_owns(ctx, &all[i]))
                         continue;
                 int q = d->ops->disk_limit(d, &all[i], (uint64_t)all[i].resources.disk_mb << 20);
                 if (q < 0 && q != -ENOENT) /* -ENOENT: no rootfs (yet, or any more) */

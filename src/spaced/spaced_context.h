@@ -6,6 +6,7 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "runtime/runtime_registry.h"
 #include "state_store/state_store.h"
@@ -65,6 +66,8 @@ struct spaced_config {
         /* data plane */
         int64_t session_ttl_s;      /* default attach token lifetime */
         int64_t approval_timeout_s; /* a held command expires (is denied) after this long (docs/governance.md) */
+        int64_t claim_lease_s;      /* --claim-lease: a node's claims lapse this long after its last heartbeat */
+        int64_t node_lost_after_s;  /* --node-lost-after: a node silent this long is marked lost */
         uint64_t command_log_cap;   /* bytes of output kept per command */
         uint64_t sandbox_log_cap;   /* bytes of output kept per sandbox, all its commands */
         /* disk quotas (storage/btrfs_quota.h) */
@@ -115,7 +118,17 @@ struct spaced_context {
         struct policy_cache *policies; /* each project's compiled policies (policy/policy_cache.h); NULL: read each time */
         struct warm_pool *warm;        /* sandboxes made ahead of their creates (controller/warm_pool.h); NULL: none */
         atomic_bool shutting_down;
+        /* This node of the fleet (docs/fleet.md): its id (the state directory's instance),
+         * which claims its operations and owns its sandboxes; "" until spaced registered it. */
+        char node_id[32];
 };
+
+/* Whether sb lives on this node (or on none yet: a row from before the fleet): only then
+ * may this node's controller probe, settle, expire or snapshot it. */
+static inline bool spaced_node_owns(const struct spaced_context *ctx, const struct sandbox *sb)
+{
+        return !sb->node_id[0] || strcmp(sb->node_id, ctx->node_id) == 0;
+}
 
 /* Shorthand for calling the store backend. */
 #define STORE(ctx, fn, ...) ((ctx)->store.ops->fn((ctx)->store.st, __VA_ARGS__))

@@ -40,6 +40,7 @@
 #include "runtime/runtime_registry.h"
 #include "policy/policy_cache.h"
 #include "spaced/instance_id.h"
+#include "operations/node_lease.h"
 #include "spaced/log.h"
 #include "spaced/metrics.h"
 #include "spaced/sd_notify.h"
@@ -152,6 +153,8 @@ static void release_pool(struct spaced_context *ctx)
                 return;
         for (size_t i = 0; i < n; i++) {
                 const struct runtime_driver *d = runtime_registry_find(&ctx->runtimes, all[i].runtime);
+                if (!spaced_node_owns(ctx, &all[i]))
+                        continue; /* another node's: not in this pool */
                 if (all[i].state == SANDBOX_RUNNING || all[i].state == SANDBOX_PAUSED || !d ||
                     d->ops->probe(d, &all[i], false) == 1)
                         live++;
@@ -331,9 +334,6 @@ int main(int argc, char **argv)
                 snprintf(path, sizeof(path), "the PostgreSQL database of --database");
         }
         if ((r = ctx.store.ops->open(ctx.cfg.database[0] ? ctx.cfg.database : path, &ctx.store.st)) < 0) {
-                if (r == -EBUSY && ctx.cfg.database[0])
-                        return fail("spaced.store",
-                                    "cannot open %s: another spaced uses it (one spaced per database in this version)", path);
                 return fail("spaced.store", "cannot open %s: %s", path, strerror(-r));
         }
         log_info("spaced.store", "backend=%s", ctx.store.ops->name);
@@ -415,6 +415,16 @@ int main(int argc, char **argv)
                 return fail("spaced.policies", "cannot hold policies: %s", strerror(-r));
         if ((r = sandbox_lifecycle_disk_limits(&ctx)) < 0)
                 return fail("spaced.quota", "cannot read sandboxes: %s", strerror(-r));
+        /* This node of the fleet: registered (its earlier claims let go) before the
+         * reconciler claims what it runs again; heartbeating from here on. */
+        char node_url[HTTP_LISTENER_URL_MAX];
+        snprintf(ctx.node_id, sizeof(ctx.node_id), "%s", instance);
+        http_listener_url(&ctx.cfg, ctx.cfg.listen_addr, ctx.cfg.listen_port, node_url, sizeof(node_url));
+        if (node_lease_register(&ctx, node_url, &err) < 0)
+                return fail("spaced.node", "%s", err.message);
+        struct node_lease *lease = NULL;
+        if ((r = node_lease_start(&ctx, &lease)) < 0)
+                return fail("spaced.node", "cannot start the node heartbeat: %s", strerror(-r));
         if ((r = reconciler_startup(&ctx)) < 0)
                 return fail("spaced.reconcile", "reconciliation failed: %s", strerror(-r));
         /* Sandboxes that ran on while spaced was away get their links and policies again. */
@@ -486,6 +496,7 @@ int main(int argc, char **argv)
         command_channels_free(ctx.channels);
         reconciler_free(controller);
         snapshot_sizer_free(sizer);
+        node_lease_free(lease); /* claims left lapse a lease later: another node, or the next start, runs them */
         operation_queue_free(ctx.queue);
         for (int i = 0;
              i < 100 && http_server_connections(http) + e2b_server_connections(e2b) + metrics_listener_connections(metrics) > 0;
