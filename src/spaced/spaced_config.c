@@ -62,6 +62,9 @@ static const char usage[] =
         "  --rolling-max-count N  default number of rolling snapshots kept [168]\n"
         "  --session-ttl S        default lifetime of a data-plane attach token [3600; max 604800]\n"
         "  --approval-timeout S   a command held for approval is denied (expired) after S seconds [3600]\n"
+        "  --claim-lease S        a node's claims on operations lapse S seconds after its last\n"
+        "                         heartbeat, and another node takes them over (docs/fleet.md) [10]\n"
+        "  --node-lost-after S    a node whose heartbeat stopped S seconds ago is marked lost [60]\n"
         "  --command-log-cap SIZE output kept per streamed command; older output is dropped [64M]\n"
         "  --sandbox-log-cap SIZE output kept per sandbox over all its commands; the oldest\n"
         "                         commands' output is dropped first [512M]\n"
@@ -324,6 +327,14 @@ static int apply(struct spaced_config *cfg, const char *key, const char *v)
                 if (parse_size(v, &n) < 0 || n < 1 || n > 604800)
                         goto bad;
                 cfg->session_ttl_s = (int64_t)n;
+        } else if (strcmp(key, "claim-lease") == 0) {
+                if (parse_size(v, &n) < 0 || n < 1 || n > 3600)
+                        goto bad;
+                cfg->claim_lease_s = (int64_t)n;
+        } else if (strcmp(key, "node-lost-after") == 0) {
+                if (parse_size(v, &n) < 0 || n < 1 || n > 86400)
+                        goto bad;
+                cfg->node_lost_after_s = (int64_t)n;
         } else if (strcmp(key, "approval-timeout") == 0) {
                 if (parse_size(v, &n) < 0 || n < 1 || n > 604800)
                         goto bad;
@@ -510,6 +521,8 @@ int spaced_config_load(struct spaced_config *cfg, int argc, char **argv)
         cfg->rolling_max_count = 168;
         cfg->session_ttl_s = 3600;
         cfg->approval_timeout_s = 3600;
+        cfg->claim_lease_s = 10;
+        cfg->node_lost_after_s = 60;
         cfg->command_log_cap = 64ULL << 20;
         cfg->sandbox_log_cap = 512ULL << 20;
         cfg->disk_quota = true;
@@ -551,6 +564,8 @@ int spaced_config_load(struct spaced_config *cfg, int argc, char **argv)
                 { "max-context", required_argument, NULL, 0 },
                 { "session-ttl", required_argument, NULL, 0 },
                 { "approval-timeout", required_argument, NULL, 0 },
+                { "claim-lease", required_argument, NULL, 0 },
+                { "node-lost-after", required_argument, NULL, 0 },
                 { "command-log-cap", required_argument, NULL, 0 },
                 { "sandbox-log-cap", required_argument, NULL, 0 },
                 { "disk-quota", required_argument, NULL, 0 },
