@@ -1,11 +1,12 @@
 """spaced on PostgreSQL (--database): the real daemon against a real throwaway cluster
 (pg_cluster.py, its own socket directory, no TCP). The lifecycle and policy documents work
 and are written to PostgreSQL (not to the state directory's SQLite file); a restart and a
-kill -9 then restart answer the same; a second spaced on the same database refuses to
-start, saying why."""
+kill -9 then restart answer the same; a second spaced on the same database starts and shares
+it (another node of the fleet)."""
 
 import os
 import re
+import shutil
 import subprocess
 import time
 import unittest
@@ -117,17 +118,24 @@ class PostgresStore(SpacedTestCase):
     def test_kill9_then_restart_answers_the_same(self):
         self._restart_answers_the_same(hard=True)
 
-    def test_second_spaced_on_the_same_database_refuses(self):
+    def test_second_spaced_on_the_same_database_shares_it(self):
+        # No lock keeps a second spaced off the database any more: it is another node of the
+        # fleet (docs/fleet.md, test_fleet_claims.py), with the same keys and the same rows.
+        sid = self.spaced.create(metadata={"shared": "yes"})
         other = Spaced(database=self.spaced.database)
         try:
-            r = subprocess.run(other.args(), capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
-            self.assertNotEqual(r.returncode, 0, r.stdout + r.stderr)
-            self.assertIn("another spaced uses it", r.stdout + r.stderr)
-            self.assertNotIn("postgresql://", r.stdout + r.stderr, "the URL (which may hold a password) was logged")
+            os.makedirs(other.state_dir, mode=0o700)
+            shutil.copy(os.path.join(self.spaced.state_dir, "admin.key"), os.path.join(other.state_dir, "admin.key"))
+            other.start()
+            self.assertEqual(other.get(sid)["metadata"], {"shared": "yes"})
+            self.assertEqual(other.get(sid)["node"], self.spaced.instance())
+            self.assertNotIn("postgresql://", open(other.err_path).read(), "the URL (which may hold a password) was logged")
+            self.assertEqual(other.stop(), 0)
         finally:
             other.cleanup()
-        # The first one is unaffected.
-        self.assertEqual(self.spaced.request("GET", "/v1/health", key=None)[0], 200)
+        # The first one is unaffected: its sandbox runs on.
+        self.assertEqual(self.spaced.sh(sid, "echo still")["stdout"], "still\n")
+        self.spaced.destroy(sid)
 
     def test_unreachable_database_fails_start_clearly(self):
         tmp = Spaced(database="postgresql://space@/nope?host=/nonexistent-space-dir&port=1")
