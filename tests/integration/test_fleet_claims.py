@@ -71,7 +71,7 @@ class FleetClaims(SpacedTestCase):
         wait_for(done, timeout=timeout, what="operation %s to end" % op_id)
         return got["op"]
 
-    def test_both_nodes_register_and_heartbeat(self):
+    def test_both_nodes_register_heartbeat_and_are_listed(self):
         ids = {self.a.instance(), self.b.instance()}
         self.assertEqual(len(ids), 2, ids)
 
@@ -83,6 +83,30 @@ class FleetClaims(SpacedTestCase):
         beat = int(self.rows("SELECT heartbeat_at FROM nodes WHERE id = '%s'" % self.a.instance()))
         wait_for(lambda: int(self.rows("SELECT heartbeat_at FROM nodes WHERE id = '%s'" % self.a.instance())) > beat,
                  timeout=20, what="a heartbeat")
+        # GET /v1/nodes (the platform's): both, ready, each naming itself "this".
+        _, d = self.a.api("GET", "/v1/nodes", expect=200)
+        self.assertEqual([(n["id"], n["state"], n["this"]) for n in d["nodes"]],
+                         sorted((i, "ready", i == self.a.instance()) for i in ids))
+        self.assertIn(self.b.url, [n["address"] for n in d["nodes"]])
+        _, k = self.a.api("POST", "/v1/keys", {"name": "dev", "role": "developer"}, expect=201)
+        status, err = self.b.request("GET", "/v1/nodes", key=k["secret"])
+        self.assertEqual(status, 403, err)
+        r = self.b.cli("node", "ls")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        out = r.stdout.decode()
+        self.assertIn("HEARTBEAT", out)
+        for i in ids:
+            self.assertIn(i, out)
+        # A node that stops heartbeating is marked lost after --node-lost-after.
+        self.a.kill9()
+        wait_for(lambda: self.rows("SELECT state FROM nodes WHERE id = '%s'" % self.a.instance()) == "lost",
+                 timeout=LEASE_S * 3 + 20, what="a marked lost")
+        _, d = self.b.api("GET", "/v1/nodes", expect=200)
+        self.assertEqual({n["id"]: n["state"] for n in d["nodes"]}, {self.a.instance(): "lost", self.b.instance(): "ready"})
+        # Back: ready again.
+        self.a.start()
+        wait_for(lambda: self.rows("SELECT state FROM nodes WHERE id = '%s'" % self.a.instance()) == "ready",
+                 timeout=20, what="a ready again")
 
     def test_operations_on_either_node_run_once_where_claimed(self):
         a, b = self.a, self.b
