@@ -23,6 +23,10 @@ struct node_lease {
 
 int node_lease_register(struct spaced_context *ctx, const char *address, struct space_error *err)
 {
+        if (!spaced_runs_operations(ctx)) { /* --role control: no node; it only marks silent nodes lost */
+                log_info("node.control_only", "id=%s note=\"claims no operations and owns no sandboxes\"", ctx->node_id);
+                return 0;
+        }
         struct node_record n = { 0 };
         snprintf(n.id, sizeof(n.id), "%s", ctx->node_id);
         snprintf(n.address, sizeof(n.address), "%s", address);
@@ -49,7 +53,7 @@ static void tick(struct node_lease *nl, int64_t *next_round_ms)
 {
         struct spaced_context *ctx = nl->ctx;
         int64_t now = wallclock_now_ms();
-        int r = STORE(ctx, node_heartbeat, ctx->node_id, now);
+        int r = spaced_runs_operations(ctx) ? STORE(ctx, node_heartbeat, ctx->node_id, now) : 0;
         if (r < 0)
                 log_warn("node.heartbeat_failed", "node=%s error=\"%s\"", ctx->node_id, strerror(-r));
         if (now < *next_round_ms)

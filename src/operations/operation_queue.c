@@ -341,6 +341,8 @@ int operation_queue_push(struct operation_queue *q, const char *op_id)
                 int r = store_row(ctx, false, op_id, &op); /* a read that fails once must not leave it unqueued */
                 return r < 0 ? r : enqueue(q, op_id, op.target);
         }
+        if (!spaced_runs_operations(ctx))
+                return 0; /* --role control: stored, for a node to claim */
         int r = STORE(ctx, operation_claim, ctx->node_id, op_id, live_after_ms(ctx), wallclock_now_ms(), &op);
         if (r == -ENOENT) {
                 /* Not ours to run now (its target is on another node, an older operation on
@@ -360,7 +362,7 @@ int operation_queue_claim_round(struct operation_queue *q, int max)
 {
         struct spaced_context *ctx = q->ctx;
         int n = 0;
-        while (ctx->node_id[0] && n < max) {
+        while (ctx->node_id[0] && spaced_runs_operations(ctx) && n < max) {
                 struct operation op;
                 int r = STORE(ctx, operation_claim, ctx->node_id, NULL, live_after_ms(ctx), wallclock_now_ms(), &op);
                 if (r < 0) {

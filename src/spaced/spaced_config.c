@@ -62,6 +62,9 @@ static const char usage[] =
         "  --rolling-max-count N  default number of rolling snapshots kept [168]\n"
         "  --session-ttl S        default lifetime of a data-plane attach token [3600; max 604800]\n"
         "  --approval-timeout S   a command held for approval is denied (expired) after S seconds [3600]\n"
+        "  --role all|control|node  control: the APIs and the database's work, no sandboxes and\n"
+        "                         no claims (nodes run what it accepts); node: as all until the\n"
+        "                         data plane goes through the control plane (docs/fleet.md) [all]\n"
         "  --claim-lease S        a node's claims on operations lapse S seconds after its last\n"
         "                         heartbeat, and another node takes them over (docs/fleet.md) [10]\n"
         "  --node-lost-after S    a node whose heartbeat stopped S seconds ago is marked lost [60]\n"
@@ -327,6 +330,15 @@ static int apply(struct spaced_config *cfg, const char *key, const char *v)
                 if (parse_size(v, &n) < 0 || n < 1 || n > 604800)
                         goto bad;
                 cfg->session_ttl_s = (int64_t)n;
+        } else if (strcmp(key, "role") == 0) {
+                if (strcmp(v, "all") == 0)
+                        cfg->role = SPACED_ROLE_ALL;
+                else if (strcmp(v, "control") == 0)
+                        cfg->role = SPACED_ROLE_CONTROL;
+                else if (strcmp(v, "node") == 0)
+                        cfg->role = SPACED_ROLE_NODE;
+                else
+                        goto bad;
         } else if (strcmp(key, "claim-lease") == 0) {
                 if (parse_size(v, &n) < 0 || n < 1 || n > 3600)
                         goto bad;
@@ -565,6 +577,7 @@ int spaced_config_load(struct spaced_config *cfg, int argc, char **argv)
                 { "session-ttl", required_argument, NULL, 0 },
                 { "approval-timeout", required_argument, NULL, 0 },
                 { "claim-lease", required_argument, NULL, 0 },
+                { "role", required_argument, NULL, 0 },
                 { "node-lost-after", required_argument, NULL, 0 },
                 { "command-log-cap", required_argument, NULL, 0 },
                 { "sandbox-log-cap", required_argument, NULL, 0 },

@@ -25,6 +25,10 @@ struct warm_pool;
 
 #define SPACED_DISK_MB_MAX (16LL * 1024 * 1024) /* 16 TiB */
 
+/* --role (docs/fleet.md): a control process serves the APIs and the database's work but is no
+ * node (it owns no sandbox and claims no operation); a node and all run sandboxes. */
+enum spaced_role { SPACED_ROLE_ALL = 0, SPACED_ROLE_CONTROL, SPACED_ROLE_NODE };
+
 struct spaced_config {
         char state_dir[PATH_MAX];
         /* --database: a PostgreSQL URL (state_store_postgres.h); "" is the SQLite file
@@ -67,6 +71,7 @@ struct spaced_config {
         int64_t session_ttl_s;      /* default attach token lifetime */
         int64_t approval_timeout_s; /* a held command expires (is denied) after this long (docs/governance.md) */
         int64_t claim_lease_s;      /* --claim-lease: a node's claims lapse this long after its last heartbeat */
+        int role;                   /* --role: enum spaced_role */
         int64_t node_lost_after_s;  /* --node-lost-after: a node silent this long is marked lost */
         uint64_t command_log_cap;   /* bytes of output kept per command */
         uint64_t sandbox_log_cap;   /* bytes of output kept per sandbox, all its commands */
@@ -127,7 +132,15 @@ struct spaced_context {
  * may this node's controller probe, settle, expire or snapshot it. */
 static inline bool spaced_node_owns(const struct spaced_context *ctx, const struct sandbox *sb)
 {
+        if (ctx->cfg.role == SPACED_ROLE_CONTROL)
+                return false; /* no sandbox lives on a control process */
         return !sb->node_id[0] || strcmp(sb->node_id, ctx->node_id) == 0;
+}
+
+/* Whether this process claims and runs operations (a node of the fleet; not --role control). */
+static inline bool spaced_runs_operations(const struct spaced_context *ctx)
+{
+        return ctx->cfg.role != SPACED_ROLE_CONTROL;
 }
 
 /* Shorthand for calling the store backend. */
