@@ -16,9 +16,12 @@ static const char node_usage[] =
 static const char node_ls_usage[] = "usage: space node ls\n";
 
 static const struct cli_output_column node_columns[] = {
-        { "ID", "id", CLI_CELL_TEXT, 0 },         { "STATE", "state", CLI_CELL_TEXT, 0 },
-        { "ADDRESS", "address", CLI_CELL_TEXT, 40 }, { "CAPACITY", "capacity", CLI_CELL_TEXT, 0 },
-        { "HEARTBEAT", "heartbeat_at", CLI_CELL_AGE, 0 }, { "STARTED", "started_at", CLI_CELL_AGE, 0 },
+        { "ID", "id", CLI_CELL_TEXT, 0 },
+        { "STATE", "state", CLI_CELL_TEXT, 0 },
+        { "ADDRESS", "address", CLI_CELL_TEXT, 40 },
+        { "CAPACITY", "capacity", CLI_CELL_TEXT, 0 },
+        { "HEARTBEAT", "heartbeat_at", CLI_CELL_AGE, 0 },
+        { "STARTED", "started_at", CLI_CELL_AGE, 0 },
 };
 
 static int cli_node_ls(struct cli *cli, int argc, char **argv)

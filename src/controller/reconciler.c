@@ -343,8 +343,7 @@ static void check_deadlines(struct spaced_context *ctx, struct sandbox *all, siz
                                  ops[i].target, (long long)((now - ops[i].started_at_ms) / 1000));
         for (size_t i = 0; i < n; i++)
                 if ((TRANSIENT & M(all[i].state)) && spaced_node_owns(ctx, &all[i]) &&
-                    now - all[i].updated_at_ms > TRANSIENT_DEADLINE_MS &&
-                    !has_op(ctx, all[i].id)) {
+                    now - all[i].updated_at_ms > TRANSIENT_DEADLINE_MS && !has_op(ctx, all[i].id)) {
                         log_warn("controller.transient_overdue", "sandbox=%s state=%s", all[i].id,
                                  sandbox_state_name(all[i].state));
                         reconcile_sandbox(ctx, &all[i]);

@@ -352,7 +352,8 @@ int operation_queue_push(struct operation_queue *q, const char *op_id)
                 return 0;
         }
         if (r < 0) {
-                log_warn("operation.claim_failed", "op=%s error=\"%s\" note=\"the next claim round takes it\"", op_id, strerror(-r));
+                log_warn("operation.claim_failed", "op=%s error=\"%s\" note=\"the next claim round takes it\"", op_id,
+                         strerror(-r));
                 return r;
         }
         return enqueue(q, op.id, op.target);

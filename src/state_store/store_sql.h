@@ -44,7 +44,7 @@
 /* The operation node $1 may claim: $3 that one ('' the oldest), unfinished, held by nobody
  * or by a node that is not live; every older unfinished operation on its target held by $1;
  * its target not a sandbox on another live node. */
-#define STORE_SQL_CLAIMABLE                                                                                         \
+#define STORE_SQL_CLAIMABLE \
         "SELECT o.id FROM operations o WHERE o.state IN ('pending', 'running')"                                     \
         "  AND (o.claim_owner = '' OR (o.claim_owner <> $1 AND NOT " STORE_SQL_LIVE_NODE("o.claim_owner") "))"      \
         "  AND ($3 = '' OR o.id = $3)"                                                                              \
@@ -58,15 +58,16 @@
 #define STORE_SQL_CLAIM_TAKE \
         "UPDATE operations SET claim_owner = $1, claim_token = $2, claimed_at = $3, claims = claims + 1 WHERE id = $4"
 /* The sandboxes operation $3 targets or names that are on no live node move to node $1. */
-#define STORE_SQL_CLAIM_MOVE_SANDBOXES                                                                        \
+#define STORE_SQL_CLAIM_MOVE_SANDBOXES \
         "UPDATE sandboxes SET node_id = $1 WHERE node_id <> $1 AND NOT " STORE_SQL_LIVE_NODE("sandboxes.node_id") \
         "  AND (id = (SELECT target FROM operations WHERE id = $3)"                                           \
         "       OR id IN (SELECT ref FROM operation_refs WHERE operation_id = $3))"
 /* A node's row ($1 id … $7 heartbeat_at), written whole. */
-#define STORE_SQL_NODE_UPSERT                                                                                          \
-        "INSERT INTO nodes(" STORE_NODE_COLUMNS ") VALUES ($1, $2, $3, $4, $5, $6, $7)"                                \
-        " ON CONFLICT (id) DO UPDATE SET address = excluded.address, capacity = excluded.capacity,"                    \
-        " labels = excluded.labels, state = excluded.state, started_at = excluded.started_at,"                         \
+#define STORE_SQL_NODE_UPSERT                                                                       \
+        "INSERT INTO nodes(" STORE_NODE_COLUMNS                                                     \
+        ") VALUES ($1, $2, $3, $4, $5, $6, $7)"                                                     \
+        " ON CONFLICT (id) DO UPDATE SET address = excluded.address, capacity = excluded.capacity," \
+        " labels = excluded.labels, state = excluded.state, started_at = excluded.started_at,"      \
         " heartbeat_at = excluded.heartbeat_at"
 /* What an earlier process of node $1 held is let go. */
 #define STORE_SQL_NODE_RELEASE_CLAIMS \

@@ -122,7 +122,9 @@ static void test_claims_follow_nodes_and_targets(void **state)
         /* node-a's writes are fenced: its token no longer holds the row. */
         first.state = OPERATION_RUNNING;
         assert_int_equal(ops->operation_update(st, &first), -ESTALE);
-        struct sandbox_settlement set = { .from_mask = 1u << SANDBOX_CREATING, .to = SANDBOX_RUNNING, .reason = "", .op = &first };
+        struct sandbox_settlement set = {
+                .from_mask = 1u << SANDBOX_CREATING, .to = SANDBOX_RUNNING, .reason = "", .op = &first
+        };
         first.state = OPERATION_SUCCEEDED;
         enum sandbox_state cur;
         assert_int_equal(ops->sandbox_settle(st, "sb-1", &set, &cur), -ESTALE);
