@@ -62,6 +62,8 @@ static const char usage[] =
         "  --rolling-max-count N  default number of rolling snapshots kept [168]\n"
         "  --session-ttl S        default lifetime of a data-plane attach token [3600; max 604800]\n"
         "  --approval-timeout S   a command held for approval is denied (expired) after S seconds [3600]\n"
+        "  --migrate-from sqlite:PATH  copy the SQLite store PATH (spaced stopped) into the empty\n"
+        "                         database of --database, then exit (docs/fleet.md)\n"
         "  --role all|control|node  control: the APIs and the database's work, no sandboxes and\n"
         "                         no claims (nodes run what it accepts); node: as all until the\n"
         "                         data plane goes through the control plane (docs/fleet.md) [all]\n"
@@ -330,6 +332,12 @@ static int apply(struct spaced_config *cfg, const char *key, const char *v)
                 if (parse_size(v, &n) < 0 || n < 1 || n > 604800)
                         goto bad;
                 cfg->session_ttl_s = (int64_t)n;
+        } else if (strcmp(key, "migrate-from") == 0) {
+                if (strncmp(v, "sqlite:", 7) != 0 || !v[7] || strlen(v + 7) >= sizeof(cfg->migrate_from)) {
+                        fprintf(stderr, "spaced: --migrate-from takes sqlite:PATH (a state directory's state.db)\n");
+                        return -1;
+                }
+                snprintf(cfg->migrate_from, sizeof(cfg->migrate_from), "%s", v + 7);
         } else if (strcmp(key, "role") == 0) {
                 if (strcmp(v, "all") == 0)
                         cfg->role = SPACED_ROLE_ALL;
@@ -578,6 +586,7 @@ int spaced_config_load(struct spaced_config *cfg, int argc, char **argv)
                 { "approval-timeout", required_argument, NULL, 0 },
                 { "claim-lease", required_argument, NULL, 0 },
                 { "role", required_argument, NULL, 0 },
+                { "migrate-from", required_argument, NULL, 0 },
                 { "node-lost-after", required_argument, NULL, 0 },
                 { "command-log-cap", required_argument, NULL, 0 },
                 { "sandbox-log-cap", required_argument, NULL, 0 },

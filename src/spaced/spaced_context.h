@@ -72,6 +72,7 @@ struct spaced_config {
         int64_t approval_timeout_s; /* a held command expires (is denied) after this long (docs/governance.md) */
         int64_t claim_lease_s;      /* --claim-lease: a node's claims lapse this long after its last heartbeat */
         int role;                   /* --role: enum spaced_role */
+        char migrate_from[1024];    /* --migrate-from sqlite:PATH: the SQLite file to copy into --database, then exit */
         int64_t node_lost_after_s;  /* --node-lost-after: a node silent this long is marked lost */
         uint64_t command_log_cap;   /* bytes of output kept per command */
         uint64_t sandbox_log_cap;   /* bytes of output kept per sandbox, all its commands */

@@ -41,6 +41,7 @@
 #include "policy/policy_cache.h"
 #include "spaced/instance_id.h"
 #include "operations/node_lease.h"
+#include "state_store/store_transfer.h"
 #include "spaced/log.h"
 #include "spaced/metrics.h"
 #include "spaced/sd_notify.h"
@@ -250,6 +251,22 @@ static int start_warm_pool(struct spaced_context *ctx)
         return 0;
 }
 
+/* --migrate-from sqlite:PATH: the SQLite store into the empty PostgreSQL database of
+ * --database, in one transaction; the SQLite store's rows are only read. */
+static int migrate_store(const struct spaced_config *cfg)
+{
+        if (!cfg->database[0])
+                return fail("spaced.migrate", "--migrate-from needs --database, the PostgreSQL database to copy into");
+        char why[1024] = "";
+        long rows = 0;
+        int r = store_transfer_sqlite_to_postgres(cfg->migrate_from, cfg->database, &rows, why, sizeof(why));
+        if (r < 0)
+                return fail("spaced.migrate", "cannot migrate %s: %s", cfg->migrate_from, why);
+        log_info("spaced.migrated", "from=%s rows=%ld", cfg->migrate_from, rows);
+        printf("migrated %ld rows from %s into the PostgreSQL database of --database\n", rows, cfg->migrate_from);
+        return EXIT_SUCCESS;
+}
+
 int main(int argc, char **argv)
 {
         static struct spaced_context ctx;
@@ -277,6 +294,8 @@ int main(int argc, char **argv)
         pthread_sigmask(SIG_BLOCK, &sigs, NULL);
         signal(SIGPIPE, SIG_IGN);
 
+        if (ctx.cfg.migrate_from[0]) /* a one-off: nothing else starts */
+                return migrate_store(&ctx.cfg);
         if (geteuid() != 0)
                 return fail("spaced.not_root", "spaced must run as root: it creates namespaces, cgroups and btrfs subvolumes");
         if (check_kernel(reason, sizeof(reason)) < 0)
