@@ -28,7 +28,7 @@ struct state_store {
  * durability. */
 int pg_connection_setup(struct state_store *st);
 
-#define PG_MAX_ARGS 24
+#define PG_MAX_ARGS 32
 struct pg_args {
         int n;
         const char *v[PG_MAX_ARGS];

@@ -215,8 +215,8 @@ static int sb_insert_locked(struct state_store *st, const struct sandbox *sb)
         /* A fork given no project takes its parent's; nothing else is left without one. */
         int r = sq_prepare(st,
                            "INSERT INTO sandboxes(" SB_COLUMNS
-                           ") VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,"
-                           " COALESCE(NULLIF(?23, ''), (SELECT project_id FROM sandboxes WHERE id=?19), ''), ?24)",
+                           ", node_id) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,"
+                           " COALESCE(NULLIF(?23, ''), (SELECT project_id FROM sandboxes WHERE id=?19), ''), ?24, ?25)",
                            &s);
         if (r < 0)
                 return r;
@@ -246,6 +246,7 @@ static int sb_insert_locked(struct state_store *st, const struct sandbox *sb)
         else
                 sq_bind_text(s, 22, "");
         sq_bind_text(s, 23, sb->project_id);
+        sq_bind_text(s, 25, sb->node_id);
         if (sb->network)
                 sq_bind_json(s, 24, sb->network);
         else

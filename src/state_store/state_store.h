@@ -73,8 +73,8 @@ struct sandbox {
         /* egress: {"profile", "allow", "deny"} (egress/egress_policy.h), NULL for the profile
          * none (only lo, no host interface) */
         json_t *network;
-        /* the node it lives on (docs/fleet.md): set when a node claims an operation on it; ""
-         * none yet. Read only: the inserts leave it "". */
+        /* the node it lives on (docs/fleet.md): as inserted ("" none yet: the node that claims
+         * its create takes it), and moved by operation_claim */
         char node_id[32];
 };
 void sandbox_release(struct sandbox *s);

@@ -145,6 +145,25 @@ static void test_claims_follow_nodes_and_targets(void **state)
         assert_string_equal(again.id, "op-2");
 }
 
+/* A sandbox inserted with its node (a warm sandbox handed out) keeps it: another node may
+ * not claim its work while that node is live. */
+static void test_inserted_node_is_kept(void **state)
+{
+        struct state_store *st = *state;
+        node(st, "node-a", 1000);
+        node(st, "node-b", 1000);
+        struct sandbox sb = store_fixture_sandbox("sb-w", SANDBOX_RUNNING, 100);
+        snprintf(sb.node_id, sizeof(sb.node_id), "node-a");
+        assert_int_equal(ops->sandbox_insert(st, &sb, NULL), 0);
+        sandbox_release(&sb);
+        node_of(st, "sb-w", "node-a");
+        struct operation stop = store_fixture_operation("op-s", "sandbox.stop", "sb-w", OPERATION_PENDING, 200), got;
+        assert_int_equal(ops->operation_insert(st, &stop), 0);
+        assert_int_equal(ops->operation_claim(st, "node-b", NULL, 500, 1100, &got), -ENOENT);
+        assert_int_equal(ops->operation_claim(st, "node-a", NULL, 500, 1100, &got), 0);
+        assert_string_equal(got.id, "op-s");
+}
+
 static void test_register_lets_go_of_old_claims(void **state)
 {
         struct state_store *st = *state;
@@ -212,6 +231,7 @@ int store_conformance_fleet(const struct store_backend *b)
                                                 store_conformance_close),
                 cmocka_unit_test_setup_teardown(test_claims_follow_nodes_and_targets, store_conformance_open,
                                                 store_conformance_close),
+                cmocka_unit_test_setup_teardown(test_inserted_node_is_kept, store_conformance_open, store_conformance_close),
                 cmocka_unit_test_setup_teardown(test_register_lets_go_of_old_claims, store_conformance_open,
                                                 store_conformance_close),
                 cmocka_unit_test_setup_teardown(test_two_connections_claim_different_rows, store_conformance_open,
