@@ -435,17 +435,18 @@ int main(int argc, char **argv)
         if ((r = sandbox_lifecycle_disk_limits(&ctx)) < 0)
                 return fail("spaced.quota", "cannot read sandboxes: %s", strerror(-r));
         /* This node of the fleet: registered (its earlier claims let go) before the
-         * reconciler claims what it runs again; heartbeating from here on. */
+         * reconciler claims what it runs again; heartbeating and claiming more once the
+         * reconciler is done (it assumes no operation runs while it sweeps). */
         char node_url[HTTP_LISTENER_URL_MAX];
         snprintf(ctx.node_id, sizeof(ctx.node_id), "%s", instance);
         http_listener_url(&ctx.cfg, ctx.cfg.listen_addr, ctx.cfg.listen_port, node_url, sizeof(node_url));
         if (node_lease_register(&ctx, node_url, &err) < 0)
                 return fail("spaced.node", "%s", err.message);
+        if ((r = reconciler_startup(&ctx)) < 0)
+                return fail("spaced.reconcile", "reconciliation failed: %s", strerror(-r));
         struct node_lease *lease = NULL;
         if ((r = node_lease_start(&ctx, &lease)) < 0)
                 return fail("spaced.node", "cannot start the node heartbeat: %s", strerror(-r));
-        if ((r = reconciler_startup(&ctx)) < 0)
-                return fail("spaced.reconcile", "reconciliation failed: %s", strerror(-r));
         /* Sandboxes that ran on while spaced was away get their links and policies again. */
         sandbox_network_restore(&ctx);
         /* Streamed commands that ran on while spaced was away: collect what they wrote. */
