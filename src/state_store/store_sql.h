@@ -43,7 +43,9 @@
         "EXISTS (SELECT 1 FROM nodes n WHERE n.id = " col " AND n.state = 'ready' AND n.heartbeat_at >= $2)"
 /* The operation node $1 may claim: $3 that one ('' the oldest), unfinished, held by nobody
  * or by a node that is not live; every older unfinished operation on its target held by $1;
- * its target not a sandbox on another live node. */
+ * its target not a sandbox of another node — unless that node is not live and this is the
+ * sandbox's create (nothing of it exists yet that another pool would need): other work on a
+ * sandbox of a lost node waits for it (host loss, docs/fleet.md). */
 #define STORE_SQL_CLAIMABLE \
         "SELECT o.id FROM operations o WHERE o.state IN ('pending', 'running')"                                     \
         "  AND (o.claim_owner = '' OR (o.claim_owner <> $1 AND NOT " STORE_SQL_LIVE_NODE("o.claim_owner") "))"      \
@@ -52,7 +54,7 @@
         "                  AND (e.created_at < o.created_at OR (e.created_at = o.created_at AND e.id < o.id))"       \
         "                  AND e.claim_owner <> $1)"                                                                \
         "  AND NOT EXISTS (SELECT 1 FROM sandboxes s WHERE s.id = o.target AND s.node_id <> '' AND s.node_id <> $1" \
-        "                  AND " STORE_SQL_LIVE_NODE("s.node_id") ")"                                               \
+        "                  AND (o.kind <> 'sandbox.create' OR " STORE_SQL_LIVE_NODE("s.node_id") "))"               \
         "  ORDER BY o.created_at, o.id LIMIT 1"
 /* $1 owner, $2 token, $3 now_ms, $4 the operation. */
 #define STORE_SQL_CLAIM_TAKE \

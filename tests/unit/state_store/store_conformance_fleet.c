@@ -146,7 +146,7 @@ static void test_claims_follow_nodes_and_targets(void **state)
 }
 
 /* A sandbox inserted with its node (a warm sandbox handed out) keeps it: another node may
- * not claim its work while that node is live. */
+ * not claim its work, live or not. */
 static void test_inserted_node_is_kept(void **state)
 {
         struct state_store *st = *state;
@@ -160,6 +160,10 @@ static void test_inserted_node_is_kept(void **state)
         struct operation stop = store_fixture_operation("op-s", "sandbox.stop", "sb-w", OPERATION_PENDING, 200), got;
         assert_int_equal(ops->operation_insert(st, &stop), 0);
         assert_int_equal(ops->operation_claim(st, "node-b", NULL, 500, 1100, &got), -ENOENT);
+        /* Nor once node-a is silent: only a create moves a sandbox; other work on it waits
+         * for its node (its filesystem is in that node's pool). */
+        assert_int_equal(ops->operation_claim(st, "node-b", NULL, 5000, 9100, &got), -ENOENT);
+        node_of(st, "sb-w", "node-a");
         assert_int_equal(ops->operation_claim(st, "node-a", NULL, 500, 1100, &got), 0);
         assert_string_equal(got.id, "op-s");
 }
