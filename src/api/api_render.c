@@ -59,6 +59,8 @@ json_t *api_render_sandbox(const struct sandbox *sb, const struct pool_health *p
                 json_object_set_new(j, "runtime", json_string(sb->runtime));
         if (j)
                 json_object_set_new(j, "storage", sandbox_storage(sb, pool));
+        if (j) /* the node of the fleet it lives on (docs/fleet.md) */
+                json_object_set_new(j, "node", sb->node_id[0] ? json_string(sb->node_id) : json_null());
         return j;
 }
 
@@ -75,6 +77,10 @@ json_t *api_render_operation(const struct operation *op)
                                   output_encoding_utf8((const uint8_t *)op->error_message, strlen(op->error_message))));
         else if (j)
                 json_object_set_new(j, "error", json_null());
+        if (j) { /* the node that holds (or last held) its claim, and how many times it was claimed */
+                json_object_set_new(j, "node", op->claim_owner[0] ? json_string(op->claim_owner) : json_null());
+                json_object_set_new(j, "claims", json_integer(op->claims));
+        }
         json_t *result = op->result[0] ? json_loads(op->result, 0, NULL) : NULL;
         if (j)
                 json_object_set_new(j, "result", result ? result : json_null());

@@ -117,6 +117,7 @@ static const struct route {
         { "POST", { "v1", "approvals", "*", "approve" }, route_approval_approve, API_AUTH_CONTROL, API_BODY_ANY, PERM_APPROVAL_WRITE, "approval.approve", q_none },
         { "POST", { "v1", "approvals", "*", "deny" }, route_approval_deny, API_AUTH_CONTROL, API_BODY_ANY, PERM_APPROVAL_WRITE, "approval.deny", q_none },
         { "GET", { "v1", "projects" }, route_project_list, API_AUTH_CONTROL, API_BODY_ANY, PERM_PLATFORM, "project.list", q_page },
+        { "GET", { "v1", "nodes" }, route_node_list, API_AUTH_CONTROL, API_BODY_ANY, PERM_PLATFORM, "node.list", q_none },
         { "POST", { "v1", "projects" }, route_project_create, API_AUTH_CONTROL, API_BODY_ANY, PERM_PLATFORM, "project.create", q_none },
         { "GET", { "v1", "projects", "*" }, route_project_get, API_AUTH_CONTROL, API_BODY_ANY, PERM_PROJECT_READ, "project.get", q_none },
         { "GET", { "v1", "sandboxes", "*", "files" }, route_file_download, API_AUTH_DATA, API_BODY_ANY, 0, "file.download", q_file },

@@ -114,6 +114,7 @@ void route_session_renew(struct api_request *req, struct api_response *resp);
 void route_session_revoke(struct api_request *req, struct api_response *resp);
 void route_project_create(struct api_request *req, struct api_response *resp);
 void route_project_list(struct api_request *req, struct api_response *resp);
+void route_node_list(struct api_request *req, struct api_response *resp);
 void route_project_get(struct api_request *req, struct api_response *resp);
 
 struct spaced_context;

@@ -43,6 +43,7 @@ int cli_exec_main(struct cli *cli, int argc, char **argv);
 int cli_operation_main(struct cli *cli, int argc, char **argv);
 int cli_key_main(struct cli *cli, int argc, char **argv);
 int cli_project_main(struct cli *cli, int argc, char **argv);
+int cli_node_main(struct cli *cli, int argc, char **argv);
 int cli_audit_main(struct cli *cli, int argc, char **argv);
 int cli_policy_main(struct cli *cli, int argc, char **argv);
 int cli_approvals_main(struct cli *cli, int argc, char **argv);

@@ -34,6 +34,7 @@ static const char main_usage[] =
         "  op get|ls                       operations (lifecycle changes)\n"
         "  key create|ls|rm                API keys (of a project, with a role)\n"
         "  project create|ls               projects: the tenants keys and objects belong to\n"
+        "  node ls                         the nodes of the fleet sharing the database (admin)\n"
         "  audit [--since T] [--action A]  the audit log (mutating and refused calls)\n"
         "  policy ls|get|apply|rm|test     policies the platform enforces (docs/governance.md)\n"
         "  approvals ls|approve|deny       commands a policy holds until a person decides\n"
@@ -149,6 +150,7 @@ int main(int argc, char **argv)
                 { "operation", cli_operation_main },
                 { "key", cli_key_main },
                 { "project", cli_project_main },
+                { "node", cli_node_main },
                 { "audit", cli_audit_main },
                 { "policy", cli_policy_main },
                 { "approvals", cli_approvals_main },

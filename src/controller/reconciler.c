@@ -145,6 +145,18 @@ static void drop_unowned_snapshot(struct spaced_context *ctx, const struct snaps
         log_info("reconcile.snapshot_dropped", "snapshot=%s reason=\"%s\"", snap->id, why);
 }
 
+/* A snapshot whose data is in this node's pool: its sandbox lives here. One whose sandbox
+ * is gone or lives elsewhere is left alone (its data is where that sandbox was). */
+static bool snapshot_here(struct spaced_context *ctx, const struct snapshot *snap)
+{
+        struct sandbox sb;
+        if (STORE(ctx, sandbox_get, snap->sandbox_id, &sb) < 0)
+                return !ctx->node_id[0];
+        bool here = spaced_node_owns(ctx, &sb);
+        sandbox_release(&sb);
+        return here;
+}
+
 /* Snapshots: rows still "creating" that no operation will finish, and subvolumes without a row. */
 static void reconcile_snapshots(struct spaced_context *ctx)
 {
@@ -154,7 +166,7 @@ static void reconcile_snapshots(struct spaced_context *ctx)
         if (STORE(ctx, snapshot_list, NULL, NULL, NULL, &snaps, &n) < 0)
                 return;
         for (size_t i = 0; i < n; i++)
-                if (strcmp(snaps[i].state, "ready") == 0 &&
+                if (strcmp(snaps[i].state, "ready") == 0 && snapshot_here(ctx, &snaps[i]) &&
                     btrfs_pool_snapshot_path(&ctx->pool, snaps[i].id, path, sizeof(path)) == 0 && access(path, F_OK) < 0 &&
                     errno == ENOENT) {
                         int r = STORE(ctx, snapshot_delete, snaps[i].id, false, NULL);
@@ -195,7 +207,9 @@ static void remove_orphans_of(struct spaced_context *ctx, const struct runtime_d
         for (size_t i = 0; i < n; i++) {
                 struct sandbox sb;
                 int r = STORE(ctx, sandbox_get, ids[i], &sb);
-                bool orphan = r == -ENOENT || (r == 0 && sb.state == SANDBOX_DESTROYED);
+                /* Gone, destroyed, or moved to another node (a create another node took over
+                 * from this one): what is left here is no one's. */
+                bool orphan = r == -ENOENT || (r == 0 && (sb.state == SANDBOX_DESTROYED || !spaced_node_owns(ctx, &sb)));
                 if (r == 0)
                         sandbox_release(&sb);
                 if (orphan) {
@@ -258,8 +272,9 @@ int reconciler_startup(struct spaced_context *ctx)
                 free(ops);
                 return r;
         }
+        /* Only this node's sandboxes: another node's live in its pool and its runtime. */
         for (size_t i = 0; i < n; i++)
-                if (!has_op(ctx, all[i].id))
+                if (spaced_node_owns(ctx, &all[i]) && !has_op(ctx, all[i].id))
                         reconcile_sandbox(ctx, &all[i]);
         sandbox_array_free(all, n);
         remove_orphans(ctx);
@@ -267,12 +282,18 @@ int reconciler_startup(struct spaced_context *ctx)
         reconcile_snapshots(ctx);
         sandbox_memory_reconcile(ctx);
 
-        /* Every handler is idempotent: run what was in flight again, oldest first. */
+        /* Every handler is idempotent: run what was in flight again, oldest first — what this
+         * node may claim (its own claims were let go when it registered; another live
+         * node's stay with it). */
         for (size_t i = 0; i < nops; i++) {
-                log_info("reconcile.operation_resumed", "op=%s kind=%s target=%s", ops[i].id, ops[i].kind, ops[i].target);
-                operation_queue_push(ctx->queue, ops[i].id);
+                log_info("reconcile.operation_unfinished", "op=%s kind=%s target=%s holder=%s", ops[i].id, ops[i].kind,
+                         ops[i].target, ops[i].claim_owner[0] ? ops[i].claim_owner : "none");
+                if (!ctx->node_id[0]) /* not a node of a fleet (the unit tests' fake daemon): all of them */
+                        operation_queue_push(ctx->queue, ops[i].id);
         }
         free(ops);
+        while (operation_queue_claim_round(ctx->queue, 64) == 64)
+                ;
         return 0;
 }
 
@@ -321,8 +342,8 @@ static void check_deadlines(struct spaced_context *ctx, struct sandbox *all, siz
                         log_warn("controller.operation_slow", "op=%s kind=%s target=%s running_s=%lld", ops[i].id, ops[i].kind,
                                  ops[i].target, (long long)((now - ops[i].started_at_ms) / 1000));
         for (size_t i = 0; i < n; i++)
-                if ((TRANSIENT & M(all[i].state)) && now - all[i].updated_at_ms > TRANSIENT_DEADLINE_MS &&
-                    !has_op(ctx, all[i].id)) {
+                if ((TRANSIENT & M(all[i].state)) && spaced_node_owns(ctx, &all[i]) &&
+                    now - all[i].updated_at_ms > TRANSIENT_DEADLINE_MS && !has_op(ctx, all[i].id)) {
                         log_warn("controller.transient_overdue", "sandbox=%s state=%s", all[i].id,
                                  sandbox_state_name(all[i].state));
                         reconcile_sandbox(ctx, &all[i]);
@@ -353,6 +374,8 @@ void reconciler_tick(struct spaced_context *ctx, bool probe)
                 check_deadlines(ctx, all, n, now);
         for (size_t i = 0; i < n; i++) {
                 struct sandbox *sb = &all[i];
+                if (!spaced_node_owns(ctx, sb))
+                        continue; /* its node expires and probes it */
                 bool live = sb->state == SANDBOX_RUNNING || sb->state == SANDBOX_PAUSED;
                 if (live && sb->expires_at_ms > 0 && sb->expires_at_ms <= now) {
                         expire(ctx, sb);

@@ -98,7 +98,7 @@ void rolling_snapshots_tick(struct spaced_context *ctx)
         }
         int64_t now = wallclock_now_ms();
         for (size_t i = 0; i < n; i++) {
-                if (!all[i].rolling)
+                if (!all[i].rolling || !spaced_node_owns(ctx, &all[i]))
                         continue;
                 const struct snapshot *latest = NULL;
                 for (size_t k = 0; k < nsnaps; k++)

@@ -660,6 +660,14 @@ void command_channels_resume_all(struct command_channels *chs)
         if (STORE(chs->ctx, command_list, NULL, true, NULL, &recs, &n) < 0)
                 return;
         for (size_t i = 0; i < n; i++) {
+                struct sandbox sb;
+                bool here = true; /* another node's agent is not reachable from here */
+                if (STORE(chs->ctx, sandbox_get, recs[i].sandbox_id, &sb) == 0) {
+                        here = spaced_node_owns(chs->ctx, &sb);
+                        sandbox_release(&sb);
+                }
+                if (!here)
+                        continue;
                 command_channels_notify(chs, recs[i].id, 0, false);
                 command_channels_ensure(chs, recs[i].sandbox_id);
         }

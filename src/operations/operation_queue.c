@@ -109,6 +109,10 @@ static int store_row(struct spaced_context *ctx, bool write, const char *id, str
                 r = write ? STORE(ctx, operation_update, op) : STORE(ctx, operation_get, id, op);
                 if (r == 0 || (!write && r == -ENOENT))
                         return r;
+                if (r == -ESTALE) { /* fenced: another node's claim holds it now; its end is that node's */
+                        log_warn("operation.claim_lost", "op=%s kind=%s what=%s", id, op->kind, operation_state_name(op->state));
+                        return r;
+                }
                 struct timespec ts = { 0, 100000000L << attempt };
                 nanosleep(&ts, NULL);
         }
@@ -138,10 +142,17 @@ static void run_one(struct operation_queue *q, const char *id)
         struct operation op;
         if (store_row(ctx, false, id, &op) < 0 || op.state == OPERATION_SUCCEEDED || op.state == OPERATION_FAILED)
                 return; /* unreadable: it stays in the store, and the next start runs it */
+        if (ctx->node_id[0] && strcmp(op.claim_owner, ctx->node_id) != 0) {
+                /* Our claim lapsed while it waited here and another node took it over. */
+                log_warn("operation.claim_lost", "op=%s kind=%s holder=%s", op.id, op.kind, op.claim_owner);
+                return;
+        }
         op.state = OPERATION_RUNNING;
         op.started_at_ms = wallclock_now_ms();
         if (store_update(ctx, &op) < 0)
                 return; /* stays pending in the store: the next start runs it (handlers may run twice) */
+        /* Claimed and marked running, nothing done yet: where a node dies holding a claim. */
+        fault_point("operation.before_handler", op.kind);
 
         struct space_error err = { 0 };
         operation_handler h = operation_handler_for(op.kind);
@@ -293,19 +304,14 @@ void operation_queue_free(struct operation_queue *q)
         free(q);
 }
 
-int operation_queue_push(struct operation_queue *q, const char *op_id)
+/* Puts a stored (and, in a fleet, claimed) operation on the local queue. */
+static int enqueue(struct operation_queue *q, const char *op_id, const char *target)
 {
         struct queued *item = calloc(1, sizeof(*item));
         if (!item)
                 return -ENOMEM;
         snprintf(item->id, sizeof(item->id), "%s", op_id);
-        struct operation op;
-        int r = store_row(q->ctx, false, op_id, &op); /* a read that fails once must not leave it unqueued */
-        if (r < 0) {
-                free(item);
-                return r;
-        }
-        snprintf(item->target, sizeof(item->target), "%s", op.target);
+        snprintf(item->target, sizeof(item->target), "%s", target);
         pthread_mutex_lock(&q->lock);
         if (q->stopping) {
                 pthread_mutex_unlock(&q->lock);
@@ -320,6 +326,61 @@ int operation_queue_push(struct operation_queue *q, const char *op_id)
         pthread_cond_signal(&q->work);
         pthread_mutex_unlock(&q->lock);
         return 0;
+}
+
+static int64_t live_after_ms(const struct spaced_context *ctx)
+{
+        return wallclock_now_ms() - ctx->cfg.claim_lease_s * 1000;
+}
+
+int operation_queue_push(struct operation_queue *q, const char *op_id)
+{
+        struct spaced_context *ctx = q->ctx;
+        struct operation op;
+        if (!ctx->node_id[0]) { /* not in a fleet (the unit tests' fake daemon): every operation is ours */
+                int r = store_row(ctx, false, op_id, &op); /* a read that fails once must not leave it unqueued */
+                return r < 0 ? r : enqueue(q, op_id, op.target);
+        }
+        if (!spaced_runs_operations(ctx))
+                return 0; /* --role control: stored, for a node to claim */
+        int r = STORE(ctx, operation_claim, ctx->node_id, op_id, live_after_ms(ctx), wallclock_now_ms(), &op);
+        if (r == -ENOENT) {
+                /* Not ours to run now (its target is on another node, an older operation on
+                 * it is held elsewhere, or it ended): it stays in the store, and the node
+                 * that may claim it does (operation_queue_claim_round). */
+                log_debug("operation.not_claimed", "op=%s node=%s", op_id, ctx->node_id);
+                return 0;
+        }
+        if (r < 0) {
+                log_warn("operation.claim_failed", "op=%s error=\"%s\" note=\"the next claim round takes it\"", op_id,
+                         strerror(-r));
+                return r;
+        }
+        return enqueue(q, op.id, op.target);
+}
+
+int operation_queue_claim_round(struct operation_queue *q, int max)
+{
+        struct spaced_context *ctx = q->ctx;
+        int n = 0;
+        while (ctx->node_id[0] && spaced_runs_operations(ctx) && n < max) {
+                struct operation op;
+                int r = STORE(ctx, operation_claim, ctx->node_id, NULL, live_after_ms(ctx), wallclock_now_ms(), &op);
+                if (r < 0) {
+                        if (r != -ENOENT)
+                                log_warn("operation.claim_failed", "node=%s error=\"%s\"", ctx->node_id, strerror(-r));
+                        break;
+                }
+                if (op.claims > 1 || op.state == OPERATION_RUNNING)
+                        log_info("operation.taken_over", "op=%s kind=%s target=%s claims=%lld", op.id, op.kind, op.target,
+                                 (long long)op.claims);
+                else
+                        log_info("operation.claimed", "op=%s kind=%s target=%s", op.id, op.kind, op.target);
+                if (enqueue(q, op.id, op.target) < 0)
+                        break; /* stopping: the claim lapses with this node, or its next start takes it again */
+                n++;
+        }
+        return n;
 }
 
 static bool finished(const struct operation *op)
@@ -346,11 +407,20 @@ int operation_queue_wait(struct operation_queue *q, const char *op_id, int timeo
                         return 0;
                 if (stopping)
                         return -ESHUTDOWN;
+                /* In a fleet another node may end it: the store is read again at least every
+                 * 200 ms, not only when a local worker finishes something. */
+                int64_t slice_us = monotonic_now_us() + 200000;
+                bool last = !q->ctx->node_id[0] || slice_us >= end_us;
+                struct timespec until = deadline;
+                if (!last)
+                        until = (struct timespec){ .tv_sec = slice_us / 1000000, .tv_nsec = (long)(slice_us % 1000000) * 1000 };
                 int t = 0;
                 pthread_mutex_lock(&q->lock);
                 while (q->finished_gen == gen && !q->stopping && t != ETIMEDOUT)
-                        t = pthread_cond_timedwait(&q->finished, &q->lock, &deadline);
+                        t = pthread_cond_timedwait(&q->finished, &q->lock, &until);
                 pthread_mutex_unlock(&q->lock);
+                if (t == ETIMEDOUT && !last)
+                        continue;
                 if (t == ETIMEDOUT) {
                         r = STORE(q->ctx, operation_get, op_id, ret);
                         if (r < 0)

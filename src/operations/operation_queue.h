@@ -2,7 +2,10 @@
  * written (with the state change it implies) before it is queued; workers move it to
  * running, call its handler, and record success or failure. Operations on the same target
  * run one at a time. Unfinished operations found at start are queued again, so every
- * handler must be safe to run twice. */
+ * handler must be safe to run twice. With several nodes on one store (docs/fleet.md) a node
+ * runs only what it has claimed, and a claim of a node that died is taken over by another:
+ * the store's claim rules keep one operation per target at a time across nodes, and a
+ * claim token fences every write of the operation's row. */
 #pragma once
 
 #include <stdbool.h>
@@ -32,7 +35,13 @@ void operation_queue_status(struct operation_queue *q, struct operation_queue_st
 
 /* Fills a fresh operation (id, kind, target, pending, created_at) for the caller to store. */
 void operation_init(struct operation *op, const char *kind, const char *target);
+/* Queues a stored operation. In a fleet (ctx->node_id set) it is claimed for this node
+ * first (operation_claim); one this node may not claim now is left in the store for the
+ * node that may (0 all the same). */
 int operation_queue_push(struct operation_queue *q, const char *op_id);
+/* Claims up to max operations this node may take (unclaimed ones, and those of nodes whose
+ * lease lapsed: taken over) and queues them; how many. */
+int operation_queue_claim_round(struct operation_queue *q, int max);
 /* For submitters: the operation is stored, so it is accepted even when the queue is closing
  * (spaced is stopping): the next start runs it. Never fails. */
 void operation_queue_submit(struct operation_queue *q, const char *op_id);

@@ -170,6 +170,8 @@ int sandbox_lifecycle_insert_running(struct spaced_context *ctx, struct sandbox 
         operation_init(ret_op, "sandbox.create", sb->id);
         ret_op->started_at_ms = now;
         operation_mark_succeeded(ret_op);
+        /* Made here (a warm sandbox of this node's pool), with no claim that would say so. */
+        snprintf(sb->node_id, sizeof(sb->node_id), "%s", spaced_runs_operations(ctx) ? ctx->node_id : "");
         /* The sandbox row and its create's end in one transaction: never one without the other. */
         int r = STORE(ctx, sandbox_insert, sb, ret_op);
         if (r < 0)
@@ -282,7 +284,7 @@ int sandbox_lifecycle_disk_limits(struct spaced_context *ctx)
                 return r;
         for (size_t i = 0; i < n; i++) {
                 const struct runtime_driver *d = runtime_registry_find(&ctx->runtimes, all[i].runtime);
-                if (all[i].state == SANDBOX_DESTROYED || !d || !ctx->cfg.disk_quota)
+                if (all[i].state == SANDBOX_DESTROYED || !d || !ctx->cfg.disk_quota || !spaced_node_owns(ctx, &all[i]))
                         continue;
                 int q = d->ops->disk_limit(d, &all[i], (uint64_t)all[i].resources.disk_mb << 20);
                 if (q < 0 && q != -ENOENT) /* -ENOENT: no rootfs (yet, or any more) */

@@ -121,7 +121,8 @@ void sandbox_network_restore(struct spaced_context *ctx)
                 return;
         for (size_t i = 0; i < n; i++) {
                 struct space_error err = { 0 };
-                if (!all[i].network || (all[i].state != SANDBOX_RUNNING && all[i].state != SANDBOX_PAUSED))
+                if (!all[i].network || (all[i].state != SANDBOX_RUNNING && all[i].state != SANDBOX_PAUSED) ||
+                    !spaced_node_owns(ctx, &all[i]))
                         continue;
                 if (sandbox_network_attach(ctx, &all[i], &err) < 0)
                         log_warn("sandbox.network_restore_failed", "sandbox=%s error=\"%s\" effect=\"no egress\"", all[i].id,

@@ -260,8 +260,16 @@ void approval_service_resume(struct spaced_context *ctx)
                 size_t n = 0;
                 if (STORE(ctx, approval_list, NULL, (int)decided[k], NULL, &all, &n) < 0)
                         continue;
-                for (size_t i = 0; i < n; i++)
-                        settle(ctx, &all[i]);
+                for (size_t i = 0; i < n; i++) {
+                        struct sandbox sb;
+                        bool here = true; /* its command runs on the sandbox's node */
+                        if (STORE(ctx, sandbox_get, all[i].sandbox_id, &sb) == 0) {
+                                here = spaced_node_owns(ctx, &sb);
+                                sandbox_release(&sb);
+                        }
+                        if (here)
+                                settle(ctx, &all[i]);
+                }
                 approval_record_array_free(all, n);
         }
         approval_service_expire(ctx);

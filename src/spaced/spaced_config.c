@@ -65,6 +65,14 @@ static const char usage[] =
         "  --approval-webhook URL POST each approval request, decision and expiry to URL (http or https),\n"
         "                         signed with HMAC-SHA256 [off; needs --approval-webhook-secret]\n"
         "  --approval-webhook-secret FILE  the webhook's signing key (its bytes as they are in FILE)\n"
+        "  --migrate-from sqlite:PATH  copy the SQLite store PATH (spaced stopped) into the empty\n"
+        "                         database of --database, then exit (docs/fleet.md)\n"
+        "  --role all|control|node  control: the APIs and the database's work, no sandboxes and\n"
+        "                         no claims (nodes run what it accepts); node: as all until the\n"
+        "                         data plane goes through the control plane (docs/fleet.md) [all]\n"
+        "  --claim-lease S        a node's claims on operations lapse S seconds after its last\n"
+        "                         heartbeat, and another node takes them over (docs/fleet.md) [10]\n"
+        "  --node-lost-after S    a node whose heartbeat stopped S seconds ago is marked lost [60]\n"
         "  --command-log-cap SIZE output kept per streamed command; older output is dropped [64M]\n"
         "  --sandbox-log-cap SIZE output kept per sandbox over all its commands; the oldest\n"
         "                         commands' output is dropped first [512M]\n"
@@ -356,6 +364,29 @@ static int apply(struct spaced_config *cfg, const char *key, const char *v)
                     strspn(v, "abcdefghijklmnopqrstuvwxyz0123456789.-") != strlen(v) || v[0] == '.' || v[0] == '-')
                         goto bad;
                 snprintf(cfg->e2b_domain, sizeof(cfg->e2b_domain), "%s", v);
+        } else if (strcmp(key, "migrate-from") == 0) {
+                if (strncmp(v, "sqlite:", 7) != 0 || !v[7] || strlen(v + 7) >= sizeof(cfg->migrate_from)) {
+                        fprintf(stderr, "spaced: --migrate-from takes sqlite:PATH (a state directory's state.db)\n");
+                        return -1;
+                }
+                snprintf(cfg->migrate_from, sizeof(cfg->migrate_from), "%s", v + 7);
+        } else if (strcmp(key, "role") == 0) {
+                if (strcmp(v, "all") == 0)
+                        cfg->role = SPACED_ROLE_ALL;
+                else if (strcmp(v, "control") == 0)
+                        cfg->role = SPACED_ROLE_CONTROL;
+                else if (strcmp(v, "node") == 0)
+                        cfg->role = SPACED_ROLE_NODE;
+                else
+                        goto bad;
+        } else if (strcmp(key, "claim-lease") == 0) {
+                if (parse_size(v, &n) < 0 || n < 1 || n > 3600)
+                        goto bad;
+                cfg->claim_lease_s = (int64_t)n;
+        } else if (strcmp(key, "node-lost-after") == 0) {
+                if (parse_size(v, &n) < 0 || n < 1 || n > 86400)
+                        goto bad;
+                cfg->node_lost_after_s = (int64_t)n;
         } else if (strcmp(key, "approval-timeout") == 0) {
                 if (parse_size(v, &n) < 0 || n < 1 || n > 604800)
                         goto bad;
@@ -552,6 +583,8 @@ int spaced_config_load(struct spaced_config *cfg, int argc, char **argv)
         cfg->approval_timeout_s = 3600;
         cfg->ingress_timeout_s = 30;
         cfg->ingress_connections = 64;
+        cfg->claim_lease_s = 10;
+        cfg->node_lost_after_s = 60;
         cfg->command_log_cap = 64ULL << 20;
         cfg->sandbox_log_cap = 512ULL << 20;
         cfg->disk_quota = true;
@@ -598,6 +631,10 @@ int spaced_config_load(struct spaced_config *cfg, int argc, char **argv)
                 { "ingress-timeout", required_argument, NULL, 0 },
                 { "ingress-connections", required_argument, NULL, 0 },
                 { "e2b-domain", required_argument, NULL, 0 },
+                { "claim-lease", required_argument, NULL, 0 },
+                { "role", required_argument, NULL, 0 },
+                { "migrate-from", required_argument, NULL, 0 },
+                { "node-lost-after", required_argument, NULL, 0 },
                 { "command-log-cap", required_argument, NULL, 0 },
                 { "sandbox-log-cap", required_argument, NULL, 0 },
                 { "disk-quota", required_argument, NULL, 0 },

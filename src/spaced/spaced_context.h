@@ -6,6 +6,7 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "runtime/runtime_registry.h"
 #include "state_store/state_store.h"
@@ -23,6 +24,10 @@ struct policy_cache;
 struct warm_pool;
 
 #define SPACED_DISK_MB_MAX (16LL * 1024 * 1024) /* 16 TiB */
+
+/* --role (docs/fleet.md): a control process serves the APIs and the database's work but is no
+ * node (it owns no sandbox and claims no operation); a node and all run sandboxes. */
+enum spaced_role { SPACED_ROLE_ALL = 0, SPACED_ROLE_CONTROL, SPACED_ROLE_NODE };
 
 struct spaced_config {
         char state_dir[PATH_MAX];
@@ -67,6 +72,10 @@ struct spaced_config {
         int64_t approval_timeout_s;                  /* a held command expires (is denied) after this long (docs/governance.md) */
         char approval_webhook_url[512];              /* "" for none (service/approval_webhook.h) */
         char approval_webhook_secret_path[PATH_MAX]; /* the HMAC key the deliveries are signed with */
+        int64_t claim_lease_s;                       /* --claim-lease: a node's claims lapse this long after its last heartbeat */
+        int role;                                    /* --role: enum spaced_role */
+        char migrate_from[1024];                     /* --migrate-from sqlite:PATH: the SQLite file to copy into --database, then exit */
+        int64_t node_lost_after_s;                   /* --node-lost-after: a node silent this long is marked lost */
         uint64_t command_log_cap;                    /* bytes of output kept per command */
         uint64_t sandbox_log_cap;                    /* bytes of output kept per sandbox, all its commands */
         /* disk quotas (storage/btrfs_quota.h) */
@@ -122,7 +131,25 @@ struct spaced_context {
         struct warm_pool *warm;        /* sandboxes made ahead of their creates (controller/warm_pool.h); NULL: none */
         struct approval_webhook *approval_webhook; /* service/approval_webhook.h; NULL: no --approval-webhook */
         atomic_bool shutting_down;
+        /* This node of the fleet (docs/fleet.md): its id (the state directory's instance),
+         * which claims its operations and owns its sandboxes; "" until spaced registered it. */
+        char node_id[32];
 };
+
+/* Whether sb lives on this node (or on none yet: a row from before the fleet): only then
+ * may this node's controller probe, settle, expire or snapshot it. */
+static inline bool spaced_node_owns(const struct spaced_context *ctx, const struct sandbox *sb)
+{
+        if (ctx->cfg.role == SPACED_ROLE_CONTROL)
+                return false; /* no sandbox lives on a control process */
+        return !sb->node_id[0] || strcmp(sb->node_id, ctx->node_id) == 0;
+}
+
+/* Whether this process claims and runs operations (a node of the fleet; not --role control). */
+static inline bool spaced_runs_operations(const struct spaced_context *ctx)
+{
+        return ctx->cfg.role != SPACED_ROLE_CONTROL;
+}
 
 /* Shorthand for calling the store backend. */
 #define STORE(ctx, fn, ...) ((ctx)->store.ops->fn((ctx)->store.st, __VA_ARGS__))

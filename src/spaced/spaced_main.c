@@ -41,6 +41,8 @@
 #include "runtime/runtime_registry.h"
 #include "policy/policy_cache.h"
 #include "spaced/instance_id.h"
+#include "operations/node_lease.h"
+#include "state_store/store_transfer.h"
 #include "spaced/log.h"
 #include "spaced/metrics.h"
 #include "spaced/sd_notify.h"
@@ -153,6 +155,8 @@ static void release_pool(struct spaced_context *ctx)
                 return;
         for (size_t i = 0; i < n; i++) {
                 const struct runtime_driver *d = runtime_registry_find(&ctx->runtimes, all[i].runtime);
+                if (!spaced_node_owns(ctx, &all[i]))
+                        continue; /* another node's: not in this pool */
                 if (all[i].state == SANDBOX_RUNNING || all[i].state == SANDBOX_PAUSED || !d ||
                     d->ops->probe(d, &all[i], false) == 1)
                         live++;
@@ -248,6 +252,22 @@ static int start_warm_pool(struct spaced_context *ctx)
         return 0;
 }
 
+/* --migrate-from sqlite:PATH: the SQLite store into the empty PostgreSQL database of
+ * --database, in one transaction; the SQLite store's rows are only read. */
+static int migrate_store(const struct spaced_config *cfg)
+{
+        if (!cfg->database[0])
+                return fail("spaced.migrate", "--migrate-from needs --database, the PostgreSQL database to copy into");
+        char why[1024] = "";
+        long rows = 0;
+        int r = store_transfer_sqlite_to_postgres(cfg->migrate_from, cfg->database, &rows, why, sizeof(why));
+        if (r < 0)
+                return fail("spaced.migrate", "cannot migrate %s: %s", cfg->migrate_from, why);
+        log_info("spaced.migrated", "from=%s rows=%ld", cfg->migrate_from, rows);
+        printf("migrated %ld rows from %s into the PostgreSQL database of --database\n", rows, cfg->migrate_from);
+        return EXIT_SUCCESS;
+}
+
 int main(int argc, char **argv)
 {
         static struct spaced_context ctx;
@@ -275,6 +295,8 @@ int main(int argc, char **argv)
         pthread_sigmask(SIG_BLOCK, &sigs, NULL);
         signal(SIGPIPE, SIG_IGN);
 
+        if (ctx.cfg.migrate_from[0]) /* a one-off: nothing else starts */
+                return migrate_store(&ctx.cfg);
         if (geteuid() != 0)
                 return fail("spaced.not_root", "spaced must run as root: it creates namespaces, cgroups and btrfs subvolumes");
         if (check_kernel(reason, sizeof(reason)) < 0)
@@ -332,9 +354,6 @@ int main(int argc, char **argv)
                 snprintf(path, sizeof(path), "the PostgreSQL database of --database");
         }
         if ((r = ctx.store.ops->open(ctx.cfg.database[0] ? ctx.cfg.database : path, &ctx.store.st)) < 0) {
-                if (r == -EBUSY && ctx.cfg.database[0])
-                        return fail("spaced.store",
-                                    "cannot open %s: another spaced uses it (one spaced per database in this version)", path);
                 return fail("spaced.store", "cannot open %s: %s", path, strerror(-r));
         }
         log_info("spaced.store", "backend=%s", ctx.store.ops->name);
@@ -416,8 +435,19 @@ int main(int argc, char **argv)
                 return fail("spaced.policies", "cannot hold policies: %s", strerror(-r));
         if ((r = sandbox_lifecycle_disk_limits(&ctx)) < 0)
                 return fail("spaced.quota", "cannot read sandboxes: %s", strerror(-r));
+        /* This node of the fleet: registered (its earlier claims let go) before the
+         * reconciler claims what it runs again; heartbeating and claiming more once the
+         * reconciler is done (it assumes no operation runs while it sweeps). */
+        char node_url[HTTP_LISTENER_URL_MAX];
+        snprintf(ctx.node_id, sizeof(ctx.node_id), "%s", instance);
+        http_listener_url(&ctx.cfg, ctx.cfg.listen_addr, ctx.cfg.listen_port, node_url, sizeof(node_url));
+        if (node_lease_register(&ctx, node_url, &err) < 0)
+                return fail("spaced.node", "%s", err.message);
         if ((r = reconciler_startup(&ctx)) < 0)
                 return fail("spaced.reconcile", "reconciliation failed: %s", strerror(-r));
+        struct node_lease *lease = NULL;
+        if ((r = node_lease_start(&ctx, &lease)) < 0)
+                return fail("spaced.node", "cannot start the node heartbeat: %s", strerror(-r));
         /* Sandboxes that ran on while spaced was away get their links and policies again. */
         sandbox_network_restore(&ctx);
         /* Streamed commands that ran on while spaced was away: collect what they wrote. */
@@ -492,6 +522,7 @@ int main(int argc, char **argv)
         command_channels_free(ctx.channels);
         reconciler_free(controller);
         snapshot_sizer_free(sizer);
+        node_lease_free(lease); /* claims left lapse a lease later: another node, or the next start, runs them */
         operation_queue_free(ctx.queue);
         for (int i = 0;
              i < 100 && http_server_connections(http) + e2b_server_connections(e2b) + metrics_listener_connections(metrics) > 0;

@@ -147,6 +147,16 @@ static const char *const migrations[] = {
         "CREATE INDEX approvals_state ON approvals(state);",
         /* 16: what else an audit row records (an egress connection's name, port, bytes, …) */
         "ALTER TABLE audit_log ADD COLUMN detail TEXT COLLATE \"C\";",
+        /* 17: the fleet: nodes, the claims on unfinished operations, a sandbox's node */
+        "CREATE TABLE nodes ("
+        "  id TEXT COLLATE \"C\" PRIMARY KEY, address TEXT COLLATE \"C\" NOT NULL, capacity BIGINT NOT NULL,"
+        "  labels TEXT COLLATE \"C\" NOT NULL, state TEXT COLLATE \"C\" NOT NULL, started_at BIGINT NOT NULL,"
+        "  heartbeat_at BIGINT NOT NULL);"
+        "ALTER TABLE operations ADD COLUMN claim_owner TEXT COLLATE \"C\" NOT NULL DEFAULT '';"
+        "ALTER TABLE operations ADD COLUMN claim_token TEXT COLLATE \"C\" NOT NULL DEFAULT '';"
+        "ALTER TABLE operations ADD COLUMN claimed_at BIGINT NOT NULL DEFAULT 0;"
+        "ALTER TABLE operations ADD COLUMN claims BIGINT NOT NULL DEFAULT 0;"
+        "ALTER TABLE sandboxes ADD COLUMN node_id TEXT COLLATE \"C\" NOT NULL DEFAULT '';",
 };
 
 static int run(PGconn *conn, const char *sql)

@@ -116,17 +116,19 @@ int pg_operation_update(struct state_store *st, const struct operation *op)
         pg_int(&a, op->finished_at_ms);
         pg_text(&a, op->result);
         pg_text(&a, op->id);
-        return pg_write(st,
-                        "UPDATE operations SET state=$1, error_code=$2, error_message=$3, started_at=$4, finished_at=$5,"
-                        " result=$6 WHERE id=$7",
-                        &a, true);
+        pg_text(&a, op->claim_token);
+        int r = pg_write(st,
+                         "UPDATE operations SET state=$1, error_code=$2, error_message=$3, started_at=$4, finished_at=$5,"
+                         " result=$6 WHERE id=$7 AND ($8 = '' OR claim_token = $8)",
+                         &a, true);
+        return r == -ENOENT && op->claim_token[0] ? -ESTALE : r; /* another node holds it now */
 }
 
 int pg_operation_get(struct state_store *st, const char *id, struct operation *ret)
 {
         struct pg_args a = { 0 };
         pg_text(&a, id);
-        return pg_get(st, "SELECT " OP_COLUMNS " FROM operations WHERE id=$1", &a, store_row_operation, ret);
+        return pg_get(st, "SELECT " STORE_OP_READ " FROM operations WHERE id=$1", &a, store_row_operation, ret);
 }
 
 int pg_operation_list(struct state_store *st, const char *target, int state, bool unfinished_only, const char *project_id,
@@ -135,7 +137,7 @@ int pg_operation_list(struct state_store *st, const char *target, int state, boo
         struct pg_args a = { 0 };
         if (unfinished_only)
                 return pg_list(st,
-                               "SELECT " OP_COLUMNS
+                               "SELECT " STORE_OP_READ
                                " FROM operations WHERE state IN ('pending','running')"
                                " ORDER BY created_at ASC, id ASC",
                                &a, sizeof(struct operation), store_row_operation, NULL, (void **)ret, ret_n);
@@ -145,7 +147,7 @@ int pg_operation_list(struct state_store *st, const char *target, int state, boo
         pg_page(&a, page);
         return pg_list(
                 st,
-                "SELECT " OP_COLUMNS
+                "SELECT " STORE_OP_READ
                 " FROM operations WHERE ($1 = '' OR target = $1) AND ($2 = '' OR state = $2)"
                 " AND ($3::text IS NULL OR project_id = $3)"
                 " AND " PG_PAGE_AFTER("created_at, id", "<", "4", "5") " ORDER BY created_at DESC, id DESC" PG_PAGE_LIMIT("6"),

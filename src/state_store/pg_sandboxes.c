@@ -37,12 +37,13 @@ static int sb_insert_locked(struct state_store *st, const struct sandbox *sb)
         pg_json_or_empty(&a, sb->rolling);
         pg_text(&a, sb->project_id);
         pg_json_or_empty(&a, sb->network);
+        pg_text(&a, sb->node_id);
         /* A fork given no project takes its parent's; nothing else is left without one. */
         return pg_exec(st,
                        "INSERT INTO sandboxes(" SB_COLUMNS
-                       ") VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13,$14,$15,$16,"
+                       ", node_id) VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13,$14,$15,$16,"
                        "$17,$18,$19,$20,$21,$22, COALESCE(NULLIF($23, ''), (SELECT project_id FROM sandboxes WHERE id=$19), ''),"
-                       " $24)",
+                       " $24, $25)",
                        &a, NULL, NULL);
 }
 
@@ -77,7 +78,7 @@ int pg_sandbox_get(struct state_store *st, const char *id, struct sandbox *ret)
 {
         struct pg_args a = { 0 };
         pg_text(&a, id);
-        return pg_get(st, "SELECT " SB_COLUMNS " FROM sandboxes WHERE id=$1", &a, store_row_sandbox, ret);
+        return pg_get(st, "SELECT " STORE_SB_READ " FROM sandboxes WHERE id=$1", &a, store_row_sandbox, ret);
 }
 
 int pg_sandbox_list(struct state_store *st, int state_filter, const char *project_id, const struct store_page *page,
@@ -88,7 +89,7 @@ int pg_sandbox_list(struct state_store *st, int state_filter, const char *projec
         pg_nullable(&a, project_id);
         pg_page(&a, page);
         return pg_list(st,
-                       "SELECT " SB_COLUMNS
+                       "SELECT " STORE_SB_READ
                        " FROM sandboxes WHERE ($1::text IS NULL AND state != 'destroyed' OR state = $1)"
                        " AND ($2::text IS NULL OR project_id = $2)"
                        " AND " PG_PAGE_AFTER("created_at, id", ">", "3", "4") " ORDER BY created_at, id" PG_PAGE_LIMIT("5"),
@@ -195,10 +196,13 @@ int pg_sandbox_settle(struct state_store *st, const char *id, const struct sandb
                 pg_int(&a, set->op->finished_at_ms);
                 pg_text(&a, set->op->result);
                 pg_text(&a, set->op->id);
+                pg_text(&a, set->op->claim_token);
                 r = pg_exec_one(st,
                                 "UPDATE operations SET state=$1, error_code=$2, error_message=$3, finished_at=$4, result=$5"
-                                " WHERE id=$6",
+                                " WHERE id=$6 AND ($7 = '' OR claim_token = $7)",
                                 &a);
+                if (r == -ENOENT && set->op->claim_token[0])
+                        r = -ESTALE; /* another node holds it now */
         }
         if (r == 0)
                 r = pg_commit(st);

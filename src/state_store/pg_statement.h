@@ -25,10 +25,10 @@ struct state_store {
 };
 
 /* pg_store.c: what a new (or re-made) connection needs before its first statement: the
- * advisory lock that keeps a second spaced off the database, and the durability. */
+ * durability. */
 int pg_connection_setup(struct state_store *st);
 
-#define PG_MAX_ARGS 24
+#define PG_MAX_ARGS 32
 struct pg_args {
         int n;
         const char *v[PG_MAX_ARGS];
@@ -167,6 +167,14 @@ int pg_policy_get(struct state_store *st, const char *project_id, const char *id
 int pg_policy_list(struct state_store *st, const char *project_id, struct policy_record **ret, size_t *ret_n);
 int pg_policy_update(struct state_store *st, const struct policy_record *p);
 int pg_policy_delete(struct state_store *st, const char *project_id, const char *id);
+
+/* pg_fleet.c: nodes and claims */
+int pg_node_register(struct state_store *st, const struct node_record *n);
+int pg_node_heartbeat(struct state_store *st, const char *id, int64_t now_ms);
+int pg_node_list(struct state_store *st, struct node_record **ret, size_t *ret_n);
+int pg_node_mark_lost(struct state_store *st, int64_t before_ms, int *ret_n);
+int pg_operation_claim(struct state_store *st, const char *owner, const char *id, int64_t live_after_ms, int64_t now_ms,
+                       struct operation *ret);
 
 /* pg_approvals.c */
 int pg_approval_hold(struct state_store *st, const struct approval_record *a, const struct command_record *c);

@@ -1,9 +1,9 @@
 /* The PostgreSQL backend of state_store (libpq): one connection serialised by a mutex, as
  * the SQLite backend's. open() takes a libpq connection string or URL
  * (postgresql://user@host:port/db, or postgresql:///db?host=/socket/dir), migrates the
- * database (pg_migrations.c) and takes a session advisory lock on it: a second spaced on the
- * same database is refused with -EBUSY until the first one's connection ends (a kill -9
- * ends it too, so a restart is never locked out). The ops of each area live in their own
+ * database (pg_migrations.c). Several spaced may use one database at once: work is
+ * shared through claims on operations (pg_fleet.c, docs/fleet.md), not by a lock on the
+ * database. The ops of each area live in their own
  * file (pg_sandboxes.c, pg_operations.c, ...). */
 #include "state_store/pg_statement.h"
 #include "state_store/state_store_postgres.h"
@@ -12,9 +12,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-/* The advisory lock one spaced holds on its database: "space-on". */
-#define PG_OWNER_LOCK "7526755647431814510"
 
 static void quiet_notices(void *arg, const char *message)
 {
@@ -29,17 +26,10 @@ bool state_store_postgres_location(const char *location)
 
 int pg_connection_setup(struct state_store *st)
 {
-        PGresult *res = PQexec(st->conn, "SELECT pg_try_advisory_lock(" PG_OWNER_LOCK ")");
-        int r = PQresultStatus(res) == PGRES_TUPLES_OK && PQntuples(res) == 1 ? 0 : -EIO;
-        if (r == 0 && strcmp(PQgetvalue(res, 0, 0), "t") != 0)
-                r = -EBUSY;
-        PQclear(res);
-        if (r < 0)
-                return r;
         /* Every commit waits for the server's WAL flush, in both durabilities: a commit
          * acknowledged by PostgreSQL survives a crash of spaced and of the server. */
-        res = PQexec(st->conn, "SET synchronous_commit = on");
-        r = PQresultStatus(res) == PGRES_COMMAND_OK ? 0 : -EIO;
+        PGresult *res = PQexec(st->conn, "SET synchronous_commit = on");
+        int r = PQresultStatus(res) == PGRES_COMMAND_OK ? 0 : -EIO;
         PQclear(res);
         return r;
 }
@@ -81,7 +71,7 @@ static void postgres_close(struct state_store *st)
 {
         if (!st)
                 return;
-        PQfinish(st->conn); /* ends the session: its advisory lock goes with it */
+        PQfinish(st->conn);
         pthread_mutex_destroy(&st->lock);
         free(st);
 }
@@ -160,4 +150,9 @@ const struct state_store_ops state_store_postgres = {
         .approval_get = pg_approval_get,
         .approval_list = pg_approval_list,
         .approval_decide = pg_approval_decide,
+        .node_register = pg_node_register,
+        .node_heartbeat = pg_node_heartbeat,
+        .node_list = pg_node_list,
+        .node_mark_lost = pg_node_mark_lost,
+        .operation_claim = pg_operation_claim,
 };

@@ -139,6 +139,17 @@ static const char *const migrations[] = {
         /* 16: what else an audit row records (JSON; NULL for none): an egress connection's
          * name, address, port, decision, bytes and duration (docs/network.md) */
         "ALTER TABLE audit_log ADD COLUMN detail TEXT;",
+        /* 17: the fleet (docs/fleet.md): the nodes that heartbeat in this store, the claim a
+         * node holds on an unfinished operation (its owner, a token that fences its writes,
+         * when, how many times it was claimed) and the node a sandbox lives on ('' none yet) */
+        "CREATE TABLE nodes ("
+        "  id TEXT PRIMARY KEY, address TEXT NOT NULL, capacity INTEGER NOT NULL, labels TEXT NOT NULL,"
+        "  state TEXT NOT NULL, started_at INTEGER NOT NULL, heartbeat_at INTEGER NOT NULL);"
+        "ALTER TABLE operations ADD COLUMN claim_owner TEXT NOT NULL DEFAULT '';"
+        "ALTER TABLE operations ADD COLUMN claim_token TEXT NOT NULL DEFAULT '';"
+        "ALTER TABLE operations ADD COLUMN claimed_at INTEGER NOT NULL DEFAULT 0;"
+        "ALTER TABLE operations ADD COLUMN claims INTEGER NOT NULL DEFAULT 0;"
+        "ALTER TABLE sandboxes ADD COLUMN node_id TEXT NOT NULL DEFAULT '';",
 };
 
 int sqlite_migrations_apply(sqlite3 *db, int *ret_version)

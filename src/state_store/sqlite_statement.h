@@ -104,6 +104,14 @@ int sqlite_policy_list(struct state_store *st, const char *project_id, struct po
 int sqlite_policy_update(struct state_store *st, const struct policy_record *p);
 int sqlite_policy_delete(struct state_store *st, const char *project_id, const char *id);
 
+/* sqlite_fleet.c: nodes and claims */
+int sqlite_node_register(struct state_store *st, const struct node_record *n);
+int sqlite_node_heartbeat(struct state_store *st, const char *id, int64_t now_ms);
+int sqlite_node_list(struct state_store *st, struct node_record **ret, size_t *ret_n);
+int sqlite_node_mark_lost(struct state_store *st, int64_t before_ms, int *ret_n);
+int sqlite_operation_claim(struct state_store *st, const char *owner, const char *id, int64_t live_after_ms, int64_t now_ms,
+                           struct operation *ret);
+
 /* sqlite_approvals.c */
 int sqlite_approval_hold(struct state_store *st, const struct approval_record *a, const struct command_record *c);
 int sqlite_approval_get(struct state_store *st, const char *project_id, const char *id, struct approval_record *ret);

@@ -141,7 +141,8 @@ static int sqlite_operation_update(struct state_store *st, const struct operatio
         pthread_mutex_lock(&st->lock);
         int r = sq_prepare(
                 st,
-                "UPDATE operations SET state=?, error_code=?, error_message=?, started_at=?, finished_at=?, result=? WHERE id=?",
+                "UPDATE operations SET state=?, error_code=?, error_message=?, started_at=?, finished_at=?, result=? WHERE id=?"
+                " AND (?8 = '' OR claim_token = ?8)",
                 &s);
         if (r == 0) {
                 sq_bind_text(s, 1, operation_state_name(op->state));
@@ -151,9 +152,10 @@ static int sqlite_operation_update(struct state_store *st, const struct operatio
                 sqlite3_bind_int64(s, 5, op->finished_at_ms);
                 sq_bind_text(s, 6, op->result);
                 sq_bind_text(s, 7, op->id);
+                sq_bind_text(s, 8, op->claim_token);
                 r = sq_exec_done(s);
                 if (r == 0 && sqlite3_changes(st->db) == 0)
-                        r = -ENOENT;
+                        r = op->claim_token[0] ? -ESTALE : -ENOENT;
         }
         pthread_mutex_unlock(&st->lock);
         return r;
@@ -163,7 +165,7 @@ static int sqlite_operation_get(struct state_store *st, const char *id, struct o
 {
         sqlite3_stmt *s;
         pthread_mutex_lock(&st->lock);
-        int r = sq_prepare(st, "SELECT " OP_COLUMNS " FROM operations WHERE id=?", &s);
+        int r = sq_prepare(st, "SELECT " STORE_OP_READ " FROM operations WHERE id=?", &s);
         if (r == 0) {
                 sq_bind_text(s, 1, id);
                 int rc = sqlite3_step(s);
@@ -181,8 +183,8 @@ static int sqlite_operation_list(struct state_store *st, const char *target, int
 {
         sqlite3_stmt *s;
         const char *sql = unfinished_only
-                ? "SELECT " OP_COLUMNS " FROM operations WHERE state IN ('pending','running') ORDER BY created_at ASC"
-                : "SELECT " OP_COLUMNS
+                ? "SELECT " STORE_OP_READ " FROM operations WHERE state IN ('pending','running') ORDER BY created_at ASC"
+                : "SELECT " STORE_OP_READ
                   " FROM operations WHERE (?1 = '' OR target = ?1) AND (?2 = '' OR state = ?2)"
                   " AND (?3 IS NULL OR project_id = ?3)"
                   " AND " SQ_PAGE_AFTER("created_at, id", "<") " ORDER BY created_at DESC, id DESC" SQ_PAGE_LIMIT;
@@ -213,8 +215,8 @@ static int sb_insert_locked(struct state_store *st, const struct sandbox *sb)
         /* A fork given no project takes its parent's; nothing else is left without one. */
         int r = sq_prepare(st,
                            "INSERT INTO sandboxes(" SB_COLUMNS
-                           ") VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,"
-                           " COALESCE(NULLIF(?23, ''), (SELECT project_id FROM sandboxes WHERE id=?19), ''), ?24)",
+                           ", node_id) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,"
+                           " COALESCE(NULLIF(?23, ''), (SELECT project_id FROM sandboxes WHERE id=?19), ''), ?24, ?25)",
                            &s);
         if (r < 0)
                 return r;
@@ -244,6 +246,7 @@ static int sb_insert_locked(struct state_store *st, const struct sandbox *sb)
         else
                 sq_bind_text(s, 22, "");
         sq_bind_text(s, 23, sb->project_id);
+        sq_bind_text(s, 25, sb->node_id);
         if (sb->network)
                 sq_bind_json(s, 24, sb->network);
         else
@@ -281,7 +284,7 @@ static int sqlite_sandbox_insert(struct state_store *st, const struct sandbox *s
 static int sb_get_locked(struct state_store *st, const char *id, struct sandbox *ret)
 {
         sqlite3_stmt *s;
-        int r = sq_prepare(st, "SELECT " SB_COLUMNS " FROM sandboxes WHERE id=?", &s);
+        int r = sq_prepare(st, "SELECT " STORE_SB_READ " FROM sandboxes WHERE id=?", &s);
         if (r < 0)
                 return r;
         sq_bind_text(s, 1, id);
@@ -306,7 +309,7 @@ static int sqlite_sandbox_list(struct state_store *st, int state_filter, const c
         sqlite3_stmt *s;
         pthread_mutex_lock(&st->lock);
         int r = sq_prepare(st,
-                           "SELECT " SB_COLUMNS
+                           "SELECT " STORE_SB_READ
                            " FROM sandboxes WHERE (?1 IS NULL AND state != 'destroyed' OR state = ?1)"
                            " AND (?2 IS NULL OR project_id = ?2)"
                            " AND " SQ_PAGE_AFTER("created_at, id", ">") " ORDER BY created_at, id" SQ_PAGE_LIMIT,
@@ -424,7 +427,8 @@ static int sqlite_sandbox_settle(struct state_store *st, const char *id, const s
         if (r == 0 && set->op) {
                 sqlite3_stmt *s;
                 r = sq_prepare(st,
-                               "UPDATE operations SET state=?, error_code=?, error_message=?, finished_at=?, result=? WHERE id=?",
+                               "UPDATE operations SET state=?, error_code=?, error_message=?, finished_at=?, result=? WHERE id=?"
+                               " AND (?7 = '' OR claim_token = ?7)",
                                &s);
                 if (r == 0) {
                         sq_bind_text(s, 1, operation_state_name(set->op->state));
@@ -433,9 +437,10 @@ static int sqlite_sandbox_settle(struct state_store *st, const char *id, const s
                         sqlite3_bind_int64(s, 4, set->op->finished_at_ms);
                         sq_bind_text(s, 5, set->op->result);
                         sq_bind_text(s, 6, set->op->id);
+                        sq_bind_text(s, 7, set->op->claim_token);
                         r = sq_exec_done(s);
                         if (r == 0 && sqlite3_changes(st->db) == 0)
-                                r = -ENOENT;
+                                r = set->op->claim_token[0] ? -ESTALE : -ENOENT;
                 }
         }
         if (r == 0)
@@ -598,4 +603,9 @@ const struct state_store_ops state_store_sqlite = {
         .approval_get = sqlite_approval_get,
         .approval_list = sqlite_approval_list,
         .approval_decide = sqlite_approval_decide,
+        .node_register = sqlite_node_register,
+        .node_heartbeat = sqlite_node_heartbeat,
+        .node_list = sqlite_node_list,
+        .node_mark_lost = sqlite_node_mark_lost,
+        .operation_claim = sqlite_operation_claim,
 };

@@ -73,6 +73,9 @@ struct sandbox {
         /* egress: {"profile", "allow", "deny"} (egress/egress_policy.h), NULL for the profile
          * none (only lo, no host interface) */
         json_t *network;
+        /* the node it lives on (docs/fleet.md): as inserted ("" none yet: the node that claims
+         * its create takes it), and moved by operation_claim */
+        char node_id[32];
 };
 void sandbox_release(struct sandbox *s);
 void sandbox_array_free(struct sandbox *arr, size_t n);
@@ -92,6 +95,27 @@ struct operation {
         char snapshot_id[32];
         /* Its project: "" at insert takes the target's (sandbox, template or snapshot). */
         char project_id[32];
+        /* The claim (operation_claim; read only, the inserts leave it empty): the node that
+         * holds it ("" none), the token that fences the holder's writes, when it was taken
+         * and how many times it has been. An update or a settle of an operation whose
+         * claim_token is set changes the row only while that token still holds it (-ESTALE
+         * else): a node whose claim was taken over cannot write an end. */
+        char claim_owner[32];
+        char claim_token[40];
+        int64_t claimed_at_ms;
+        int64_t claims;
+};
+
+/* A node of the fleet (docs/fleet.md): a spaced that runs operations and sandboxes,
+ * heartbeating in the store. state: ready | lost. labels: a JSON object's text. */
+struct node_record {
+        char id[32];
+        char address[128];
+        int64_t capacity;
+        char labels[512];
+        char state[16];
+        int64_t started_at_ms;
+        int64_t heartbeat_at_ms;
 };
 
 struct snapshot {
@@ -413,6 +437,29 @@ struct state_store_ops {
          * and decided_at: -ENOENT when there is none, -EALREADY when it is not pending. */
         int (*approval_decide)(struct state_store *st, const char *id, enum approval_state to, const char *decided_by,
                                const char *comment, int64_t at_ms);
+
+        /* The fleet (docs/fleet.md). A node starts by registering: its row (id, address,
+         * capacity, labels, started_at; heartbeat_at = started_at, state ready) is written
+         * and every claim it held before (an earlier process of the same node, which is
+         * gone) is let go, in one transaction. */
+        int (*node_register)(struct state_store *st, const struct node_record *n);
+        /* heartbeat_at = now_ms, state ready: -ENOENT when the node has no row. */
+        int (*node_heartbeat)(struct state_store *st, const char *id, int64_t now_ms);
+        /* Every node, by id. */
+        int (*node_list)(struct state_store *st, struct node_record **ret, size_t *ret_n);
+        /* Ready nodes whose last heartbeat is before before_ms become lost; *ret_n how many. */
+        int (*node_mark_lost)(struct state_store *st, int64_t before_ms, int *ret_n);
+        /* Claims one unfinished operation for node `owner` (id: that one; NULL: the oldest
+         * claimable), with a new claim token, claimed_at = now_ms and claims + 1, and
+         * returns its row. Claimable: nobody holds it or its holder is not live (no ready
+         * node row with a heartbeat at or after live_after_ms); every older unfinished
+         * operation on its target is held by owner (one operation per target at a time, in
+         * order, across nodes); and its target is not a sandbox on another live node. The
+         * sandboxes it targets or names (a fork's children) that are on no live node move
+         * to owner in the same transaction. A row another claimant is taking is skipped
+         * (PostgreSQL: FOR UPDATE SKIP LOCKED). -ENOENT when nothing is claimable. */
+        int (*operation_claim)(struct state_store *st, const char *owner, const char *id, int64_t live_after_ms, int64_t now_ms,
+                               struct operation *ret);
 };
 
 extern const struct state_store_ops state_store_sqlite;

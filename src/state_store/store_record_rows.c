@@ -61,6 +61,7 @@ void store_row_sandbox(const struct store_row *r, void *elem)
         sb->rolling = optional_json_col(r, 21);
         copy_col(r, 22, sb->project_id, sizeof(sb->project_id));
         sb->network = optional_json_col(r, 23);
+        copy_col(r, 24, sb->node_id, sizeof(sb->node_id));
 }
 
 void store_row_operation(const struct store_row *r, void *elem)
@@ -81,6 +82,23 @@ void store_row_operation(const struct store_row *r, void *elem)
         copy_col(r, 10, op->result, sizeof(op->result));
         copy_col(r, 11, op->snapshot_id, sizeof(op->snapshot_id));
         copy_col(r, 12, op->project_id, sizeof(op->project_id));
+        copy_col(r, 13, op->claim_owner, sizeof(op->claim_owner));
+        copy_col(r, 14, op->claim_token, sizeof(op->claim_token));
+        op->claimed_at_ms = r->integer(r->row, 15);
+        op->claims = r->integer(r->row, 16);
+}
+
+void store_row_node(const struct store_row *r, void *elem)
+{
+        struct node_record *n = elem;
+        memset(n, 0, sizeof(*n));
+        copy_col(r, 0, n->id, sizeof(n->id));
+        copy_col(r, 1, n->address, sizeof(n->address));
+        n->capacity = r->integer(r->row, 2);
+        copy_col(r, 3, n->labels, sizeof(n->labels));
+        copy_col(r, 4, n->state, sizeof(n->state));
+        n->started_at_ms = r->integer(r->row, 5);
+        n->heartbeat_at_ms = r->integer(r->row, 6);
 }
 
 void store_row_snapshot(const struct store_row *r, void *elem)

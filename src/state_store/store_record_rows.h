@@ -29,6 +29,11 @@ typedef void (*store_row_decode)(const struct store_row *r, void *elem);
 #define STORE_OP_COLUMNS                                                                                                         \
         "id, kind, target, state, error_code, error_message, created_at, started_at, finished_at, params, result, snapshot_id, " \
         "project_id"
+/* The columns a sandbox / an operation read takes: the inserted ones and those only the
+ * store writes. */
+#define STORE_SB_READ STORE_SB_COLUMNS ", node_id"
+#define STORE_OP_READ STORE_OP_COLUMNS ", claim_owner, claim_token, claimed_at, claims"
+#define STORE_NODE_COLUMNS "id, address, capacity, labels, state, started_at, heartbeat_at"
 #define STORE_SNAP_COLUMNS \
         "id, sandbox_id, state, label, kind, parent_snapshot_id, bytes_exclusive, pause_us, created_at, rolling, project_id"
 #define STORE_TEMPLATE_COLUMNS "name, state, environment, state_reason, updated_at, project_id"
@@ -58,6 +63,7 @@ void store_row_command(const struct store_row *r, void *elem);
 void store_row_audit(const struct store_row *r, void *elem);
 void store_row_policy(const struct store_row *r, void *elem);
 void store_row_approval(const struct store_row *r, void *elem);
+void store_row_node(const struct store_row *r, void *elem);
 /* (text a, text b, count) of the tallies. */
 void store_row_tally(const struct store_row *r, void *elem);
 

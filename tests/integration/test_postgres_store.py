@@ -1,11 +1,13 @@
 """spaced on PostgreSQL (--database): the real daemon against a real throwaway cluster
 (pg_cluster.py, its own socket directory, no TCP). The lifecycle and policy documents work
 and are written to PostgreSQL (not to the state directory's SQLite file); a restart and a
-kill -9 then restart answer the same; a second spaced on the same database refuses to
-start, saying why."""
+kill -9 then restart answer the same; a second spaced on the same database starts and shares
+it (another node of the fleet)."""
 
 import os
 import re
+import shutil
+import sqlite3
 import subprocess
 import time
 import unittest
@@ -117,17 +119,76 @@ class PostgresStore(SpacedTestCase):
     def test_kill9_then_restart_answers_the_same(self):
         self._restart_answers_the_same(hard=True)
 
-    def test_second_spaced_on_the_same_database_refuses(self):
+    def test_second_spaced_on_the_same_database_shares_it(self):
+        # No lock keeps a second spaced off the database any more: it is another node of the
+        # fleet (docs/fleet.md, test_fleet_claims.py), with the same keys and the same rows.
+        sid = self.spaced.create(metadata={"shared": "yes"})
         other = Spaced(database=self.spaced.database)
         try:
-            r = subprocess.run(other.args(), capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
-            self.assertNotEqual(r.returncode, 0, r.stdout + r.stderr)
-            self.assertIn("another spaced uses it", r.stdout + r.stderr)
-            self.assertNotIn("postgresql://", r.stdout + r.stderr, "the URL (which may hold a password) was logged")
+            os.makedirs(other.state_dir, mode=0o700)
+            shutil.copy(os.path.join(self.spaced.state_dir, "admin.key"), os.path.join(other.state_dir, "admin.key"))
+            other.start()
+            self.assertEqual(other.get(sid)["metadata"], {"shared": "yes"})
+            self.assertEqual(other.get(sid)["node"], self.spaced.instance())
+            self.assertNotIn("postgresql://", open(other.err_path).read(), "the URL (which may hold a password) was logged")
+            self.assertEqual(other.stop(), 0)
         finally:
             other.cleanup()
-        # The first one is unaffected.
-        self.assertEqual(self.spaced.request("GET", "/v1/health", key=None)[0], 200)
+        # The first one is unaffected: its sandbox runs on.
+        self.assertEqual(self.spaced.sh(sid, "echo still")["stdout"], "still\n")
+        self.spaced.destroy(sid)
+
+    @staticmethod
+    def sqlite_rows(path):
+        with sqlite3.connect(path) as c:
+            return [c.execute("SELECT * FROM %s ORDER BY 1" % t).fetchall()
+                    for t in ("sandboxes", "snapshots", "operations", "api_keys")]
+
+    def test_migrate_from_sqlite_keeps_everything(self):
+        # A spaced on SQLite with a running and a stopped sandbox, a snapshot and a key...
+        lite = Spaced()
+        self.addCleanup(lite.cleanup)
+        lite.start()
+        running = lite.create(metadata={"t": "running"})
+        stopped = lite.create(metadata={"t": "stopped"})
+        lite.sh(running, "echo kept > /root/f")
+        _, snap = lite.api("POST", "/v1/sandboxes/%s/snapshots?wait=true&timeout_s=120" % running, {"label": "lite"},
+                           expect=200)
+        lite.action(stopped, "stop")
+        _, key = lite.api("POST", "/v1/keys", {"name": "dev", "role": "developer"}, expect=201)
+        before = {sid: lite.get(sid) for sid in (running, stopped)}
+        self.assertEqual(lite.stop(), 0)
+        db = os.path.join(lite.state_dir, "state.db")
+        lite_rows = self.sqlite_rows(db)
+        url = self.pg.create_database(self.db + "_m")
+        migrate = [a for a in lite.args()] + ["--database", url, "--migrate-from", "sqlite:" + db]
+        r = subprocess.run(migrate, capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        self.assertIn("migrated", r.stdout)
+        self.assertNotIn("postgresql://", r.stdout + r.stderr, "the URL (which may hold a password) was logged")
+        self.assertEqual(self.sqlite_rows(db), lite_rows, "the SQLite store's rows changed")
+        # ...is the same on PostgreSQL, from the same state directory: the running sandbox was
+        # reattached, the snapshot and the keys are there.
+        lite.database = url
+        lite.start()
+        for sid in (running, stopped):
+            after = lite.get(sid)
+            self.assertEqual((after["state"], after["metadata"]), (before[sid]["state"], before[sid]["metadata"]))
+        self.assertEqual(lite.sh(running, "cat /root/f")["stdout"], "kept\n")
+        snaps = lite.api("GET", "/v1/sandboxes/%s/snapshots" % running, expect=200)[1]["snapshots"]
+        self.assertEqual([s["id"] for s in snaps], [snap["snapshot"]["id"]])
+        self.assertEqual(lite.request("GET", "/v1/sandboxes", key=key["secret"])[0], 200)
+        self.assertEqual(self.pg.psql("SELECT count(*) FROM sandboxes", database=self.db + "_m"), "2")
+        # A second migration into a database that holds rows is refused, changing nothing.
+        lite.stop()
+        r = subprocess.run(migrate, capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL)
+        self.assertNotEqual(r.returncode, 0)
+        self.assertIn("already holds", r.stdout + r.stderr)
+        self.assertEqual(self.pg.psql("SELECT count(*) FROM sandboxes", database=self.db + "_m"), "2")
+        lite.start()
+        lite.destroy(running)
+        lite.destroy(stopped)
+        self.assertEqual(lite.leaks(running), [])
 
     def test_unreachable_database_fails_start_clearly(self):
         tmp = Spaced(database="postgresql://space@/nope?host=/nonexistent-space-dir&port=1")

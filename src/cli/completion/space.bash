@@ -4,7 +4,7 @@
 # come from `space ... --help`; sandbox ids from `space ps -q` (so they need a reachable
 # spaced and a key, as space itself does).
 
-_space_commands="health version capabilities ps inspect stats exec logs attach cp template sandbox snapshot restore fork op key project audit policy approvals network"
+_space_commands="health version capabilities ps inspect stats exec logs attach cp template sandbox snapshot restore fork op key project node audit policy approvals network"
 
 _space_subcommands() {
         case $1 in
@@ -14,6 +14,7 @@ _space_subcommands() {
         op | operation) echo "get ls" ;;
         key) echo "create ls rm" ;;
         project) echo "create ls" ;;
+        node) echo "ls" ;;
         policy) echo "ls get apply rm test" ;;
         approvals) echo "ls approve deny" ;;
         network) echo "get set profiles" ;;

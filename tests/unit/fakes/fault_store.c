@@ -425,6 +425,32 @@ static int fs_approval_decide(struct state_store *st, const char *id, enum appro
         FORWARD(approval_decide, WRITE, id, to, decided_by, comment, at_ms);
 }
 
+static int fs_node_register(struct state_store *st, const struct node_record *n)
+{
+        FORWARD(node_register, WRITE, n);
+}
+
+static int fs_node_heartbeat(struct state_store *st, const char *id, int64_t now_ms)
+{
+        FORWARD(node_heartbeat, WRITE, id, now_ms);
+}
+
+static int fs_node_list(struct state_store *st, struct node_record **ret, size_t *ret_n)
+{
+        FORWARD(node_list, READ, ret, ret_n);
+}
+
+static int fs_node_mark_lost(struct state_store *st, int64_t before_ms, int *ret_n)
+{
+        FORWARD(node_mark_lost, WRITE, before_ms, ret_n);
+}
+
+static int fs_operation_claim(struct state_store *st, const char *owner, const char *id, int64_t live_after_ms, int64_t now_ms,
+                              struct operation *ret)
+{
+        FORWARD(operation_claim, WRITE, owner, id, live_after_ms, now_ms, ret);
+}
+
 const struct state_store_ops fault_store_ops = {
         .name = "fault",
         .open = fs_open,
@@ -490,8 +516,13 @@ const struct state_store_ops fault_store_ops = {
         .approval_get = fs_approval_get,
         .approval_list = fs_approval_list,
         .approval_decide = fs_approval_decide,
+        .node_register = fs_node_register,
+        .node_heartbeat = fs_node_heartbeat,
+        .node_list = fs_node_list,
+        .node_mark_lost = fs_node_mark_lost,
+        .operation_claim = fs_operation_claim,
 };
 
 /* Every member of the table is forwarded: a verb added to struct state_store_ops fails the
  * build here until it is (a NULL entry would crash only the test that reaches it). */
-_Static_assert(sizeof(struct state_store_ops) == 64 * sizeof(void *), "fault_store: forward the new state_store_ops verb");
+_Static_assert(sizeof(struct state_store_ops) == 69 * sizeof(void *), "fault_store: forward the new state_store_ops verb");

@@ -38,7 +38,8 @@ static void test_sandbox(void **state)
         static const char *const members[] = { "id",         "state",      "state_reason", "template",  "environment",
                                                "resources",  "env",        "metadata",     "timeout_s", "on_timeout",
                                                "expires_at", "created_at", "updated_at",   "lineage",   "rolling_snapshots",
-                                               "project",    "storage",    "network",      "runtime",   NULL };
+                                               "project",    "storage",    "network",      "runtime",   "node",
+                                               NULL };
         static const char *const lineage[] = { "parent_sandbox_id", "parent_snapshot_id", "head_snapshot_id", NULL };
         static const char *const resources[] = { "cpus", "memory_mb", "pids", "disk_mb", NULL };
         struct sandbox sb = store_fixture_sandbox("sb-0123456789abcdef", SANDBOX_RUNNING, 1764439200123);
@@ -84,13 +85,15 @@ static void test_sandbox(void **state)
 
 static void test_operation(void **state)
 {
-        static const char *const members[] = { "id",         "kind",        "target", "state",  "created_at",
-                                               "started_at", "finished_at", "error",  "result", NULL };
+        static const char *const members[] = { "id",          "kind",  "target", "state", "created_at", "started_at",
+                                               "finished_at", "error", "result", "node",  "claims",     NULL };
         struct operation op = store_fixture_operation("op-8c1f0e2a9b7d4c11", "sandbox.create", "sb-1", OPERATION_PENDING, 5000);
         json_t *j = api_render_operation(&op);
         assert_members(j, members);
         assert_true(json_is_null(json_object_get(j, "error")));
         assert_true(json_is_null(json_object_get(j, "result")));
+        assert_true(json_is_null(json_object_get(j, "node"))); /* claimed by no node yet */
+        assert_int_equal(json_integer_value(json_object_get(j, "claims")), 0);
         assert_true(json_is_null(json_object_get(j, "started_at")));
         assert_true(json_is_null(json_object_get(j, "finished_at")));
         assert_string_equal(json_string_value(json_object_get(j, "state")), "pending");

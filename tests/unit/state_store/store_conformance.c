@@ -1,9 +1,11 @@
 #include "store_conformance.h"
 
+#include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <string.h>
 
 #include <cmocka.h>
 
@@ -22,6 +24,7 @@ int store_conformance_run(const struct store_backend *b)
         failed += store_conformance_policies(b);
         failed += store_conformance_approvals(b);
         failed += store_conformance_raw_ids(b);
+        failed += store_conformance_fleet(b);
         running = NULL;
         return failed;
 }
@@ -38,6 +41,15 @@ int store_conformance_open(void **state)
         }
         *state = st;
         return 0;
+}
+
+int store_conformance_reopen(struct state_store **ret)
+{
+        if (!running)
+                return -EINVAL;
+        if (strcmp(location, ":memory:") == 0)
+                return -EOPNOTSUPP; /* a second open would be another, empty store */
+        return running->ops->open(location, ret);
 }
 
 int store_conformance_close(void **state)

@@ -37,6 +37,11 @@ int store_conformance_figures(const struct store_backend *b);
 int store_conformance_policies(const struct store_backend *b);
 int store_conformance_approvals(const struct store_backend *b);
 int store_conformance_raw_ids(const struct store_backend *b);
+int store_conformance_fleet(const struct store_backend *b);
+
+/* A second connection to the store the running test opened (two claimants); close it with
+ * ops->close before the test ends. -EOPNOTSUPP for a store only one connection sees. */
+int store_conformance_reopen(struct state_store **ret);
 
 /* The four audit rows the audit group's tests start from, inserted through `with`. */
 void store_conformance_audit_rows(const struct state_store_ops *with, struct state_store *st);
