@@ -160,4 +160,12 @@ const struct state_store_ops state_store_postgres = {
         .approval_get = pg_approval_get,
         .approval_list = pg_approval_list,
         .approval_decide = pg_approval_decide,
+        .secret_data_key = pg_secret_data_key,
+        .secret_insert = pg_secret_insert,
+        .secret_get = pg_secret_get,
+        .secret_list = pg_secret_list,
+        .secret_delete = pg_secret_delete,
+        .binding_insert = pg_binding_insert,
+        .binding_list = pg_binding_list,
+        .binding_delete = pg_binding_delete,
 };

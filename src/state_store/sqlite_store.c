@@ -598,4 +598,12 @@ const struct state_store_ops state_store_sqlite = {
         .approval_get = sqlite_approval_get,
         .approval_list = sqlite_approval_list,
         .approval_decide = sqlite_approval_decide,
+        .secret_data_key = sqlite_secret_data_key,
+        .secret_insert = sqlite_secret_insert,
+        .secret_get = sqlite_secret_get,
+        .secret_list = sqlite_secret_list,
+        .secret_delete = sqlite_secret_delete,
+        .binding_insert = sqlite_binding_insert,
+        .binding_list = sqlite_binding_list,
+        .binding_delete = sqlite_binding_delete,
 };
