@@ -135,8 +135,8 @@ static int seal(const uint8_t *key, const char *ad, const uint8_t *plain, size_t
         if (!raw)
                 return -ENOMEM;
         randombytes_buf(raw, NONCE_SIZE);
-        crypto_aead_xchacha20poly1305_ietf_encrypt(raw + NONCE_SIZE, NULL, plain, len, (const uint8_t *)ad, strlen(ad), NULL,
-                                                   raw, key);
+        crypto_aead_xchacha20poly1305_ietf_encrypt(raw + NONCE_SIZE, NULL, plain, len, (const uint8_t *)ad, strlen(ad), NULL, raw,
+                                                   key);
         size_t text_len = sodium_base64_ENCODED_LEN(raw_len, B64);
         char *text = malloc(text_len);
         if (!text)
@@ -153,8 +153,7 @@ static int unseal(const uint8_t *key, const char *ad, const char *sealed, uint8_
         _cleanup_free_ uint8_t *raw = malloc(text_len);
         if (!raw)
                 return -ENOMEM;
-        if (sodium_base642bin(raw, text_len, sealed, text_len, NULL, &raw_len, NULL, B64) < 0 ||
-            raw_len < NONCE_SIZE + TAG_SIZE)
+        if (sodium_base642bin(raw, text_len, sealed, text_len, NULL, &raw_len, NULL, B64) < 0 || raw_len < NONCE_SIZE + TAG_SIZE)
                 return -EBADMSG;
         size_t len = raw_len - NONCE_SIZE - TAG_SIZE;
         uint8_t *plain = sodium_malloc(len + 1);

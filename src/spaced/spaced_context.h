@@ -21,6 +21,7 @@ struct command_channels;
 struct console_sessions;
 struct policy_cache;
 struct warm_pool;
+struct secret_keyring;
 
 #define SPACED_DISK_MB_MAX (16LL * 1024 * 1024) /* 16 TiB */
 
@@ -81,6 +82,10 @@ struct spaced_config {
         int egress_subnet_bits;
         char egress_resolver[64];           /* "" for the host's (/etc/resolv.conf) */
         char egress_gateway_path[PATH_MAX]; /* the space-egress binary */
+        /* the secret store's master key (auth/secret_keyring.h): a file, or a command that
+         * prints it (a KMS); neither: state_dir/secret.key, made 0600 at the first start */
+        char secret_key_file[PATH_MAX];
+        char secret_key_command[1024];
         /* E2B front door (src/e2b/): off unless --e2b-listen is given */
         bool e2b_enabled;
         char e2b_listen_addr[64];
@@ -112,8 +117,9 @@ struct spaced_context {
         struct egress_gateway *egress;     /* the supervised space-egress (runtime/egress_gateway.h) */
         /* the web console's sign-ins (service/console_session.h) */
         struct console_sessions *console_sessions;
-        struct policy_cache *policies; /* each project's compiled policies (policy/policy_cache.h); NULL: read each time */
-        struct warm_pool *warm;        /* sandboxes made ahead of their creates (controller/warm_pool.h); NULL: none */
+        struct policy_cache *policies;  /* each project's compiled policies (policy/policy_cache.h); NULL: read each time */
+        struct warm_pool *warm;         /* sandboxes made ahead of their creates (controller/warm_pool.h); NULL: none */
+        struct secret_keyring *keyring; /* seals and opens the platform-held secrets (auth/secret_keyring.h) */
         atomic_bool shutting_down;
 };
 

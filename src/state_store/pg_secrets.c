@@ -75,18 +75,18 @@ int pg_binding_insert(struct state_store *st, const struct binding_record *b)
         pg_text(&a, b->secret_name);
         pg_json(&a, b->spec);
         pg_int(&a, b->created_at_ms);
-        return pg_write(st, "INSERT INTO credential_bindings(" STORE_BINDING_COLUMNS ") VALUES ($1,$2,$3,$4,$5,$6)", &a,
-                        false);
+        return pg_write(st, "INSERT INTO credential_bindings(" STORE_BINDING_COLUMNS ") VALUES ($1,$2,$3,$4,$5,$6)", &a, false);
 }
 
 int pg_binding_list(struct state_store *st, const char *project_id, const char *sandbox_id, struct binding_record **ret,
                     size_t *ret_n)
 {
         struct pg_args a = { 0 };
-        pg_text(&a, project_id);
+        pg_nullable(&a, project_id);
         pg_nullable(&a, sandbox_id);
         return pg_list(st,
-                       "SELECT " STORE_BINDING_COLUMNS " FROM credential_bindings WHERE project_id = $1"
+                       "SELECT " STORE_BINDING_COLUMNS
+                       " FROM credential_bindings WHERE ($1::text IS NULL OR project_id = $1)"
                        " AND ($2::text IS NULL OR sandbox_id = '' OR sandbox_id = $2) ORDER BY created_at, id",
                        &a, sizeof(struct binding_record), store_row_binding, store_release_binding, (void **)ret, ret_n);
 }

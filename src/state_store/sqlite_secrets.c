@@ -124,11 +124,13 @@ int sqlite_binding_list(struct state_store *st, const char *project_id, const ch
         sqlite3_stmt *s;
         pthread_mutex_lock(&st->lock);
         int r = sq_prepare(st,
-                           "SELECT " STORE_BINDING_COLUMNS " FROM credential_bindings WHERE project_id = ?1"
+                           "SELECT " STORE_BINDING_COLUMNS
+                           " FROM credential_bindings WHERE (?1 IS NULL OR project_id = ?1)"
                            " AND (?2 IS NULL OR sandbox_id = '' OR sandbox_id = ?2) ORDER BY created_at, id",
                            &s);
         if (r == 0) {
-                sq_bind_text(s, 1, project_id);
+                if (project_id)
+                        sq_bind_text(s, 1, project_id);
                 if (sandbox_id)
                         sq_bind_text(s, 2, sandbox_id);
                 r = sq_collect(s, sizeof(struct binding_record), store_row_binding, store_release_binding, (void **)ret, ret_n);

@@ -105,7 +105,7 @@ int sqlite_secret_list(struct state_store *st, const char *project_id, struct se
 int sqlite_secret_delete(struct state_store *st, const char *project_id, const char *name);
 int sqlite_binding_insert(struct state_store *st, const struct binding_record *b);
 int sqlite_binding_list(struct state_store *st, const char *project_id, const char *sandbox_id, struct binding_record **ret,
-                    size_t *ret_n);
+                        size_t *ret_n);
 int sqlite_binding_delete(struct state_store *st, const char *project_id, const char *id);
 
 /* sqlite_policies.c: policy documents */

@@ -451,8 +451,8 @@ struct state_store_ops {
         /* -ENOENT when there is none. */
         int (*secret_delete)(struct state_store *st, const char *project_id, const char *name);
 
-        /* Credential bindings. List: sandbox_id NULL, the project's all; else the project-wide
-         * ones and that sandbox's. By (created_at, id). */
+        /* Credential bindings. List: project_id NULL, every project's; sandbox_id NULL, all of
+         * them; else the project-wide ones and that sandbox's. By (created_at, id). */
         int (*binding_insert)(struct state_store *st, const struct binding_record *b);
         int (*binding_list)(struct state_store *st, const char *project_id, const char *sandbox_id, struct binding_record **ret,
                             size_t *ret_n);

@@ -4,7 +4,7 @@
 # come from `space ... --help`; sandbox ids from `space ps -q` (so they need a reachable
 # spaced and a key, as space itself does).
 
-_space_commands="health version capabilities ps inspect stats exec logs attach cp template sandbox snapshot restore fork op key project audit policy approvals network"
+_space_commands="health version capabilities ps inspect stats exec logs attach cp template sandbox snapshot restore fork op key project audit policy approvals network secret"
 
 _space_subcommands() {
         case $1 in
@@ -16,6 +16,7 @@ _space_subcommands() {
         project) echo "create ls" ;;
         policy) echo "ls get apply rm test" ;;
         approvals) echo "ls approve deny" ;;
+        secret) echo "create ls rm bind bindings unbind" ;;
         network) echo "get set profiles" ;;
         esac
 }

@@ -100,6 +100,9 @@ static void test_binding_verbs(void **state)
         assert_int_equal(ops->binding_list(st, "pa", NULL, &all, &n), 0);
         assert_int_equal(n, 3);
         binding_record_array_free(all, n);
+        assert_int_equal(ops->binding_list(st, NULL, NULL, &all, &n), 0);
+        assert_int_equal(n, 4); /* every project's */
+        binding_record_array_free(all, n);
         assert_int_equal(ops->binding_list(st, "pa", "sbx-1", &all, &n), 0);
         assert_int_equal(n, 2); /* the project's and its own */
         assert_string_equal(all[0].id, "bnd-p");
