@@ -159,6 +159,30 @@ class Credentials(unittest.TestCase):
         _, listed = self.api("GET", "/v1/credential-bindings", expect=200)
         self.assertIn(b["id"], [x["id"] for x in listed["bindings"]])
 
+    def test_cli(self):
+        value = self.value + "-cli"
+        r = self.sp.cli("secret", "create", "CLI_TOKEN", input=value + "\n")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.addCleanup(lambda: self.sp.request("DELETE", "/v1/secrets/CLI_TOKEN"))
+        self.assertEqual(r.stdout.decode().strip(), "CLI_TOKEN")
+        r = self.sp.cli("secret", "bind", "CLI_TOKEN", "--destination", "cli.test", "--format", "basic",
+                        "--method", "GET")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        binding = r.stdout.decode().strip()
+        self.assertTrue(binding.startswith("bnd-"), binding)
+        r = self.sp.cli("secret", "bindings")
+        self.assertIn(binding, r.stdout.decode())
+        self.assertIn("cli.test", r.stdout.decode())
+        r = self.sp.cli("secret", "ls")
+        self.assertIn("CLI_TOKEN", r.stdout.decode())
+        r = self.sp.cli("--json", "secret", "ls")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertNotIn(value, r.stdout.decode())
+        self.assertEqual(self.sp.cli("secret", "unbind", binding).returncode, 0)
+        self.assertEqual(self.sp.cli("secret", "rm", "CLI_TOKEN").returncode, 0)
+        r = self.sp.cli("secret", "rm", "CLI_TOKEN")
+        self.assertNotEqual(r.returncode, 0)
+
     # ---- the gateway
 
     def test_injected_stripped_and_only_there(self):
