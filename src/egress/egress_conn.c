@@ -244,12 +244,13 @@ static bool refused_net(const struct egress_loop *l, uint32_t a)
         return (a & l->refuse_mask) == l->refuse_net;
 }
 
-/* Plain HTTP to a destination the sandbox has credentials for: its requests go through
- * the rewriter (egress_http_inject.h), the bytes peeked so far first. */
+/* Plain HTTP to a destination the sandbox has credentials for, or of a read-only sandbox:
+ * its requests go through the rewriter (egress_http_inject.h), the bytes peeked so far first. */
 static int inject_setup(struct egress_loop *l, struct egress_conn *c)
 {
         const struct egress_map_entry *e = egress_map_find(&l->map, c->src);
-        if (c->tls || !c->name[0] || !e || !egress_credentials_any_for(&e->credentials, c->name, c->orig_port))
+        if (c->tls || !c->name[0] || !e ||
+            (!e->policy.read_only && !egress_credentials_any_for(&e->credentials, c->name, c->orig_port)))
                 return 0;
         c->inject = calloc(1, sizeof(*c->inject));
         if (!c->inject)
@@ -298,6 +299,10 @@ static void decide(struct egress_loop *l, struct egress_conn *c, const uint32_t 
         }
         if (refused_net(l, c->orig) || egress_policy_decide(&e->policy, name, c->orig, c->orig_port) != EGRESS_ALLOW) {
                 refuse(l, c, name ? "destination address denied for this name" : "destination denied");
+                return;
+        }
+        if (e->policy.read_only && (c->tls || !name)) { /* what cannot be read cannot be held to reads */
+                refuse(l, c, c->tls ? "read-only: TLS is not intercepted here" : "read-only: not an HTTP request");
                 return;
         }
         if (!name) {
@@ -454,10 +459,13 @@ static int pump_inject(struct egress_loop *l, struct egress_conn *c, bool *ret_e
                 return -1;
         }
         size_t w = 0;
-        if (ij->in_len &&
-            egress_inject_run(ij, &e->credentials, c->name, c->orig_port, b->data + b->end, BUF_SIZE - b->end, &w,
-                              credential_used, c) < 0) {
-                conn_log(l, c, "deny", "request the gateway cannot follow for its credentials");
+        int r = ij->in_len ? egress_inject_run(ij, &e->credentials, c->name, c->orig_port, e->policy.read_only, b->data + b->end,
+                                               BUF_SIZE - b->end, &w, credential_used, c)
+                           : 0;
+        if (r < 0) {
+                conn_log(l, c, "deny",
+                         r == -EACCES ? "read-only: only GET, HEAD and OPTIONS pass"
+                                      : "request the gateway cannot follow for its credentials or read-only rule");
                 *ret_error = true;
                 return -1;
         }
@@ -541,12 +549,16 @@ void egress_conn_recheck(struct egress_loop *l)
                 const struct egress_map_entry *e = egress_map_find(&l->map, c->src);
                 const char *name = c->name[0] ? c->name : NULL;
                 if (e && egress_policy_decide(&e->policy, name, c->orig, c->orig_port) == EGRESS_ALLOW &&
-                    egress_policy_decide(&e->policy, name, c->dialled, c->orig_port) == EGRESS_ALLOW)
+                    egress_policy_decide(&e->policy, name, c->dialled, c->orig_port) == EGRESS_ALLOW &&
+                    (!e->policy.read_only || c->inject))
                         continue;
                 /* Reset both ways: neither side takes it for a clean end. */
                 struct linger lg = { .l_onoff = 1, .l_linger = 0 };
                 setsockopt(c->server, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
-                refuse(l, c, e ? "denied by a new policy" : "sandbox left the map");
+                refuse(l, c,
+                       !e                                          ? "sandbox left the map"
+                               : e->policy.read_only && !c->inject ? "read-only by a new policy"
+                                                                   : "denied by a new policy");
         }
 }
 

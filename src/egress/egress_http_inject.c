@@ -54,8 +54,14 @@ static void put(struct head_out *o, const void *p, size_t n)
 
 /* One head of h bytes (its blank line included): rewritten into out, the body's framing
  * into ij. 1: done; 0: no room in out yet; -EPROTO. */
+static bool safe_method(const char *m)
+{
+        return strcmp(m, "GET") == 0 || strcmp(m, "HEAD") == 0 || strcmp(m, "OPTIONS") == 0;
+}
+
 static int rewrite_head(struct egress_inject *ij, size_t h, const struct egress_credentials *creds, const char *name,
-                        uint16_t port, uint8_t *out, size_t room, size_t *ret_written, egress_inject_used used, void *arg)
+                        uint16_t port, bool read_only, uint8_t *out, size_t room, size_t *ret_written, egress_inject_used used,
+                        void *arg)
 {
         const char *head = (const char *)ij->in;
         if (memchr(head, '\0', h))
@@ -67,6 +73,8 @@ static int rewrite_head(struct egress_inject *ij, size_t h, const struct egress_
                 return -EPROTO;
         memcpy(method, head, (size_t)(sp - head));
         method[sp - head] = '\0';
+        if (read_only && !safe_method(method))
+                return -EACCES;
         struct head_out o = { .out = out, .room = room };
         put(&o, head, (size_t)(eol - head) + 2);
         bool host_ok = false, chunked = false, has_length = false, raw = strcmp(method, "CONNECT") == 0;
@@ -118,6 +126,8 @@ static int rewrite_head(struct egress_inject *ij, size_t h, const struct egress_
         }
         if (!host_ok || (chunked && has_length))
                 return -EPROTO;
+        if (read_only && raw)
+                return -EACCES; /* an upgraded stream could carry anything */
         for (size_t i = 0; i < creds->n; i++) {
                 const struct egress_credential *cr = &creds->items[i];
                 if (!egress_rule_matches_name(&cr->match, name, port) || !egress_credential_for_method(cr, method))
@@ -146,7 +156,7 @@ static int rewrite_head(struct egress_inject *ij, size_t h, const struct egress_
 }
 
 int egress_inject_run(struct egress_inject *ij, const struct egress_credentials *creds, const char *name, uint16_t port,
-                      uint8_t *out, size_t room, size_t *ret_written, egress_inject_used used, void *arg)
+                      bool read_only, uint8_t *out, size_t room, size_t *ret_written, egress_inject_used used, void *arg)
 {
         size_t pos = 0, written = 0;
         int r = 0;
@@ -167,7 +177,7 @@ int egress_inject_run(struct egress_inject *ij, const struct egress_credentials 
                                 ij->in_len = avail;
                                 pos = 0;
                         }
-                        int k = rewrite_head(ij, h, creds, name, port, out + written, free_out, &n, used, arg);
+                        int k = rewrite_head(ij, h, creds, name, port, read_only, out + written, free_out, &n, used, arg);
                         if (k <= 0) {
                                 r = k;
                                 break;

@@ -6,7 +6,7 @@
  * whose Host is not the connection's name, one too large, or framing it cannot follow
  * (obs-fold, bare CR or LF, conflicting lengths) ends the connection: the secret never
  * goes where the connection was not decided for. After an Upgrade or CONNECT the rest
- * passes as it is. */
+ * passes as it is. The same rewriter holds a read-only sandbox to safe methods. */
 #pragma once
 
 #include <stdbool.h>
@@ -39,7 +39,9 @@ struct egress_inject {
 typedef void (*egress_inject_used)(void *arg, const struct egress_credential *cr, const char *method);
 
 /* Rewrites what it can of ij->in into out (room bytes free), for the connection to name
- * (normalized) on port with the sandbox's credentials creds. *ret_written: bytes put in
- * out. 0, or -EPROTO: the connection must end. */
+ * (normalized) on port with the sandbox's credentials creds; read_only: a request of
+ * another method than GET, HEAD or OPTIONS (or one asking for an Upgrade) is not sent.
+ * *ret_written: bytes put in out. 0, or -EPROTO (framing), -EACCES (read-only): the
+ * connection must end (what was written before that request still goes out). */
 int egress_inject_run(struct egress_inject *ij, const struct egress_credentials *creds, const char *name, uint16_t port,
-                      uint8_t *out, size_t room, size_t *ret_written, egress_inject_used used, void *arg);
+                      bool read_only, uint8_t *out, size_t room, size_t *ret_written, egress_inject_used used, void *arg);

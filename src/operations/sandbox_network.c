@@ -25,6 +25,9 @@ static json_t *policy_new(struct spaced_context *ctx, const struct sandbox *sb)
         if (p) {
                 json_object_set(p, "allow", json_object_get(sb->network, "allow"));
                 json_object_set(p, "deny", json_object_get(sb->network, "deny"));
+                /* read-only: the profile's or the sandbox's own (which can only add it) */
+                if (json_is_true(json_object_get(sb->network, "read_only")))
+                        json_object_set_new(p, "read_only", json_true());
                 /* The credentials its bindings put on its requests (plaintext: this line goes
                  * to the gateway alone). Unreadable bindings: none, logged. */
                 json_t *creds = credential_binding_gateway_new(ctx, sb);

@@ -45,6 +45,11 @@ class Credentials(unittest.TestCase):
                 make(cls)
             finally:
                 egress.run = egress_run
+            with open(cls.profiles) as f:  # and a read-only copy of its profile
+                profiles = json.load(f)
+            profiles["profiles"]["test-ro"] = dict(profiles["profiles"]["test"], read_only=True)
+            with open(cls.profiles, "w") as f:
+                json.dump(profiles, f)
             cls.sp = Spaced(extra_args=["--egress-profiles", cls.profiles, "--egress-resolver", cls.up,
                                         "--egress-subnet", "10.204.%d.0/24" % cls.n])
             cls.sp.start()
@@ -71,8 +76,8 @@ class Credentials(unittest.TestCase):
         with open(self.log_path) as f:
             return f.read()
 
-    def sandbox(self):
-        sid = self.sp.create(network={"profile": "test"}, metadata={"t": "credentials"})
+    def sandbox(self, **network):
+        sid = self.sp.create(network=dict({"profile": "test"}, **network), metadata={"t": "credentials"})
         self.addCleanup(lambda: self.sp.request("DELETE", "/v1/sandboxes/%s?wait=true&timeout_s=60" % sid, timeout=70))
         return sid
 
@@ -249,6 +254,47 @@ class Credentials(unittest.TestCase):
         self.sp.sh(sid, "printf '%s' | timeout 8 nc -w 3 %s 80" % (req, self.up), timeout_s=30)
         seen = self.requests_since(m)
         self.assertFalse([l for l in seen if "path=/second" in l], seen)
+
+    # ---- read-only
+
+    def sh(self, sid, script, timeout_s=30):
+        return self.sp.sh(sid, script, timeout_s=timeout_s)
+
+    def check_read_only(self, sid, tag):
+        m = len(self.upstream_log())
+        self.assertIn("hello from allowed.test", self.http(sid, "allowed.test", "/%s-get" % tag)["stdout"])
+        self.http(sid, "allowed.test", "/%s-head" % tag, method="HEAD")
+        for method in ("POST", "PUT", "DELETE", "PATCH"):
+            r = self.http(sid, "allowed.test", "/%s-%s" % (tag, method.lower()), method=method)
+            self.assertNotIn("HTTP/1.", r["stdout"], (method, r))
+        hello = egress.NetworkEgress.tls_hello(self, sid, "www.allowed.test", self.up)
+        self.assertNotIn("16 03", hello)  # no ServerHello: TLS cannot be held to reads here, so it is denied
+        seen = "\n".join(self.requests_since(m))
+        self.assertIn("path=/%s-get" % tag, seen)
+        for method in ("post", "put", "delete", "patch"):
+            self.assertNotIn("path=/%s-%s " % (tag, method), seen)
+        self.assertNotIn("tls sni=www.allowed.test", self.upstream_log()[m:])
+        self.assertIn("read-only: only GET, HEAD and OPTIONS pass", self.sp.logs(tail=3000))
+
+    def test_read_only_sandbox(self):
+        sid = self.sandbox(read_only=True)
+        _, net = self.api("GET", "/v1/sandboxes/%s/network" % sid, expect=200)
+        self.assertIs(net["read_only"], True)
+        self.check_read_only(sid, "rosb")
+        # a credential on a read-only sandbox still goes only on the reads
+        self.make_secret("RO_TOKEN", self.value + "-ro")
+        self.bind(secret="RO_TOKEN", destination="allowed.test")
+        m = len(self.upstream_log())
+        self.http(sid, "allowed.test", "/ro-cred")
+        self.assertIn("auth=Bearer %s-ro" % self.value, "\n".join(self.requests_since(m)))
+        self.api("POST", "/v1/sandboxes", {"network": {"profile": "test", "read_only": "yes"}}, expect=400)
+
+    def test_read_only_profile(self):
+        _, profiles = self.api("GET", "/v1/egress-profiles", expect=200)
+        ro = {p["name"]: p["read_only"] for p in profiles["profiles"]}
+        self.assertEqual((ro["test-ro"], ro["test"]), (True, False))
+        sid = self.sandbox(profile="test-ro")
+        self.check_read_only(sid, "roprof")
 
     # ---- never in the sandbox
 

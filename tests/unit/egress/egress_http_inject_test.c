@@ -38,6 +38,8 @@ static void used(void *arg, const struct egress_credential *cr, const char *meth
 }
 
 /* Feeds text in pieces of step bytes; the rewritten stream into out. */
+static bool read_only;
+
 static int feed(struct egress_credentials *c, const char *name, const char *text, size_t step, char *out, size_t *ret_len)
 {
         static struct egress_inject ij;
@@ -49,7 +51,7 @@ static int feed(struct egress_credentials *c, const char *name, const char *text
                 ij.in_len += n;
                 pos += n;
                 size_t w = 0, before = ij.in_len;
-                int r = egress_inject_run(&ij, c, name, 80, (uint8_t *)out + total, 65536 - total, &w, used, NULL);
+                int r = egress_inject_run(&ij, c, name, 80, read_only, (uint8_t *)out + total, 65536 - total, &w, used, NULL);
                 if (r < 0)
                         return r;
                 total += w;
@@ -129,12 +131,40 @@ static void test_refused(void **state)
         egress_credentials_release(&c);
 }
 
+static void test_read_only(void **state)
+{
+        (void)state;
+        struct egress_credentials none = { 0 };
+        static char out[65537];
+        size_t len;
+        read_only = true;
+        assert_int_equal(feed(&none, "api.test",
+                              "GET /a HTTP/1.1\r\nHost: api.test\r\n\r\nHEAD /b HTTP/1.1\r\nHost: api.test\r\n\r\n"
+                              "OPTIONS * HTTP/1.1\r\nHost: api.test\r\n\r\n",
+                              5, out, &len),
+                         0);
+        assert_non_null(strstr(out, "OPTIONS * HTTP/1.1"));
+        static const char *const unsafe[] = { "POST", "PUT", "DELETE", "PATCH", "CONNECT" };
+        for (size_t i = 0; i < sizeof(unsafe) / sizeof(unsafe[0]); i++) {
+                char rq[200];
+                snprintf(rq, sizeof(rq), "GET /ok HTTP/1.1\r\nHost: api.test\r\n\r\n%s /x HTTP/1.1\r\nHost: api.test\r\n\r\n",
+                         unsafe[i]);
+                assert_int_equal(feed(&none, "api.test", rq, 1000, out, &len), -EACCES);
+                assert_null(strstr(out, unsafe[i])); /* the refused request is not sent */
+        }
+        assert_int_equal(
+                feed(&none, "api.test", "GET / HTTP/1.1\r\nHost: api.test\r\nUpgrade: websocket\r\n\r\n", 100, out, &len),
+                -EACCES);
+        read_only = false;
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_injects_and_strips),
                 cmocka_unit_test(test_methods),
                 cmocka_unit_test(test_refused),
+                cmocka_unit_test(test_read_only),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
