@@ -5,6 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "spaced/wallclock.h"
+
 static void copy(char *dst, size_t size, const char *src)
 {
         snprintf(dst, size, "%s", src ? src : "");
@@ -44,6 +46,7 @@ int egress_credentials_from_json(const json_t *list, struct egress_credentials *
                 copy(cr->binding, sizeof(cr->binding), json_string_value(json_object_get(e, "binding")));
                 copy(cr->secret, sizeof(cr->secret), json_string_value(json_object_get(e, "secret")));
                 copy(cr->header, sizeof(cr->header), header);
+                cr->expires_at_ms = (int64_t)json_integer_value(json_object_get(e, "expires_at_ms"));
                 cr->value_len = json_string_length(value);
                 cr->value = malloc(cr->value_len + 1);
                 if (!cr->value) {
@@ -91,6 +94,8 @@ bool egress_credentials_any_for(const struct egress_credentials *c, const char *
 
 bool egress_credential_for_method(const struct egress_credential *cr, const char *method)
 {
+        if (cr->expires_at_ms && wallclock_now_ms() >= cr->expires_at_ms)
+                return false;
         if (!cr->n_methods)
                 return true;
         for (size_t i = 0; i < cr->n_methods; i++)

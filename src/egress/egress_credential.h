@@ -8,6 +8,7 @@
 #include <jansson.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "egress/egress_rule.h"
 
@@ -23,6 +24,7 @@ struct egress_credential {
         size_t value_len;
         char methods[16][17]; /* none: every method */
         size_t n_methods;
+        int64_t expires_at_ms; /* wall clock; 0: none (a grant's deadline) */
 };
 
 struct egress_credentials {
@@ -36,5 +38,5 @@ int egress_credentials_from_json(const json_t *list, struct egress_credentials *
 void egress_credentials_release(struct egress_credentials *c);
 /* Whether any credential is for (name, port): the connection's requests are rewritten. */
 bool egress_credentials_any_for(const struct egress_credentials *c, const char *name, uint16_t port);
-/* Whether credential i applies to a request of method. */
+/* Whether the credential applies to a request of method now (not past its deadline). */
 bool egress_credential_for_method(const struct egress_credential *cr, const char *method);

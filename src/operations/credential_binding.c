@@ -13,6 +13,7 @@
 #include "egress/egress_rule.h"
 #include "spaced/log.h"
 #include "spaced/spaced_context.h"
+#include "spaced/wallclock.h"
 
 static bool token_valid(const char *s, size_t max)
 {
@@ -33,8 +34,8 @@ static json_t *invalid(struct space_error *err, const char *what)
 
 json_t *credential_binding_spec_new(const json_t *body, struct space_error *err)
 {
-        static const char *const known[] = { "secret",   "destination", "port",       "header", "format",
-                                             "template", "methods",     "sandbox_id", NULL };
+        static const char *const known[] = { "secret",   "destination", "port",       "header",     "format",
+                                             "template", "methods",     "sandbox_id", "grant_only", NULL };
         if (!json_is_object(body))
                 return invalid(err, "the body is a binding object");
         const char *key;
@@ -95,6 +96,13 @@ json_t *credential_binding_spec_new(const json_t *body, struct space_error *err)
                 json_object_set_new(spec, "template", json_string(template));
         if (spec && methods)
                 json_object_set(spec, "methods", (json_t *)methods);
+        const json_t *grant_only = json_object_get(body, "grant_only");
+        if (grant_only && !json_is_boolean(grant_only)) {
+                json_decref(spec);
+                return invalid(err, "grant_only: true or false");
+        }
+        if (spec && json_is_true(grant_only))
+                json_object_set_new(spec, "grant_only", json_true());
         if (!spec)
                 space_error_set(err, SPACE_E_INTERNAL, "out of memory");
         return spec;
@@ -166,6 +174,9 @@ static json_t *gateway_entry(struct spaced_context *ctx, const struct sandbox *s
                               json_string_value(json_object_get(b->spec, "header")) ?: "Authorization", "value", value);
         if (e && json_object_get(b->spec, "methods"))
                 json_object_set(e, "methods", json_object_get(b->spec, "methods"));
+        const json_t *grant = json_object_get(b->spec, "grant");
+        if (e && grant) /* the gateway ends it at its deadline itself */
+                json_object_set(e, "expires_at_ms", json_object_get(grant, "expires_at_ms"));
         return e;
 }
 
@@ -181,7 +192,13 @@ json_t *credential_binding_gateway_new(struct spaced_context *ctx, const struct 
         _cleanup_free_ char *candidate = NULL, *data_key = NULL;
         if (n && ctx->keyring && secret_keyring_new_data_key(ctx->keyring, sb->project_id, &candidate) == 0)
                 (void)STORE(ctx, secret_data_key, sb->project_id, candidate, &data_key);
+        int64_t now = wallclock_now_ms();
         for (size_t i = 0; arr && i < n && ctx->keyring; i++) {
+                /* a grant-only binding acts through its grants; an expired grant not at all */
+                const json_t *grant = json_object_get(all[i].spec, "grant");
+                if (json_is_true(json_object_get(all[i].spec, "grant_only")) ||
+                    (grant && json_integer_value(json_object_get(grant, "expires_at_ms")) <= now))
+                        continue;
                 json_t *e = gateway_entry(ctx, sb, &all[i], data_key);
                 if (e)
                         json_array_append_new(arr, e);

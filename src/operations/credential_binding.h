@@ -2,10 +2,11 @@
  * what the gateway is handed for it. A binding's spec, as a client writes it:
  *   {"secret": NAME, "destination": "api.example.com" | "*.example.com", "port": 1..65535?,
  *    "header": "Authorization"?, "format": "bearer" | "basic" | "custom",
- *    "template": "token {secret}" (custom only), "methods": ["GET", …]?, "sandbox_id"?}
+ *    "template": "token {secret}" (custom only), "methods": ["GET", …]?, "sandbox_id"?,
+ *    "grant_only": true? (it acts only through grants, service/grant_service.h)}
  * The gateway's form of one binding of a running sandbox (in its policy's "credentials"):
  *   {"binding": ID, "secret": NAME, "match": "NAME[:PORT]" (egress_rule.h), "header": H,
- *    "value": the header's whole value, "methods": [..]?}
+ *    "value": the header's whole value, "methods": [..]?, "expires_at_ms"? (a grant's deadline)}
  * The only place plaintext leaves spaced is that line on the gateway's control socket. */
 #pragma once
 

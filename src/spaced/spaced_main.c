@@ -21,6 +21,8 @@
 #include "data_plane/command_channels.h"
 #include "service/approval_service.h"
 #include "service/console_session.h"
+#include "service/grant_service.h"
+#include "service/periodic_task.h"
 #include "auth/secret_keyring.h"
 #include "api/api_auth.h"
 #include "api/http_listener.h"
@@ -460,6 +462,9 @@ int main(int argc, char **argv)
         struct approval_expiry *expiry = NULL;
         if ((r = approval_expiry_start(&ctx, &expiry)) < 0)
                 return fail("spaced.approvals", "cannot start approval expiry: %s", strerror(-r));
+        struct periodic_task *grant_expiry = NULL;
+        if ((r = periodic_task_start(&ctx, grant_service_expire, &grant_expiry)) < 0)
+                return fail("spaced.secrets", "cannot start grant expiry: %s", strerror(-r));
 
         http_listener_url(&ctx.cfg, ctx.cfg.listen_addr, ctx.cfg.listen_port, url, sizeof(url));
         log_info("spaced.ready", "url=%s admin_key=%s/admin.key state_dir=%s instance=%s runtime=%s cgroup=%s pool=%s", url,
@@ -490,6 +495,7 @@ int main(int argc, char **argv)
         metrics_listener_quiesce(metrics);
         warm_pool_stop(ctx.warm);
         approval_expiry_stop(expiry);
+        periodic_task_stop(grant_expiry);
         command_channels_free(ctx.channels);
         reconciler_free(controller);
         snapshot_sizer_free(sizer);

@@ -255,6 +255,48 @@ class Credentials(unittest.TestCase):
         seen = self.requests_since(m)
         self.assertFalse([l for l in seen if "path=/second" in l], seen)
 
+    # ---- grants
+
+    def test_grant_expires_by_itself_and_revokes(self):
+        self.make_secret("JIT_TOKEN", self.value + "-jit")
+        b = self.bind(secret="JIT_TOKEN", destination="allowed.test", grant_only=True)
+        sid = self.sandbox()
+        want = "auth=Bearer %s-jit" % self.value
+        m = len(self.upstream_log())
+        self.http(sid, "allowed.test", "/before-grant")  # grant-only: nothing by itself
+        self.assertIn("nauth=0", [l for l in self.requests_since(m) if "/before-grant" in l][0])
+        for bad in ({"binding": b["id"]}, {"binding": b["id"], "ttl_s": 0}, {"binding": "bnd-0000000000000000", "ttl_s": 5},
+                    {"binding": b["id"], "ttl_s": 5, "x": 1}):
+            self.api("POST", "/v1/sandboxes/%s/grants" % sid, bad, expect=400)
+        _, g = self.api("POST", "/v1/sandboxes/%s/grants" % sid, {"binding": b["id"], "ttl_s": 3}, expect=201)
+        self.assertEqual((g["binding"], g["secret"], g["sandbox_id"]), (b["id"], "JIT_TOKEN", sid))
+        _, listed = self.api("GET", "/v1/sandboxes/%s/grants" % sid, expect=200)
+        self.assertEqual([x["id"] for x in listed["grants"]], [g["id"]])
+        m = len(self.upstream_log())
+        self.http(sid, "allowed.test", "/granted")
+        self.assertIn(want, [l for l in self.requests_since(m) if "/granted" in l][0])
+
+        def expired():
+            _, a = self.api("GET", "/v1/audit?action=secret.grant_expired&target=" + sid, expect=200)
+            return a["audit"] or None
+        rows = wait_for(expired, timeout=15, what="the grant's expiry in the audit log")
+        self.assertEqual(rows[0]["detail"]["grant"], g["id"])
+        m = len(self.upstream_log())
+        self.http(sid, "allowed.test", "/after-expiry")
+        self.assertIn("nauth=0", [l for l in self.requests_since(m) if "/after-expiry" in l][0])
+        _, listed = self.api("GET", "/v1/sandboxes/%s/grants" % sid, expect=200)
+        self.assertEqual(listed["grants"], [])
+        # revoked before its deadline: gone at once
+        _, g2 = self.api("POST", "/v1/sandboxes/%s/grants" % sid, {"binding": b["id"], "ttl_s": 600}, expect=201)
+        self.api("DELETE", "/v1/sandboxes/%s/grants/%s" % (sid, g2["id"]), expect=204)
+        self.api("DELETE", "/v1/sandboxes/%s/grants/%s" % (sid, g2["id"]), expect=404)
+        m = len(self.upstream_log())
+        self.http(sid, "allowed.test", "/after-revoke")
+        self.assertIn("nauth=0", [l for l in self.requests_since(m) if "/after-revoke" in l][0])
+        _, created = self.api("GET", "/v1/audit?action=grant.create&target=" + sid, expect=200)
+        self.assertEqual(len([r for r in created["audit"] if r["status"] == 201]), 2)
+        self.assert_never_in_sandbox(sid)
+
     # ---- read-only
 
     def sh(self, sid, script, timeout_s=30):

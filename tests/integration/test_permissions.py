@@ -155,6 +155,9 @@ class Permissions(SpacedTestCase):
         _, bnd = sp.api("POST", "/v1/credential-bindings", {"secret": "PERM_PROBE", "destination": "probe.test"},
                         key=cls.keys["owner"], expect=201)
         cls.binding = bnd["id"]
+        _, grant = sp.api("POST", "/v1/sandboxes/%s/grants" % cls.sb, {"binding": cls.binding, "ttl_s": 3600},
+                          key=cls.keys["owner"], expect=201)
+        cls.grant = grant["id"]
         tpl = tar_of({"etc": None, "etc/motd": b"pa\n"})
         status, body = sp.request("POST", "/v1/templates/import?name=pa-tpl:1&format=rootfs", raw=tpl,
                                   key=cls.keys["owner"], headers={"Content-Type": "application/x-tar"})
@@ -197,7 +200,7 @@ class Permissions(SpacedTestCase):
                "operations": self.op, "keys": self.key_ids["viewer"], "projects": "pa", "sessions": self.session,
                "policies": self.policy,
                "approvals": self.approval,
-               "secrets": "PERM_PROBE", "credential-bindings": self.binding,
+               "secrets": "PERM_PROBE", "credential-bindings": self.binding, "grants": self.grant,
                "commands": "cmd-0000000000000000"}
         out = []
         for i, s in enumerate(segs):
