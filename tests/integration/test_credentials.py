@@ -255,6 +255,27 @@ class Credentials(unittest.TestCase):
         seen = self.requests_since(m)
         self.assertFalse([l for l in seen if "path=/second" in l], seen)
 
+    def test_kill9_of_spaced_and_gateway_keeps_credentials(self):
+        """The master key file is read again and the sealed value opens; the gateway, killed
+        -9, is started again with the whole map, credentials included."""
+        self.make_secret("CRASH_TOKEN", self.value + "-crash")
+        self.bind(secret="CRASH_TOKEN", destination="allowed.test")
+        sid = self.sandbox()
+        want = "auth=Bearer %s-crash" % self.value
+        self.sp.restart(hard=True)
+        m = len(self.upstream_log())
+        wait_for(lambda: self.http(sid, "allowed.test", "/after-restart") and want in self.upstream_log()[m:], timeout=20,
+                 what="the credential after a kill -9 restart of spaced")
+        import signal
+        old = egress.NetworkEgress.egress_pid(self)
+        self.assertTrue(old)
+        os.kill(old, signal.SIGKILL)
+        wait_for(lambda: egress.NetworkEgress.egress_pid(self) not in (None, old), timeout=20, what="a new space-egress")
+        m = len(self.upstream_log())
+        wait_for(lambda: self.http(sid, "allowed.test", "/after-gateway") and want in self.upstream_log()[m:], timeout=20,
+                 what="the credential after the gateway's restart")
+        self.assert_never_in_sandbox(sid)
+
     # ---- grants
 
     def test_grant_expires_by_itself_and_revokes(self):
