@@ -128,7 +128,12 @@ class Credentials(unittest.TestCase):
         self.api("GET", "/v1/secrets", key=k["secret"], expect=403)
         self.api("POST", "/v1/secrets", {"name": "DEV", "value": "v"}, key=k["secret"], expect=403)
         # sealed at rest: the value is nowhere in the database file, the key file is 0600
-        if os.path.exists(os.path.join(self.sp.state_dir, "state.db")):
+        if self.sp.pg:  # PostgreSQL: the row as the server holds it
+            sealed = self.sp.pg.psql("SELECT sealed FROM secrets WHERE name = 'API_PROBE'")
+            self.assertTrue(sealed.strip())
+            self.assertNotIn(self.value, sealed)
+            self.assertNotIn(self.value, self.sp.pg.psql("SELECT * FROM secrets"))
+        elif not self.sp.database:
             db = sqlite3.connect(os.path.join(self.sp.state_dir, "state.db"))
             sealed = db.execute("SELECT sealed FROM secrets WHERE name = 'API_PROBE'").fetchone()[0]
             db.close()
