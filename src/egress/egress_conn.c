@@ -474,8 +474,6 @@ static int pump_inject(struct egress_loop *l, struct egress_conn *c, bool *ret_e
                 explicit_bzero(ij->in, ij->in_len);
                 ij->in_len = 0;
         }
-        if (ij->in_len && b->eof && b->end == 0)
-                b->shut = true; /* nothing more will come out of it: end rather than wait */
         return flush(c->server, b, ret_error);
 }
 
