@@ -72,4 +72,19 @@ static inline void cleanup_json_decrefp(json_t **j)
         json_decref(*j); /* NULL is fine */
 }
 #define _cleanup_json_ _cleanup_(cleanup_json_decrefp)
+
+/* jansson's memory is erased when freed: a parsed request body, a policy line to the egress
+ * gateway may hold a secret's value (docs/network.md), and jansson frees its strings itself.
+ * Installed once at the start of spaced and space-egress, before any JSON is made. */
+#include <malloc.h>
+static inline void json_erasing_free(void *p)
+{
+        if (p)
+                explicit_bzero(p, malloc_usable_size(p));
+        free(p);
+}
+static inline void json_erase_on_free(void)
+{
+        json_set_alloc_funcs(malloc, json_erasing_free);
+}
 #endif

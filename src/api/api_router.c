@@ -33,6 +33,7 @@ static const char *const q_operation_list[] = { "target", "state", "project", "l
 static const char *const q_project_page[] = { "project", "limit", "cursor", NULL };
 static const char *const q_project[] = { "project", NULL };
 static const char *const q_policy_replace[] = { "if_version", NULL };
+static const char *const q_binding_list[] = { "project", "sandbox_id", NULL };
 static const char *const q_approval_list[] = { "project", "state", "limit", "cursor", NULL };
 static const char *const q_any[] = { "*", NULL }; /* anything: the query goes on to the sandbox as it came */
 static const char *const q_audit[] = { "project", "key_id", "action", "target", "since", "until", "limit", "cursor", NULL };
@@ -116,6 +117,17 @@ static const struct route {
         { "GET", { "v1", "approvals", "*" }, route_approval_get, API_AUTH_CONTROL, API_BODY_ANY, PERM_PROJECT_READ, "approval.get", q_none },
         { "POST", { "v1", "approvals", "*", "approve" }, route_approval_approve, API_AUTH_CONTROL, API_BODY_ANY, PERM_APPROVAL_WRITE, "approval.approve", q_none },
         { "POST", { "v1", "approvals", "*", "deny" }, route_approval_deny, API_AUTH_CONTROL, API_BODY_ANY, PERM_APPROVAL_WRITE, "approval.deny", q_none },
+        { "GET", { "v1", "secrets" }, route_secret_list, API_AUTH_CONTROL, API_BODY_ANY, PERM_SECRET_READ, "secret.list", q_project },
+        { "POST", { "v1", "secrets" }, route_secret_create, API_AUTH_CONTROL, API_BODY_ANY, PERM_SECRET_WRITE, "secret.create", q_project },
+        { "GET", { "v1", "secrets", "*" }, route_secret_get, API_AUTH_CONTROL, API_BODY_ANY, PERM_SECRET_READ, "secret.get", q_project },
+        { "DELETE", { "v1", "secrets", "*" }, route_secret_delete, API_AUTH_CONTROL, API_BODY_NONE, PERM_SECRET_WRITE, "secret.delete", q_project },
+        { "POST", { "v1", "sandboxes", "*", "grants" }, route_grant_create, API_AUTH_CONTROL, API_BODY_ANY, PERM_SECRET_WRITE, "grant.create", q_none },
+        { "GET", { "v1", "sandboxes", "*", "grants" }, route_grant_list, API_AUTH_CONTROL, API_BODY_ANY, PERM_SECRET_READ, "grant.list", q_none },
+        { "DELETE", { "v1", "sandboxes", "*", "grants", "*" }, route_grant_delete, API_AUTH_CONTROL, API_BODY_NONE, PERM_SECRET_WRITE, "grant.delete", q_none },
+        { "GET", { "v1", "credential-bindings" }, route_binding_list, API_AUTH_CONTROL, API_BODY_ANY, PERM_SECRET_READ, "binding.list", q_binding_list },
+        { "POST", { "v1", "credential-bindings" }, route_binding_create, API_AUTH_CONTROL, API_BODY_ANY, PERM_SECRET_WRITE, "binding.create", q_project },
+        { "GET", { "v1", "credential-bindings", "*" }, route_binding_get, API_AUTH_CONTROL, API_BODY_ANY, PERM_SECRET_READ, "binding.get", q_project },
+        { "DELETE", { "v1", "credential-bindings", "*" }, route_binding_delete, API_AUTH_CONTROL, API_BODY_NONE, PERM_SECRET_WRITE, "binding.delete", q_project },
         { "GET", { "v1", "projects" }, route_project_list, API_AUTH_CONTROL, API_BODY_ANY, PERM_PLATFORM, "project.list", q_page },
         { "GET", { "v1", "nodes" }, route_node_list, API_AUTH_CONTROL, API_BODY_ANY, PERM_PLATFORM, "node.list", q_none },
         { "POST", { "v1", "projects" }, route_project_create, API_AUTH_CONTROL, API_BODY_ANY, PERM_PLATFORM, "project.create", q_none },
@@ -164,9 +176,17 @@ static void object_of(const char *const pattern[8], enum api_auth_kind auth, str
                 const char *collection;
                 enum object_kind kind;
         } kinds[] = {
-                { "sandboxes", OBJECT_SANDBOX }, { "snapshots", OBJECT_SNAPSHOT },   { "templates", OBJECT_TEMPLATE },
-                { "builds", OBJECT_OPERATION },  { "operations", OBJECT_OPERATION }, { "keys", OBJECT_KEY },
-                { "projects", OBJECT_PROJECT },  { "policies", OBJECT_POLICY },      { "approvals", OBJECT_APPROVAL },
+                { "sandboxes", OBJECT_SANDBOX },
+                { "snapshots", OBJECT_SNAPSHOT },
+                { "templates", OBJECT_TEMPLATE },
+                { "builds", OBJECT_OPERATION },
+                { "operations", OBJECT_OPERATION },
+                { "keys", OBJECT_KEY },
+                { "projects", OBJECT_PROJECT },
+                { "policies", OBJECT_POLICY },
+                { "approvals", OBJECT_APPROVAL },
+                { "secrets", OBJECT_SECRET },
+                { "credential-bindings", OBJECT_BINDING },
         };
         req->object = OBJECT_NONE;
         if (auth != API_AUTH_CONTROL) /* a data-plane token names its sandbox itself */

@@ -236,6 +236,9 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
                 request_trail_finish(&up->trail, s->ctx, toe == MHD_REQUEST_TERMINATED_COMPLETED_OK);
                 if (up->sink && up->sink_state)
                         up->sink->abort(up->sink_state);
+                /* a body may carry a secret's value (POST /v1/secrets): erased, not only freed */
+                if (up->body.data)
+                        explicit_bzero(up->body.data, up->body.len);
                 free(up->body.data);
                 free(up);
                 *con_cls = NULL;

@@ -10,11 +10,11 @@ static const char *const role_names[] = {
 };
 
 static const char *const permission_names[] = {
-        "server.read",    "sandbox.read",  "sandbox.write",  "sandbox.exec",   "snapshot.read",
-        "snapshot.write", "template.read", "template.write", "operation.read", "operation.write",
-        "key.read",       "key.write",     "project.read",   "platform",       "approval.write",
+        "server.read",   "sandbox.read",   "sandbox.write",  "sandbox.exec",    "snapshot.read", "snapshot.write",
+        "template.read", "template.write", "operation.read", "operation.write", "key.read",      "key.write",
+        "project.read",  "platform",       "approval.write", "secret.read",     "secret.write",
 };
-_Static_assert(sizeof(permission_names) / sizeof(permission_names[0]) == 15, "one name per permission bit");
+_Static_assert(sizeof(permission_names) / sizeof(permission_names[0]) == 17, "one name per permission bit");
 
 #define READS \
         (PERM_SERVER_READ | PERM_SANDBOX_READ | PERM_SNAPSHOT_READ | PERM_TEMPLATE_READ | PERM_OPERATION_READ | PERM_PROJECT_READ)
@@ -42,7 +42,7 @@ uint32_t principal_role_permissions(enum principal_role role)
         case ROLE_ADMIN:
                 return PERM_ALL;
         case ROLE_OWNER:
-                return DEVELOPS | PERM_KEY_READ | PERM_KEY_WRITE | PERM_APPROVAL_WRITE;
+                return DEVELOPS | PERM_KEY_READ | PERM_KEY_WRITE | PERM_APPROVAL_WRITE | PERM_SECRET_READ | PERM_SECRET_WRITE;
         case ROLE_DEVELOPER:
                 return DEVELOPS;
         case ROLE_VIEWER:

@@ -37,8 +37,10 @@ enum permission {
         PERM_PROJECT_READ = 1u << 12,   /* the caller's project */
         PERM_PLATFORM = 1u << 13,       /* the operator: every project, projects, shared templates, layers */
         PERM_APPROVAL_WRITE = 1u << 14, /* approve or deny a held command (never one's own) */
+        PERM_SECRET_READ = 1u << 15,    /* the project's secrets (names, never values) and credential bindings */
+        PERM_SECRET_WRITE = 1u << 16,   /* create and delete secrets, bind them, grant them to a sandbox */
 };
-#define PERM_ALL ((uint32_t)((PERM_APPROVAL_WRITE << 1) - 1))
+#define PERM_ALL ((uint32_t)((PERM_SECRET_WRITE << 1) - 1))
 
 struct principal {
         char key_id[32];

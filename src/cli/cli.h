@@ -46,6 +46,8 @@ int cli_project_main(struct cli *cli, int argc, char **argv);
 int cli_node_main(struct cli *cli, int argc, char **argv);
 int cli_audit_main(struct cli *cli, int argc, char **argv);
 int cli_policy_main(struct cli *cli, int argc, char **argv);
+int cli_secret_main(struct cli *cli, int argc, char **argv);
+int cli_grant_main(struct cli *cli, int argc, char **argv);
 int cli_approvals_main(struct cli *cli, int argc, char **argv);
 int cli_network_main(struct cli *cli, int argc, char **argv);
 int cli_snapshot_main(struct cli *cli, int argc, char **argv);

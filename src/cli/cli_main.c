@@ -38,6 +38,8 @@ static const char main_usage[] =
         "  audit [--since T] [--action A]  the audit log (mutating and refused calls)\n"
         "  policy ls|get|apply|rm|test     policies the platform enforces (docs/governance.md)\n"
         "  approvals ls|approve|deny       commands a policy holds until a person decides\n"
+        "  secret create|ls|rm|bind|bindings|unbind  platform-held secrets (docs/network.md)\n"
+        "  grant create|ls|rm              a binding on one sandbox for a bounded time\n"
         "  network get|set|profiles        a sandbox's egress rules, the server's egress profiles\n"
         "\n"
         "Flags:\n"
@@ -154,6 +156,8 @@ int main(int argc, char **argv)
                 { "audit", cli_audit_main },
                 { "policy", cli_policy_main },
                 { "approvals", cli_approvals_main },
+                { "secret", cli_secret_main },
+                { "grant", cli_grant_main },
                 { "network", cli_network_main },
         };
         _cleanup_(cli_done) struct cli cli = {};

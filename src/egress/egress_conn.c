@@ -16,6 +16,7 @@
 
 #include <jansson.h>
 
+#include "egress/egress_http_inject.h"
 #include "egress/egress_loop.h"
 #include "egress/egress_peek.h"
 #include "egress/egress_rule.h"
@@ -46,6 +47,12 @@ struct egress_conn {
         struct pipe_buf up, down; /* up: client → server (holds the peeked bytes first) */
         uint32_t dialled;
         bool dead; /* freed at the end of the loop's batch (egress_conn_reap): events may still name it */
+        bool tls;  /* its first bytes were a TLS ClientHello */
+        /* plain HTTP to a destination with credentials: its requests are rewritten (NULL: spliced) */
+        struct egress_inject *inject;
+        struct egress_loop *loop;
+        char used[8][32]; /* the bindings put on its requests, each recorded once */
+        size_t n_used;
 };
 
 static void ip_text(uint32_t a, char *buf)
@@ -66,6 +73,12 @@ static void conn_record(struct egress_loop *l, const struct egress_conn *c, cons
                               (json_int_t)c->down.total, "duration_ms", (json_int_t)(egress_now_ms() - c->started_ms));
         char *line = j ? json_dumps(j, JSON_COMPACT) : NULL;
         json_decref(j);
+        egress_record_line(l, line);
+        free(line);
+}
+
+void egress_record_line(struct egress_loop *l, const char *line)
+{
         size_t len = line ? strlen(line) : 0;
         if (!line || l->record_len + len + 1 > sizeof(l->record_buf)) {
                 l->records_dropped++;
@@ -74,7 +87,6 @@ static void conn_record(struct egress_loop *l, const struct egress_conn *c, cons
                 l->record_buf[l->record_len + len] = '\n';
                 l->record_len += len + 1;
         }
-        free(line);
         egress_record_flush(l);
 }
 
@@ -113,8 +125,34 @@ static void conn_log(struct egress_loop *l, const struct egress_conn *c, const c
                 conn_record(l, c, strcmp(decision, "deny") == 0 ? "deny" : "allow", reason, src, dst, via);
 }
 
+/* A credential put on a request of c: one record for spaced's audit log (secret.used) per
+ * binding and connection; never the value. */
+static void credential_used(void *arg, const struct egress_credential *cr, const char *method)
+{
+        struct egress_conn *c = arg;
+        for (size_t i = 0; i < c->n_used; i++)
+                if (strcmp(c->used[i], cr->binding) == 0)
+                        return;
+        if (c->n_used < sizeof(c->used) / sizeof(c->used[0]))
+                snprintf(c->used[c->n_used++], sizeof(c->used[0]), "%s", cr->binding);
+        egress_log("info", "egress.secret_used", "sandbox=%s binding=%s secret=%s name=\"%s\" port=%u method=%s", c->sandbox,
+                   cr->binding, cr->secret, c->name, c->orig_port, method);
+        json_t *j = json_pack("{s:s, s:s, s:s, s:s, s:s, s:i, s:s}", "op", "secret_used", "sandbox", c->sandbox, "binding",
+                              cr->binding, "secret", cr->secret, "name", c->name, "port", (int)c->orig_port, "method", method);
+        char *line = j ? json_dumps(j, JSON_COMPACT) : NULL;
+        json_decref(j);
+        egress_record_line(c->loop, line);
+        free(line);
+}
+
 static void conn_free(struct egress_loop *l, struct egress_conn *c)
 {
+        if (c->inject) {
+                explicit_bzero(c->inject, sizeof(*c->inject));
+                explicit_bzero(c->up.data, sizeof(c->up.data)); /* rewritten heads held values */
+                free(c->inject);
+                c->inject = NULL;
+        }
         if (c->pending)
                 c->pending->used = false;
         c->pending = NULL;
@@ -173,6 +211,7 @@ void egress_conn_accept(struct egress_loop *l)
                 }
                 c->client = fd;
                 c->server = -1;
+                c->loop = l;
                 c->src = ntohl(peer.sin_addr.s_addr);
                 c->started_ms = egress_now_ms();
                 c->deadline_ms = c->started_ms + EGRESS_PEEK_TIMEOUT_MS;
@@ -205,8 +244,31 @@ static bool refused_net(const struct egress_loop *l, uint32_t a)
         return (a & l->refuse_mask) == l->refuse_net;
 }
 
+/* Plain HTTP to a destination the sandbox has credentials for, or of a read-only sandbox:
+ * its requests go through the rewriter (egress_http_inject.h), the bytes peeked so far first. */
+static int inject_setup(struct egress_loop *l, struct egress_conn *c)
+{
+        const struct egress_map_entry *e = egress_map_find(&l->map, c->src);
+        if (c->tls || !c->name[0] || !e ||
+            (!e->policy.read_only && !egress_credentials_any_for(&e->credentials, c->name, c->orig_port)))
+                return 0;
+        c->inject = calloc(1, sizeof(*c->inject));
+        if (!c->inject)
+                return -ENOMEM;
+        size_t n = c->up.end - c->up.start;
+        memcpy(c->inject->in, c->up.data + c->up.start, n); /* at most EGRESS_PEEK_MAX */
+        c->inject->in_len = n;
+        explicit_bzero(c->up.data, c->up.end);
+        c->up.start = c->up.end = 0;
+        return 0;
+}
+
 static void dial(struct egress_loop *l, struct egress_conn *c, uint32_t addr)
 {
+        if (inject_setup(l, c) < 0) {
+                refuse(l, c, "out of memory");
+                return;
+        }
         c->dialled = addr;
         c->server = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
         if (c->server < 0) {
@@ -237,6 +299,10 @@ static void decide(struct egress_loop *l, struct egress_conn *c, const uint32_t 
         }
         if (refused_net(l, c->orig) || egress_policy_decide(&e->policy, name, c->orig, c->orig_port) != EGRESS_ALLOW) {
                 refuse(l, c, name ? "destination address denied for this name" : "destination denied");
+                return;
+        }
+        if (e->policy.read_only && (c->tls || !name)) { /* what cannot be read cannot be held to reads */
+                refuse(l, c, c->tls ? "read-only: TLS is not intercepted here" : "read-only: not an HTTP request");
                 return;
         }
         if (!name) {
@@ -327,6 +393,7 @@ static void peek(struct egress_loop *l, struct egress_conn *c, bool timed_out)
                 refuse(l, c, "incomplete TLS or HTTP");
                 return;
         }
+        c->tls = c->up.end > 0 && c->up.data[0] == 0x16; /* a TLS handshake record */
         if (r == EGRESS_PEEK_NAME)
                 named(l, c, raw);
         else
@@ -336,7 +403,7 @@ static void peek(struct egress_loop *l, struct egress_conn *c, bool timed_out)
 static void update_interest(struct egress_loop *l, struct egress_conn *c)
 {
         uint32_t ce = 0, se = 0;
-        if (!c->up.eof && c->up.end < BUF_SIZE)
+        if (!c->up.eof && (c->inject ? c->inject->in_len < sizeof(c->inject->in) : c->up.end < BUF_SIZE))
                 ce |= EPOLLIN;
         if (c->down.end > c->down.start)
                 ce |= EPOLLOUT;
@@ -347,6 +414,8 @@ static void update_interest(struct egress_loop *l, struct egress_conn *c)
         watch(l, c->client, &c->h_client, ce, false);
         watch(l, c->server, &c->h_server, se, false);
 }
+
+static int flush(int to, struct pipe_buf *b, bool *ret_error);
 
 /* Moves what can be moved from one side to the other; -1 when the connection is over. */
 static int pump(int from, int to, struct pipe_buf *b, bool *ret_error)
@@ -363,6 +432,54 @@ static int pump(int from, int to, struct pipe_buf *b, bool *ret_error)
                         return -1;
                 }
         }
+        return flush(to, b, ret_error);
+}
+
+/* pump() for the client side of an injected connection: what the client sent goes through
+ * the rewriter (on the credentials its sandbox has now) before it is sent on. */
+static int pump_inject(struct egress_loop *l, struct egress_conn *c, bool *ret_error)
+{
+        struct pipe_buf *b = &c->up;
+        struct egress_inject *ij = c->inject;
+        if (!b->eof && ij->in_len < sizeof(ij->in)) {
+                ssize_t n = recv(c->client, ij->in + ij->in_len, sizeof(ij->in) - ij->in_len, 0);
+                if (n > 0) {
+                        ij->in_len += (size_t)n;
+                        b->total += (uint64_t)n;
+                } else if (n == 0) {
+                        b->eof = true;
+                } else if (errno != EAGAIN && errno != EINTR) {
+                        *ret_error = true;
+                        return -1;
+                }
+        }
+        const struct egress_map_entry *e = egress_map_find(&l->map, c->src);
+        if (!e) {
+                *ret_error = true;
+                return -1;
+        }
+        size_t w = 0;
+        int r = ij->in_len ? egress_inject_run(ij, &e->credentials, c->name, c->orig_port, e->policy.read_only, b->data + b->end,
+                                               BUF_SIZE - b->end, &w, credential_used, c)
+                           : 0;
+        if (r < 0) {
+                conn_log(l, c, "deny",
+                         r == -EACCES ? "read-only: only GET, HEAD and OPTIONS pass"
+                                      : "request the gateway cannot follow for its credentials or read-only rule");
+                *ret_error = true;
+                return -1;
+        }
+        b->end += w;
+        if (b->eof && w == 0 && ij->in_len && b->end == b->start) { /* a request the client never finished */
+                explicit_bzero(ij->in, ij->in_len);
+                ij->in_len = 0;
+        }
+        return flush(c->server, b, ret_error);
+}
+
+/* Sends what b holds; at its end and the reader's, the write side is shut. */
+static int flush(int to, struct pipe_buf *b, bool *ret_error)
+{
         while (b->end > b->start) {
                 ssize_t n = send(to, b->data + b->start, b->end - b->start, MSG_NOSIGNAL);
                 if (n < 0) {
@@ -410,8 +527,8 @@ void egress_conn_event(struct egress_loop *l, struct egress_conn *c, bool server
         if (c->state != SPLICING)
                 return;
         bool error = false;
-        if (pump(c->client, c->server, &c->up, &error) < 0 || pump(c->server, c->client, &c->down, &error) < 0 ||
-            (c->up.shut && c->down.shut)) {
+        if ((c->inject ? pump_inject(l, c, &error) : pump(c->client, c->server, &c->up, &error)) < 0 ||
+            pump(c->server, c->client, &c->down, &error) < 0 || (c->up.shut && c->down.shut)) {
                 conn_log(l, c, "end", error ? "reset" : "done");
                 conn_free(l, c);
                 return;
@@ -430,12 +547,16 @@ void egress_conn_recheck(struct egress_loop *l)
                 const struct egress_map_entry *e = egress_map_find(&l->map, c->src);
                 const char *name = c->name[0] ? c->name : NULL;
                 if (e && egress_policy_decide(&e->policy, name, c->orig, c->orig_port) == EGRESS_ALLOW &&
-                    egress_policy_decide(&e->policy, name, c->dialled, c->orig_port) == EGRESS_ALLOW)
+                    egress_policy_decide(&e->policy, name, c->dialled, c->orig_port) == EGRESS_ALLOW &&
+                    (!e->policy.read_only || c->inject))
                         continue;
                 /* Reset both ways: neither side takes it for a clean end. */
                 struct linger lg = { .l_onoff = 1, .l_linger = 0 };
                 setsockopt(c->server, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
-                refuse(l, c, e ? "denied by a new policy" : "sandbox left the map");
+                refuse(l, c,
+                       !e                                          ? "sandbox left the map"
+                               : e->policy.read_only && !c->inject ? "read-only by a new policy"
+                                                                   : "denied by a new policy");
         }
 }
 

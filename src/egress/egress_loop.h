@@ -76,5 +76,8 @@ void egress_conn_resolved(struct egress_loop *l, struct egress_conn *c, const ui
 void egress_conn_recheck(struct egress_loop *l);
 void egress_conn_tick(struct egress_loop *l, int64_t now_ms);
 void egress_conn_reap(struct egress_loop *l);
+/* Queues one record line (JSON, no newline; NULL counts as dropped) for spaced and sends
+ * what it can. */
+void egress_record_line(struct egress_loop *l, const char *line);
 /* Sends what it can of the connection records to spaced, without waiting. */
 void egress_record_flush(struct egress_loop *l);

@@ -23,6 +23,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "cleanup.h"
 #include "egress/egress_loop.h"
 #include "egress/egress_rule.h"
 #include "spaced/log.h"
@@ -207,6 +208,8 @@ static int control_read(struct egress_loop *l)
         if (rest == sizeof(l->control_buf) - 1)
                 return -EMSGSIZE;
         memmove(l->control_buf, line, rest);
+        /* the lines read held credentials' values: nothing of them stays behind */
+        explicit_bzero(l->control_buf + rest, l->control_len - rest);
         l->control_len = rest;
         return 0;
 }
@@ -251,6 +254,7 @@ int main(int argc, char **argv)
         static struct egress_loop loop;
         struct egress_loop *l = &loop;
         const char *resolver = NULL, *refuse = NULL;
+        json_erase_on_free(); /* policy lines carry credentials' values (cleanup.h) */
         l->listen_fd = l->dns_fd = l->control_fd = -1;
         for (int i = 1; i + 1 < argc; i += 2) {
                 if (strcmp(argv[i], "--listen-fd") == 0)

@@ -9,8 +9,10 @@
 
 void egress_map_release(struct egress_map *m)
 {
-        for (size_t i = 0; m && i < m->n; i++)
+        for (size_t i = 0; m && i < m->n; i++) {
                 egress_policy_release(&m->entries[i].policy);
+                egress_credentials_release(&m->entries[i].credentials);
+        }
         if (m) {
                 free(m->entries);
                 memset(m, 0, sizeof(*m));
@@ -36,6 +38,7 @@ static void del(struct egress_map *m, uint32_t addr)
         if (!e)
                 return;
         egress_policy_release(&e->policy);
+        egress_credentials_release(&e->credentials);
         *e = m->entries[--m->n];
 }
 
@@ -71,8 +74,14 @@ int egress_map_apply(struct egress_map *m, const char *line, char *why, size_t w
                 snprintf(why, why_size, "unknown op or no sandbox");
                 goto out;
         }
+        struct egress_credentials creds;
         if ((r = egress_policy_from_json(json_object_get(j, "policy"), &p, why, why_size)) < 0)
                 goto out;
+        if ((r = egress_credentials_from_json(json_object_get(json_object_get(j, "policy"), "credentials"), &creds, why,
+                                              why_size)) < 0) {
+                egress_policy_release(&p);
+                goto out;
+        }
         struct egress_map_entry *e = find(m, addr);
         if (!e) {
                 if (m->n == m->cap) {
@@ -80,6 +89,7 @@ int egress_map_apply(struct egress_map *m, const char *line, char *why, size_t w
                         struct egress_map_entry *grown = realloc(m->entries, cap * sizeof(*grown));
                         if (!grown) {
                                 egress_policy_release(&p);
+                                egress_credentials_release(&creds);
                                 r = -ENOMEM;
                                 goto out;
                         }
@@ -89,10 +99,12 @@ int egress_map_apply(struct egress_map *m, const char *line, char *why, size_t w
                 e = &m->entries[m->n++];
         } else {
                 egress_policy_release(&e->policy);
+                egress_credentials_release(&e->credentials);
         }
         e->addr = addr;
         snprintf(e->sandbox, sizeof(e->sandbox), "%s", sandbox);
         e->policy = p;
+        e->credentials = creds;
         r = 0;
 out:
         json_decref(j);

@@ -5,12 +5,14 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "egress/egress_credential.h"
 #include "egress/egress_policy.h"
 
 struct egress_map_entry {
         uint32_t addr; /* host byte order */
         char sandbox[32];
         struct egress_policy policy;
+        struct egress_credentials credentials; /* the policy's "credentials" */
 };
 
 struct egress_map {

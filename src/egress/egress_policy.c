@@ -103,6 +103,12 @@ int egress_policy_from_json(const json_t *j, struct egress_policy *ret, char *wh
                 goto fail;
         }
         p.default_public = def && strcmp(json_string_value(def), "public") == 0;
+        const json_t *ro = json_object_get(j, "read_only");
+        if (ro && !json_is_boolean(ro)) {
+                snprintf(why, why_size, "read_only must be true or false");
+                goto fail;
+        }
+        p.read_only = json_is_true(ro);
         if ((r = profile_rules(json_object_get(j, "rules"), &p, why, why_size)) < 0 ||
             (r = egress_rules_from_json(json_object_get(j, "allow"), EGRESS_ALLOW, "allow", &p.allow, &p.n_allow, why,
                                         why_size)) < 0 ||

@@ -13,7 +13,7 @@
  * Its JSON form, shared by the profiles file, the create body's network field and the map
  * spaced sends to space-egress:
  *   {"profile": NAME, "default": "deny"|"public", "rules": [{"allow": RULE} | {"deny": RULE}, …],
- *    "allow": [RULE, …], "deny": [RULE, …]}
+ *    "allow": [RULE, …], "deny": [RULE, …], "read_only": BOOL}
  * (RULE: egress_rule.h). */
 #pragma once
 
@@ -29,6 +29,7 @@
 struct egress_policy {
         char profile[64];
         bool default_public;
+        bool read_only;            /* only GET, HEAD, OPTIONS over plain HTTP; what cannot be read that way is denied */
         struct egress_rule *rules; /* the profile's, in order */
         size_t n_rules;
         struct egress_rule *allow; /* the sandbox's */

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "egress/egress_profiles.h"
+#include "operations/credential_binding.h"
 #include "runtime/egress_gateway.h"
 #include "spaced/log.h"
 #include "spaced/spaced_context.h"
@@ -13,7 +14,7 @@
 
 /* A new reference: the profile's definition with the sandbox's lists. A profile the server
  * no longer has (the file changed) denies everything: fail closed. */
-static json_t *policy_new(const struct spaced_context *ctx, const struct sandbox *sb)
+static json_t *policy_new(struct spaced_context *ctx, const struct sandbox *sb)
 {
         const char *profile = json_string_value(json_object_get(sb->network, "profile"));
         const json_t *def = egress_profiles_find(ctx->egress_profiles, profile);
@@ -24,6 +25,15 @@ static json_t *policy_new(const struct spaced_context *ctx, const struct sandbox
         if (p) {
                 json_object_set(p, "allow", json_object_get(sb->network, "allow"));
                 json_object_set(p, "deny", json_object_get(sb->network, "deny"));
+                /* read-only: the profile's or the sandbox's own (which can only add it) */
+                if (json_is_true(json_object_get(sb->network, "read_only")))
+                        json_object_set_new(p, "read_only", json_true());
+                /* The credentials its bindings put on its requests (plaintext: this line goes
+                 * to the gateway alone). Unreadable bindings: none, logged. */
+                json_t *creds = credential_binding_gateway_new(ctx, sb);
+                if (!creds)
+                        log_warn("sandbox.credentials_unread", "sandbox=%s effect=\"no credentials injected\"", sb->id);
+                json_object_set_new(p, "credentials", creds ? creds : json_array());
         }
         return p;
 }
@@ -69,12 +79,44 @@ void sandbox_network_forget(struct spaced_context *ctx, const struct sandbox *sb
                 egress_gateway_forget(ctx->egress, sb->id);
 }
 
+/* The gateway put a credential on a request of sandbox (once per binding and connection):
+ * an audit row secret.used, its detail the binding, secret name, destination, port and
+ * method (the gateway never sends the value back). */
+static void secret_used_record(struct spaced_context *ctx, const char *sandbox, const json_t *record)
+{
+        struct audit_record a = { .created_at_ms = wallclock_now_ms() };
+        random_id("aud-", 12, a.id, sizeof(a.id));
+        snprintf(a.action, sizeof(a.action), "secret.used");
+        snprintf(a.target, sizeof(a.target), "%s", sandbox);
+        struct sandbox sb;
+        if (STORE(ctx, sandbox_get, sandbox, &sb) == 0) {
+                snprintf(a.project, sizeof(a.project), "%s", sb.project_id);
+                sandbox_release(&sb);
+        }
+        json_t *d = json_pack("{s:s, s:s, s:s, s:O, s:s}", "binding", json_string_value(json_object_get(record, "binding")) ?: "",
+                              "secret", json_string_value(json_object_get(record, "secret")) ?: "", "name",
+                              json_string_value(json_object_get(record, "name")) ?: "", "port",
+                              json_object_get(record, "port") ?: json_null(), "method",
+                              json_string_value(json_object_get(record, "method")) ?: "");
+        char *text = d ? json_dumps(d, JSON_COMPACT) : NULL;
+        json_decref(d);
+        if (text && strlen(text) < sizeof(a.detail))
+                memcpy(a.detail, text, strlen(text) + 1);
+        free(text);
+        int r = STORE(ctx, audit_insert, &a);
+        if (r < 0)
+                log_error("audit.write_failed", "error=\"%s\" action=secret.used target=%s", strerror(-r), sandbox);
+}
+
 void sandbox_network_record(void *arg, const json_t *record)
 {
         struct spaced_context *ctx = arg;
         const char *sandbox = json_string_value(json_object_get(record, "sandbox"));
         const char *decision = json_string_value(json_object_get(record, "decision"));
-        if (!sandbox || !decision || strcmp(json_string_value(json_object_get(record, "op")) ?: "", "connection") != 0)
+        const char *op = json_string_value(json_object_get(record, "op")) ?: "";
+        if (sandbox && strcmp(op, "secret_used") == 0)
+                return secret_used_record(ctx, sandbox, record);
+        if (!sandbox || !decision || strcmp(op, "connection") != 0)
                 return;
         struct audit_record a = { .created_at_ms = wallclock_now_ms() };
         random_id("aud-", 12, a.id, sizeof(a.id));

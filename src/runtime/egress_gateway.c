@@ -306,7 +306,7 @@ void egress_gateway_free(struct egress_gateway *g)
                 pthread_join(g->supervisor, NULL);
         }
         for (size_t i = 0; i < g->n; i++)
-                free(g->map[i].line);
+                erase_and_free(g->map[i].line); /* policy lines carry credentials */
         free(g->map);
         if (g->listen_fd >= 0)
                 close(g->listen_fd);
@@ -342,11 +342,12 @@ int egress_gateway_set(struct egress_gateway *g, const char *addr, const char *s
         char *text = msg ? json_dumps(msg, JSON_COMPACT) : NULL;
         json_decref(msg);
         size_t len = text ? strlen(text) : 0;
-        char *line = text ? realloc(text, len + 2) : NULL;
-        if (!line) {
-                free(text);
+        char *line = text ? malloc(len + 2) : NULL; /* not realloc: the text it would leave behind holds credentials */
+        if (line)
+                memcpy(line, text, len);
+        erase_and_free(text);
+        if (!line)
                 return -ENOMEM;
-        }
         line[len] = '\n';
         line[len + 1] = '\0';
         pthread_mutex_lock(&g->lock);
@@ -359,7 +360,7 @@ int egress_gateway_set(struct egress_gateway *g, const char *addr, const char *s
                 struct map_entry *grown = realloc(g->map, cap * sizeof(*grown));
                 if (!grown) {
                         pthread_mutex_unlock(&g->lock);
-                        free(line);
+                        erase_and_free(line);
                         return -ENOMEM;
                 }
                 g->map = grown;
@@ -369,7 +370,7 @@ int egress_gateway_set(struct egress_gateway *g, const char *addr, const char *s
                 e = &g->map[g->n++];
                 snprintf(e->addr, sizeof(e->addr), "%s", addr);
         } else {
-                free(e->line);
+                erase_and_free(e->line);
         }
         snprintf(e->sandbox, sizeof(e->sandbox), "%s", sandbox);
         e->line = line;
@@ -410,7 +411,7 @@ void egress_gateway_forget(struct egress_gateway *g, const char *sandbox)
                 int len = snprintf(line, sizeof(line), "{\"op\":\"del\",\"addr\":\"%s\"}\n", e->addr);
                 if (g->control_fd >= 0 && write_all(g->control_fd, line, (size_t)len) < 0 && g->pid > 0)
                         kill(g->pid, SIGKILL);
-                free(e->line);
+                erase_and_free(e->line);
                 *e = g->map[--g->n];
         }
         pthread_mutex_unlock(&g->lock);

@@ -4,11 +4,13 @@
 #include <string.h>
 
 #include "service/approval_service.h"
+#include "service/credential_binding_service.h"
 #include "service/key_service.h"
 #include "service/operation_access.h"
 #include "service/policy_service.h"
 #include "service/project_service.h"
 #include "service/sandbox_access.h"
+#include "service/secret_service.h"
 #include "service/snapshot_access.h"
 #include "service/template_access.h"
 #include "state_store/state_store.h"
@@ -54,6 +56,22 @@ int object_access_check(struct spaced_context *ctx, const struct principal *p, e
                 struct approval_record a = { 0 };
                 int r = approval_service_get(ctx, p, id, &a, err);
                 approval_record_release(&a);
+                return r;
+        }
+        case OBJECT_SECRET: {
+                if (p->permissions & PERM_PLATFORM)
+                        return 0; /* its handler looks in the project ?project= names */
+                struct secret_record s = { 0 };
+                int r = secret_service_get(ctx, p, NULL, id, &s, err);
+                secret_record_release(&s);
+                return r;
+        }
+        case OBJECT_BINDING: {
+                if (p->permissions & PERM_PLATFORM)
+                        return 0;
+                struct binding_record b = { 0 };
+                int r = credential_binding_service_get(ctx, p, NULL, id, &b, err);
+                binding_record_release(&b);
                 return r;
         }
         }

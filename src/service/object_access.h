@@ -22,6 +22,8 @@ enum object_kind {
         OBJECT_PROJECT,   /* by id */
         OBJECT_POLICY,    /* by id */
         OBJECT_APPROVAL,  /* by id */
+        OBJECT_SECRET,    /* by name, in the caller's project (the platform: any, its ?project= says which) */
+        OBJECT_BINDING,   /* a credential binding by id, as secrets */
 };
 
 /* 0 when p may address object kind/id; -1 with err: not_found (unknown, or another

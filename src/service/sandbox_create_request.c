@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "controller/warm_pool.h"
+#include "operations/credential_binding.h"
 #include "operations/sandbox_lifecycle.h"
 #include "runtime/runtime_registry.h"
 #include "service/policy_gate.h"
@@ -115,6 +116,10 @@ int sandbox_create_request_submit(struct spaced_context *ctx, struct sandbox_cre
                 goto fail;
         }
         snprintf(sb.project_id, sizeof(sb.project_id), "%s", req->caller->project_id);
+        /* A sandbox with egress sees the names of its project's bound secrets, never a value:
+         * SPACE_SECRET_<NAME>=space-placeholder-<name> (the gateway puts the real one on). */
+        if (sb.network)
+                credential_binding_placeholders(ctx, sb.project_id, "", sb.env);
         struct snapshot seen;
         if ((sb.parent_snapshot_id[0] ? snapshot_access_load(ctx, req->caller, sb.parent_snapshot_id, &seen, err)
                                       : template_access_check(ctx, req->caller, sb.template_name, false, err)) < 0)

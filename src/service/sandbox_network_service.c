@@ -85,8 +85,9 @@ json_t *egress_profile_service_list_new(const struct spaced_context *ctx, const 
         {
                 const char *d = json_string_value(json_object_get(def, "default"));
                 json_t *rules = json_object_get(def, "rules");
-                json_t *one = json_pack("{s:s, s:s, s:o}", "name", name, "default", d ? d : "deny", "rules",
-                                        rules ? json_incref(rules) : json_array());
+                json_t *one = json_pack("{s:s, s:s, s:o, s:b}", "name", name, "default", d ? d : "deny", "rules",
+                                        rules ? json_incref(rules) : json_array(), "read_only",
+                                        json_is_true(json_object_get(def, "read_only")));
                 size_t at = 0;
                 while (at < json_array_size(list) &&
                        strcmp(json_string_value(json_object_get(json_array_get(list, at), "name")), name) < 0)

@@ -90,6 +90,8 @@ static const char usage[] =
         "  --egress-subnet CIDR   IPv4 pool of the sandboxes' host links, a /30 each [10.201.0.0/16]\n"
         "  --egress-resolver ADDR[:PORT]  the DNS server space-egress resolves through [the host's]\n"
         "  --egress-gateway PATH  the space-egress binary [next to spaced]\n"
+        "  --secret-key-file FILE the secret store's master key, 64 hex digits [STATE_DIR/secret.key, made 0600]\n"
+        "  --secret-key-command CMD  a command (sh -c) that prints the master key, e.g. from a KMS\n"
         "  --e2b-listen ADDR:PORT also serve the E2B API and envd protocol there [off; env SPACE_E2B_LISTEN]\n"
         "  --metrics-listen ADDR:PORT  also serve /metrics there, without a key (the operator's network)\n"
         "                         [off; on --listen it needs an admin key]\n"
@@ -439,6 +441,14 @@ static int apply(struct spaced_config *cfg, const char *key, const char *v)
                 if (!*v || strlen(v) >= sizeof(cfg->egress_resolver))
                         goto bad;
                 snprintf(cfg->egress_resolver, sizeof(cfg->egress_resolver), "%s", v);
+        } else if (strcmp(key, "secret-key-file") == 0) {
+                if (!*v || strlen(v) >= sizeof(cfg->secret_key_file))
+                        goto bad;
+                snprintf(cfg->secret_key_file, sizeof(cfg->secret_key_file), "%s", v);
+        } else if (strcmp(key, "secret-key-command") == 0) {
+                if (!*v || strlen(v) >= sizeof(cfg->secret_key_command))
+                        goto bad;
+                snprintf(cfg->secret_key_command, sizeof(cfg->secret_key_command), "%s", v);
         } else if (strcmp(key, "egress-gateway") == 0) {
                 snprintf(cfg->egress_gateway_path, sizeof(cfg->egress_gateway_path), "%s", v);
         } else if (strcmp(key, "disk-quota") == 0) {
@@ -648,6 +658,8 @@ int spaced_config_load(struct spaced_config *cfg, int argc, char **argv)
                 { "egress-subnet", required_argument, NULL, 0 },
                 { "egress-resolver", required_argument, NULL, 0 },
                 { "egress-gateway", required_argument, NULL, 0 },
+                { "secret-key-file", required_argument, NULL, 0 },
+                { "secret-key-command", required_argument, NULL, 0 },
                 { "e2b-listen", required_argument, NULL, 0 },
                 { "e2b-templates", required_argument, NULL, 0 },
                 { "log-format", required_argument, NULL, 0 },

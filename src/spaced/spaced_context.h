@@ -22,6 +22,7 @@ struct command_channels;
 struct console_sessions;
 struct policy_cache;
 struct warm_pool;
+struct secret_keyring;
 
 #define SPACED_DISK_MB_MAX (16LL * 1024 * 1024) /* 16 TiB */
 
@@ -95,6 +96,10 @@ struct spaced_config {
         /* ingress: sandbox ports served over HTTP (api/port_proxy.h) */
         unsigned ingress_timeout_s;   /* connect, response headers, then inactivity either way */
         unsigned ingress_connections; /* open at once per sandbox */
+        /* the secret store's master key (auth/secret_keyring.h): a file, or a command that
+         * prints it (a KMS); neither: state_dir/secret.key, made 0600 at the first start */
+        char secret_key_file[PATH_MAX];
+        char secret_key_command[1024];
         /* E2B front door (src/e2b/): off unless --e2b-listen is given */
         bool e2b_enabled;
         char e2b_listen_addr[64];
@@ -130,6 +135,7 @@ struct spaced_context {
         struct policy_cache *policies; /* each project's compiled policies (policy/policy_cache.h); NULL: read each time */
         struct warm_pool *warm;        /* sandboxes made ahead of their creates (controller/warm_pool.h); NULL: none */
         struct approval_webhook *approval_webhook; /* service/approval_webhook.h; NULL: no --approval-webhook */
+        struct secret_keyring *keyring;            /* seals and opens the platform-held secrets (auth/secret_keyring.h) */
         atomic_bool shutting_down;
         /* This node of the fleet (docs/fleet.md): its id (the state directory's instance),
          * which claims its operations and owns its sandboxes; "" until spaced registered it. */

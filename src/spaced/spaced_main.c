@@ -17,10 +17,14 @@
 #include <sys/statfs.h>
 #include <unistd.h>
 
+#include "auth/secret_keyring.h"
 #include "data_plane/command_channels.h"
 #include "service/approval_service.h"
 #include "service/approval_webhook.h"
 #include "service/console_session.h"
+#include "service/grant_service.h"
+#include "service/periodic_task.h"
+#include "auth/secret_keyring.h"
 #include "api/api_auth.h"
 #include "api/http_listener.h"
 #include "api/metrics_http.h"
@@ -273,6 +277,7 @@ int main(int argc, char **argv)
         static struct spaced_context ctx;
         char reason[1024] = "";
         struct space_error err = { 0 };
+        json_erase_on_free(); /* before any JSON: secrets pass through it (cleanup.h) */
         int r = spaced_config_load(&ctx.cfg, argc, argv);
         if (r != 0)
                 return r > 0 ? EXIT_SUCCESS : 2;
@@ -381,6 +386,10 @@ int main(int argc, char **argv)
         char instance[32];
         if ((r = instance_id_load(ctx.cfg.state_dir, instance, sizeof(instance))) < 0)
                 return fail("spaced.instance", "cannot read or create %s/instance: %s", ctx.cfg.state_dir, strerror(-r));
+        char key_path[PATH_MAX + 16];
+        snprintf(key_path, sizeof(key_path), "%s/secret.key", ctx.cfg.state_dir);
+        if (secret_keyring_open(ctx.cfg.secret_key_file, ctx.cfg.secret_key_command, key_path, &ctx.keyring, &err) < 0)
+                return fail("spaced.secrets", "%s", err.message);
         /* Egress: the profiles, then the gateway (its ports go into the driver's rules). */
         if (!(ctx.egress_profiles = egress_profiles_load_new(ctx.cfg.egress_profiles_path, reason, sizeof(reason))))
                 return fail("spaced.egress", "egress profiles: %s", reason);
@@ -487,6 +496,9 @@ int main(int argc, char **argv)
         struct approval_expiry *expiry = NULL;
         if ((r = approval_expiry_start(&ctx, &expiry)) < 0)
                 return fail("spaced.approvals", "cannot start approval expiry: %s", strerror(-r));
+        struct periodic_task *grant_expiry = NULL;
+        if ((r = periodic_task_start(&ctx, grant_service_expire, &grant_expiry)) < 0)
+                return fail("spaced.secrets", "cannot start grant expiry: %s", strerror(-r));
 
         http_listener_url(&ctx.cfg, ctx.cfg.listen_addr, ctx.cfg.listen_port, url, sizeof(url));
         log_info("spaced.ready", "url=%s admin_key=%s/admin.key state_dir=%s instance=%s runtime=%s cgroup=%s pool=%s", url,
@@ -519,6 +531,7 @@ int main(int argc, char **argv)
         approval_expiry_stop(expiry);
         approval_webhook_stop(ctx.approval_webhook);
         ctx.approval_webhook = NULL;
+        periodic_task_stop(grant_expiry);
         command_channels_free(ctx.channels);
         reconciler_free(controller);
         snapshot_sizer_free(sizer);
@@ -540,6 +553,7 @@ int main(int argc, char **argv)
                 metrics_free(ctx.metrics);
                 console_sessions_free(ctx.console_sessions);
                 policy_cache_free(ctx.policies);
+                secret_keyring_free(ctx.keyring);
                 warm_pool_free(ctx.warm);
                 runtime_registry_free(&ctx.runtimes); /* the egress table goes when no sandbox holds a link */
         }

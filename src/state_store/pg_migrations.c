@@ -157,6 +157,16 @@ static const char *const migrations[] = {
         "ALTER TABLE operations ADD COLUMN claimed_at BIGINT NOT NULL DEFAULT 0;"
         "ALTER TABLE operations ADD COLUMN claims BIGINT NOT NULL DEFAULT 0;"
         "ALTER TABLE sandboxes ADD COLUMN node_id TEXT COLLATE \"C\" NOT NULL DEFAULT '';",
+        /* 18: platform-held secrets: a data key per project, sealed values, credential bindings */
+        "CREATE TABLE secret_data_keys (project_id TEXT COLLATE \"C\" PRIMARY KEY, sealed TEXT COLLATE \"C\" NOT NULL,"
+        "  created_at BIGINT NOT NULL);"
+        "CREATE TABLE secrets ("
+        "  id TEXT COLLATE \"C\" PRIMARY KEY, project_id TEXT COLLATE \"C\" NOT NULL, name TEXT COLLATE \"C\" NOT NULL,"
+        "  sealed TEXT COLLATE \"C\" NOT NULL, created_at BIGINT NOT NULL, UNIQUE (project_id, name));"
+        "CREATE TABLE credential_bindings ("
+        "  id TEXT COLLATE \"C\" PRIMARY KEY, project_id TEXT COLLATE \"C\" NOT NULL, sandbox_id TEXT COLLATE \"C\" NOT NULL,"
+        "  secret_name TEXT COLLATE \"C\" NOT NULL, spec TEXT COLLATE \"C\" NOT NULL, created_at BIGINT NOT NULL);"
+        "CREATE INDEX credential_bindings_project ON credential_bindings(project_id, created_at);",
 };
 
 static int run(PGconn *conn, const char *sql)

@@ -161,6 +161,17 @@ int pg_probe_write(struct state_store *st, int64_t now_ms);
 int pg_sandbox_tally(struct state_store *st, struct store_tally **ret, size_t *ret_n);
 int pg_operation_tally(struct state_store *st, struct store_tally **ret, size_t *ret_n);
 
+/* pg_secrets.c: secrets and credential bindings */
+int pg_secret_data_key(struct state_store *st, const char *project_id, const char *candidate, char **ret);
+int pg_secret_insert(struct state_store *st, const struct secret_record *s);
+int pg_secret_get(struct state_store *st, const char *project_id, const char *name, struct secret_record *ret);
+int pg_secret_list(struct state_store *st, const char *project_id, struct secret_record **ret, size_t *ret_n);
+int pg_secret_delete(struct state_store *st, const char *project_id, const char *name);
+int pg_binding_insert(struct state_store *st, const struct binding_record *b);
+int pg_binding_list(struct state_store *st, const char *project_id, const char *sandbox_id, struct binding_record **ret,
+                    size_t *ret_n);
+int pg_binding_delete(struct state_store *st, const char *project_id, const char *id);
+
 /* pg_policies.c: policy documents */
 int pg_policy_insert(struct state_store *st, const struct policy_record *p);
 int pg_policy_get(struct state_store *st, const char *project_id, const char *id, struct policy_record *ret);

@@ -155,4 +155,12 @@ const struct state_store_ops state_store_postgres = {
         .node_list = pg_node_list,
         .node_mark_lost = pg_node_mark_lost,
         .operation_claim = pg_operation_claim,
+        .secret_data_key = pg_secret_data_key,
+        .secret_insert = pg_secret_insert,
+        .secret_get = pg_secret_get,
+        .secret_list = pg_secret_list,
+        .secret_delete = pg_secret_delete,
+        .binding_insert = pg_binding_insert,
+        .binding_list = pg_binding_list,
+        .binding_delete = pg_binding_delete,
 };

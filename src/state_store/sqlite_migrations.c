@@ -150,6 +150,16 @@ static const char *const migrations[] = {
         "ALTER TABLE operations ADD COLUMN claimed_at INTEGER NOT NULL DEFAULT 0;"
         "ALTER TABLE operations ADD COLUMN claims INTEGER NOT NULL DEFAULT 0;"
         "ALTER TABLE sandboxes ADD COLUMN node_id TEXT NOT NULL DEFAULT '';",
+        /* 18: platform-held secrets (docs/network.md): a data key per project sealed under the
+         * master key, values sealed under it, and the bindings that say where the gateway puts them */
+        "CREATE TABLE secret_data_keys (project_id TEXT PRIMARY KEY, sealed TEXT NOT NULL, created_at INTEGER NOT NULL);"
+        "CREATE TABLE secrets ("
+        "  id TEXT PRIMARY KEY, project_id TEXT NOT NULL, name TEXT NOT NULL, sealed TEXT NOT NULL,"
+        "  created_at INTEGER NOT NULL, UNIQUE (project_id, name));"
+        "CREATE TABLE credential_bindings ("
+        "  id TEXT PRIMARY KEY, project_id TEXT NOT NULL, sandbox_id TEXT NOT NULL, secret_name TEXT NOT NULL,"
+        "  spec TEXT NOT NULL, created_at INTEGER NOT NULL);"
+        "CREATE INDEX credential_bindings_project ON credential_bindings(project_id, created_at);",
 };
 
 int sqlite_migrations_apply(sqlite3 *db, int *ret_version)

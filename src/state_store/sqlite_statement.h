@@ -97,6 +97,17 @@ int sqlite_audit_list(struct state_store *st, const struct audit_filter *f, cons
                       struct audit_record **ret, size_t *ret_n);
 int sqlite_audit_purge(struct state_store *st, int64_t before_ms, int limit, int *ret_n);
 
+/* sqlite_secrets.c: secrets and credential bindings */
+int sqlite_secret_data_key(struct state_store *st, const char *project_id, const char *candidate, char **ret);
+int sqlite_secret_insert(struct state_store *st, const struct secret_record *s);
+int sqlite_secret_get(struct state_store *st, const char *project_id, const char *name, struct secret_record *ret);
+int sqlite_secret_list(struct state_store *st, const char *project_id, struct secret_record **ret, size_t *ret_n);
+int sqlite_secret_delete(struct state_store *st, const char *project_id, const char *name);
+int sqlite_binding_insert(struct state_store *st, const struct binding_record *b);
+int sqlite_binding_list(struct state_store *st, const char *project_id, const char *sandbox_id, struct binding_record **ret,
+                        size_t *ret_n);
+int sqlite_binding_delete(struct state_store *st, const char *project_id, const char *id);
+
 /* sqlite_policies.c: policy documents */
 int sqlite_policy_insert(struct state_store *st, const struct policy_record *p);
 int sqlite_policy_get(struct state_store *st, const char *project_id, const char *id, struct policy_record *ret);

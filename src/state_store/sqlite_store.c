@@ -608,4 +608,12 @@ const struct state_store_ops state_store_sqlite = {
         .node_list = sqlite_node_list,
         .node_mark_lost = sqlite_node_mark_lost,
         .operation_claim = sqlite_operation_claim,
+        .secret_data_key = sqlite_secret_data_key,
+        .secret_insert = sqlite_secret_insert,
+        .secret_get = sqlite_secret_get,
+        .secret_list = sqlite_secret_list,
+        .secret_delete = sqlite_secret_delete,
+        .binding_insert = sqlite_binding_insert,
+        .binding_list = sqlite_binding_list,
+        .binding_delete = sqlite_binding_delete,
 };

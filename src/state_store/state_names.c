@@ -168,3 +168,33 @@ void approval_record_array_free(struct approval_record *arr, size_t n)
                 approval_record_release(&arr[i]);
         free(arr);
 }
+
+void secret_record_release(struct secret_record *s)
+{
+        if (!s)
+                return;
+        free(s->sealed);
+        s->sealed = NULL;
+}
+
+void secret_record_array_free(struct secret_record *arr, size_t n)
+{
+        for (size_t i = 0; arr && i < n; i++)
+                secret_record_release(&arr[i]);
+        free(arr);
+}
+
+void binding_record_release(struct binding_record *b)
+{
+        if (!b)
+                return;
+        json_decref(b->spec);
+        b->spec = NULL;
+}
+
+void binding_record_array_free(struct binding_record *arr, size_t n)
+{
+        for (size_t i = 0; arr && i < n; i++)
+                binding_record_release(&arr[i]);
+        free(arr);
+}

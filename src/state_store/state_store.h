@@ -260,6 +260,32 @@ struct approval_record {
 void approval_record_release(struct approval_record *a);
 void approval_record_array_free(struct approval_record *arr, size_t n);
 
+/* A platform-held secret of a project (docs/network.md): its value sealed under the
+ * project's data key (auth/secret_keyring.h); nothing above the store ever returns it. */
+struct secret_record {
+        char id[32];
+        char project_id[32];
+        char name[64]; /* unique in its project */
+        char *sealed;  /* malloc'd text */
+        int64_t created_at_ms;
+};
+void secret_record_release(struct secret_record *s);
+void secret_record_array_free(struct secret_record *arr, size_t n);
+
+/* Where the gateway puts a secret (docs/network.md): on a project (sandbox_id "") or one
+ * sandbox. spec: {"destination", "port", "header", "format", "template", "methods"} as the
+ * service validated it; the store checks nothing in it. */
+struct binding_record {
+        char id[32];
+        char project_id[32];
+        char sandbox_id[32];
+        char secret_name[64];
+        json_t *spec;
+        int64_t created_at_ms;
+};
+void binding_record_release(struct binding_record *b);
+void binding_record_array_free(struct binding_record *arr, size_t n);
+
 struct state_store;
 
 /* The end of an operation's handler, written in one transaction (sandbox_settle): the
@@ -460,6 +486,24 @@ struct state_store_ops {
          * (PostgreSQL: FOR UPDATE SKIP LOCKED). -ENOENT when nothing is claimable. */
         int (*operation_claim)(struct state_store *st, const char *owner, const char *id, int64_t live_after_ms, int64_t now_ms,
                                struct operation *ret);
+        /* Secrets. The project's data key as sealed text: the stored one, or candidate when
+         * the project had none (stored now; of two racing callers both get the first). */
+        int (*secret_data_key)(struct state_store *st, const char *project_id, const char *candidate, char **ret);
+        /* -EEXIST when the project has a secret of that name. */
+        int (*secret_insert)(struct state_store *st, const struct secret_record *s);
+        int (*secret_get)(struct state_store *st, const char *project_id, const char *name, struct secret_record *ret);
+        /* By (created_at, id). */
+        int (*secret_list)(struct state_store *st, const char *project_id, struct secret_record **ret, size_t *ret_n);
+        /* -ENOENT when there is none. */
+        int (*secret_delete)(struct state_store *st, const char *project_id, const char *name);
+
+        /* Credential bindings. List: project_id NULL, every project's; sandbox_id NULL, all of
+         * them; else the project-wide ones and that sandbox's. By (created_at, id). */
+        int (*binding_insert)(struct state_store *st, const struct binding_record *b);
+        int (*binding_list)(struct state_store *st, const char *project_id, const char *sandbox_id, struct binding_record **ret,
+                            size_t *ret_n);
+        /* -ENOENT when the project has no such binding. */
+        int (*binding_delete)(struct state_store *st, const char *project_id, const char *id);
 };
 
 extern const struct state_store_ops state_store_sqlite;

@@ -279,3 +279,43 @@ void store_release_approval(void *elem)
 {
         approval_record_release(elem);
 }
+
+void store_row_secret(const struct store_row *r, void *elem)
+{
+        struct secret_record *s = elem;
+        memset(s, 0, sizeof(*s));
+        copy_col(r, 0, s->id, sizeof(s->id));
+        copy_col(r, 1, s->project_id, sizeof(s->project_id));
+        copy_col(r, 2, s->name, sizeof(s->name));
+        const char *sealed = r->text(r->row, 3);
+        s->sealed = strdup(sealed ? sealed : "");
+        s->created_at_ms = r->integer(r->row, 4);
+}
+
+void store_row_binding(const struct store_row *r, void *elem)
+{
+        struct binding_record *b = elem;
+        memset(b, 0, sizeof(*b));
+        copy_col(r, 0, b->id, sizeof(b->id));
+        copy_col(r, 1, b->project_id, sizeof(b->project_id));
+        copy_col(r, 2, b->sandbox_id, sizeof(b->sandbox_id));
+        copy_col(r, 3, b->secret_name, sizeof(b->secret_name));
+        b->spec = json_col(r, 4);
+        b->created_at_ms = r->integer(r->row, 5);
+}
+
+void store_release_secret(void *elem)
+{
+        secret_record_release(elem);
+}
+
+void store_release_binding(void *elem)
+{
+        binding_record_release(elem);
+}
+
+void store_row_first_text(const struct store_row *r, void *elem)
+{
+        const char *v = r->text(r->row, 0);
+        *(char **)elem = strdup(v ? v : "");
+}

@@ -51,6 +51,8 @@ typedef void (*store_row_decode)(const struct store_row *r, void *elem);
 #define STORE_APPROVAL_COLUMNS                                                                                             \
         "id, project_id, sandbox_id, command_id, key_id, policy_id, rule_id, reason, state, request, decided_by, comment," \
         " created_at, expires_at, decided_at"
+#define STORE_SECRET_COLUMNS "id, project_id, name, sealed, created_at"
+#define STORE_BINDING_COLUMNS "id, project_id, sandbox_id, secret_name, spec, created_at"
 
 void store_row_sandbox(const struct store_row *r, void *elem);
 void store_row_operation(const struct store_row *r, void *elem);
@@ -64,6 +66,10 @@ void store_row_audit(const struct store_row *r, void *elem);
 void store_row_policy(const struct store_row *r, void *elem);
 void store_row_approval(const struct store_row *r, void *elem);
 void store_row_node(const struct store_row *r, void *elem);
+void store_row_secret(const struct store_row *r, void *elem);
+void store_row_binding(const struct store_row *r, void *elem);
+/* The first column's text into *(char **)elem (malloc'd; NULL when out of memory). */
+void store_row_first_text(const struct store_row *r, void *elem);
 /* (text a, text b, count) of the tallies. */
 void store_row_tally(const struct store_row *r, void *elem);
 
@@ -73,6 +79,8 @@ void store_release_template(void *elem);
 void store_release_command(void *elem);
 void store_release_policy(void *elem);
 void store_release_approval(void *elem);
+void store_release_secret(void *elem);
+void store_release_binding(void *elem);
 
 /* What the stores write for a JSON value: compact text, "{}" for NULL; free() it. */
 char *store_json_text(const json_t *v);

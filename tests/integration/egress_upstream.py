@@ -1,7 +1,8 @@
 """The upstreams of test_network_egress.py, run inside a network namespace the test made
 (never the internet): an HTTP server on :80 (/slow streams for 30 s), a TLS server on :443
 (its own self-signed certificate; it records the SNI it was asked for), a UDP sink on :9999
-and a DNS server on :53 with a small zone. Every request is appended to LOG as one line.
+and a DNS server on :53 with a small zone. Every request is appended to LOG as one line (HTTP:
+with its method and the Authorization headers it came with, for test_credentials.py).
 
 usage: egress_upstream.py LOG CERT KEY ZONE_JSON"""
 
@@ -26,8 +27,12 @@ def record(line):
 class Handler(BaseHTTPRequestHandler):
     def do_GET(self):
         local = self.connection.getsockname()[0]
-        record("http local=%s host=%s path=%s sni=%s" % (local, self.headers.get("Host"), self.path,
-                                                         getattr(self.connection, "sni", "-")))
+        auth = self.headers.get_all("Authorization") or []
+        record("http local=%s host=%s path=%s sni=%s method=%s nauth=%d auth=%s" % (
+            local, self.headers.get("Host"), self.path, getattr(self.connection, "sni", "-"), self.command, len(auth),
+            "|".join(auth) or "-"))
+        if self.command == "POST":
+            self.rfile.read(int(self.headers.get("Content-Length") or 0))
         if self.path.startswith("/slow"):
             return self.slow()
         body = ("hello from %s via %s\n" % (self.headers.get("Host"), local)).encode()
@@ -37,6 +42,8 @@ class Handler(BaseHTTPRequestHandler):
         self.send_header("Content-Length", str(len(body)))
         self.end_headers()
         self.wfile.write(body)
+
+    do_POST = do_GET
 
     def slow(self):
         """A line every 0.1 s for 30 s: a connection that stays open (until the gateway

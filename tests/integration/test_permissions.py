@@ -151,6 +151,13 @@ class Permissions(SpacedTestCase):
         _, held = sp.api("POST", "/v1/sandboxes/%s/exec" % cls.sb, {"cmd": ["true", "perm-probe-held"]},
                          key=cls.keys["owner"], expect=202)
         cls.approval = held["approval_id"]
+        sp.api("POST", "/v1/secrets", {"name": "PERM_PROBE", "value": "probe-value"}, key=cls.keys["owner"], expect=201)
+        _, bnd = sp.api("POST", "/v1/credential-bindings", {"secret": "PERM_PROBE", "destination": "probe.test"},
+                        key=cls.keys["owner"], expect=201)
+        cls.binding = bnd["id"]
+        _, grant = sp.api("POST", "/v1/sandboxes/%s/grants" % cls.sb, {"binding": cls.binding, "ttl_s": 3600},
+                          key=cls.keys["owner"], expect=201)
+        cls.grant = grant["id"]
         tpl = tar_of({"etc": None, "etc/motd": b"pa\n"})
         status, body = sp.request("POST", "/v1/templates/import?name=pa-tpl:1&format=rootfs", raw=tpl,
                                   key=cls.keys["owner"], headers={"Content-Type": "application/x-tar"})
@@ -193,6 +200,7 @@ class Permissions(SpacedTestCase):
                "operations": self.op, "keys": self.key_ids["viewer"], "projects": "pa", "sessions": self.session,
                "policies": self.policy,
                "approvals": self.approval,
+               "secrets": "PERM_PROBE", "credential-bindings": self.binding, "grants": self.grant,
                "commands": "cmd-0000000000000000"}
         out = []
         for i, s in enumerate(segs):
@@ -271,7 +279,9 @@ class Permissions(SpacedTestCase):
                 if role == "foreign" and names_object:
                     continue
                 with self.subTest(path=path, role=role):
-                    status, body = sp.request("GET", path, key=self.keys[role])
+                    # a secret's name is its project's: the platform says which project
+                    query = "?project=pa" if role == "admin" and segs[1:2] == ["secrets"] and "*" in segs else ""
+                    status, body = sp.request("GET", path + query, key=self.keys[role])
                     self.assertEqual(status, 200, "%s as %s: %r" % (path, role, body))
 
     # ---------------------------------------------------------------- E2B

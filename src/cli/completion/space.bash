@@ -4,7 +4,7 @@
 # come from `space ... --help`; sandbox ids from `space ps -q` (so they need a reachable
 # spaced and a key, as space itself does).
 
-_space_commands="health version capabilities ps inspect stats exec logs attach cp template sandbox snapshot restore fork op key project node audit policy approvals network"
+_space_commands="health version capabilities ps inspect stats exec logs attach cp template sandbox snapshot restore fork op key project node audit policy approvals network secret grant"
 
 _space_subcommands() {
         case $1 in
@@ -17,6 +17,8 @@ _space_subcommands() {
         node) echo "ls" ;;
         policy) echo "ls get apply rm test" ;;
         approvals) echo "ls approve deny" ;;
+        secret) echo "create ls rm bind bindings unbind" ;;
+        grant) echo "create ls rm" ;;
         network) echo "get set profiles" ;;
         esac
 }

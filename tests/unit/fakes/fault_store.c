@@ -451,6 +451,47 @@ static int fs_operation_claim(struct state_store *st, const char *owner, const c
         FORWARD(operation_claim, WRITE, owner, id, live_after_ms, now_ms, ret);
 }
 
+static int fs_secret_data_key(struct state_store *st, const char *project_id, const char *candidate, char **ret)
+{
+        FORWARD(secret_data_key, WRITE, project_id, candidate, ret);
+}
+
+static int fs_secret_insert(struct state_store *st, const struct secret_record *s)
+{
+        FORWARD(secret_insert, WRITE, s);
+}
+
+static int fs_secret_get(struct state_store *st, const char *project_id, const char *name, struct secret_record *ret)
+{
+        FORWARD(secret_get, READ, project_id, name, ret);
+}
+
+static int fs_secret_list(struct state_store *st, const char *project_id, struct secret_record **ret, size_t *ret_n)
+{
+        FORWARD(secret_list, READ, project_id, ret, ret_n);
+}
+
+static int fs_secret_delete(struct state_store *st, const char *project_id, const char *name)
+{
+        FORWARD(secret_delete, WRITE, project_id, name);
+}
+
+static int fs_binding_insert(struct state_store *st, const struct binding_record *b)
+{
+        FORWARD(binding_insert, WRITE, b);
+}
+
+static int fs_binding_list(struct state_store *st, const char *project_id, const char *sandbox_id, struct binding_record **ret,
+                           size_t *ret_n)
+{
+        FORWARD(binding_list, READ, project_id, sandbox_id, ret, ret_n);
+}
+
+static int fs_binding_delete(struct state_store *st, const char *project_id, const char *id)
+{
+        FORWARD(binding_delete, WRITE, project_id, id);
+}
+
 const struct state_store_ops fault_store_ops = {
         .name = "fault",
         .open = fs_open,
@@ -521,8 +562,16 @@ const struct state_store_ops fault_store_ops = {
         .node_list = fs_node_list,
         .node_mark_lost = fs_node_mark_lost,
         .operation_claim = fs_operation_claim,
+        .secret_data_key = fs_secret_data_key,
+        .secret_insert = fs_secret_insert,
+        .secret_get = fs_secret_get,
+        .secret_list = fs_secret_list,
+        .secret_delete = fs_secret_delete,
+        .binding_insert = fs_binding_insert,
+        .binding_list = fs_binding_list,
+        .binding_delete = fs_binding_delete,
 };
 
 /* Every member of the table is forwarded: a verb added to struct state_store_ops fails the
  * build here until it is (a NULL entry would crash only the test that reaches it). */
-_Static_assert(sizeof(struct state_store_ops) == 69 * sizeof(void *), "fault_store: forward the new state_store_ops verb");
+_Static_assert(sizeof(struct state_store_ops) == 77 * sizeof(void *), "fault_store: forward the new state_store_ops verb");

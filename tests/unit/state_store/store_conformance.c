@@ -23,6 +23,7 @@ int store_conformance_run(const struct store_backend *b)
         failed += store_conformance_audit(b);
         failed += store_conformance_policies(b);
         failed += store_conformance_approvals(b);
+        failed += store_conformance_secrets(b);
         failed += store_conformance_raw_ids(b);
         failed += store_conformance_fleet(b);
         running = NULL;

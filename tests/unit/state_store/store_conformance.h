@@ -36,6 +36,7 @@ int store_conformance_audit(const struct store_backend *b);
 int store_conformance_figures(const struct store_backend *b);
 int store_conformance_policies(const struct store_backend *b);
 int store_conformance_approvals(const struct store_backend *b);
+int store_conformance_secrets(const struct store_backend *b);
 int store_conformance_raw_ids(const struct store_backend *b);
 int store_conformance_fleet(const struct store_backend *b);
 
