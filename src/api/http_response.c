@@ -161,7 +161,8 @@ static struct MHD_Response *json_response(const struct api_response *resp, bool 
         }
         /* Not MHD_create_response_from_buffer: that one is the library's own error pages'
          * (api/http_error_page.h). */
-        struct MHD_Response *r = MHD_create_response_from_buffer_with_free_callback(len, text ? text : (void *)"", text ? free : NULL);
+        struct MHD_Response *r =
+                MHD_create_response_from_buffer_with_free_callback(len, text ? text : (void *)"", text ? free : NULL);
         if (!r) {
                 free(text);
                 return NULL;
