@@ -105,7 +105,7 @@ static void reconcile_sandbox(struct spaced_context *ctx, struct sandbox *sb)
                 }
                 char why[256];
                 if (d->ops->exit_reason && d->ops->exit_reason(d, sb, why, sizeof(why)) == 1)
-                        settle(ctx, sb, M(sb->state), SANDBOX_FAILED, why, false);
+                        settle(ctx, sb, M(sb->state), SANDBOX_FAILED, why, true);
                 else
                         settle(ctx, sb, M(sb->state), SANDBOX_STOPPED, "its processes exited while spaced was not watching",
                                false);
@@ -371,9 +371,10 @@ void reconciler_tick(struct spaced_context *ctx, bool probe)
                                 char why[256];
                                 if ((fresh.state == SANDBOX_RUNNING || fresh.state == SANDBOX_PAUSED) &&
                                     strcmp(fresh.runtime_state, sb->runtime_state) == 0 && d->ops->probe(d, &fresh, false) == 0) {
-                                        /* a driver that knows why (a hostile guest, a VM gone) makes it a failure */
+                                        /* a driver that knows why (a hostile guest, a VM gone) makes it a
+                                         * failure, and what the guest wrote goes with it */
                                         if (d->ops->exit_reason && d->ops->exit_reason(d, &fresh, why, sizeof(why)) == 1)
-                                                settle(ctx, &fresh, M(fresh.state), SANDBOX_FAILED, why, false);
+                                                settle(ctx, &fresh, M(fresh.state), SANDBOX_FAILED, why, true);
                                         else
                                                 settle(ctx, &fresh, M(fresh.state), SANDBOX_STOPPED, "its init process exited",
                                                        false);

@@ -163,12 +163,15 @@ static void read_client(struct host *h, int fd)
 static void handle_frame(struct host *h, const struct vm_link_header *f, const uint8_t *payload)
 {
         int slot = vm_link_streams_find(&h->streams, f->stream);
-        h->last_heard_ms = now_ms();
+        /* Only answers count as hearing from the guest: a flood of data does not. */
         switch (f->type) {
         case VM_LINK_HELLO:
                 h->answered = true;
+                h->last_heard_ms = now_ms();
                 return;
         case VM_LINK_PONG:
+                if (h->answered)
+                        h->last_heard_ms = now_ms();
                 return;
         case VM_LINK_DATA:
                 /* data of a stream the host closed meanwhile is dropped */
