@@ -132,6 +132,17 @@ runtime:;
                 return -1;
         snprintf(sb->runtime, sizeof(sb->runtime), "%s", driver->ops->name);
         sb->runtime_state[0] = '\0';
+        /* What it is made with on this host (microvm: the VMM and guest kernel versions) is
+         * part of the sandbox's binding; the template's copy stays as it is. */
+        if (driver->caps.version[0]) {
+                json_t *env = json_deep_copy(sb->environment);
+                if (!env || json_object_set_new(env, "runtime_version", json_string(driver->caps.version)) < 0) {
+                        json_decref(env);
+                        return space_error_set(err, SPACE_E_INTERNAL, "out of memory");
+                }
+                json_decref(sb->environment);
+                sb->environment = env;
+        }
         return 0;
 }
 

@@ -89,6 +89,10 @@ class Microvm(SpacedTestCase):
     def test_exec_files_reboot_and_destroy(self):
         sp = self.spaced
         sid = self.microvm_sandbox(metadata={"t": "microvm-life"})
+        # the sandbox records the VMM and kernel it was made with
+        _, caps = sp.api("GET", "/v1/capabilities", expect=200)
+        version = {d["name"]: d["version"] for d in caps["drivers"]}["microvm"]
+        self.assertEqual(sp.get(sid)["environment"]["runtime_version"], version)
         # its own kernel, its disk as /
         r = sp.sh(sid, "uname -r; cat /proc/1/cmdline | tr '\\0' ' '; echo; grep ' / ' /proc/mounts; cat /proc/sys/kernel/random/boot_id")
         kernel, init, root, boot_id = r["stdout"].splitlines()
