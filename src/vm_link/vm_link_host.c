@@ -31,7 +31,7 @@
 
 #define PING_INTERVAL_S 2
 #define OUT_HIGH (4u << 20) /* stop reading connections while this much waits for the guest */
-#define CLIENT_SEND_TIMEOUT_S 10
+#define PENDING_MAX (16u << 20) /* a connection this far behind loses its stream */
 
 struct host {
         const char *run_dir;
@@ -125,12 +125,10 @@ static void queue(struct host *h, uint32_t stream, enum vm_link_type type, const
 
 static void accept_client(struct host *h)
 {
-        int fd = accept4(h->listener, NULL, NULL, SOCK_CLOEXEC);
+        int fd = accept4(h->listener, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
         if (fd < 0)
                 return;
         uint32_t id = ++h->next_stream;
-        struct timeval tv = { .tv_sec = CLIENT_SEND_TIMEOUT_S };
-        setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
         if (vm_link_streams_add(&h->streams, id, fd) < 0 ||
             epoll_ctl(h->epfd, EPOLL_CTL_ADD, fd, &(struct epoll_event){ .events = EPOLLIN, .data.fd = fd }) < 0) {
                 int slot = vm_link_streams_find_fd(&h->streams, fd);
@@ -160,6 +158,32 @@ static void read_client(struct host *h, int fd)
         queue(h, h->streams.id[slot], VM_LINK_DATA, buf, (size_t)n);
 }
 
+static void watch_client(struct host *h, int slot)
+{
+        int fd = h->streams.fd[slot];
+        uint32_t events = (h->streams.closing[slot] ? 0 : EPOLLIN) | (h->streams.pending[slot].len ? EPOLLOUT : 0);
+        epoll_ctl(h->epfd, EPOLL_CTL_MOD, fd, &(struct epoll_event){ .events = events, .data.fd = fd });
+}
+
+/* Writes what is pending for the slot's connection without blocking (one slow reader must
+ * not hold up the other streams, nor the pings); a stream the guest closed goes once its
+ * bytes are out. */
+static void flush_client(struct host *h, int slot)
+{
+        struct vm_link_buffer *p = &h->streams.pending[slot];
+        if (p->len && vm_link_buffer_flush(p, h->streams.fd[slot]) < 0) {
+                if (!h->streams.closing[slot])
+                        queue(h, h->streams.id[slot], VM_LINK_CLOSE, NULL, 0);
+                vm_link_streams_drop(&h->streams, slot);
+                return;
+        }
+        if (!p->len && h->streams.closing[slot]) {
+                vm_link_streams_drop(&h->streams, slot);
+                return;
+        }
+        watch_client(h, slot);
+}
+
 static void handle_frame(struct host *h, const struct vm_link_header *f, const uint8_t *payload)
 {
         int slot = vm_link_streams_find(&h->streams, f->stream);
@@ -174,14 +198,22 @@ static void handle_frame(struct host *h, const struct vm_link_header *f, const u
                         h->last_heard_ms = now_ms();
                 return;
         case VM_LINK_DATA:
-                /* data of a stream the host closed meanwhile is dropped */
-                if (slot >= 0 && vm_link_write_all(h->streams.fd[slot], payload, f->length) < 0) {
+                /* data of a stream the host closed meanwhile, or after its close, is dropped */
+                if (slot < 0 || h->streams.closing[slot])
+                        return;
+                if (h->streams.pending[slot].len + f->length > PENDING_MAX ||
+                    vm_link_buffer_append(&h->streams.pending[slot], payload, f->length) < 0) {
                         vm_link_streams_drop(&h->streams, slot);
                         queue(h, f->stream, VM_LINK_CLOSE, NULL, 0);
+                        return;
                 }
+                flush_client(h, slot);
                 return;
         case VM_LINK_CLOSE:
-                vm_link_streams_drop(&h->streams, slot);
+                if (slot >= 0) {
+                        h->streams.closing[slot] = true;
+                        flush_client(h, slot);
+                }
                 return;
         default: /* OPEN and PING are the host's to send */
                 stop_vm(h, "the guest sent a frame only the host sends on its agent channel");
@@ -324,8 +356,14 @@ int vm_link_host_main(const char *run_dir, char **vmm_argv)
                         else if (fd == h.port) {
                                 if (ev[i].events & (EPOLLIN | EPOLLHUP))
                                         read_port(&h);
-                        } else if (h.out.len < OUT_HIGH)
-                                read_client(&h, fd);
+                        } else {
+                                int slot = vm_link_streams_find_fd(&h.streams, fd);
+                                if (slot >= 0 && (ev[i].events & EPOLLOUT))
+                                        flush_client(&h, slot);
+                                if ((ev[i].events & (EPOLLIN | EPOLLHUP | EPOLLERR)) && h.out.len < OUT_HIGH &&
+                                    vm_link_streams_find_fd(&h.streams, fd) >= 0)
+                                        read_client(&h, fd);
+                        }
                 }
                 if (h.out.len && vm_link_buffer_flush(&h.out, h.port) < 0)
                         h.out.len = 0; /* the VMM is ending: its exit says why */

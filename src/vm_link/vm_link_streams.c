@@ -5,8 +5,11 @@
 
 void vm_link_streams_init(struct vm_link_streams *s)
 {
-        for (int i = 0; i < VM_LINK_MAX_STREAMS; i++)
+        for (int i = 0; i < VM_LINK_MAX_STREAMS; i++) {
                 s->fd[i] = -1;
+                s->pending[i] = (struct vm_link_buffer){ 0 };
+                s->closing[i] = false;
+        }
 }
 
 int vm_link_streams_find(const struct vm_link_streams *s, uint32_t id)
@@ -42,6 +45,8 @@ void vm_link_streams_drop(struct vm_link_streams *s, int slot)
                 return;
         close(s->fd[slot]);
         s->fd[slot] = -1;
+        vm_link_buffer_release(&s->pending[slot]);
+        s->closing[slot] = false;
 }
 
 void vm_link_streams_drop_all(struct vm_link_streams *s)

@@ -5,6 +5,7 @@
  * supervisor and QEMU run in the sandbox's cgroup; the agent socket the supervisor
  * serves in the run directory is the one every host-process driver has, so exec, files,
  * stats and the rootfs ops are sandbox_host's. KVM where /dev/kvm really works, else TCG. */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/kvm.h>
@@ -126,6 +127,19 @@ static int make_guest(struct mv_driver *mv, const struct runtime_config *cfg, st
         return 0;
 }
 
+/* Images a killed spaced left half made (only one spaced uses a state directory). */
+static void sweep_partial_images(const char *dir)
+{
+        DIR *dd = opendir(dir);
+        if (!dd)
+                return;
+        struct dirent *de;
+        while ((de = readdir(dd)))
+                if (strstr(de->d_name, ".partial."))
+                        unlinkat(dirfd(dd), de->d_name, 0);
+        closedir(dd);
+}
+
 static int mv_init(struct runtime_driver *d, const struct runtime_config *cfg, struct space_error *err)
 {
         char reason[1024] = "";
@@ -164,6 +178,7 @@ static int mv_init(struct runtime_driver *d, const struct runtime_config *cfg, s
                 space_error_errno(err, r < 0 ? -r : errno, "disk images of the pool");
                 goto fail;
         }
+        sweep_partial_images(mv->images_dir);
         snprintf(d->caps.version, sizeof(d->caps.version), "qemu %s linux %s %s", mv->qemu_version, mv->kernel_version,
                  mv->kvm ? "kvm" : "tcg");
         if ((r = cgroup_manager_detect(cfg->instance, &mv->host.cgroups, reason, sizeof(reason))) < 0) {
