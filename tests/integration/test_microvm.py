@@ -232,7 +232,9 @@ class HostileGuest(unittest.TestCase):
         sb = self.spaced.get(sid)
         self.assertEqual(sb["state"], "failed", sb)
         self.assertIn(reason, body["error"]["message"])
+        self.assertIn(reason, sb["state_reason"])
         assert_vm_gone(self, self.spaced, sid)
+        self.assertFalse(os.path.lexists(self.spaced.subvolume(sid)))  # its disk copy
         # spaced itself is unharmed
         self.assertTrue(self.spaced.alive())
         self.spaced.api("GET", "/v1/health", expect=200)
