@@ -68,6 +68,9 @@ static int bind_to_snapshot(struct spaced_context *ctx, struct sandbox *sb, stru
         if (snap.sandbox_id[0] && STORE(ctx, sandbox_get, snap.sandbox_id, &origin) == 0) {
                 snprintf(sb->template_name, sizeof(sb->template_name), "%s", origin.template_name);
                 sb->environment = json_incref(origin.environment);
+                /* the driver that wrote the snapshot reads it (a microvm's holds a disk image) */
+                if (!sb->runtime[0])
+                        snprintf(sb->runtime, sizeof(sb->runtime), "%s", origin.runtime);
                 sandbox_release(&origin);
         } else {
                 char base[64];

@@ -129,6 +129,21 @@ class Microvm(SpacedTestCase):
         assert_vm_gone(self, sp, sid)
         wait_for(lambda: not sp.leaks(sid), timeout=20, what="no leaks of %s" % sid)
 
+    def test_snapshot_then_a_sandbox_from_it(self):
+        sp = self.spaced
+        sid = self.microvm_sandbox(metadata={"t": "microvm-snap"})
+        sp.sh(sid, "echo unsynced > /root/state.txt")  # still in the guest's page cache
+        _, d = sp.api("POST", "/v1/sandboxes/%s/snapshots?wait=true" % sid, {}, expect=200)
+        snap_id = d["snapshot"]["id"]
+        self.assertTrue(os.path.exists(os.path.join(sp.state_dir, "pool", "snapshots", snap_id, "disk.img")))
+        sp.destroy(sid)
+        # a sandbox from it runs on the runtime that wrote it, on a reflink of its disk
+        child = self.new_sandbox(snapshot_id=snap_id)
+        self.assertEqual(sp.get(child)["runtime"], "microvm")
+        self.assertEqual(sp.sh(child, "cat /root/state.txt")["stdout"], "unsynced\n")
+        sp.destroy(child)
+        sp.api("DELETE", "/v1/snapshots/" + snap_id, expect=204)
+
     def test_kill9_of_spaced_keeps_the_vm_and_a_vmm_killed_meanwhile_fails_it(self):
         sp = self.spaced
         kept = self.microvm_sandbox(metadata={"t": "microvm-kept"})

@@ -316,6 +316,22 @@ static int mv_resume(const struct runtime_driver *d, const struct sandbox *sb, s
         return r < 0 ? space_error_errno(err, -r, "thaw %s", sb->id) : 0;
 }
 
+/* The guest's kernel holds writes in its page cache: it syncs them to the disk first (a
+ * best effort: a guest that does not is only less consistent), then the VM is frozen for
+ * the btrfs snapshot of the subvolume that holds the disk, as for host-process sandboxes. */
+static int mv_snapshot_rootfs(const struct runtime_driver *d, const struct sandbox *sb, const char *dst, int64_t *ret_pause_us,
+                              struct space_error *err)
+{
+        char *argv[] = { "sync", NULL };
+        char *envp[] = { "PATH=/usr/sbin:/usr/bin:/sbin:/bin", NULL };
+        struct exec_request req = { .argv = argv, .envp = envp, .timeout_ms = 30000, .output_cap = 4096 };
+        struct exec_result res = { 0 };
+        struct space_error ignored;
+        if (sb->state == SANDBOX_RUNNING && sandbox_host_exec(d, sb, &req, &res, &ignored) == 0)
+                exec_result_release(&res);
+        return sandbox_host_rootfs_snapshot(d, sb, dst, ret_pause_us, err);
+}
+
 /* The disk is a file the guest's kernel owns: the host cannot look into it safely. */
 static int mv_path_exists(const struct runtime_driver *d, const struct sandbox *sb, const char *path)
 {
@@ -329,7 +345,7 @@ const struct runtime_driver_ops runtime_driver_microvm = {
         .free = mv_free,
         .create_rootfs = mv_disk_create,
         .destroy_rootfs = sandbox_host_rootfs_destroy,
-        .snapshot_rootfs = sandbox_host_rootfs_snapshot,
+        .snapshot_rootfs = mv_snapshot_rootfs,
         .restore_rootfs = sandbox_host_rootfs_restore,
         .start = mv_start,
         .stop = mv_stop,
