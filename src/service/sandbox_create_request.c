@@ -56,7 +56,7 @@ static int validate(const struct spaced_context *ctx, const struct sandbox_creat
                                                ? "the gvisor runtime is not available on this server: it needs runsc with the "
                                                  "systrap platform (Debian package runsc, from bookworm-backports; "
                                                  "scripts/install-deps installs it)"
-                                       : strcmp(req->runtime, "microvm") == 0
+                                               : strcmp(req->runtime, "microvm") == 0
                                                ? "the microvm runtime is not available on this server: it needs QEMU (Debian "
                                                  "package qemu-system-x86) and a Debian kernel (linux-image-cloud-amd64); "
                                                  "scripts/install-deps installs both"

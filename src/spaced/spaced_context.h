@@ -82,7 +82,7 @@ struct spaced_config {
         char egress_resolver[64];           /* "" for the host's (/etc/resolv.conf) */
         char egress_gateway_path[PATH_MAX]; /* the space-egress binary */
         /* the microvm runtime (docs/runtimes.md) */
-        char vmlink_path[PATH_MAX];         /* the space-vmlink binary */
+        char vmlink_path[PATH_MAX];          /* the space-vmlink binary */
         char microvm_guest_script[PATH_MAX]; /* microvm-guest-image, which makes its kernel and initramfs */
         char microvm_accel[8];               /* "auto" | "kvm" | "tcg" */
         /* E2B front door (src/e2b/): off unless --e2b-listen is given */

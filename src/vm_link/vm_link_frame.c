@@ -63,8 +63,7 @@ int vm_link_buffer_append(struct vm_link_buffer *b, const void *p, size_t n)
 int vm_link_buffer_frame(struct vm_link_buffer *b, uint32_t stream, enum vm_link_type type, const void *payload, size_t n)
 {
         uint8_t head[VM_LINK_HEADER_SIZE];
-        vm_link_header_encode(&(struct vm_link_header){ .stream = stream, .type = (uint16_t)type, .length = (uint32_t)n },
-                              head);
+        vm_link_header_encode(&(struct vm_link_header){ .stream = stream, .type = (uint16_t)type, .length = (uint32_t)n }, head);
         int r = vm_link_buffer_append(b, head, sizeof(head));
         return r < 0 ? r : vm_link_buffer_append(b, payload, n);
 }

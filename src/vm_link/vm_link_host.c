@@ -30,7 +30,7 @@
 #include "vm_link/vm_link_streams.h"
 
 #define PING_INTERVAL_S 2
-#define OUT_HIGH (4u << 20) /* stop reading connections while this much waits for the guest */
+#define OUT_HIGH (4u << 20)     /* stop reading connections while this much waits for the guest */
 #define PENDING_MAX (16u << 20) /* a connection this far behind loses its stream */
 
 struct host {
@@ -323,7 +323,8 @@ int vm_link_host_main(const char *run_dir, char **vmm_argv)
         h.timerfd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
         h.epfd = epoll_create1(EPOLL_CLOEXEC);
         if (h.listener < 0 || h.sigfd < 0 || h.timerfd < 0 || h.epfd < 0) {
-                fprintf(stderr, "space-vmlink: cannot set up in %s: %s\n", run_dir, strerror(h.listener < 0 ? -h.listener : errno));
+                fprintf(stderr, "space-vmlink: cannot set up in %s: %s\n", run_dir,
+                        strerror(h.listener < 0 ? -h.listener : errno));
                 return 1;
         }
         fcntl(h.port, F_SETFL, O_NONBLOCK);
@@ -331,9 +332,9 @@ int vm_link_host_main(const char *run_dir, char **vmm_argv)
         close(pair[1]);
         if (h.vmm < 0)
                 stop_vm(&h, "cannot start the VMM");
-        timerfd_settime(h.timerfd, 0,
-                        &(struct itimerspec){ .it_interval = { .tv_sec = PING_INTERVAL_S }, .it_value = { .tv_nsec = 200000000 } },
-                        NULL);
+        timerfd_settime(
+                h.timerfd, 0,
+                &(struct itimerspec){ .it_interval = { .tv_sec = PING_INTERVAL_S }, .it_value = { .tv_nsec = 200000000 } }, NULL);
         h.last_heard_ms = h.last_tick_ms = now_ms();
         queue(&h, 0, VM_LINK_HELLO, NULL, 0);
         int fds[] = { h.sigfd, h.timerfd, h.listener };

@@ -29,8 +29,7 @@ int mv_disk_path(const struct mv_driver *mv, const struct sandbox *sb, char *buf
 }
 
 /* The template's image, made now if it is not there yet. */
-static int template_image(const struct mv_driver *mv, const char *template_path, char *buf, size_t size,
-                          struct space_error *err)
+static int template_image(const struct mv_driver *mv, const char *template_path, char *buf, size_t size, struct space_error *err)
 {
         char uuid[40], partial[PATH_MAX + 32], out[512];
         int r = btrfs_pool_subvolume_uuid(template_path, uuid, sizeof(uuid));
@@ -48,8 +47,8 @@ static int template_image(const struct mv_driver *mv, const char *template_path,
                 unlink(partial);
                 return space_error_errno(err, -r, "create %s", partial);
         }
-        char *argv[] = { "mkfs.ext4", "-q", "-F", "-L", "space-rootfs", "-E", "root_owner=0:0", "-d", (char *)template_path,
-                         partial, NULL };
+        char *argv[] = { "mkfs.ext4",           "-q",    "-F", "-L", "space-rootfs", "-E", "root_owner=0:0", "-d",
+                         (char *)template_path, partial, NULL };
         r = host_command_run(argv, NULL, out, sizeof(out), 600);
         if (r != 0) {
                 unlink(partial);
@@ -83,8 +82,7 @@ static int reflink(const char *src, const char *dst, struct space_error *err)
         return 0;
 }
 
-int mv_disk_create(const struct runtime_driver *d, const struct sandbox *sb, const char *template_path,
-                   struct space_error *err)
+int mv_disk_create(const struct runtime_driver *d, const struct sandbox *sb, const char *template_path, struct space_error *err)
 {
         const struct mv_driver *mv = mv_driver_of(d);
         char dir[PATH_MAX], disk[PATH_MAX], src[PATH_MAX];

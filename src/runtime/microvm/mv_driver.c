@@ -93,8 +93,8 @@ static int detect_qemu(struct mv_driver *mv)
         size_t n = strcspn(v, " \n(");
         snprintf(mv->qemu_version, sizeof(mv->qemu_version), "%.*s", (int)(n < sizeof(mv->qemu_version) ? n : 0), v);
         /* Debian builds QEMU with seccomp; another build may not have -sandbox */
-        char *probe[] = { mv->qemu, "-sandbox", "on", "-M", "none", "-display", "none", "-nodefaults", "-no-user-config",
-                          "-version", NULL };
+        char *probe[] = { mv->qemu,      "-sandbox",        "on",       "-M", "none", "-display", "none",
+                          "-nodefaults", "-no-user-config", "-version", NULL };
         mv->seccomp = host_command_run(probe, NULL, out, sizeof(out), 30) == 0;
         return 0;
 }
@@ -229,10 +229,10 @@ static int mv_stop(const struct runtime_driver *d, const struct sandbox *sb, str
 }
 
 /* Reads <run>/<id>/failure, the supervisor's reason; 1 if there is one. */
-static int mv_exit_reason(const struct runtime_driver *d, const struct sandbox *sb, char *buf, size_t size)
+static int read_failure(const struct mv_driver *mv, const char *id, char *buf, size_t size)
 {
         char path[PATH_MAX];
-        sandbox_host_run_path(&mv_driver_of(d)->host, sb->id, "failure", path, sizeof(path));
+        sandbox_host_run_path(&mv->host, id, "failure", path, sizeof(path));
         int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
         if (fd < 0)
                 return 0;
@@ -243,6 +243,11 @@ static int mv_exit_reason(const struct runtime_driver *d, const struct sandbox *
         buf[n] = '\0';
         buf[strcspn(buf, "\n")] = '\0';
         return 1;
+}
+
+static int mv_exit_reason(const struct runtime_driver *d, const struct sandbox *sb, char *buf, size_t size)
+{
+        return read_failure(mv_driver_of(d), sb->id, buf, size);
 }
 
 /* Waits for the guest's agent to answer through the supervisor while it lives. */
@@ -257,8 +262,7 @@ static int wait_agent(const struct mv_driver *mv, const struct sandbox *sb, cons
                         return 0;
                 usleep(50000);
         }
-        struct runtime_driver self = { .state = (void *)mv };
-        if (mv_exit_reason(&self, sb, reason, sizeof(reason)) == 1)
+        if (read_failure(mv, sb->id, reason, sizeof(reason)) == 1)
                 return space_error_set(err, SPACE_E_INTERNAL, "the microvm of %s did not start: %s", sb->id, reason);
         return space_error_set(err, SPACE_E_INTERNAL, "the microvm of %s did not start: its agent never answered (%s)", sb->id,
                                init_handle_alive(h) ? "timed out" : "its supervisor ended");

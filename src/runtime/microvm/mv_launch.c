@@ -21,8 +21,8 @@
 struct vmm_command {
         char *argv[MAX_ARGS];
         size_t n;
-        char memory[16], smp[16], kernel[PATH_MAX], initrd[PATH_MAX], append[256], serial[PATH_MAX + 8],
-                drive[PATH_MAX + 64], run_dir[PATH_MAX], machine[128];
+        char memory[16], smp[16], kernel[PATH_MAX], initrd[PATH_MAX], append[256], serial[PATH_MAX + 8], drive[PATH_MAX + 64],
+                run_dir[PATH_MAX], machine[128];
 };
 
 static void arg(struct vmm_command *c, const char *a)
@@ -55,12 +55,41 @@ static int vmm_command_build(const struct mv_driver *mv, const struct sandbox *s
                 snprintf(c->append, sizeof(c->append), "console=ttyS0 quiet panic=-1 reboot=t");
         snprintf(c->machine, sizeof(c->machine), "microvm,x-option-roms=off,isa-serial=on,rtc=off,pit=off,pic=off");
         c->n = 0;
-        const char *fixed[] = { mv->qemu, "-M", c->machine, "-accel", mv->kvm ? "kvm" : "tcg", "-cpu", mv->kvm ? "host" : "max",
-                                "-nodefaults", "-no-user-config", "-display", "none", "-no-reboot", "-m", c->memory, "-smp",
-                                c->smp, "-kernel", c->kernel, "-initrd", c->initrd, "-append", c->append, "-serial",
-                                c->serial, "-drive", c->drive, "-device", "virtio-blk-device,drive=disk", "-device",
-                                "virtio-serial-device,max_ports=2", "-chardev", "socket,id=agent,fd=3", "-device",
-                                "virtserialport,chardev=agent,name=space.agent,nr=1", NULL };
+        const char *fixed[] = { mv->qemu,
+                                "-M",
+                                c->machine,
+                                "-accel",
+                                mv->kvm ? "kvm" : "tcg",
+                                "-cpu",
+                                mv->kvm ? "host" : "max",
+                                "-nodefaults",
+                                "-no-user-config",
+                                "-display",
+                                "none",
+                                "-no-reboot",
+                                "-m",
+                                c->memory,
+                                "-smp",
+                                c->smp,
+                                "-kernel",
+                                c->kernel,
+                                "-initrd",
+                                c->initrd,
+                                "-append",
+                                c->append,
+                                "-serial",
+                                c->serial,
+                                "-drive",
+                                c->drive,
+                                "-device",
+                                "virtio-blk-device,drive=disk",
+                                "-device",
+                                "virtio-serial-device,max_ports=2",
+                                "-chardev",
+                                "socket,id=agent,fd=3",
+                                "-device",
+                                "virtserialport,chardev=agent,name=space.agent,nr=1",
+                                NULL };
         for (size_t i = 0; fixed[i]; i++)
                 arg(c, fixed[i]);
         if (mv->seccomp) {
