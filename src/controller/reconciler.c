@@ -103,7 +103,12 @@ static void reconcile_sandbox(struct spaced_context *ctx, struct sandbox *sb)
                                  sb->runtime);
                         return;
                 }
-                settle(ctx, sb, M(sb->state), SANDBOX_STOPPED, "its processes exited while spaced was not watching", false);
+                char why[256];
+                if (d->ops->exit_reason && d->ops->exit_reason(d, sb, why, sizeof(why)) == 1)
+                        settle(ctx, sb, M(sb->state), SANDBOX_FAILED, why, true);
+                else
+                        settle(ctx, sb, M(sb->state), SANDBOX_STOPPED, "its processes exited while spaced was not watching",
+                               false);
                 return;
         case SANDBOX_CREATING:
                 settle(ctx, sb, M(SANDBOX_CREATING), SANDBOX_FAILED, "creation was interrupted", true);
@@ -386,9 +391,17 @@ void reconciler_tick(struct spaced_context *ctx, bool probe)
                         /* Re-read: an operation may have moved it while we looked. */
                         struct sandbox fresh;
                         if (STORE(ctx, sandbox_get, sb->id, &fresh) == 0) {
+                                char why[256];
                                 if ((fresh.state == SANDBOX_RUNNING || fresh.state == SANDBOX_PAUSED) &&
-                                    strcmp(fresh.runtime_state, sb->runtime_state) == 0 && d->ops->probe(d, &fresh, false) == 0)
-                                        settle(ctx, &fresh, M(fresh.state), SANDBOX_STOPPED, "its init process exited", false);
+                                    strcmp(fresh.runtime_state, sb->runtime_state) == 0 && d->ops->probe(d, &fresh, false) == 0) {
+                                        /* a driver that knows why (a hostile guest, a VM gone) makes it a
+                                         * failure, and what the guest wrote goes with it */
+                                        if (d->ops->exit_reason && d->ops->exit_reason(d, &fresh, why, sizeof(why)) == 1)
+                                                settle(ctx, &fresh, M(fresh.state), SANDBOX_FAILED, why, true);
+                                        else
+                                                settle(ctx, &fresh, M(fresh.state), SANDBOX_STOPPED, "its init process exited",
+                                                       false);
+                                }
                                 sandbox_release(&fresh);
                         }
                 }

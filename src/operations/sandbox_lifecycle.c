@@ -68,6 +68,9 @@ static int bind_to_snapshot(struct spaced_context *ctx, struct sandbox *sb, stru
         if (snap.sandbox_id[0] && STORE(ctx, sandbox_get, snap.sandbox_id, &origin) == 0) {
                 snprintf(sb->template_name, sizeof(sb->template_name), "%s", origin.template_name);
                 sb->environment = json_incref(origin.environment);
+                /* the driver that wrote the snapshot reads it (a microvm's holds a disk image) */
+                if (!sb->runtime[0])
+                        snprintf(sb->runtime, sizeof(sb->runtime), "%s", origin.runtime);
                 sandbox_release(&origin);
         } else {
                 char base[64];
@@ -132,6 +135,17 @@ runtime:;
                 return -1;
         snprintf(sb->runtime, sizeof(sb->runtime), "%s", driver->ops->name);
         sb->runtime_state[0] = '\0';
+        /* What it is made with on this host (microvm: the VMM and guest kernel versions) is
+         * part of the sandbox's binding; the template's copy stays as it is. */
+        if (driver->caps.version[0]) {
+                json_t *env = json_deep_copy(sb->environment);
+                if (!env || json_object_set_new(env, "runtime_version", json_string(driver->caps.version)) < 0) {
+                        json_decref(env);
+                        return space_error_set(err, SPACE_E_INTERNAL, "out of memory");
+                }
+                json_decref(sb->environment);
+                sb->environment = env;
+        }
         return 0;
 }
 

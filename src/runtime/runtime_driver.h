@@ -1,5 +1,5 @@
 /* runtime_driver: how a sandbox's processes and root filesystem are made and managed.
- * A const ops table per driver kind (namespaces, gvisor; microvm later) and an instance per
+ * A const ops table per driver kind (namespaces, gvisor, microvm) and an instance per
  * configured driver (runtime_registry.h); each sandbox names its driver (sb->runtime). Every function
  * is idempotent where it can be, so a crash mid-way can simply be redone. Returns 0 or -1
  * with err filled (code + message for the API caller). */
@@ -29,6 +29,11 @@ struct runtime_config {
         uint32_t egress_subnet; /* host byte order */
         int egress_subnet_bits;
         char egress_block_dir[4096]; /* host-wide address block records; "" for the default */
+        /* microvm (docs/runtimes.md): space-vmlink, the script that makes the guest's kernel
+         * and initramfs, and "auto" | "kvm" | "tcg" */
+        char vmlink_path[4096];
+        char microvm_guest_script[4096];
+        char microvm_accel[8];
 };
 
 struct exec_request {
@@ -165,6 +170,10 @@ struct runtime_driver_ops {
          * the rootfs in place (restored from the snapshot taken with it, or a copy of it). */
         int (*start_from_image)(const struct runtime_driver *d, struct sandbox *sb, const char *image_dir,
                                 struct space_error *err);
+        /* Why the sandbox's processes ended on their own, when the driver knows (a microvm's
+         * supervisor found its guest hostile or its VM gone): 1 with the reason in buf (the
+         * sandbox failed), 0 when it has none to give. NULL: never. Read before stop(). */
+        int (*exit_reason)(const struct runtime_driver *d, const struct sandbox *sb, char *buf, size_t size);
         /* Ids that have host resources (rootfs, cgroup or run dir), for the orphan sweep. */
         int (*list_resources)(const struct runtime_driver *d, char ***ret_ids, size_t *ret_n);
 };
@@ -181,3 +190,4 @@ struct runtime_driver {
 
 extern const struct runtime_driver_ops runtime_driver_namespaces;
 extern const struct runtime_driver_ops runtime_driver_gvisor;
+extern const struct runtime_driver_ops runtime_driver_microvm;

@@ -48,14 +48,19 @@ static int validate(const struct spaced_context *ctx, const struct sandbox_creat
                 return space_error_set(err, SPACE_E_INVALID_REQUEST, "give template or snapshot_id");
         if (req->template_ref && !template_ref_ok(req->template_ref))
                 return space_error_set(err, SPACE_E_INVALID_REQUEST, "template name \"%.160s\" is not valid", req->template_ref);
-        if (req->runtime && strcmp(req->runtime, "namespaces") && strcmp(req->runtime, "gvisor"))
-                return space_error_set(err, SPACE_E_INVALID_REQUEST, "runtime must be namespaces or gvisor");
+        if (req->runtime && strcmp(req->runtime, "namespaces") && strcmp(req->runtime, "gvisor") &&
+            strcmp(req->runtime, "microvm"))
+                return space_error_set(err, SPACE_E_INVALID_REQUEST, "runtime must be namespaces, gvisor or microvm");
         if (req->runtime && !runtime_registry_find(&ctx->runtimes, req->runtime))
                 return space_error_set(err, SPACE_E_UNSUPPORTED,
                                        strcmp(req->runtime, "gvisor") == 0
                                                ? "the gvisor runtime is not available on this server: it needs runsc with the "
                                                  "systrap platform (Debian package runsc, from bookworm-backports; "
                                                  "scripts/install-deps installs it)"
+                                               : strcmp(req->runtime, "microvm") == 0
+                                               ? "the microvm runtime is not available on this server: it needs QEMU (Debian "
+                                                 "package qemu-system-x86) and a Debian kernel (linux-image-cloud-amd64); "
+                                                 "scripts/install-deps installs both"
                                                : "the %s runtime is not available on this server",
                                        req->runtime);
         if (strcmp(req->on_timeout, "pause") && strcmp(req->on_timeout, "stop") && strcmp(req->on_timeout, "destroy"))
@@ -102,9 +107,9 @@ int sandbox_create_request_submit(struct spaced_context *ctx, struct sandbox_cre
         sb.rolling = json_incref(req->rolling);
         if (sandbox_network_request_parse(ctx, req->network, &sb.network, err) < 0)
                 goto fail;
-        if (sb.network && req->runtime && strcmp(req->runtime, "gvisor") == 0) {
-                space_error_set(err, SPACE_E_UNSUPPORTED,
-                                "the gvisor runtime has no egress network yet: give network profile none");
+        if (sb.network && req->runtime && (strcmp(req->runtime, "gvisor") == 0 || strcmp(req->runtime, "microvm") == 0)) {
+                space_error_set(err, SPACE_E_UNSUPPORTED, "the %s runtime has no egress network yet: give network profile none",
+                                req->runtime);
                 goto fail;
         }
         if (!sb.env || !sb.metadata || !sb.environment) {

@@ -92,6 +92,9 @@ static const char usage[] =
         "  --egress-gateway PATH  the space-egress binary [next to spaced]\n"
         "  --secret-key-file FILE the secret store's master key, 64 hex digits [STATE_DIR/secret.key, made 0600]\n"
         "  --secret-key-command CMD  a command (sh -c) that prints the master key, e.g. from a KMS\n"
+        "  --vmlink PATH          the space-vmlink binary of the microvm runtime [next to spaced]\n"
+        "  --microvm-accel MODE   auto|kvm|tcg: how microvm sandboxes run; auto takes KVM only where\n"
+        "                         /dev/kvm really works [auto]\n"
         "  --e2b-listen ADDR:PORT also serve the E2B API and envd protocol there [off; env SPACE_E2B_LISTEN]\n"
         "  --metrics-listen ADDR:PORT  also serve /metrics there, without a key (the operator's network)\n"
         "                         [off; on --listen it needs an admin key]\n"
@@ -451,6 +454,12 @@ static int apply(struct spaced_config *cfg, const char *key, const char *v)
                 snprintf(cfg->secret_key_command, sizeof(cfg->secret_key_command), "%s", v);
         } else if (strcmp(key, "egress-gateway") == 0) {
                 snprintf(cfg->egress_gateway_path, sizeof(cfg->egress_gateway_path), "%s", v);
+        } else if (strcmp(key, "vmlink") == 0) {
+                snprintf(cfg->vmlink_path, sizeof(cfg->vmlink_path), "%s", v);
+        } else if (strcmp(key, "microvm-accel") == 0) {
+                if (strcmp(v, "auto") != 0 && strcmp(v, "kvm") != 0 && strcmp(v, "tcg") != 0)
+                        goto bad;
+                snprintf(cfg->microvm_accel, sizeof(cfg->microvm_accel), "%s", v);
         } else if (strcmp(key, "disk-quota") == 0) {
                 if (strcmp(v, "on") != 0 && strcmp(v, "off") != 0)
                         goto bad;
@@ -542,6 +551,13 @@ static void default_program_paths(struct spaced_config *cfg)
         beside_binary(agent, sizeof(agent) / sizeof(agent[0]), X_OK, cfg->agent_path, sizeof(cfg->agent_path));
         beside_binary(egress, sizeof(egress) / sizeof(egress[0]), X_OK, cfg->egress_gateway_path,
                       sizeof(cfg->egress_gateway_path));
+        static const char *const vmlink[] = { "space-vmlink", "../vm_link/space-vmlink", "../libexec/space/space-vmlink" };
+        static const char *const guest[] = { "../libexec/space/microvm-guest-image" };
+        beside_binary(vmlink, sizeof(vmlink) / sizeof(vmlink[0]), X_OK, cfg->vmlink_path, sizeof(cfg->vmlink_path));
+        beside_binary(guest, sizeof(guest) / sizeof(guest[0]), X_OK, cfg->microvm_guest_script,
+                      sizeof(cfg->microvm_guest_script));
+        if (!cfg->microvm_guest_script[0] && access(SPACE_MICROVM_GUEST_SCRIPT, X_OK) == 0)
+                snprintf(cfg->microvm_guest_script, sizeof(cfg->microvm_guest_script), "%s", SPACE_MICROVM_GUEST_SCRIPT);
 }
 
 /* An installed spaced (bin/) uses the presets installed beside it (share/space/presets);
@@ -603,6 +619,7 @@ int spaced_config_load(struct spaced_config *cfg, int argc, char **argv)
         cfg->sandbox_disk_max_mb = 1048576;
         snprintf(cfg->e2b_templates, sizeof(cfg->e2b_templates), "base=python|busybox");
         snprintf(cfg->egress_profile, sizeof(cfg->egress_profile), "none");
+        snprintf(cfg->microvm_accel, sizeof(cfg->microvm_accel), "auto");
         cfg->egress_subnet = 10u << 24 | 201u << 16;
         cfg->egress_subnet_bits = 16;
         default_program_paths(cfg);
@@ -660,6 +677,8 @@ int spaced_config_load(struct spaced_config *cfg, int argc, char **argv)
                 { "egress-gateway", required_argument, NULL, 0 },
                 { "secret-key-file", required_argument, NULL, 0 },
                 { "secret-key-command", required_argument, NULL, 0 },
+                { "vmlink", required_argument, NULL, 0 },
+                { "microvm-accel", required_argument, NULL, 0 },
                 { "e2b-listen", required_argument, NULL, 0 },
                 { "e2b-templates", required_argument, NULL, 0 },
                 { "log-format", required_argument, NULL, 0 },

@@ -100,6 +100,10 @@ struct spaced_config {
          * prints it (a KMS); neither: state_dir/secret.key, made 0600 at the first start */
         char secret_key_file[PATH_MAX];
         char secret_key_command[1024];
+        /* the microvm runtime (docs/runtimes.md) */
+        char vmlink_path[PATH_MAX];          /* the space-vmlink binary */
+        char microvm_guest_script[PATH_MAX]; /* microvm-guest-image, which makes its kernel and initramfs */
+        char microvm_accel[8];               /* "auto" | "kvm" | "tcg" */
         /* E2B front door (src/e2b/): off unless --e2b-listen is given */
         bool e2b_enabled;
         char e2b_listen_addr[64];

@@ -420,12 +420,21 @@ int main(int argc, char **argv)
         };
         snprintf(rc.run_dir, sizeof(rc.run_dir), "%s/run", ctx.cfg.state_dir);
         snprintf(rc.agent_path, sizeof(rc.agent_path), "%s", ctx.cfg.agent_path);
+        snprintf(rc.vmlink_path, sizeof(rc.vmlink_path), "%s", ctx.cfg.vmlink_path);
+        snprintf(rc.microvm_guest_script, sizeof(rc.microvm_guest_script), "%s", ctx.cfg.microvm_guest_script);
+        snprintf(rc.microvm_accel, sizeof(rc.microvm_accel), "%s", ctx.cfg.microvm_accel);
         if (runtime_registry_add(&ctx.runtimes, &runtime_driver_namespaces, &rc, &err) < 0)
                 return fail("spaced.runtime", "runtime %s: %s", runtime_driver_namespaces.name, err.message);
         /* gvisor where runsc is installed; without it the server runs, and a create that
          * asks for gvisor is a 422 naming the package. */
         if (runtime_registry_add(&ctx.runtimes, &runtime_driver_gvisor, &rc, &err) < 0) {
                 log_warn("runtime.gvisor_off", "reason=\"%s\" effect=\"sandboxes cannot run on the gvisor runtime\"",
+                         LOG_ESC(err.message));
+                err = (struct space_error){ 0 };
+        }
+        /* microvm where QEMU is installed (and the guest kernel can be unpacked): likewise. */
+        if (runtime_registry_add(&ctx.runtimes, &runtime_driver_microvm, &rc, &err) < 0) {
+                log_warn("runtime.microvm_off", "reason=\"%s\" effect=\"sandboxes cannot run on the microvm runtime\"",
                          LOG_ESC(err.message));
                 err = (struct space_error){ 0 };
         }

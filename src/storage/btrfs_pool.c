@@ -90,7 +90,7 @@ int btrfs_pool_open(const char *state_dir, uint64_t image_bytes, struct btrfs_po
                         return r < 0 ? r : -EIO;
                 }
         }
-        static const char *const dirs[] = { "templates", "sandboxes", "snapshots", "staging", "layers", "builds" };
+        static const char *const dirs[] = { "templates", "sandboxes", "snapshots", "staging", "layers", "builds", "disk-images" };
         for (size_t i = 0; i < ARRAY_SIZE(dirs); i++) {
                 char d[PATH_MAX];
                 snprintf(d, sizeof(d), "%s/%s", p.root, dirs[i]);
@@ -124,6 +124,25 @@ int btrfs_pool_sandbox_path(const struct btrfs_pool *p, const char *id, char *bu
 int btrfs_pool_snapshot_path(const struct btrfs_pool *p, const char *id, char *buf, size_t size)
 {
         return pool_path(p, "snapshots", id, buf, size);
+}
+
+int btrfs_pool_disk_images_dir(const struct btrfs_pool *p, char *buf, size_t size)
+{
+        return snprintf(buf, size, "%s/disk-images", p->root) >= (int)size ? -ENAMETOOLONG : 0;
+}
+
+int btrfs_pool_subvolume_uuid(const char *path, char *buf, size_t size)
+{
+        struct btrfs_util_subvolume_info info;
+        enum btrfs_util_error e = btrfs_util_subvolume_info(path, 0, &info);
+        if (e != BTRFS_UTIL_OK)
+                return errno_from_btrfsutil(e);
+        if (size < 37)
+                return -ENAMETOOLONG;
+        const uint8_t *u = info.uuid;
+        snprintf(buf, size, "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", u[0], u[1], u[2], u[3], u[4],
+                 u[5], u[6], u[7], u[8], u[9], u[10], u[11], u[12], u[13], u[14], u[15]);
+        return 0;
 }
 
 int btrfs_pool_layer_path(const struct btrfs_pool *p, const char *key, char *buf, size_t size)

@@ -5,6 +5,7 @@
  *   snapshots/<id>       read-only snapshot of a sandbox's rootfs
  *   staging/             subvolumes under construction (template builds); swept at start
  *   layers/<key>         read-only layers of Spacefile builds, named by their cache key
+ *   disk-images/         raw ext4 images of templates for the microvm runtime (by subvolume uuid)
  * If the state directory is not on btrfs, the pool is a sparse image file
  * <state>/pool.img formatted with btrfs and loop-mounted at <state>/pool. */
 #pragma once
@@ -28,6 +29,10 @@ int btrfs_pool_sandbox_path(const struct btrfs_pool *p, const char *id, char *bu
 int btrfs_pool_snapshot_path(const struct btrfs_pool *p, const char *id, char *buf, size_t size);
 int btrfs_pool_layer_path(const struct btrfs_pool *p, const char *key, char *buf, size_t size);
 int btrfs_pool_staging_path(const struct btrfs_pool *p, const char *name, char *buf, size_t size);
+/* <pool>/disk-images */
+int btrfs_pool_disk_images_dir(const struct btrfs_pool *p, char *buf, size_t size);
+/* The subvolume's uuid (36 characters, lower-case hex and dashes); 0 or -errno. */
+int btrfs_pool_subvolume_uuid(const char *path, char *buf, size_t size);
 
 /* Writable (or read-only) snapshot of src at dst. -EEXIST if dst exists. */
 int btrfs_pool_snapshot(const char *src, const char *dst, bool read_only);

@@ -41,8 +41,10 @@ class Runtimes(SpacedTestCase):
     def test_capabilities_list_the_drivers(self):
         _, caps = self.spaced.api("GET", "/v1/capabilities", expect=200)
         drivers = caps["drivers"]
-        # gvisor is hosted where runsc is installed (test_gvisor.py covers it)
-        expected = ["namespaces", "gvisor"] if shutil.which("runsc") else ["namespaces"]
+        # gvisor is hosted where runsc is installed (test_gvisor.py covers it), microvm where
+        # QEMU is (test_microvm.py)
+        expected = ["namespaces"] + (["gvisor"] if shutil.which("runsc") else []) + \
+            (["microvm"] if shutil.which("qemu-system-x86_64") else [])
         self.assertEqual([d["name"] for d in drivers], expected)
         ns = drivers[0]
         self.assertIs(ns["default"], True)

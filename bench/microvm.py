@@ -1,0 +1,85 @@
+#!/usr/bin/env python3
+"""microvm: sandboxes of the microvm runtime against namespace sandboxes, side by side in one
+run (docs/runtimes.md): create -> first exec (a cold boot for a microvm), the exec round
+trip in a running sandbox, and the host memory per idle sandbox (the cgroup's figure: for a
+microvm, QEMU and its guest). Each round creates one of each in a random order. Prints
+percentiles and the ratio microvm / namespaces. Under TCG (no usable KVM) the microvm
+figures are TCG figures: say so wherever they are quoted. See docs/benchmarks.md.
+
+Usage: sudo bench/microvm.py [-n ROUNDS] [--exec-n N] [BUILD_DIR]
+"""
+
+import argparse
+import os
+import random
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import compare_builds  # noqa: E402
+
+pct = compare_builds.pct
+RUNTIMES = ("namespaces", "microvm")
+
+
+def ok(sp, method, path, body=None, status=200):
+    st, d = sp.request(method, path, body, timeout=300)
+    assert st == status, (method, path, st, d)
+    return d
+
+
+def create_then_exec(sp, runtime):
+    sid = ok(sp, "POST", "/v1/sandboxes?wait=true&timeout_s=240", {"template": "busybox", "runtime": runtime})["sandbox"]["id"]
+    ok(sp, "POST", "/v1/sandboxes/%s/exec" % sid, {"cmd": ["true"]})
+    return sid
+
+
+def memory_bytes(sp, sid):
+    d = ok(sp, "GET", "/v1/sandboxes/%s/stats" % sid)
+    return d["memory"]["used_bytes"] - d["memory"]["cache_bytes"]
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("-n", type=int, default=5, help="rounds (one create of each runtime per round)")
+    ap.add_argument("--exec-n", type=int, default=100, help="exec round trips per sandbox")
+    ap.add_argument("build", nargs="?", default=os.path.join(os.path.dirname(HERE), "build"))
+    a = ap.parse_args()
+    sp = compare_builds.BuildSpaced(a.build)
+    res = {}
+
+    def add(what, kind, v):
+        res.setdefault(what, {}).setdefault(kind, []).append(v)
+
+    try:
+        sp.start(timeout=180)
+        _, caps = sp.api("GET", "/v1/capabilities", expect=200)
+        version = {d["name"]: d["version"] for d in caps["drivers"]}.get("microvm")
+        assert version, "this spaced hosts no microvm runtime"
+        print("microvm runtime: %s" % version, flush=True)
+        for _ in range(a.n):
+            for runtime in random.sample(RUNTIMES, 2):
+                t = time.perf_counter()
+                sid = create_then_exec(sp, runtime)
+                add("create -> first exec", runtime, (time.perf_counter() - t) * 1000)
+                for _ in range(a.exec_n):
+                    t = time.perf_counter()
+                    ok(sp, "POST", "/v1/sandboxes/%s/exec" % sid, {"cmd": ["true"]})
+                    add("exec round trip", runtime, (time.perf_counter() - t) * 1000)
+                time.sleep(1)
+                add("idle memory, no cache (MiB)", runtime, memory_bytes(sp, sid) / 1048576)
+                ok(sp, "DELETE", "/v1/sandboxes/%s?wait=true&timeout_s=120" % sid)
+        for what, by in res.items():
+            base = by["namespaces"]
+            for kind in RUNTIMES:
+                v = by[kind]
+                print("%-30s %-10s n=%-4d p50=%9.1f p90=%9.1f p99=%9.1f  ratio p50 %.1f" % (
+                    what, kind, len(v), pct(v, 50), pct(v, 90), pct(v, 99), pct(v, 50) / max(pct(base, 50), 1e-9)),
+                    flush=True)
+    finally:
+        sp.cleanup()
+
+
+if __name__ == "__main__":
+    main()
