@@ -305,6 +305,26 @@ class MemoryState(SpacedTestCase):
             self.assertEqual(got_secret, secret, point)
             wait_for(lambda: self.count(sid)[1] > n + 3, timeout=30, what="the loop to go on after " + point)
 
+    def test_agent_ignores_park_signals_sent_from_inside(self):
+        # The agent parks on SIGUSR1 and listens again on SIGUSR2 only when runsc sends them
+        # (from outside the sandbox's pid namespaces). A process inside sending them, to PID 1
+        # or to the agent's pid, leaves it answering. The exec that sends them is answered over
+        # the connection a park would have closed: its exit is read from the agent's signalfd
+        # after the signals it sent, so by then the agent has seen them.
+        sp = self.spaced
+        sid = self.new_sandbox(runtime="gvisor", metadata={"t": "memory-agent-signals"})
+        out = sp.sh(sid, "kill -USR1 1; kill -USR1 1; kill -USR2 1; kill -USR1 1; echo still")
+        self.assertEqual(out["stdout"], "still\n")
+        self.assertEqual(sp.sh(sid, "echo answering")["stdout"], "answering\n")
+        # A pending USR1 from inside does not swallow spaced's own: pause and resume still
+        # park and unpark it, and a memory snapshot still takes.
+        sp.sh(sid, "(while true; do kill -USR1 1; done) >/dev/null 2>&1 </dev/null & echo spamming")
+        sp.action(sid, "pause")
+        sp.action(sid, "resume")
+        self.assertEqual(sp.sh(sid, "echo back")["stdout"], "back\n")
+        self.memory_snapshot(sid)
+        self.assertEqual(sp.sh(sid, "echo after")["stdout"], "after\n")
+
     def snapshot_secret_of_rootfs(self, sid):
         with open(os.path.join(self.spaced.subvolume(sid), "root", "count")) as f:
             return f.read().split()[0]

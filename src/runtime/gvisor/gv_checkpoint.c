@@ -10,6 +10,7 @@
 #include "spaced/wallclock.h"
 
 #define PARK_WAIT_MS 5000
+#define PARK_RESEND_MS 250
 
 static int signal_agent(const struct gv_driver *gv, const struct sandbox *sb, const char *sig, struct space_error *err)
 {
@@ -22,12 +23,14 @@ int gv_agent_park(const struct gv_driver *gv, const struct sandbox *sb, struct s
 {
         char sock[PATH_MAX];
         sandbox_host_socket_path(&gv->host, sb->id, sock, sizeof(sock));
-        if (signal_agent(gv, sb, "USR1", err) < 0)
-                return -1;
-        /* The agent removes its socket last, once nothing of the host is held. */
+        /* The agent removes its socket last, once nothing of the host is held. It acts only on
+         * signals from outside the sandbox; one of ours that met a pending USR1 sent from inside
+         * merged into it and was dropped with it, so it is sent again while we wait. */
         for (int waited_ms = 0; access(sock, F_OK) == 0; waited_ms += 5) {
                 if (waited_ms >= PARK_WAIT_MS)
                         return space_error_set(err, SPACE_E_INTERNAL, "the agent of %s did not let go of its socket", sb->id);
+                if (waited_ms % PARK_RESEND_MS == 0 && signal_agent(gv, sb, "USR1", err) < 0)
+                        return -1;
                 usleep(5000);
         }
         return 0;
