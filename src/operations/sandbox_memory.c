@@ -155,6 +155,22 @@ bool sandbox_memory_hibernated(const struct sandbox *sb)
         return strcmp(sb->runtime_state, RUNTIME_STATE_HIBERNATED) == 0;
 }
 
+/* A hibernation that failed before it was recorded: the sandbox goes on running without an
+ * image (the old state; frozen is true when the checkpoint left it frozen), and its
+ * state_reason says why. Returns -1, err kept. */
+static int hibernate_undo(struct spaced_context *ctx, const struct runtime_driver *d, const struct sandbox *sb, bool frozen,
+                          const struct space_error *err)
+{
+        struct space_error ignored;
+        char reason[300];
+        if (frozen && d->ops->resume(d, sb, &ignored) < 0)
+                log_warn("sandbox.hibernate_undo_failed", "sandbox=%s message=\"%s\"", sb->id, LOG_ESC(ignored.message));
+        sandbox_memory_drop(ctx, sb->id);
+        snprintf(reason, sizeof(reason), "hibernation failed: %s", err->message);
+        (void)sandbox_step_move(ctx, sb->id, M(SANDBOX_RUNNING), SANDBOX_RUNNING, reason, &ignored);
+        return -1;
+}
+
 int sandbox_memory_hibernate(struct spaced_context *ctx, const struct runtime_driver *d, const struct sandbox *sb,
                              struct space_error *err)
 {
@@ -169,16 +185,21 @@ int sandbox_memory_hibernate(struct spaced_context *ctx, const struct runtime_dr
         if (r < 0)
                 return space_error_errno(err, -r, "memory image of %s", sb->id);
         if (d->ops->checkpoint(d, sb, NULL, partial, false, &pause_us, err) < 0)
-                return -1;
+                return hibernate_undo(ctx, d, sb, false, err); /* it went on running */
         fault_point("hibernate", "checkpointed");
-        /* Whole on disk before the processes go: a crash between leaves the sandbox frozen,
-         * and the redo takes the image again. */
-        if ((r = memory_image_commit(&ctx->pool, sb->id)) < 0)
-                return space_error_errno(err, -r, "memory image of %s", sb->id);
+        /* Whole on disk before the processes go: a crash before the record leaves the
+         * sandbox frozen with its processes whole, and the redo takes the image again. */
+        if ((r = memory_image_commit(&ctx->pool, sb->id)) < 0) {
+                space_error_errno(err, -r, "memory image of %s", sb->id);
+                return hibernate_undo(ctx, d, sb, true, err);
+        }
+        fault_point("hibernate", "committed");
         /* Recorded before the processes end, so that nothing (the controller's liveness
          * check, a restart) takes the sandbox for dead meanwhile. */
-        if ((r = STORE(ctx, sandbox_set_runtime, sb->id, RUNTIME_STATE_HIBERNATED)) < 0)
-                return space_error_errno(err, -r, "store the hibernation of %s", sb->id);
+        if ((r = STORE(ctx, sandbox_set_runtime, sb->id, RUNTIME_STATE_HIBERNATED)) < 0) {
+                space_error_errno(err, -r, "store the hibernation of %s", sb->id);
+                return hibernate_undo(ctx, d, sb, true, err);
+        }
         fault_point("hibernate", "recorded");
         if (d->ops->stop(d, sb, err) < 0)
                 return -1;

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "runtime/gvisor/gv_driver.h"
+#include "spaced/fault_point.h"
 #include "spaced/wallclock.h"
 
 #define PARK_WAIT_MS 5000
@@ -101,13 +102,19 @@ int gv_checkpoint(const struct runtime_driver *d, const struct sandbox *sb, cons
                 if (d->ops->snapshot_rootfs(d, &frozen, rootfs_dst, &unused, err) < 0)
                         goto fail;
         }
-        const char *keep[] = { "checkpoint", "--leave-running", "--image-path", image_dir, sb->id, NULL };
-        const char *end[] = { "checkpoint", "--image-path", image_dir, sb->id, NULL };
-        if ((r = gv_runsc(gv, log, leave_running ? keep : end)) != 0) {
+        fault_point("checkpoint", "frozen");
+        /* Always --leave-running, also for a hibernation: without it runsc ends the sandbox's
+         * processes after the save, and a checkpoint redone after a crash in between (the
+         * image not yet renamed into place) saved them with that SIGKILL pending, an image
+         * whose restore dies at once. Left running (and still paused by us), a redo finds
+         * them whole; the caller of a hibernation stops them once the image is safe. */
+        const char *args[] = { "checkpoint", "--leave-running", "--image-path", image_dir, sb->id, NULL };
+        if ((r = gv_runsc(gv, log, args)) != 0) {
                 gv_runsc_failed("checkpoint", r, log, sb->id, err);
                 goto fail;
         }
-        /* Not leave_running: it stays frozen, and the caller stops it once the image is safe. */
+        /* Not leave_running: it stays frozen, its agent parked, until the caller stops it (or
+         * resumes it, when what follows the checkpoint fails). */
         if (leave_running && carry_on(d, sb, was_running, err) < 0)
                 return -1; /* the image and snapshot are whole; the caller decides */
         *ret_pause_us = monotonic_now_us() - t0;
