@@ -465,8 +465,10 @@ static int freeze_op(struct spaced_context *ctx, struct operation *op, bool paus
                                                     .set_expiry = !pause,
                                                     .expires_at_ms = pause ? 0 : sandbox_step_expiry_at(&sb) };
                 r = sandbox_step_settle(ctx, op, sb.id, &moved, NULL, err);
-                if (r == 0 && wake)
-                        sandbox_memory_drop(ctx, sb.id); /* its processes run again: the image is spent */
+                /* Its processes run again: a hibernation's image is spent (also one of a wake
+                 * whose record a crash came before: the redo is no wake). */
+                if (r == 0 && !pause)
+                        sandbox_memory_drop(ctx, sb.id);
                 if (to_disk || wake) {
                         /* the store failed: the redo (or the controller) finishes it */
                         sandbox_release(&sb);

@@ -312,6 +312,35 @@ class MemoryState(SpacedTestCase):
             wait_for(lambda: self.count(sid)[1] > n + 3, timeout=30, what="the loop to go on after " + point)
             self.assertEqual(sp.sh(sid, "echo up")["stdout"], "up\n", point)
 
+    def test_kill9_mid_wake_brings_the_sandbox_back(self):
+        # Killed once the woken sandbox runs and its handle is recorded, its row still paused:
+        # the redone resume finds it running and only lets its agent listen; the spent image
+        # goes once it is settled running.
+        sp = self.spaced
+        sid = self.counting_sandbox("memory-wake-crash")
+        self.hibernate(sid)
+        secret = self.snapshot_secret_of_rootfs(sid)
+        sp.stop()
+        sp.env = {"SPACED_FAULT_KILL": "wake:launched"}
+        sp.start()
+        try:
+            status, d = sp.request("POST", "/v1/sandboxes/%s/resume" % sid, {})
+            self.assertEqual(status, 202, d)
+            wait_for(lambda: not sp.alive(), timeout=60, what="spaced to die at wake:launched")
+            self.assertEqual(sp.proc.returncode, -9)
+        finally:
+            sp.kill9()
+            sp.env = None
+        sp.start()
+        sp.wait_state(sid, "running", timeout=60)
+        got_secret, n = self.count(sid)
+        self.assertEqual(got_secret, secret)
+        wait_for(lambda: self.count(sid)[1] > n + 3, timeout=30, what="the woken loop to go on")
+        self.assertFalse(os.path.exists(self.image_dir(sid)), "the spent image was kept")
+        self.hibernate(sid)
+        sp.action(sid, "resume")
+        self.assertEqual(self.count(sid)[0], secret)
+
     def test_failed_hibernation_leaves_the_sandbox_running(self):
         # The image cannot be moved into place (an immutable file where it goes): the
         # sandbox goes on running, without an image, and its state_reason says why.
