@@ -184,8 +184,23 @@ int sandbox_lifecycle_submit(struct spaced_context *ctx, const char *id, enum sa
         return sandbox_lifecycle_submit_with(ctx, id, action, NULL, ret_op, err);
 }
 
+static int submit(struct spaced_context *ctx, const char *id, enum sandbox_action action, unsigned from, enum sandbox_state to,
+                  json_t *params, struct operation *ret_op, struct space_error *err);
+
 int sandbox_lifecycle_submit_with(struct spaced_context *ctx, const char *id, enum sandbox_action action, json_t *params,
                                   struct operation *ret_op, struct space_error *err)
+{
+        return submit(ctx, id, action, actions[action].from, actions[action].to, params, ret_op, err);
+}
+
+int sandbox_lifecycle_submit_held(struct spaced_context *ctx, const char *id, enum sandbox_action action, enum sandbox_state held,
+                                  json_t *params, struct operation *ret_op, struct space_error *err)
+{
+        return submit(ctx, id, action, M(held), held, params, ret_op, err);
+}
+
+static int submit(struct spaced_context *ctx, const char *id, enum sandbox_action action, unsigned from, enum sandbox_state to,
+                  json_t *params, struct operation *ret_op, struct space_error *err)
 {
         enum sandbox_state current;
         if (action == SANDBOX_ACTION_DESTROY && storage_gate_check(ctx, STORAGE_WRITES, err) < 0) {
@@ -195,7 +210,7 @@ int sandbox_lifecycle_submit_with(struct spaced_context *ctx, const char *id, en
         operation_init(ret_op, actions[action].kind, id);
         if (params && operation_set_params(ret_op, params, err) < 0)
                 return -1;
-        int r = STORE(ctx, sandbox_transition, id, actions[action].from, actions[action].to, "", ret_op, &current);
+        int r = STORE(ctx, sandbox_transition, id, from, to, "", ret_op, &current);
         if (r == -ENOENT)
                 return space_error_set(err, SPACE_E_NOT_FOUND, "sandbox %s not found", id);
         if (r == -ESTALE)
@@ -447,8 +462,11 @@ static int freeze_op(struct spaced_context *ctx, struct operation *op, bool paus
         bool to_disk = pause && json_is_true(json_object_get(params, "memory_to_disk"));
         bool wake = !pause && sandbox_memory_hibernated(&sb);
         json_decref(params);
+        /* A paused sandbox is hibernated in place (the controller's idle policy, E2B's pause). */
+        if (to_disk && sb.state == SANDBOX_PAUSED && !sandbox_memory_hibernated(&sb))
+                from = SANDBOX_PAUSED;
         int r = -1;
-        if (sb.state == to)
+        if (sb.state == to && from != to)
                 r = 0; /* redone after a restart: already there */
         else if (sb.state != from)
                 space_error_set(err, SPACE_E_INVALID_STATE, "sandbox %s is %s", sb.id, sandbox_state_name(sb.state));

@@ -150,6 +150,13 @@ void sandbox_memory_reconcile(struct spaced_context *ctx)
         free(snaps);
 }
 
+bool sandbox_memory_can_hibernate(struct spaced_context *ctx, const struct sandbox *sb)
+{
+        struct space_error ignored;
+        const struct runtime_driver *d = runtime_registry_for(&ctx->runtimes, sb, &ignored);
+        return d && d->caps.memory_snapshot && d->ops->checkpoint && d->ops->start_from_image;
+}
+
 bool sandbox_memory_hibernated(const struct sandbox *sb)
 {
         return strcmp(sb->runtime_state, RUNTIME_STATE_HIBERNATED) == 0;
@@ -163,11 +170,12 @@ static int hibernate_undo(struct spaced_context *ctx, const struct runtime_drive
 {
         struct space_error ignored;
         char reason[300];
-        if (frozen && d->ops->resume(d, sb, &ignored) < 0)
+        /* A paused sandbox stays paused (its agent parked), as the checkpoint left it. */
+        if (frozen && sb->state == SANDBOX_RUNNING && d->ops->resume(d, sb, &ignored) < 0)
                 log_warn("sandbox.hibernate_undo_failed", "sandbox=%s message=\"%s\"", sb->id, LOG_ESC(ignored.message));
         sandbox_memory_drop(ctx, sb->id);
         snprintf(reason, sizeof(reason), "hibernation failed: %s", err->message);
-        (void)sandbox_step_move(ctx, sb->id, M(SANDBOX_RUNNING), SANDBOX_RUNNING, reason, &ignored);
+        (void)sandbox_step_move(ctx, sb->id, M(sb->state), sb->state, reason, &ignored);
         return -1;
 }
 
@@ -232,11 +240,15 @@ int sandbox_memory_submit_hibernate(struct spaced_context *ctx, const char *id, 
                 return space_error_errno(err, r, "load sandbox %s", id);
         const struct runtime_driver *d = runtime_registry_for(&ctx->runtimes, &sb, err);
         enum sandbox_state state = sb.state;
+        bool hibernated = sandbox_memory_hibernated(&sb);
         sandbox_release(&sb);
         if (!d || sandbox_memory_check(d, id, state, err) < 0)
                 return -1;
-        if (state != SANDBOX_RUNNING)
-                return space_error_set(err, SPACE_E_INVALID_STATE, "cannot pause sandbox %s while it is %s", id,
-                                       sandbox_state_name(state));
-        return sandbox_lifecycle_submit_with(ctx, id, SANDBOX_ACTION_PAUSE, json_pack("{s:b}", "memory_to_disk", 1), ret_op, err);
+        if (state != SANDBOX_RUNNING && (state != SANDBOX_PAUSED || hibernated))
+                return space_error_set(err, SPACE_E_INVALID_STATE, "cannot hibernate sandbox %s while it is %s%s", id,
+                                       sandbox_state_name(state), hibernated ? " (hibernated already)" : "");
+        json_t *params = json_pack("{s:b}", "memory_to_disk", 1);
+        return state == SANDBOX_PAUSED
+                ? sandbox_lifecycle_submit_held(ctx, id, SANDBOX_ACTION_PAUSE, SANDBOX_PAUSED, params, ret_op, err)
+                : sandbox_lifecycle_submit_with(ctx, id, SANDBOX_ACTION_PAUSE, params, ret_op, err);
 }

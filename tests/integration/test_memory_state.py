@@ -6,13 +6,15 @@ pool/memory/<snapshot id>, is counted in bytes_exclusive and goes with the snaps
 killed between the checkpoint and the row leaves the old state or the new one. Needs runsc
 from bookworm-backports (scripts/install-deps): without it these tests fail."""
 
+import http.client
+import json
 import os
 import shutil
 import subprocess
 import time
 import unittest
 
-from spaced_harness import SpacedTestCase, wait_for
+from spaced_harness import SpacedTestCase, free_port, wait_for
 from test_gvisor import runsc_processes
 
 # A process whose state lives in its memory: the secret is read once and its file removed,
@@ -264,6 +266,25 @@ class MemoryState(SpacedTestCase):
         sp.action(sid, "resume")
         self.assertEqual(self.count(sid)[0], secret)
 
+    def test_paused_sandbox_hibernates_in_place(self):
+        sp = self.spaced
+        sid = self.counting_sandbox("memory-hibernate-paused")
+        sp.action(sid, "pause")
+        secret, n = self.snapshot_secret_of_rootfs(sid), self.count_of_rootfs(sid)
+        d = self.hibernate(sid)
+        self.assertIn("hibernated", d["sandbox"]["state_reason"])
+        self.assertEqual(runsc_processes(sid), [])
+        self.assertEqual(self.count_of_rootfs(sid), n)
+        sp.action(sid, "resume")
+        got_secret, m = self.count(sid)
+        self.assertEqual(got_secret, secret)
+        self.assertGreaterEqual(m, n)
+        wait_for(lambda: self.count(sid)[1] > m + 3, timeout=30, what="the woken loop to go on")
+
+    def count_of_rootfs(self, sid):
+        with open(os.path.join(self.spaced.subvolume(sid), "root", "count")) as f:
+            return int(f.read().split()[1])
+
     def test_hibernate_refusals_and_stop_of_a_hibernated_sandbox(self):
         sp = self.spaced
         ns = self.new_sandbox(metadata={"t": "memory-hibernate-ns"})
@@ -378,6 +399,81 @@ class MemoryState(SpacedTestCase):
         sp.restart()
         self.assertFalse(os.path.exists(os.path.join(memory, "snap-0000000000000000")))
         self.assertFalse(os.path.exists(os.path.join(memory, "snap-1111111111111111.partial")))
+
+
+
+class IdleHibernation(SpacedTestCase):
+    """The controller's idle policy (--hibernate-idle S) and E2B's pause and connect: a
+    gvisor sandbox paused S seconds is hibernated, a namespace one stays frozen in place;
+    E2B's pause of a gvisor sandbox is a hibernation and its connect the wake."""
+
+    @classmethod
+    def setUpClass(cls):
+        assert shutil.which("runsc"), "runsc is not installed (scripts/install-deps installs it)"
+        cls.e2b_port = free_port()
+        cls.spaced_kwargs = {"extra_args": ["--hibernate-idle", "1", "--e2b-listen", "127.0.0.1:%d" % cls.e2b_port]}
+        super().setUpClass()
+        made = cls.spaced.cli("--json", "key", "create", "--e2b", "idle-hibernation")
+        assert made.returncode == 0, made.stderr
+        cls.e2b_key = json.loads(made.stdout)["secret"]
+
+    counting_sandbox = MemoryState.counting_sandbox
+    count = MemoryState.count
+    image_dir = MemoryState.image_dir
+    snapshot_secret_of_rootfs = MemoryState.snapshot_secret_of_rootfs
+
+    def e2b(self, method, path, body=None):
+        conn = http.client.HTTPConnection("127.0.0.1", self.e2b_port, timeout=180)
+        try:
+            conn.request(method, path, body=json.dumps(body or {}).encode(),
+                         headers={"X-API-KEY": self.e2b_key, "Content-Type": "application/json"})
+            resp = conn.getresponse()
+            payload = resp.read()
+            return resp.status, (json.loads(payload) if payload else None)
+        finally:
+            conn.close()
+
+    def hibernated(self, sid):
+        sb = self.spaced.get(sid)
+        return sb["state"] == "paused" and "hibernated" in (sb["state_reason"] or "")
+
+    def test_paused_sandboxes_hibernate_after_the_idle_time(self):
+        sp = self.spaced
+        ns = self.new_sandbox(metadata={"t": "idle-ns"})
+        sp.action(ns, "pause")
+        sid = self.counting_sandbox("idle-gvisor")
+        sp.action(sid, "pause")
+        wait_for(lambda: self.hibernated(sid), timeout=90, what="the idle policy to hibernate %s" % sid)
+        self.assertEqual(runsc_processes(sid), [])
+        self.assertTrue(os.path.isfile(os.path.join(self.image_dir(sid), "checkpoint.img")))
+        # The namespace sandbox, paused longer, has no memory state: it stays frozen in place.
+        self.assertEqual(sp.get(ns)["state"], "paused")
+        self.assertFalse(self.hibernated(ns))
+        secret = self.snapshot_secret_of_rootfs(sid)
+        sp.action(sid, "resume")
+        got_secret, n = self.count(sid)
+        self.assertEqual(got_secret, secret)
+        wait_for(lambda: self.count(sid)[1] > n + 3, timeout=30, what="the woken loop to go on")
+        sp.action(ns, "resume")
+        self.assertEqual(sp.sh(ns, "echo up")["stdout"], "up\n")
+
+    def test_e2b_pause_hibernates_and_connect_wakes(self):
+        sp = self.spaced
+        sid = self.counting_sandbox("idle-e2b")
+        status, d = self.e2b("POST", "/sandboxes/%s/pause" % sid)
+        self.assertEqual(status, 204, d)
+        self.assertTrue(self.hibernated(sid))
+        self.assertEqual(runsc_processes(sid), [])
+        status, d = self.e2b("POST", "/sandboxes/%s/pause" % sid)
+        self.assertEqual(status, 409, d)
+        secret = self.snapshot_secret_of_rootfs(sid)
+        status, d = self.e2b("POST", "/sandboxes/%s/connect" % sid, {"timeout": 300})
+        self.assertEqual(status, 201, d)
+        self.assertEqual(sp.state(sid), "running")
+        got_secret, n = self.count(sid)
+        self.assertEqual(got_secret, secret)
+        wait_for(lambda: self.count(sid)[1] > n + 3, timeout=30, what="the woken loop to go on")
+        self.assertFalse(os.path.exists(self.image_dir(sid)))
 
 
 if __name__ == "__main__":
