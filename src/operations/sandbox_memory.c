@@ -157,6 +157,15 @@ bool sandbox_memory_can_hibernate(struct spaced_context *ctx, const struct sandb
         return d && d->caps.memory_snapshot && d->ops->checkpoint && d->ops->start_from_image;
 }
 
+int sandbox_memory_rolling_check(struct spaced_context *ctx, const struct sandbox *sb, struct space_error *err)
+{
+        if (!sb->rolling || !json_is_true(json_object_get(sb->rolling, "memory")) || sandbox_memory_can_hibernate(ctx, sb))
+                return 0;
+        return space_error_set(err, SPACE_E_UNSUPPORTED,
+                               "rolling memory snapshots are not available with the %s runtime on this host (gvisor has them)",
+                               sb->runtime);
+}
+
 bool sandbox_memory_hibernated(const struct sandbox *sb)
 {
         return strcmp(sb->runtime_state, RUNTIME_STATE_HIBERNATED) == 0;

@@ -16,6 +16,7 @@ import unittest
 
 from spaced_harness import SpacedTestCase, free_port, wait_for
 from test_gvisor import runsc_processes
+from test_rolling import rolling_of
 
 # A process whose state lives in its memory: the secret is read once and its file removed,
 # the counter is a shell variable; both are written out (whole, by a rename) every 0.1 s.
@@ -386,6 +387,47 @@ class MemoryState(SpacedTestCase):
         self.hibernate(sid)
         sp.action(sid, "resume")
         self.assertEqual(sp.sh(sid, "echo up")["stdout"], "up\n")
+
+    def test_rolling_memory_snapshots(self):
+        # A policy with memory: true on a gvisor sandbox takes memory snapshots on the same
+        # schedule and retention as filesystem ones; a sandbox whose files did not change is
+        # skipped. Refused (422, nothing changed) where the runtime has no memory state.
+        sp = self.spaced
+        policy = {"interval_s": 60, "max_count": 1, "memory": True}
+        before = sp.list_ids()
+        self.assertError(sp.request("POST", "/v1/sandboxes", {"rolling_snapshots": policy}), 422, "unsupported")
+        self.assertEqual(sp.list_ids(), before)
+        ns = self.new_sandbox(metadata={"t": "memory-rolling-ns"})
+        self.assertError(sp.request("PATCH", "/v1/sandboxes/" + ns, {"rolling_snapshots": policy}), 422, "unsupported")
+        self.assertIsNone(sp.get(ns)["rolling_snapshots"])
+        sid = self.new_sandbox(runtime="gvisor", rolling_snapshots=policy, metadata={"t": "memory-rolling"})
+        self.assertEqual(sp.get(sid)["rolling_snapshots"]["memory"], True)
+        # A process whose only trace is in memory: its pid, and a value it holds.
+        sp.sh(sid, "echo 1 > /root/f; (v=held-$$; while true; do sleep 1; done) >/dev/null 2>&1 </dev/null & "
+                   "echo $! > /root/pid")
+        ready = lambda: [x for x in rolling_of(sp, sid) if x["state"] == "ready"]  # noqa: E731
+        first = wait_for(ready, timeout=60, what="the first rolling memory snapshot")
+        self.assertEqual(first[0]["kind"], "memory")
+        self.assertTrue(os.path.isdir(self.image_dir(first[0]["id"])))
+        # Unchanged files: when the interval has passed no new one is taken (memory alone
+        # changing does not count, as for filesystem snapshots).
+        time.sleep(75)
+        self.assertEqual([x["id"] for x in rolling_of(sp, sid)], [first[0]["id"]], "an unchanged sandbox was snapshotted")
+        sp.sh(sid, "echo 2 > /root/f")
+        second = wait_for(lambda: ready() and ready()[-1]["id"] != first[0]["id"] and ready(), timeout=60,
+                          what="the second rolling memory snapshot")
+        # max_count 1: the first goes, both halves.
+        wait_for(lambda: len(rolling_of(sp, sid)) == 1, timeout=60, what="retention to drop the first")
+        self.assertEqual(sp.request("GET", "/v1/snapshots/" + first[0]["id"])[0], 404)
+        self.assertFalse(os.path.exists(self.image_dir(first[0]["id"])))
+        self.assertFalse(os.path.exists(os.path.join(sp.state_dir, "pool", "snapshots", first[0]["id"])))
+        newest = second[-1]
+        self.assertEqual(newest["kind"], "memory")
+        pid = sp.sh(sid, "cat /root/pid")["stdout"].strip()
+        sp.sh(sid, "kill %s; echo 3 > /root/f" % pid)
+        sp.api("POST", "/v1/sandboxes/%s/restore?wait=true" % sid, {"snapshot_id": newest["id"]}, expect=200)
+        self.assertEqual(sp.sh(sid, "cat /root/f")["stdout"], "2\n")
+        self.assertEqual(sp.sh(sid, "kill -0 %s && echo alive" % pid)["stdout"], "alive\n")
 
     def snapshot_secret_of_rootfs(self, sid):
         with open(os.path.join(self.spaced.subvolume(sid), "root", "count")) as f:
