@@ -15,6 +15,7 @@
 #include "operations/storage_gate.h"
 #include "operations/sandbox_history.h"
 #include "operations/sandbox_memory.h"
+#include "storage/memory_image.h"
 #include "runtime/runtime_registry.h"
 #include "spaced/log.h"
 #include "spaced/metrics.h"
@@ -77,9 +78,23 @@ static int bind_to_snapshot(struct spaced_context *ctx, struct sandbox *sb, stru
                 sb->environment =
                         json_pack("{s:s, s:s, s:s}", "driver", d->ops->name, "driver_version", d->ops->version, "base", base);
         }
+        /* A memory snapshot's processes come back where a runtime with memory state runs it
+         * (an imported one has no origin to take the runtime from). */
+        if (sandbox_memory_of(&snap) && !sb->runtime[0] && runtime_registry_find(&ctx->runtimes, "gvisor"))
+                snprintf(sb->runtime, sizeof(sb->runtime), "gvisor");
         snprintf(sb->parent_sandbox_id, sizeof(sb->parent_sandbox_id), "%s", snap.sandbox_id);
         snprintf(sb->head_snapshot_id, sizeof(sb->head_snapshot_id), "%s", snap.id);
         return 0;
+}
+
+/* A sandbox made from a memory snapshot starts from its image, where its runtime can. */
+static bool create_from_image(struct spaced_context *ctx, const struct runtime_driver *d, const struct sandbox *sb)
+{
+        struct snapshot snap;
+        if (!sb->parent_snapshot_id[0] || !d->ops->start_from_image ||
+            STORE(ctx, snapshot_get, sb->parent_snapshot_id, &snap) < 0)
+                return false;
+        return sandbox_memory_of(&snap) && memory_image_exists(&ctx->pool, snap.id) == 1;
 }
 
 int sandbox_lifecycle_bind(struct spaced_context *ctx, struct sandbox *sb, struct space_error *err)
@@ -374,7 +389,9 @@ int sandbox_op_create(struct spaced_context *ctx, struct operation *op, struct s
         /* A create redone after a crash may find processes of the first attempt using the
          * rootfs: clear them before the rootfs is made again. */
         if (!(d = runtime_registry_for(&ctx->runtimes, &sb, err)) || d->ops->stop(d, &sb, err) < 0 ||
-            d->ops->create_rootfs(d, &sb, tpath, err) < 0 || sandbox_step_launch(ctx, &sb, err) < 0)
+            d->ops->create_rootfs(d, &sb, tpath, err) < 0 ||
+            (create_from_image(ctx, d, &sb) ? sandbox_memory_launch(ctx, &sb, sb.parent_snapshot_id, err)
+                                            : sandbox_step_launch(ctx, &sb, err)) < 0)
                 goto fail;
         struct sandbox_settlement running = { .from_mask = M(SANDBOX_CREATING),
                                               .to = SANDBOX_RUNNING,

@@ -176,3 +176,54 @@ int memory_image_list(const struct btrfs_pool *p, char ***ret_ids, int **ret_par
         *ret_n = n;
         return 0;
 }
+
+int memory_image_adopt(const struct btrfs_pool *p, const char *from_key, const char *to_id)
+{
+        char from[PATH_MAX], to[PATH_MAX];
+        int r = memory_image_path(p, from_key, from, sizeof(from));
+        if (r < 0 || (r = memory_image_path(p, to_id, to, sizeof(to))) < 0)
+                return r;
+        if (renameat2(AT_FDCWD, from, AT_FDCWD, to, RENAME_NOREPLACE) < 0)
+                return -errno;
+        char dir[PATH_MAX];
+        if (memory_dir(p, dir, sizeof(dir)) == 0) {
+                int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+                if (fd >= 0) {
+                        fsync(fd);
+                        close(fd);
+                }
+        }
+        return 0;
+}
+
+/* What runsc's checkpoint writes (20240729: checkpoint.img; later builds add the pages
+ * files beside it). */
+static bool image_file_name(const char *name)
+{
+        static const char *const names[] = { "checkpoint.img", "pages_meta.img", "pages.img", NULL };
+        for (size_t i = 0; names[i]; i++)
+                if (strcmp(name, names[i]) == 0)
+                        return true;
+        return false;
+}
+
+int memory_image_check_files(const char *dir)
+{
+        DIR *d = opendir(dir);
+        if (!d)
+                return -errno;
+        struct dirent *de;
+        struct stat st;
+        bool checkpoint = false;
+        int r = 0;
+        while (r == 0 && (de = readdir(d))) {
+                if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
+                        continue;
+                if (!image_file_name(de->d_name) || fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 ||
+                    !S_ISREG(st.st_mode) || st.st_nlink != 1)
+                        r = -EINVAL;
+                checkpoint = checkpoint || strcmp(de->d_name, "checkpoint.img") == 0;
+        }
+        closedir(d);
+        return r < 0 ? r : checkpoint ? 0 : -EINVAL;
+}

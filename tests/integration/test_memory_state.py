@@ -429,6 +429,103 @@ class MemoryState(SpacedTestCase):
         self.assertEqual(sp.sh(sid, "cat /root/f")["stdout"], "2\n")
         self.assertEqual(sp.sh(sid, "kill -0 %s && echo alive" % pid)["stdout"], "alive\n")
 
+    def download(self, path):
+        sp = self.spaced
+        conn = sp.connection(timeout=120)
+        conn.request("GET", path, headers={"Authorization": "Bearer " + sp.key})
+        r = conn.getresponse()
+        body = r.read()
+        conn.close()
+        return r.status, body
+
+    def staged_images(self):
+        memory = os.path.join(self.spaced.state_dir, "pool", "memory")
+        return sorted(n for n in os.listdir(memory) if n.startswith("import-"))
+
+    def import_memory(self, snap_id, data):
+        return self.spaced.request("POST", "/v1/snapshots/import/memory?snapshot_id=" + snap_id, raw=data,
+                                   headers={"Content-Type": "application/x-tar"})
+
+    def test_export_and_import_carry_the_memory(self):
+        # A memory snapshot moves as two downloads (its filesystem's send stream and its
+        # image as a tar); on the other side the image is staged first, then the filesystem
+        # import makes the snapshot, kind memory, and a sandbox made from it goes on from
+        # that moment. Here the "other host" is this one once the snapshot is deleted.
+        sp = self.spaced
+        sid = self.counting_sandbox("memory-transfer")
+        snap = self.memory_snapshot(sid)["id"]
+        secret, at = self.snapshot_count(snap)
+        st, fs = self.download("/v1/snapshots/%s/export?full=true" % snap)
+        self.assertEqual(st, 200)
+        st, image = self.download("/v1/snapshots/%s/memory" % snap)
+        self.assertEqual(st, 200)
+        _, d = sp.api("POST", "/v1/sandboxes/%s/snapshots?wait=true" % sid, {}, expect=200)
+        self.addCleanup(self.delete_snapshot_quietly, d["snapshot"]["id"])
+        self.assertError(sp.request("GET", "/v1/snapshots/%s/memory" % d["snapshot"]["id"]), 409, "invalid_state")
+        self.assertEqual(sp.request("GET", "/v1/snapshots/snap-doesnotexist0/memory")[0], 404)
+        # Here already: refused.
+        self.assertError(self.import_memory(snap, image), 409, "already_exists")
+        sp.api("DELETE", "/v1/snapshots/" + snap, expect=204)
+        self.assertFalse(os.path.exists(self.image_dir(snap)))
+
+        # Hostile or wrong archives: 4xx, nothing staged.
+        for bad, why in ((self.tar({"checkpoint.img": ("link", "/etc/passwd")}), "a symlink"),
+                         (self.tar({"checkpoint.img": b"x", "evil": b"y"}), "another file"),
+                         (self.tar({"pages.img": b"x"}), "no checkpoint.img"),
+                         (self.tar({"../checkpoint.img": b"x"}), "a path outside"),
+                         (self.tar({"sub/checkpoint.img": b"x"}), "a directory"),
+                         (self.tar({"checkpoint.img": ("hardlink", "/etc/passwd")}), "a hard link out"),
+                         (self.tar({"checkpoint.img": ("fifo", None)}), "a fifo"),
+                         (os.urandom(4096), "not a tar")):
+            st, body = self.import_memory(snap, bad)
+            self.assertEqual(st, 400, (why, body))
+            self.assertEqual(self.staged_images(), [], why)
+        for q in ("", "?snapshot_id=../x", "?snapshot_id=sb-00000000", "?other=1"):
+            st, body = sp.request("POST", "/v1/snapshots/import/memory" + q, raw=image,
+                                  headers={"Content-Type": "application/x-tar"})
+            self.assertEqual(st, 400, (q, body))
+        self.assertEqual(self.staged_images(), [])
+
+        st, body = self.import_memory(snap, image)
+        self.assertEqual(st, 201, body)
+        self.assertEqual(len(self.staged_images()), 1)
+        st, got = sp.request("POST", "/v1/snapshots/import", raw=fs, headers={"Content-Type": "application/octet-stream"})
+        self.assertEqual(st, 201, got)
+        self.addCleanup(self.delete_snapshot_quietly, snap)
+        self.assertEqual((got["id"], got["kind"]), (snap, "memory"))
+        self.assertEqual(self.staged_images(), [])
+        self.assertTrue(os.path.isfile(os.path.join(self.image_dir(snap), "checkpoint.img")))
+        # A sandbox made from it goes on from the snapshot's moment.
+        moved = self.new_sandbox(snapshot_id=snap)
+        self.assertEqual(sp.get(moved)["runtime"], "gvisor")
+        got_secret, n = self.count(moved)
+        self.assertEqual(got_secret, secret)
+        self.assertGreaterEqual(n, at)
+        wait_for(lambda: self.count(moved)[1] > n + 3, timeout=30, what="the moved loop to go on")
+        # A staged image no import adopted goes at the next start.
+        st, body = self.import_memory("snap-0123456789abcdef", image)
+        self.assertEqual(st, 201, body)
+        sp.restart()
+        self.assertEqual(self.staged_images(), [])
+
+    @staticmethod
+    def tar(entries):
+        import io
+        import tarfile
+        buf = io.BytesIO()
+        with tarfile.open(fileobj=buf, mode="w", format=tarfile.USTAR_FORMAT) as t:
+            for name, what in entries.items():
+                info = tarfile.TarInfo(name)
+                if isinstance(what, bytes):
+                    info.size = len(what)
+                    t.addfile(info, io.BytesIO(what))
+                    continue
+                kind, target = what
+                info.type = {"link": tarfile.SYMTYPE, "hardlink": tarfile.LNKTYPE, "fifo": tarfile.FIFOTYPE}[kind]
+                info.linkname = target or ""
+                t.addfile(info)
+        return buf.getvalue()
+
     def snapshot_secret_of_rootfs(self, sid):
         with open(os.path.join(self.spaced.subvolume(sid), "root", "count")) as f:
             return f.read().split()[0]
