@@ -18,6 +18,7 @@
 
 #include "api/api_json.h"
 #include "api/api_routes.h"
+#include "api/upload_spool.h"
 #include "operations/storage_gate.h"
 #include "service/snapshot_service.h"
 #include "spaced/log.h"
@@ -27,9 +28,7 @@
 
 struct memory_upload {
         struct spaced_context *ctx;
-        int fd;
-        uint64_t bytes;
-        bool too_large, write_failed;
+        struct upload_spool spool;
         char snapshot_id[32], key[MEMORY_IMPORT_KEY_SIZE], partial[PATH_MAX], tar[PATH_MAX];
 };
 
@@ -40,8 +39,8 @@ int memory_import_key(const char *project_id, const char *snapshot_id, char *buf
 
 static void upload_drop(struct memory_upload *u)
 {
-        if (u->fd >= 0)
-                close(u->fd);
+        if (u->spool.fd >= 0)
+                close(u->spool.fd);
         if (u->tar[0])
                 unlink(u->tar);
         if (u->key[0])
@@ -63,7 +62,8 @@ static int upload_begin(struct api_request *req, void **ret_state, struct space_
         if (!u)
                 return space_error_set(err, SPACE_E_INTERNAL, "out of memory");
         u->ctx = req->ctx;
-        u->fd = -1;
+        u->spool.fd = -1;
+        u->spool.cap = req->ctx->cfg.max_context_bytes;
         snprintf(u->snapshot_id, sizeof(u->snapshot_id), "%s", id);
         char key[MEMORY_IMPORT_KEY_SIZE], image[PATH_MAX];
         int r = memory_import_key(req->principal.project_id, id, key, sizeof(key));
@@ -73,7 +73,7 @@ static int upload_begin(struct api_request *req, void **ret_state, struct space_
         }
         if (r == 0 && snprintf(u->tar, sizeof(u->tar), "%s.tar.partial", image) >= (int)sizeof(u->tar))
                 r = -ENAMETOOLONG;
-        if (r == 0 && (u->fd = open(u->tar, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600)) < 0)
+        if (r == 0 && (u->spool.fd = open(u->tar, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600)) < 0)
                 r = -errno;
         if (r < 0) {
                 upload_drop(u);
@@ -86,23 +86,7 @@ static int upload_begin(struct api_request *req, void **ret_state, struct space_
 static int upload_write(void *state, const char *data, size_t len)
 {
         struct memory_upload *u = state;
-        u->bytes += len;
-        if (u->bytes > u->ctx->cfg.max_context_bytes) {
-                u->too_large = true;
-                return -1;
-        }
-        while (len > 0) {
-                ssize_t n = write(u->fd, data, len);
-                if (n < 0 && errno == EINTR)
-                        continue;
-                if (n <= 0) {
-                        u->write_failed = true;
-                        return -1;
-                }
-                data += n;
-                len -= (size_t)n;
-        }
-        return 0;
+        return upload_spool_write(&u->spool, data, len);
 }
 
 static void upload_finish(void *state, struct api_request *req, struct api_response *resp)
@@ -112,13 +96,13 @@ static void upload_finish(void *state, struct api_request *req, struct api_respo
         struct rootfs_archive_options o = { .max_bytes = u->ctx->cfg.max_context_bytes };
         struct rootfs_archive_stats stats = { 0 };
         (void)req;
-        close(u->fd);
-        u->fd = -1;
+        close(u->spool.fd);
+        u->spool.fd = -1;
         int r;
-        if (u->too_large)
+        if (u->spool.too_large)
                 space_error_set(&err, SPACE_E_PAYLOAD_TOO_LARGE, "the archive is larger than %llu bytes (--max-context)",
                                 (unsigned long long)u->ctx->cfg.max_context_bytes);
-        else if (u->write_failed)
+        else if (u->spool.write_failed)
                 space_error_set(&err, SPACE_E_INTERNAL, "cannot store the upload");
         else if (rootfs_archive_extract(u->tar, u->partial, &o, &stats, &err) < 0)
                 ; /* err says why */

@@ -22,6 +22,19 @@ static int memory_dir(const struct btrfs_pool *p, char *buf, size_t size)
         return snprintf(buf, size, "%s/memory", p->root) >= (int)size ? -ENAMETOOLONG : 0;
 }
 
+/* A rename into place is durable once the directory holding it is synced. */
+static void sync_memory_dir(const struct btrfs_pool *p)
+{
+        char dir[PATH_MAX];
+        if (memory_dir(p, dir, sizeof(dir)) < 0)
+                return;
+        int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (fd >= 0) {
+                fsync(fd);
+                close(fd);
+        }
+}
+
 int memory_image_path(const struct btrfs_pool *p, const char *snapshot_id, char *buf, size_t size)
 {
         if (!snapshot_id || !*snapshot_id || strchr(snapshot_id, '/') || snapshot_id[0] == '.')
@@ -77,14 +90,7 @@ int memory_image_commit(const struct btrfs_pool *p, const char *snapshot_id)
                 return r;
         if (rename(partial, path) < 0)
                 return -errno;
-        char dir[PATH_MAX];
-        if (memory_dir(p, dir, sizeof(dir)) == 0) {
-                int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-                if (fd >= 0) {
-                        fsync(fd);
-                        close(fd);
-                }
-        }
+        sync_memory_dir(p);
         return 0;
 }
 
@@ -185,14 +191,7 @@ int memory_image_adopt(const struct btrfs_pool *p, const char *from_key, const c
                 return r;
         if (renameat2(AT_FDCWD, from, AT_FDCWD, to, RENAME_NOREPLACE) < 0)
                 return -errno;
-        char dir[PATH_MAX];
-        if (memory_dir(p, dir, sizeof(dir)) == 0) {
-                int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-                if (fd >= 0) {
-                        fsync(fd);
-                        close(fd);
-                }
-        }
+        sync_memory_dir(p);
         return 0;
 }
 
