@@ -6,7 +6,7 @@ child running + a first exec in each, and hibernate/wake against a plain pause/r
 (freezer) of both runtimes. Every round does the variants in a random order. Prints
 percentiles and the ratio to the namespace sandbox. See docs/benchmarks.md.
 
-Usage: sudo bench/memory_state.py [-n ROUNDS] [--fork F] [BUILD_DIR]
+Usage: sudo bench/memory_state.py [-n ROUNDS] [--fork F] [--touched-mib 1,256] [BUILD_DIR]
 """
 
 import argparse
@@ -64,10 +64,45 @@ def create_then_exec(sp, runtime):
     return sid
 
 
+def touched(sp, a, add):
+    """Image size and times against touched memory: a gvisor sandbox with a process holding M
+    MiB of random bytes (dd's one block, blocked writing it to a pipe nobody reads: random, so
+    the image's compression cannot shrink it), for each M of --touched-mib: memory snapshot,
+    restore -> first exec, hibernate + wake -> exec."""
+    sizes = []
+    for mib in a.touched_mib:
+        sid = create_then_exec(sp, "gvisor")
+        ok(sp, "POST", "/v1/sandboxes/%s/exec" % sid,
+           {"shell": "(dd if=/dev/urandom bs=%dM count=1 iflag=fullblock 2>/dev/null | sleep 1000000) "
+                     ">/dev/null 2>&1 </dev/null & " % mib + LOOP})
+        # touched once the block is read: the sandbox's memory use says so
+        deadline = time.time() + 120
+        while ok(sp, "GET", "/v1/sandboxes/%s/stats" % sid)["memory"]["used_bytes"] < mib * 2**20 and time.time() < deadline:
+            time.sleep(0.5)
+        for _ in range(a.n):
+            ms, snap = timed(lambda: snapshot(sp, sid, True))
+            add("touched %d MiB: snapshot" % mib, "gvisor-memory", ms)
+            img = os.path.join(sp.state_dir, "pool", "memory", snap)
+            size = sum(os.stat(os.path.join(img, f)).st_blocks * 512 for f in os.listdir(img))
+            sizes.append((mib, size))
+            ms, _ = timed(lambda: restore_then_exec(sp, sid, snap))
+            add("touched %d MiB: restore -> exec" % mib, "gvisor-memory", ms)
+            ms, _ = timed(lambda: pause_resume(sp, sid, True))
+            add("touched %d MiB: hibernate+wake" % mib, "gvisor-memory", ms)
+            ok(sp, "DELETE", "/v1/snapshots/" + snap, status=204)
+        ok(sp, "DELETE", "/v1/sandboxes/%s?wait=true&timeout_s=120" % sid)
+    for mib in a.touched_mib:
+        got = [b for m, b in sizes if m == mib]
+        print("touched %4d MiB: image p50 %.1f MiB (n=%d), %.2f x touched" % (
+            mib, pct(got, 50) / 2**20, len(got), pct(got, 50) / (mib * 2**20)), flush=True)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("-n", type=int, default=5, help="rounds")
     ap.add_argument("--fork", type=int, default=10, help="children of the larger fork")
+    ap.add_argument("--touched-mib", type=lambda v: [int(x) for x in v.split(",")], default=None,
+                    help="instead of the comparison: image size and times for these MiB of touched memory (e.g. 1,256)")
     ap.add_argument("build", nargs="?", default=os.path.join(os.path.dirname(HERE), "build"))
     a = ap.parse_args()
     sp = compare_builds.BuildSpaced(a.build)
@@ -78,6 +113,12 @@ def main():
 
     try:
         sp.start()
+        if a.touched_mib:
+            touched(sp, a, add)
+            for what, by in res.items():
+                for kind, v in by.items():
+                    print("%-34s n=%-3d p50=%8.1f p90=%8.1f ms" % (what, len(v), pct(v, 50), pct(v, 90)), flush=True)
+            return
         # The baseline: a namespace sandbox doing the same (its snapshots hold files only,
         # its pause is the cgroup freezer), beside the gvisor sandbox's filesystem and
         # memory variants.
