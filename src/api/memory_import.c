@@ -65,7 +65,7 @@ static int upload_begin(struct api_request *req, void **ret_state, struct space_
         u->spool.fd = -1;
         u->spool.cap = req->ctx->cfg.max_context_bytes;
         snprintf(u->snapshot_id, sizeof(u->snapshot_id), "%s", id);
-        char key[MEMORY_IMPORT_KEY_SIZE], image[PATH_MAX];
+        char key[MEMORY_IMPORT_KEY_SIZE], image[PATH_MAX] = "";
         int r = memory_import_key(req->principal.project_id, id, key, sizeof(key));
         if (r == 0 && (r = memory_image_begin(&req->ctx->pool, key, u->partial, sizeof(u->partial))) == 0) {
                 snprintf(u->key, sizeof(u->key), "%s", key); /* from here on, removed on failure */
