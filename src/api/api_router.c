@@ -24,6 +24,7 @@ static const char *const q_command_events[] = { "after", "keepalive_s", NULL };
 static const char *const q_snapshot_list[] = { "sandbox_id", "project", "limit", "cursor", NULL };
 static const char *const q_snapshot_export[] = { "parent", "full", NULL };
 static const char *const q_snapshot_import[] = { "sandbox_id", "label", "parent_snapshot_id", NULL };
+static const char *const q_memory_import[] = { "snapshot_id", NULL };
 static const char *const q_template_build[] = { "name", "spacefile", "wait", "timeout_s", NULL };
 static const char *const q_template_import[] = { "name", "format", NULL };
 static const char *const q_build_log[] = { "follow", NULL };
@@ -92,6 +93,7 @@ static const struct route {
         { "GET", { "v1", "snapshots", "*" }, route_snapshot_get, API_AUTH_CONTROL, API_BODY_ANY, PERM_SNAPSHOT_READ, "snapshot.get", q_none },
         { "DELETE", { "v1", "snapshots", "*" }, route_snapshot_delete, API_AUTH_CONTROL, API_BODY_NONE, PERM_SNAPSHOT_WRITE, "snapshot.delete", q_none },
         { "GET", { "v1", "snapshots", "*", "export" }, route_snapshot_export, API_AUTH_CONTROL, API_BODY_ANY, PERM_SNAPSHOT_WRITE, "snapshot.export", q_snapshot_export },
+        { "GET", { "v1", "snapshots", "*", "memory" }, route_snapshot_memory_export, API_AUTH_CONTROL, API_BODY_ANY, PERM_SNAPSHOT_WRITE, "snapshot.export_memory", q_none },
         { "GET", { "v1", "capabilities" }, route_capabilities, API_AUTH_CONTROL, API_BODY_ANY, PERM_SERVER_READ, "capabilities.get", q_none },
         { "GET", { "v1", "templates" }, route_template_list, API_AUTH_CONTROL, API_BODY_ANY, PERM_TEMPLATE_READ, "template.list", q_project_page },
         { "GET", { "v1", "templates", "*" }, route_template_get, API_AUTH_CONTROL, API_BODY_ANY, PERM_TEMPLATE_READ, "template.get", q_none },
@@ -240,6 +242,7 @@ static const struct upload_route {
         const char *const *query;
 } upload_routes[] = {
         { "POST", { "v1", "snapshots", "import" }, &snapshot_import_sink, API_AUTH_CONTROL, PERM_SNAPSHOT_WRITE, "snapshot.import", q_snapshot_import },
+        { "POST", { "v1", "snapshots", "import", "memory" }, &memory_import_sink, API_AUTH_CONTROL, PERM_SNAPSHOT_WRITE, "snapshot.import_memory", q_memory_import },
         { "PUT", { "v1", "sandboxes", "*", "files" }, &file_upload_sink, API_AUTH_DATA, 0, "file.upload", q_file_upload },
         { "POST", { "v1", "templates" }, &template_build_sink, API_AUTH_CONTROL, PERM_TEMPLATE_WRITE, "template.build", q_template_build },
         { "POST", { "v1", "templates", "import" }, &template_import_sink, API_AUTH_CONTROL, PERM_TEMPLATE_WRITE, "template.import", q_template_import },

@@ -8,6 +8,11 @@
 typedef void (*api_handler)(struct api_request *req, struct api_response *resp);
 
 extern const struct api_upload_sink snapshot_import_sink;
+/* POST /v1/snapshots/import/memory (memory_import.c): a memory image staged under
+ * memory_import_key() for the filesystem import of its snapshot by the same project. */
+extern const struct api_upload_sink memory_import_sink;
+#define MEMORY_IMPORT_KEY_SIZE 96
+int memory_import_key(const char *project_id, const char *snapshot_id, char *buf, size_t size);
 extern const struct api_upload_sink file_upload_sink;
 extern const struct api_upload_sink port_proxy_sink;
 void route_console_sign_in(struct api_request *req, struct api_response *resp);
@@ -27,6 +32,7 @@ void route_template_build_events(struct api_request *req, struct api_response *r
 void route_operation_cancel(struct api_request *req, struct api_response *resp);
 void route_template_layers_prune(struct api_request *req, struct api_response *resp);
 void route_snapshot_export(struct api_request *req, struct api_response *resp);
+void route_snapshot_memory_export(struct api_request *req, struct api_response *resp);
 
 /* Looks up the route; sets *ret_auth, and req's body rule, permission and object (checked
  * by api_auth_request). NULL with err (404/405) when none matches. */

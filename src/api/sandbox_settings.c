@@ -6,7 +6,6 @@
 #include "api/api_json.h"
 #include "api/api_render.h"
 #include "api/api_routes.h"
-#include "runtime/runtime_registry.h"
 #include "service/sandbox_service.h"
 #include "spaced/spaced_context.h"
 
@@ -32,10 +31,7 @@ int api_rolling_policy_parse(struct spaced_context *ctx, const json_t *v, json_t
         if (!given || json_is_null(given)) /* null is not "0": the schema's minimum is 60 */
                 return space_error_set(err, SPACE_E_INVALID_REQUEST, "rolling_snapshots.interval_s is required (60 to %d)",
                                        WEEK_S);
-        const struct runtime_driver *d = runtime_registry_default(&ctx->runtimes);
-        if (memory && !d->caps.memory_snapshot)
-                return space_error_set(err, SPACE_E_UNSUPPORTED, "rolling memory snapshots are not available with the %s runtime",
-                                       d->ops->name);
+        /* memory: whether the sandbox's runtime can is the service's to say (sandbox_memory_rolling_check) */
         *ret = json_pack("{s:I, s:I, s:I, s:b}", "interval_s", (json_int_t)interval, "retain_s", (json_int_t)retain, "max_count",
                          (json_int_t)max_count, "memory", memory);
         return 0;

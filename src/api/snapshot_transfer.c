@@ -28,6 +28,7 @@
 #include "spaced/spaced_context.h"
 #include "spaced/wallclock.h"
 #include "storage/import_confine.h"
+#include "storage/memory_image.h"
 #include "storage/send_stream_check.h"
 #include "service/policy_gate.h"
 
@@ -73,21 +74,44 @@ static bool usable_parent(struct api_request *req, const char *id, char *path, s
                 access(path, F_OK) == 0;
 }
 
+/* An export's snapshot: named by an id, seen by the caller, and one policy lets out. */
+static int export_load(struct api_request *req, const char *id, struct snapshot *snap, struct space_error *err)
+{
+        if (!api_json_name_ok(id))
+                return space_error_set(err, SPACE_E_NOT_FOUND, "snapshot %.64s not found", id);
+        if (snapshot_access_load(req->ctx, &req->principal, id, snap, err) < 0)
+                return -1;
+        return policy_gate_export(req->ctx, snap->project_id, snap->sandbox_id, err);
+}
+
+/* Answers 200 with what argv writes to its stdout, streamed (its stderr to the transfer log). */
+static int stream_command(struct api_request *req, struct api_response *resp, char **argv, const char *content_type,
+                          struct space_error *err)
+{
+        char log_path[PATH_MAX];
+        snprintf(log_path, sizeof(log_path), "%s/logs/transfer.log", req->ctx->cfg.state_dir);
+        struct send_stream *st = calloc(1, sizeof(*st));
+        int r = 0;
+        if (!st || (r = host_command_spawn_piped(argv, true, log_path, &st->fd, &st->pid)) < 0) {
+                free(st);
+                return space_error_errno(err, st ? r : -ENOMEM, "start %s", argv[0]);
+        }
+        resp->status = 200;
+        resp->stream = (struct api_stream){ .read = send_read, .free = send_free, .cls = st };
+        resp->content_type = content_type;
+        return 0;
+}
+
 void route_snapshot_export(struct api_request *req, struct api_response *resp)
 {
         struct space_error err = { 0 };
         struct snapshot snap;
-        char path[PATH_MAX], parent_path[PATH_MAX], log_path[PATH_MAX];
+        char path[PATH_MAX], parent_path[PATH_MAX];
         bool full = false;
         const char *id = req->segments[2], *parent = api_request_query(req, "parent");
         if (api_request_query_bool(req, "full", &full, &err) < 0)
                 return api_response_error(resp, &err);
-        if (!api_json_name_ok(id)) {
-                space_error_set(&err, SPACE_E_NOT_FOUND, "snapshot %.64s not found", id);
-                return api_response_error(resp, &err);
-        }
-        if (snapshot_access_load(req->ctx, &req->principal, id, &snap, &err) < 0 ||
-            policy_gate_export(req->ctx, snap.project_id, snap.sandbox_id, &err) < 0)
+        if (export_load(req, id, &snap, &err) < 0)
                 return api_response_error(resp, &err);
         if (strcmp(snap.state, "ready") != 0) {
                 space_error_set(&err, SPACE_E_INVALID_STATE, "snapshot %s is still being taken", id);
@@ -103,24 +127,38 @@ void route_snapshot_export(struct api_request *req, struct api_response *resp)
         if (!parent && !full && usable_parent(req, snap.parent_snapshot_id, parent_path, sizeof(parent_path)))
                 parent = snap.parent_snapshot_id;
         btrfs_pool_snapshot_path(&req->ctx->pool, id, path, sizeof(path));
-        snprintf(log_path, sizeof(log_path), "%s/logs/transfer.log", req->ctx->cfg.state_dir);
         char *argv_full[] = { "btrfs", "send", "-q", path, NULL };
         char *argv_incr[] = { "btrfs", "send", "-q", "-p", parent_path, path, NULL };
-        struct send_stream *st = calloc(1, sizeof(*st));
-        int r = 0;
-        if (!st || (r = host_command_spawn_piped(parent ? argv_incr : argv_full, true, log_path, &st->fd, &st->pid)) < 0) {
-                free(st);
-                space_error_errno(&err, st ? r : -ENOMEM, "start btrfs send");
+        if (stream_command(req, resp, parent ? argv_incr : argv_full, "application/vnd.btrfs.send-stream", &err) < 0)
                 return api_response_error(resp, &err);
-        }
-        resp->status = 200;
-        resp->stream = (struct api_stream){ .read = send_read, .free = send_free, .cls = st };
-        resp->content_type = "application/vnd.btrfs.send-stream";
         /* The parent header is there only for an incremental stream (the importer needs it). */
         resp->headers = json_pack("{s:s, s:s}", "X-Space-Snapshot-Id", id, "X-Space-Sandbox-Id", snap.sandbox_id);
         if (parent)
                 json_object_set_new(resp->headers, "X-Space-Parent-Snapshot-Id", json_string(parent));
         log_info("snapshot.export", "snapshot=%s parent=%s", id, parent ? parent : "-");
+}
+
+/* GET /v1/snapshots/{id}/memory: a memory snapshot's image as a tar (its files, at the top),
+ * for POST /v1/snapshots/import/memory on the other host before the filesystem's import. */
+void route_snapshot_memory_export(struct api_request *req, struct api_response *resp)
+{
+        struct space_error err = { 0 };
+        struct snapshot snap;
+        char image[PATH_MAX];
+        const char *id = req->segments[2];
+        if (export_load(req, id, &snap, &err) < 0)
+                return api_response_error(resp, &err);
+        if (strcmp(snap.state, "ready") != 0 || strcmp(snap.kind, "memory") != 0 ||
+            memory_image_exists(&req->ctx->pool, id) != 1 || memory_image_path(&req->ctx->pool, id, image, sizeof(image)) < 0) {
+                space_error_set(&err, SPACE_E_INVALID_STATE, "snapshot %s has no memory image (a ready memory snapshot has one)",
+                                id);
+                return api_response_error(resp, &err);
+        }
+        char *argv[] = { "tar", "--format=ustar", "-C", image, "-cf", "-", ".", NULL };
+        if (stream_command(req, resp, argv, "application/x-tar", &err) < 0)
+                return api_response_error(resp, &err);
+        resp->headers = json_pack("{s:s}", "X-Space-Snapshot-Id", id);
+        log_info("snapshot.export_memory", "snapshot=%s", id);
 }
 
 /* ---- import ---- */
@@ -361,21 +399,32 @@ static void import_finish(void *state, struct api_request *req, struct api_respo
                         space_error_set(&err, SPACE_E_INVALID_REQUEST, "not a usable btrfs send stream (btrfs receive: %s)",
                                         last[0] ? last : "failed");
         }
+        char staged[MEMORY_IMPORT_KEY_SIZE] = "";
         if (!err.code && publish(rc, name, &err) == 0) {
+                /* A memory image this project staged for it (memory_import.c) joins it, moved
+                 * into place before the row: a crash between leaves an image of no row, which
+                 * the next start removes. */
+                bool memory = memory_import_key(rc->project_id, name, staged, sizeof(staged)) == 0 &&
+                        memory_image_exists(&rc->ctx->pool, staged) == 1;
+                int r = memory ? memory_image_adopt(&rc->ctx->pool, staged, name) : 0;
+                if (r < 0)
+                        space_error_errno(&err, -r, "move the memory image of %s into place", name);
                 snprintf(snap.id, sizeof(snap.id), "%s", name);
                 snprintf(snap.sandbox_id, sizeof(snap.sandbox_id), "%s", rc->sandbox_id);
                 snprintf(snap.project_id, sizeof(snap.project_id), "%s", rc->project_id);
                 snprintf(snap.state, sizeof(snap.state), "ready");
                 snprintf(snap.label, sizeof(snap.label), "%s", rc->label);
-                snprintf(snap.kind, sizeof(snap.kind), "filesystem");
+                snprintf(snap.kind, sizeof(snap.kind), "%s", memory ? "memory" : "filesystem");
                 if (send_stream_check_incremental(rc->check))
                         snprintf(snap.parent_snapshot_id, sizeof(snap.parent_snapshot_id), "%s", rc->parent);
                 snap.bytes_exclusive = -1;
                 snap.created_at_ms = wallclock_now_ms();
-                if (snapshot_service_add_imported(rc->ctx, &req->principal, &snap, &err) < 0) {
+                if (err.code || snapshot_service_add_imported(rc->ctx, &req->principal, &snap, &err) < 0) {
                         char path[PATH_MAX];
                         if (btrfs_pool_snapshot_path(&rc->ctx->pool, name, path, sizeof(path)) == 0)
                                 btrfs_pool_subvolume_delete(path);
+                        if (memory)
+                                memory_image_remove(&rc->ctx->pool, name);
                 }
         }
         if (err.code) {

@@ -15,6 +15,7 @@
 #include "operations/storage_gate.h"
 #include "api/api_render.h"
 #include "api/api_routes.h"
+#include "api/upload_spool.h"
 #include "cleanup.h"
 #include "operations/operation_queue.h"
 #include "service/template_access.h"
@@ -33,9 +34,7 @@
 struct template_upload {
         struct spaced_context *ctx;
         bool import;
-        int fd;
-        uint64_t bytes;
-        bool too_large, write_failed;
+        struct upload_spool spool;
         struct operation op;
         struct api_wait wait;
         char row[64];
@@ -60,8 +59,8 @@ static void drop_dir(struct template_upload *u)
 
 static void upload_free(struct template_upload *u)
 {
-        if (u->fd >= 0)
-                close(u->fd);
+        if (u->spool.fd >= 0)
+                close(u->spool.fd);
         free(u);
 }
 
@@ -84,7 +83,8 @@ static int upload_begin(struct api_request *req, void **ret_state, struct space_
         struct template_upload *u = calloc(1, sizeof(*u));
         if (!u)
                 return space_error_set(err, SPACE_E_INTERNAL, "out of memory");
-        u->fd = -1;
+        u->spool.fd = -1;
+        u->spool.cap = req->ctx->cfg.max_context_bytes;
         u->ctx = req->ctx;
         u->import = import;
         if (storage_gate_check(req->ctx, STORAGE_GROWS, err) < 0)
@@ -109,7 +109,7 @@ static int upload_begin(struct api_request *req, void **ret_state, struct space_
         char path[PATH_MAX + 32];
         template_build_dir(req->ctx, u->op.id, u->dir, sizeof(u->dir));
         snprintf(path, sizeof(path), "%s/upload.tar", u->dir);
-        if (mkdir(u->dir, 0700) < 0 || (u->fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600)) < 0) {
+        if (mkdir(u->dir, 0700) < 0 || (u->spool.fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600)) < 0) {
                 space_error_errno(err, -errno, "create %s", path);
                 drop_dir(u);
                 goto fail;
@@ -134,23 +134,7 @@ static int import_begin(struct api_request *req, void **ret_state, struct space_
 static int upload_write(void *state, const char *data, size_t len)
 {
         struct template_upload *u = state;
-        u->bytes += len;
-        if (u->bytes > u->ctx->cfg.max_context_bytes) {
-                u->too_large = true;
-                return -1;
-        }
-        while (len > 0) {
-                ssize_t n = write(u->fd, data, len);
-                if (n < 0 && errno == EINTR)
-                        continue;
-                if (n <= 0) {
-                        u->write_failed = true;
-                        return -1;
-                }
-                data += n;
-                len -= (size_t)n;
-        }
-        return 0;
+        return upload_spool_write(&u->spool, data, len);
 }
 
 /* The Spacefile must parse and its FROM must name a template here, before anything is queued. */
@@ -189,7 +173,8 @@ static int submit_build(struct template_upload *u, struct space_error *err)
                 return -1;
         if (template_service_submit_build(u->ctx, &u->principal, &u->op, err) < 0)
                 return -1;
-        log_info("template.build_submitted", "op=%s template=%s bytes=%llu", u->op.id, u->row, (unsigned long long)u->bytes);
+        log_info("template.build_submitted", "op=%s template=%s bytes=%llu", u->op.id, u->row,
+                 (unsigned long long)u->spool.bytes);
         return 0;
 }
 
@@ -200,13 +185,13 @@ static void upload_finish(void *state, struct api_request *req, struct api_respo
         char tar[PATH_MAX + 32], context[PATH_MAX + 32];
         snprintf(tar, sizeof(tar), "%s/upload.tar", u->dir);
         snprintf(context, sizeof(context), "%s/context", u->dir);
-        close(u->fd);
-        u->fd = -1;
+        close(u->spool.fd);
+        u->spool.fd = -1;
         int r = -1;
-        if (u->too_large)
+        if (u->spool.too_large)
                 space_error_set(&err, SPACE_E_PAYLOAD_TOO_LARGE, "the archive is larger than %llu bytes (--max-context)",
                                 (unsigned long long)u->ctx->cfg.max_context_bytes);
-        else if (u->write_failed)
+        else if (u->spool.write_failed)
                 space_error_set(&err, SPACE_E_INTERNAL, "cannot store the upload");
         else if (u->import) {
                 struct template_record t;

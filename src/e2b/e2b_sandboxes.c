@@ -18,6 +18,7 @@
 #include "service/sandbox_access.h"
 #include "service/sandbox_service.h"
 #include "operations/sandbox_lifecycle.h"
+#include "operations/sandbox_memory.h"
 #include "service/snapshot_access.h"
 #include "service/template_access.h"
 #include "spaced/spaced_context.h"
@@ -533,10 +534,16 @@ void e2b_sandbox_pause(struct e2b_call *call, struct api_response *resp)
         if (load(call, &sb, resp) < 0)
                 return;
         enum sandbox_state state = sb.state;
+        /* E2B's pause keeps memory and files on disk: a hibernation where the sandbox's
+         * runtime has memory state (gvisor), else a freeze in place (namespaces). */
+        bool to_disk = sandbox_memory_can_hibernate(call->req.ctx, &sb);
         sandbox_release(&sb);
         if (state == SANDBOX_PAUSED || state == SANDBOX_STOPPED)
                 return e2b_reply_error(resp, 409, "sandbox %s is already paused", call->sandbox_id);
-        if (submit_and_wait(call->req.ctx, call->sandbox_id, SANDBOX_ACTION_PAUSE, &err) < 0)
+        struct operation op;
+        if ((to_disk ? sandbox_memory_submit_hibernate(call->req.ctx, call->sandbox_id, &op, &err)
+                     : sandbox_lifecycle_submit(call->req.ctx, call->sandbox_id, SANDBOX_ACTION_PAUSE, &op, &err)) < 0 ||
+            e2b_wait_operation(call->req.ctx, &op, &err) < 0)
                 return e2b_reply_space_error(resp, &err);
         /* An E2B paused sandbox waits for its connect: it does not time out meanwhile. */
         if (sandbox_service_clear_expiry(call->req.ctx, &call->req.principal, call->sandbox_id, &err) < 0)

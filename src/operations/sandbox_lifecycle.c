@@ -15,6 +15,7 @@
 #include "operations/storage_gate.h"
 #include "operations/sandbox_history.h"
 #include "operations/sandbox_memory.h"
+#include "storage/memory_image.h"
 #include "runtime/runtime_registry.h"
 #include "spaced/log.h"
 #include "spaced/metrics.h"
@@ -80,9 +81,23 @@ static int bind_to_snapshot(struct spaced_context *ctx, struct sandbox *sb, stru
                 sb->environment =
                         json_pack("{s:s, s:s, s:s}", "driver", d->ops->name, "driver_version", d->ops->version, "base", base);
         }
+        /* A memory snapshot's processes come back where a runtime with memory state runs it
+         * (an imported one has no origin to take the runtime from). */
+        if (sandbox_memory_of(&snap) && !sb->runtime[0] && runtime_registry_find(&ctx->runtimes, "gvisor"))
+                snprintf(sb->runtime, sizeof(sb->runtime), "gvisor");
         snprintf(sb->parent_sandbox_id, sizeof(sb->parent_sandbox_id), "%s", snap.sandbox_id);
         snprintf(sb->head_snapshot_id, sizeof(sb->head_snapshot_id), "%s", snap.id);
         return 0;
+}
+
+/* A sandbox made from a memory snapshot starts from its image, where its runtime can. */
+static bool create_from_image(struct spaced_context *ctx, const struct runtime_driver *d, const struct sandbox *sb)
+{
+        struct snapshot snap;
+        if (!sb->parent_snapshot_id[0] || !d->ops->start_from_image ||
+            STORE(ctx, snapshot_get, sb->parent_snapshot_id, &snap) < 0)
+                return false;
+        return sandbox_memory_of(&snap) && memory_image_exists(&ctx->pool, snap.id) == 1;
 }
 
 int sandbox_lifecycle_bind(struct spaced_context *ctx, struct sandbox *sb, struct space_error *err)
@@ -200,8 +215,23 @@ int sandbox_lifecycle_submit(struct spaced_context *ctx, const char *id, enum sa
         return sandbox_lifecycle_submit_with(ctx, id, action, NULL, ret_op, err);
 }
 
+static int submit(struct spaced_context *ctx, const char *id, enum sandbox_action action, unsigned from, enum sandbox_state to,
+                  json_t *params, struct operation *ret_op, struct space_error *err);
+
 int sandbox_lifecycle_submit_with(struct spaced_context *ctx, const char *id, enum sandbox_action action, json_t *params,
                                   struct operation *ret_op, struct space_error *err)
+{
+        return submit(ctx, id, action, actions[action].from, actions[action].to, params, ret_op, err);
+}
+
+int sandbox_lifecycle_submit_held(struct spaced_context *ctx, const char *id, enum sandbox_action action, enum sandbox_state held,
+                                  json_t *params, struct operation *ret_op, struct space_error *err)
+{
+        return submit(ctx, id, action, M(held), held, params, ret_op, err);
+}
+
+static int submit(struct spaced_context *ctx, const char *id, enum sandbox_action action, unsigned from, enum sandbox_state to,
+                  json_t *params, struct operation *ret_op, struct space_error *err)
 {
         enum sandbox_state current;
         if (action == SANDBOX_ACTION_DESTROY && storage_gate_check(ctx, STORAGE_WRITES, err) < 0) {
@@ -211,7 +241,7 @@ int sandbox_lifecycle_submit_with(struct spaced_context *ctx, const char *id, en
         operation_init(ret_op, actions[action].kind, id);
         if (params && operation_set_params(ret_op, params, err) < 0)
                 return -1;
-        int r = STORE(ctx, sandbox_transition, id, actions[action].from, actions[action].to, "", ret_op, &current);
+        int r = STORE(ctx, sandbox_transition, id, from, to, "", ret_op, &current);
         if (r == -ENOENT)
                 return space_error_set(err, SPACE_E_NOT_FOUND, "sandbox %s not found", id);
         if (r == -ESTALE)
@@ -375,7 +405,9 @@ int sandbox_op_create(struct spaced_context *ctx, struct operation *op, struct s
         /* A create redone after a crash may find processes of the first attempt using the
          * rootfs: clear them before the rootfs is made again. */
         if (!(d = runtime_registry_for(&ctx->runtimes, &sb, err)) || d->ops->stop(d, &sb, err) < 0 ||
-            d->ops->create_rootfs(d, &sb, tpath, err) < 0 || sandbox_step_launch(ctx, &sb, err) < 0)
+            d->ops->create_rootfs(d, &sb, tpath, err) < 0 ||
+            (create_from_image(ctx, d, &sb) ? sandbox_memory_launch(ctx, &sb, sb.parent_snapshot_id, err)
+                                            : sandbox_step_launch(ctx, &sb, err)) < 0)
                 goto fail;
         struct sandbox_settlement running = { .from_mask = M(SANDBOX_CREATING),
                                               .to = SANDBOX_RUNNING,
@@ -463,8 +495,11 @@ static int freeze_op(struct spaced_context *ctx, struct operation *op, bool paus
         bool to_disk = pause && json_is_true(json_object_get(params, "memory_to_disk"));
         bool wake = !pause && sandbox_memory_hibernated(&sb);
         json_decref(params);
+        /* A paused sandbox is hibernated in place (the controller's idle policy, E2B's pause). */
+        if (to_disk && sb.state == SANDBOX_PAUSED && !sandbox_memory_hibernated(&sb))
+                from = SANDBOX_PAUSED;
         int r = -1;
-        if (sb.state == to)
+        if (sb.state == to && from != to)
                 r = 0; /* redone after a restart: already there */
         else if (sb.state != from)
                 space_error_set(err, SPACE_E_INVALID_STATE, "sandbox %s is %s", sb.id, sandbox_state_name(sb.state));
@@ -481,8 +516,10 @@ static int freeze_op(struct spaced_context *ctx, struct operation *op, bool paus
                                                     .set_expiry = !pause,
                                                     .expires_at_ms = pause ? 0 : sandbox_step_expiry_at(&sb) };
                 r = sandbox_step_settle(ctx, op, sb.id, &moved, NULL, err);
-                if (r == 0 && wake)
-                        sandbox_memory_drop(ctx, sb.id); /* its processes run again: the image is spent */
+                /* Its processes run again: a hibernation's image is spent (also one of a wake
+                 * whose record a crash came before: the redo is no wake). */
+                if (r == 0 && !pause)
+                        sandbox_memory_drop(ctx, sb.id);
                 if (to_disk || wake) {
                         /* the store failed: the redo (or the controller) finishes it */
                         sandbox_release(&sb);

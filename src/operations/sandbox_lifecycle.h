@@ -38,6 +38,10 @@ int sandbox_lifecycle_submit(struct spaced_context *ctx, const char *id, enum sa
 /* The same with the operation's params (taken: a new reference, may be NULL). */
 int sandbox_lifecycle_submit_with(struct spaced_context *ctx, const char *id, enum sandbox_action action, json_t *params,
                                   struct operation *ret_op, struct space_error *err);
+/* Like sandbox_lifecycle_submit_with, for an action taken on a sandbox in state held, which
+ * it keeps until the operation settles it (the hibernation of a paused sandbox). */
+int sandbox_lifecycle_submit_held(struct spaced_context *ctx, const char *id, enum sandbox_action action, enum sandbox_state held,
+                                  json_t *params, struct operation *ret_op, struct space_error *err);
 
 int sandbox_op_create(struct spaced_context *ctx, struct operation *op, struct space_error *err);
 int sandbox_op_start(struct spaced_context *ctx, struct operation *op, struct space_error *err);

@@ -150,9 +150,42 @@ void sandbox_memory_reconcile(struct spaced_context *ctx)
         free(snaps);
 }
 
+bool sandbox_memory_can_hibernate(struct spaced_context *ctx, const struct sandbox *sb)
+{
+        struct space_error ignored;
+        const struct runtime_driver *d = runtime_registry_for(&ctx->runtimes, sb, &ignored);
+        return d && d->caps.memory_snapshot && d->ops->checkpoint && d->ops->start_from_image;
+}
+
+int sandbox_memory_rolling_check(struct spaced_context *ctx, const struct sandbox *sb, struct space_error *err)
+{
+        if (!sb->rolling || !json_is_true(json_object_get(sb->rolling, "memory")) || sandbox_memory_can_hibernate(ctx, sb))
+                return 0;
+        return space_error_set(err, SPACE_E_UNSUPPORTED,
+                               "rolling memory snapshots are not available with the %s runtime on this host (gvisor has them)",
+                               sb->runtime);
+}
+
 bool sandbox_memory_hibernated(const struct sandbox *sb)
 {
         return strcmp(sb->runtime_state, RUNTIME_STATE_HIBERNATED) == 0;
+}
+
+/* A hibernation that failed before it was recorded: the sandbox goes on running without an
+ * image (the old state; frozen is true when the checkpoint left it frozen), and its
+ * state_reason says why. Returns -1, err kept. */
+static int hibernate_undo(struct spaced_context *ctx, const struct runtime_driver *d, const struct sandbox *sb, bool frozen,
+                          const struct space_error *err)
+{
+        struct space_error ignored;
+        char reason[300];
+        /* A paused sandbox stays paused (its agent parked), as the checkpoint left it. */
+        if (frozen && sb->state == SANDBOX_RUNNING && d->ops->resume(d, sb, &ignored) < 0)
+                log_warn("sandbox.hibernate_undo_failed", "sandbox=%s message=\"%s\"", sb->id, LOG_ESC(ignored.message));
+        sandbox_memory_drop(ctx, sb->id);
+        snprintf(reason, sizeof(reason), "hibernation failed: %s", err->message);
+        (void)sandbox_step_move(ctx, sb->id, M(sb->state), sb->state, reason, &ignored);
+        return -1;
 }
 
 int sandbox_memory_hibernate(struct spaced_context *ctx, const struct runtime_driver *d, const struct sandbox *sb,
@@ -169,16 +202,21 @@ int sandbox_memory_hibernate(struct spaced_context *ctx, const struct runtime_dr
         if (r < 0)
                 return space_error_errno(err, -r, "memory image of %s", sb->id);
         if (d->ops->checkpoint(d, sb, NULL, partial, false, &pause_us, err) < 0)
-                return -1;
+                return hibernate_undo(ctx, d, sb, false, err); /* it went on running */
         fault_point("hibernate", "checkpointed");
-        /* Whole on disk before the processes go: a crash between leaves the sandbox frozen,
-         * and the redo takes the image again. */
-        if ((r = memory_image_commit(&ctx->pool, sb->id)) < 0)
-                return space_error_errno(err, -r, "memory image of %s", sb->id);
+        /* Whole on disk before the processes go: a crash before the record leaves the
+         * sandbox frozen with its processes whole, and the redo takes the image again. */
+        if ((r = memory_image_commit(&ctx->pool, sb->id)) < 0) {
+                space_error_errno(err, -r, "memory image of %s", sb->id);
+                return hibernate_undo(ctx, d, sb, true, err);
+        }
+        fault_point("hibernate", "committed");
         /* Recorded before the processes end, so that nothing (the controller's liveness
          * check, a restart) takes the sandbox for dead meanwhile. */
-        if ((r = STORE(ctx, sandbox_set_runtime, sb->id, RUNTIME_STATE_HIBERNATED)) < 0)
-                return space_error_errno(err, -r, "store the hibernation of %s", sb->id);
+        if ((r = STORE(ctx, sandbox_set_runtime, sb->id, RUNTIME_STATE_HIBERNATED)) < 0) {
+                space_error_errno(err, -r, "store the hibernation of %s", sb->id);
+                return hibernate_undo(ctx, d, sb, true, err);
+        }
         fault_point("hibernate", "recorded");
         if (d->ops->stop(d, sb, err) < 0)
                 return -1;
@@ -189,7 +227,13 @@ int sandbox_memory_hibernate(struct spaced_context *ctx, const struct runtime_dr
 
 int sandbox_memory_wake(struct spaced_context *ctx, struct sandbox *sb, struct space_error *err)
 {
-        return sandbox_memory_launch(ctx, sb, sb->id, err);
+        if (sandbox_memory_launch(ctx, sb, sb->id, err) < 0)
+                return -1;
+        /* A crash here: the handle of the woken sandbox is recorded, its row still paused. The
+         * redo is a resume of a sandbox that runs (the driver only unparks its agent); the
+         * image, spent, goes once it is settled running. */
+        fault_point("wake", "launched");
+        return 0;
 }
 
 int sandbox_memory_submit_hibernate(struct spaced_context *ctx, const char *id, struct operation *ret_op, struct space_error *err)
@@ -205,11 +249,15 @@ int sandbox_memory_submit_hibernate(struct spaced_context *ctx, const char *id, 
                 return space_error_errno(err, r, "load sandbox %s", id);
         const struct runtime_driver *d = runtime_registry_for(&ctx->runtimes, &sb, err);
         enum sandbox_state state = sb.state;
+        bool hibernated = sandbox_memory_hibernated(&sb);
         sandbox_release(&sb);
         if (!d || sandbox_memory_check(d, id, state, err) < 0)
                 return -1;
-        if (state != SANDBOX_RUNNING)
-                return space_error_set(err, SPACE_E_INVALID_STATE, "cannot pause sandbox %s while it is %s", id,
-                                       sandbox_state_name(state));
-        return sandbox_lifecycle_submit_with(ctx, id, SANDBOX_ACTION_PAUSE, json_pack("{s:b}", "memory_to_disk", 1), ret_op, err);
+        if (state != SANDBOX_RUNNING && (state != SANDBOX_PAUSED || hibernated))
+                return space_error_set(err, SPACE_E_INVALID_STATE, "cannot hibernate sandbox %s while it is %s%s", id,
+                                       sandbox_state_name(state), hibernated ? " (hibernated already)" : "");
+        json_t *params = json_pack("{s:b}", "memory_to_disk", 1);
+        return state == SANDBOX_PAUSED
+                ? sandbox_lifecycle_submit_held(ctx, id, SANDBOX_ACTION_PAUSE, SANDBOX_PAUSED, params, ret_op, err)
+                : sandbox_lifecycle_submit_with(ctx, id, SANDBOX_ACTION_PAUSE, params, ret_op, err);
 }

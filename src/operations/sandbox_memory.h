@@ -40,6 +40,10 @@ int sandbox_memory_hibernate(struct spaced_context *ctx, const struct runtime_dr
  * caller settles it running, then drops the image (sandbox_memory_drop with its id). */
 int sandbox_memory_wake(struct spaced_context *ctx, struct sandbox *sb, struct space_error *err);
 bool sandbox_memory_hibernated(const struct sandbox *sb);
+/* Whether sb's runtime has memory state on this host (its pause can be a hibernation). */
+bool sandbox_memory_can_hibernate(struct spaced_context *ctx, const struct sandbox *sb);
+/* 422 unsupported when sb's rolling policy asks for memory and its runtime has none. */
+int sandbox_memory_rolling_check(struct spaced_context *ctx, const struct sandbox *sb, struct space_error *err);
 /* At start: ready memory snapshots whose image is missing go (row and subvolume), and
  * images no row owns (or partial ones of rows already ready) are removed. */
 void sandbox_memory_reconcile(struct spaced_context *ctx);

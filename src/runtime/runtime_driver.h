@@ -163,7 +163,9 @@ struct runtime_driver_ops {
          * when rootfs_dst is given, a read-only snapshot of its rootfs there taken at the same
          * frozen moment (the time frozen goes to *ret_pause_us). leave_running: the sandbox goes
          * on as it was (running or paused); else it stays frozen, for the caller to stop once
-         * the image is safe (hibernation). On failure it goes on as it was. */
+         * the image is safe (hibernation) or to resume (resume()) when what follows fails; its
+         * processes stay whole, so a checkpoint redone after a crash saves them as the first
+         * did. On failure it goes on as it was. */
         int (*checkpoint)(const struct runtime_driver *d, const struct sandbox *sb, const char *rootfs_dst, const char *image_dir,
                           bool leave_running, int64_t *ret_pause_us, struct space_error *err);
         /* Like start, but the processes come back from what checkpoint wrote to image_dir, on

@@ -6,6 +6,7 @@
 #include "controller/warm_pool.h"
 #include "operations/credential_binding.h"
 #include "operations/sandbox_lifecycle.h"
+#include "operations/sandbox_memory.h"
 #include "runtime/runtime_registry.h"
 #include "service/policy_gate.h"
 #include "service/sandbox_network_request.h"
@@ -129,7 +130,7 @@ int sandbox_create_request_submit(struct spaced_context *ctx, struct sandbox_cre
         if ((sb.parent_snapshot_id[0] ? snapshot_access_load(ctx, req->caller, sb.parent_snapshot_id, &seen, err)
                                       : template_access_check(ctx, req->caller, sb.template_name, false, err)) < 0)
                 goto fail;
-        if (sandbox_lifecycle_bind(ctx, &sb, err) < 0)
+        if (sandbox_lifecycle_bind(ctx, &sb, err) < 0 || sandbox_memory_rolling_check(ctx, &sb, err) < 0)
                 goto fail;
         if (policy_gate_create(ctx, sb.project_id, sb.template_name[0] ? sb.template_name : NULL, err) < 0)
                 goto fail;

@@ -7,6 +7,7 @@
 
 #include "operations/operation_queue.h"
 #include "operations/sandbox_lifecycle.h"
+#include "operations/sandbox_memory.h"
 #include "runtime/runtime_registry.h"
 #include "service/project_service.h"
 #include "service/sandbox_access.h"
@@ -76,7 +77,7 @@ int sandbox_service_change(struct spaced_context *ctx, const struct principal *p
         bool sooner = c->only_extend && c->timeout_s >= 0 && sb.state == SANDBOX_RUNNING &&
                 sb.expires_at_ms > wallclock_now_ms() + c->timeout_s * 1000;
         if (!sooner) {
-                if (apply(&sb, c, err) < 0)
+                if (apply(&sb, c, err) < 0 || (c->set_rolling && sandbox_memory_rolling_check(ctx, &sb, err) < 0))
                         goto out;
                 /* One write: a new timeout of a running sandbox and the deadline it arms. */
                 bool arm = c->timeout_s >= 0 && sb.state == SANDBOX_RUNNING;

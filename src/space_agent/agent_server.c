@@ -158,6 +158,16 @@ static void server_reap(struct agent_server *s)
         }
 }
 
+/* Park and unpark are spaced's (runsc kill), never a process's inside the sandbox. Measured
+ * with runsc 20240729: a runsc-sent signal arrives as SI_USER from pid 0 (sent from outside
+ * every pid namespace of the sandbox); a kill() inside arrives as SI_USER with the sender's
+ * pid, and rt_sigqueueinfo() may forge pid 0 but not SI_USER (the kernel refuses code >= 0
+ * towards another process), nor can F_SETOWN's SIGIO signals (their code is POLL_*). */
+static bool signal_from_outside(const struct signalfd_siginfo *info)
+{
+        return info->ssi_code == SI_USER && info->ssi_pid == 0;
+}
+
 static void server_on_signal(struct agent_watch *w, uint32_t events)
 {
         struct agent_server *s = agent_container_of(w, struct agent_server, signal_watch);
@@ -166,6 +176,8 @@ static void server_on_signal(struct agent_watch *w, uint32_t events)
 
         while ((n = read(w->fd, info, sizeof info)) > 0)
                 for (size_t i = 0; i < (size_t)n / sizeof info[0]; i++) {
+                        if (!signal_from_outside(&info[i]))
+                                continue;
                         if (info[i].ssi_signo == SIGUSR1)
                                 agent_listener_park(s);
                         else if (info[i].ssi_signo == SIGUSR2)

@@ -58,6 +58,7 @@ static const char usage[] =
         "                         past it the oldest is cut [a quarter of --max-connections,\n"
         "                         at most 1024; below --max-connections]\n"
         "  --rolling-interval S   default rolling snapshot interval for new sandboxes [0 = off; >= 60]\n"
+        "  --hibernate-idle S     hibernate a sandbox paused this long, where its runtime can [0 = off]\n"
         "  --rolling-retain S     default retention of rolling snapshots [604800 = 7 days]\n"
         "  --rolling-max-count N  default number of rolling snapshots kept [168]\n"
         "  --session-ttl S        default lifetime of a data-plane attach token [3600; max 604800]\n"
@@ -344,6 +345,10 @@ static int apply(struct spaced_config *cfg, const char *key, const char *v)
                 if (parse_size(v, &n) < 0 || (n != 0 && n < 60) || n > 604800)
                         goto bad;
                 cfg->rolling_interval_s = (int64_t)n;
+        } else if (strcmp(key, "hibernate-idle") == 0) {
+                if (parse_size(v, &n) < 0 || n > 604800)
+                        goto bad;
+                cfg->hibernate_idle_s = (int64_t)n;
         } else if (strcmp(key, "rolling-retain") == 0) {
                 if (parse_size(v, &n) < 0 || n < 60 || n > 604800)
                         goto bad;
@@ -645,6 +650,7 @@ int spaced_config_load(struct spaced_config *cfg, int argc, char **argv)
                 { "max-body", required_argument, NULL, 0 },
                 { "exec-output-cap", required_argument, NULL, 0 },
                 { "rolling-interval", required_argument, NULL, 0 },
+                { "hibernate-idle", required_argument, NULL, 0 },
                 { "rolling-retain", required_argument, NULL, 0 },
                 { "rolling-max-count", required_argument, NULL, 0 },
                 { "build-network", required_argument, NULL, 0 },

@@ -66,6 +66,7 @@ struct spaced_config {
         int log_format; /* enum log_format */
         /* server default rolling snapshot policy for sandboxes that do not set one */
         int64_t rolling_interval_s; /* 0: off */
+        int64_t hibernate_idle_s;   /* paused this long: hibernated where the runtime can; 0: off */
         int64_t rolling_retain_s;
         int64_t rolling_max_count;
         /* data plane */

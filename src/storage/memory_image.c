@@ -22,6 +22,19 @@ static int memory_dir(const struct btrfs_pool *p, char *buf, size_t size)
         return snprintf(buf, size, "%s/memory", p->root) >= (int)size ? -ENAMETOOLONG : 0;
 }
 
+/* A rename into place is durable once the directory holding it is synced. */
+static void sync_memory_dir(const struct btrfs_pool *p)
+{
+        char dir[PATH_MAX];
+        if (memory_dir(p, dir, sizeof(dir)) < 0)
+                return;
+        int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (fd >= 0) {
+                fsync(fd);
+                close(fd);
+        }
+}
+
 int memory_image_path(const struct btrfs_pool *p, const char *snapshot_id, char *buf, size_t size)
 {
         if (!snapshot_id || !*snapshot_id || strchr(snapshot_id, '/') || snapshot_id[0] == '.')
@@ -77,14 +90,7 @@ int memory_image_commit(const struct btrfs_pool *p, const char *snapshot_id)
                 return r;
         if (rename(partial, path) < 0)
                 return -errno;
-        char dir[PATH_MAX];
-        if (memory_dir(p, dir, sizeof(dir)) == 0) {
-                int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-                if (fd >= 0) {
-                        fsync(fd);
-                        close(fd);
-                }
-        }
+        sync_memory_dir(p);
         return 0;
 }
 
@@ -175,4 +181,48 @@ int memory_image_list(const struct btrfs_pool *p, char ***ret_ids, int **ret_par
         *ret_partial = partial;
         *ret_n = n;
         return 0;
+}
+
+int memory_image_adopt(const struct btrfs_pool *p, const char *from_key, const char *to_id)
+{
+        char from[PATH_MAX], to[PATH_MAX];
+        int r = memory_image_path(p, from_key, from, sizeof(from));
+        if (r < 0 || (r = memory_image_path(p, to_id, to, sizeof(to))) < 0)
+                return r;
+        if (renameat2(AT_FDCWD, from, AT_FDCWD, to, RENAME_NOREPLACE) < 0)
+                return -errno;
+        sync_memory_dir(p);
+        return 0;
+}
+
+/* What runsc's checkpoint writes (20240729: checkpoint.img; later builds add the pages
+ * files beside it). */
+static bool image_file_name(const char *name)
+{
+        static const char *const names[] = { "checkpoint.img", "pages_meta.img", "pages.img", NULL };
+        for (size_t i = 0; names[i]; i++)
+                if (strcmp(name, names[i]) == 0)
+                        return true;
+        return false;
+}
+
+int memory_image_check_files(const char *dir)
+{
+        DIR *d = opendir(dir);
+        if (!d)
+                return -errno;
+        struct dirent *de;
+        struct stat st;
+        bool checkpoint = false;
+        int r = 0;
+        while (r == 0 && (de = readdir(d))) {
+                if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
+                        continue;
+                if (!image_file_name(de->d_name) || fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 ||
+                    !S_ISREG(st.st_mode) || st.st_nlink != 1)
+                        r = -EINVAL;
+                checkpoint = checkpoint || strcmp(de->d_name, "checkpoint.img") == 0;
+        }
+        closedir(d);
+        return r < 0 ? r : checkpoint ? 0 : -EINVAL;
 }

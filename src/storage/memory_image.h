@@ -26,3 +26,9 @@ int64_t memory_image_bytes(const struct btrfs_pool *p, const char *snapshot_id);
  * *ret_ids a malloc'd array of malloc'd strings and *ret_partial a malloc'd array saying
  * which of them are partial (both NULL when there is none). */
 int memory_image_list(const struct btrfs_pool *p, char ***ret_ids, int **ret_partial, size_t *ret_n);
+/* Renames the complete image under from_key to to_id's place, never over one (an imported
+ * image joining the snapshot it came with). */
+int memory_image_adopt(const struct btrfs_pool *p, const char *from_key, const char *to_id);
+/* 0 when dir holds only single-linked regular files named as a checkpoint image's are, its
+ * checkpoint.img among them; -EINVAL otherwise (an imported archive made anything else). */
+int memory_image_check_files(const char *dir);

@@ -6,13 +6,17 @@ pool/memory/<snapshot id>, is counted in bytes_exclusive and goes with the snaps
 killed between the checkpoint and the row leaves the old state or the new one. Needs runsc
 from bookworm-backports (scripts/install-deps): without it these tests fail."""
 
+import http.client
+import json
 import os
 import shutil
+import subprocess
 import time
 import unittest
 
-from spaced_harness import SpacedTestCase, wait_for
+from spaced_harness import SpacedTestCase, free_port, wait_for
 from test_gvisor import runsc_processes
+from test_rolling import rolling_of
 
 # A process whose state lives in its memory: the secret is read once and its file removed,
 # the counter is a shell variable; both are written out (whole, by a rename) every 0.1 s.
@@ -263,6 +267,25 @@ class MemoryState(SpacedTestCase):
         sp.action(sid, "resume")
         self.assertEqual(self.count(sid)[0], secret)
 
+    def test_paused_sandbox_hibernates_in_place(self):
+        sp = self.spaced
+        sid = self.counting_sandbox("memory-hibernate-paused")
+        sp.action(sid, "pause")
+        secret, n = self.snapshot_secret_of_rootfs(sid), self.count_of_rootfs(sid)
+        d = self.hibernate(sid)
+        self.assertIn("hibernated", d["sandbox"]["state_reason"])
+        self.assertEqual(runsc_processes(sid), [])
+        self.assertEqual(self.count_of_rootfs(sid), n)
+        sp.action(sid, "resume")
+        got_secret, m = self.count(sid)
+        self.assertEqual(got_secret, secret)
+        self.assertGreaterEqual(m, n)
+        wait_for(lambda: self.count(sid)[1] > m + 3, timeout=30, what="the woken loop to go on")
+
+    def count_of_rootfs(self, sid):
+        with open(os.path.join(self.spaced.subvolume(sid), "root", "count")) as f:
+            return int(f.read().split()[1])
+
     def test_hibernate_refusals_and_stop_of_a_hibernated_sandbox(self):
         sp = self.spaced
         ns = self.new_sandbox(metadata={"t": "memory-hibernate-ns"})
@@ -279,11 +302,13 @@ class MemoryState(SpacedTestCase):
         self.assertEqual(sp.sh(sid, "echo up")["stdout"], "up\n")
 
     def test_kill9_mid_hibernate_keeps_the_memory(self):
-        # Killed after the image is whole and recorded, before the processes ended, and after.
-        # (Killed between the checkpoint and the image's rename, the redone hibernation's
-        # image does not come back on this runsc: a known gap, docs/memory-state.md.)
+        # Killed at every step: frozen with the agent parked before runsc's checkpoint, after
+        # the checkpoint before the image's rename, after the rename before the record, after
+        # the record before the processes end, and after. Each time the restart finishes the
+        # hibernation and the woken sandbox goes on from where it was.
         sp = self.spaced
-        for point in ("hibernate:recorded", "hibernate:stopped"):
+        for point in ("checkpoint:frozen", "hibernate:checkpointed", "hibernate:committed", "hibernate:recorded",
+                      "hibernate:stopped"):
             sid = self.counting_sandbox("memory-hibernate-crash")
             sp.stop()
             sp.env = {"SPACED_FAULT_KILL": point}
@@ -298,12 +323,208 @@ class MemoryState(SpacedTestCase):
                 sp.env = None
             sp.start()
             sp.wait_state(sid, "paused", timeout=60)
+            self.assertIn("hibernated", sp.get(sid)["state_reason"], point)
             self.assertEqual(runsc_processes(sid), [], point)
+            self.assertTrue(os.path.isfile(os.path.join(self.image_dir(sid), "checkpoint.img")), point)
+            self.assertFalse(os.path.exists(self.image_dir(sid) + ".partial"), point)
             secret = self.snapshot_secret_of_rootfs(sid)
             sp.action(sid, "resume")
             got_secret, n = self.count(sid)
             self.assertEqual(got_secret, secret, point)
             wait_for(lambda: self.count(sid)[1] > n + 3, timeout=30, what="the loop to go on after " + point)
+            self.assertEqual(sp.sh(sid, "echo up")["stdout"], "up\n", point)
+
+    def test_kill9_mid_wake_brings_the_sandbox_back(self):
+        # Killed once the woken sandbox runs and its handle is recorded, its row still paused:
+        # the redone resume finds it running and only lets its agent listen; the spent image
+        # goes once it is settled running.
+        sp = self.spaced
+        sid = self.counting_sandbox("memory-wake-crash")
+        self.hibernate(sid)
+        secret = self.snapshot_secret_of_rootfs(sid)
+        sp.stop()
+        sp.env = {"SPACED_FAULT_KILL": "wake:launched"}
+        sp.start()
+        try:
+            status, d = sp.request("POST", "/v1/sandboxes/%s/resume" % sid, {})
+            self.assertEqual(status, 202, d)
+            wait_for(lambda: not sp.alive(), timeout=60, what="spaced to die at wake:launched")
+            self.assertEqual(sp.proc.returncode, -9)
+        finally:
+            sp.kill9()
+            sp.env = None
+        sp.start()
+        sp.wait_state(sid, "running", timeout=60)
+        got_secret, n = self.count(sid)
+        self.assertEqual(got_secret, secret)
+        wait_for(lambda: self.count(sid)[1] > n + 3, timeout=30, what="the woken loop to go on")
+        self.assertFalse(os.path.exists(self.image_dir(sid)), "the spent image was kept")
+        self.hibernate(sid)
+        sp.action(sid, "resume")
+        self.assertEqual(self.count(sid)[0], secret)
+
+    def test_failed_hibernation_leaves_the_sandbox_running(self):
+        # The image cannot be moved into place (an immutable file where it goes): the
+        # sandbox goes on running, without an image, and its state_reason says why.
+        sp = self.spaced
+        sid = self.counting_sandbox("memory-hibernate-fails")
+        blocker = os.path.join(self.image_dir(sid), "blocker")
+        os.makedirs(self.image_dir(sid))
+        open(blocker, "w").close()
+        subprocess.run(["chattr", "+i", blocker], check=True)
+        try:
+            status, d = sp.request("POST", "/v1/sandboxes/%s/pause?wait=true&timeout_s=120" % sid, {"memory_to_disk": True})
+            self.assertEqual((status, d["operation"]["state"]), (500, "failed"), d)
+            sb = sp.get(sid)
+            self.assertEqual(sb["state"], "running")
+            self.assertTrue(sb["state_reason"].startswith("hibernation failed"), sb["state_reason"])
+            self.assertFalse(os.path.exists(self.image_dir(sid) + ".partial"))
+            n = self.count(sid)[1]
+            wait_for(lambda: self.count(sid)[1] > n + 3, timeout=30, what="the loop to go on")
+        finally:
+            subprocess.run(["chattr", "-i", blocker], check=True)
+            shutil.rmtree(self.image_dir(sid))
+        self.hibernate(sid)
+        sp.action(sid, "resume")
+        self.assertEqual(sp.sh(sid, "echo up")["stdout"], "up\n")
+
+    def test_rolling_memory_snapshots(self):
+        # A policy with memory: true on a gvisor sandbox takes memory snapshots on the same
+        # schedule and retention as filesystem ones; a sandbox whose files did not change is
+        # skipped. Refused (422, nothing changed) where the runtime has no memory state.
+        sp = self.spaced
+        policy = {"interval_s": 60, "max_count": 1, "memory": True}
+        before = sp.list_ids()
+        self.assertError(sp.request("POST", "/v1/sandboxes", {"rolling_snapshots": policy}), 422, "unsupported")
+        self.assertEqual(sp.list_ids(), before)
+        ns = self.new_sandbox(metadata={"t": "memory-rolling-ns"})
+        self.assertError(sp.request("PATCH", "/v1/sandboxes/" + ns, {"rolling_snapshots": policy}), 422, "unsupported")
+        self.assertIsNone(sp.get(ns)["rolling_snapshots"])
+        sid = self.new_sandbox(runtime="gvisor", rolling_snapshots=policy, metadata={"t": "memory-rolling"})
+        self.assertEqual(sp.get(sid)["rolling_snapshots"]["memory"], True)
+        # A process whose only trace is in memory: its pid, and a value it holds.
+        sp.sh(sid, "echo 1 > /root/f; (v=held-$$; while true; do sleep 1; done) >/dev/null 2>&1 </dev/null & "
+                   "echo $! > /root/pid")
+        ready = lambda: [x for x in rolling_of(sp, sid) if x["state"] == "ready"]  # noqa: E731
+        first = wait_for(ready, timeout=60, what="the first rolling memory snapshot")
+        self.assertEqual(first[0]["kind"], "memory")
+        self.assertTrue(os.path.isdir(self.image_dir(first[0]["id"])))
+        # Unchanged files: when the interval has passed no new one is taken (memory alone
+        # changing does not count, as for filesystem snapshots).
+        time.sleep(75)
+        self.assertEqual([x["id"] for x in rolling_of(sp, sid)], [first[0]["id"]], "an unchanged sandbox was snapshotted")
+        sp.sh(sid, "echo 2 > /root/f")
+        second = wait_for(lambda: ready() and ready()[-1]["id"] != first[0]["id"] and ready(), timeout=60,
+                          what="the second rolling memory snapshot")
+        # max_count 1: the first goes, both halves.
+        wait_for(lambda: len(rolling_of(sp, sid)) == 1, timeout=60, what="retention to drop the first")
+        self.assertEqual(sp.request("GET", "/v1/snapshots/" + first[0]["id"])[0], 404)
+        self.assertFalse(os.path.exists(self.image_dir(first[0]["id"])))
+        self.assertFalse(os.path.exists(os.path.join(sp.state_dir, "pool", "snapshots", first[0]["id"])))
+        newest = second[-1]
+        self.assertEqual(newest["kind"], "memory")
+        pid = sp.sh(sid, "cat /root/pid")["stdout"].strip()
+        sp.sh(sid, "kill %s; echo 3 > /root/f" % pid)
+        sp.api("POST", "/v1/sandboxes/%s/restore?wait=true" % sid, {"snapshot_id": newest["id"]}, expect=200)
+        self.assertEqual(sp.sh(sid, "cat /root/f")["stdout"], "2\n")
+        self.assertEqual(sp.sh(sid, "kill -0 %s && echo alive" % pid)["stdout"], "alive\n")
+
+    def download(self, path):
+        sp = self.spaced
+        conn = sp.connection(timeout=120)
+        conn.request("GET", path, headers={"Authorization": "Bearer " + sp.key})
+        r = conn.getresponse()
+        body = r.read()
+        conn.close()
+        return r.status, body
+
+    def staged_images(self):
+        memory = os.path.join(self.spaced.state_dir, "pool", "memory")
+        return sorted(n for n in os.listdir(memory) if n.startswith("import-"))
+
+    def import_memory(self, snap_id, data):
+        return self.spaced.request("POST", "/v1/snapshots/import/memory?snapshot_id=" + snap_id, raw=data,
+                                   headers={"Content-Type": "application/x-tar"})
+
+    def test_export_and_import_carry_the_memory(self):
+        # A memory snapshot moves as two downloads (its filesystem's send stream and its
+        # image as a tar); on the other side the image is staged first, then the filesystem
+        # import makes the snapshot, kind memory, and a sandbox made from it goes on from
+        # that moment. Here the "other host" is this one once the snapshot is deleted.
+        sp = self.spaced
+        sid = self.counting_sandbox("memory-transfer")
+        snap = self.memory_snapshot(sid)["id"]
+        secret, at = self.snapshot_count(snap)
+        st, fs = self.download("/v1/snapshots/%s/export?full=true" % snap)
+        self.assertEqual(st, 200)
+        st, image = self.download("/v1/snapshots/%s/memory" % snap)
+        self.assertEqual(st, 200)
+        _, d = sp.api("POST", "/v1/sandboxes/%s/snapshots?wait=true" % sid, {}, expect=200)
+        self.addCleanup(self.delete_snapshot_quietly, d["snapshot"]["id"])
+        self.assertError(sp.request("GET", "/v1/snapshots/%s/memory" % d["snapshot"]["id"]), 409, "invalid_state")
+        self.assertEqual(sp.request("GET", "/v1/snapshots/snap-doesnotexist0/memory")[0], 404)
+        # Here already: refused.
+        self.assertError(self.import_memory(snap, image), 409, "already_exists")
+        sp.api("DELETE", "/v1/snapshots/" + snap, expect=204)
+        self.assertFalse(os.path.exists(self.image_dir(snap)))
+
+        # Hostile or wrong archives: 4xx, nothing staged.
+        for bad, why in ((self.tar({"checkpoint.img": ("link", "/etc/passwd")}), "a symlink"),
+                         (self.tar({"checkpoint.img": b"x", "evil": b"y"}), "another file"),
+                         (self.tar({"pages.img": b"x"}), "no checkpoint.img"),
+                         (self.tar({"../checkpoint.img": b"x"}), "a path outside"),
+                         (self.tar({"sub/checkpoint.img": b"x"}), "a directory"),
+                         (self.tar({"checkpoint.img": ("hardlink", "/etc/passwd")}), "a hard link out"),
+                         (self.tar({"checkpoint.img": ("fifo", None)}), "a fifo"),
+                         (os.urandom(4096), "not a tar")):
+            st, body = self.import_memory(snap, bad)
+            self.assertEqual(st, 400, (why, body))
+            self.assertEqual(self.staged_images(), [], why)
+        for q in ("", "?snapshot_id=../x", "?snapshot_id=sb-00000000", "?other=1"):
+            st, body = sp.request("POST", "/v1/snapshots/import/memory" + q, raw=image,
+                                  headers={"Content-Type": "application/x-tar"})
+            self.assertEqual(st, 400, (q, body))
+        self.assertEqual(self.staged_images(), [])
+
+        st, body = self.import_memory(snap, image)
+        self.assertEqual(st, 201, body)
+        self.assertEqual(len(self.staged_images()), 1)
+        st, got = sp.request("POST", "/v1/snapshots/import", raw=fs, headers={"Content-Type": "application/octet-stream"})
+        self.assertEqual(st, 201, got)
+        self.addCleanup(self.delete_snapshot_quietly, snap)
+        self.assertEqual((got["id"], got["kind"]), (snap, "memory"))
+        self.assertEqual(self.staged_images(), [])
+        self.assertTrue(os.path.isfile(os.path.join(self.image_dir(snap), "checkpoint.img")))
+        # A sandbox made from it goes on from the snapshot's moment.
+        moved = self.new_sandbox(snapshot_id=snap)
+        self.assertEqual(sp.get(moved)["runtime"], "gvisor")
+        got_secret, n = self.count(moved)
+        self.assertEqual(got_secret, secret)
+        self.assertGreaterEqual(n, at)
+        wait_for(lambda: self.count(moved)[1] > n + 3, timeout=30, what="the moved loop to go on")
+        # A staged image no import adopted goes at the next start.
+        st, body = self.import_memory("snap-0123456789abcdef", image)
+        self.assertEqual(st, 201, body)
+        sp.restart()
+        self.assertEqual(self.staged_images(), [])
+
+    @staticmethod
+    def tar(entries):
+        import io
+        import tarfile
+        buf = io.BytesIO()
+        with tarfile.open(fileobj=buf, mode="w", format=tarfile.USTAR_FORMAT) as t:
+            for name, what in entries.items():
+                info = tarfile.TarInfo(name)
+                if isinstance(what, bytes):
+                    info.size = len(what)
+                    t.addfile(info, io.BytesIO(what))
+                    continue
+                kind, target = what
+                info.type = {"link": tarfile.SYMTYPE, "hardlink": tarfile.LNKTYPE, "fifo": tarfile.FIFOTYPE}[kind]
+                info.linkname = target or ""
+                t.addfile(info)
+        return buf.getvalue()
 
     def snapshot_secret_of_rootfs(self, sid):
         with open(os.path.join(self.spaced.subvolume(sid), "root", "count")) as f:
@@ -317,6 +538,81 @@ class MemoryState(SpacedTestCase):
         sp.restart()
         self.assertFalse(os.path.exists(os.path.join(memory, "snap-0000000000000000")))
         self.assertFalse(os.path.exists(os.path.join(memory, "snap-1111111111111111.partial")))
+
+
+
+class IdleHibernation(SpacedTestCase):
+    """The controller's idle policy (--hibernate-idle S) and E2B's pause and connect: a
+    gvisor sandbox paused S seconds is hibernated, a namespace one stays frozen in place;
+    E2B's pause of a gvisor sandbox is a hibernation and its connect the wake."""
+
+    @classmethod
+    def setUpClass(cls):
+        assert shutil.which("runsc"), "runsc is not installed (scripts/install-deps installs it)"
+        cls.e2b_port = free_port()
+        cls.spaced_kwargs = {"extra_args": ["--hibernate-idle", "1", "--e2b-listen", "127.0.0.1:%d" % cls.e2b_port]}
+        super().setUpClass()
+        made = cls.spaced.cli("--json", "key", "create", "--e2b", "idle-hibernation")
+        assert made.returncode == 0, made.stderr
+        cls.e2b_key = json.loads(made.stdout)["secret"]
+
+    counting_sandbox = MemoryState.counting_sandbox
+    count = MemoryState.count
+    image_dir = MemoryState.image_dir
+    snapshot_secret_of_rootfs = MemoryState.snapshot_secret_of_rootfs
+
+    def e2b(self, method, path, body=None):
+        conn = http.client.HTTPConnection("127.0.0.1", self.e2b_port, timeout=180)
+        try:
+            conn.request(method, path, body=json.dumps(body or {}).encode(),
+                         headers={"X-API-KEY": self.e2b_key, "Content-Type": "application/json"})
+            resp = conn.getresponse()
+            payload = resp.read()
+            return resp.status, (json.loads(payload) if payload else None)
+        finally:
+            conn.close()
+
+    def hibernated(self, sid):
+        sb = self.spaced.get(sid)
+        return sb["state"] == "paused" and "hibernated" in (sb["state_reason"] or "")
+
+    def test_paused_sandboxes_hibernate_after_the_idle_time(self):
+        sp = self.spaced
+        ns = self.new_sandbox(metadata={"t": "idle-ns"})
+        sp.action(ns, "pause")
+        sid = self.counting_sandbox("idle-gvisor")
+        sp.action(sid, "pause")
+        wait_for(lambda: self.hibernated(sid), timeout=90, what="the idle policy to hibernate %s" % sid)
+        self.assertEqual(runsc_processes(sid), [])
+        self.assertTrue(os.path.isfile(os.path.join(self.image_dir(sid), "checkpoint.img")))
+        # The namespace sandbox, paused longer, has no memory state: it stays frozen in place.
+        self.assertEqual(sp.get(ns)["state"], "paused")
+        self.assertFalse(self.hibernated(ns))
+        secret = self.snapshot_secret_of_rootfs(sid)
+        sp.action(sid, "resume")
+        got_secret, n = self.count(sid)
+        self.assertEqual(got_secret, secret)
+        wait_for(lambda: self.count(sid)[1] > n + 3, timeout=30, what="the woken loop to go on")
+        sp.action(ns, "resume")
+        self.assertEqual(sp.sh(ns, "echo up")["stdout"], "up\n")
+
+    def test_e2b_pause_hibernates_and_connect_wakes(self):
+        sp = self.spaced
+        sid = self.counting_sandbox("idle-e2b")
+        status, d = self.e2b("POST", "/sandboxes/%s/pause" % sid)
+        self.assertEqual(status, 204, d)
+        self.assertTrue(self.hibernated(sid))
+        self.assertEqual(runsc_processes(sid), [])
+        status, d = self.e2b("POST", "/sandboxes/%s/pause" % sid)
+        self.assertEqual(status, 409, d)
+        secret = self.snapshot_secret_of_rootfs(sid)
+        status, d = self.e2b("POST", "/sandboxes/%s/connect" % sid, {"timeout": 300})
+        self.assertEqual(status, 201, d)
+        self.assertEqual(sp.state(sid), "running")
+        got_secret, n = self.count(sid)
+        self.assertEqual(got_secret, secret)
+        wait_for(lambda: self.count(sid)[1] > n + 3, timeout=30, what="the woken loop to go on")
+        self.assertFalse(os.path.exists(self.image_dir(sid)))
 
 
 if __name__ == "__main__":

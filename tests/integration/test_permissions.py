@@ -267,10 +267,10 @@ class Permissions(SpacedTestCase):
         self.assertGreater(checked, 250)
 
     def test_v1_reads_for_real(self):
-        """Every GET control route answers 2xx to every role that may call it (export,
+        """Every GET control route answers 2xx to every role that may call it (export, memory,
         streams and build logs aside: they need content this file does not make)."""
         sp = self.spaced
-        skip = {"export", "events", "log", "watch"}
+        skip = {"export", "memory", "events", "log", "watch"}
         for method, segs, auth, perms in v1_routes():
             if method != "GET" or auth != "API_AUTH_CONTROL" or skip & set(segs):
                 continue

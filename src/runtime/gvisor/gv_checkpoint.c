@@ -7,9 +7,11 @@
 #include <unistd.h>
 
 #include "runtime/gvisor/gv_driver.h"
+#include "spaced/fault_point.h"
 #include "spaced/wallclock.h"
 
 #define PARK_WAIT_MS 5000
+#define PARK_RESEND_MS 250
 
 static int signal_agent(const struct gv_driver *gv, const struct sandbox *sb, const char *sig, struct space_error *err)
 {
@@ -22,12 +24,14 @@ int gv_agent_park(const struct gv_driver *gv, const struct sandbox *sb, struct s
 {
         char sock[PATH_MAX];
         sandbox_host_socket_path(&gv->host, sb->id, sock, sizeof(sock));
-        if (signal_agent(gv, sb, "USR1", err) < 0)
-                return -1;
-        /* The agent removes its socket last, once nothing of the host is held. */
+        /* The agent removes its socket last, once nothing of the host is held. It acts only on
+         * signals from outside the sandbox; one of ours that met a pending USR1 sent from inside
+         * merged into it and was dropped with it, so it is sent again while we wait. */
         for (int waited_ms = 0; access(sock, F_OK) == 0; waited_ms += 5) {
                 if (waited_ms >= PARK_WAIT_MS)
                         return space_error_set(err, SPACE_E_INTERNAL, "the agent of %s did not let go of its socket", sb->id);
+                if (waited_ms % PARK_RESEND_MS == 0 && signal_agent(gv, sb, "USR1", err) < 0)
+                        return -1;
                 usleep(5000);
         }
         return 0;
@@ -98,13 +102,19 @@ int gv_checkpoint(const struct runtime_driver *d, const struct sandbox *sb, cons
                 if (d->ops->snapshot_rootfs(d, &frozen, rootfs_dst, &unused, err) < 0)
                         goto fail;
         }
-        const char *keep[] = { "checkpoint", "--leave-running", "--image-path", image_dir, sb->id, NULL };
-        const char *end[] = { "checkpoint", "--image-path", image_dir, sb->id, NULL };
-        if ((r = gv_runsc(gv, log, leave_running ? keep : end)) != 0) {
+        fault_point("checkpoint", "frozen");
+        /* Always --leave-running, also for a hibernation: without it runsc ends the sandbox's
+         * processes after the save, and a checkpoint redone after a crash in between (the
+         * image not yet renamed into place) saved them with that SIGKILL pending, an image
+         * whose restore dies at once. Left running (and still paused by us), a redo finds
+         * them whole; the caller of a hibernation stops them once the image is safe. */
+        const char *args[] = { "checkpoint", "--leave-running", "--image-path", image_dir, sb->id, NULL };
+        if ((r = gv_runsc(gv, log, args)) != 0) {
                 gv_runsc_failed("checkpoint", r, log, sb->id, err);
                 goto fail;
         }
-        /* Not leave_running: it stays frozen, and the caller stops it once the image is safe. */
+        /* Not leave_running: it stays frozen, its agent parked, until the caller stops it (or
+         * resumes it, when what follows the checkpoint fails). */
         if (leave_running && carry_on(d, sb, was_running, err) < 0)
                 return -1; /* the image and snapshot are whole; the caller decides */
         *ret_pause_us = monotonic_now_us() - t0;

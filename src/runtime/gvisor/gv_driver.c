@@ -259,8 +259,11 @@ static int gv_resume(const struct runtime_driver *d, const struct sandbox *sb, s
         const struct gv_driver *gv = gv_driver_of(d);
         const char *args[] = { "resume", sb->id, NULL };
         struct init_handle h;
+        char status[32] = "";
         int r = gv_runsc(gv, NULL, args);
-        if (r != 0)
+        /* Redone after a crash, it may find the sandbox running already (a resume, or the
+         * launch of a wake, that finished before its record): what is left is the unpark. */
+        if (r != 0 && (gv_runsc_state(gv, sb->id, NULL, status, sizeof(status)) < 0 || strcmp(status, "running") != 0))
                 return space_error_set(err, SPACE_E_INTERNAL, "runsc resume of %s failed (%d)", sb->id, r);
         init_handle_read(sb->runtime_state, &h);
         return gv_agent_unpark(gv, sb, err) < 0 || gv_agent_wait(gv, sb, &h, err) < 0 ? -1 : 0;
