@@ -50,6 +50,12 @@ static void upload_drop(struct memory_upload *u)
 
 static int upload_begin(struct api_request *req, void **ret_state, struct space_error *err)
 {
+        /* An image is the client's bytes that runsc restore parses inside the gVisor sentry:
+         * a trusted operator's choice, off unless spaced is told so. */
+        if (!req->ctx->cfg.memory_import)
+                return space_error_set(err, SPACE_E_FORBIDDEN,
+                                       "imports of memory images are off on this server (spaced --memory-import on): "
+                                       "import the snapshot's filesystem alone, or ask the operator");
         const char *id = api_request_query(req, "snapshot_id");
         if (!id || strncmp(id, "snap-", 5) != 0 || !api_json_name_ok(id) || strlen(id) >= 32)
                 return space_error_set(err, SPACE_E_INVALID_REQUEST,

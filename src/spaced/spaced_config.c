@@ -59,6 +59,8 @@ static const char usage[] =
         "                         at most 1024; below --max-connections]\n"
         "  --rolling-interval S   default rolling snapshot interval for new sandboxes [0 = off; >= 60]\n"
         "  --hibernate-idle S     hibernate a sandbox paused this long, where its runtime can [0 = off]\n"
+        "  --memory-import on|off clients may import memory images (POST /v1/snapshots/import/memory),\n"
+        "                         which runsc restore parses: only for clients you trust [off]\n"
         "  --rolling-retain S     default retention of rolling snapshots [604800 = 7 days]\n"
         "  --rolling-max-count N  default number of rolling snapshots kept [168]\n"
         "  --session-ttl S        default lifetime of a data-plane attach token [3600; max 604800]\n"
@@ -465,6 +467,10 @@ static int apply(struct spaced_config *cfg, const char *key, const char *v)
                 if (strcmp(v, "auto") != 0 && strcmp(v, "kvm") != 0 && strcmp(v, "tcg") != 0)
                         goto bad;
                 snprintf(cfg->microvm_accel, sizeof(cfg->microvm_accel), "%s", v);
+        } else if (strcmp(key, "memory-import") == 0) {
+                if (strcmp(v, "on") != 0 && strcmp(v, "off") != 0)
+                        goto bad;
+                cfg->memory_import = strcmp(v, "on") == 0;
         } else if (strcmp(key, "disk-quota") == 0) {
                 if (strcmp(v, "on") != 0 && strcmp(v, "off") != 0)
                         goto bad;
@@ -651,6 +657,7 @@ int spaced_config_load(struct spaced_config *cfg, int argc, char **argv)
                 { "exec-output-cap", required_argument, NULL, 0 },
                 { "rolling-interval", required_argument, NULL, 0 },
                 { "hibernate-idle", required_argument, NULL, 0 },
+                { "memory-import", required_argument, NULL, 0 },
                 { "rolling-retain", required_argument, NULL, 0 },
                 { "rolling-max-count", required_argument, NULL, 0 },
                 { "build-network", required_argument, NULL, 0 },

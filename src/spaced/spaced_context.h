@@ -82,6 +82,7 @@ struct spaced_config {
         uint64_t sandbox_log_cap;  /* bytes of output kept per sandbox, all its commands */
         /* disk quotas (storage/btrfs_quota.h) */
         bool disk_quota;             /* enforced; off: disk_mb is refused */
+        bool memory_import;          /* --memory-import: clients may bring memory images (runsc restore parses them) */
         bool proc_views;             /* sandboxes' own /proc figures (runtime/namespaces/ns_proc_view.h) */
         char warm_pool[512];         /* --warm-pool: "TEMPLATE=N|MIN:MAX,..." (controller/warm_pool.h) */
         uint64_t pool_reserve_bytes; /* 0: 10% of the pool */

@@ -31,6 +31,7 @@ class MemoryState(SpacedTestCase):
     @classmethod
     def setUpClass(cls):
         assert shutil.which("runsc"), "runsc is not installed (scripts/install-deps installs it)"
+        cls.spaced_kwargs = {"extra_args": ["--memory-import", "on"]}  # the export/import case brings an image
         super().setUpClass()
 
     def counting_sandbox(self, tag):
@@ -595,6 +596,17 @@ class IdleHibernation(SpacedTestCase):
         wait_for(lambda: self.count(sid)[1] > n + 3, timeout=30, what="the woken loop to go on")
         sp.action(ns, "resume")
         self.assertEqual(sp.sh(ns, "echo up")["stdout"], "up\n")
+
+    def test_memory_import_is_off_by_default(self):
+        # This spaced runs without --memory-import: a client's image (bytes runsc restore would
+        # parse) is refused before anything is written.
+        memory = os.path.join(self.spaced.state_dir, "pool", "memory")
+        before = sorted(os.listdir(memory)) if os.path.isdir(memory) else []
+        st, body = self.spaced.request("POST", "/v1/snapshots/import/memory?snapshot_id=snap-0123456789abcdef",
+                                       raw=b"x" * 4096, headers={"Content-Type": "application/x-tar"})
+        self.assertEqual((st, body["error"]["code"]), (403, "forbidden"), body)
+        self.assertIn("--memory-import on", body["error"]["message"])
+        self.assertEqual(sorted(os.listdir(memory)) if os.path.isdir(memory) else [], before)
 
     def test_e2b_pause_hibernates_and_connect_wakes(self):
         sp = self.spaced
