@@ -2,6 +2,7 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -34,9 +35,11 @@ int node_lease_register(struct spaced_context *ctx, const char *address, struct 
         n.capacity = cpus > 0 ? cpus : 1;
         snprintf(n.labels, sizeof(n.labels), "{}");
         n.started_at_ms = wallclock_now_ms();
+        snprintf(ctx->node_address, sizeof(ctx->node_address), "%s", address);
         int r = STORE(ctx, node_register, &n);
         if (r < 0)
                 return space_error_set(err, SPACE_E_INTERNAL, "cannot register node %s: %s", ctx->node_id, strerror(-r));
+        atomic_store(&ctx->node_registered, true);
         log_info("node.registered", "node=%s address=%s capacity=%lld", n.id, n.address, (long long)n.capacity);
         return 0;
 }
@@ -53,6 +56,16 @@ static void tick(struct node_lease *nl, int64_t *next_round_ms)
 {
         struct spaced_context *ctx = nl->ctx;
         int64_t now = wallclock_now_ms();
+        if (spaced_runs_operations(ctx) && !atomic_load(&ctx->node_registered)) {
+                struct space_error err = { 0 };
+                if (now < *next_round_ms)
+                        return;
+                *next_round_ms = now + 1000; /* a try a second, no more */
+                if (node_lease_register(ctx, ctx->node_address, &err) < 0) {
+                        log_debug("node.register_failed", "error=\"%s\"", LOG_ESC(err.message));
+                        return;
+                }
+        }
         int r = spaced_runs_operations(ctx) ? STORE(ctx, node_heartbeat, ctx->node_id, now) : 0;
         if (r < 0)
                 log_warn("node.heartbeat_failed", "node=%s error=\"%s\"", ctx->node_id, strerror(-r));

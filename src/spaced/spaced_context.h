@@ -146,6 +146,8 @@ struct spaced_context {
         /* This node of the fleet (docs/fleet.md): its id (the state directory's instance),
          * which claims its operations and owns its sandboxes; "" until spaced registered it. */
         char node_id[32];
+        char node_address[96];       /* its API URL, as registered */
+        atomic_bool node_registered; /* its row written; until then it heartbeats and claims nothing */
 };
 
 /* Whether sb lives on this node (or on none yet: a row from before the fleet): only then

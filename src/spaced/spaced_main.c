@@ -386,6 +386,9 @@ int main(int argc, char **argv)
         char instance[32];
         if ((r = instance_id_load(ctx.cfg.state_dir, instance, sizeof(instance))) < 0)
                 return fail("spaced.instance", "cannot read or create %s/instance: %s", ctx.cfg.state_dir, strerror(-r));
+        /* The node's id, before anything asks whether a sandbox is this node's (the disk limits
+         * at start did, and skipped every sandbox while it was still ""). */
+        snprintf(ctx.node_id, sizeof(ctx.node_id), "%s", instance);
         char key_path[PATH_MAX + 16];
         snprintf(key_path, sizeof(key_path), "%s/secret.key", ctx.cfg.state_dir);
         if (secret_keyring_open(ctx.cfg.secret_key_file, ctx.cfg.secret_key_command, key_path, &ctx.keyring, &err) < 0)
@@ -457,10 +460,12 @@ int main(int argc, char **argv)
          * reconciler claims what it runs again; heartbeating and claiming more once the
          * reconciler is done (it assumes no operation runs while it sweeps). */
         char node_url[HTTP_LISTENER_URL_MAX];
-        snprintf(ctx.node_id, sizeof(ctx.node_id), "%s", instance);
         http_listener_url(&ctx.cfg, ctx.cfg.listen_addr, ctx.cfg.listen_port, node_url, sizeof(node_url));
         if (node_lease_register(&ctx, node_url, &err) < 0)
-                return fail("spaced.node", "%s", err.message);
+                log_error("spaced.node_unregistered",
+                          "error=\"%s\" note=\"starting without claiming work; the "
+                          "registration is tried again every second\"",
+                          LOG_ESC(err.message));
         if ((r = reconciler_startup(&ctx)) < 0)
                 return fail("spaced.reconcile", "reconciliation failed: %s", strerror(-r));
         struct node_lease *lease = NULL;
