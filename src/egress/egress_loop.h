@@ -59,6 +59,7 @@ struct egress_loop {
         char record_buf[256 << 10]; /* connection records not yet taken by spaced */
         size_t record_len;
         unsigned long long records_dropped;
+        struct egress_leaf_minter *leaves; /* NULL: no CA, nothing intercepted */
 };
 
 int64_t egress_now_ms(void);

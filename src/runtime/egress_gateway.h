@@ -20,6 +20,8 @@ struct egress_gateway_config {
         const char *program;  /* the space-egress binary */
         const char *resolver; /* ADDR[:PORT]; NULL or "": the host's first IPv4 nameserver */
         const char *refuse;   /* CIDR: the sandboxes' own subnet, never dialled */
+        const char *ca_cert;  /* the platform CA (runtime/platform_ca.h): its certificate and */
+        const char *ca_key;   /* key files, which the gateway reads at start; NULL: no interception */
         bool log_json;        /* its log lines as JSON objects, like spaced's (--log-format json) */
         /* Called on the supervisor's thread with each record the gateway sends back (one
          * JSON object: {"op": "connection", "sandbox", "src", "dst", "port", "name",

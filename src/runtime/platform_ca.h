@@ -11,6 +11,11 @@
 
 #include "spaced/space_error.h"
 
+/* Where a sandbox finds it (runtime/namespaces/ns_trust_store.h writes them): its bundle
+ * with the CA (SSL_CERT_FILE, REQUESTS_CA_BUNDLE), and the CA alone (NODE_EXTRA_CA_CERTS). */
+#define PLATFORM_CA_SANDBOX_BUNDLE "/etc/ssl/certs/ca-certificates.crt"
+#define PLATFORM_CA_SANDBOX_CA "/etc/ssl/certs/space-platform-ca.pem"
+
 struct platform_ca {
         char cert_path[4096]; /* STATE_DIR/egress-ca/cert.pem */
         char key_path[4096];  /* STATE_DIR/egress-ca/key.pem */
