@@ -372,13 +372,52 @@ class Credentials(unittest.TestCase):
         sid = self.sandbox(profile="test-ro")
         self.check_read_only(sid, "roprof")
 
+    # ---- the platform CA of HTTPS interception
+
+    def test_platform_ca_trusted_never_its_key(self):
+        ca_dir = os.path.join(self.sp.state_dir, "egress-ca")
+        self.assertEqual(stat.S_IMODE(os.stat(os.path.join(ca_dir, "key.pem")).st_mode), 0o600)
+        with open(os.path.join(ca_dir, "cert.pem")) as f:
+            cert = f.read().strip()
+        with open(os.path.join(ca_dir, "key.pem")) as f:
+            key = f.read()
+        self.assertIn("BEGIN CERTIFICATE", cert)
+        sid = self.sandbox()
+        script = ("env; echo =====; cat /etc/ssl/certs/ca-certificates.crt; echo =====; "
+                  "cat /etc/ssl/certs/space-platform-ca.pem")
+        env, bundle, alone = self.sh(sid, script)["stdout"].split("=====\n")
+        for var, path in (("SSL_CERT_FILE", "/etc/ssl/certs/ca-certificates.crt"),
+                          ("REQUESTS_CA_BUNDLE", "/etc/ssl/certs/ca-certificates.crt"),
+                          ("NODE_EXTRA_CA_CERTS", "/etc/ssl/certs/space-platform-ca.pem")):
+            self.assertIn("%s=%s\n" % (var, path), env)
+        self.assertEqual(bundle.count(cert), 1)
+        self.assertEqual(alone.strip(), cert)
+        # a stop and a start put it there again, once; spaced's restart keeps the same CA
+        self.sp.action(sid, "stop")
+        self.sp.restart(hard=True)
+        self.sp.action(sid, "start")
+        with open(os.path.join(ca_dir, "cert.pem")) as f:
+            self.assertEqual(f.read().strip(), cert)
+        self.assertEqual(self.sh(sid, "cat /etc/ssl/certs/ca-certificates.crt")["stdout"].count(cert), 1)
+        # a sandbox without egress gets nothing
+        plain = self.sp.create(metadata={"t": "credentials"})
+        self.addCleanup(lambda: self.sp.request("DELETE", "/v1/sandboxes/%s?wait=true&timeout_s=60" % plain, timeout=70))
+        r = self.sh(plain, "env; cat /etc/ssl/certs/space-platform-ca.pem")
+        self.assertNotIn("SSL_CERT_FILE", r["stdout"])
+        self.assertNotIn(cert, r["stdout"])
+        # the key: neither its PEM lines nor its DER anywhere in the sandbox
+        body = [l for l in key.splitlines() if l and not l.startswith("-----")]
+        der = __import__("base64").b64decode("".join(body))
+        self.assert_never_in_sandbox(sid, needles=[l.encode() for l in body] + [der])
+
     # ---- never in the sandbox
 
-    def assert_never_in_sandbox(self, sid):
-        value = self.value.encode()
+    def assert_never_in_sandbox(self, sid, needles=None):
+        needles = needles or [self.value.encode()]
         # environment and command output
         r = self.sp.sh(sid, "env; cat /proc/1/environ | tr '\\0' '\\n'; ps")
-        self.assertNotIn(self.value, r["stdout"] + r["stderr"])
+        for value in needles:
+            self.assertNotIn(value, (r["stdout"] + r["stderr"]).encode())
         # files: the sandbox's whole rootfs, read from the host
         root = self.sp.subvolume(sid)
         for dirpath, _, files in os.walk(root):
@@ -388,7 +427,9 @@ class Credentials(unittest.TestCase):
                     if os.path.islink(p) or not os.path.isfile(p) or os.path.getsize(p) > 64 << 20:
                         continue
                     with open(p, "rb") as fh:
-                        self.assertNotIn(value, fh.read(), p)
+                        data = fh.read()
+                    for value in needles:
+                        self.assertNotIn(value, data, p)
                 except PermissionError:
                     continue
         # the memory of every process of the sandbox, from the host
@@ -416,11 +457,13 @@ class Credentials(unittest.TestCase):
                     except (OSError, ValueError, OverflowError):
                         continue
                     scanned += len(chunk)
-                    self.assertNotIn(value, chunk, "pid %d %s" % (pid, line))
+                    for value in needles:
+                        self.assertNotIn(value, chunk, "pid %d %s" % (pid, line))
         self.assertGreater(scanned, 0)
         # and no API answer this file received carries it
         for answer in self.seen:
-            self.assertNotIn(self.value, answer)
+            for value in needles:
+                self.assertNotIn(value, answer.encode())
 
 
 if __name__ == "__main__":
