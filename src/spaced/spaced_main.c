@@ -407,6 +407,7 @@ int main(int argc, char **argv)
         struct egress_gateway_config gc = { .program = ctx.cfg.egress_gateway_path,
                                             .ca_cert = egress_ca.cert_path,
                                             .ca_key = egress_ca.key_path,
+                                            .upstream_ca = ctx.cfg.egress_upstream_ca,
                                             .resolver = ctx.cfg.egress_resolver,
                                             .refuse = subnet,
                                             .log_json = ctx.cfg.log_format == LOG_FORMAT_JSON,
