@@ -1,6 +1,8 @@
 /* One sandbox connection through the gateway: accepted (DNAT'd here by the host's nftables
  * rules), its first bytes read for a name, decided, dialled from the host's network, then
- * copied both ways until both sides are done. */
+ * copied both ways until both sides are done — through the HTTP rewriter where it has
+ * credentials or a read-only sandbox, and through two TLS sessions (egress_tls.h) when such a
+ * connection is HTTPS. */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
