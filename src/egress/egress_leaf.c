@@ -106,7 +106,7 @@ static struct egress_leaf *mint(struct egress_leaf_minter *m, const char *name, 
                 r = gnutls_x509_crt_set_activation_time(crt, (time_t)(now_s - 3600));
         if (r == 0)
                 r = gnutls_x509_crt_set_expiration_time(crt, (time_t)(now_s + EGRESS_LEAF_VALID_S));
-        if (r == 0)
+        if (r == 0 && len <= 64) /* a common name holds at most 64 characters; the SAN is what clients check */
                 r = gnutls_x509_crt_set_dn_by_oid(crt, GNUTLS_OID_X520_COMMON_NAME, 0, name, (unsigned)len);
         if (r == 0)
                 r = gnutls_x509_crt_set_subject_alt_name(crt, GNUTLS_SAN_DNSNAME, name, (unsigned)len, GNUTLS_FSAN_SET);

@@ -128,6 +128,12 @@ static void leaves_chain_to_the_ca(void **state)
                 egress_leaf_put(l);
         }
         assert_null(egress_leaf_get(m, "", now));
+        /* a name longer than a common name may be (64) still gets a leaf, by its SAN */
+        const char *longname = "a-very-long-label-of-a-name-that-goes-on-and-on.and-on-further.example.com";
+        struct egress_leaf *lng = egress_leaf_get(m, longname, now);
+        assert_non_null(lng);
+        assert_int_equal(verify(lng->creds, ca.cert_pem, longname), 0);
+        egress_leaf_put(lng);
         egress_leaf_minter_free(m);
         /* a key that is not the certificate's is refused */
         struct platform_ca other;
