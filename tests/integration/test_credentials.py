@@ -123,7 +123,8 @@ try:
         if not chunk:
             break
         data += chunk
-    out["response"] = data.decode(errors="replace")
+    out["response"] = data[:4096].decode(errors="replace")
+    out["length"] = len(data)
 except Exception as e:
     out["error"] = "%s: %s" % (e.__class__.__name__, e)
 print(json.dumps(out))
@@ -333,6 +334,11 @@ print(json.dumps(out))
         m = len(self.upstream_log())
         wait_for(lambda: self.http(sid, "allowed.test", "/after-gateway") and want in self.upstream_log()[m:], timeout=20,
                  what="the credential after the gateway's restart")
+        # and over HTTPS: the new gateway read the CA again and intercepts as the old one did
+        m = len(self.upstream_log())
+        got = self.https(sid, "allowed.test", "/tls-after-gateway")
+        self.assertIn("hello from allowed.test", got.get("response", ""), got)
+        self.assertIn(want, "\n".join(l for l in self.requests_since(m) if "path=/tls-after-gateway " in l))
         self.assert_never_in_sandbox(sid)
 
     # ---- grants
@@ -447,6 +453,10 @@ print(json.dumps(out))
         self.assertNotEqual(self.pem_body(got["cert"]), upstream)
         got = self.https(sid, "allowed.test", "/tls-post", method="POST")
         self.assertIn("hello from allowed.test", got.get("response", ""), got)
+        got = self.https(sid, "allowed.test", "/big-tls")  # 4 MiB back through both sessions
+        self.assertIn("Content-Length: %d" % (4 << 20), got.get("response", ""), got)
+        self.assertGreater(got["length"], 4 << 20)
+        self.assertLess(got["length"], (4 << 20) + 4096)
         seen = self.requests_since(m)
         for path in ("/tls-inject", "/tls-post"):
             rows = [l for l in seen if "path=%s " % path in l]
