@@ -43,6 +43,11 @@ static int open_dir(int root, const char *path)
                 return up;
         if (mkdirat(up, slash + 1, 0755) < 0 && errno != EEXIST)
                 return -errno;
+        /* owned as its parent is (the sandbox's root, through its uid map), so the sandbox's
+         * own tools can add to it */
+        struct stat st;
+        if (fstat(up, &st) == 0)
+                (void)fchownat(up, slash + 1, st.st_uid, st.st_gid, AT_SYMLINK_NOFOLLOW);
         return open_in_root(root, path, O_PATH | O_DIRECTORY);
 }
 
@@ -87,6 +92,9 @@ static int replace(int dir, const char *name, const char *head, size_t head_len,
         _cleanup_close_ int fd = openat(dir, TMP_NAME, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
         if (fd < 0)
                 return -errno;
+        struct stat st; /* owned as its directory is, like the file it replaces */
+        if (fstat(dir, &st) == 0)
+                (void)fchown(fd, st.st_uid, st.st_gid);
         size_t tail_len = tail ? strlen(tail) : 0;
         bool newline = head_len && head[head_len - 1] != '\n';
         int r = 0;

@@ -7,7 +7,8 @@
  *  - /etc/ssl/certs/space-platform-ca.pem holds the CA alone (NODE_EXTRA_CA_CERTS).
  * Each file is written beside and renamed in (a crash leaves the old one and a stray
  * .space-ca.tmp, removed the next time), resolved inside the rootfs (the sandbox's symlinks
- * cannot point it out), and left as it is when it already holds the CA. Only the
+ * cannot point it out), owned as its directory is (the sandbox can still add to it), and
+ * left as it is when it already holds the CA. Only the
  * certificate is written: the CA's key never enters a sandbox. */
 #pragma once
 

@@ -104,9 +104,19 @@ static void alpine_link_and_file(void **state)
 static void no_bundle_and_hostile_links(void **state)
 {
         (void)state;
-        SH("rm -rf %s/etc/ssl", root);
+        /* made where missing, owned as /etc is (the sandbox's root through its uid map) */
+        SH("rm -rf %s/etc/ssl && chown 100000:100000 %s/etc", root, root);
         assert_int_equal(ns_trust_store_add(root, CA), 0);
         assert_string_equal(slurp("etc/ssl/certs/ca-certificates.crt"), CA);
+        const char *made[] = { "etc/ssl", "etc/ssl/certs", "etc/ssl/certs/ca-certificates.crt",
+                               "etc/ssl/certs/space-platform-ca.pem" };
+        for (size_t i = 0; i < sizeof(made) / sizeof(made[0]); i++) {
+                char path[256];
+                struct stat st;
+                snprintf(path, sizeof(path), "%s/%s", root, made[i]);
+                assert_int_equal(stat(path, &st), 0);
+                assert_int_equal(st.st_uid, 100000);
+        }
         /* a link to the host's own file resolves inside the rootfs: the host's is untouched */
         char outside[128];
         snprintf(outside, sizeof(outside), "%s.outside", root);
