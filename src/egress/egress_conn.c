@@ -1,6 +1,8 @@
 /* One sandbox connection through the gateway: accepted (DNAT'd here by the host's nftables
  * rules), its first bytes read for a name, decided, dialled from the host's network, then
- * copied both ways until both sides are done. */
+ * copied both ways until both sides are done — through the HTTP rewriter where it has
+ * credentials or a read-only sandbox, and through two TLS sessions (egress_tls.h) when such a
+ * connection is HTTPS. */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -12,6 +14,7 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <jansson.h>
@@ -20,10 +23,11 @@
 #include "egress/egress_loop.h"
 #include "egress/egress_peek.h"
 #include "egress/egress_rule.h"
+#include "egress/egress_tls.h"
 
 #define BUF_SIZE (64 * 1024)
 
-enum conn_state { PEEKING, RESOLVING, CONNECTING, SPLICING };
+enum conn_state { PEEKING, RESOLVING, CONNECTING, HANDSHAKING, SPLICING };
 
 struct pipe_buf {
         uint8_t data[BUF_SIZE];
@@ -50,6 +54,9 @@ struct egress_conn {
         bool tls;  /* its first bytes were a TLS ClientHello */
         /* plain HTTP to a destination with credentials: its requests are rewritten (NULL: spliced) */
         struct egress_inject *inject;
+        /* HTTPS to such a destination: intercepted (egress_tls.h), its plaintext rewritten */
+        bool intercept;
+        struct egress_tls *tls_pair;
         struct egress_loop *loop;
         char used[8][32]; /* the bindings put on its requests, each recorded once */
         size_t n_used;
@@ -153,6 +160,8 @@ static void conn_free(struct egress_loop *l, struct egress_conn *c)
                 free(c->inject);
                 c->inject = NULL;
         }
+        egress_tls_free(c->tls_pair);
+        c->tls_pair = NULL;
         if (c->pending)
                 c->pending->used = false;
         c->pending = NULL;
@@ -249,7 +258,7 @@ static bool refused_net(const struct egress_loop *l, uint32_t a)
 static int inject_setup(struct egress_loop *l, struct egress_conn *c)
 {
         const struct egress_map_entry *e = egress_map_find(&l->map, c->src);
-        if (c->tls || !c->name[0] || !e ||
+        if ((c->tls && !c->intercept) || !c->name[0] || !e ||
             (!e->policy.read_only && !egress_credentials_any_for(&e->credentials, c->name, c->orig_port)))
                 return 0;
         c->inject = calloc(1, sizeof(*c->inject));
@@ -265,14 +274,23 @@ static int inject_setup(struct egress_loop *l, struct egress_conn *c)
 
 static void dial(struct egress_loop *l, struct egress_conn *c, uint32_t addr)
 {
-        if (inject_setup(l, c) < 0) {
-                refuse(l, c, "out of memory");
-                return;
-        }
         c->dialled = addr;
         c->server = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
         if (c->server < 0) {
                 refuse(l, c, "socket");
+                return;
+        }
+        if (c->intercept) {
+                c->tls_pair = egress_tls_new(l->leaves, l->upstream_trust, c->name, c->client, c->server,
+                                             c->up.data + c->up.start, c->up.end - c->up.start, (int64_t)time(NULL));
+                if (!c->tls_pair) {
+                        refuse(l, c, "intercept: no certificate for this name");
+                        return;
+                }
+                c->up.start = c->up.end = 0;
+        }
+        if (inject_setup(l, c) < 0) {
+                refuse(l, c, "out of memory");
                 return;
         }
         int one = 1;
@@ -301,8 +319,12 @@ static void decide(struct egress_loop *l, struct egress_conn *c, const uint32_t 
                 refuse(l, c, name ? "destination address denied for this name" : "destination denied");
                 return;
         }
-        if (e->policy.read_only && (c->tls || !name)) { /* what cannot be read cannot be held to reads */
-                refuse(l, c, c->tls ? "read-only: TLS is not intercepted here" : "read-only: not an HTTP request");
+        /* TLS is intercepted where there is something to do to its requests: credentials for
+         * its name, or a read-only sandbox; everything else stays end to end. */
+        c->intercept = c->tls && name && l->leaves && l->upstream_trust &&
+                (e->policy.read_only || egress_credentials_any_for(&e->credentials, name, c->orig_port));
+        if (e->policy.read_only && ((c->tls && !c->intercept) || !name)) { /* what cannot be read cannot be held to reads */
+                refuse(l, c, c->tls ? "read-only: TLS cannot be intercepted here" : "read-only: not an HTTP request");
                 return;
         }
         if (!name) {
@@ -415,13 +437,26 @@ static void update_interest(struct egress_loop *l, struct egress_conn *c)
         watch(l, c->server, &c->h_server, se, false);
 }
 
-static int flush(int to, struct pipe_buf *b, bool *ret_error);
+/* One side's bytes: its socket's, or the plaintext of its TLS session when intercepted. */
+static ssize_t side_recv(struct egress_conn *c, bool server_side, void *buf, size_t n)
+{
+        return c->tls_pair ? egress_tls_recv(c->tls_pair, server_side, buf, n)
+                           : recv(server_side ? c->server : c->client, buf, n, 0);
+}
+
+static ssize_t side_send(struct egress_conn *c, bool server_side, const void *buf, size_t n)
+{
+        return c->tls_pair ? egress_tls_send(c->tls_pair, server_side, buf, n)
+                           : send(server_side ? c->server : c->client, buf, n, MSG_NOSIGNAL);
+}
+
+static int flush(struct egress_conn *c, bool to_server, struct pipe_buf *b, bool *ret_error);
 
 /* Moves what can be moved from one side to the other; -1 when the connection is over. */
-static int pump(int from, int to, struct pipe_buf *b, bool *ret_error)
+static int pump(struct egress_conn *c, bool from_server, struct pipe_buf *b, bool *ret_error)
 {
         if (!b->eof && b->end < BUF_SIZE) {
-                ssize_t n = recv(from, b->data + b->end, BUF_SIZE - b->end, 0);
+                ssize_t n = side_recv(c, from_server, b->data + b->end, BUF_SIZE - b->end);
                 if (n > 0) {
                         b->end += (size_t)n;
                         b->total += (uint64_t)n;
@@ -432,7 +467,7 @@ static int pump(int from, int to, struct pipe_buf *b, bool *ret_error)
                         return -1;
                 }
         }
-        return flush(to, b, ret_error);
+        return flush(c, !from_server, b, ret_error);
 }
 
 /* pump() for the client side of an injected connection: what the client sent goes through
@@ -442,7 +477,7 @@ static int pump_inject(struct egress_loop *l, struct egress_conn *c, bool *ret_e
         struct pipe_buf *b = &c->up;
         struct egress_inject *ij = c->inject;
         if (!b->eof && ij->in_len < sizeof(ij->in)) {
-                ssize_t n = recv(c->client, ij->in + ij->in_len, sizeof(ij->in) - ij->in_len, 0);
+                ssize_t n = side_recv(c, false, ij->in + ij->in_len, sizeof(ij->in) - ij->in_len);
                 if (n > 0) {
                         ij->in_len += (size_t)n;
                         b->total += (uint64_t)n;
@@ -474,14 +509,14 @@ static int pump_inject(struct egress_loop *l, struct egress_conn *c, bool *ret_e
                 explicit_bzero(ij->in, ij->in_len);
                 ij->in_len = 0;
         }
-        return flush(c->server, b, ret_error);
+        return flush(c, true, b, ret_error);
 }
 
 /* Sends what b holds; at its end and the reader's, the write side is shut. */
-static int flush(int to, struct pipe_buf *b, bool *ret_error)
+static int flush(struct egress_conn *c, bool to_server, struct pipe_buf *b, bool *ret_error)
 {
         while (b->end > b->start) {
-                ssize_t n = send(to, b->data + b->start, b->end - b->start, MSG_NOSIGNAL);
+                ssize_t n = side_send(c, to_server, b->data + b->start, b->end - b->start);
                 if (n < 0) {
                         if (errno == EAGAIN || errno == EINTR)
                                 break;
@@ -493,7 +528,10 @@ static int flush(int to, struct pipe_buf *b, bool *ret_error)
         if (b->start == b->end)
                 b->start = b->end = 0;
         if (b->eof && b->end == 0 && !b->shut) {
-                shutdown(to, SHUT_WR);
+                if (c->tls_pair)
+                        egress_tls_shut(c->tls_pair, to_server);
+                else
+                        shutdown(to_server ? c->server : c->client, SHUT_WR);
                 b->shut = true;
         }
         return 0;
@@ -521,17 +559,41 @@ void egress_conn_event(struct egress_loop *l, struct egress_conn *c, bool server
                         refuse(l, c, "upstream unreachable");
                         return;
                 }
-                conn_log(l, c, "allow", "connected");
+                conn_log(l, c, "allow", c->tls_pair ? "connected, intercepted" : "connected");
+                c->state = c->tls_pair ? HANDSHAKING : SPLICING;
+        }
+        if (c->state == HANDSHAKING) {
+                uint32_t ce, se;
+                char why[512];
+                int r = egress_tls_handshake(c->tls_pair, &ce, &se, why, sizeof(why));
+                if (r < 0) {
+                        refuse(l, c, why);
+                        return;
+                }
+                watch(l, c->client, &c->h_client, ce, false);
+                watch(l, c->server, &c->h_server, se, false);
+                if (r > 0)
+                        return;
                 c->state = SPLICING;
         }
         if (c->state != SPLICING)
                 return;
-        bool error = false;
-        if ((c->inject ? pump_inject(l, c, &error) : pump(c->client, c->server, &c->up, &error)) < 0 ||
-            pump(c->server, c->client, &c->down, &error) < 0 || (c->up.shut && c->down.shut)) {
-                conn_log(l, c, "end", error ? "reset" : "done");
-                conn_free(l, c);
-                return;
+        /* A TLS session may hold decrypted bytes epoll does not know of: pumped until none
+         * is left that there is room for. */
+        for (int round = 0; round < 64; round++) {
+                bool error = false;
+                if ((c->inject ? pump_inject(l, c, &error) : pump(c, false, &c->up, &error)) < 0 ||
+                    pump(c, true, &c->down, &error) < 0 || (c->up.shut && c->down.shut)) {
+                        conn_log(l, c, "end", error ? "reset" : "done");
+                        conn_free(l, c);
+                        return;
+                }
+                if (!c->tls_pair)
+                        break;
+                bool up_room = !c->up.eof && (c->inject ? c->inject->in_len < sizeof(c->inject->in) : c->up.end < BUF_SIZE);
+                bool down_room = !c->down.eof && c->down.end < BUF_SIZE;
+                if (!(up_room && egress_tls_pending(c->tls_pair, false)) && !(down_room && egress_tls_pending(c->tls_pair, true)))
+                        break;
         }
         update_interest(l, c);
 }
@@ -542,7 +604,7 @@ void egress_conn_recheck(struct egress_loop *l)
         for (; c; c = next) {
                 next = c->next;
                 /* Peeking or resolving: decided later, on the map as it is then. */
-                if (c->state != CONNECTING && c->state != SPLICING)
+                if (c->state != CONNECTING && c->state != HANDSHAKING && c->state != SPLICING)
                         continue;
                 const struct egress_map_entry *e = egress_map_find(&l->map, c->src);
                 const char *name = c->name[0] ? c->name : NULL;
@@ -569,5 +631,7 @@ void egress_conn_tick(struct egress_loop *l, int64_t now_ms)
                         peek(l, c, true);
                 else if (c->state == CONNECTING && now_ms >= c->deadline_ms)
                         refuse(l, c, "upstream did not answer");
+                else if (c->state == HANDSHAKING && now_ms >= c->deadline_ms)
+                        refuse(l, c, "TLS handshake not finished in time");
         }
 }

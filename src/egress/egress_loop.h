@@ -3,6 +3,7 @@
  * DNS and the resolver queries (egress_main.c). */
 #pragma once
 
+#include <gnutls/gnutls.h>
 #include <netinet/in.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -59,6 +60,8 @@ struct egress_loop {
         char record_buf[256 << 10]; /* connection records not yet taken by spaced */
         size_t record_len;
         unsigned long long records_dropped;
+        struct egress_leaf_minter *leaves;               /* NULL: no CA, nothing intercepted */
+        gnutls_certificate_credentials_t upstream_trust; /* what intercepted upstreams are verified against */
 };
 
 int64_t egress_now_ms(void);

@@ -1,11 +1,14 @@
 /* space-egress: the egress gateway of one spaced (docs/network.md). spaced binds the
  * sockets and starts it with them:
  *   space-egress --listen-fd N --dns-fd N --control-fd N --resolver A.B.C.D[:PORT] --refuse CIDR
- *                [--log-format text|json]
+ *                [--log-format text|json] [--ca-cert FILE --ca-key FILE] [--upstream-ca FILE]
  * --listen-fd: TCP on 127.0.0.1, where the host's nftables rules DNAT every TCP connection of
  * a sandbox; --dns-fd: UDP, where they DNAT its DNS; --control-fd: a stream on which spaced
  * sends the source address → policy map (egress_map.h), one JSON object a line; --refuse: the
- * sandboxes' own subnet, never dialled. It exits when the control socket closes (spaced
+ * sandboxes' own subnet, never dialled; --ca-cert, --ca-key: the platform CA
+ * (runtime/platform_ca.h) the leaves of intercepted TLS are minted with (egress_leaf.h),
+ * read before the gateway drops to nobody; --upstream-ca: the CA bundle intercepted
+ * upstreams are verified against (default the host's, egress_tls.h). It exits when the control socket closes (spaced
  * went away: a new spaced starts a new gateway). One epoll loop, no threads. */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -24,7 +27,9 @@
 #include <unistd.h>
 
 #include "cleanup.h"
+#include "egress/egress_leaf.h"
 #include "egress/egress_loop.h"
+#include "egress/egress_tls.h"
 #include "egress/egress_rule.h"
 #include "spaced/log.h"
 
@@ -253,7 +258,7 @@ int main(int argc, char **argv)
 {
         static struct egress_loop loop;
         struct egress_loop *l = &loop;
-        const char *resolver = NULL, *refuse = NULL;
+        const char *resolver = NULL, *refuse = NULL, *ca_cert = NULL, *ca_key = NULL, *upstream_ca = EGRESS_TLS_HOST_CA;
         json_erase_on_free(); /* policy lines carry credentials' values (cleanup.h) */
         l->listen_fd = l->dns_fd = l->control_fd = -1;
         for (int i = 1; i + 1 < argc; i += 2) {
@@ -267,6 +272,12 @@ int main(int argc, char **argv)
                         resolver = argv[i + 1];
                 else if (strcmp(argv[i], "--refuse") == 0)
                         refuse = argv[i + 1];
+                else if (strcmp(argv[i], "--ca-cert") == 0)
+                        ca_cert = argv[i + 1];
+                else if (strcmp(argv[i], "--ca-key") == 0)
+                        ca_key = argv[i + 1];
+                else if (strcmp(argv[i], "--upstream-ca") == 0)
+                        upstream_ca = argv[i + 1];
                 else if (strcmp(argv[i], "--log-format") == 0) {
                         enum log_format fmt = LOG_FORMAT_TEXT;
                         (void)log_parse_format(argv[i + 1], &fmt);
@@ -274,7 +285,7 @@ int main(int argc, char **argv)
                 }
         }
         struct egress_rule refused;
-        char why[200];
+        char why[600];
         if (l->listen_fd < 3 || l->dns_fd < 3 || l->control_fd < 3 || !resolver ||
             parse_addr_port(resolver, 53, &l->resolver) < 0 || !refuse ||
             egress_rule_parse(refuse, EGRESS_DENY, &refused, why, sizeof(why)) < 0 || refused.kind != EGRESS_RULE_CIDR) {
@@ -296,6 +307,11 @@ int main(int argc, char **argv)
                 egress_log("error", "egress.start_failed", "error=\"%s\"", strerror(errno));
                 return 1;
         }
+        /* Without its CA the gateway intercepts nothing: what would be intercepted is denied. */
+        if (ca_cert && ca_key && egress_leaf_minter_open(ca_cert, ca_key, &l->leaves, why, sizeof(why)) < 0)
+                egress_log("error", "egress.ca_unusable", "error=\"%s\"", why);
+        if (l->leaves && !(l->upstream_trust = egress_tls_upstream_trust(upstream_ca, why, sizeof(why))))
+                egress_log("error", "egress.upstream_ca_unusable", "error=\"%s\"", why);
         int r = drop_privileges();
         if (r < 0) {
                 egress_log("error", "egress.start_failed", "error=\"drop privileges: %s\"", strerror(-r));

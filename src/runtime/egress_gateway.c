@@ -32,7 +32,7 @@ struct map_entry {
 };
 
 struct egress_gateway {
-        char program[4096], resolver[64], refuse[32];
+        char program[4096], resolver[64], refuse[32], ca_cert[4096], ca_key[4096], upstream_ca[4096];
         bool log_json;
         int listen_fd, dns_fd;
         uint16_t tcp_port, dns_port;
@@ -151,6 +151,12 @@ static int spawn_locked(struct egress_gateway *g, int *ret_pidfd)
                          g->refuse,
                          "--log-format",
                          g->log_json ? "json" : "text",
+                         g->ca_cert[0] ? "--ca-cert" : NULL,
+                         g->ca_cert,
+                         "--ca-key",
+                         g->ca_key,
+                         g->upstream_ca[0] ? "--upstream-ca" : NULL,
+                         g->upstream_ca,
                          NULL };
         /* spaced blocks the signals it waits for: the gateway starts with none blocked. */
         posix_spawnattr_t attr;
@@ -261,6 +267,9 @@ int egress_gateway_start(const struct egress_gateway_config *cfg, struct egress_
         pthread_mutex_init(&g->lock, NULL);
         snprintf(g->program, sizeof(g->program), "%s", cfg->program ? cfg->program : "");
         snprintf(g->refuse, sizeof(g->refuse), "%s", cfg->refuse);
+        snprintf(g->ca_cert, sizeof(g->ca_cert), "%s", cfg->ca_cert ? cfg->ca_cert : "");
+        snprintf(g->ca_key, sizeof(g->ca_key), "%s", cfg->ca_key ? cfg->ca_key : "");
+        snprintf(g->upstream_ca, sizeof(g->upstream_ca), "%s", cfg->upstream_ca ? cfg->upstream_ca : "");
         g->log_json = cfg->log_json;
         g->on_record = cfg->on_record;
         g->record_arg = cfg->record_arg;

@@ -17,10 +17,13 @@
 struct egress_gateway;
 
 struct egress_gateway_config {
-        const char *program;  /* the space-egress binary */
-        const char *resolver; /* ADDR[:PORT]; NULL or "": the host's first IPv4 nameserver */
-        const char *refuse;   /* CIDR: the sandboxes' own subnet, never dialled */
-        bool log_json;        /* its log lines as JSON objects, like spaced's (--log-format json) */
+        const char *program;     /* the space-egress binary */
+        const char *resolver;    /* ADDR[:PORT]; NULL or "": the host's first IPv4 nameserver */
+        const char *refuse;      /* CIDR: the sandboxes' own subnet, never dialled */
+        const char *ca_cert;     /* the platform CA (runtime/platform_ca.h): its certificate and */
+        const char *ca_key;      /* key files, which the gateway reads at start; NULL: no interception */
+        const char *upstream_ca; /* the bundle intercepted upstreams are verified against; NULL: the host's */
+        bool log_json;           /* its log lines as JSON objects, like spaced's (--log-format json) */
         /* Called on the supervisor's thread with each record the gateway sends back (one
          * JSON object: {"op": "connection", "sandbox", "src", "dst", "port", "name",
          * "decision", "reason", "dialled", "bytes_out", "bytes_in", "duration_ms"}); NULL:

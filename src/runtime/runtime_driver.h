@@ -28,6 +28,7 @@ struct runtime_config {
         bool egress_required;   /* false: a host without nftables runs, creates needing egress fail */
         uint32_t egress_subnet; /* host byte order */
         int egress_subnet_bits;
+        const char *egress_ca_pem;   /* the platform CA's certificate, PEM: put in the sandboxes' trust store */
         char egress_block_dir[4096]; /* host-wide address block records; "" for the default */
         /* microvm (docs/runtimes.md): space-vmlink, the script that makes the guest's kernel
          * and initramfs, and "auto" | "kvm" | "tcg" */

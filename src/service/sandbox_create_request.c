@@ -7,6 +7,7 @@
 #include "operations/credential_binding.h"
 #include "operations/sandbox_lifecycle.h"
 #include "operations/sandbox_memory.h"
+#include "runtime/platform_ca.h"
 #include "runtime/runtime_registry.h"
 #include "service/policy_gate.h"
 #include "service/sandbox_network_request.h"
@@ -124,8 +125,17 @@ int sandbox_create_request_submit(struct spaced_context *ctx, struct sandbox_cre
         snprintf(sb.project_id, sizeof(sb.project_id), "%s", req->caller->project_id);
         /* A sandbox with egress sees the names of its project's bound secrets, never a value:
          * SPACE_SECRET_<NAME>=space-placeholder-<name> (the gateway puts the real one on). */
-        if (sb.network)
+        if (sb.network) {
                 credential_binding_placeholders(ctx, sb.project_id, "", sb.env);
+                /* its TLS clients trust the platform CA of HTTPS interception (docs/network.md);
+                 * variables the caller gave are left as they are */
+                const char *trust[][2] = { { "SSL_CERT_FILE", PLATFORM_CA_SANDBOX_BUNDLE },
+                                           { "REQUESTS_CA_BUNDLE", PLATFORM_CA_SANDBOX_BUNDLE },
+                                           { "NODE_EXTRA_CA_CERTS", PLATFORM_CA_SANDBOX_CA } };
+                for (size_t i = 0; i < sizeof(trust) / sizeof(trust[0]); i++)
+                        if (!json_object_get(sb.env, trust[i][0]))
+                                json_object_set_new(sb.env, trust[i][0], json_string(trust[i][1]));
+        }
         struct snapshot seen;
         if ((sb.parent_snapshot_id[0] ? snapshot_access_load(ctx, req->caller, sb.parent_snapshot_id, &seen, err)
                                       : template_access_check(ctx, req->caller, sb.template_name, false, err)) < 0)

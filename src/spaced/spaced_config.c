@@ -93,6 +93,8 @@ static const char usage[] =
         "  --egress-subnet CIDR   IPv4 pool of the sandboxes' host links, a /30 each [10.201.0.0/16]\n"
         "  --egress-resolver ADDR[:PORT]  the DNS server space-egress resolves through [the host's]\n"
         "  --egress-gateway PATH  the space-egress binary [next to spaced]\n"
+        "  --egress-upstream-ca FILE  the CA bundle intercepted HTTPS upstreams are verified against\n"
+        "                         [/etc/ssl/certs/ca-certificates.crt]\n"
         "  --secret-key-file FILE the secret store's master key, 64 hex digits [STATE_DIR/secret.key, made 0600]\n"
         "  --secret-key-command CMD  a command (sh -c) that prints the master key, e.g. from a KMS\n"
         "  --vmlink PATH          the space-vmlink binary of the microvm runtime [next to spaced]\n"
@@ -451,6 +453,10 @@ static int apply(struct spaced_config *cfg, const char *key, const char *v)
                 if (!*v || strlen(v) >= sizeof(cfg->egress_resolver))
                         goto bad;
                 snprintf(cfg->egress_resolver, sizeof(cfg->egress_resolver), "%s", v);
+        } else if (strcmp(key, "egress-upstream-ca") == 0) {
+                if (!*v || strlen(v) >= sizeof(cfg->egress_upstream_ca))
+                        goto bad;
+                snprintf(cfg->egress_upstream_ca, sizeof(cfg->egress_upstream_ca), "%s", v);
         } else if (strcmp(key, "secret-key-file") == 0) {
                 if (!*v || strlen(v) >= sizeof(cfg->secret_key_file))
                         goto bad;
@@ -687,6 +693,7 @@ int spaced_config_load(struct spaced_config *cfg, int argc, char **argv)
                 { "egress-profiles", required_argument, NULL, 0 },
                 { "egress-subnet", required_argument, NULL, 0 },
                 { "egress-resolver", required_argument, NULL, 0 },
+                { "egress-upstream-ca", required_argument, NULL, 0 },
                 { "egress-gateway", required_argument, NULL, 0 },
                 { "secret-key-file", required_argument, NULL, 0 },
                 { "secret-key-command", required_argument, NULL, 0 },

@@ -94,6 +94,7 @@ struct spaced_config {
         uint32_t egress_subnet;              /* host byte order */
         int egress_subnet_bits;
         char egress_resolver[64];           /* "" for the host's (/etc/resolv.conf) */
+        char egress_upstream_ca[4096];      /* --egress-upstream-ca: "" for the host bundle */
         char egress_gateway_path[PATH_MAX]; /* the space-egress binary */
         /* ingress: sandbox ports served over HTTP (api/port_proxy.h) */
         unsigned ingress_timeout_s;   /* connect, response headers, then inactivity either way */

@@ -40,6 +40,7 @@
 #include "egress/egress_profiles.h"
 #include "operations/sandbox_network.h"
 #include "runtime/egress_gateway.h"
+#include "runtime/platform_ca.h"
 #include "operations/operation_queue.h"
 #include "operations/sandbox_lifecycle.h"
 #include "runtime/runtime_registry.h"
@@ -401,7 +402,15 @@ int main(int argc, char **argv)
         char subnet[32];
         snprintf(subnet, sizeof(subnet), "%u.%u.%u.%u/%d", ctx.cfg.egress_subnet >> 24, (ctx.cfg.egress_subnet >> 16) & 255,
                  (ctx.cfg.egress_subnet >> 8) & 255, ctx.cfg.egress_subnet & 255, ctx.cfg.egress_subnet_bits);
+        /* The CA of HTTPS interception: its key stays here and in the gateway, its
+         * certificate goes into each sandbox's trust store (docs/network.md). */
+        static struct platform_ca egress_ca;
+        if (platform_ca_ensure(ctx.cfg.state_dir, &egress_ca, &err) < 0)
+                return fail("spaced.egress", "egress CA: %s", err.message);
         struct egress_gateway_config gc = { .program = ctx.cfg.egress_gateway_path,
+                                            .ca_cert = egress_ca.cert_path,
+                                            .ca_key = egress_ca.key_path,
+                                            .upstream_ca = ctx.cfg.egress_upstream_ca,
                                             .resolver = ctx.cfg.egress_resolver,
                                             .refuse = subnet,
                                             .log_json = ctx.cfg.log_format == LOG_FORMAT_JSON,
@@ -420,6 +429,7 @@ int main(int argc, char **argv)
                 .egress_required = strcmp(ctx.cfg.egress_profile, "none") != 0 || ctx.cfg.egress_profiles_path[0],
                 .egress_subnet = ctx.cfg.egress_subnet,
                 .egress_subnet_bits = ctx.cfg.egress_subnet_bits,
+                .egress_ca_pem = egress_ca.cert_pem,
         };
         snprintf(rc.run_dir, sizeof(rc.run_dir), "%s/run", ctx.cfg.state_dir);
         snprintf(rc.agent_path, sizeof(rc.agent_path), "%s", ctx.cfg.agent_path);

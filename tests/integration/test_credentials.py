@@ -15,6 +15,7 @@ import re
 import secrets
 import sqlite3
 import stat
+import subprocess
 import unittest
 
 import test_network_egress as egress
@@ -50,7 +51,11 @@ class Credentials(unittest.TestCase):
             profiles["profiles"]["test-ro"] = dict(profiles["profiles"]["test"], read_only=True)
             with open(cls.profiles, "w") as f:
                 json.dump(profiles, f)
+            # the upstream's own self-signed certificate (CN=allowed.test) is the CA intercepted
+            # upstreams are verified against: allowed.test verifies, www.allowed.test does not
+            cls.upstream_cert = os.path.join(cls.tmp, "cert.pem")
             cls.sp = Spaced(extra_args=["--egress-profiles", cls.profiles, "--egress-resolver", cls.up,
+                                        "--egress-upstream-ca", cls.upstream_cert,
                                         "--egress-subnet", "10.204.%d.0/24" % cls.n])
             cls.sp.start()
         except Exception:
@@ -93,6 +98,48 @@ class Credentials(unittest.TestCase):
         r = self.sp.sh(sid, "printf '%s' | timeout 8 nc -w 3 %s 80" % (req, self.up), timeout_s=30)
         self.seen.append(json.dumps(r))
         return r
+
+    HTTPS_CLIENT = r"""
+import json, socket, ssl, sys
+addr, sni, method, path, cafile = sys.argv[1:6]
+out = {}
+ctx = ssl.create_default_context(cafile=cafile) if cafile != "-" else ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+if cafile == "-":
+    ctx.check_hostname, ctx.verify_mode = False, ssl.CERT_NONE
+ctx.set_alpn_protocols(["h2", "http/1.1"])
+try:
+    s = ctx.wrap_socket(socket.create_connection((addr, 443), timeout=8), server_hostname=sni)
+    out["alpn"] = s.selected_alpn_protocol()
+    out["cert"] = ssl.DER_cert_to_PEM_cert(s.getpeercert(binary_form=True))
+    body = "body" if method == "POST" else ""
+    if method == "RAW":  # not HTTP inside the TLS
+        s.sendall(b"\x00\x01 not http at all\r\n\r\n")
+    else:
+      s.sendall(("%s %s HTTP/1.1\r\nHost: %s\r\nAuthorization: Bearer forged-by-sandbox\r\n"
+               "Content-Length: %d\r\nConnection: close\r\n\r\n%s" % (method, path, sni, len(body), body)).encode())
+    data = b""
+    while True:
+        chunk = s.recv(65536)
+        if not chunk:
+            break
+        data += chunk
+    out["response"] = data[:4096].decode(errors="replace")
+    out["length"] = len(data)
+except Exception as e:
+    out["error"] = "%s: %s" % (e.__class__.__name__, e)
+print(json.dumps(out))
+"""
+
+    def https(self, sid, sni, path="/", method="GET", trust="sandbox"):
+        """One HTTPS request from the sandbox's network namespace (the host's Python, as the
+        sandbox's busybox has no verifying TLS client) to the upstream, verifying against the
+        sandbox's own trust store (trust="sandbox") or not at all ("-"); returns what it saw."""
+        pid = cgroup_pids(sid)[0]
+        cafile = os.path.join(self.sp.subvolume(sid), "etc/ssl/certs/ca-certificates.crt") if trust == "sandbox" else "-"
+        r = subprocess.run(["nsenter", "-t", str(pid), "-n", "python3", "-c", self.HTTPS_CLIENT, self.up, sni, method, path,
+                            cafile], capture_output=True, text=True, timeout=60)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        return json.loads(r.stdout)
 
     def requests_since(self, mark):
         return [l for l in self.upstream_log()[mark:].splitlines() if l.startswith("http ")]
@@ -287,6 +334,11 @@ class Credentials(unittest.TestCase):
         m = len(self.upstream_log())
         wait_for(lambda: self.http(sid, "allowed.test", "/after-gateway") and want in self.upstream_log()[m:], timeout=20,
                  what="the credential after the gateway's restart")
+        # and over HTTPS: the new gateway read the CA again and intercepts as the old one did
+        m = len(self.upstream_log())
+        got = self.https(sid, "allowed.test", "/tls-after-gateway")
+        self.assertIn("hello from allowed.test", got.get("response", ""), got)
+        self.assertIn(want, "\n".join(l for l in self.requests_since(m) if "path=/tls-after-gateway " in l))
         self.assert_never_in_sandbox(sid)
 
     # ---- grants
@@ -343,13 +395,21 @@ class Credentials(unittest.TestCase):
         for method in ("POST", "PUT", "DELETE", "PATCH"):
             r = self.http(sid, "allowed.test", "/%s-%s" % (tag, method.lower()), method=method)
             self.assertNotIn("HTTP/1.", r["stdout"], (method, r))
-        hello = egress.NetworkEgress.tls_hello(self, sid, "www.allowed.test", self.up)
-        self.assertNotIn("16 03", hello)  # no ServerHello: TLS cannot be held to reads here, so it is denied
+        # HTTPS is intercepted and held to reads the same way
+        got = self.https(sid, "allowed.test", "/%s-tls-get" % tag)
+        self.assertIn("hello from allowed.test", got.get("response", ""), got)
+        got = self.https(sid, "allowed.test", "/%s-tls-post" % tag, method="POST")
+        self.assertNotIn("HTTP/1.", got.get("response", ""), got)
+        # TLS that is not HTTP inside is never passed blind
+        got = self.https(sid, "allowed.test", "/", method="RAW")
+        self.assertEqual(got.get("response", ""), "", got)
+        self.assertNotIn("not http", self.upstream_log()[m:])
         seen = "\n".join(self.requests_since(m))
+        self.assertIn("path=/%s-tls-get" % tag, seen)
+        self.assertNotIn("path=/%s-tls-post" % tag, seen)
         self.assertIn("path=/%s-get" % tag, seen)
         for method in ("post", "put", "delete", "patch"):
             self.assertNotIn("path=/%s-%s " % (tag, method), seen)
-        self.assertNotIn("tls sni=www.allowed.test", self.upstream_log()[m:])
         self.assertIn("read-only: only GET, HEAD and OPTIONS pass", self.sp.logs(tail=3000))
 
     def test_read_only_sandbox(self):
@@ -372,13 +432,98 @@ class Credentials(unittest.TestCase):
         sid = self.sandbox(profile="test-ro")
         self.check_read_only(sid, "roprof")
 
+    # ---- the platform CA of HTTPS interception
+
+    @staticmethod
+    def pem_body(pem):
+        return "".join(l for l in pem.splitlines() if l and not l.startswith("-----"))
+
+    def test_https_intercepted_only_where_needed(self):
+        self.make_secret("TLS_TOKEN", self.value)
+        self.bind(secret="TLS_TOKEN", destination="allowed.test", port=443)
+        sid = self.sandbox()
+        with open(self.upstream_cert) as f:
+            upstream = self.pem_body(f.read())
+        m = len(self.upstream_log())
+        # a bound destination: intercepted, verified by the sandbox's own trust store (the
+        # platform CA), http/1.1 only, the platform's header on and the client's copy gone
+        got = self.https(sid, "allowed.test", "/tls-inject")
+        self.assertIn("hello from allowed.test", got.get("response", ""), got)
+        self.assertEqual(got["alpn"], "http/1.1")
+        self.assertNotEqual(self.pem_body(got["cert"]), upstream)
+        got = self.https(sid, "allowed.test", "/tls-post", method="POST")
+        self.assertIn("hello from allowed.test", got.get("response", ""), got)
+        got = self.https(sid, "allowed.test", "/big-tls")  # 4 MiB back through both sessions
+        self.assertIn("Content-Length: %d" % (4 << 20), got.get("response", ""), got)
+        self.assertGreater(got["length"], 4 << 20)
+        self.assertLess(got["length"], (4 << 20) + 4096)
+        seen = self.requests_since(m)
+        for path in ("/tls-inject", "/tls-post"):
+            rows = [l for l in seen if "path=%s " % path in l]
+            self.assertEqual(len(rows), 1, seen)
+            self.assertIn("nauth=1 auth=Bearer %s" % self.value, rows[0])
+        # a destination without a binding stays end to end: the upstream's own certificate,
+        # which the sandbox's trust store does not vouch for
+        got = self.https(sid, "www.allowed.test", "/tls-e2e", trust="-")
+        self.assertEqual(self.pem_body(got["cert"]), upstream, got)
+        self.assertIn("hello from www.allowed.test", got.get("response", ""), got)
+        self.assertIn("nauth=1 auth=Bearer forged-by-sandbox",
+                      [l for l in self.requests_since(m) if "path=/tls-e2e " in l][0])
+        got = self.https(sid, "www.allowed.test", "/tls-e2e-verified")
+        self.assertIn("CERTIFICATE_VERIFY_FAILED", got.get("error", ""), got)
+        # bound, but the upstream's certificate does not name it: the gateway refuses (no
+        # interception of an interception), nothing reaches the upstream
+        self.bind(secret="TLS_TOKEN", destination="www.allowed.test", port=443)
+        got = self.https(sid, "www.allowed.test", "/tls-mismatch")
+        self.assertNotIn("HTTP/1.", got.get("response", ""), got)
+        self.assertNotIn("path=/tls-mismatch", self.upstream_log()[m:])
+        self.assertIn("upstream certificate refused", self.sp.logs(tail=3000))
+        self.assert_never_in_sandbox(sid)
+
+    def test_platform_ca_trusted_never_its_key(self):
+        ca_dir = os.path.join(self.sp.state_dir, "egress-ca")
+        self.assertEqual(stat.S_IMODE(os.stat(os.path.join(ca_dir, "key.pem")).st_mode), 0o600)
+        with open(os.path.join(ca_dir, "cert.pem")) as f:
+            cert = f.read().strip()
+        with open(os.path.join(ca_dir, "key.pem")) as f:
+            key = f.read()
+        self.assertIn("BEGIN CERTIFICATE", cert)
+        sid = self.sandbox()
+        script = ("env; echo =====; cat /etc/ssl/certs/ca-certificates.crt; echo =====; "
+                  "cat /etc/ssl/certs/space-platform-ca.pem")
+        env, bundle, alone = self.sh(sid, script)["stdout"].split("=====\n")
+        for var, path in (("SSL_CERT_FILE", "/etc/ssl/certs/ca-certificates.crt"),
+                          ("REQUESTS_CA_BUNDLE", "/etc/ssl/certs/ca-certificates.crt"),
+                          ("NODE_EXTRA_CA_CERTS", "/etc/ssl/certs/space-platform-ca.pem")):
+            self.assertIn("%s=%s\n" % (var, path), env)
+        self.assertEqual(bundle.count(cert), 1)
+        self.assertEqual(alone.strip(), cert)
+        # a stop and a start put it there again, once; spaced's restart keeps the same CA
+        self.sp.action(sid, "stop")
+        self.sp.restart(hard=True)
+        self.sp.action(sid, "start")
+        with open(os.path.join(ca_dir, "cert.pem")) as f:
+            self.assertEqual(f.read().strip(), cert)
+        self.assertEqual(self.sh(sid, "cat /etc/ssl/certs/ca-certificates.crt")["stdout"].count(cert), 1)
+        # a sandbox without egress gets nothing
+        plain = self.sp.create(metadata={"t": "credentials"})
+        self.addCleanup(lambda: self.sp.request("DELETE", "/v1/sandboxes/%s?wait=true&timeout_s=60" % plain, timeout=70))
+        r = self.sh(plain, "env; cat /etc/ssl/certs/space-platform-ca.pem")
+        self.assertNotIn("SSL_CERT_FILE", r["stdout"])
+        self.assertNotIn(cert, r["stdout"])
+        # the key: neither its PEM lines nor its DER anywhere in the sandbox
+        body = [l for l in key.splitlines() if l and not l.startswith("-----")]
+        der = __import__("base64").b64decode("".join(body))
+        self.assert_never_in_sandbox(sid, needles=[l.encode() for l in body] + [der])
+
     # ---- never in the sandbox
 
-    def assert_never_in_sandbox(self, sid):
-        value = self.value.encode()
+    def assert_never_in_sandbox(self, sid, needles=None):
+        needles = needles or [self.value.encode()]
         # environment and command output
         r = self.sp.sh(sid, "env; cat /proc/1/environ | tr '\\0' '\\n'; ps")
-        self.assertNotIn(self.value, r["stdout"] + r["stderr"])
+        for value in needles:
+            self.assertNotIn(value, (r["stdout"] + r["stderr"]).encode())
         # files: the sandbox's whole rootfs, read from the host
         root = self.sp.subvolume(sid)
         for dirpath, _, files in os.walk(root):
@@ -388,7 +533,9 @@ class Credentials(unittest.TestCase):
                     if os.path.islink(p) or not os.path.isfile(p) or os.path.getsize(p) > 64 << 20:
                         continue
                     with open(p, "rb") as fh:
-                        self.assertNotIn(value, fh.read(), p)
+                        data = fh.read()
+                    for value in needles:
+                        self.assertNotIn(value, data, p)
                 except PermissionError:
                     continue
         # the memory of every process of the sandbox, from the host
@@ -416,11 +563,13 @@ class Credentials(unittest.TestCase):
                     except (OSError, ValueError, OverflowError):
                         continue
                     scanned += len(chunk)
-                    self.assertNotIn(value, chunk, "pid %d %s" % (pid, line))
+                    for value in needles:
+                        self.assertNotIn(value, chunk, "pid %d %s" % (pid, line))
         self.assertGreater(scanned, 0)
         # and no API answer this file received carries it
         for answer in self.seen:
-            self.assertNotIn(self.value, answer)
+            for value in needles:
+                self.assertNotIn(value, answer.encode())
 
 
 if __name__ == "__main__":

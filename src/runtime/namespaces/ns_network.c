@@ -1,4 +1,5 @@
 #include "runtime/namespaces/ns_network.h"
+#include "runtime/namespaces/ns_trust_store.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -33,6 +34,7 @@ struct ns_network {
         char run_dir[PATH_MAX];
         pthread_mutex_t nft_lock;
         struct nft_ctx *nft;
+        char *ca_pem; /* the platform CA, for the sandboxes' trust store; NULL: none */
 };
 
 /* ---- nftables ---- */
@@ -257,6 +259,7 @@ int ns_network_open(const struct runtime_config *cfg, struct ns_network **ret, s
         snprintf(n->run_dir, sizeof(n->run_dir), "%s", cfg->run_dir);
         n->tcp_port = cfg->egress_tcp_port;
         n->dns_port = cfg->egress_dns_port;
+        n->ca_pem = cfg->egress_ca_pem ? strdup(cfg->egress_ca_pem) : NULL;
         n->nft = nft_ctx_new(NFT_CTX_DEFAULT);
         if (!n->nft || nft_ctx_buffer_error(n->nft) != 0 || nft_ctx_buffer_output(n->nft) != 0) {
                 space_error_set(err, SPACE_E_INTERNAL, "libnftables: no context");
@@ -297,6 +300,7 @@ void ns_network_free(struct ns_network *n)
                 nft_ctx_free(n->nft);
         ns_uid_ranges_free(n->blocks);
         pthread_mutex_destroy(&n->nft_lock);
+        free(n->ca_pem);
         free(n);
 }
 
@@ -415,6 +419,10 @@ int ns_network_attach(struct ns_network *n, const char *id, pid_t pid, const cha
         int64_t t_inside = now_us();
         if ((r = write_resolv_conf(rootfs, gateway)) < 0)
                 return space_error_errno(err, -r, "write /etc/resolv.conf of %s", id);
+        /* The sandbox's own files: one it made unreadable only costs it the CA. */
+        if ((r = ns_trust_store_add(rootfs, n->ca_pem)) < 0)
+                log_warn("network.trust_store", "sandbox=%s error=\"%s\" effect=\"its trust store lacks the platform CA\"", id,
+                         strerror(-r));
         int64_t t_resolv = now_us();
         struct in_addr in = { .s_addr = htonl(addr) };
         inet_ntop(AF_INET, &in, ret_addr, (socklen_t)size);
