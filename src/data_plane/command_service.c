@@ -7,6 +7,7 @@
 #include <time.h>
 
 #include "data_plane/command_channels.h"
+#include "data_plane/exec_watch_hooks.h"
 #include "cleanup.h"
 #include "runtime/runtime_registry.h"
 #include "spaced/log.h"
@@ -70,6 +71,8 @@ static int start_job(struct spaced_context *ctx, const struct sandbox *sb, struc
         rec->state = COMMAND_STARTING;
         rec->reason[0] = '\0';
         spec->job_id = rec->id;
+        /* Only a project with command rules pays for the watch. */
+        spec->watch_exec = ctx->exec_watch && ctx->exec_watch->wanted(ctx, sb->project_id);
         _cleanup_close_ int agent = agent_connect(ctx, sb, err);
         if (agent < 0)
                 return -1;
