@@ -97,15 +97,16 @@ static bool argv_is_commands(const char *const *argv, const json_t *spec)
         return n > 0 && i == n && !argv[i];
 }
 
-static int base_is(const char *path, const char *name)
+/* busybox runs argv[1] as its applet when the name it runs under starts with "busybox". */
+static bool is_busybox(const char *path)
 {
         const char *slash = strrchr(path, '/');
-        return strcmp(slash ? slash + 1 : path, name) == 0;
+        return strncmp(slash ? slash + 1 : path, "busybox", 7) == 0;
 }
 
 /* An exec is denied when the command's rules deny it under any of its names: argv[0] as the
  * program passed it, the path it asked for, the file that runs (symlinks resolved), and for
- * a busybox multi-call binary the applet named by argv[1]. */
+ * a busybox multi-call binary (or a copy named busybox*) the applet named by argv[1]. */
 static int exec_decide(struct spaced_context *ctx, const struct exec_watch_check *c, char *msg, size_t msg_size)
 {
         struct sandbox sb;
@@ -130,7 +131,7 @@ static int exec_decide(struct spaced_context *ctx, const struct exec_watch_check
         _cleanup_free_ const char **slots_real = calloc(argc + 1, sizeof(char *));
         if (slots_real)
                 variants[nv++] = argv_with_first(c->argv, argc, c->real, slots_real);
-        if (argc > 1 && (base_is(c->real, "busybox") || base_is(c->argv[0], "busybox")))
+        if (argc > 1 && (is_busybox(c->real) || is_busybox(c->argv[0])))
                 variants[nv++] = c->argv + 1;
         int denied = !slots || !slots_real;
         if (denied)

@@ -56,6 +56,11 @@ class ExecWatchTest(DataPlaneClient, SpacedTestCase):
         self.assertEqual(out, "rc=126\n", (out, err))
         c, out, err, _ = self.run_script(sid, 'busybox wget --help >/dev/null 2>&1; echo "rc=$?"')
         self.assertEqual(out, "rc=126\n", (out, err))
+        # A copy of busybox runs the applet its name or its argv[1] says: both are seen.
+        c, out, err, _ = self.run_script(sid, 'cp /bin/busybox /tmp/busybox-copy; /tmp/busybox-copy wget --help '
+                                              '>/dev/null 2>&1; echo "rc=$?"; cp /bin/busybox /tmp/wget; p=/tmp/wget; '
+                                              '$p --help >/dev/null 2>&1; echo "rc=$?"')
+        self.assertEqual(out, "rc=126\nrc=126\n", (out, err))
         # Other commands of the same shells still run.
         c, out, err, end = self.run_script(sid, "x=echo; $x fine; busybox true && echo ok")
         self.assertEqual((out, end["exit_code"]), ("fine\nok\n", 0), err)
