@@ -108,16 +108,22 @@ int agent_job_client_subscribe(int fd, struct agent_frame *ret_frame, uint8_t **
         return 0;
 }
 
+/* Sends a frame the agent does not answer (on the output channel). */
+static int send_unanswered(int fd, struct agent_frame_writer *w)
+{
+        int r = agent_frame_writer_finish(w);
+        if (r == 0)
+                r = agent_frame_send(fd, w);
+        agent_frame_writer_release(w);
+        return r;
+}
+
 int agent_job_client_ack(int fd, const char *job_id, uint64_t seq)
 {
         struct agent_frame_writer w;
         control_begin(&w, AGENT_MSG_JOB_ACK, job_id);
         agent_frame_writer_put_u64(&w, AGENT_F_SEQ, seq);
-        int r = agent_frame_writer_finish(&w);
-        if (r == 0)
-                r = agent_frame_send(fd, &w);
-        agent_frame_writer_release(&w);
-        return r;
+        return send_unanswered(fd, &w);
 }
 
 int agent_job_client_exec_verdict(int fd, uint64_t check_id, bool allow, const char *message)
@@ -128,9 +134,5 @@ int agent_job_client_exec_verdict(int fd, uint64_t check_id, bool allow, const c
         agent_frame_writer_put_u8(&w, AGENT_F_EXEC_ALLOW, allow ? 1 : 0);
         if (message && message[0])
                 agent_frame_writer_put_str(&w, AGENT_F_MESSAGE, message);
-        int r = agent_frame_writer_finish(&w);
-        if (r == 0)
-                r = agent_frame_send(fd, &w);
-        agent_frame_writer_release(&w);
-        return r;
+        return send_unanswered(fd, &w);
 }

@@ -15,10 +15,10 @@ struct spaced_context;
 struct exec_watch_check {
         const char *sandbox_id;
         const char *command_id;
-        uint32_t pid;             /* in the sandbox */
-        const char *path;         /* as asked, made absolute */
-        const char *real;         /* the file that runs, symlinks resolved */
-        const char *const *argv;  /* NULL-terminated, as passed (argv[0] as the program chose it) */
+        uint32_t pid;            /* in the sandbox */
+        const char *path;        /* as asked, made absolute */
+        const char *real;        /* the file that runs, symlinks resolved */
+        const char *const *argv; /* NULL-terminated, as passed (argv[0] as the program chose it) */
 };
 
 struct exec_watch_hooks {

@@ -86,15 +86,31 @@ static const char *const *argv_with_first(const char *const *argv, size_t argc, 
         return slots;
 }
 
-/* Whether argv is the command's own (what was decided, or approved, when it started). */
-static bool argv_is_commands(const char *const *argv, const json_t *spec)
+/* Whether a person approved command_id (held, then approved: it runs as asked, what it
+ * starts included). Read only when an exec needs approval, which is rare. */
+static bool command_was_approved(struct spaced_context *ctx, const char *project_id, const char *command_id)
 {
-        const json_t *asked = json_object_get(spec, "argv");
-        size_t n = json_array_size(asked), i = 0;
-        for (; argv[i] && i < n; i++)
-                if (!json_string_value(json_array_get(asked, i)) || strcmp(argv[i], json_string_value(json_array_get(asked, i))))
+        struct store_page page = { .limit = 500 };
+        char after_id[32] = "";
+        for (;;) {
+                struct approval_record *recs = NULL;
+                size_t n = 0;
+                if (STORE(ctx, approval_list, project_id, APPROVAL_APPROVED, &page, &recs, &n) < 0)
                         return false;
-        return n > 0 && i == n && !argv[i];
+                bool found = false;
+                for (size_t i = 0; i < n && !found; i++)
+                        found = strcmp(recs[i].command_id, command_id) == 0;
+                if (n > 0) {
+                        page.after_ms = recs[n - 1].created_at_ms;
+                        snprintf(after_id, sizeof(after_id), "%s", recs[n - 1].id);
+                        page.after_id = after_id;
+                }
+                approval_record_array_free(recs, n);
+                if (found)
+                        return true;
+                if (n < (size_t)page.limit)
+                        return false;
+        }
 }
 
 /* busybox runs argv[1] as its applet when the name it runs under starts with "busybox". */
@@ -143,10 +159,10 @@ static int exec_decide(struct spaced_context *ctx, const struct exec_watch_check
                 if (r < 0) {
                         snprintf(msg, msg_size, "exec of %s denied: %s", c->real, err.message);
                         denied = 1;
-                } else if (r == 1 && !(have_rec && argv_is_commands(c->argv, rec.spec))) {
-                        /* The command itself was approved before it started; what it runs cannot wait. */
-                        snprintf(msg, msg_size, "exec of %s denied: %s, which an exec inside a command cannot wait for",
-                                 c->real, hold.reason);
+                } else if (r == 1 && !command_was_approved(ctx, sb.project_id, c->command_id)) {
+                        /* An exec cannot wait for a person; an approved command runs what it starts. */
+                        snprintf(msg, msg_size, "exec of %s denied: %s, which an exec inside a command cannot wait for", c->real,
+                                 hold.reason);
                         denied = 1;
                 }
         }

@@ -27,13 +27,13 @@
 #define AT_EMPTY_PATH 0x1000
 #endif
 
+/* clang-format off */
 #define JEQ(k, jt, jf) { SECCOMP_ABI_BPF_JEQ_K, (jt), (jf), (k) }
 #define LOAD(off) { SECCOMP_ABI_BPF_LD_W_ABS, 0, 0, (off) }
 #define RET(k) { SECCOMP_ABI_BPF_RET_K, 0, 0, (k) }
 
 /* execve and execveat of every ABI the sandbox's own filter admits notify; all else is
  * that filter's business (the stricter answer of the two wins). */
-/* clang-format off */
 static struct seccomp_abi_sock_filter exec_filter[] = {
 #if defined(__x86_64__)
         /* 0 */ LOAD(SECCOMP_ABI_DATA_ARCH_OFFSET),
@@ -149,6 +149,69 @@ static int mem_read_pointer(pid_t pid, uint64_t addr, size_t width, uint64_t *re
                 return n < 0 ? -errno : -EFAULT;
         *ret = width == 4 ? v32 : v;
         return 0;
+}
+
+/* A process's real, effective and saved ids of one kind ("Uid:" or "Gid:"). */
+static int status_ids(pid_t pid, const char *key, unsigned ids[3])
+{
+        char path[64], line[256];
+        snprintf(path, sizeof path, "/proc/%d/status", (int)pid);
+        FILE *f = fopen(path, "re");
+        if (!f)
+                return -errno;
+        int r = -ESRCH;
+        while (fgets(line, sizeof line, f))
+                if (strncmp(line, key, strlen(key)) == 0) {
+                        r = sscanf(line + strlen(key), "%u %u %u", &ids[0], &ids[1], &ids[2]) == 3 ? 0 : -EPROTO;
+                        break;
+                }
+        fclose(f);
+        return r;
+}
+
+/* The agent holds no CAP_SYS_PTRACE, so it reads a process of another user (its memory,
+ * its cwd and fd links) as that user: it takes the user's real and file-system ids for the
+ * read, keeping effective root (and its capabilities: the sandbox locks
+ * SECBIT_NO_SETUID_FIXUP) to come back. Single-threaded, so nothing else runs meanwhile. */
+struct reader_ids {
+        bool switched;
+        uid_t uid;
+        gid_t gid;
+};
+
+static int reader_enter(pid_t pid, struct reader_ids *ret)
+{
+        unsigned uid[3], gid[3];
+        *ret = (struct reader_ids){ .uid = getuid(), .gid = getgid() };
+        if (status_ids(pid, "Uid:", uid) < 0 || status_ids(pid, "Gid:", gid) < 0)
+                return -ESRCH;
+        if (uid[0] == ret->uid && uid[1] == ret->uid && uid[2] == ret->uid && gid[0] == ret->gid && gid[1] == ret->gid &&
+            gid[2] == ret->gid)
+                return 0;
+        if (uid[0] != uid[1] || uid[0] != uid[2] || gid[0] != gid[1] || gid[0] != gid[2])
+                return -EPERM; /* a process between users: not one the agent can read */
+        if (syscall(SYS_setresgid, (gid_t)gid[0], (gid_t)-1, (gid_t)-1) < 0)
+                return -errno;
+        (void)syscall(SYS_setfsgid, (gid_t)gid[0]);
+        if (syscall(SYS_setresuid, (uid_t)uid[0], (uid_t)-1, (uid_t)-1) < 0) {
+                int r = -errno;
+                (void)syscall(SYS_setresgid, ret->gid, (gid_t)-1, (gid_t)-1);
+                (void)syscall(SYS_setfsgid, ret->gid);
+                return r;
+        }
+        (void)syscall(SYS_setfsuid, (uid_t)uid[0]);
+        ret->switched = true;
+        return 0;
+}
+
+static void reader_leave(const struct reader_ids *ids)
+{
+        if (!ids->switched)
+                return;
+        (void)syscall(SYS_setresuid, ids->uid, (uid_t)-1, (uid_t)-1);
+        (void)syscall(SYS_setfsuid, ids->uid);
+        (void)syscall(SYS_setresgid, ids->gid, (gid_t)-1, (gid_t)-1);
+        (void)syscall(SYS_setfsgid, ids->gid);
 }
 
 /* One exec as the process asked for it. */
@@ -343,23 +406,34 @@ static void on_notification(struct agent_job *job)
         pid_t pid = (pid_t)n.pid;
         struct exec_call call = exec_call_of(&n.data);
         char path[PATH_MAX], given[PATH_MAX], real[PATH_MAX];
-        int r = mem_read_string(pid, call.path_addr, path, sizeof path);
+        struct reader_ids ids;
+        int r = reader_enter(pid, &ids);
         if (r < 0) {
+                deny_unreadable(job, listener, n.id, r, "cannot read a process of this user");
+                return;
+        }
+        r = mem_read_string(pid, call.path_addr, path, sizeof path);
+        if (r < 0) {
+                reader_leave(&ids);
                 deny_unreadable(job, listener, n.id, r, "cannot read the path of an exec");
                 return;
         }
         if (path[0] == '\0' && !(call.flags & AT_EMPTY_PATH)) {
+                reader_leave(&ids);
                 notif_answer(listener, n.id, ENOENT);
                 return;
         }
         size_t argv_bytes = 0;
         int argc = argv_read(pid, &call, &argv_bytes);
         if (argc < 0) {
+                reader_leave(&ids);
                 deny_unreadable(job, listener, n.id, argc,
-                                argc == -E2BIG ? "its command line is too long to be checked" : "cannot read the argv of an exec");
+                                argc == -E2BIG ? "its command line is too long to be checked"
+                                               : "cannot read the argv of an exec");
                 return;
         }
         r = paths_resolve(pid, &call, path, given, real);
+        reader_leave(&ids);
         if (r == -ENOENT || r == -ENOTDIR) {
                 /* A PATH search's misses cost no round trip. */
                 notif_answer(listener, n.id, -r);

@@ -61,8 +61,8 @@ struct seccomp_abi_sock_fprog {
         struct seccomp_abi_sock_filter *filter;
 };
 
-#define SECCOMP_ABI_BPF_LD_W_ABS 0x20   /* BPF_LD | BPF_W | BPF_ABS */
-#define SECCOMP_ABI_BPF_JEQ_K 0x15      /* BPF_JMP | BPF_JEQ | BPF_K */
-#define SECCOMP_ABI_BPF_RET_K 0x06      /* BPF_RET | BPF_K */
-#define SECCOMP_ABI_DATA_NR_OFFSET 0    /* offsetof(struct seccomp_data, nr) */
-#define SECCOMP_ABI_DATA_ARCH_OFFSET 4  /* offsetof(struct seccomp_data, arch) */
+#define SECCOMP_ABI_BPF_LD_W_ABS 0x20  /* BPF_LD | BPF_W | BPF_ABS */
+#define SECCOMP_ABI_BPF_JEQ_K 0x15     /* BPF_JMP | BPF_JEQ | BPF_K */
+#define SECCOMP_ABI_BPF_RET_K 0x06     /* BPF_RET | BPF_K */
+#define SECCOMP_ABI_DATA_NR_OFFSET 0   /* offsetof(struct seccomp_data, nr) */
+#define SECCOMP_ABI_DATA_ARCH_OFFSET 4 /* offsetof(struct seccomp_data, arch) */

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <termios.h>
@@ -99,7 +100,7 @@ static int child_attach_pty(const char *slave_path, const struct agent_spawn_use
 
 struct child_fds {
         int in, out, err, report;
-        int watch; /* WATCH_EXEC: the socket the listener goes through, else -1 */
+        int watch;              /* WATCH_EXEC: the socket the listener goes through, else -1 */
         const char *slave_path; /* set: run on this pseudo-terminal instead */
 };
 
@@ -163,6 +164,9 @@ static _Noreturn void child_run(const struct agent_exec_request *req, const stru
         if (user)
                 child_user_env(user);
         if (fds.watch >= 0) {
+                /* A user change made the process undumpable: the agent reads it as that user. */
+                if (user)
+                        (void)prctl(PR_SET_DUMPABLE, 1, 0, 0, 0);
                 /* Last: from here every exec, this one's PATH search included, is checked. */
                 int r = agent_exec_watch_install(fds.watch);
                 if (r < 0)

@@ -142,7 +142,7 @@ struct spaced_context {
         /* what decides the execs a watched command makes (data_plane/exec_watch_hooks.h); NULL:
          * none is watched, and a check that arrives is denied */
         const struct exec_watch_hooks *exec_watch;
-        struct warm_pool *warm;        /* sandboxes made ahead of their creates (controller/warm_pool.h); NULL: none */
+        struct warm_pool *warm; /* sandboxes made ahead of their creates (controller/warm_pool.h); NULL: none */
         struct approval_webhook *approval_webhook; /* service/approval_webhook.h; NULL: no --approval-webhook */
         struct secret_keyring *keyring;            /* seals and opens the platform-held secrets (auth/secret_keyring.h) */
         atomic_bool shutting_down;

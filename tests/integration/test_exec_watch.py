@@ -65,6 +65,16 @@ class ExecWatchTest(DataPlaneClient, SpacedTestCase):
         c, out, err, end = self.run_script(sid, "x=echo; $x fine; busybox true && echo ok")
         self.assertEqual((out, end["exit_code"]), ("fine\nok\n", 0), err)
 
+    def test_command_of_another_user_is_watched(self):
+        sid = self.new_sandbox()
+        self.deny_wget()
+        # The agent reads the process of a non-root user as that user: its execs run or are
+        # denied as root's are.
+        c, out, err, end = self.run_script(sid, 'id -u; x=wget; $x --help >/dev/null 2>&1; echo "rc=$?"', user="user")
+        self.assertNotEqual(out.splitlines()[0], "0", (out, err))
+        self.assertEqual(out.splitlines()[1:], ["rc=126"], (out, err))
+        self.assertIn("no downloads", err)
+
     def test_symlink_is_matched_on_the_file_it_runs(self):
         sid = self.new_sandbox()
         self.spaced.exec(sid, shell="mkdir -p /opt && printf '#!/bin/sh\\necho secret\\n' > /opt/tool && chmod +x /opt/tool")
