@@ -71,8 +71,11 @@ static int start_job(struct spaced_context *ctx, const struct sandbox *sb, struc
         rec->state = COMMAND_STARTING;
         rec->reason[0] = '\0';
         spec->job_id = rec->id;
-        /* Only a project with command rules pays for the watch. */
-        spec->watch_exec = ctx->exec_watch && ctx->exec_watch->wanted(ctx, sb->project_id);
+        /* Only a project with command rules pays for the watch; a runtime whose kernel has no
+         * seccomp user notifications (gVisor's) keeps the lexical reading alone. */
+        struct space_error unused;
+        const struct runtime_driver *driver = runtime_registry_for(&ctx->runtimes, sb, &unused);
+        spec->watch_exec = driver && driver->caps.exec_watch && ctx->exec_watch && ctx->exec_watch->wanted(ctx, sb->project_id);
         _cleanup_close_ int agent = agent_connect(ctx, sb, err);
         if (agent < 0)
                 return -1;

@@ -104,6 +104,17 @@ class ExecWatchTest(DataPlaneClient, SpacedTestCase):
         out = self.spaced.exec(sid, cmd=["echo", "alive"])
         self.assertEqual(out["stdout"], "alive\n")
 
+    def test_gvisor_keeps_the_lexical_check(self):
+        # runsc refuses seccomp user notifications: its sandboxes are not watched (documented),
+        # and their commands run rather than fail.
+        sid = self.new_sandbox(runtime="gvisor")
+        self.deny_wget()
+        c, out, err, end = self.run_script(sid, 'x=wget; $x --help >/dev/null 2>&1; echo ok')
+        self.assertEqual((out, end["exit_code"]), ("ok\n", 0), err)
+        self.assertNotIn("space: exec", err)
+        self.assertError(self.spaced.request("POST", "/v1/sandboxes/%s/commands" % sid, {"cmd": ["wget", "x"]},
+                                             key=self.token(sid)), 403, "policy_denied")
+
     def test_project_without_command_rules_is_not_watched(self):
         sid = self.new_sandbox()
         # A file rule only: commands are not watched, so a variable-named wget runs.
