@@ -65,6 +65,20 @@ class ExecWatchTest(DataPlaneClient, SpacedTestCase):
         c, out, err, end = self.run_script(sid, "x=echo; $x fine; busybox true && echo ok")
         self.assertEqual((out, end["exit_code"]), ("fine\nok\n", 0), err)
 
+    def test_v1_exec_is_watched(self):
+        sid = self.new_sandbox()
+        self.deny_wget()
+        out = self.spaced.exec(sid, shell='x=wget; $x --help >/dev/null 2>&1; echo "rc=$?"')
+        self.assertEqual((out["stdout"], out["exit_code"]), ("rc=126\n", 0), out)
+        self.assertIn("no downloads", out["stderr"])
+        # An exec's stdin, output cap and exit code are kept on the way through the job path.
+        out = self.spaced.exec(sid, cmd=["cat"], stdin="fed\n")
+        self.assertEqual((out["stdout"], out["exit_code"]), ("fed\n", 0), out)
+        out = self.spaced.exec(sid, shell="echo oops >&2; exit 3")
+        self.assertEqual((out["stderr"], out["exit_code"]), ("oops\n", 3), out)
+        out = self.spaced.exec(sid, shell="sleep 5", timeout_s=1)
+        self.assertTrue(out["timed_out"], out)
+
     def test_command_of_another_user_is_watched(self):
         sid = self.new_sandbox()
         self.deny_wget()
