@@ -13,6 +13,7 @@
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
+#include <sys/time.h>
 #include <termios.h>
 #include <unistd.h>
 
@@ -272,7 +273,10 @@ int agent_spawn_start(const struct agent_exec_request *req, const struct agent_s
         int listener = -1;
         if (watch_parent >= 0) {
                 close(TAKE_FD(watch_child));
-                /* The child sends it before its exec, or exits (its report says why). */
+                /* The child sends it before its exec, or exits (its report says why). Bounded: a
+                 * child stopped by a signal from inside the sandbox must not stop the agent. */
+                struct timeval bound = { .tv_sec = 5 };
+                (void)setsockopt(watch_parent, SOL_SOCKET, SO_RCVTIMEO, &bound, sizeof bound);
                 listener = agent_exec_watch_receive(watch_parent);
                 if (listener < 0 && listener != -ECONNRESET) {
                         kill(pid, SIGKILL);
