@@ -1,10 +1,12 @@
 """The exec watch (docs/governance.md, "What a command rule sees") against the real spaced:
-in a project with command rules every execve of a streamed command's process tree is
-checked, so a denied executable stays denied when a shell variable, a script file, busybox
-or a symlink starts it; a denied exec fails with EACCES, says why on the command's stderr
-and is an audit row; allowed commands with many execs still work; a project without command
-rules is not watched; a flood of execs is bounded; spaced killed while an exec waits for its
-verdict answers it after the restart."""
+in a project with command rules every execve of a command's process tree (v1 exec and
+streamed commands; as root or as another user) is checked, so a denied executable stays
+denied when a shell variable, a script file, busybox or a copy of it, or a symlink starts
+it; a denied exec fails with EACCES, says why on the command's stderr and is an audit row;
+a renamed copy of another binary is not caught (documented); allowed commands with many
+execs still work; a project without command rules is not watched, nor is a gVisor sandbox
+(its kernel cannot); a flood of execs is bounded; execs made while spaced is killed wait
+and are decided by the next spaced."""
 import json
 import secrets
 import time
