@@ -66,6 +66,10 @@ enum agent_msg_type {
         AGENT_MSG_JOB_SIGNAL = 19,      /* JOB_ID, SIGNAL -> OK */
         AGENT_MSG_JOB_RESIZE = 20,      /* JOB_ID, TTY_COLS, TTY_ROWS -> OK */
         AGENT_MSG_OK = 21,              /* no fields */
+        /* Exec watch (JOB_START with WATCH_EXEC): on the subscriber channel, an exec of the
+         * job's tree waits for spaced's verdict (docs/agent-protocol.md, "Exec watch"). */
+        AGENT_MSG_JOB_EXEC_CHECK = 22,   /* agent -> spaced: JOB_ID, EXEC_CHECK_ID, JOB_PID, FILE_PATH, EXEC_REAL, ARGV* */
+        AGENT_MSG_JOB_EXEC_VERDICT = 23, /* spaced -> agent: EXEC_CHECK_ID, EXEC_ALLOW, MESSAGE?; no reply */
         /* Ingress where spaced cannot join the sandbox's network (gVisor's own stack): the
          * agent connects to 127.0.0.1:PORT inside and, after its OK, the connection carries
          * that TCP stream's bytes both ways, unframed, until either side closes. */
@@ -101,6 +105,10 @@ enum agent_field_tag {
         AGENT_F_DATA = 47,             /* bytes */
         AGENT_F_SIGNAL = 48,           /* i32 */
         AGENT_F_JOB_PID = 49,          /* u32, pid in the sandbox */
+        AGENT_F_WATCH_EXEC = 50,       /* u8: JOB_START: every exec of the job's tree is checked (JOB_EXEC_CHECK) */
+        AGENT_F_EXEC_CHECK_ID = 51,    /* u64: the agent's id of one check */
+        AGENT_F_EXEC_REAL = 52,        /* string: the file an exec runs, symlinks resolved */
+        AGENT_F_EXEC_ALLOW = 53,       /* u8: 1 the exec continues, 0 it fails with EACCES */
         AGENT_F_FILE_PATH = 80,        /* string: absolute path inside the sandbox */
         AGENT_F_FILE_DEST = 81,        /* string: destination of a move */
         AGENT_F_FILE_USER = 82,        /* string: do the operation as this user of the sandbox */

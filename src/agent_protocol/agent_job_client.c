@@ -43,6 +43,8 @@ int agent_job_client_start(int fd, const struct agent_job_spec *spec, uint32_t *
                 agent_frame_writer_put_u32(&w, AGENT_F_TTY_ROWS, spec->tty_rows);
         }
         agent_frame_writer_put_u32(&w, AGENT_F_TIMEOUT_MS, spec->timeout_ms);
+        if (spec->watch_exec)
+                agent_frame_writer_put_u8(&w, AGENT_F_WATCH_EXEC, 1);
         struct agent_frame f;
         _cleanup_free_ uint8_t *buf = NULL;
         int r = request(fd, &w, AGENT_MSG_JOB_STARTED, &f, &buf, msg, msg_size);
@@ -106,14 +108,31 @@ int agent_job_client_subscribe(int fd, struct agent_frame *ret_frame, uint8_t **
         return 0;
 }
 
+/* Sends a frame the agent does not answer (on the output channel). */
+static int send_unanswered(int fd, struct agent_frame_writer *w)
+{
+        int r = agent_frame_writer_finish(w);
+        if (r == 0)
+                r = agent_frame_send(fd, w);
+        agent_frame_writer_release(w);
+        return r;
+}
+
 int agent_job_client_ack(int fd, const char *job_id, uint64_t seq)
 {
         struct agent_frame_writer w;
         control_begin(&w, AGENT_MSG_JOB_ACK, job_id);
         agent_frame_writer_put_u64(&w, AGENT_F_SEQ, seq);
-        int r = agent_frame_writer_finish(&w);
-        if (r == 0)
-                r = agent_frame_send(fd, &w);
-        agent_frame_writer_release(&w);
-        return r;
+        return send_unanswered(fd, &w);
+}
+
+int agent_job_client_exec_verdict(int fd, uint64_t check_id, bool allow, const char *message)
+{
+        struct agent_frame_writer w;
+        agent_frame_writer_begin(&w, AGENT_MSG_JOB_EXEC_VERDICT);
+        agent_frame_writer_put_u64(&w, AGENT_F_EXEC_CHECK_ID, check_id);
+        agent_frame_writer_put_u8(&w, AGENT_F_EXEC_ALLOW, allow ? 1 : 0);
+        if (message && message[0])
+                agent_frame_writer_put_str(&w, AGENT_F_MESSAGE, message);
+        return send_unanswered(fd, &w);
 }

@@ -22,6 +22,7 @@ struct agent_job_spec {
         bool stdin_open;
         uint32_t tty_cols, tty_rows; /* both 0: no terminal */
         uint32_t timeout_ms;
+        bool watch_exec; /* every exec of the command's tree waits for a verdict (JOB_EXEC_CHECK) */
 };
 
 int agent_job_client_start(int fd, const struct agent_job_spec *spec, uint32_t *ret_pid, char *msg, size_t msg_size);
@@ -36,3 +37,6 @@ int agent_job_client_resize(int fd, const char *job_id, uint32_t cols, uint32_t 
  * timeouts. 0 or -errno. */
 int agent_job_client_subscribe(int fd, struct agent_frame *ret_frame, uint8_t **ret_buf);
 int agent_job_client_ack(int fd, const char *job_id, uint64_t seq);
+/* Answers a JOB_EXEC_CHECK on the output channel: the exec continues (allow) or fails with
+ * EACCES, message (may be NULL) going to the command's stderr. */
+int agent_job_client_exec_verdict(int fd, uint64_t check_id, bool allow, const char *message);

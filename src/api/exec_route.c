@@ -7,6 +7,8 @@
 #include "api/api_routes.h"
 #include "api/command_spec.h"
 #include "api/output_encoding.h"
+#include "data_plane/command_exec.h"
+#include "data_plane/command_service.h"
 #include "runtime/runtime_registry.h"
 #include "service/approval_service.h"
 #include "service/policy_gate.h"
@@ -110,7 +112,11 @@ void route_sandbox_exec(struct api_request *req, struct api_response *resp)
         const struct runtime_driver *driver = runtime_registry_for(&req->ctx->runtimes, &sb, &err);
         if (!driver)
                 goto fail;
-        if (driver->ops->exec(driver, &sb, &er, &result, &err) < 0) {
+        /* Watched, it runs as a streamed command: the exec watch's verdicts travel on the
+         * output channel, which the one-shot EXEC does not have. */
+        bool watched = command_service_watches(req->ctx, &sb);
+        if (watched ? command_exec_run(req->ctx, &sb, &er, body, &result, &err) < 0
+                    : driver->ops->exec(driver, &sb, &er, &result, &err) < 0) {
                 /* Paused or stopped while we asked: that is a state conflict, not a failure. */
                 struct sandbox now;
                 struct space_error gone;

@@ -16,6 +16,7 @@
 #include "agent_protocol/agent_job_client.h"
 #include "cleanup.h"
 #include "data_plane/command_log.h"
+#include "data_plane/exec_watch_hooks.h"
 #include "data_plane/sandbox_logs.h"
 #include "runtime/runtime_registry.h"
 #include "spaced/dir_tree.h"
@@ -424,6 +425,57 @@ static void on_exit_event(struct channel *ch, int fd, const struct agent_frame *
         command_record_release(&rec);
 }
 
+#define EXEC_CHECK_ARGS_MAX 8192
+
+/* A JOB_EXEC_CHECK: an exec of a watched command waits for the verdict. Fail closed: what
+ * cannot be decided (no hooks, a malformed check, a command spaced does not run) is denied. */
+static void on_exec_check(struct channel *ch, int fd, const struct agent_frame *f, const char *job_id)
+{
+        uint64_t id = 0;
+        uint32_t pid = 0;
+        if (agent_frame_get_u64(f, AGENT_F_EXEC_CHECK_ID, &id) != 1)
+                return;
+        (void)agent_frame_get_u32(f, AGENT_F_JOB_PID, &pid);
+        _cleanup_free_ char *path = NULL, *real = NULL;
+        _cleanup_free_ char **argv = calloc(EXEC_CHECK_ARGS_MAX + 1, sizeof(char *));
+        size_t argc = 0, cursor = 0;
+        uint16_t tag;
+        const uint8_t *data;
+        uint32_t len;
+        bool bad = !argv;
+        while (!bad && agent_frame_next_field(f, &cursor, &tag, &data, &len) > 0) {
+                char **slot = tag == AGENT_F_FILE_PATH ? &path : tag == AGENT_F_EXEC_REAL ? &real : NULL;
+                if (tag == AGENT_F_ARGV) {
+                        if (argc >= EXEC_CHECK_ARGS_MAX)
+                                bad = true;
+                        else
+                                slot = &argv[argc++];
+                }
+                if (!slot)
+                        continue;
+                if (memchr(data, 0, len) || *slot) {
+                        bad = true;
+                        continue;
+                }
+                *slot = strndup((const char *)data, len);
+                bad = !*slot;
+        }
+        char msg[512] = "exec denied: the check could not be made";
+        bool allow = false;
+        if (!bad && path && real && argc > 0 && ch->chs->ctx->exec_watch && channel_job_live(ch, job_id)) {
+                struct exec_watch_check c = { .sandbox_id = ch->sandbox_id,
+                                              .command_id = job_id,
+                                              .pid = pid,
+                                              .path = path,
+                                              .real = real,
+                                              .argv = (const char *const *)argv };
+                allow = ch->chs->ctx->exec_watch->decide(ch->chs->ctx, &c, msg, sizeof(msg)) == 0;
+        }
+        for (size_t i = 0; argv && i < argc; i++)
+                free(argv[i]);
+        (void)agent_job_client_exec_verdict(fd, id, allow, allow ? NULL : msg);
+}
+
 /* Reads events until the connection ends. */
 static void channel_pump(struct channel *ch, int fd)
 {
@@ -444,6 +496,8 @@ static void channel_pump(struct channel *ch, int fd)
                         on_output(ch, fd, &f, job_id);
                 else if (f.type == AGENT_MSG_JOB_EXIT)
                         on_exit_event(ch, fd, &f, job_id);
+                else if (f.type == AGENT_MSG_JOB_EXEC_CHECK)
+                        on_exec_check(ch, fd, &f, job_id);
         }
 }
 

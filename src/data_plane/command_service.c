@@ -7,6 +7,7 @@
 #include <time.h>
 
 #include "data_plane/command_channels.h"
+#include "data_plane/exec_watch_hooks.h"
 #include "cleanup.h"
 #include "runtime/runtime_registry.h"
 #include "spaced/log.h"
@@ -59,6 +60,15 @@ static int require_running(const struct sandbox *sb, struct space_error *err)
                                sandbox_state_name(sb->state));
 }
 
+bool command_service_watches(struct spaced_context *ctx, const struct sandbox *sb)
+{
+        /* Only a project with command rules pays for the watch; a runtime whose kernel has no
+         * seccomp user notifications (gVisor's) keeps the lexical reading alone. */
+        struct space_error unused;
+        const struct runtime_driver *driver = runtime_registry_for(&ctx->runtimes, sb, &unused);
+        return driver && driver->caps.exec_watch && ctx->exec_watch && ctx->exec_watch->wanted(ctx, sb->project_id);
+}
+
 /* Starts spec as rec (a new row, or with `held` the pending_approval row there already). */
 static int start_job(struct spaced_context *ctx, const struct sandbox *sb, struct agent_job_spec *spec,
                      struct command_record *rec, bool held, struct command_record *ret, struct space_error *err)
@@ -70,6 +80,7 @@ static int start_job(struct spaced_context *ctx, const struct sandbox *sb, struc
         rec->state = COMMAND_STARTING;
         rec->reason[0] = '\0';
         spec->job_id = rec->id;
+        spec->watch_exec = command_service_watches(ctx, sb);
         _cleanup_close_ int agent = agent_connect(ctx, sb, err);
         if (agent < 0)
                 return -1;

@@ -11,6 +11,9 @@
 
 struct spaced_context;
 
+/* Whether commands of sb are started with the exec watch (docs/governance.md): its runtime
+ * can, and its project has command rules. */
+bool command_service_watches(struct spaced_context *ctx, const struct sandbox *sb);
 /* Starts spec (its job_id is chosen here) in the running sandbox sb; *ret is the command's
  * record (caller releases). spec_json is stored as what was asked. */
 int command_service_start(struct spaced_context *ctx, const struct sandbox *sb, struct agent_job_spec *spec, const char *tag,

@@ -74,6 +74,7 @@ struct runtime_capabilities {
         bool memory_snapshot;
         bool pause;
         bool fd_passing;                  /* the agent connection can carry SCM_RIGHTS descriptors (same kernel) */
+        bool exec_watch;                  /* the agent can watch a command's execs (seccomp user notifications) */
         char memory_snapshot_detail[160]; /* why (not), for operators; filled at init */
         char cgroup[8];                   /* the cgroup backend ("v1" | "v2"), "" for none */
         char version[48];                 /* what the driver runs on this host (runsc's version); "": ops->version */

@@ -255,8 +255,8 @@ int agent_command_start(struct agent_server *s, struct agent_conn *conn, const s
                 return r;
         }
 
-        if (cmd->req.tty_cols || cmd->req.job_id) {
-                *ret_reason = "TTY and JOB_ID belong to JOB_START";
+        if (cmd->req.tty_cols || cmd->req.job_id || cmd->req.watch_exec) {
+                *ret_reason = "TTY, JOB_ID and WATCH_EXEC belong to JOB_START";
                 agent_exec_request_release(&cmd->req);
                 free(cmd);
                 return -EINVAL;

@@ -190,6 +190,7 @@ static void conn_dispatch(struct agent_conn *c, const struct agent_frame *f, uin
         case AGENT_MSG_JOB_CLOSE_STDIN:
         case AGENT_MSG_JOB_SIGNAL:
         case AGENT_MSG_JOB_RESIZE:
+        case AGENT_MSG_JOB_EXEC_VERDICT:
                 agent_job_requests_handle(c, f, payload);
                 break;
         case AGENT_MSG_PORT_CONNECT:

@@ -92,6 +92,10 @@ static int request_scan(const struct agent_frame *f, struct agent_exec_request *
         if (agent_frame_get_u8(f, AGENT_F_STDIN_OPEN, &open) < 0)
                 return fail(ret_reason, "STDIN_OPEN is not a u8");
         req->stdin_open = open != 0;
+        uint8_t watch = 0;
+        if (agent_frame_get_u8(f, AGENT_F_WATCH_EXEC, &watch) < 0)
+                return fail(ret_reason, "WATCH_EXEC is not a u8");
+        req->watch_exec = watch != 0;
         if (agent_frame_get_u32(f, AGENT_F_TTY_COLS, &req->tty_cols) < 0 ||
             agent_frame_get_u32(f, AGENT_F_TTY_ROWS, &req->tty_rows) < 0)
                 return fail(ret_reason, "TTY_COLS and TTY_ROWS are u32");

@@ -26,6 +26,7 @@ struct agent_exec_request {
         const char *user;            /* NULL: run as the agent's user (root in the sandbox) */
         bool stdin_open;             /* stdin is a pipe kept open for JOB_INPUT */
         uint32_t tty_cols, tty_rows; /* both non-zero: run on a pseudo-terminal */
+        bool watch_exec;             /* every exec of the tree is checked (agent_exec_watch.h) */
         void *storage;               /* owns argv, envp and their strings */
 };
 

@@ -12,6 +12,7 @@
 #include "space_agent/agent_cleanup.h"
 #include "space_agent/agent_clock.h"
 #include "space_agent/agent_command.h"
+#include "space_agent/agent_exec_watch.h"
 #include "space_agent/agent_subscriber.h"
 
 #define READS_PER_WAKEUP 8
@@ -35,6 +36,7 @@ static void job_close_fds(struct agent_job *job)
         agent_server_watch_close(job->server, &job->out[0]);
         agent_server_watch_close(job->server, &job->out[1]);
         agent_server_watch_close(job->server, &job->report_watch);
+        agent_exec_watch_stop(job);
 }
 
 /* Appends a finished frame as the next event. */
@@ -52,6 +54,7 @@ static int job_queue(struct agent_job *job, struct agent_frame_writer *w, uint64
         }
         ev->next = NULL;
         ev->seq = seq;
+        ev->orphan = false;
         ev->len = w->len;
         memcpy(ev->frame, w->data, w->len);
         agent_frame_writer_release(w);
@@ -81,6 +84,13 @@ static int job_queue_output(struct agent_job *job, enum agent_job_stream stream,
         if (r == 0)
                 job->next_seq++;
         return r;
+}
+
+void agent_job_note(struct agent_job *job, const char *text)
+{
+        if (job->finished)
+                return;
+        (void)job_queue_output(job, job->on_pty ? AGENT_STREAM_PTY : AGENT_STREAM_STDERR, (const uint8_t *)text, strlen(text));
 }
 
 void agent_job_update_reading(struct agent_job *job)
@@ -429,6 +439,7 @@ int agent_job_start(struct agent_server *s, const struct agent_frame *f, uint8_t
         agent_watch_init(&job->out[1]);
         agent_watch_init(&job->stdin_watch);
         agent_watch_init(&job->report_watch);
+        agent_watch_init(&job->exec_watch);
 
         r = agent_exec_request_parse(f, &job->req, ret_reason);
         if (r < 0)
@@ -467,6 +478,10 @@ int agent_job_start(struct agent_server *s, const struct agent_frame *f, uint8_t
         }
         job->pty_slave_fd = fds.pty_slave_fd;
         r = job_watch_all(job, &fds);
+        if (r == 0 && fds.exec_listener_fd >= 0)
+                r = agent_exec_watch_start(job, fds.exec_listener_fd);
+        else if (fds.exec_listener_fd >= 0)
+                close(fds.exec_listener_fd);
         if (r < 0) {
                 job_kill(job);
                 job_close_fds(job);

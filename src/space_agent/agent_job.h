@@ -28,6 +28,7 @@
 struct agent_job_event {
         struct agent_job_event *next;
         uint64_t seq;
+        bool orphan; /* an exec check answered while half written: freed once written */
         size_t len;
         uint8_t frame[];
 };
@@ -49,6 +50,7 @@ struct agent_job {
         size_t stdin_len, stdin_off;
         bool stdin_close_pending;
         struct agent_watch report_watch;
+        struct agent_watch exec_watch; /* the seccomp listener of a WATCH_EXEC job (agent_exec_watch.h) */
         struct agent_spawn_report report;
         size_t report_got;
         /* events: head is the oldest unacknowledged, unsent the next to send */
@@ -74,6 +76,8 @@ void agent_job_on_exit(struct agent_job *job, int status);
 uint64_t agent_job_tick(struct agent_job *job, uint64_t now_us);
 /* Drops events up to seq (they are stored); marks the job dead after its exit. */
 void agent_job_ack(struct agent_job *job, uint64_t seq);
+/* Queues a line of the agent's own (an exec denial) on the job's stderr (its terminal). */
+void agent_job_note(struct agent_job *job, const char *text);
 /* Queues stdin bytes: -EAGAIN when the queue is full, -EPIPE when stdin is closed. */
 int agent_job_input(struct agent_job *job, const uint8_t *data, size_t len);
 int agent_job_close_stdin(struct agent_job *job);

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "space_agent/agent_conn.h"
+#include "space_agent/agent_exec_watch.h"
 #include "space_agent/agent_job.h"
 #include "space_agent/agent_subscriber.h"
 
@@ -43,6 +44,21 @@ static void on_subscribe(struct agent_conn *c)
                 if (!j->dead)
                         agent_frame_writer_put_str(&w, AGENT_F_JOB_ID, j->req.job_id);
         agent_conn_reply(c, &w); /* events follow once it is out */
+}
+
+/* spaced's answer to a JOB_EXEC_CHECK; only the subscriber gives one. No reply. */
+static void on_exec_verdict(struct agent_conn *c, const struct agent_frame *f)
+{
+        uint64_t id = 0;
+        uint8_t allow = 0;
+        const uint8_t *msg = NULL;
+        uint32_t msg_len = 0;
+
+        if (!c->subscriber || agent_frame_get_u64(f, AGENT_F_EXEC_CHECK_ID, &id) != 1 ||
+            agent_frame_get_u8(f, AGENT_F_EXEC_ALLOW, &allow) != 1)
+                return;
+        (void)agent_frame_find(f, AGENT_F_MESSAGE, &msg, &msg_len);
+        agent_exec_watch_verdict(c->server, id, allow == 1, msg, msg_len);
 }
 
 /* The job a control frame names; replies ENOENT itself when there is none. */
@@ -138,6 +154,9 @@ void agent_job_requests_handle(struct agent_conn *c, const struct agent_frame *f
                 break;
         case AGENT_MSG_JOB_ACK:
                 on_ack(c, f);
+                break;
+        case AGENT_MSG_JOB_EXEC_VERDICT:
+                on_exec_verdict(c, f);
                 break;
         case AGENT_MSG_JOB_INPUT:
                 on_input(c, f);

@@ -15,6 +15,7 @@ struct agent_command;
 struct agent_job;
 struct agent_job_event;
 struct agent_watch;
+struct agent_exec_check;
 
 typedef void (*agent_watch_fn)(struct agent_watch *w, uint32_t events);
 
@@ -44,6 +45,9 @@ struct agent_server {
         struct agent_conn *subscriber;
         struct agent_job_event *sub_event;
         size_t sub_off;
+        /* execs of watched jobs waiting for spaced's verdict (agent_exec_watch.h) */
+        struct agent_exec_check *exec_checks;
+        uint64_t next_exec_check_id;
         char boot_id[33];
         const char *listen_path; /* the socket it bound (--listen), NULL for --listen-fd */
         bool parked;             /* listener and connections closed for a checkpoint (agent_listener.h) */

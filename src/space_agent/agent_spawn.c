@@ -10,15 +10,20 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
 #include <sys/syscall.h>
+#include <sys/time.h>
 #include <termios.h>
 #include <unistd.h>
 
 #include <stdbool.h>
 
 #include "space_agent/agent_cleanup.h"
+#include "space_agent/agent_exec_watch.h"
 
 #define CHILD_REPORT_FD 3
+#define CHILD_WATCH_FD 4
 
 static _Noreturn void child_fail(int report_fd, enum agent_spawn_stage stage, int error)
 {
@@ -96,6 +101,7 @@ static int child_attach_pty(const char *slave_path, const struct agent_spawn_use
 
 struct child_fds {
         int in, out, err, report;
+        int watch;              /* WATCH_EXEC: the socket the listener goes through, else -1 */
         const char *slave_path; /* set: run on this pseudo-terminal instead */
 };
 
@@ -138,7 +144,12 @@ static _Noreturn void child_run(const struct agent_exec_request *req, const stru
                         child_fail(report_fd, AGENT_SPAWN_STAGE_SETUP, errno);
                 report_fd = CHILD_REPORT_FD;
         }
-        child_close_from(CHILD_REPORT_FD + 1);
+        if (fds.watch >= 0) {
+                if (dup3(fds.watch, CHILD_WATCH_FD, O_CLOEXEC) < 0)
+                        child_fail(report_fd, AGENT_SPAWN_STAGE_SETUP, errno);
+                fds.watch = CHILD_WATCH_FD;
+        }
+        child_close_from(fds.watch >= 0 ? CHILD_WATCH_FD + 1 : CHILD_REPORT_FD + 1);
 
         if (user && child_become(user) < 0)
                 child_fail(report_fd, AGENT_SPAWN_STAGE_USER, errno);
@@ -153,6 +164,16 @@ static _Noreturn void child_run(const struct agent_exec_request *req, const stru
         environ = req->envp;
         if (user)
                 child_user_env(user);
+        if (fds.watch >= 0) {
+                /* A user change made the process undumpable: the agent reads it as that user. */
+                if (user)
+                        (void)prctl(PR_SET_DUMPABLE, 1, 0, 0, 0);
+                /* Last: from here every exec, this one's PATH search included, is checked. */
+                int r = agent_exec_watch_install(fds.watch);
+                if (r < 0)
+                        child_fail(report_fd, AGENT_SPAWN_STAGE_WATCH, -r);
+                close(fds.watch);
+        }
         execvpe(req->argv[0], req->argv, environ);
         child_fail(report_fd, AGENT_SPAWN_STAGE_EXEC, errno);
 }
@@ -200,7 +221,7 @@ int agent_spawn_start(const struct agent_exec_request *req, const struct agent_s
                       pid_t *ret_pid)
 {
         _cleanup_close_ int in_r = -1, in_w = -1, out_r = -1, out_w = -1, err_r = -1, err_w = -1;
-        _cleanup_close_ int rep_r = -1, rep_w = -1, pty = -1, slave = -1;
+        _cleanup_close_ int rep_r = -1, rep_w = -1, pty = -1, slave = -1, watch_parent = -1, watch_child = -1;
         char slave_path[64];
         bool on_pty = req->tty_cols && req->tty_rows;
         int p[2], r;
@@ -208,6 +229,11 @@ int agent_spawn_start(const struct agent_exec_request *req, const struct agent_s
         if ((r = pipe_make(p)) < 0)
                 return r;
         rep_r = p[0], rep_w = p[1];
+        if (req->watch_exec) {
+                if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, p) < 0)
+                        return -errno;
+                watch_parent = p[0], watch_child = p[1];
+        }
         if (on_pty) {
                 pty = pty_open(req, slave_path, sizeof slave_path);
                 if (pty < 0)
@@ -240,14 +266,30 @@ int agent_spawn_start(const struct agent_exec_request *req, const struct agent_s
                                               .out = out_w,
                                               .err = err_w,
                                               .report = rep_w,
+                                              .watch = watch_child,
                                               .slave_path = on_pty ? slave_path : NULL });
 
         /* Parent: the write ends now belong to the child. */
+        int listener = -1;
+        if (watch_parent >= 0) {
+                close(TAKE_FD(watch_child));
+                /* The child sends it before its exec, or exits (its report says why). Bounded: a
+                 * child stopped by a signal from inside the sandbox must not stop the agent. */
+                struct timeval bound = { .tv_sec = 5 };
+                (void)setsockopt(watch_parent, SOL_SOCKET, SO_RCVTIMEO, &bound, sizeof bound);
+                listener = agent_exec_watch_receive(watch_parent);
+                if (listener < 0 && listener != -ECONNRESET) {
+                        kill(pid, SIGKILL);
+                        return listener;
+                }
+        }
         int fds[] = { in_w, out_r, err_r, rep_r, pty };
         for (size_t i = 0; i < sizeof fds / sizeof fds[0]; i++)
                 if (fds[i] >= 0 && (r = fd_set_nonblock(fds[i])) < 0) {
                         /* Cannot watch it: do not leave a command we cannot collect. */
                         kill(pid, SIGKILL);
+                        if (listener >= 0)
+                                close(listener);
                         return r;
                 }
 
@@ -258,6 +300,7 @@ int agent_spawn_start(const struct agent_exec_request *req, const struct agent_s
                 .report_fd = TAKE_FD(rep_r),
                 .pty_fd = TAKE_FD(pty),
                 .pty_slave_fd = TAKE_FD(slave),
+                .exec_listener_fd = listener,
         };
         *ret_pid = pid;
         return 0;
@@ -320,6 +363,8 @@ void agent_spawn_report_format(const struct agent_spawn_report *report, const st
                 what = "become user", subject = req->user ? req->user : "?";
         else if (report->stage == AGENT_SPAWN_STAGE_EXEC)
                 what = "exec";
+        else if (report->stage == AGENT_SPAWN_STAGE_WATCH)
+                what = "watch the execs of";
 
         snprintf(buf, size, "%s \"%s\": %s", what, subject, strerror(report->error));
 }

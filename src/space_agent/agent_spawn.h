@@ -15,6 +15,7 @@ enum agent_spawn_stage {
         AGENT_SPAWN_STAGE_CHDIR = 2,
         AGENT_SPAWN_STAGE_EXEC = 3,
         AGENT_SPAWN_STAGE_USER = 4,
+        AGENT_SPAWN_STAGE_WATCH = 5, /* the exec watch's filter (agent_exec_watch.h) */
 };
 
 /* What the child writes to the report pipe when it cannot exec (native endianness). */
@@ -34,6 +35,8 @@ struct agent_spawn_fds {
         /* the terminal side, held open by the agent until the command has exec'd: a master
          * whose terminal was never opened reports hang-up */
         int pty_slave_fd;
+        /* WATCH_EXEC: the seccomp listener of the command's execs (its first included), or -1 */
+        int exec_listener_fd;
 };
 
 #define AGENT_SPAWN_MAX_GROUPS 64

@@ -5,8 +5,20 @@
 #include <stdbool.h>
 #include <sys/socket.h>
 
+#include <stdlib.h>
+
 #include "space_agent/agent_conn.h"
+#include "space_agent/agent_exec_watch.h"
 #include "space_agent/agent_job.h"
+
+/* Forgets the event half written to a subscriber that is gone. */
+static void drop_current(struct agent_server *s)
+{
+        if (s->sub_event && s->sub_event->orphan)
+                free(s->sub_event);
+        s->sub_event = NULL;
+        s->sub_off = 0;
+}
 
 void agent_subscriber_attach(struct agent_server *s, struct agent_conn *c)
 {
@@ -14,9 +26,9 @@ void agent_subscriber_attach(struct agent_server *s, struct agent_conn *c)
                 if (s->subscriber)
                         agent_conn_close(s->subscriber);
                 s->subscriber = c;
-                s->sub_event = NULL;
-                s->sub_off = 0;
+                drop_current(s);
         }
+        agent_exec_watch_rewind(s);
         /* The same connection again: an event half written to it is completed first (the
          * JOB_SUBSCRIBED reply waits for it), then everything unacknowledged follows. */
         for (struct agent_job *j = s->jobs; j; j = j->next)
@@ -29,8 +41,7 @@ void agent_subscriber_detach(struct agent_server *s, struct agent_conn *c)
         if (s->subscriber != c)
                 return;
         s->subscriber = NULL;
-        s->sub_event = NULL;
-        s->sub_off = 0;
+        drop_current(s);
 }
 
 bool agent_subscriber_pending(const struct agent_server *s)
@@ -54,6 +65,8 @@ static int write_current(struct agent_server *s)
                         return -1;
                 s->sub_off += (size_t)n;
         }
+        if (ev->orphan)
+                free(ev);
         s->sub_event = NULL;
         s->sub_off = 0;
         return 1;
@@ -95,6 +108,11 @@ void agent_subscriber_flush(struct agent_server *s)
                         }
                         if (r == 0)
                                 break;
+                }
+                /* Exec checks first: a process waits on each. */
+                if (!s->sub_event && (s->sub_event = agent_exec_watch_take_unsent(s))) {
+                        s->sub_off = 0;
+                        continue;
                 }
                 /* One event per job per pass, so a chatty job cannot starve the others. */
                 bool any = false;

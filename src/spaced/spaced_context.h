@@ -21,6 +21,7 @@ struct egress_gateway;
 struct command_channels;
 struct console_sessions;
 struct policy_cache;
+struct exec_watch_hooks;
 struct warm_pool;
 struct secret_keyring;
 
@@ -140,7 +141,10 @@ struct spaced_context {
         /* the web console's sign-ins (service/console_session.h) */
         struct console_sessions *console_sessions;
         struct policy_cache *policies; /* each project's compiled policies (policy/policy_cache.h); NULL: read each time */
-        struct warm_pool *warm;        /* sandboxes made ahead of their creates (controller/warm_pool.h); NULL: none */
+        /* what decides the execs a watched command makes (data_plane/exec_watch_hooks.h); NULL:
+         * none is watched, and a check that arrives is denied */
+        const struct exec_watch_hooks *exec_watch;
+        struct warm_pool *warm; /* sandboxes made ahead of their creates (controller/warm_pool.h); NULL: none */
         struct approval_webhook *approval_webhook; /* service/approval_webhook.h; NULL: no --approval-webhook */
         struct secret_keyring *keyring;            /* seals and opens the platform-held secrets (auth/secret_keyring.h) */
         atomic_bool shutting_down;

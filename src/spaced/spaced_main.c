@@ -22,6 +22,7 @@
 #include "service/approval_service.h"
 #include "service/approval_webhook.h"
 #include "service/console_session.h"
+#include "service/exec_watch_service.h"
 #include "service/grant_service.h"
 #include "service/periodic_task.h"
 #include "auth/secret_keyring.h"
@@ -464,6 +465,7 @@ int main(int argc, char **argv)
                 return fail("spaced.console", "cannot hold console sessions: %s", strerror(-r));
         if ((r = policy_cache_new(&ctx.policies)) < 0)
                 return fail("spaced.policies", "cannot hold policies: %s", strerror(-r));
+        ctx.exec_watch = &exec_watch_service_hooks;
         if ((r = sandbox_lifecycle_disk_limits(&ctx)) < 0)
                 return fail("spaced.quota", "cannot read sandboxes: %s", strerror(-r));
         /* This node of the fleet: registered (its earlier claims let go) before the

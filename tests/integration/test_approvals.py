@@ -40,6 +40,13 @@ def frames(payload):
     return out
 
 
+def read_marker(glob):
+    """A script that prints a marker file without naming it (its argv is not held) and
+    without an exec whose argv would name it (the exec watch sees a `cat` of the expanded
+    name): shell builtins only."""
+    return 'for f in %s; do while read -r l; do echo "$l"; done < "$f"; done' % glob
+
+
 class ApprovalHelpers:
     # ---------------------------------------------------------------- helpers
 
@@ -264,7 +271,7 @@ class ApprovalsTest(ApprovalHelpers, SpacedTestCase):
         self.spaced.api("POST", "/v1/approvals/%s/approve" % held["approval_id"], {}, key=owner, expect=200)
         c = self.command(sid, held["command_id"], token, wait=True)
         self.assertEqual((c["state"], c["exit_code"]), ("exited", 0), c)
-        out = self.spaced.exec(sid, shell="cat /tmp/approval-mark?r-6")  # its own argv is not held
+        out = self.spaced.exec(sid, shell=read_marker("/tmp/approval-mark?r-6"))
         self.assertEqual(out["stdout"], "after-restart\n")
 
     def cli(self, *args, key="admin"):
@@ -300,7 +307,7 @@ class ApprovalsTest(ApprovalHelpers, SpacedTestCase):
         self.assertEqual(got["state"], "approved")
         c = self.command(sid, held["command_id"], self.token(sid), wait=True)
         self.assertEqual((c["state"], c["exit_code"]), ("exited", 0), c)
-        self.assertEqual(sp.exec(sid, shell="cat /tmp/approval-mark?r-10")["stdout"], "once\n")
+        self.assertEqual(sp.exec(sid, shell=read_marker("/tmp/approval-mark?r-10"))["stdout"], "once\n")
 
     def test_cli(self):
         sid = self.new_sandbox()

@@ -137,7 +137,7 @@ static int ns_init(struct runtime_driver *d, const struct runtime_config *cfg, s
                 return space_error_errno(err, ENOMEM, "namespaces driver");
         ns->agent_fd = ns->reaper_epoll = ns->reaper_stop = -1;
         d->state = ns;
-        d->caps = (struct runtime_capabilities){ .pause = true, .fd_passing = true };
+        d->caps = (struct runtime_capabilities){ .pause = true, .fd_passing = true, .exec_watch = true };
         ns->host.config = *cfg;
         ns->host.socket_leaf = "agent.sock";
         snprintf(ns->instance, sizeof(ns->instance), "%s", cfg->instance);

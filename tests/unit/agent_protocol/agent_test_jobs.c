@@ -31,6 +31,8 @@ static void job_start_frame(struct agent_frame_writer *w, const struct agent_tes
                 agent_frame_writer_put_u32(w, AGENT_F_TTY_ROWS, spec->rows);
         if (spec->timeout_ms)
                 agent_frame_writer_put_u32(w, AGENT_F_TIMEOUT_MS, spec->timeout_ms);
+        if (spec->watch_exec)
+                agent_frame_writer_put_u8(w, AGENT_F_WATCH_EXEC, 1);
 }
 
 /* One request on its own connection; the reply in *r. */

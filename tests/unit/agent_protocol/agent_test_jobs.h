@@ -20,6 +20,7 @@ struct agent_test_job_spec {
         bool stdin_open;
         uint32_t cols, rows; /* both set: on a pseudo-terminal */
         uint32_t timeout_ms;
+        bool watch_exec; /* WATCH_EXEC: the subscriber answers JOB_EXEC_CHECKs */
 };
 
 /* One job's events as they arrive on a subscriber connection. */
