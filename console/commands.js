@@ -21,7 +21,9 @@ function outcome(c) {
   return c.state;
 }
 
-export function renderCommands(box, plane) {
+// live(): whether the sandbox runs now (the list is read only then: the data plane refuses
+// a paused or stopped sandbox's).
+export function renderCommands(box, plane, live = () => true) {
   const list = el('div', { class: 'scroll' });
   const outTitle = el('h3', { text: '' });
   const out = el('pre', { class: 'command-output', 'aria-label': 'Command output', tabindex: '0' });
@@ -60,6 +62,10 @@ export function renderCommands(box, plane) {
 
   async function refresh() {
     timer = null;
+    if (!live()) {
+      if (!closed) timer = setTimeout(refresh, 3000);
+      return;
+    }
     try {
       let rows = [];
       for (let cursor = null, page = 0; page < 20; page++) {

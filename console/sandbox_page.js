@@ -40,11 +40,13 @@ export function renderSandbox(root, me, id) {
   );
   const plane = may(me, 'sandbox.exec') ? new DataPlane(id) : null;
   let sb = null;
+  let busy = false; // an action (act) is under way
   let terminal = null;
   let files = null;
   let gone = false;
   const history = may(me, 'snapshot.read') ? renderHistory(historyBox, me, act) : null;
-  const commands = plane ? renderCommands(commandsBox, plane) : null;
+  // Not while an action runs: a restore or a pause changes the state under the list's feet.
+  const commands = plane ? renderCommands(commandsBox, plane, () => !busy && sb !== null && sb.state === 'running') : null;
   if (!commands) commandsBox.replaceChildren(el('h2', { text: 'Commands' }), el('p', { text: 'This key may not read commands here.' }));
   renderNetwork(networkBox, me, id);
   if (!history) historyBox.replaceChildren(el('h2', { text: 'History' }), el('p', { text: 'This key may not read snapshots.' }));
@@ -52,6 +54,7 @@ export function renderSandbox(root, me, id) {
   // restored: the sandbox's processes were ended (a restore), so its shell is gone: a new one
   // is opened once it runs again.
   async function act(label, fn, { restored = false } = {}) {
+    busy = true;
     say(label + '…');
     for (const b of actions.querySelectorAll('button')) b.disabled = true;
     try {
@@ -66,6 +69,7 @@ export function renderSandbox(root, me, id) {
       terminal = files = null;
     }
     await load();
+    busy = false;
   }
 
   function button(label, fn) {

@@ -53,6 +53,8 @@ async function newPage(viewport = { width: 1280, height: 800 }) {
     if (m.type() === 'error' && !/status of 40[0134]/.test(m.text())) problems.push('console error: ' + m.text());
   });
   page.on('pageerror', (e) => problems.push('page error: ' + e.message));
+  // Which request a 'Failed to load resource' line was about (Chromium's line names no URL).
+  page.on('response', (r) => { if (r.status() >= 405 || r.status() === 402) console.log(`# answer ${r.status()} for ${r.request().method()} ${r.url()}`); });
   page.on('dialog', (d) => d.accept());
   return { context, page };
 }
@@ -439,6 +441,7 @@ await check('a sandbox\'s commands (with their output) and its network rules', a
     assert.deepEqual((await api('GET', `/v1/sandboxes/${sid}/network`)).body.allow, []);
     await page.screenshot({ path: join(OUT, 'sandbox-cards.png'), fullPage: true });
   } finally {
+    await go(page, '#/operations', 'Operations'); // leave its page before it goes
     await api('DELETE', '/v1/sandboxes/' + sid);
   }
 });
