@@ -1,8 +1,9 @@
 /* The host end of the link: the supervisor of one microvm, started by spaced in the
  * sandbox's cgroup (it outlives a restart of spaced). It waits for spaced's go on fd 3,
  * starts the VMM with one end of a socket pair as fd 3 (QEMU: -chardev socket,fd=3, the
- * virtio-serial port of the agent), listens on RUN_DIR/agent.sock and carries every
- * connection accepted there as one stream to the guest. Everything from the guest is
+ * virtio-serial port of the agent) and fds 4 and 5 as spaced gave them (the VM's disk),
+ * listens on RUN_DIR/agent.sock and carries every connection accepted there as one stream
+ * to the guest. Everything from the guest is
  * hostile: a corrupt frame, a guest that stops answering its pings, or a VMM that ends
  * stops the VM; the reason goes to RUN_DIR/failure (written beside, then renamed) for
  * spaced to report, and the supervisor exits. */
@@ -111,7 +112,7 @@ static pid_t start_vmm(int guest_end, char **argv)
         sigprocmask(SIG_SETMASK, &none, NULL);
         if (dup2(guest_end, 3) < 0)
                 _exit(127);
-        syscall(SYS_close_range, 4, ~0U, 0);
+        syscall(SYS_close_range, 6, ~0U, 0); /* 4 and 5 are spaced's for the VMM (its disk) */
         execvp(argv[0], argv);
         fprintf(stderr, "space-vmlink: cannot run %s: %m\n", argv[0]);
         _exit(127);
