@@ -340,6 +340,48 @@ class MicrovmMemory(SpacedTestCase):
         self.assertTrue(self.count(sid)[0].startswith("s3cr3t-"))
 
 
+    def test_kill9_mid_hibernate_and_mid_wake_keep_the_memory(self):
+        # Killed at the steps of a hibernation (the VM stopped before its save, saved before
+        # the image's rename, renamed before the record, recorded before the VM ends) and of
+        # a wake (the new VM running, its row still paused): each time the restart ends with
+        # the sandbox hibernated and its image whole, or running on from its memory.
+        sp = self.spaced
+        sid = self.counting_sandbox("vm-hibernate-crash")
+        secret = self.count(sid)[0]
+        for point in ("checkpoint:frozen", "checkpoint:saved", "hibernate:committed", "hibernate:recorded",
+                      "wake:launched"):
+            sp.stop()
+            sp.env = {"SPACED_FAULT_KILL": point}
+            sp.start()
+            try:
+                if point.startswith("wake"):
+                    status, d = sp.request("POST", "/v1/sandboxes/%s/resume" % sid, {})
+                else:
+                    status, d = sp.request("POST", "/v1/sandboxes/%s/pause" % sid, {"memory_to_disk": True})
+                self.assertEqual(status, 202, d)
+                wait_for(lambda: not sp.alive(), timeout=300, what="spaced to die at " + point)
+                self.assertEqual(sp.proc.returncode, -9, point)
+            finally:
+                sp.kill9()
+                sp.env = None
+            sp.start()
+            if point.startswith("wake"):
+                sp.wait_state(sid, "running", timeout=300)
+                wait_for(lambda: not os.path.exists(self.image_dir(sid)), timeout=60, what="the spent image to go")
+            else:
+                sp.wait_state(sid, "paused", timeout=300)
+                wait_for(lambda: "hibernated" in sp.get(sid)["state_reason"], timeout=300, what="the redone hibernation")
+                assert_vm_gone(self, sp, sid)
+                self.assertTrue(os.path.isfile(os.path.join(self.image_dir(sid), "memory.img")), point)
+                self.assertFalse(os.path.exists(self.image_dir(sid) + ".partial"), point)
+                if point == "hibernate:recorded":
+                    continue  # woken by the next step, itself killed mid-wake
+                sp.action(sid, "resume")
+            got_secret, n = self.count(sid)
+            self.assertEqual(got_secret, secret, point)
+            wait_for(lambda: self.count(sid)[1] > n + 3, timeout=60, what="the loop to go on after " + point)
+
+
 class HostileGuest(unittest.TestCase):
     """A guest init that attacks its channel: the initramfs's space-vmlink replaced (a later
     cpio archive overrides an earlier one) by a script that writes garbage, floods frames

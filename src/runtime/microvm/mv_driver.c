@@ -198,8 +198,8 @@ fail:
 
 static void remove_run_dir(const struct mv_driver *mv, const char *id)
 {
-        static const char *const leaves[] = { "agent.sock",      MV_QMP_SOCKET, "console.log", "qemu.log", "failure",
-                                              "failure.partial", NULL };
+        static const char *const leaves[] = { "agent.sock", MV_QMP_SOCKET,     "console.log", "qemu.log",
+                                              "failure",    "failure.partial", NULL };
         char path[PATH_MAX];
         for (size_t i = 0; leaves[i]; i++) {
                 sandbox_host_run_path(&mv->host, id, leaves[i], path, sizeof(path));

@@ -127,6 +127,20 @@ static int carry_on(const struct mv_driver *mv, const struct sandbox *sb, bool w
         return was_running ? vcpus(mv, sb, "cont", err) : freeze(mv, sb, true, err);
 }
 
+/* A checkpoint redone after a crash that followed the save finds QEMU "postmigrate" (its
+ * disk let go), from which it saves no more: cont takes the disk back; the stop that
+ * follows and the rootfs snapshot after it make the pair anew (the guest ran a moment). */
+static int after_a_save(struct mv_qmp *q, struct space_error *err)
+{
+        json_t *rv = NULL;
+        if (mv_qmp_execute(q, "query-status", NULL, -1, &rv, QMP_TIMEOUT_MS, err) < 0)
+                return -1;
+        const char *status = json_string_value(json_object_get(rv, "status"));
+        bool saved = status && strcmp(status, "postmigrate") == 0;
+        json_decref(rv);
+        return saved ? mv_qmp_execute(q, "cont", NULL, -1, NULL, QMP_TIMEOUT_MS, err) : 0;
+}
+
 int mv_checkpoint(const struct runtime_driver *d, const struct sandbox *sb, const char *rootfs_dst, const char *image_dir,
                   bool leave_running, int64_t *ret_pause_us, struct space_error *err)
 {
@@ -146,7 +160,7 @@ int mv_checkpoint(const struct runtime_driver *d, const struct sandbox *sb, cons
                                 "the microvm of %s was started without a QMP monitor (by an older spaced): stop and start it "
                                 "for memory snapshots",
                                 sb->id);
-        if (r <= 0 || mv_qmp_execute(&q, "stop", NULL, -1, NULL, QMP_TIMEOUT_MS, err) < 0)
+        if (r <= 0 || after_a_save(&q, err) < 0 || mv_qmp_execute(&q, "stop", NULL, -1, NULL, QMP_TIMEOUT_MS, err) < 0)
                 goto fail;
         if (rootfs_dst) {
                 struct sandbox frozen = *sb;

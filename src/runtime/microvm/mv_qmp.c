@@ -229,8 +229,8 @@ static int wait_migration(struct mv_qmp *q, const char *what, int64_t deadline_u
                         return 0;
                 }
                 if (!json_is_object(rv) || !known) {
-                        space_error_set(err, SPACE_E_INTERNAL, "QMP: %s %.32s%s%.400s", what, status ? status : "without a status",
-                                        desc ? ": " : "", desc ? desc : "");
+                        space_error_set(err, SPACE_E_INTERNAL, "QMP: %s %.32s%s%.400s", what,
+                                        status ? status : "without a status", desc ? ": " : "", desc ? desc : "");
                         json_decref(rv);
                         return -1;
                 }

@@ -17,7 +17,8 @@
 
 #include "runtime/microvm/mv_qmp.h"
 
-#define GREETING "{\"QMP\": {\"version\": {\"qemu\": {\"micro\": 22, \"minor\": 2, \"major\": 7}}, \"capabilities\": [\"oob\"]}}\r\n"
+#define GREETING \
+        "{\"QMP\": {\"version\": {\"qemu\": {\"micro\": 22, \"minor\": 2, \"major\": 7}}, \"capabilities\": [\"oob\"]}}\r\n"
 #define OK "{\"return\": {}}\r\n"
 
 static int peer = -1;
@@ -97,7 +98,7 @@ static void test_save_waits_for_completed(void **state)
 static void test_hostile_answers(void **state)
 {
         static const char *const bad[] = {
-                "[1, 2]\r\n",                                             /* not an object */
+                "[1, 2]\r\n",                                                           /* not an object */
                 "{\"return\": {}, \"error\": {\"class\": \"x\", \"desc\": \"y\"}}\r\n", /* both */
                 "{\"error\": \"just a string\"}\r\n",
                 "{\"surprise\": 1}\r\n",
