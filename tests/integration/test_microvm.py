@@ -20,6 +20,7 @@ import unittest
 
 import test_exec
 import test_files
+import test_memory_state
 from spaced_harness import Spaced, SpacedTestCase, cgroup_pids, log, wait_for
 
 
@@ -339,6 +340,38 @@ class MicrovmMemory(SpacedTestCase):
                timeout=310)
         self.assertTrue(self.count(sid)[0].startswith("s3cr3t-"))
 
+
+    def test_export_and_import_carry_the_memory(self):
+        # As for gvisor (test_memory_state.py): the image moves as a tar beside the send
+        # stream; here it is memory.img and machine, and a sandbox from the import goes on.
+        sp = self.spaced
+        helpers = test_memory_state.MemoryState
+        sid = self.counting_sandbox("vm-transfer")
+        snap = self.memory_snapshot(sid)["id"]
+        secret = self.count(sid)[0]
+        st, fs = helpers.download(self, "/v1/snapshots/%s/export?full=true" % snap)
+        self.assertEqual(st, 200)
+        st, image = helpers.download(self, "/v1/snapshots/%s/memory" % snap)
+        self.assertEqual(st, 200)
+        sp.api("DELETE", "/v1/snapshots/" + snap, expect=204)
+        for bad, why in ((helpers.tar({"memory.img": b"x"}), "no machine"),
+                         (helpers.tar({"machine": b"memory_mb=256 cpus=1\n"}), "no memory.img"),
+                         (helpers.tar({"memory.img": b"x", "machine": b"m", "checkpoint.img": b"c"}), "two kinds"),
+                         (helpers.tar({"memory.img": ("link", "/etc/passwd"), "machine": b"m"}), "a symlink")):
+            st, body = helpers.import_memory(self, snap, bad)
+            self.assertEqual(st, 400, (why, body))
+            self.assertEqual(helpers.staged_images(self), [], why)
+        st, body = helpers.import_memory(self, snap, image)
+        self.assertEqual(st, 201, body)
+        st, got = sp.request("POST", "/v1/snapshots/import", raw=fs, headers={"Content-Type": "application/octet-stream"})
+        self.assertEqual(st, 201, got)
+        self.addCleanup(self.delete_snapshot_quietly, snap)
+        self.assertEqual((got["id"], got["kind"]), (snap, "memory"))
+        moved = self.new_sandbox(snapshot_id=snap)
+        self.assertEqual(sp.get(moved)["runtime"], "microvm")
+        got_secret, n = self.count(moved)
+        self.assertEqual(got_secret, secret)
+        wait_for(lambda: self.count(moved)[1] > n + 3, timeout=60, what="the moved loop to go on")
 
     def test_kill9_mid_hibernate_and_mid_wake_keep_the_memory(self):
         # Killed at the steps of a hibernation (the VM stopped before its save, saved before
