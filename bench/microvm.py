@@ -5,11 +5,11 @@ trip in a running sandbox, and the host memory per idle sandbox (the cgroup's fi
 microvm, QEMU and its guest). Each round creates one of each in a random order. For the
 microvm, each round also takes a memory snapshot of its sandbox, restores it, and creates a
 sandbox from it (-> first exec): the create that a pre-booted template would give, beside
-the cold boot of the same round. Prints
+the cold boot of the same round; then forks N (10) from it. Prints
 percentiles and the ratio microvm / namespaces. Under TCG (no usable KVM) the microvm
 figures are TCG figures: say so wherever they are quoted. See docs/benchmarks.md.
 
-Usage: sudo bench/microvm.py [-n ROUNDS] [--exec-n N] [BUILD_DIR]
+Usage: sudo bench/microvm.py [-n ROUNDS] [--exec-n N] [--fork N] [BUILD_DIR]
 """
 
 import argparse
@@ -43,8 +43,9 @@ def memory_bytes(sp, sid):
     return d["memory"]["used_bytes"] - d["memory"]["cache_bytes"]
 
 
-def memory_state(sp, sid, add):
-    """Memory snapshot, restore, and a create from the snapshot -> first exec, of a running microvm."""
+def memory_state(sp, sid, add, fork_n):
+    """Memory snapshot, restore, a create from the snapshot -> first exec, and a fork of
+    fork_n from it (until all run), of a running microvm."""
     t = time.perf_counter()
     snap = ok(sp, "POST", "/v1/sandboxes/%s/snapshots?wait=true&timeout_s=240" % sid, {"memory": True})["snapshot"]["id"]
     add("memory snapshot", "microvm", (time.perf_counter() - t) * 1000)
@@ -57,6 +58,12 @@ def memory_state(sp, sid, add):
     ok(sp, "POST", "/v1/sandboxes/%s/exec" % kid, {"cmd": ["true"]})
     add("microvm create -> first exec", "from memory snapshot", (time.perf_counter() - t) * 1000)
     ok(sp, "DELETE", "/v1/sandboxes/%s?wait=true&timeout_s=120" % kid)
+    if fork_n:
+        t = time.perf_counter()
+        d = ok(sp, "POST", "/v1/sandboxes/%s/fork?wait=true&timeout_s=600" % sid, {"snapshot_id": snap, "count": fork_n})
+        add("fork of %d from memory snapshot" % fork_n, "microvm", (time.perf_counter() - t) * 1000)
+        for kid in d["operation"]["result"]["sandbox_ids"]:
+            ok(sp, "DELETE", "/v1/sandboxes/%s?wait=true&timeout_s=120" % kid)
     ok(sp, "DELETE", "/v1/snapshots/" + snap, status=204)
 
 
@@ -64,6 +71,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("-n", type=int, default=5, help="rounds (one create of each runtime per round)")
     ap.add_argument("--exec-n", type=int, default=100, help="exec round trips per sandbox")
+    ap.add_argument("--fork", type=int, default=10, help="microvm sandboxes per fork from a memory snapshot (0: none)")
     ap.add_argument("build", nargs="?", default=os.path.join(os.path.dirname(HERE), "build"))
     a = ap.parse_args()
     sp = compare_builds.BuildSpaced(a.build)
@@ -92,7 +100,7 @@ def main():
                 time.sleep(1)
                 add("idle memory, no cache (MiB)", runtime, memory_bytes(sp, sid) / 1048576)
                 if runtime == "microvm":
-                    memory_state(sp, sid, add)
+                    memory_state(sp, sid, add, a.fork)
                 ok(sp, "DELETE", "/v1/sandboxes/%s?wait=true&timeout_s=120" % sid)
         for what, by in res.items():
             base = by.get("namespaces") or by.get("microvm cold boot")  # none: a microvm-only figure

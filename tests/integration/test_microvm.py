@@ -289,9 +289,15 @@ class MicrovmMemory(SpacedTestCase):
     def test_hibernate_releases_the_vm_and_resume_brings_it_back(self):
         sp = self.spaced
         sid = self.counting_sandbox("vm-hibernate")
-        # pause stops the vCPUs: the loop stands still, and goes on at resume
+        # pause stops the vCPUs; a memory snapshot of the paused VM leaves it paused; resume
+        # sends it on
         sp.action(sid, "pause")
+        snap = self.memory_snapshot(sid)
+        self.assertEqual(sp.state(sid), "paused")
+        self.assertTrue(os.path.isfile(os.path.join(self.image_dir(snap["id"]), "memory.img")))
         sp.action(sid, "resume")
+        n = self.count(sid)[1]
+        wait_for(lambda: self.count(sid)[1] > n + 3, timeout=60, what="the loop to go on after the pause")
         _, d = sp.api("POST", "/v1/sandboxes/%s/pause?wait=true&timeout_s=300" % sid, {"memory_to_disk": True}, expect=200,
                       timeout=310)
         self.assertEqual(d["sandbox"]["state"], "paused")
