@@ -191,6 +191,13 @@ static void handle_frame(struct host *h, const struct vm_link_header *f, const u
         /* Only answers count as hearing from the guest: a flood of data does not. */
         switch (f->type) {
         case VM_LINK_HELLO:
+                /* Connections are taken (and OPENed) only once the guest has answered: a HELLO
+                 * of ours still on its way (one per tick until the answer) makes the guest drop
+                 * every stream, which would drop one opened before it (a restored guest is
+                 * slower to answer than the first tick). They wait in the backlog meanwhile. */
+                if (!h->answered)
+                        epoll_ctl(h->epfd, EPOLL_CTL_ADD, h->listener,
+                                  &(struct epoll_event){ .events = EPOLLIN, .data.fd = h->listener });
                 h->answered = true;
                 h->last_heard_ms = now_ms();
                 return;
@@ -338,7 +345,7 @@ int vm_link_host_main(const char *run_dir, char **vmm_argv)
                 &(struct itimerspec){ .it_interval = { .tv_sec = PING_INTERVAL_S }, .it_value = { .tv_nsec = 200000000 } }, NULL);
         h.last_heard_ms = h.last_tick_ms = now_ms();
         queue(&h, 0, VM_LINK_HELLO, NULL, 0);
-        int fds[] = { h.sigfd, h.timerfd, h.listener };
+        int fds[] = { h.sigfd, h.timerfd };
         for (size_t i = 0; i < sizeof(fds) / sizeof(fds[0]); i++)
                 epoll_ctl(h.epfd, EPOLL_CTL_ADD, fds[i], &(struct epoll_event){ .events = EPOLLIN, .data.fd = fds[i] });
         epoll_ctl(h.epfd, EPOLL_CTL_ADD, h.port, &(struct epoll_event){ .events = EPOLLIN, .data.fd = h.port });
