@@ -115,7 +115,7 @@ static void upload_finish(void *state, struct api_request *req, struct api_respo
         else if (stats.skipped || memory_image_check_files(u->partial) < 0)
                 space_error_set(&err, SPACE_E_INVALID_REQUEST,
                                 "not a memory image: the archive must hold only checkpoint.img (and pages_meta.img, "
-                                "pages.img), regular files at its top");
+                                "pages.img), or memory.img and machine, regular files at its top");
         else if ((r = memory_image_commit(&u->ctx->pool, u->key)) < 0)
                 space_error_errno(&err, -r, "store the memory image of %s", u->snapshot_id);
         unlink(u->tar);

@@ -81,10 +81,11 @@ static int bind_to_snapshot(struct spaced_context *ctx, struct sandbox *sb, stru
                 sb->environment =
                         json_pack("{s:s, s:s, s:s}", "driver", d->ops->name, "driver_version", d->ops->version, "base", base);
         }
-        /* A memory snapshot's processes come back where a runtime with memory state runs it
-         * (an imported one has no origin to take the runtime from). */
-        if (sandbox_memory_of(&snap) && !sb->runtime[0] && runtime_registry_find(&ctx->runtimes, "gvisor"))
-                snprintf(sb->runtime, sizeof(sb->runtime), "gvisor");
+        /* A memory snapshot's processes come back on the runtime that wrote its image (an
+         * imported one has no origin to take the runtime from: its files say). */
+        const char *wrote = sandbox_memory_of(&snap) ? memory_image_runtime(&ctx->pool, snap.id) : NULL;
+        if (wrote && !sb->runtime[0] && runtime_registry_find(&ctx->runtimes, wrote))
+                snprintf(sb->runtime, sizeof(sb->runtime), "%s", wrote);
         snprintf(sb->parent_sandbox_id, sizeof(sb->parent_sandbox_id), "%s", snap.sandbox_id);
         snprintf(sb->head_snapshot_id, sizeof(sb->head_snapshot_id), "%s", snap.id);
         return 0;

@@ -15,6 +15,16 @@
 #include "spaced/dir_tree.h"
 #include "storage/btrfs_pool.h"
 
+/* The files of the two kinds of image: what runsc's checkpoint writes (20240729:
+ * checkpoint.img; later builds add the pages files beside it), and what the microvm
+ * driver writes (QEMU's saved VM and the machine it needs, mv_memory.c). The first name
+ * of each is required. */
+static const char *const image_kinds[][4] = {
+        { "checkpoint.img", "pages_meta.img", "pages.img", NULL },
+        { "memory.img", "machine", NULL },
+};
+static const char *const image_runtimes[] = { "gvisor", "microvm" };
+
 #define PARTIAL ".partial"
 
 static int memory_dir(const struct btrfs_pool *p, char *buf, size_t size)
@@ -117,6 +127,20 @@ int memory_image_exists(const struct btrfs_pool *p, const char *snapshot_id)
         return S_ISDIR(st.st_mode) ? 1 : 0;
 }
 
+const char *memory_image_runtime(const struct btrfs_pool *p, const char *snapshot_id)
+{
+        char path[PATH_MAX], file[PATH_MAX + 32];
+        struct stat st;
+        if (memory_image_path(p, snapshot_id, path, sizeof(path)) < 0)
+                return NULL;
+        for (size_t k = 0; k < sizeof(image_runtimes) / sizeof(image_runtimes[0]); k++) {
+                snprintf(file, sizeof(file), "%s/%s", path, image_kinds[k][0]);
+                if (lstat(file, &st) == 0 && S_ISREG(st.st_mode))
+                        return image_runtimes[k];
+        }
+        return NULL;
+}
+
 int64_t memory_image_bytes(const struct btrfs_pool *p, const char *snapshot_id)
 {
         char path[PATH_MAX];
@@ -195,15 +219,15 @@ int memory_image_adopt(const struct btrfs_pool *p, const char *from_key, const c
         return 0;
 }
 
-/* What runsc's checkpoint writes (20240729: checkpoint.img; later builds add the pages
- * files beside it). */
-static bool image_file_name(const char *name)
+
+/* The index of the kind that has name, or -1. */
+static int image_kind_of(const char *name)
 {
-        static const char *const names[] = { "checkpoint.img", "pages_meta.img", "pages.img", NULL };
-        for (size_t i = 0; names[i]; i++)
-                if (strcmp(name, names[i]) == 0)
-                        return true;
-        return false;
+        for (size_t k = 0; k < sizeof(image_kinds) / sizeof(image_kinds[0]); k++)
+                for (size_t i = 0; image_kinds[k][i]; i++)
+                        if (strcmp(name, image_kinds[k][i]) == 0)
+                                return (int)k;
+        return -1;
 }
 
 int memory_image_check_files(const char *dir)
@@ -213,16 +237,22 @@ int memory_image_check_files(const char *dir)
                 return -errno;
         struct dirent *de;
         struct stat st;
-        bool checkpoint = false;
-        int r = 0;
+        int kind = -1, r = 0;
+        size_t files = 0, required = 0;
         while (r == 0 && (de = readdir(d))) {
                 if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
                         continue;
-                if (!image_file_name(de->d_name) || fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 ||
+                int k = image_kind_of(de->d_name);
+                if (k < 0 || (kind >= 0 && k != kind) || fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 ||
                     !S_ISREG(st.st_mode) || st.st_nlink != 1)
                         r = -EINVAL;
-                checkpoint = checkpoint || strcmp(de->d_name, "checkpoint.img") == 0;
+                kind = k;
+                files++;
+                required += strcmp(de->d_name, image_kinds[k < 0 ? 0 : k][0]) == 0;
         }
         closedir(d);
-        return r < 0 ? r : checkpoint ? 0 : -EINVAL;
+        if (r < 0 || kind < 0 || !required)
+                return -EINVAL;
+        /* a microvm image is both of its files */
+        return kind == 1 && files != 2 ? -EINVAL : 0;
 }

@@ -29,6 +29,11 @@ int memory_image_list(const struct btrfs_pool *p, char ***ret_ids, int **ret_par
 /* Renames the complete image under from_key to to_id's place, never over one (an imported
  * image joining the snapshot it came with). */
 int memory_image_adopt(const struct btrfs_pool *p, const char *from_key, const char *to_id);
-/* 0 when dir holds only single-linked regular files named as a checkpoint image's are, its
- * checkpoint.img among them; -EINVAL otherwise (an imported archive made anything else). */
+/* The runtime whose image snapshot_id's is, by its files ("gvisor", "microvm"), or NULL
+ * when it has none. */
+const char *memory_image_runtime(const struct btrfs_pool *p, const char *snapshot_id);
+/* 0 when dir holds only single-linked regular files named as the files of one kind of
+ * image are: runsc's (checkpoint.img among them, pages_meta.img, pages.img) or the microvm
+ * driver's (memory.img and machine, both); -EINVAL otherwise (an imported archive made
+ * anything else). */
 int memory_image_check_files(const char *dir);

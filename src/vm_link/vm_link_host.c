@@ -1,8 +1,9 @@
 /* The host end of the link: the supervisor of one microvm, started by spaced in the
  * sandbox's cgroup (it outlives a restart of spaced). It waits for spaced's go on fd 3,
  * starts the VMM with one end of a socket pair as fd 3 (QEMU: -chardev socket,fd=3, the
- * virtio-serial port of the agent), listens on RUN_DIR/agent.sock and carries every
- * connection accepted there as one stream to the guest. Everything from the guest is
+ * virtio-serial port of the agent) and fds 4 and 5 as spaced gave them (the VM's disk),
+ * listens on RUN_DIR/agent.sock and carries every connection accepted there as one stream
+ * to the guest. Everything from the guest is
  * hostile: a corrupt frame, a guest that stops answering its pings, or a VMM that ends
  * stops the VM; the reason goes to RUN_DIR/failure (written beside, then renamed) for
  * spaced to report, and the supervisor exits. */
@@ -111,7 +112,7 @@ static pid_t start_vmm(int guest_end, char **argv)
         sigprocmask(SIG_SETMASK, &none, NULL);
         if (dup2(guest_end, 3) < 0)
                 _exit(127);
-        syscall(SYS_close_range, 4, ~0U, 0);
+        syscall(SYS_close_range, 6, ~0U, 0); /* 4 and 5 are spaced's for the VMM (its disk) */
         execvp(argv[0], argv);
         fprintf(stderr, "space-vmlink: cannot run %s: %m\n", argv[0]);
         _exit(127);
@@ -190,6 +191,13 @@ static void handle_frame(struct host *h, const struct vm_link_header *f, const u
         /* Only answers count as hearing from the guest: a flood of data does not. */
         switch (f->type) {
         case VM_LINK_HELLO:
+                /* Connections are taken (and OPENed) only once the guest has answered: a HELLO
+                 * of ours still on its way (one per tick until the answer) makes the guest drop
+                 * every stream, which would drop one opened before it (a restored guest is
+                 * slower to answer than the first tick). They wait in the backlog meanwhile. */
+                if (!h->answered)
+                        epoll_ctl(h->epfd, EPOLL_CTL_ADD, h->listener,
+                                  &(struct epoll_event){ .events = EPOLLIN, .data.fd = h->listener });
                 h->answered = true;
                 h->last_heard_ms = now_ms();
                 return;
@@ -337,7 +345,7 @@ int vm_link_host_main(const char *run_dir, char **vmm_argv)
                 &(struct itimerspec){ .it_interval = { .tv_sec = PING_INTERVAL_S }, .it_value = { .tv_nsec = 200000000 } }, NULL);
         h.last_heard_ms = h.last_tick_ms = now_ms();
         queue(&h, 0, VM_LINK_HELLO, NULL, 0);
-        int fds[] = { h.sigfd, h.timerfd, h.listener };
+        int fds[] = { h.sigfd, h.timerfd };
         for (size_t i = 0; i < sizeof(fds) / sizeof(fds[0]); i++)
                 epoll_ctl(h.epfd, EPOLL_CTL_ADD, fds[i], &(struct epoll_event){ .events = EPOLLIN, .data.fd = fds[i] });
         epoll_ctl(h.epfd, EPOLL_CTL_ADD, h.port, &(struct epoll_event){ .events = EPOLLIN, .data.fd = h.port });

@@ -20,6 +20,7 @@ import unittest
 
 import test_exec
 import test_files
+import test_memory_state
 from spaced_harness import Spaced, SpacedTestCase, cgroup_pids, log, wait_for
 
 
@@ -76,7 +77,7 @@ class Microvm(SpacedTestCase):
         with open(os.path.join(self.spaced.state_dir, "microvm", "kernel.version")) as f:
             kernel = f.read().strip()
         self.assertEqual(vm["version"], "qemu %s linux %s tcg" % (qemu, kernel))
-        self.assertIs(vm["capabilities"]["memory_snapshot"], False)
+        self.assertIs(vm["capabilities"]["memory_snapshot"], True)
         self.assertIs(vm["capabilities"]["fd_passing"], False)
 
     def test_unknown_runtime_is_a_400_naming_microvm(self):
@@ -187,6 +188,237 @@ class Microvm(SpacedTestCase):
                 pass
         self.assertIn("stopped answering", sp.get(sid)["state_reason"])
         assert_vm_gone(self, sp, sid)
+
+
+# A process whose state lives in guest memory: the secret is read once and its file removed,
+# the counter is a shell variable; both are written out (whole, by a rename) every 0.1 s.
+COUNTER = ("echo s3cr3t-$$ > /root/secret; "
+           "(v=$(cat /root/secret); rm /root/secret; i=0; "
+           "while true; do i=$((i+1)); echo \"$v $i\" > /root/count.tmp; mv /root/count.tmp /root/count; sleep 0.1; done)"
+           " >/dev/null 2>&1 </dev/null & echo started")
+
+
+class MicrovmMemory(SpacedTestCase):
+    """Memory state of microvm sandboxes (docs/memory-state.md): QEMU stops the VM, the
+    subvolume holding its disk is snapshotted at that moment, QEMU writes its memory and
+    devices to pool/memory/<id>/memory.img; restore, fork and wake start a VM that loads it
+    and goes on (a shell loop counts on, a value only in memory survives), behind a new
+    supervisor the restored guest end reconnects to."""
+
+    @classmethod
+    def setUpClass(cls):
+        assert shutil.which("qemu-system-x86_64"), "QEMU is not installed (scripts/install-deps installs it)"
+        super().setUpClass()
+
+    def counting_sandbox(self, tag):
+        sid = self.new_sandbox(runtime="microvm", metadata={"t": tag})
+        self.assertEqual(self.spaced.sh(sid, COUNTER)["stdout"], "started\n")
+        wait_for(lambda: self.count(sid)[1] >= 3, timeout=60, what="the counter of %s to run" % sid)
+        return sid
+
+    def count(self, sid):
+        """(secret, counter) as the loop inside last wrote them."""
+        out = self.spaced.sh(sid, "cat /root/count")["stdout"].split()
+        return out[0], int(out[1])
+
+    def image_dir(self, image_id):
+        return os.path.join(self.spaced.state_dir, "pool", "memory", image_id)
+
+    def delete_snapshot_quietly(self, snap_id):
+        if self.spaced.alive():
+            self.spaced.request("DELETE", "/v1/snapshots/" + snap_id)
+
+    def memory_snapshot(self, sid):
+        _, d = self.spaced.api("POST", "/v1/sandboxes/%s/snapshots?wait=true&timeout_s=300" % sid, {"memory": True},
+                               expect=200, timeout=310)
+        snap = d["snapshot"]
+        self.assertEqual((snap["state"], snap["kind"]), ("ready", "memory"))
+        self.addCleanup(self.delete_snapshot_quietly, snap["id"])
+        return snap
+
+    def test_snapshot_restore_and_fork_go_on_from_the_snapshot(self):
+        sp = self.spaced
+        sid = self.counting_sandbox("vm-memory")
+        secret, before = self.count(sid)
+        self.assertTrue(secret.startswith("s3cr3t-"), secret)
+        snap = self.memory_snapshot(sid)
+        _, after = self.count(sid)
+        # one consistent pair: the disk (in the snapshot's subvolume) and the VM's memory
+        self.assertTrue(os.path.isfile(os.path.join(sp.state_dir, "pool", "snapshots", snap["id"], "disk.img")))
+        image = self.image_dir(snap["id"])
+        self.assertGreater(os.path.getsize(os.path.join(image, "memory.img")), 0)
+        with open(os.path.join(image, "machine")) as f:
+            self.assertEqual(f.read(), "memory_mb=%d cpus=1\n" % sp.get(sid)["resources"]["memory_mb"])
+        # the VM went on running after the snapshot
+        wait_for(lambda: self.count(sid)[1] >= after + 10, timeout=60, what="the loop to go on")
+        sp.sh(sid, "sync")  # the disk, reactivated after the save, takes writes
+        before_restore = self.count(sid)[1]
+        old_qemu = qemu_pid(sid)
+        sp.api("POST", "/v1/sandboxes/%s/restore?wait=true&timeout_s=300" % sid, {"snapshot_id": snap["id"]}, expect=200,
+               timeout=310)
+        self.assertEqual(sp.state(sid), "running")
+        self.assertNotEqual(qemu_pid(sid), old_qemu)  # a new VM, loaded from the image
+        got_secret, n = self.count(sid)
+        self.assertEqual(got_secret, secret)  # only in the loop's memory
+        self.assertEqual(sp.sh(sid, "test -e /root/secret; echo $?")["stdout"], "1\n")
+        self.assertGreaterEqual(n, before)
+        self.assertLess(n, before_restore, "the counter did not go back to the snapshot's")
+        wait_for(lambda: self.count(sid)[1] > n + 5, timeout=60, what="the restored loop to go on counting")
+        # not a reboot: the guest's boot id and uptime went on
+        self.assertEqual(sp.sh(sid, "test -e /root/count && echo same-disk")["stdout"], "same-disk\n")
+        # fork of 2 from the image: each its own VM on its own reflink of the snapshot's disk
+        _, d = sp.api("POST", "/v1/sandboxes/%s/fork?wait=true&timeout_s=300" % sid, {"snapshot_id": snap["id"], "count": 2},
+                      expect=200, timeout=310)
+        kids = d["operation"]["result"]["sandbox_ids"]
+        self.assertEqual(len(kids), 2)
+        for kid in kids:
+            self.addCleanup(self._destroy_quietly, kid)
+            self.assertEqual(sp.get(kid)["runtime"], "microvm")
+        sp.sh(kids[0], "echo first > /root/mark")
+        for kid in kids:
+            got_secret, n = self.count(kid)
+            self.assertEqual(got_secret, secret)
+            self.assertGreaterEqual(n, before)
+            wait_for(lambda: self.count(kid)[1] > n + 5, timeout=60, what="the loop of %s to go on" % kid)
+        self.assertEqual(sp.sh(kids[1], "cat /root/mark 2>/dev/null; echo .")["stdout"], ".\n")
+        self.assertEqual(sp.sh(sid, "cat /root/mark 2>/dev/null; echo .")["stdout"], ".\n")
+        for kid in kids:
+            sp.destroy(kid)
+            assert_vm_gone(self, sp, kid)
+
+    def test_hibernate_releases_the_vm_and_resume_brings_it_back(self):
+        sp = self.spaced
+        sid = self.counting_sandbox("vm-hibernate")
+        # pause stops the vCPUs; a memory snapshot of the paused VM leaves it paused; resume
+        # sends it on
+        sp.action(sid, "pause")
+        snap = self.memory_snapshot(sid)
+        self.assertEqual(sp.state(sid), "paused")
+        self.assertTrue(os.path.isfile(os.path.join(self.image_dir(snap["id"]), "memory.img")))
+        sp.action(sid, "resume")
+        n = self.count(sid)[1]
+        wait_for(lambda: self.count(sid)[1] > n + 3, timeout=60, what="the loop to go on after the pause")
+        _, d = sp.api("POST", "/v1/sandboxes/%s/pause?wait=true&timeout_s=300" % sid, {"memory_to_disk": True}, expect=200,
+                      timeout=310)
+        self.assertEqual(d["sandbox"]["state"], "paused")
+        self.assertIn("hibernated", d["sandbox"]["state_reason"])
+        self.assertTrue(os.path.isfile(os.path.join(self.image_dir(sid), "memory.img")))
+        # its RAM is released: no VMM, no supervisor
+        assert_vm_gone(self, sp, sid)
+        self.assertError(sp.request("POST", "/v1/sandboxes/%s/exec" % sid, {"shell": "true"}), 409, "invalid_state")
+        sp.action(sid, "resume")
+        self.assertFalse(os.path.exists(self.image_dir(sid)), "the spent image was kept")
+        got_secret, n = self.count(sid)
+        self.assertTrue(got_secret.startswith("s3cr3t-"), got_secret)
+        self.assertEqual(sp.sh(sid, "test -e /root/secret; echo $?")["stdout"], "1\n")
+        wait_for(lambda: self.count(sid)[1] > n + 5, timeout=60, what="the woken loop to go on")
+
+    def test_kill9_between_checkpoint_and_row_leaves_a_whole_pair(self):
+        sp = self.spaced
+        sid = self.counting_sandbox("vm-memory-crash")
+        sp.stop()
+        sp.env = {"SPACED_FAULT_KILL": "snapshot.memory:checkpointed"}
+        sp.start()
+        try:
+            status, d = sp.request("POST", "/v1/sandboxes/%s/snapshots" % sid, {"memory": True})
+            self.assertEqual(status, 202, d)
+            snap_id = d["snapshot"]["id"]
+            wait_for(lambda: not sp.alive(), timeout=300, what="spaced to die at the fault point")
+            self.assertEqual(sp.proc.returncode, -9, "spaced ended otherwise than at the fault point")
+            # killed with the image still partial: no row says ready without it
+            self.assertFalse(os.path.exists(self.image_dir(snap_id)))
+            self.assertTrue(os.path.exists(self.image_dir(snap_id) + ".partial"))
+        finally:
+            sp.kill9()
+            sp.env = None
+        sp.start()
+        self.addCleanup(self.delete_snapshot_quietly, snap_id)
+        snap = wait_for(lambda: (lambda s: s if s["state"] == "ready" else None)(
+            sp.api("GET", "/v1/snapshots/" + snap_id, expect=200)[1]), timeout=300, what="the redone snapshot")
+        self.assertEqual(snap["kind"], "memory")
+        self.assertTrue(os.path.isfile(os.path.join(self.image_dir(snap_id), "memory.img")))
+        self.assertFalse(os.path.exists(self.image_dir(snap_id) + ".partial"))
+        # the VM runs on, its agent answering
+        n = self.count(sid)[1]
+        wait_for(lambda: self.count(sid)[1] > n + 3, timeout=60, what="the loop to go on after the crash")
+        # and the pair restores
+        sp.api("POST", "/v1/sandboxes/%s/restore?wait=true&timeout_s=300" % sid, {"snapshot_id": snap_id}, expect=200,
+               timeout=310)
+        self.assertTrue(self.count(sid)[0].startswith("s3cr3t-"))
+
+
+    def test_export_and_import_carry_the_memory(self):
+        # As for gvisor (test_memory_state.py): the image moves as a tar beside the send
+        # stream; here it is memory.img and machine, and a sandbox from the import goes on.
+        sp = self.spaced
+        helpers = test_memory_state.MemoryState
+        sid = self.counting_sandbox("vm-transfer")
+        snap = self.memory_snapshot(sid)["id"]
+        secret = self.count(sid)[0]
+        st, fs = helpers.download(self, "/v1/snapshots/%s/export?full=true" % snap)
+        self.assertEqual(st, 200)
+        st, image = helpers.download(self, "/v1/snapshots/%s/memory" % snap)
+        self.assertEqual(st, 200)
+        sp.api("DELETE", "/v1/snapshots/" + snap, expect=204)
+        for bad, why in ((helpers.tar({"memory.img": b"x"}), "no machine"),
+                         (helpers.tar({"machine": b"memory_mb=256 cpus=1\n"}), "no memory.img"),
+                         (helpers.tar({"memory.img": b"x", "machine": b"m", "checkpoint.img": b"c"}), "two kinds"),
+                         (helpers.tar({"memory.img": ("link", "/etc/passwd"), "machine": b"m"}), "a symlink")):
+            st, body = helpers.import_memory(self, snap, bad)
+            self.assertEqual(st, 400, (why, body))
+            self.assertEqual(helpers.staged_images(self), [], why)
+        st, body = helpers.import_memory(self, snap, image)
+        self.assertEqual(st, 201, body)
+        st, got = sp.request("POST", "/v1/snapshots/import", raw=fs, headers={"Content-Type": "application/octet-stream"})
+        self.assertEqual(st, 201, got)
+        self.addCleanup(self.delete_snapshot_quietly, snap)
+        self.assertEqual((got["id"], got["kind"]), (snap, "memory"))
+        moved = self.new_sandbox(snapshot_id=snap)
+        self.assertEqual(sp.get(moved)["runtime"], "microvm")
+        got_secret, n = self.count(moved)
+        self.assertEqual(got_secret, secret)
+        wait_for(lambda: self.count(moved)[1] > n + 3, timeout=60, what="the moved loop to go on")
+
+    def test_kill9_mid_hibernate_and_mid_wake_keep_the_memory(self):
+        # Killed at the steps of a hibernation (the VM stopped before its save, saved before
+        # the image's rename, renamed before the record, recorded before the VM ends) and of
+        # a wake (the new VM running, its row still paused): each time the restart ends with
+        # the sandbox hibernated and its image whole, or running on from its memory.
+        sp = self.spaced
+        sid = self.counting_sandbox("vm-hibernate-crash")
+        secret = self.count(sid)[0]
+        for point in ("checkpoint:frozen", "checkpoint:saved", "hibernate:committed", "hibernate:recorded",
+                      "wake:launched"):
+            sp.stop()
+            sp.env = {"SPACED_FAULT_KILL": point}
+            sp.start()
+            try:
+                if point.startswith("wake"):
+                    status, d = sp.request("POST", "/v1/sandboxes/%s/resume" % sid, {})
+                else:
+                    status, d = sp.request("POST", "/v1/sandboxes/%s/pause" % sid, {"memory_to_disk": True})
+                self.assertEqual(status, 202, d)
+                wait_for(lambda: not sp.alive(), timeout=300, what="spaced to die at " + point)
+                self.assertEqual(sp.proc.returncode, -9, point)
+            finally:
+                sp.kill9()
+                sp.env = None
+            sp.start()
+            if point.startswith("wake"):
+                sp.wait_state(sid, "running", timeout=300)
+                wait_for(lambda: not os.path.exists(self.image_dir(sid)), timeout=60, what="the spent image to go")
+            else:
+                sp.wait_state(sid, "paused", timeout=300)
+                wait_for(lambda: "hibernated" in sp.get(sid)["state_reason"], timeout=300, what="the redone hibernation")
+                assert_vm_gone(self, sp, sid)
+                self.assertTrue(os.path.isfile(os.path.join(self.image_dir(sid), "memory.img")), point)
+                self.assertFalse(os.path.exists(self.image_dir(sid) + ".partial"), point)
+                if point == "hibernate:recorded":
+                    continue  # woken by the next step, itself killed mid-wake
+                sp.action(sid, "resume")
+            got_secret, n = self.count(sid)
+            self.assertEqual(got_secret, secret, point)
+            wait_for(lambda: self.count(sid)[1] > n + 3, timeout=60, what="the loop to go on after " + point)
 
 
 class HostileGuest(unittest.TestCase):

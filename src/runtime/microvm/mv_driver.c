@@ -147,9 +147,9 @@ static int mv_init(struct runtime_driver *d, const struct runtime_config *cfg, s
         if (!mv)
                 return space_error_errno(err, ENOMEM, "microvm driver");
         d->state = mv;
-        d->caps = (struct runtime_capabilities){ .pause = true, .fd_passing = false };
+        d->caps = (struct runtime_capabilities){ .pause = true, .fd_passing = false, .memory_snapshot = true };
         snprintf(d->caps.memory_snapshot_detail, sizeof(d->caps.memory_snapshot_detail),
-                 "memory snapshots of microvm sandboxes (QEMU migrate to file) are not built yet");
+                 "QEMU saves the VM's memory and devices (QMP migrate to a file) with its disk snapshotted while it is stopped");
         mv->host.config = *cfg;
         mv->host.socket_leaf = "agent.sock";
         snprintf(mv->guest_dir, sizeof(mv->guest_dir), "%s/microvm", cfg->state_dir);
@@ -198,7 +198,8 @@ fail:
 
 static void remove_run_dir(const struct mv_driver *mv, const char *id)
 {
-        static const char *const leaves[] = { "agent.sock", "console.log", "qemu.log", "failure", "failure.partial", NULL };
+        static const char *const leaves[] = { "agent.sock", MV_QMP_SOCKET,     "console.log", "qemu.log",
+                                              "failure",    "failure.partial", NULL };
         char path[PATH_MAX];
         for (size_t i = 0; leaves[i]; i++) {
                 sandbox_host_run_path(&mv->host, id, leaves[i], path, sizeof(path));
@@ -250,8 +251,13 @@ static int mv_exit_reason(const struct runtime_driver *d, const struct sandbox *
         return read_failure(mv_driver_of(d), sb->id, buf, size);
 }
 
+void mv_qmp_socket_path(const struct mv_driver *mv, const char *id, char *buf, size_t size)
+{
+        sandbox_host_run_path(&mv->host, id, MV_QMP_SOCKET, buf, size);
+}
+
 /* Waits for the guest's agent to answer through the supervisor while it lives. */
-static int wait_agent(const struct mv_driver *mv, const struct sandbox *sb, const struct init_handle *h, struct space_error *err)
+int mv_wait_agent(const struct mv_driver *mv, const struct sandbox *sb, const struct init_handle *h, struct space_error *err)
 {
         char sock[PATH_MAX], reason[256];
         sandbox_host_socket_path(&mv->host, sb->id, sock, sizeof(sock));
@@ -268,7 +274,7 @@ static int wait_agent(const struct mv_driver *mv, const struct sandbox *sb, cons
                                init_handle_alive(h) ? "timed out" : "its supervisor ended");
 }
 
-static int mv_start(const struct runtime_driver *d, struct sandbox *sb, struct space_error *err)
+int mv_launch_vm(const struct runtime_driver *d, struct sandbox *sb, const struct mv_machine *incoming, struct space_error *err)
 {
         const struct mv_driver *mv = mv_driver_of(d);
         char dir[PATH_MAX], disk[PATH_MAX];
@@ -287,7 +293,7 @@ static int mv_start(const struct runtime_driver *d, struct sandbox *sb, struct s
                 space_error_errno(err, -r, "create cgroup");
                 goto fail;
         }
-        pid_t pid = mv_launch(mv, sb, err);
+        pid_t pid = mv_launch(mv, sb, incoming, err);
         if (pid < 0)
                 goto fail;
         h.pid = pid;
@@ -298,7 +304,7 @@ static int mv_start(const struct runtime_driver *d, struct sandbox *sb, struct s
                 space_error_errno(err, -r, "record the handle of %s", sb->id);
                 goto fail;
         }
-        if (wait_agent(mv, sb, &h, err) < 0)
+        if (!incoming && mv_wait_agent(mv, sb, &h, err) < 0)
                 goto fail;
         return 0;
 fail:
@@ -306,18 +312,17 @@ fail:
         return -1;
 }
 
-static int mv_pause(const struct runtime_driver *d, const struct sandbox *sb, struct space_error *err)
+static int mv_start(const struct runtime_driver *d, struct sandbox *sb, struct space_error *err)
 {
-        const struct mv_driver *mv = mv_driver_of(d);
-        int r = mv->host.cgroups->ops->freeze(mv->host.cgroups, sb->id, true);
-        return r < 0 ? space_error_errno(err, -r, "freeze %s", sb->id) : 0;
+        return mv_launch_vm(d, sb, NULL, err);
 }
 
-static int mv_resume(const struct runtime_driver *d, const struct sandbox *sb, struct space_error *err)
+/* A hibernated sandbox has no VM, and is alive all the same (its memory is on disk). */
+static int mv_probe(const struct runtime_driver *d, const struct sandbox *sb, bool deep)
 {
-        const struct mv_driver *mv = mv_driver_of(d);
-        int r = mv->host.cgroups->ops->freeze(mv->host.cgroups, sb->id, false);
-        return r < 0 ? space_error_errno(err, -r, "thaw %s", sb->id) : 0;
+        if (strcmp(sb->runtime_state, RUNTIME_STATE_HIBERNATED) == 0)
+                return 1;
+        return sandbox_host_probe(d, sb, deep);
 }
 
 /* The guest's kernel holds writes in its page cache: it syncs them to the disk first (a
@@ -356,7 +361,7 @@ const struct runtime_driver_ops runtime_driver_microvm = {
         .pause = mv_pause,
         .resume = mv_resume,
         .exec = sandbox_host_exec,
-        .probe = sandbox_host_probe,
+        .probe = mv_probe,
         .agent_connect = sandbox_host_agent_connect,
         .stats = sandbox_host_stats,
         .path_exists = mv_path_exists,
@@ -365,8 +370,8 @@ const struct runtime_driver_ops runtime_driver_microvm = {
         .kill = sandbox_host_kill,
         .host_pid = sandbox_host_host_pid,
         .network_attach = NULL,
-        .checkpoint = NULL,
-        .start_from_image = NULL,
+        .checkpoint = mv_checkpoint,
+        .start_from_image = mv_start_from_image,
         .exit_reason = mv_exit_reason,
         .list_resources = sandbox_host_rootfs_list_resources,
 };

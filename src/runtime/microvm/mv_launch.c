@@ -22,7 +22,7 @@ struct vmm_command {
         char *argv[MAX_ARGS];
         size_t n;
         char memory[16], smp[16], kernel[PATH_MAX], initrd[PATH_MAX], append[256], serial[PATH_MAX + 8], drive[PATH_MAX + 64],
-                run_dir[PATH_MAX], machine[128];
+                run_dir[PATH_MAX], machine[128], qmp[PATH_MAX + 40];
 };
 
 static void arg(struct vmm_command *c, const char *a)
@@ -32,21 +32,29 @@ static void arg(struct vmm_command *c, const char *a)
         c->argv[c->n] = NULL;
 }
 
-static int vmm_command_build(const struct mv_driver *mv, const struct sandbox *sb, struct vmm_command *c)
+static int vmm_command_build(const struct mv_driver *mv, const struct sandbox *sb, const struct mv_machine *incoming,
+                             struct vmm_command *c)
 {
-        char disk[PATH_MAX];
-        int r = mv_disk_path(mv, sb, disk, sizeof(disk));
-        if (r < 0)
-                return r;
         unsigned mb = sb->resources.memory_mb >= 64 ? (unsigned)sb->resources.memory_mb : 256;
         unsigned cpus = sb->resources.cpus > 1 ? (unsigned)(sb->resources.cpus + 0.999) : 1;
+        if (incoming) { /* the machine the image was saved from, whatever the sandbox says now */
+                mb = incoming->memory_mb;
+                cpus = incoming->cpus;
+        }
         snprintf(c->memory, sizeof(c->memory), "%u", mb);
         snprintf(c->smp, sizeof(c->smp), "%u", cpus);
         snprintf(c->kernel, sizeof(c->kernel), "%s/vmlinux", mv->guest_dir);
         snprintf(c->initrd, sizeof(c->initrd), "%s/initramfs.cpio", mv->guest_dir);
         sandbox_host_run_path(&mv->host, sb->id, NULL, c->run_dir, sizeof(c->run_dir));
         snprintf(c->serial, sizeof(c->serial), "file:%s/console.log", c->run_dir);
-        snprintf(c->drive, sizeof(c->drive), "id=disk,file=%s,format=raw,if=none,cache=none,aio=threads", disk);
+        snprintf(c->qmp, sizeof(c->qmp), "unix:%s/" MV_QMP_SOCKET ",server=on,wait=off", c->run_dir);
+        /* The disk comes as two fds (read-write, read-only) in fd set 1: a memory save makes
+         * QEMU reopen it read-only, and as its unprivileged user it could not open the path.
+         * No image locking: the two are open file descriptions of their own, whose locks
+         * would conflict, and the disk is this VM's alone (spaced's subvolume). */
+        snprintf(c->drive, sizeof(c->drive),
+                 "id=disk,driver=raw,file.driver=file,file.filename=/dev/fdset/1,file.locking=off,if=none,cache=none,"
+                 "aio=threads");
         /* Under TCG the guest cannot calibrate its TSC reliably: tell it the rate. */
         if (mv->tsc_khz && !mv->kvm)
                 snprintf(c->append, sizeof(c->append), "console=ttyS0 quiet panic=-1 reboot=t tsc_early_khz=%u tsc=reliable",
@@ -89,9 +97,20 @@ static int vmm_command_build(const struct mv_driver *mv, const struct sandbox *s
                                 "socket,id=agent,fd=3",
                                 "-device",
                                 "virtserialport,chardev=agent,name=space.agent,nr=1",
+                                "-qmp",
+                                c->qmp,
+                                "-add-fd",
+                                "fd=4,set=1",
+                                "-add-fd",
+                                "fd=5,set=1",
                                 NULL };
         for (size_t i = 0; fixed[i]; i++)
                 arg(c, fixed[i]);
+        if (incoming) { /* paused, waiting for its memory image on the QMP socket */
+                arg(c, "-S");
+                arg(c, "-incoming");
+                arg(c, "defer");
+        }
         if (mv->seccomp) {
                 arg(c, "-sandbox");
                 /* elevateprivileges stays allowed: -runas drops to its user after seccomp is on (and
@@ -105,15 +124,31 @@ static int vmm_command_build(const struct mv_driver *mv, const struct sandbox *s
         return c->n + 1 < MAX_ARGS ? 0 : -E2BIG;
 }
 
-pid_t mv_launch(const struct mv_driver *mv, const struct sandbox *sb, struct space_error *err)
+/* fd moved to 10 or above, so that the child's dup2 onto 0-5 clobbers none of its sources. */
+static int high_fd(int fd)
+{
+        if (fd < 0 || fd >= 10)
+                return fd;
+        int high = fcntl(fd, F_DUPFD_CLOEXEC, 10);
+        close(fd);
+        return high;
+}
+
+pid_t mv_launch(const struct mv_driver *mv, const struct sandbox *sb, const struct mv_machine *incoming, struct space_error *err)
 {
         struct vmm_command c;
         char log[PATH_MAX + 16];
         char *argv[MAX_ARGS + 8];
-        int gate[2] = { -1, -1 }, report[2] = { -1, -1 };
-        int r = vmm_command_build(mv, sb, &c);
-        if (r < 0)
+        char disk[PATH_MAX];
+        int gate[2] = { -1, -1 }, report[2] = { -1, -1 }, disk_rw = -1, disk_ro = -1, logfd = -1, nullfd = -1;
+        int r = vmm_command_build(mv, sb, incoming, &c);
+        if (r < 0 || (r = mv_disk_path(mv, sb, disk, sizeof(disk))) < 0)
                 return space_error_errno(err, -r, "VMM command of %s", sb->id);
+        if ((disk_rw = high_fd(open(disk, O_RDWR | O_CLOEXEC | O_NOFOLLOW))) < 0 ||
+            (disk_ro = high_fd(open(disk, O_RDONLY | O_CLOEXEC | O_NOFOLLOW))) < 0) {
+                space_error_errno(err, errno, "open the disk of %s", sb->id);
+                goto fail;
+        }
         size_t n = 0;
         argv[n++] = "space-vmlink";
         argv[n++] = "host";
@@ -123,9 +158,10 @@ pid_t mv_launch(const struct mv_driver *mv, const struct sandbox *sb, struct spa
                 argv[n++] = c.argv[i];
         argv[n] = NULL;
         snprintf(log, sizeof(log), "%s/qemu.log", c.run_dir);
-        int logfd = open(log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
-        int nullfd = open("/dev/null", O_RDONLY | O_CLOEXEC);
-        if (logfd < 0 || nullfd < 0 || pipe2(gate, O_CLOEXEC) < 0 || pipe2(report, O_CLOEXEC) < 0) {
+        logfd = high_fd(open(log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600));
+        nullfd = high_fd(open("/dev/null", O_RDONLY | O_CLOEXEC));
+        if (logfd < 0 || nullfd < 0 || pipe2(gate, O_CLOEXEC) < 0 || (gate[0] = high_fd(gate[0])) < 0 ||
+            pipe2(report, O_CLOEXEC) < 0) {
                 space_error_errno(err, errno, "set up the VM of %s", sb->id);
                 goto fail;
         }
@@ -142,9 +178,11 @@ pid_t mv_launch(const struct mv_driver *mv, const struct sandbox *sb, struct spa
                         (void)!write(report[1], &pid, sizeof(pid));
                         _exit(pid < 0);
                 }
-                if (dup2(nullfd, 0) < 0 || dup2(logfd, 1) < 0 || dup2(logfd, 2) < 0 || dup2(gate[0], 3) < 0)
+                /* its sources are all at 10 or above (high_fd) */
+                if (dup2(nullfd, 0) < 0 || dup2(logfd, 1) < 0 || dup2(logfd, 2) < 0 || dup2(gate[0], 3) < 0 ||
+                    dup2(disk_rw, 4) < 0 || dup2(disk_ro, 5) < 0)
                         _exit(127);
-                syscall(SYS_close_range, 4, ~0U, 0);
+                syscall(SYS_close_range, 6, ~0U, 0);
                 execv(mv->host.config.vmlink_path, argv);
                 _exit(127);
         }
@@ -176,6 +214,8 @@ pid_t mv_launch(const struct mv_driver *mv, const struct sandbox *sb, struct spa
         close(report[0]);
         close(logfd);
         close(nullfd);
+        close(disk_rw);
+        close(disk_ro);
         return pid;
 fail:
         for (int i = 0; i < 2; i++) {
@@ -188,5 +228,9 @@ fail:
                 close(logfd);
         if (nullfd >= 0)
                 close(nullfd);
+        if (disk_rw >= 0)
+                close(disk_rw);
+        if (disk_ro >= 0)
+                close(disk_ro);
         return -1;
 }
