@@ -208,6 +208,7 @@ class MicrovmMemory(SpacedTestCase):
     @classmethod
     def setUpClass(cls):
         assert shutil.which("qemu-system-x86_64"), "QEMU is not installed (scripts/install-deps installs it)"
+        cls.spaced_kwargs = {"extra_args": ["--memory-import", "on"]}  # the export/import case brings an image
         super().setUpClass()
 
     def counting_sandbox(self, tag):
