@@ -50,12 +50,22 @@ def log(*args):
 
 # --------------------------------------------------------------------------- helpers
 
+_ports_given = set()
+
+
 def free_port():
-    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
+    """A port nothing listens on now, never one this process handed out before: the kernel
+    may give the same free port to two bind(0) calls in a row, and two spaced told the same
+    port (test_uid_ranges makes two before starting either) fail as "already in use"."""
+    for _ in range(100):
+        s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+        s.close()
+        if port not in _ports_given:
+            _ports_given.add(port)
+            return port
+    raise RuntimeError("no fresh free port")
 
 
 def wait_for(predicate, timeout=20.0, interval=0.1, what="condition"):
