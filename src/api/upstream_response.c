@@ -120,16 +120,16 @@ int upstream_response_read_head(struct upstream_response *u, int fd, bool has_bo
 {
         u->fd = fd;
         for (;;) {
-                char *end = NULL;
+                size_t len = 0; /* the head's length, with its blank line, once found */
                 size_t scanned = 0;
-                while (!end) {
+                while (!len) {
                         char *start = u->buf + u->pos;
                         size_t have = u->len - u->pos;
-                        for (size_t i = scanned; i + 1 < have && !end; i++)
+                        for (size_t i = scanned; i + 1 < have && !len; i++)
                                 if (start[i] == '\n' &&
                                     (start[i + 1] == '\n' || (start[i + 1] == '\r' && i + 2 < have && start[i + 2] == '\n')))
-                                        end = start + i + (start[i + 1] == '\n' ? 2 : 3);
-                        if (end)
+                                        len = i + (start[i + 1] == '\n' ? 2 : 3);
+                        if (len)
                                 break;
                         scanned = have >= 2 ? have - 2 : 0; /* a "\n\r\n" may straddle two reads */
                         if (have >= UPSTREAM_HEAD_MAX - 1)
@@ -148,7 +148,6 @@ int upstream_response_read_head(struct upstream_response *u, int fd, bool has_bo
                         if (n == 0)
                                 return space_error_set(err, SPACE_E_BAD_GATEWAY, "the sandbox's server closed without an answer");
                 }
-                size_t len = (size_t)(end - (u->buf + u->pos));
                 if (parse_head(u, len, err) < 0)
                         return -1;
                 u->pos += len;
