@@ -6,6 +6,7 @@
 
 #include "cli/cli.h"
 #include "cli/cli_args.h"
+#include "cli/cli_collection.h"
 #include "cli/cli_output.h"
 #include "cli/cli_request.h"
 #include "cli/cli_usage.h"
@@ -75,31 +76,22 @@ static int cli_grant_create(struct cli *cli, int argc, char **argv)
 static int cli_grant_ls(struct cli *cli, int argc, char **argv)
 {
         _cleanup_http_path_ struct http_path path = {};
-        _cleanup_json_ json_t *answer = NULL;
         int r = cli_args_simple(argc, argv, grant_ls_usage, 1, NULL);
         if (r != CLI_CONTINUE)
                 return r;
         grants_path(&path, argv[optind]);
-        if (cli_request_list(cli, &path, "grants", &answer) < 0)
-                return CLI_EXIT_FAILURE;
-        return cli_output_show_list(cli->json, answer, "grants", grant_columns, ARRAY_SIZE(grant_columns));
+        return cli_collection_list(cli, &path, "grants", grant_columns, ARRAY_SIZE(grant_columns));
 }
 
 static int cli_grant_rm(struct cli *cli, int argc, char **argv)
 {
         _cleanup_http_path_ struct http_path path = {};
-        _cleanup_json_ json_t *answer = NULL;
         int r = cli_args_simple(argc, argv, grant_rm_usage, 2, NULL);
         if (r != CLI_CONTINUE)
                 return r;
         grants_path(&path, argv[optind]);
         http_path_segment(&path, argv[optind + 1]);
-        if (cli_request(cli, "DELETE", &path, NULL, CLI_REQUEST_TIMEOUT_S, NULL, &answer) < 0)
-                return CLI_EXIT_FAILURE;
-        if (cli->json)
-                return cli_output_exit(cli_output_json(answer));
-        printf("%s\n", argv[optind + 1]);
-        return CLI_EXIT_OK;
+        return cli_collection_delete(cli, &path, argv[optind + 1]);
 }
 
 int cli_grant_main(struct cli *cli, int argc, char **argv)

@@ -6,6 +6,7 @@
 
 #include "cli/cli.h"
 #include "cli/cli_args.h"
+#include "cli/cli_collection.h"
 #include "cli/cli_output.h"
 #include "cli/cli_request.h"
 #include "cli/cli_usage.h"
@@ -170,33 +171,24 @@ static int cli_key_create(struct cli *cli, int argc, char **argv)
 static int cli_key_ls(struct cli *cli, int argc, char **argv)
 {
         _cleanup_http_path_ struct http_path path = {};
-        _cleanup_json_ json_t *answer = NULL;
 
         int r = cli_args_simple(argc, argv, key_ls_usage, 0, NULL);
         if (r != CLI_CONTINUE)
                 return r;
         http_path_init(&path, "/v1/keys");
-        if (cli_request_list(cli, &path, "keys", &answer) < 0)
-                return CLI_EXIT_FAILURE;
-        return cli_output_show_list(cli->json, answer, "keys", key_columns, ARRAY_SIZE(key_columns));
+        return cli_collection_list(cli, &path, "keys", key_columns, ARRAY_SIZE(key_columns));
 }
 
 static int cli_key_rm(struct cli *cli, int argc, char **argv)
 {
         _cleanup_http_path_ struct http_path path = {};
-        _cleanup_json_ json_t *answer = NULL;
 
         int r = cli_args_simple(argc, argv, key_rm_usage, 1, NULL);
         if (r != CLI_CONTINUE)
                 return r;
         http_path_init(&path, "/v1/keys");
         http_path_segment(&path, argv[optind]);
-        if (cli_request(cli, "DELETE", &path, NULL, CLI_REQUEST_TIMEOUT_S, NULL, &answer) < 0)
-                return CLI_EXIT_FAILURE;
-        if (cli->json)
-                return cli_output_exit(cli_output_json(answer));
-        printf("%s\n", argv[optind]);
-        return CLI_EXIT_OK;
+        return cli_collection_delete(cli, &path, argv[optind]);
 }
 
 int cli_key_main(struct cli *cli, int argc, char **argv)

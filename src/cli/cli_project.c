@@ -3,6 +3,7 @@
 
 #include "cli/cli.h"
 #include "cli/cli_args.h"
+#include "cli/cli_collection.h"
 #include "cli/cli_output.h"
 #include "cli/cli_request.h"
 #include "cli/cli_usage.h"
@@ -50,15 +51,12 @@ static int cli_project_create(struct cli *cli, int argc, char **argv)
 static int cli_project_ls(struct cli *cli, int argc, char **argv)
 {
         _cleanup_http_path_ struct http_path path = {};
-        _cleanup_json_ json_t *answer = NULL;
 
         int r = cli_args_simple(argc, argv, project_ls_usage, 0, NULL);
         if (r != CLI_CONTINUE)
                 return r;
         http_path_init(&path, "/v1/projects");
-        if (cli_request_list(cli, &path, "projects", &answer) < 0)
-                return CLI_EXIT_FAILURE;
-        return cli_output_show_list(cli->json, answer, "projects", project_columns, ARRAY_SIZE(project_columns));
+        return cli_collection_list(cli, &path, "projects", project_columns, ARRAY_SIZE(project_columns));
 }
 
 int cli_project_main(struct cli *cli, int argc, char **argv)

@@ -8,6 +8,7 @@
 
 #include "cli/cli.h"
 #include "cli/cli_args.h"
+#include "cli/cli_collection.h"
 #include "cli/cli_output.h"
 #include "cli/cli_request.h"
 #include "cli/cli_usage.h"
@@ -93,13 +94,10 @@ static int list(struct cli *cli, const char *route, const char *sandbox, const c
                 size_t n_columns)
 {
         _cleanup_http_path_ struct http_path path = {};
-        _cleanup_json_ json_t *answer = NULL;
         http_path_init(&path, route);
         if (sandbox)
                 http_path_query(&path, "sandbox_id", sandbox);
-        if (cli_request_list(cli, &path, key, &answer) < 0)
-                return CLI_EXIT_FAILURE;
-        return cli_output_show_list(cli->json, answer, key, columns, n_columns);
+        return cli_collection_list(cli, &path, key, columns, n_columns);
 }
 
 static int cli_secret_ls(struct cli *cli, int argc, char **argv)
@@ -111,15 +109,9 @@ static int cli_secret_ls(struct cli *cli, int argc, char **argv)
 static int remove_one(struct cli *cli, const char *route, const char *id)
 {
         _cleanup_http_path_ struct http_path path = {};
-        _cleanup_json_ json_t *answer = NULL;
         http_path_init(&path, route);
         http_path_segment(&path, id);
-        if (cli_request(cli, "DELETE", &path, NULL, CLI_REQUEST_TIMEOUT_S, NULL, &answer) < 0)
-                return CLI_EXIT_FAILURE;
-        if (cli->json)
-                return cli_output_exit(cli_output_json(answer));
-        printf("%s\n", id);
-        return CLI_EXIT_OK;
+        return cli_collection_delete(cli, &path, id);
 }
 
 static int cli_secret_rm(struct cli *cli, int argc, char **argv)

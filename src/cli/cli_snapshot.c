@@ -5,6 +5,7 @@
 
 #include "cli/cli.h"
 #include "cli/cli_args.h"
+#include "cli/cli_collection.h"
 #include "cli/cli_operation.h"
 #include "cli/cli_output.h"
 #include "cli/cli_request.h"
@@ -128,7 +129,6 @@ static int cli_snapshot_create(struct cli *cli, int argc, char **argv)
 static int cli_snapshot_ls(struct cli *cli, int argc, char **argv)
 {
         _cleanup_http_path_ struct http_path path = {};
-        _cleanup_json_ json_t *answer = NULL;
 
         int r = cli_args_positional(argc, argv, snapshot_ls_usage, 0, 1, NULL);
         if (r != CLI_CONTINUE)
@@ -141,9 +141,7 @@ static int cli_snapshot_ls(struct cli *cli, int argc, char **argv)
                 http_path_segment(&path, "snapshots");
         } else
                 cli_snapshot_path(&path, NULL);
-        if (cli_request_list(cli, &path, "snapshots", &answer) < 0)
-                return CLI_EXIT_FAILURE;
-        return cli_output_show_list(cli->json, answer, "snapshots", snapshot_columns, ARRAY_SIZE(snapshot_columns));
+        return cli_collection_list(cli, &path, "snapshots", snapshot_columns, ARRAY_SIZE(snapshot_columns));
 }
 
 static int cli_snapshot_get(struct cli *cli, int argc, char **argv)
@@ -163,18 +161,12 @@ static int cli_snapshot_get(struct cli *cli, int argc, char **argv)
 static int cli_snapshot_rm(struct cli *cli, int argc, char **argv)
 {
         _cleanup_http_path_ struct http_path path = {};
-        _cleanup_json_ json_t *answer = NULL;
 
         int r = cli_args_simple(argc, argv, snapshot_rm_usage, 1, NULL);
         if (r != CLI_CONTINUE)
                 return r;
         cli_snapshot_path(&path, argv[optind]);
-        if (cli_request(cli, "DELETE", &path, NULL, CLI_REQUEST_TIMEOUT_S, NULL, &answer) < 0)
-                return CLI_EXIT_FAILURE;
-        if (cli->json)
-                return cli_output_exit(cli_output_json(answer));
-        printf("%s\n", argv[optind]);
-        return CLI_EXIT_OK;
+        return cli_collection_delete(cli, &path, argv[optind]);
 }
 
 int cli_snapshot_main(struct cli *cli, int argc, char **argv)

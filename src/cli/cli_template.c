@@ -6,6 +6,7 @@
 
 #include "cli/cli.h"
 #include "cli/cli_args.h"
+#include "cli/cli_collection.h"
 #include "cli/cli_operation.h"
 #include "cli/cli_output.h"
 #include "cli/cli_request.h"
@@ -61,15 +62,12 @@ static void cli_template_path(struct http_path *path, const char *name)
 static int cli_template_ls(struct cli *cli, int argc, char **argv)
 {
         _cleanup_http_path_ struct http_path path = {};
-        _cleanup_json_ json_t *answer = NULL;
 
         int r = cli_args_simple(argc, argv, template_ls_usage, 0, NULL);
         if (r != CLI_CONTINUE)
                 return r;
         cli_template_path(&path, NULL);
-        if (cli_request_list(cli, &path, "templates", &answer) < 0)
-                return CLI_EXIT_FAILURE;
-        return cli_output_show_list(cli->json, answer, "templates", template_columns, ARRAY_SIZE(template_columns));
+        return cli_collection_list(cli, &path, "templates", template_columns, ARRAY_SIZE(template_columns));
 }
 
 static int cli_template_get(struct cli *cli, int argc, char **argv)
