@@ -31,6 +31,7 @@ def run(*cmd, check=True):
 
 
 class NetworkEgress(unittest.TestCase):
+    runtime = {}  # the create's runtime field; NetworkEgressOnGvisor names gvisor
 
     @classmethod
     def setUpClass(cls):
@@ -106,7 +107,7 @@ class NetworkEgress(unittest.TestCase):
     # ---- helpers
 
     def sandbox(self, network=None):
-        body = {"metadata": {"t": "egress"}}
+        body = dict(self.runtime, metadata={"t": "egress"})
         if network is not None:
             body["network"] = network
         sid = self.sp.create(**body)
@@ -164,7 +165,7 @@ class NetworkEgress(unittest.TestCase):
     @classmethod
     def shared(cls):
         if not getattr(cls, "_shared", None):
-            sid = cls.sp.create(network={"profile": "test"}, metadata={"t": "egress-shared"})
+            sid = cls.sp.create(network={"profile": "test"}, metadata={"t": "egress-shared"}, **cls.runtime)
             cls._shared = sid
         return cls._shared
 
@@ -642,7 +643,7 @@ class NetworkEgress(unittest.TestCase):
         self.assertNotIn("HTTP/1.", r["stdout"], r)
 
     def test_destroy_leaves_nothing_behind(self):
-        sid = self.sp.create(network={"profile": "public"})
+        sid = self.sp.create(network={"profile": "public"}, **self.runtime)
         link = self.host_link(sid)
         self.assertTrue(os.path.exists("/sys/class/net/" + link))
         table = "space_" + self.sp.instance()
@@ -656,6 +657,64 @@ class NetworkEgress(unittest.TestCase):
         owners = [open(os.path.join(BLOCK_DIR, f)).read() for f in os.listdir(BLOCK_DIR) if not f.startswith(".")]
         self.assertFalse(any(sid in o for o in owners))
         self.assertNotIn(" %s " % host_addr, run("ip", "-4", "-o", "addr").stdout)
+
+
+class NetworkEgressOnGvisor(NetworkEgress):
+    """The core cases on gvisor sandboxes: runsc --network=sandbox in a namespace spaced made
+    with the same link (gVisor's netstack takes it over), the same rules and gateway; and
+    memory snapshots, restore and fork of a sandbox with a network (a new link each)."""
+    runtime = {"runtime": "gvisor"}
+    CORE = ("test_profile_none_has_only_lo", "test_allowed_name_passes_http_and_tls", "test_dns_answers_only_allowed_names",
+            "test_denied_name_refused", "test_direct_ip_to_a_denied_address_refused", "test_udp_and_icmp_dropped",
+            "test_host_services_and_other_sandboxes_refused", "test_name_resolving_to_loopback_refused",
+            "test_runtime_change_narrows_new_and_open_connections", "test_stop_and_start_gives_the_link_again",
+            "test_destroy_leaves_nothing_behind")
+
+    def test_gvisor_sandbox_has_the_link_and_the_platform_ca(self):
+        sid = self.shared()
+        self.assertEqual(self.sp.get(sid)["runtime"], "gvisor")
+        self.assertTrue(os.path.exists("/sys/class/net/" + self.host_link(sid)))
+        r = self.sh(sid, "cat /proc/version; cat /etc/resolv.conf; grep -c 'BEGIN CERT' /etc/ssl/certs/space-platform-ca.pem; "
+                         "echo ssl=$SSL_CERT_FILE")
+        self.assertIn("nameserver 10.203.%d." % self.n, r["stdout"], r)
+        self.assertIn("ssl=/etc/ssl/certs/ca-certificates.crt", r["stdout"], r)
+        self.assertIn("\n1\n", r["stdout"], r)
+
+    def test_memory_snapshot_restore_and_fork_get_a_new_link(self):
+        sid = self.sandbox(network={"profile": "test", "deny": ["www.allowed.test"]})
+        self.assertIn("hello from", self.get(sid, "allowed.test", "/before-snap")["stdout"])
+        _, d = self.sp.api("POST", "/v1/sandboxes/%s/snapshots?wait=true" % sid, {"memory": True}, expect=200)
+        snap = d["snapshot"]
+        self.addCleanup(lambda: self.sp.request("DELETE", "/v1/snapshots/" + snap["id"]))
+        # the sandbox goes on with its link
+        self.assertIn("hello from", self.get(sid, "allowed.test", "/after-snap")["stdout"])
+        # restored from its memory: a new link, the same rules
+        self.sp.api("POST", "/v1/sandboxes/%s/restore?wait=true" % sid, {"snapshot_id": snap["id"]}, expect=200)
+        self.assertTrue(os.path.exists("/sys/class/net/" + self.host_link(sid)))
+        self.assertIn("hello from", self.get(sid, "allowed.test", "/after-restore")["stdout"])
+        self.assertTrue(self.refused_http(sid, "www.allowed.test", "/denied-after-restore"))
+        # forked from the running sandbox's memory: its own link, the parent's rules
+        _, d = self.sp.api("POST", "/v1/sandboxes/%s/fork?wait=true" % sid, {"memory": True}, expect=200)
+        child = d["operation"]["result"]["sandbox_ids"][0]
+        fork_snap = d["operation"]["result"]["snapshot_id"]
+        self.addCleanup(lambda: self.sp.request("DELETE", "/v1/snapshots/" + fork_snap))
+        self.addCleanup(lambda: self.sp.request("DELETE", "/v1/sandboxes/%s?wait=true&timeout_s=60" % child, timeout=70))
+        self.assertTrue(os.path.exists("/sys/class/net/" + self.host_link(child)))
+        self.assertEqual(self.sp.get(child)["network"], {"profile": "test", "allow": [], "deny": ["www.allowed.test"]})
+        self.assertIn("hello from", self.get(child, "allowed.test", "/child")["stdout"])
+        self.assertTrue(self.refused_http(child, "www.allowed.test", "/child-denied"))
+        self.assertIn("hello from", self.get(sid, "allowed.test", "/parent-after-fork")["stdout"])
+        r = self.sh(sid, "printf 'GET /d HTTP/1.0\\r\\n\\r\\n' | timeout 8 nc -w 2 %s 80; echo done" % self.denied)
+        self.assertNotIn("HTTP/1.", r["stdout"], r)
+
+
+def load_tests(loader, tests, pattern):
+    """NetworkEgress whole; on gvisor its core cases and the gvisor ones."""
+    suite = unittest.TestSuite(loader.loadTestsFromTestCase(NetworkEgress))
+    for name in loader.getTestCaseNames(NetworkEgressOnGvisor):
+        if name in NetworkEgressOnGvisor.CORE or name not in dir(NetworkEgress):
+            suite.addTest(NetworkEgressOnGvisor(name))
+    return suite
 
 
 if __name__ == "__main__":
