@@ -12,8 +12,8 @@
 struct ns_network;
 
 struct gv_driver {
-        struct sandbox_host host;  /* first: the shared ops read it through d->state */
-        char runsc_root[PATH_MAX]; /* runsc's --root: its records of this daemon's containers */
+        struct sandbox_host host;   /* first: the shared ops read it through d->state */
+        char runsc_root[PATH_MAX];  /* runsc's --root: its records of this daemon's containers */
         struct ns_network *network; /* the egress links (the namespaces runtime's); NULL: no egress */
 };
 
