@@ -10,9 +10,12 @@
 #define RUNSC_TIMEOUT_S 60
 #define MAX_ARGS 24
 
-/* systrap: no KVM needed. network none: a sandbox has only lo, unless it has an egress link
- * (--network=sandbox: gVisor's netstack takes over the link of the namespace its bundle
- * names, gv_bundle.c). overlay none and shared file access: writes reach the
+/* systrap: no KVM needed. network none: a sandbox has only lo, unless it has an egress link:
+ * then --network=host, the host kernel's stack of the network namespace its bundle names
+ * (spaced's, holding only its link: gv_bundle.c, docs/network.md). Not --network=sandbox
+ * (gVisor's netstack): Debian's runsc 0.0~20240729 refuses it on kernels whose
+ * net.core.rmem_default is per namespace (6.x: "cannot run with network enabled in root
+ * network namespace"). overlay none and shared file access: writes reach the
  * btrfs subvolume at once, so its snapshots see them. host-uds create: the agent's socket,
  * bound inside, is a socket on the host. ignore-cgroups: spaced's cgroup manager owns the
  * sandbox's cgroup. */
