@@ -164,7 +164,7 @@ class NetworkEgress(unittest.TestCase):
 
     @classmethod
     def shared(cls):
-        if not getattr(cls, "_shared", None):
+        if not cls.__dict__.get("_shared"):  # its own class's (a subclass runs another spaced)
             sid = cls.sp.create(network={"profile": "test"}, metadata={"t": "egress-shared"}, **cls.runtime)
             cls._shared = sid
         return cls._shared
@@ -415,6 +415,44 @@ class NetworkEgress(unittest.TestCase):
         _, audit = self.sp.api("GET", "/v1/audit?action=sandbox.network_update&target=" + sid, expect=200)
         self.assertEqual(len(audit["audit"]), 2, audit)
 
+    def test_profile_change_needs_network_profile_and_a_stop_for_none(self):
+        sid = self.sandbox(network={"profile": "test", "deny": ["www.allowed.test"]})
+        # sandbox.write alone (an owner, a developer) cannot give it another profile
+        for role in ("owner", "developer"):
+            _, k = self.sp.api("POST", "/v1/keys", {"name": "net-" + role, "role": role}, expect=201)
+            status, body = self.sp.request("PUT", "/v1/sandboxes/%s/network" % sid, {"profile": "public"}, key=k["secret"])
+            self.assertEqual((status, body["error"]["code"]), (403, "forbidden"), body)
+            # its own profile's name stays allowed to them
+            self.sp.api("PUT", "/v1/sandboxes/%s/network" % sid, {"profile": "test", "deny": ["www.allowed.test"]},
+                        key=k["secret"], expect=200)
+        self.assertEqual(self.sp.get(sid)["network"], {"profile": "test", "allow": [], "deny": ["www.allowed.test"]})
+        status, body = self.sp.request("PUT", "/v1/sandboxes/%s/network" % sid, {"profile": "nosuch"})
+        self.assertEqual((status, body["error"]["code"]), (400, "invalid_request"), body)
+        # the admin: another profile, running; the gateway has it before the PUT answers
+        self.assertTrue(self.refused_http(sid, "blocked.test", "/before-change"))
+        net = self.put_network(sid, {"profile": "public", "deny": ["blocked.test"]})
+        self.assertEqual(net, {"profile": "public", "allow": [], "deny": ["blocked.test"]})
+        self.assertTrue(self.refused_http(sid, "blocked.test", "/still-denied"))
+        self.assertTrue(self.refused_http(sid, "allowed.test", "/public-denies-private"))  # public: no private address
+        self.put_network(sid, {"profile": "test"})
+        self.assertIn("hello from", self.get(sid, "www.allowed.test", "/www-after-change")["stdout"])
+        # to none: only stopped; then no link at its start, and back
+        status, body = self.sp.request("PUT", "/v1/sandboxes/%s/network" % sid, {"profile": "none"})
+        self.assertEqual((status, body["error"]["code"]), (409, "invalid_state"), body)
+        self.assertEqual(self.sp.get(sid)["network"]["profile"], "test")
+        self.sp.action(sid, "stop")
+        self.assertEqual(self.put_network(sid, {"profile": "none"}), {"profile": "none", "allow": [], "deny": []})
+        self.sp.action(sid, "start")
+        self.assertFalse(os.path.exists("/sys/class/net/" + self.host_link(sid)))
+        self.assertEqual(self.sh(sid, "ip -o link | awk '{print $2}'")["stdout"].split(), ["lo:"])
+        self.sp.action(sid, "stop")
+        self.put_network(sid, {"profile": "test"})
+        self.sp.action(sid, "start")
+        self.assertTrue(os.path.exists("/sys/class/net/" + self.host_link(sid)))
+        self.assertIn("hello from", self.get(sid, "allowed.test", "/after-none")["stdout"])
+        _, audit = self.sp.api("GET", "/v1/audit?action=sandbox.network_update&target=" + sid, expect=200)
+        self.assertGreaterEqual(len(audit["audit"]), 6, audit)
+
     def test_runtime_change_cannot_widen(self):
         sid = self.sandbox(network={"profile": "test", "deny": ["www.allowed.test"]})
         # an allow of its own narrows to that name; blocked.test stays denied by the profile
@@ -423,7 +461,8 @@ class NetworkEgress(unittest.TestCase):
         self.assertTrue(self.refused_http(sid, "www.allowed.test", "/narrow"))
         self.assertIn("hello from", self.get(sid, "allowed.test", "/ok")["stdout"])
         before = self.sp.get(sid)["network"]
-        for bad in ({"profile": "public"}, {"profile": "none"}, {"allow": ["not a rule"]}, {"deny": "a.com"},
+        # (another profile needs network.profile: test_profile_change_needs_network_profile_and_a_stop_for_none)
+        for bad in ({"profile": "nosuch"}, {"profile": "none", "deny": ["a.com"]}, {"allow": ["not a rule"]}, {"deny": "a.com"},
                     {"proxy": "x"}, {"profile": 3}, [1]):
             status, body = self.sp.request("PUT", "/v1/sandboxes/%s/network" % sid, bad)
             self.assertEqual(status, 400, (bad, body))

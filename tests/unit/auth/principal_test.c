@@ -32,7 +32,7 @@ static void test_role_table(void **state)
                 { "template.read", 1, 1, 1, 1 },   { "template.write", 1, 1, 1, 0 }, { "operation.read", 1, 1, 1, 1 },
                 { "operation.write", 1, 1, 1, 0 }, { "key.read", 1, 1, 0, 0 },       { "key.write", 1, 1, 0, 0 },
                 { "project.read", 1, 1, 1, 1 },    { "platform", 1, 0, 0, 0 },       { "approval.write", 1, 1, 0, 0 },
-                { "secret.read", 1, 1, 0, 0 },     { "secret.write", 1, 1, 0, 0 },
+                { "secret.read", 1, 1, 0, 0 },     { "secret.write", 1, 1, 0, 0 },   { "network.profile", 1, 0, 0, 0 },
         };
         uint32_t seen = 0;
         for (size_t i = 0; i < sizeof(table) / sizeof(table[0]); i++) {
