@@ -526,6 +526,12 @@ class NetworkEgress(unittest.TestCase):
         for n in ("NAME", "package-registries", "public", "test"):
             self.assertIn(n, out)
         self.assertEqual(self.sp.cli("network", "set").returncode, 2)
+        r = self.sp.cli("--json", "network", "set", sid, "--profile", "public", "--deny", "blocked.test")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(json.loads(r.stdout), {"profile": "public", "allow": [], "deny": ["blocked.test"]})
+        r = self.sp.cli("network", "set", sid, "--profile", "none")  # running: to none needs a stop
+        self.assertEqual(r.returncode, 1)
+        self.assertIn(b"stop it first", r.stderr)
 
     # ---- connections in the audit log
 
