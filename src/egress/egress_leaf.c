@@ -1,11 +1,11 @@
 #include "egress/egress_leaf.h"
-#include "egress/egress_cert_new.h"
 
 #include <errno.h>
 #include <gnutls/x509.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 
 struct egress_leaf_minter {
         gnutls_x509_crt_t ca;
@@ -86,19 +86,42 @@ static struct egress_leaf *mint(struct egress_leaf_minter *m, const char *name, 
         struct egress_leaf *leaf = calloc(1, sizeof(*leaf));
         if (!leaf)
                 return NULL;
-        gnutls_x509_privkey_t key;
-        gnutls_x509_crt_t crt;
-        int r = egress_cert_new((time_t)now_s, EGRESS_LEAF_VALID_S, &key, &crt);
+        gnutls_x509_privkey_t key = NULL;
+        gnutls_x509_crt_t crt = NULL;
+        unsigned char serial[16], id[64];
+        size_t id_size = sizeof(id);
+        int r = getrandom(serial, sizeof(serial), 0) == (ssize_t)sizeof(serial) ? 0 : GNUTLS_E_RANDOM_FAILED;
+        serial[0] &= 0x7f;
+        if (r == 0)
+                r = gnutls_x509_privkey_init(&key);
+        if (r == 0)
+                r = gnutls_x509_privkey_generate(key, GNUTLS_PK_ECDSA, GNUTLS_CURVE_TO_BITS(GNUTLS_ECC_CURVE_SECP256R1), 0);
+        if (r == 0)
+                r = gnutls_x509_crt_init(&crt);
+        if (r == 0)
+                r = gnutls_x509_crt_set_version(crt, 3);
+        if (r == 0)
+                r = gnutls_x509_crt_set_serial(crt, serial, sizeof(serial));
+        if (r == 0)
+                r = gnutls_x509_crt_set_activation_time(crt, (time_t)(now_s - 3600));
+        if (r == 0)
+                r = gnutls_x509_crt_set_expiration_time(crt, (time_t)(now_s + EGRESS_LEAF_VALID_S));
         if (r == 0 && len <= 64) /* a common name holds at most 64 characters; the SAN is what clients check */
                 r = gnutls_x509_crt_set_dn_by_oid(crt, GNUTLS_OID_X520_COMMON_NAME, 0, name, (unsigned)len);
         if (r == 0)
                 r = gnutls_x509_crt_set_subject_alt_name(crt, GNUTLS_SAN_DNSNAME, name, (unsigned)len, GNUTLS_FSAN_SET);
+        if (r == 0)
+                r = gnutls_x509_crt_set_key(crt, key);
         if (r == 0)
                 r = gnutls_x509_crt_set_basic_constraints(crt, 0, -1);
         if (r == 0)
                 r = gnutls_x509_crt_set_key_usage(crt, GNUTLS_KEY_DIGITAL_SIGNATURE);
         if (r == 0)
                 r = gnutls_x509_crt_set_key_purpose_oid(crt, GNUTLS_KP_TLS_WWW_SERVER, 0);
+        if (r == 0)
+                r = gnutls_x509_crt_get_key_id(crt, 0, id, &id_size);
+        if (r == 0)
+                r = gnutls_x509_crt_set_subject_key_id(crt, id, id_size);
         if (r == 0)
                 r = gnutls_x509_crt_set_authority_key_id(crt, m->ca_key_id, m->ca_key_id_size);
         if (r == 0)

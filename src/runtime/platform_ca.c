@@ -8,12 +8,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "cleanup.h"
-#include "egress/egress_cert_new.h"
 
 #define CA_DIR "egress-ca"
 #define CA_VALID_S (10LL * 365 * 24 * 3600)
@@ -42,18 +42,42 @@ static void remove_tmp_dir(const char *path)
 /* A new key and self-signed CA certificate, PEM, into key and cert (gnutls_free them). */
 static int generate(gnutls_datum_t *key_pem, gnutls_datum_t *cert_pem, char *why, size_t why_size)
 {
-        gnutls_x509_privkey_t key;
-        gnutls_x509_crt_t crt;
+        gnutls_x509_privkey_t key = NULL;
+        gnutls_x509_crt_t crt = NULL;
+        unsigned char serial[16], id[20];
+        size_t id_size = sizeof(id);
         char cn[96], host[64] = "";
         gethostname(host, sizeof(host) - 1);
         snprintf(cn, sizeof(cn), "space egress CA %.60s", host[0] ? host : "host");
-        int r = egress_cert_new(time(NULL), (time_t)CA_VALID_S, &key, &crt);
+        time_t now = time(NULL);
+        int r = getrandom(serial, sizeof(serial), 0) == (ssize_t)sizeof(serial) ? 0 : GNUTLS_E_RANDOM_FAILED;
+        serial[0] &= 0x7f;
+        if (r == 0)
+                r = gnutls_x509_privkey_init(&key);
+        if (r == 0)
+                r = gnutls_x509_privkey_generate(key, GNUTLS_PK_ECDSA, GNUTLS_CURVE_TO_BITS(GNUTLS_ECC_CURVE_SECP256R1), 0);
+        if (r == 0)
+                r = gnutls_x509_crt_init(&crt);
+        if (r == 0)
+                r = gnutls_x509_crt_set_version(crt, 3);
+        if (r == 0)
+                r = gnutls_x509_crt_set_serial(crt, serial, sizeof(serial));
+        if (r == 0)
+                r = gnutls_x509_crt_set_activation_time(crt, now - 3600);
+        if (r == 0)
+                r = gnutls_x509_crt_set_expiration_time(crt, (time_t)(now + CA_VALID_S));
         if (r == 0)
                 r = gnutls_x509_crt_set_dn_by_oid(crt, GNUTLS_OID_X520_COMMON_NAME, 0, cn, (unsigned)strlen(cn));
+        if (r == 0)
+                r = gnutls_x509_crt_set_key(crt, key);
         if (r == 0)
                 r = gnutls_x509_crt_set_basic_constraints(crt, 1, 0); /* a CA of leaves only */
         if (r == 0)
                 r = gnutls_x509_crt_set_key_usage(crt, GNUTLS_KEY_KEY_CERT_SIGN | GNUTLS_KEY_CRL_SIGN);
+        if (r == 0)
+                r = gnutls_x509_crt_get_key_id(crt, 0, id, &id_size);
+        if (r == 0)
+                r = gnutls_x509_crt_set_subject_key_id(crt, id, id_size);
         if (r == 0)
                 r = gnutls_x509_crt_sign2(crt, crt, key, GNUTLS_DIG_SHA256, 0);
         if (r == 0)
