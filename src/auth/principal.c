@@ -12,9 +12,9 @@ static const char *const role_names[] = {
 static const char *const permission_names[] = {
         "server.read",   "sandbox.read",   "sandbox.write",  "sandbox.exec",    "snapshot.read", "snapshot.write",
         "template.read", "template.write", "operation.read", "operation.write", "key.read",      "key.write",
-        "project.read",  "platform",       "approval.write", "secret.read",     "secret.write",
+        "project.read",  "platform",       "approval.write", "secret.read",     "secret.write",  "network.profile",
 };
-_Static_assert(sizeof(permission_names) / sizeof(permission_names[0]) == 17, "one name per permission bit");
+_Static_assert(sizeof(permission_names) / sizeof(permission_names[0]) == 18, "one name per permission bit");
 
 #define READS \
         (PERM_SERVER_READ | PERM_SANDBOX_READ | PERM_SNAPSHOT_READ | PERM_TEMPLATE_READ | PERM_OPERATION_READ | PERM_PROJECT_READ)

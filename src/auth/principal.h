@@ -22,25 +22,26 @@ enum principal_role {
 
 /* One bit per permission. Append only: key rows store a mask of these bits. */
 enum permission {
-        PERM_SERVER_READ = 1u << 0,     /* version, capabilities */
-        PERM_SANDBOX_READ = 1u << 1,    /* sandboxes, their sessions, metrics */
-        PERM_SANDBOX_WRITE = 1u << 2,   /* create, change, stop, start, pause, resume, restore, fork, delete */
-        PERM_SANDBOX_EXEC = 1u << 3,    /* exec, attach sessions (the data plane: commands, files) */
-        PERM_SNAPSHOT_READ = 1u << 4,   /* snapshot rows */
-        PERM_SNAPSHOT_WRITE = 1u << 5,  /* take, delete, export (the bytes), import */
-        PERM_TEMPLATE_READ = 1u << 6,   /* templates, build logs */
-        PERM_TEMPLATE_WRITE = 1u << 7,  /* build, import, delete the project's templates */
-        PERM_OPERATION_READ = 1u << 8,  /* operations */
-        PERM_OPERATION_WRITE = 1u << 9, /* cancel */
-        PERM_KEY_READ = 1u << 10,       /* the project's keys and its audit log */
-        PERM_KEY_WRITE = 1u << 11,      /* make and revoke the project's keys */
-        PERM_PROJECT_READ = 1u << 12,   /* the caller's project */
-        PERM_PLATFORM = 1u << 13,       /* the operator: every project, projects, shared templates, layers */
-        PERM_APPROVAL_WRITE = 1u << 14, /* approve or deny a held command (never one's own) */
-        PERM_SECRET_READ = 1u << 15,    /* the project's secrets (names, never values) and credential bindings */
-        PERM_SECRET_WRITE = 1u << 16,   /* create and delete secrets, bind them, grant them to a sandbox */
+        PERM_SERVER_READ = 1u << 0,      /* version, capabilities */
+        PERM_SANDBOX_READ = 1u << 1,     /* sandboxes, their sessions, metrics */
+        PERM_SANDBOX_WRITE = 1u << 2,    /* create, change, stop, start, pause, resume, restore, fork, delete */
+        PERM_SANDBOX_EXEC = 1u << 3,     /* exec, attach sessions (the data plane: commands, files) */
+        PERM_SNAPSHOT_READ = 1u << 4,    /* snapshot rows */
+        PERM_SNAPSHOT_WRITE = 1u << 5,   /* take, delete, export (the bytes), import */
+        PERM_TEMPLATE_READ = 1u << 6,    /* templates, build logs */
+        PERM_TEMPLATE_WRITE = 1u << 7,   /* build, import, delete the project's templates */
+        PERM_OPERATION_READ = 1u << 8,   /* operations */
+        PERM_OPERATION_WRITE = 1u << 9,  /* cancel */
+        PERM_KEY_READ = 1u << 10,        /* the project's keys and its audit log */
+        PERM_KEY_WRITE = 1u << 11,       /* make and revoke the project's keys */
+        PERM_PROJECT_READ = 1u << 12,    /* the caller's project */
+        PERM_PLATFORM = 1u << 13,        /* the operator: every project, projects, shared templates, layers */
+        PERM_APPROVAL_WRITE = 1u << 14,  /* approve or deny a held command (never one's own) */
+        PERM_SECRET_READ = 1u << 15,     /* the project's secrets (names, never values) and credential bindings */
+        PERM_SECRET_WRITE = 1u << 16,    /* create and delete secrets, bind them, grant them to a sandbox */
+        PERM_NETWORK_PROFILE = 1u << 17, /* give a sandbox another egress profile (PUT …/network) */
 };
-#define PERM_ALL ((uint32_t)((PERM_SECRET_WRITE << 1) - 1))
+#define PERM_ALL ((uint32_t)((PERM_NETWORK_PROFILE << 1) - 1))
 
 struct principal {
         char key_id[32];

@@ -18,7 +18,7 @@ static const char network_usage[] =
         "\n"
         "Commands:\n"
         "  get ID                          a sandbox's egress profile and its own rules\n"
-        "  set ID [--allow H]... [--deny H]...\n"
+        "  set ID [--profile P] [--allow H]... [--deny H]...\n"
         "                                  replace its own rules, running or not (they can only\n"
         "                                  narrow its profile; open connections they deny close)\n"
         "  profiles                        the egress profiles of the server\n"
@@ -26,10 +26,11 @@ static const char network_usage[] =
         "A rule H is NAME[:PORT] (pypi.org, *.pypi.org:443) or A.B.C.D[/N][:PORT].\n";
 static const char network_get_usage[] = "usage: space network get ID\n";
 static const char network_set_usage[] =
-        "usage: space network set ID [--allow H]... [--deny H]...\n"
+        "usage: space network set ID [--profile P] [--allow H]... [--deny H]...\n"
         "\n"
         "The lists given replace the sandbox's; with neither, it has no rules of its own\n"
-        "(its profile alone decides).\n";
+        "(its profile alone decides). --profile gives it another profile: that needs the\n"
+        "permission network.profile (admin), and a stopped sandbox to or from none.\n";
 static const char network_profiles_usage[] = "usage: space network profiles\n";
 
 static const struct cli_output_column profile_columns[] = {
@@ -79,6 +80,7 @@ static int cli_network_set(struct cli *cli, int argc, char **argv)
                 { "help", no_argument, NULL, 'h' },
                 { "allow", required_argument, NULL, 'a' },
                 { "deny", required_argument, NULL, 'd' },
+                { "profile", required_argument, NULL, 'p' },
                 {},
         };
         _cleanup_http_path_ struct http_path path = {};
@@ -95,6 +97,11 @@ static int cli_network_set(struct cli *cli, int argc, char **argv)
                         return cli_usage_print(network_set_usage);
                 if (c == '?' || c == ':')
                         return cli_usage_option_error(network_set_usage, c, argv);
+                if (c == 'p') {
+                        if (json_object_set_new(body, "profile", json_string(optarg)) < 0)
+                                return cli_usage_error(network_set_usage, "invalid profile '%s' (not UTF-8?)", optarg);
+                        continue;
+                }
                 if (cli_network_rule_add(body, c == 'a' ? "allow" : "deny", optarg) < 0)
                         return cli_usage_error(network_set_usage, "invalid rule '%s' (not UTF-8?)", optarg);
         }

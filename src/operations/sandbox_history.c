@@ -78,12 +78,13 @@ int sandbox_history_snapshot(struct spaced_context *ctx, const char *sandbox_id,
         if (storage_gate_check(ctx, STORAGE_WRITES, err) < 0 || load_sandbox(ctx, sandbox_id, &sb, err) < 0)
                 return -1;
         enum sandbox_state state = sb.state;
+        bool with_network = sb.network != NULL;
         const struct runtime_driver *d = runtime_registry_for(&ctx->runtimes, &sb, err);
         sandbox_release(&sb);
         if (!d)
                 return -1;
         /* Its own driver decides (a namespace sandbox's is a 422 unsupported). */
-        if (memory && sandbox_memory_check(d, sandbox_id, state, err) < 0)
+        if (memory && sandbox_memory_check(d, sandbox_id, state, with_network, err) < 0)
                 return -1;
         if (!(SNAPSHOTTABLE & M(state)))
                 return space_error_set(err, SPACE_E_INVALID_STATE, "cannot snapshot sandbox %s while it is %s", sandbox_id,
@@ -372,7 +373,7 @@ int sandbox_history_fork(struct spaced_context *ctx, const char *sandbox_id, con
                 }
                 if (memory) {
                         const struct runtime_driver *d = runtime_registry_for(&ctx->runtimes, &parent, err);
-                        if (!d || sandbox_memory_check(d, sandbox_id, parent.state, err) < 0)
+                        if (!d || sandbox_memory_check(d, sandbox_id, parent.state, parent.network != NULL, err) < 0)
                                 goto out;
                 }
                 snapshot_init(&snap, sandbox_id, "fork");

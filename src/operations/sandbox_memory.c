@@ -23,13 +23,18 @@ bool sandbox_memory_of(const struct snapshot *snap)
         return strcmp(snap->kind, "memory") == 0;
 }
 
-int sandbox_memory_check(const struct runtime_driver *d, const char *sandbox_id, enum sandbox_state state,
+int sandbox_memory_check(const struct runtime_driver *d, const char *sandbox_id, enum sandbox_state state, bool with_network,
                          struct space_error *err)
 {
         if (!d->caps.memory_snapshot || !d->ops->checkpoint || !d->ops->start_from_image)
                 return space_error_set(err, SPACE_E_UNSUPPORTED,
                                        "memory snapshots are not available with the %s runtime on this host: %s", d->ops->name,
                                        d->caps.memory_snapshot_detail);
+        if (with_network && !d->caps.memory_snapshot_network)
+                return space_error_set(err, SPACE_E_UNSUPPORTED,
+                                       "memory snapshots of a %s sandbox with egress are not available: its runtime cannot "
+                                       "checkpoint a sandbox on a network link (docs/network.md); take a disk snapshot",
+                                       d->ops->name);
         if (!((M(SANDBOX_RUNNING) | M(SANDBOX_PAUSED)) & M(state)))
                 return space_error_set(err, SPACE_E_INVALID_STATE,
                                        "sandbox %s is %s: it has no processes whose memory could be snapshotted", sandbox_id,
@@ -41,7 +46,7 @@ int sandbox_memory_take(struct spaced_context *ctx, const struct runtime_driver 
                         const struct snapshot *snap, const char *dst, int64_t *ret_pause_us, struct space_error *err)
 {
         char partial[PATH_MAX];
-        if (sandbox_memory_check(d, sb->id, sb->state, err) < 0)
+        if (sandbox_memory_check(d, sb->id, sb->state, sb->network != NULL, err) < 0)
                 return -1;
         if (sandbox_memory_hibernated(sb))
                 return space_error_set(err, SPACE_E_INVALID_STATE,
@@ -154,7 +159,8 @@ bool sandbox_memory_can_hibernate(struct spaced_context *ctx, const struct sandb
 {
         struct space_error ignored;
         const struct runtime_driver *d = runtime_registry_for(&ctx->runtimes, sb, &ignored);
-        return d && d->caps.memory_snapshot && d->ops->checkpoint && d->ops->start_from_image;
+        return d && d->caps.memory_snapshot && (!sb->network || d->caps.memory_snapshot_network) && d->ops->checkpoint &&
+                d->ops->start_from_image;
 }
 
 int sandbox_memory_rolling_check(struct spaced_context *ctx, const struct sandbox *sb, struct space_error *err)
@@ -196,7 +202,7 @@ int sandbox_memory_hibernate(struct spaced_context *ctx, const struct runtime_dr
         /* Redone after the image was recorded: what is left is ending the processes. */
         if (sandbox_memory_hibernated(sb))
                 return d->ops->stop(d, sb, err);
-        if (sandbox_memory_check(d, sb->id, sb->state, err) < 0)
+        if (sandbox_memory_check(d, sb->id, sb->state, sb->network != NULL, err) < 0)
                 return -1;
         int r = memory_image_begin(&ctx->pool, sb->id, partial, sizeof(partial));
         if (r < 0)
@@ -249,9 +255,9 @@ int sandbox_memory_submit_hibernate(struct spaced_context *ctx, const char *id, 
                 return space_error_errno(err, r, "load sandbox %s", id);
         const struct runtime_driver *d = runtime_registry_for(&ctx->runtimes, &sb, err);
         enum sandbox_state state = sb.state;
-        bool hibernated = sandbox_memory_hibernated(&sb);
+        bool hibernated = sandbox_memory_hibernated(&sb), with_network = sb.network != NULL;
         sandbox_release(&sb);
-        if (!d || sandbox_memory_check(d, id, state, err) < 0)
+        if (!d || sandbox_memory_check(d, id, state, with_network, err) < 0)
                 return -1;
         if (state != SANDBOX_RUNNING && (state != SANDBOX_PAUSED || hibernated))
                 return space_error_set(err, SPACE_E_INVALID_STATE, "cannot hibernate sandbox %s while it is %s%s", id,

@@ -16,8 +16,9 @@ struct spaced_context;
 
 bool sandbox_memory_of(const struct snapshot *snap);
 /* Refuses a memory snapshot the driver or the sandbox's state cannot give: unsupported
- * (422) for a driver without memory state, invalid_state for a sandbox without processes. */
-int sandbox_memory_check(const struct runtime_driver *d, const char *sandbox_id, enum sandbox_state state,
+ * (422) for a driver without memory state (or without it for a sandbox with_network, a
+ * profile other than none), invalid_state for a sandbox without processes. */
+int sandbox_memory_check(const struct runtime_driver *d, const char *sandbox_id, enum sandbox_state state, bool with_network,
                          struct space_error *err);
 /* Takes the pair for snap: rootfs snapshot at dst and the image, then moves the image into
  * place. Redone after a crash, it starts again from nothing. */

@@ -72,6 +72,7 @@ void exec_result_set_limits(struct exec_result *r, int before_r, const struct ru
 
 struct runtime_capabilities {
         bool memory_snapshot;
+        bool memory_snapshot_network; /* also of a sandbox with an egress link */
         bool pause;
         bool fd_passing;                  /* the agent connection can carry SCM_RIGHTS descriptors (same kernel) */
         bool exec_watch;                  /* the agent can watch a command's execs (seccomp user notifications) */

@@ -109,7 +109,7 @@ int sandbox_create_request_submit(struct spaced_context *ctx, struct sandbox_cre
         sb.rolling = json_incref(req->rolling);
         if (sandbox_network_request_parse(ctx, req->network, &sb.network, err) < 0)
                 goto fail;
-        if (sb.network && req->runtime && (strcmp(req->runtime, "gvisor") == 0 || strcmp(req->runtime, "microvm") == 0)) {
+        if (sb.network && req->runtime && strcmp(req->runtime, "microvm") == 0) {
                 space_error_set(err, SPACE_E_UNSUPPORTED, "the %s runtime has no egress network yet: give network profile none",
                                 req->runtime);
                 goto fail;

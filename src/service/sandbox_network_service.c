@@ -2,6 +2,7 @@
 
 #include <string.h>
 
+#include "auth/principal.h"
 #include "cleanup.h"
 #include "egress/egress_profiles.h"
 #include "operations/sandbox_network.h"
@@ -15,8 +16,25 @@ static const char *profile_of(const struct sandbox *sb)
         return p ? p : "none";
 }
 
-/* A new reference: the request with the sandbox's own profile, for the create's parser. */
-static json_t *request_for(const struct sandbox *sb, const json_t *request, struct space_error *err)
+/* Another profile than the sandbox's (once the request parsed): a runtime with egress, and
+ * a stopped sandbox for a change to or from none (links are made at start; between two
+ * profiles with links the gateway takes the new policy at once). */
+static int profile_change_check(const struct sandbox *sb, const char *asked, struct space_error *err)
+{
+        if (strcmp(asked, "none") != 0 && strcmp(sb->runtime, "microvm") == 0)
+                return space_error_set(err, SPACE_E_UNSUPPORTED, "the microvm runtime has no egress network yet");
+        bool link_change = strcmp(asked, "none") == 0 || strcmp(profile_of(sb), "none") == 0;
+        if (link_change && sb->state != SANDBOX_STOPPED)
+                return space_error_set(err, SPACE_E_INVALID_STATE,
+                                       "sandbox %s is %s: a change to or from the profile none takes effect at a start; stop it "
+                                       "first",
+                                       sb->id, sandbox_state_name(sb->state));
+        return 0;
+}
+
+/* A new reference: the request with the profile it names (the sandbox's own when it names
+ * none), for the create's parser. */
+static json_t *request_for(const struct principal *p, const struct sandbox *sb, const json_t *request, struct space_error *err)
 {
         if (request && !json_is_object(request)) {
                 space_error_set(err, SPACE_E_INVALID_REQUEST, "the body must be an object {\"allow\", \"deny\"}");
@@ -28,14 +46,16 @@ static json_t *request_for(const struct sandbox *sb, const json_t *request, stru
                 space_error_set(err, SPACE_E_INVALID_REQUEST, "network.profile must be a string");
                 return NULL;
         }
-        if (asked && strcmp(asked, profile_of(sb)) != 0) {
-                space_error_set(err, SPACE_E_INVALID_REQUEST,
-                                "network.profile: sandbox %s keeps the profile it was made with (%s); only allow and deny change",
+        /* network.profile: the operator's admins; sandbox.write alone only narrows */
+        if (asked && strcmp(asked, profile_of(sb)) != 0 && !principal_may(p, PERM_NETWORK_PROFILE)) {
+                space_error_set(err, SPACE_E_FORBIDDEN,
+                                "network.profile: giving sandbox %s another profile than %s needs the permission "
+                                "network.profile (admin role)",
                                 sb->id, profile_of(sb));
                 return NULL;
         }
         json_t *r = request ? json_deep_copy(request) : json_object();
-        if (!r || json_object_set_new(r, "profile", json_string(profile_of(sb))) < 0) {
+        if (!r || json_object_set_new(r, "profile", json_string(asked ? asked : profile_of(sb))) < 0) {
                 json_decref(r);
                 space_error_set(err, SPACE_E_INTERNAL, "out of memory");
                 return NULL;
@@ -55,7 +75,10 @@ int sandbox_network_service_replace(struct spaced_context *ctx, const struct pri
                 space_error_set(err, SPACE_E_INVALID_STATE, "sandbox %s is %s", sb.id, sandbox_state_name(sb.state));
                 goto out;
         }
-        if (!(full = request_for(&sb, request, err)) || sandbox_network_request_parse(ctx, full, &net, err) < 0)
+        if (!(full = request_for(p, &sb, request, err)) || sandbox_network_request_parse(ctx, full, &net, err) < 0)
+                goto out;
+        const char *asked = json_string_value(json_object_get(full, "profile"));
+        if (strcmp(asked, profile_of(&sb)) != 0 && profile_change_check(&sb, asked, err) < 0)
                 goto out;
         int w = STORE(ctx, sandbox_set_network, sb.id, net);
         if (w < 0) {

@@ -31,6 +31,7 @@ def run(*cmd, check=True):
 
 
 class NetworkEgress(unittest.TestCase):
+    runtime = {}  # the create's runtime field; NetworkEgressOnGvisor names gvisor
 
     @classmethod
     def setUpClass(cls):
@@ -106,7 +107,7 @@ class NetworkEgress(unittest.TestCase):
     # ---- helpers
 
     def sandbox(self, network=None):
-        body = {"metadata": {"t": "egress"}}
+        body = dict(self.runtime, metadata={"t": "egress"})
         if network is not None:
             body["network"] = network
         sid = self.sp.create(**body)
@@ -163,8 +164,8 @@ class NetworkEgress(unittest.TestCase):
 
     @classmethod
     def shared(cls):
-        if not getattr(cls, "_shared", None):
-            sid = cls.sp.create(network={"profile": "test"}, metadata={"t": "egress-shared"})
+        if not cls.__dict__.get("_shared"):  # its own class's (a subclass runs another spaced)
+            sid = cls.sp.create(network={"profile": "test"}, metadata={"t": "egress-shared"}, **cls.runtime)
             cls._shared = sid
         return cls._shared
 
@@ -414,6 +415,44 @@ class NetworkEgress(unittest.TestCase):
         _, audit = self.sp.api("GET", "/v1/audit?action=sandbox.network_update&target=" + sid, expect=200)
         self.assertEqual(len(audit["audit"]), 2, audit)
 
+    def test_profile_change_needs_network_profile_and_a_stop_for_none(self):
+        sid = self.sandbox(network={"profile": "test", "deny": ["www.allowed.test"]})
+        # sandbox.write alone (an owner, a developer) cannot give it another profile
+        for role in ("owner", "developer"):
+            _, k = self.sp.api("POST", "/v1/keys", {"name": "net-" + role, "role": role}, expect=201)
+            status, body = self.sp.request("PUT", "/v1/sandboxes/%s/network" % sid, {"profile": "public"}, key=k["secret"])
+            self.assertEqual((status, body["error"]["code"]), (403, "forbidden"), body)
+            # its own profile's name stays allowed to them
+            self.sp.api("PUT", "/v1/sandboxes/%s/network" % sid, {"profile": "test", "deny": ["www.allowed.test"]},
+                        key=k["secret"], expect=200)
+        self.assertEqual(self.sp.get(sid)["network"], {"profile": "test", "allow": [], "deny": ["www.allowed.test"]})
+        status, body = self.sp.request("PUT", "/v1/sandboxes/%s/network" % sid, {"profile": "nosuch"})
+        self.assertEqual((status, body["error"]["code"]), (400, "invalid_request"), body)
+        # the admin: another profile, running; the gateway has it before the PUT answers
+        self.assertTrue(self.refused_http(sid, "blocked.test", "/before-change"))
+        net = self.put_network(sid, {"profile": "public", "deny": ["blocked.test"]})
+        self.assertEqual(net, {"profile": "public", "allow": [], "deny": ["blocked.test"]})
+        self.assertTrue(self.refused_http(sid, "blocked.test", "/still-denied"))
+        self.assertTrue(self.refused_http(sid, "allowed.test", "/public-denies-private"))  # public: no private address
+        self.put_network(sid, {"profile": "test"})
+        self.assertIn("hello from", self.get(sid, "www.allowed.test", "/www-after-change")["stdout"])
+        # to none: only stopped; then no link at its start, and back
+        status, body = self.sp.request("PUT", "/v1/sandboxes/%s/network" % sid, {"profile": "none"})
+        self.assertEqual((status, body["error"]["code"]), (409, "invalid_state"), body)
+        self.assertEqual(self.sp.get(sid)["network"]["profile"], "test")
+        self.sp.action(sid, "stop")
+        self.assertEqual(self.put_network(sid, {"profile": "none"}), {"profile": "none", "allow": [], "deny": []})
+        self.sp.action(sid, "start")
+        self.assertFalse(os.path.exists("/sys/class/net/" + self.host_link(sid)))
+        self.assertEqual(self.sh(sid, "ip -o link | awk '{print $2}'")["stdout"].split(), ["lo:"])
+        self.sp.action(sid, "stop")
+        self.put_network(sid, {"profile": "test"})
+        self.sp.action(sid, "start")
+        self.assertTrue(os.path.exists("/sys/class/net/" + self.host_link(sid)))
+        self.assertIn("hello from", self.get(sid, "allowed.test", "/after-none")["stdout"])
+        _, audit = self.sp.api("GET", "/v1/audit?action=sandbox.network_update&target=" + sid, expect=200)
+        self.assertGreaterEqual(len(audit["audit"]), 6, audit)
+
     def test_runtime_change_cannot_widen(self):
         sid = self.sandbox(network={"profile": "test", "deny": ["www.allowed.test"]})
         # an allow of its own narrows to that name; blocked.test stays denied by the profile
@@ -422,7 +461,8 @@ class NetworkEgress(unittest.TestCase):
         self.assertTrue(self.refused_http(sid, "www.allowed.test", "/narrow"))
         self.assertIn("hello from", self.get(sid, "allowed.test", "/ok")["stdout"])
         before = self.sp.get(sid)["network"]
-        for bad in ({"profile": "public"}, {"profile": "none"}, {"allow": ["not a rule"]}, {"deny": "a.com"},
+        # (another profile needs network.profile: test_profile_change_needs_network_profile_and_a_stop_for_none)
+        for bad in ({"profile": "nosuch"}, {"profile": "none", "deny": ["a.com"]}, {"allow": ["not a rule"]}, {"deny": "a.com"},
                     {"proxy": "x"}, {"profile": 3}, [1]):
             status, body = self.sp.request("PUT", "/v1/sandboxes/%s/network" % sid, bad)
             self.assertEqual(status, 400, (bad, body))
@@ -486,6 +526,12 @@ class NetworkEgress(unittest.TestCase):
         for n in ("NAME", "package-registries", "public", "test"):
             self.assertIn(n, out)
         self.assertEqual(self.sp.cli("network", "set").returncode, 2)
+        r = self.sp.cli("--json", "network", "set", sid, "--profile", "public", "--deny", "blocked.test")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(json.loads(r.stdout), {"profile": "public", "allow": [], "deny": ["blocked.test"]})
+        r = self.sp.cli("network", "set", sid, "--profile", "none")  # running: to none needs a stop
+        self.assertEqual(r.returncode, 1)
+        self.assertIn(b"stop it first", r.stderr)
 
     # ---- connections in the audit log
 
@@ -642,7 +688,7 @@ class NetworkEgress(unittest.TestCase):
         self.assertNotIn("HTTP/1.", r["stdout"], r)
 
     def test_destroy_leaves_nothing_behind(self):
-        sid = self.sp.create(network={"profile": "public"})
+        sid = self.sp.create(network={"profile": "public"}, **self.runtime)
         link = self.host_link(sid)
         self.assertTrue(os.path.exists("/sys/class/net/" + link))
         table = "space_" + self.sp.instance()
@@ -656,6 +702,69 @@ class NetworkEgress(unittest.TestCase):
         owners = [open(os.path.join(BLOCK_DIR, f)).read() for f in os.listdir(BLOCK_DIR) if not f.startswith(".")]
         self.assertFalse(any(sid in o for o in owners))
         self.assertNotIn(" %s " % host_addr, run("ip", "-4", "-o", "addr").stdout)
+
+
+class NetworkEgressOnGvisor(NetworkEgress):
+    """The core cases on gvisor sandboxes: runsc --network=sandbox in a namespace spaced made
+    with the same link (gVisor's netstack takes it over), the same rules and gateway; and
+    memory snapshots, restore and fork of a sandbox with a network (a new link each)."""
+    runtime = {"runtime": "gvisor"}
+    CORE = ("test_profile_none_has_only_lo", "test_allowed_name_passes_http_and_tls", "test_dns_answers_only_allowed_names",
+            "test_denied_name_refused", "test_direct_ip_to_a_denied_address_refused", "test_udp_and_icmp_dropped",
+            "test_host_services_and_other_sandboxes_refused", "test_name_resolving_to_loopback_refused",
+            "test_runtime_change_narrows_new_and_open_connections", "test_stop_and_start_gives_the_link_again",
+            "test_destroy_leaves_nothing_behind")
+
+    def test_gvisor_sandbox_has_the_link_and_the_platform_ca(self):
+        sid = self.shared()
+        self.assertEqual(self.sp.get(sid)["runtime"], "gvisor")
+        self.assertTrue(os.path.exists("/sys/class/net/" + self.host_link(sid)))
+        r = self.sh(sid, "cat /proc/version; cat /etc/resolv.conf; grep -c 'BEGIN CERT' /etc/ssl/certs/space-platform-ca.pem; "
+                         "echo ssl=$SSL_CERT_FILE")
+        self.assertIn("nameserver 10.203.%d." % self.n, r["stdout"], r)
+        self.assertIn("ssl=/etc/ssl/certs/ca-certificates.crt", r["stdout"], r)
+        self.assertIn("\n1\n", r["stdout"], r)
+
+    def test_memory_snapshots_refused_disk_snapshot_restore_and_fork_get_a_new_link(self):
+        sid = self.sandbox(network={"profile": "test", "deny": ["www.allowed.test"]})
+        self.assertIn("hello from", self.get(sid, "allowed.test", "/before-snap")["stdout"])
+        # runsc cannot checkpoint a sandbox on the host's network stack: a 422, nothing made
+        _, before = self.sp.api("GET", "/v1/snapshots?sandbox_id=" + sid, expect=200)
+        for path in ("/v1/sandboxes/%s/snapshots" % sid, "/v1/sandboxes/%s/fork" % sid):
+            status, body = self.sp.request("POST", path + "?wait=true", {"memory": True})
+            self.assertEqual((status, body["error"]["code"]), (422, "unsupported"), body)
+        self.assertEqual(self.sp.api("GET", "/v1/snapshots?sandbox_id=" + sid, expect=200)[1], before)
+        self.assertEqual(self.sp.get(sid)["state"], "running")
+        self.assertIn("hello from", self.get(sid, "allowed.test", "/after-refusal")["stdout"])
+        # a disk snapshot, its restore: a new link, the same rules
+        _, d = self.sp.api("POST", "/v1/sandboxes/%s/snapshots?wait=true" % sid, {}, expect=200)
+        snap = d["snapshot"]
+        self.addCleanup(lambda: self.sp.request("DELETE", "/v1/snapshots/" + snap["id"]))
+        self.sp.api("POST", "/v1/sandboxes/%s/restore?wait=true" % sid, {"snapshot_id": snap["id"]}, expect=200)
+        self.assertTrue(os.path.exists("/sys/class/net/" + self.host_link(sid)))
+        self.assertIn("hello from", self.get(sid, "allowed.test", "/after-restore")["stdout"])
+        self.assertTrue(self.refused_http(sid, "www.allowed.test", "/denied-after-restore"))
+        # a fork: its own link, the parent's rules
+        _, d = self.sp.api("POST", "/v1/sandboxes/%s/fork?wait=true" % sid, {}, expect=200)
+        child = d["operation"]["result"]["sandbox_ids"][0]
+        fork_snap = d["operation"]["result"].get("snapshot_id")
+        if fork_snap:
+            self.addCleanup(lambda: self.sp.request("DELETE", "/v1/snapshots/" + fork_snap))
+        self.addCleanup(lambda: self.sp.request("DELETE", "/v1/sandboxes/%s?wait=true&timeout_s=60" % child, timeout=70))
+        self.assertEqual(self.sp.get(child)["runtime"], "gvisor")
+        self.assertTrue(os.path.exists("/sys/class/net/" + self.host_link(child)))
+        self.assertEqual(self.sp.get(child)["network"], {"profile": "test", "allow": [], "deny": ["www.allowed.test"]})
+        self.assertIn("hello from", self.get(child, "allowed.test", "/child")["stdout"])
+        self.assertTrue(self.refused_http(child, "www.allowed.test", "/child-denied"))
+        self.assertIn("hello from", self.get(sid, "allowed.test", "/parent-after-fork")["stdout"])
+
+def load_tests(loader, tests, pattern):
+    """NetworkEgress whole; on gvisor its core cases and the gvisor ones."""
+    suite = unittest.TestSuite(loader.loadTestsFromTestCase(NetworkEgress))
+    for name in loader.getTestCaseNames(NetworkEgressOnGvisor):
+        if name in NetworkEgressOnGvisor.CORE or name not in dir(NetworkEgress):
+            suite.addTest(NetworkEgressOnGvisor(name))
+    return suite
 
 
 if __name__ == "__main__":

@@ -22,7 +22,7 @@ static json_t *bind_mount(const char *dst, const char *src, bool read_only)
 }
 
 int gv_bundle_write(const struct gv_driver *gv, const struct sandbox *sb, const char *bundle_dir, const char *rootfs,
-                    const char *socket_dir, struct space_error *err)
+                    const char *socket_dir, const char *netns_path, struct space_error *err)
 {
         char memory[24], cpus[12], path[PATH_MAX], tmp[PATH_MAX + 8];
         uint64_t memory_bytes = sb->resources.memory_mb > 0 ? (uint64_t)sb->resources.memory_mb << 20 : 0;
@@ -42,6 +42,12 @@ int gv_bundle_write(const struct gv_driver *gv, const struct sandbox *sb, const 
                 json_pack("{s:s, s:o, s:{s:s, s:b}, s:s, s:o, s:{s:[{s:s},{s:s},{s:s},{s:s},{s:s}]}}", "ociVersion", "1.0.2",
                           "process", process, "root", "path", rootfs, "readonly", 0, "hostname", sb->id, "mounts", mounts,
                           "linux", "namespaces", "type", "pid", "type", "mount", "type", "ipc", "type", "uts", "type", "network");
+        /* With a link: the namespace spaced made and put it in (runsc joins it by path). */
+        json_t *netns = json_array_get(json_object_get(json_object_get(config, "linux"), "namespaces"), 4);
+        if (netns_path && json_object_set_new(netns, "path", json_string(netns_path)) < 0) {
+                json_decref(config);
+                config = NULL;
+        }
         if (!config)
                 return space_error_set(err, SPACE_E_INTERNAL, "out of memory for the bundle of %s", sb->id);
         snprintf(path, sizeof(path), "%s/config.json", bundle_dir);

@@ -109,7 +109,7 @@ int gv_checkpoint(const struct runtime_driver *d, const struct sandbox *sb, cons
          * whose restore dies at once. Left running (and still paused by us), a redo finds
          * them whole; the caller of a hibernation stops them once the image is safe. */
         const char *args[] = { "checkpoint", "--leave-running", "--image-path", image_dir, sb->id, NULL };
-        if ((r = gv_runsc(gv, log, args)) != 0) {
+        if ((r = gv_runsc_for(gv, sb, log, args)) != 0) {
                 gv_runsc_failed("checkpoint", r, log, sb->id, err);
                 goto fail;
         }

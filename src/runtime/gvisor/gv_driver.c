@@ -15,6 +15,7 @@
 #include "agent_protocol/agent_client.h"
 #include "runtime/cgroup/cgroup_manager.h"
 #include "runtime/gvisor/gv_driver.h"
+#include "runtime/namespaces/ns_network.h"
 #include "spaced/host_command.h"
 #include "storage/btrfs_pool.h"
 
@@ -26,6 +27,7 @@ static void gv_free(struct runtime_driver *d)
         if (!gv)
                 return;
         free(gv->host.cgroups);
+        ns_network_free(gv->network);
         free(gv);
         d->state = NULL;
 }
@@ -81,6 +83,9 @@ static int gv_init(struct runtime_driver *d, const struct runtime_config *cfg, s
                 space_error_errno(err, errno, "mkdir %s", gv->runsc_root);
                 goto fail;
         }
+        /* The same links, table and address blocks as the namespaces runtime's. */
+        if (cfg->egress_tcp_port && ns_network_open(cfg, &gv->network, err) < 0)
+                goto fail;
         return 0;
 fail:
         gv_free(d);
@@ -114,6 +119,12 @@ static int gv_stop(const struct runtime_driver *d, const struct sandbox *sb, str
                 return space_error_errno(err, r, "kill processes of %s", sb->id);
         if ((r = cg->ops->destroy(cg, sb->id)) < 0)
                 return space_error_errno(err, r, "remove cgroup of %s", sb->id);
+        /* No process of the sandbox is left: its link and address block may go to another. */
+        sandbox_host_run_path(&gv->host, sb->id, NULL, path, sizeof(path));
+        if (gv->network && (r = ns_network_detach(gv->network, sb->id, path)) < 0)
+                return space_error_errno(err, r, "remove the network link of %s", sb->id);
+        sandbox_host_run_path(&gv->host, sb->id, GV_NETNS_LEAF, path, sizeof(path));
+        ns_network_netns_remove(path);
         remove_run_dir(gv, sb->id);
         sandbox_host_run_path(&gv->host, sb->id, NULL, path, sizeof(path));
         if (rmdir(path) < 0 && errno != ENOENT)
@@ -169,7 +180,7 @@ int gv_agent_wait(const struct gv_driver *gv, const struct sandbox *sb, const st
 static int gv_launch(const struct runtime_driver *d, struct sandbox *sb, const char *image_dir, struct space_error *err)
 {
         const struct gv_driver *gv = gv_driver_of(d);
-        char rootfs[PATH_MAX], dir[PATH_MAX], bundle[PATH_MAX], sockdir[PATH_MAX], log[PATH_MAX];
+        char rootfs[PATH_MAX], dir[PATH_MAX], bundle[PATH_MAX], sockdir[PATH_MAX], log[PATH_MAX], netns[PATH_MAX], addr[16];
         struct init_handle h = { 0 };
         struct space_error ignored;
         if (gv_stop(d, sb, err) < 0) /* whatever an interrupted earlier attempt left */
@@ -184,7 +195,19 @@ static int gv_launch(const struct runtime_driver *d, struct sandbox *sb, const c
         if ((mkdir(dir, 0700) < 0 && errno != EEXIST) || (mkdir(bundle, 0700) < 0 && errno != EEXIST) ||
             (mkdir(sockdir, 0700) < 0 && errno != EEXIST))
                 return space_error_errno(err, errno, "mkdir %s", dir);
-        if (gv_bundle_write(gv, sb, bundle, rootfs, sockdir, err) < 0)
+        /* A link is made before runsc runs: its netstack takes over what the namespace holds
+         * when the sandbox boots or is restored. A restored sandbox gets a new link (its
+         * sockets open at the checkpoint are reset: their peers were another address). */
+        sandbox_host_run_path(&gv->host, sb->id, GV_NETNS_LEAF, netns, sizeof(netns));
+        if (gv_has_link(gv, sb)) {
+                if ((r = ns_network_netns_make(netns)) < 0) {
+                        space_error_errno(err, -r, "make the network namespace of %s", sb->id);
+                        goto fail;
+                }
+                if (ns_network_attach(gv->network, sb->id, netns, dir, rootfs, addr, sizeof(addr), err) < 0)
+                        goto fail;
+        }
+        if (gv_bundle_write(gv, sb, bundle, rootfs, sockdir, gv_has_link(gv, sb) ? netns : NULL, err) < 0)
                 goto fail;
         if ((r = gv->host.cgroups->ops->create(gv->host.cgroups, sb->id, &sb->resources)) < 0) {
                 space_error_errno(err, r, "create cgroup");
@@ -193,7 +216,7 @@ static int gv_launch(const struct runtime_driver *d, struct sandbox *sb, const c
         /* create, then into the cgroup, then start: nothing of the sandbox runs outside it */
         const char *create_args[] = { "create", "--bundle", bundle, sb->id, NULL };
         const char *restore_args[] = { "restore", "--image-path", image_dir, "--bundle", bundle, "--detach", sb->id, NULL };
-        if ((r = gv_runsc(gv, log, image_dir ? restore_args : create_args)) != 0) {
+        if ((r = gv_runsc_for(gv, sb, log, image_dir ? restore_args : create_args)) != 0) {
                 gv_runsc_failed(image_dir ? "restore" : "create", r, log, sb->id, err);
                 goto fail;
         }
@@ -214,7 +237,7 @@ static int gv_launch(const struct runtime_driver *d, struct sandbox *sb, const c
                 goto fail;
         }
         const char *start_args[] = { "start", sb->id, NULL };
-        if (!image_dir && (r = gv_runsc(gv, log, start_args)) != 0) {
+        if (!image_dir && (r = gv_runsc_for(gv, sb, log, start_args)) != 0) {
                 gv_runsc_failed("start", r, log, sb->id, err);
                 goto fail;
         }
@@ -269,6 +292,19 @@ static int gv_resume(const struct runtime_driver *d, const struct sandbox *sb, s
         return gv_agent_unpark(gv, sb, err) < 0 || gv_agent_wait(gv, sb, &h, err) < 0 ? -1 : 0;
 }
 
+/* The link was made at launch (before runsc took it over): only its address is told. */
+static int gv_network_attach(const struct runtime_driver *d, const struct sandbox *sb, char *ret_addr, size_t size,
+                             struct space_error *err)
+{
+        const struct gv_driver *gv = gv_driver_of(d);
+        char dir[PATH_MAX];
+        if (!gv->network)
+                return space_error_set(err, SPACE_E_UNSUPPORTED, "this server has no egress gateway");
+        sandbox_host_run_path(&gv->host, sb->id, NULL, dir, sizeof(dir));
+        int r = ns_network_address(gv->network, dir, ret_addr, size);
+        return r < 0 ? space_error_errno(err, -r, "the egress link of %s (not running?)", sb->id) : 0;
+}
+
 /* A hibernated sandbox has no process, and is alive all the same (its memory is on disk). */
 static int gv_probe(const struct runtime_driver *d, const struct sandbox *sb, bool deep)
 {
@@ -299,7 +335,7 @@ const struct runtime_driver_ops runtime_driver_gvisor = {
         .changed_since = sandbox_host_rootfs_changed_since,
         .kill = sandbox_host_kill,
         .host_pid = sandbox_host_host_pid,
-        .network_attach = NULL,
+        .network_attach = gv_network_attach,
         .port_connect = sandbox_host_port_connect, /* its network stack is its own: through the agent */
         .checkpoint = gv_checkpoint,
         .start_from_image = gv_start_from_image,

@@ -9,10 +9,23 @@
 #include "runtime/runtime_driver.h"
 #include "runtime/sandbox_host.h"
 
+struct ns_network;
+
 struct gv_driver {
-        struct sandbox_host host;  /* first: the shared ops read it through d->state */
-        char runsc_root[PATH_MAX]; /* runsc's --root: its records of this daemon's containers */
+        struct sandbox_host host;   /* first: the shared ops read it through d->state */
+        char runsc_root[PATH_MAX];  /* runsc's --root: its records of this daemon's containers */
+        struct ns_network *network; /* the egress links (the namespaces runtime's); NULL: no egress */
 };
+
+/* The network namespace file of a sandbox with egress, <run_dir>/<id>/netns. */
+#define GV_NETNS_LEAF "netns"
+
+/* Whether sandbox sb runs with runsc --network=sandbox in a namespace of its own holding
+ * its egress link (a profile other than none), or --network=none (only lo). */
+static inline bool gv_has_link(const struct gv_driver *gv, const struct sandbox *sb)
+{
+        return gv->network && sb->network;
+}
 
 static inline const struct gv_driver *gv_driver_of(const struct runtime_driver *d)
 {
@@ -23,6 +36,8 @@ static inline const struct gv_driver *gv_driver_of(const struct runtime_driver *
  * Returns its exit status or -errno. The global flags are repeated on every call: runsc
  * forgets them between calls (restore without --network=none fails, for one). */
 int gv_runsc(const struct gv_driver *gv, const char *log_path, const char *const *args);
+/* gv_runsc for a call that reads the network flag (create, start, restore): sandbox sb's. */
+int gv_runsc_for(const struct gv_driver *gv, const struct sandbox *sb, const char *log_path, const char *const *args);
 /* Like gv_runsc, the output (up to size-1 bytes) captured in out; for short queries
  * (version, state) whose container does not inherit the output. */
 int gv_runsc_capture(const struct gv_driver *gv, const char *const *args, char *out, size_t size);
@@ -33,9 +48,10 @@ int gv_runsc_state(const struct gv_driver *gv, const char *id, pid_t *ret_pid, c
 pid_t gv_runsc_sandbox_pid(const struct gv_driver *gv, const char *id);
 
 /* Writes <bundle_dir>/config.json for sandbox sb: rootfs the subvolume, space-agent (bound
- * read-only from agent_path) as PID 1 listening in socket_dir (bound at /dev/.space). */
+ * read-only from agent_path) as PID 1 listening in socket_dir (bound at /dev/.space), in
+ * the network namespace at netns_path (NULL: a new one, with only lo). */
 int gv_bundle_write(const struct gv_driver *gv, const struct sandbox *sb, const char *bundle_dir, const char *rootfs,
-                    const char *socket_dir, struct space_error *err);
+                    const char *socket_dir, const char *netns_path, struct space_error *err);
 
 /* Fills err with "runsc <what> of <id> failed", runsc's last log line in log_path appended; -1. */
 int gv_runsc_failed(const char *what, int r, const char *log_path, const char *id, struct space_error *err);

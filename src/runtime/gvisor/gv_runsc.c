@@ -10,19 +10,24 @@
 #define RUNSC_TIMEOUT_S 60
 #define MAX_ARGS 24
 
-/* systrap: no KVM needed. network none: a sandbox has only lo (the egress network is the
- * namespace runtime's for now). overlay none and shared file access: writes reach the
+/* systrap: no KVM needed. network none: a sandbox has only lo, unless it has an egress link:
+ * then --network=host, the host kernel's stack of the network namespace its bundle names
+ * (spaced's, holding only its link: gv_bundle.c, docs/network.md). Not --network=sandbox
+ * (gVisor's netstack): Debian's runsc 0.0~20240729 refuses it on kernels whose
+ * net.core.rmem_default is per namespace (6.x: "cannot run with network enabled in root
+ * network namespace"). overlay none and shared file access: writes reach the
  * btrfs subvolume at once, so its snapshots see them. host-uds create: the agent's socket,
  * bound inside, is a socket on the host. ignore-cgroups: spaced's cgroup manager owns the
  * sandbox's cgroup. */
-static int build_argv(const struct gv_driver *gv, const char *const *args, char **argv)
+static int build_argv(const struct gv_driver *gv, bool link, const char *const *args, char **argv)
 {
-        static const char *const globals[] = { "--platform=systrap",   "--network=none",    "--overlay2=none",
-                                               "--file-access=shared", "--host-uds=create", "--ignore-cgroups" };
+        static const char *const globals[] = { "--platform=systrap", "--overlay2=none", "--file-access=shared",
+                                               "--host-uds=create", "--ignore-cgroups" };
         size_t n = 0;
         argv[n++] = "runsc";
         argv[n++] = "--root";
         argv[n++] = (char *)gv->runsc_root;
+        argv[n++] = link ? "--network=host" : "--network=none";
         for (size_t i = 0; i < sizeof(globals) / sizeof(globals[0]); i++)
                 argv[n++] = (char *)globals[i];
         for (size_t i = 0; args[i]; i++) {
@@ -34,17 +39,27 @@ static int build_argv(const struct gv_driver *gv, const char *const *args, char 
         return 0;
 }
 
-int gv_runsc(const struct gv_driver *gv, const char *log_path, const char *const *args)
+static int run(const struct gv_driver *gv, bool link, const char *log_path, const char *const *args)
 {
         char *argv[MAX_ARGS];
-        int r = build_argv(gv, args, argv);
+        int r = build_argv(gv, link, args, argv);
         return r < 0 ? r : host_command_run(argv, log_path ? log_path : "/dev/null", NULL, 0, RUNSC_TIMEOUT_S);
+}
+
+int gv_runsc(const struct gv_driver *gv, const char *log_path, const char *const *args)
+{
+        return run(gv, false, log_path, args);
+}
+
+int gv_runsc_for(const struct gv_driver *gv, const struct sandbox *sb, const char *log_path, const char *const *args)
+{
+        return run(gv, gv_has_link(gv, sb), log_path, args);
 }
 
 int gv_runsc_capture(const struct gv_driver *gv, const char *const *args, char *out, size_t size)
 {
         char *argv[MAX_ARGS];
-        int r = build_argv(gv, args, argv);
+        int r = build_argv(gv, false, args, argv);
         return r < 0 ? r : host_command_run(argv, NULL, out, size, RUNSC_TIMEOUT_S);
 }
 

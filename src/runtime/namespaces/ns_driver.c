@@ -348,7 +348,7 @@ static int ns_network_attach_op(const struct runtime_driver *d, const struct san
 {
         const struct ns_driver *ns = ns_driver_of(d);
         struct init_handle h;
-        char dir[PATH_MAX], rootfs[PATH_MAX];
+        char dir[PATH_MAX], rootfs[PATH_MAX], netns[64];
         if (!ns->network)
                 return space_error_set(err, SPACE_E_UNSUPPORTED, "this server has no egress gateway");
         init_handle_read(sb->runtime_state, &h);
@@ -358,7 +358,8 @@ static int ns_network_attach_op(const struct runtime_driver *d, const struct san
         if (r < 0)
                 return space_error_errno(err, r, "sandbox path");
         sandbox_host_run_path(&ns->host, sb->id, NULL, dir, sizeof(dir));
-        return ns_network_attach(ns->network, sb->id, h.pid, dir, rootfs, ret_addr, size, err);
+        snprintf(netns, sizeof(netns), "/proc/%d/ns/net", (int)h.pid);
+        return ns_network_attach(ns->network, sb->id, netns, dir, rootfs, ret_addr, size, err);
 }
 
 const struct runtime_driver_ops runtime_driver_namespaces = {

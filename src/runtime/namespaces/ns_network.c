@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mount.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -306,11 +307,9 @@ void ns_network_free(struct ns_network *n)
 
 /* Inside the sandbox's network namespace (this thread only, and back): lo and eth0 up, the
  * address, the default route, no IPv6. */
-static int configure_inside(pid_t pid, uint32_t addr, uint32_t gateway)
+static int configure_inside(const char *netns_path, uint32_t addr, uint32_t gateway)
 {
-        char path[64];
-        snprintf(path, sizeof(path), "/proc/%d/ns/net", (int)pid);
-        _cleanup_close_ int target = open(path, O_RDONLY | O_CLOEXEC);
+        _cleanup_close_ int target = open(netns_path, O_RDONLY | O_CLOEXEC);
         _cleanup_close_ int home = open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC);
         if (target < 0 || home < 0)
                 return -errno;
@@ -381,8 +380,8 @@ static int take_block(struct ns_network *n, const char *id, const char *run_dir,
         return 0;
 }
 
-int ns_network_attach(struct ns_network *n, const char *id, pid_t pid, const char *run_dir, const char *rootfs, char *ret_addr,
-                      size_t size, struct space_error *err)
+int ns_network_attach(struct ns_network *n, const char *id, const char *netns_path, const char *run_dir, const char *rootfs,
+                      char *ret_addr, size_t size, struct space_error *err)
 {
         char host[IFNAMSIZ], path[128];
         uint32_t base = 0;
@@ -397,8 +396,7 @@ int ns_network_attach(struct ns_network *n, const char *id, pid_t pid, const cha
         if (fd < 0)
                 return space_error_errno(err, -fd, "netlink");
         if (!if_nametoindex(host)) {
-                snprintf(path, sizeof(path), "/proc/%d/ns/net", (int)pid);
-                _cleanup_close_ int netns = open(path, O_RDONLY | O_CLOEXEC);
+                _cleanup_close_ int netns = open(netns_path, O_RDONLY | O_CLOEXEC);
                 if (netns < 0)
                         return space_error_errno(err, errno, "open the network namespace of %s", id);
                 if ((r = veth_create(fd, host, netns)) < 0 && r != -EEXIST)
@@ -414,7 +412,7 @@ int ns_network_attach(struct ns_network *n, const char *id, pid_t pid, const cha
         if ((r = write_sysctl(path, "1")) < 0 || (r = addr_add(fd, index, gateway, 30)) < 0 || (r = link_up(fd, index)) < 0)
                 return space_error_errno(err, -r, "set up the host end %s", host);
         int64_t t_host = now_us();
-        if ((r = configure_inside(pid, addr, gateway)) < 0)
+        if ((r = configure_inside(netns_path, addr, gateway)) < 0)
                 return space_error_errno(err, -r, "set up eth0 in %s", id);
         int64_t t_inside = now_us();
         if ((r = write_resolv_conf(rootfs, gateway)) < 0)
@@ -456,4 +454,55 @@ int ns_network_detach(struct ns_network *n, const char *id, const char *run_dir)
         }
         unlink(path);
         return 0;
+}
+
+int ns_network_address(struct ns_network *n, const char *run_dir, char *ret_addr, size_t size)
+{
+        char path[PATH_MAX + 32];
+        block_record_path(n, run_dir, path, sizeof(path));
+        uint32_t base = ns_uid_ranges_recorded(path);
+        if (!base)
+                return -ENOENT;
+        struct in_addr in = { .s_addr = htonl(base + 2) };
+        return inet_ntop(AF_INET, &in, ret_addr, (socklen_t)size) ? 0 : -ENOSPC;
+}
+
+int ns_network_netns_make(const char *path)
+{
+        _cleanup_close_ int home = open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC);
+        if (home < 0)
+                return -errno;
+        ns_network_netns_remove(path); /* what an interrupted earlier attempt left */
+        _cleanup_close_ int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+        if (fd < 0)
+                return -errno;
+        /* This thread only, and back: the bind mount keeps the new namespace alive. */
+        if (unshare(CLONE_NEWNET) < 0)
+                return -errno;
+        int r = mount("/proc/thread-self/ns/net", path, NULL, MS_BIND, NULL) < 0 ? -errno : 0;
+        if (setns(home, CLONE_NEWNET) < 0)
+                abort(); /* a thread left in the sandbox's namespace would do the daemon's network work there */
+        if (r == 0) {
+                /* lo up inside, as a fresh namespace has it down */
+                _cleanup_close_ int target = open(path, O_RDONLY | O_CLOEXEC);
+                if (target < 0 || setns(target, CLONE_NEWNET) < 0)
+                        r = -errno;
+                else {
+                        _cleanup_close_ int nl = nl_socket();
+                        int lo = (int)if_nametoindex("lo");
+                        r = nl < 0 ? nl : lo ? link_up(nl, lo) : -ENODEV;
+                        if (setns(home, CLONE_NEWNET) < 0)
+                                abort();
+                }
+        }
+        if (r < 0)
+                ns_network_netns_remove(path);
+        return r;
+}
+
+void ns_network_netns_remove(const char *path)
+{
+        while (umount2(path, MNT_DETACH) == 0)
+                ;
+        unlink(path);
 }

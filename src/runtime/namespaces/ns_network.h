@@ -9,8 +9,8 @@
  * back through the link it came in on (a sandbox that takes another's address: the gateway
  * knows sandboxes by source address). Its DNAT rules match this instance's links by name
  * (sx<instance>*), so a link needs no rule of its own; its drop rules match every sx* link,
- * so a link whose daemon's table is not (yet) there is dropped whole. Private to
- * src/runtime/namespaces/. */
+ * so a link whose daemon's table is not (yet) there is dropped whole. Used by the
+ * namespaces and gvisor drivers (each opens its own; they share the table and blocks). */
 #pragma once
 
 #include <stddef.h>
@@ -28,8 +28,18 @@ struct ns_network;
 int ns_network_open(const struct runtime_config *cfg, struct ns_network **ret, struct space_error *err);
 /* Removes the table when no sandbox of this instance holds a link (they outlive spaced). */
 void ns_network_free(struct ns_network *n);
-/* The link of a running sandbox whose init is host pid, under the run dir run_dir. */
-int ns_network_attach(struct ns_network *n, const char *id, pid_t pid, const char *run_dir, const char *rootfs, char *ret_addr,
-                      size_t size, struct space_error *err);
+/* The link of sandbox id into the network namespace at netns_path (/proc/PID/ns/net of a
+ * running namespaces sandbox, or the file of ns_network_netns_make), its records under the
+ * run dir run_dir, resolv.conf and trust store written in rootfs. */
+int ns_network_attach(struct ns_network *n, const char *id, const char *netns_path, const char *run_dir, const char *rootfs,
+                      char *ret_addr, size_t size, struct space_error *err);
+/* The sandbox's address of the block recorded under run_dir: 0, -ENOENT (none). */
+int ns_network_address(struct ns_network *n, const char *run_dir, char *ret_addr, size_t size);
+/* A new network namespace (lo up) kept alive by a bind mount on path, for a runtime that
+ * joins a namespace by path (gvisor's OCI bundle); whatever was at path first is removed.
+ * 0 or -errno. */
+int ns_network_netns_make(const char *path);
+/* Unmounts and removes it; nothing there is fine. */
+void ns_network_netns_remove(const char *path);
 /* Takes the link, its set element and its block away; 0 when there was none. -errno. */
 int ns_network_detach(struct ns_network *n, const char *id, const char *run_dir);

@@ -32,7 +32,7 @@ static void test_role_table(void **state)
                 { "template.read", 1, 1, 1, 1 },   { "template.write", 1, 1, 1, 0 }, { "operation.read", 1, 1, 1, 1 },
                 { "operation.write", 1, 1, 1, 0 }, { "key.read", 1, 1, 0, 0 },       { "key.write", 1, 1, 0, 0 },
                 { "project.read", 1, 1, 1, 1 },    { "platform", 1, 0, 0, 0 },       { "approval.write", 1, 1, 0, 0 },
-                { "secret.read", 1, 1, 0, 0 },     { "secret.write", 1, 1, 0, 0 },
+                { "secret.read", 1, 1, 0, 0 },     { "secret.write", 1, 1, 0, 0 },   { "network.profile", 1, 0, 0, 0 },
         };
         uint32_t seen = 0;
         for (size_t i = 0; i < sizeof(table) / sizeof(table[0]); i++) {
@@ -50,7 +50,7 @@ static void test_role_table(void **state)
         uint32_t bit;
         assert_int_equal(permission_from_name("sandbox.Read", &bit), -EINVAL);
         assert_int_equal(permission_from_name("", &bit), -EINVAL);
-        assert_null(permission_name(PERM_SECRET_WRITE << 1));
+        assert_null(permission_name(PERM_NETWORK_PROFILE << 1));
 }
 
 static void test_role_names(void **state)
