@@ -76,6 +76,9 @@ static const char usage[] =
         "  --claim-lease S        a node's claims on operations lapse S seconds after its last\n"
         "                         heartbeat, and another node takes them over (docs/fleet.md) [10]\n"
         "  --node-lost-after S    a node whose heartbeat stopped S seconds ago is marked lost [60]\n"
+        "  --fleet-secret FILE    the key (at least 32 bytes, the same file on every spaced of the\n"
+        "                         database) a node's forwarded data-plane requests are signed with\n"
+        "                         [off: the data plane is served only by the sandbox's node]\n"
         "  --command-log-cap SIZE output kept per streamed command; older output is dropped [64M]\n"
         "  --sandbox-log-cap SIZE output kept per sandbox over all its commands; the oldest\n"
         "                         commands' output is dropped first [512M]\n"
@@ -393,6 +396,10 @@ static int apply(struct spaced_config *cfg, const char *key, const char *v)
                         cfg->role = SPACED_ROLE_NODE;
                 else
                         goto bad;
+        } else if (strcmp(key, "fleet-secret") == 0) {
+                if (!*v || strlen(v) >= sizeof(cfg->fleet_secret_path))
+                        goto bad;
+                snprintf(cfg->fleet_secret_path, sizeof(cfg->fleet_secret_path), "%s", v);
         } else if (strcmp(key, "claim-lease") == 0) {
                 if (parse_size(v, &n) < 0 || n < 1 || n > 3600)
                         goto bad;
@@ -678,6 +685,7 @@ int spaced_config_load(struct spaced_config *cfg, int argc, char **argv)
                 { "ingress-connections", required_argument, NULL, 0 },
                 { "e2b-domain", required_argument, NULL, 0 },
                 { "claim-lease", required_argument, NULL, 0 },
+                { "fleet-secret", required_argument, NULL, 0 },
                 { "role", required_argument, NULL, 0 },
                 { "migrate-from", required_argument, NULL, 0 },
                 { "node-lost-after", required_argument, NULL, 0 },

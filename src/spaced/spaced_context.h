@@ -79,6 +79,7 @@ struct spaced_config {
         int role;                                    /* --role: enum spaced_role */
         char migrate_from[1024];   /* --migrate-from sqlite:PATH: the SQLite file to copy into --database, then exit */
         int64_t node_lost_after_s; /* --node-lost-after: a node silent this long is marked lost */
+        char fleet_secret_path[PATH_MAX]; /* --fleet-secret: "" none (auth/node_credential.h) */
         uint64_t command_log_cap;  /* bytes of output kept per command */
         uint64_t sandbox_log_cap;  /* bytes of output kept per sandbox, all its commands */
         /* disk quotas (storage/btrfs_quota.h) */
@@ -153,6 +154,11 @@ struct spaced_context {
         char node_id[32];
         char node_address[96];       /* its API URL, as registered */
         atomic_bool node_registered; /* its row written; until then it heartbeats and claims nothing */
+        /* --fleet-secret's key (auth/node_credential.h): signs the data-plane requests this
+         * process passes on to a sandbox's node and checks those other nodes pass on here;
+         * length 0: none (no request is passed on, none is taken) */
+        unsigned char fleet_secret[1024];
+        size_t fleet_secret_len;
 };
 
 /* Whether sb lives on this node (or on none yet: a row from before the fleet): only then
