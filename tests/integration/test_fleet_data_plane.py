@@ -56,8 +56,7 @@ class FleetDataPlane(SpacedTestCase):
             shutil.copy(os.path.join(self.a.state_dir, "admin.key"), os.path.join(sp.state_dir, "admin.key"))
             sp.start()
         # A create submitted to a is claimed by a: the sandbox lives there.
-        sb = self.a.create()
-        self.sid = sb["id"]
+        self.sid = self.a.create()
         self.assertEqual(self.a.get(self.sid)["node"], self.a.instance())
         wait_for(lambda: self.pg.psql("SELECT count(*) FROM nodes WHERE state = 'ready'", database=self.db) == "2",
                  timeout=20, what="both nodes ready")
@@ -73,24 +72,26 @@ class FleetDataPlane(SpacedTestCase):
     def test_exec_files_commands_the_same_through_any_spaced(self):
         a, b, c = self.a, self.b, self.c
         sid = self.sid
-        direct = a.exec(sid, cmd=["sh", "-c", "echo out; echo err >&2; exit 3"])[1]
+        direct = a.exec(sid, cmd=["sh", "-c", "echo out; echo err >&2; exit 3"])
         for sp in (b, c):
-            got = sp.exec(sid, cmd=["sh", "-c", "echo out; echo err >&2; exit 3"])[1]
+            got = sp.exec(sid, cmd=["sh", "-c", "echo out; echo err >&2; exit 3"])
             self.assertEqual((got["stdout"], got["stderr"], got["exit_code"]),
                              (direct["stdout"], direct["stderr"], direct["exit_code"]))
         # A file put through the control process is the file a serves, and back through b.
         data = os.urandom(300000)
-        self.assertEqual(c.put_file(sid, "/tmp/blob", data)[0], 201)
+        c.put_file(sid, "/tmp/blob", data)
+        tok = self.token(c)
         for sp in (a, b, c):
-            status, body = sp.request("GET", "/v1/sandboxes/%s/files?path=/tmp/blob" % sid)
+            status, body = sp.request("GET", "/v1/sandboxes/%s/files?path=/tmp/blob" % sid, key=tok)
             self.assertEqual((status, body), (200, data))
-        stats = [sp.api("GET", "/v1/sandboxes/%s/files/stat?path=/tmp/blob" % sid, expect=200)[1] for sp in (a, b, c)]
+        stats = [sp.api("GET", "/v1/sandboxes/%s/files/stat?path=/tmp/blob" % sid, key=tok, expect=200)[1]
+                 for sp in (a, b, c)]
         self.assertEqual(stats[0], stats[1])
         self.assertEqual(stats[0], stats[2])
         self.assertEqual(stats[0]["size"], len(data))
         # Errors are the owning node's, passed on as they are.
         for sp in (a, b, c):
-            self.assertError(sp.request("GET", "/v1/sandboxes/%s/files?path=/nonexistent" % sid), 404, "not_found")
+            self.assertError(sp.request("GET", "/v1/sandboxes/%s/files?path=/nonexistent" % sid, key=tok), 404, "not_found")
         # A streamed command started through c (an attach token minted on b): its events,
         # and a resume from the middle by Last-Event-ID, are what a streams.
         tok = self.token(b)
