@@ -25,7 +25,7 @@
 #define PRINCIPAL_TEXT_MAX 512
 
 /* What stays at the front door: the caller's credentials, and any node headers it sent. */
-static const char *const dropped[] = { "Authorization", "Cookie", API_CONSOLE_CSRF_HEADER, NODE_CREDENTIAL_HEADER,
+static const char *const dropped[] = { "Authorization",       "Cookie", API_CONSOLE_CSRF_HEADER, NODE_CREDENTIAL_HEADER,
                                        NODE_PRINCIPAL_HEADER, NULL };
 
 bool node_forward_route(const struct api_request *req)
@@ -59,9 +59,10 @@ static int principal_parse(const char *text, struct api_request *req)
         const char *key = NULL, *project = NULL, *session = NULL;
         int role = 0;
         json_int_t perms = 0, expires = 0;
-        int r = o && json_unpack_ex(o, &jerr, JSON_STRICT, "{s:s, s:s, s:i, s:I, s:I, s:s}", "key_id", &key, "project_id",
-                                    &project, "role", &role, "permissions", &perms, "expires_at_ms", &expires, "session_id",
-                                    &session) == 0 &&
+        int r = o &&
+                        json_unpack_ex(o, &jerr, JSON_STRICT, "{s:s, s:s, s:i, s:I, s:I, s:s}", "key_id", &key, "project_id",
+                                       &project, "role", &role, "permissions", &perms, "expires_at_ms", &expires, "session_id",
+                                       &session) == 0 &&
                         strlen(key) < sizeof(req->principal.key_id) && strlen(project) < sizeof(req->principal.project_id) &&
                         strlen(session) < sizeof(req->session_id) && role >= ROLE_NONE && role <= ROLE_ADMIN && perms >= 0 &&
                         perms <= PERM_ALL
@@ -94,9 +95,14 @@ int node_forward_authenticate(struct api_request *req, const char *credential, s
                     : -EINVAL;
         if (r < 0) {
                 log_warn("node.credential_refused", "reason=%s path=\"%s\"",
-                         r == -ETIME ? "stale" : r == -EPERM ? "signature" : "malformed", LOG_ESC(req->path));
+                         r == -ETIME           ? "stale"
+                                 : r == -EPERM ? "signature"
+                                               : "malformed",
+                         LOG_ESC(req->path));
                 return space_error_set(err, SPACE_E_UNAUTHORIZED, "the node's credential is %s",
-                                       r == -ETIME ? "out of its time window" : r == -EPERM ? "not this fleet's" : "malformed");
+                                       r == -ETIME           ? "out of its time window"
+                                               : r == -EPERM ? "not this fleet's"
+                                                             : "malformed");
         }
         if (principal_parse(principal, req) < 0)
                 return space_error_set(err, SPACE_E_UNAUTHORIZED, "the node's " NODE_PRINCIPAL_HEADER " is malformed");
@@ -125,7 +131,8 @@ static int split_address(const char *url, char *host, size_t host_size, char *po
                         return -1;
                 n = (size_t)(end - h);
         }
-        if (n == 0 || n >= host_size || strlen(end + 1) >= port_size || !end[1] || strspn(end + 1, "0123456789") != strlen(end + 1))
+        if (n == 0 || n >= host_size || strlen(end + 1) >= port_size || !end[1] ||
+            strspn(end + 1, "0123456789") != strlen(end + 1))
                 return -1;
         memcpy(host, h, n);
         host[n] = '\0';
@@ -159,9 +166,10 @@ static int connect_node(const char *host, const char *port, unsigned timeout_s, 
         freeaddrinfo(ai);
         struct timeval tv = { .tv_sec = io_timeout_s };
         int flags = r == 0 ? fcntl(fd, F_GETFL) : -1;
-        if (r == 0 && (flags < 0 || fcntl(fd, F_SETFL, flags & ~O_NONBLOCK) < 0 ||
-                       setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)) < 0 ||
-                       setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv)) < 0))
+        if (r == 0 &&
+            (flags < 0 || fcntl(fd, F_SETFL, flags & ~O_NONBLOCK) < 0 ||
+             setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)) < 0 ||
+             setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv)) < 0))
                 r = -errno;
         if (r < 0 && fd >= 0)
                 close(fd);
@@ -185,8 +193,9 @@ int node_forward_open(struct api_request *req, void **ret_state, struct space_er
         char host[128], port[8], principal[PRINCIPAL_TEXT_MAX], credential[NODE_CREDENTIAL_SIZE];
         const char *raw = http_listener_raw_uri(req->conn);
         if (split_address(node.address, host, sizeof(host), port, sizeof(port)) < 0)
-                return space_error_set(err, SPACE_E_NODE_UNAVAILABLE, "sandbox %s is on node %s at %s, which is not an http:// address",
-                                       req->segments[2], node.id, node.address);
+                return space_error_set(err, SPACE_E_NODE_UNAVAILABLE,
+                                       "sandbox %s is on node %s at %s, which is not an http:// address", req->segments[2],
+                                       node.id, node.address);
         if (!raw || principal_text(req, principal, sizeof(principal)) < 0 ||
             node_credential_sign(ctx->fleet_secret, ctx->fleet_secret_len, ctx->node_id, wallclock_now_ms(), req->method, raw,
                                  principal, credential, sizeof(credential)) < 0)

@@ -51,8 +51,8 @@ int node_credential_sign(const unsigned char *key, size_t key_len, const char *n
         return n < 0 || (size_t)n >= size ? -EINVAL : 0;
 }
 
-int node_credential_verify(const unsigned char *key, size_t key_len, const char *header, const char *method,
-                           const char *target, const char *principal, int64_t now_ms, char ret_node[32])
+int node_credential_verify(const unsigned char *key, size_t key_len, const char *header, const char *method, const char *target,
+                           const char *principal, int64_t now_ms, char ret_node[32])
 {
         char node[32], stamp[24], given[MAC_HEX + 2], want[MAC_HEX + 1];
         if (!key || !key_len || !header || strlen(header) >= NODE_CREDENTIAL_SIZE ||

@@ -26,5 +26,5 @@ int node_credential_sign(const unsigned char *key, size_t key_len, const char *n
 /* Whether header is a credential of this fleet for method, target and principal at now_ms:
  * 0 with the sending node's id in ret_node (32 bytes), -EINVAL malformed, -EPERM a wrong
  * HMAC, -ETIME out of the window. Compares in constant time. */
-int node_credential_verify(const unsigned char *key, size_t key_len, const char *header, const char *method,
-                           const char *target, const char *principal, int64_t now_ms, char ret_node[32]);
+int node_credential_verify(const unsigned char *key, size_t key_len, const char *header, const char *method, const char *target,
+                           const char *principal, int64_t now_ms, char ret_node[32]);

@@ -77,11 +77,11 @@ struct spaced_config {
         char approval_webhook_secret_path[PATH_MAX]; /* the HMAC key the deliveries are signed with */
         int64_t claim_lease_s;                       /* --claim-lease: a node's claims lapse this long after its last heartbeat */
         int role;                                    /* --role: enum spaced_role */
-        char migrate_from[1024];   /* --migrate-from sqlite:PATH: the SQLite file to copy into --database, then exit */
-        int64_t node_lost_after_s; /* --node-lost-after: a node silent this long is marked lost */
+        char migrate_from[1024];          /* --migrate-from sqlite:PATH: the SQLite file to copy into --database, then exit */
+        int64_t node_lost_after_s;        /* --node-lost-after: a node silent this long is marked lost */
         char fleet_secret_path[PATH_MAX]; /* --fleet-secret: "" none (auth/node_credential.h) */
-        uint64_t command_log_cap;  /* bytes of output kept per command */
-        uint64_t sandbox_log_cap;  /* bytes of output kept per sandbox, all its commands */
+        uint64_t command_log_cap;         /* bytes of output kept per command */
+        uint64_t sandbox_log_cap;         /* bytes of output kept per sandbox, all its commands */
         /* disk quotas (storage/btrfs_quota.h) */
         bool disk_quota;             /* enforced; off: disk_mb is refused */
         bool memory_import;          /* --memory-import: clients may bring memory images (runsc restore parses them) */

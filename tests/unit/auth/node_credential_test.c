@@ -17,8 +17,7 @@ static const unsigned char key[] = "0123456789abcdef0123456789abcdef";
 
 static void sign(const char *node, int64_t ms, const char *method, const char *target, const char *principal, char *buf)
 {
-        assert_int_equal(node_credential_sign(key, KEY_LEN, node, ms, method, target, principal, buf, NODE_CREDENTIAL_SIZE),
-                         0);
+        assert_int_equal(node_credential_sign(key, KEY_LEN, node, ms, method, target, principal, buf, NODE_CREDENTIAL_SIZE), 0);
 }
 
 static void test_round_trip(void **state)
@@ -27,9 +26,9 @@ static void test_round_trip(void **state)
         char h[NODE_CREDENTIAL_SIZE], node[32];
         sign("i0123456789ab", NOW, "POST", "/v1/sandboxes/s1/exec", "{\"k\":\"key1\"}", h);
         assert_int_equal(strncmp(h, "v1 i0123456789ab 1764777600000 ", 31), 0);
-        assert_int_equal(node_credential_verify(key, KEY_LEN, h, "POST", "/v1/sandboxes/s1/exec", "{\"k\":\"key1\"}", NOW + 5000,
-                                                node),
-                         0);
+        assert_int_equal(
+                node_credential_verify(key, KEY_LEN, h, "POST", "/v1/sandboxes/s1/exec", "{\"k\":\"key1\"}", NOW + 5000, node),
+                0);
         assert_string_equal(node, "i0123456789ab");
 }
 
@@ -46,9 +45,9 @@ static void test_fields_bound(void **state)
         assert_int_equal(node_credential_verify(key, KEY_LEN, h, "GET", "/v1/sandboxes/s1/files?path=/a", "q", NOW, node),
                          -EPERM);
         static const unsigned char other[] = "fedcba9876543210fedcba9876543210";
-        assert_int_equal(node_credential_verify(other, sizeof(other) - 1, h, "GET", "/v1/sandboxes/s1/files?path=/a", "p", NOW,
-                                                node),
-                         -EPERM);
+        assert_int_equal(
+                node_credential_verify(other, sizeof(other) - 1, h, "GET", "/v1/sandboxes/s1/files?path=/a", "p", NOW, node),
+                -EPERM);
         /* the node id and the time are signed too */
         char forged[NODE_CREDENTIAL_SIZE];
         snprintf(forged, sizeof(forged), "v1 n2 %s", h + 6);
@@ -76,7 +75,12 @@ static void test_malformed(void **state)
 {
         (void)state;
         char node[32], buf[NODE_CREDENTIAL_SIZE];
-        const char *bad[] = { "", "v1", "v1 n1 123", "v2 n1 1 " /* short */, "v1 n1 12x 00", "v1 n/1 1 00",
+        const char *bad[] = { "",
+                              "v1",
+                              "v1 n1 123",
+                              "v2 n1 1 " /* short */,
+                              "v1 n1 12x 00",
+                              "v1 n/1 1 00",
                               "v1 n1 1 0000000000000000000000000000000000000000000000000000000000000000000" };
         for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
                 assert_int_equal(node_credential_verify(key, KEY_LEN, bad[i], "GET", "/t", "", NOW, node), -EINVAL);
