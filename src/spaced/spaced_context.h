@@ -30,6 +30,7 @@ struct secret_keyring;
 /* --role (docs/fleet.md): a control process serves the APIs and the database's work but is no
  * node (it owns no sandbox and claims no operation); a node and all run sandboxes. */
 enum spaced_role { SPACED_ROLE_ALL = 0, SPACED_ROLE_CONTROL, SPACED_ROLE_NODE };
+#define SPACED_NODE_LABELS_MAX 8
 
 struct spaced_config {
         char state_dir[PATH_MAX];
@@ -80,8 +81,12 @@ struct spaced_config {
         char migrate_from[1024];          /* --migrate-from sqlite:PATH: the SQLite file to copy into --database, then exit */
         int64_t node_lost_after_s;        /* --node-lost-after: a node silent this long is marked lost */
         char fleet_secret_path[PATH_MAX]; /* --fleet-secret: "" none (auth/node_credential.h) */
-        uint64_t command_log_cap;         /* bytes of output kept per command */
-        uint64_t sandbox_log_cap;         /* bytes of output kept per sandbox, all its commands */
+        /* --node-label k=v (repeatable; a key given again takes its last value): the node
+         * row's labels, for placement (docs/fleet.md) */
+        char node_labels[SPACED_NODE_LABELS_MAX][64];
+        int node_label_count;
+        uint64_t command_log_cap; /* bytes of output kept per command */
+        uint64_t sandbox_log_cap; /* bytes of output kept per sandbox, all its commands */
         /* disk quotas (storage/btrfs_quota.h) */
         bool disk_quota;             /* enforced; off: disk_mb is refused */
         bool memory_import;          /* --memory-import: clients may bring memory images (runsc restore parses them) */

@@ -42,7 +42,7 @@ class FleetDataPlane(SpacedTestCase):
         with open(os.open(self.secret, os.O_WRONLY | os.O_CREAT, 0o600), "w") as f:
             f.write(secrets.token_hex(32) + "\n")
         args = ["--claim-lease", str(LEASE_S), "--node-lost-after", str(LEASE_S * 3), "--fleet-secret", self.secret]
-        self.a = Spaced(database=url, extra_args=args)
+        self.a = Spaced(database=url, extra_args=args + ["--node-label", "zone=a", "--node-label", "example.com/disk=ssd"])
         self.b = Spaced(database=url, extra_args=args)
         self.c = Spaced(database=url, extra_args=args + ["--role", "control"])
         self.addCleanup(self.c.cleanup)
@@ -60,6 +60,11 @@ class FleetDataPlane(SpacedTestCase):
         self.assertEqual(self.a.get(self.sid)["node"], self.a.instance())
         wait_for(lambda: self.pg.psql("SELECT count(*) FROM nodes WHERE state = 'ready'", database=self.db) == "2",
                  timeout=20, what="both nodes ready")
+
+    def test_node_labels_are_in_the_node_row(self):
+        _, d = self.c.api("GET", "/v1/nodes", expect=200)
+        labels = {n["id"]: n["labels"] for n in d["nodes"]}
+        self.assertEqual(labels, {self.a.instance(): {"example.com/disk": "ssd", "zone": "a"}, self.b.instance(): {}})
 
     def destroy(self):
         if self.sid and self.a.alive():
