@@ -8,6 +8,8 @@
 #include <unistd.h>
 
 #include "api/api_request.h"
+#include "api/node_forward.h"
+#include "auth/node_credential.h"
 #include "cleanup.h"
 #include "data_plane/attach_session.h"
 #include "service/console_session.h"
@@ -122,6 +124,10 @@ int api_auth_request(struct api_request *req, enum api_auth_kind kind, struct sp
 {
         const char *header = MHD_lookup_connection_value(req->conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION);
         const char *cookie;
+        const char *hop =
+                kind == API_AUTH_NONE ? NULL : MHD_lookup_connection_value(req->conn, MHD_HEADER_KIND, NODE_CREDENTIAL_HEADER);
+        if (hop) /* passed on by another node, which checked the caller (api/node_forward.h) */
+                return node_forward_authenticate(req, hop, err);
         switch (kind) {
         case API_AUTH_NONE:
                 return 0;

@@ -38,6 +38,7 @@ unsigned api_error_http_status(enum space_error_code code)
         case SPACE_E_GONE:
                 return 410;
         case SPACE_E_UNAVAILABLE:
+        case SPACE_E_NODE_UNAVAILABLE:
                 return 503;
         case SPACE_E_BAD_GATEWAY:
                 return 502;

@@ -40,6 +40,9 @@ struct api_request {
         const char *content_type;   /* of the body, or NULL */
         struct principal principal; /* the authenticated key (control routes) */
         char session_id[32];        /* the attach session (data-plane routes) */
+        /* passed on by another node of the fleet (api/node_forward.h): the caller was checked
+         * there, and the request is served here, never passed on again */
+        bool via_node;
         /* the console session the caller came with (id "": a key or none; docs/console.md) */
         struct console_session console;
         enum api_body_rule body_rule;

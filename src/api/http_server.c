@@ -19,6 +19,7 @@
 #include "api/console_static.h"
 #include "api/http_listener.h"
 #include "api/http_response.h"
+#include "api/node_forward.h"
 #include "api/request_trail.h"
 #include "spaced/log.h"
 #include "spaced/spaced_context.h"
@@ -80,6 +81,21 @@ static int split_path(struct api_request *req, char *copy)
         return 0;
 }
 
+/* A data-plane request of a sandbox on another node goes there (api/node_forward.h): its
+ * body is streamed on as a sink's is. true when it does (or failed to: then the error is in
+ * sink_err, answered once the body has been drained). */
+static bool forward_elsewhere(struct upload *up)
+{
+        void *state = NULL;
+        int r = node_forward_open(&up->req, &state, &up->sink_err);
+        if (r == 0)
+                return false;
+        up->handler = NULL;
+        up->sink = &node_forward_sink;
+        up->sink_state = state;
+        return true;
+}
+
 /* Routes and authenticates a request whose body is buffered; a refusal is kept in up->err
  * and answered once the body is in. */
 static void begin_request(struct spaced_context *ctx, struct MHD_Connection *conn, const char *url, const char *method,
@@ -120,6 +136,8 @@ static void begin_request(struct spaced_context *ctx, struct MHD_Connection *con
                 http_listener_authenticated(conn);
         if (api_request_check_query(req, &up->err) < 0)
                 up->handler = NULL;
+        else
+                forward_elsewhere(up);
 }
 
 static void handle(struct spaced_context *ctx, const char *method, struct upload *up, struct api_response *resp)
@@ -174,7 +192,7 @@ static bool begin_sink(struct spaced_context *ctx, struct MHD_Connection *conn, 
         if (authorized == 0) {
                 if (auth_kind != API_AUTH_NONE)
                         http_listener_authenticated(conn);
-                if (api_request_check_query(req, &up->sink_err) == 0)
+                if (api_request_check_query(req, &up->sink_err) == 0 && !forward_elsewhere(up))
                         up->sink->begin(req, &up->sink_state, &up->sink_err);
         }
         return true;

@@ -164,6 +164,8 @@ int port_proxy_begin(struct MHD_Connection *conn, struct sandbox_port_conn *upst
         MHD_get_connection_values(conn, MHD_HEADER_KIND, add_request_header, &h);
         if (!host)
                 append(&h.head, "Host: localhost\r\n");
+        if (r->extra_head)
+                append(&h.head, r->extra_head);
         snprintf(line, sizeof(line), "X-Forwarded-For: %s\r\nX-Forwarded-Proto: %s\r\n", client, r->scheme);
         append(&h.head, line);
         if (host) {

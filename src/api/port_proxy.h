@@ -29,6 +29,8 @@ struct port_proxy_request {
          * Content-Security-Policy: sandbox and loses its Set-Cookie headers */
         bool shared_origin;
         const char *scheme; /* of the front door, for X-Forwarded-Proto */
+        /* header lines ("Name: value\r\n" each) added to the request; NULL none */
+        const char *extra_head;
         /* an upgraded connection (WebSocket) ends when this turns true (spaced stopping), or
          * after idle_ms without a byte either way */
         const atomic_bool *stop;

@@ -1,6 +1,7 @@
 #include "operations/node_lease.h"
 
 #include <errno.h>
+#include <jansson.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -22,6 +23,28 @@ struct node_lease {
         bool stopping;
 };
 
+/* --node-label's k=v as a JSON object's text. */
+static int node_labels_json(const struct spaced_config *cfg, char *buf, size_t size)
+{
+        json_t *o = json_object();
+        for (int i = 0; o && i < cfg->node_label_count; i++) {
+                char key[128];
+                snprintf(key, sizeof(key), "%s", cfg->node_labels[i]);
+                char *eq = strchr(key, '=');
+                if (!eq)
+                        continue;
+                *eq = '\0';
+                json_object_set_new(o, key, json_string(eq + 1));
+        }
+        char *text = o ? json_dumps(o, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
+        json_decref(o);
+        int r = text && strlen(text) < size ? 0 : -1;
+        if (r == 0)
+                snprintf(buf, size, "%s", text);
+        free(text);
+        return r;
+}
+
 int node_lease_register(struct spaced_context *ctx, const char *address, struct space_error *err)
 {
         if (!spaced_runs_operations(ctx)) { /* --role control: no node; it only marks silent nodes lost */
@@ -33,7 +56,8 @@ int node_lease_register(struct spaced_context *ctx, const char *address, struct 
         snprintf(n.address, sizeof(n.address), "%s", address);
         long cpus = sysconf(_SC_NPROCESSORS_ONLN);
         n.capacity = cpus > 0 ? cpus : 1;
-        snprintf(n.labels, sizeof(n.labels), "{}");
+        if (node_labels_json(&ctx->cfg, n.labels, sizeof(n.labels)) < 0)
+                return space_error_set(err, SPACE_E_INTERNAL, "cannot write node %s's labels", ctx->node_id);
         n.started_at_ms = wallclock_now_ms();
         snprintf(ctx->node_address, sizeof(ctx->node_address), "%s", address);
         int r = STORE(ctx, node_register, &n);

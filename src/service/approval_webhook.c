@@ -3,7 +3,6 @@
 
 #include <curl/curl.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <jansson.h>
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
@@ -14,11 +13,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
-#include "cleanup.h"
+#include "auth/secret_file.h"
 #include "service/approval_json.h"
 #include "spaced/log.h"
 #include "spaced/spaced_context.h"
@@ -46,34 +44,6 @@ struct approval_webhook {
         size_t queued;
         atomic_bool stopping;
 };
-
-static int read_secret(const char *path, unsigned char *buf, size_t *ret_len, char *reason, size_t reason_size)
-{
-        _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
-        struct stat st;
-        if (fd < 0 || fstat(fd, &st) < 0) {
-                int r = -errno;
-                snprintf(reason, reason_size, "cannot read the webhook secret %s: %s", path, strerror(-r));
-                return r;
-        }
-        if (st.st_mode & 077)
-                log_warn("approval.webhook_secret_mode", "path=%s mode=%04o note=\"others than its owner can read the secret\"",
-                         path, (unsigned)(st.st_mode & 07777));
-        ssize_t n = read(fd, buf, SECRET_MAX);
-        unsigned char extra;
-        if (n < 0 || (n == SECRET_MAX && read(fd, &extra, 1) > 0)) {
-                snprintf(reason, reason_size, "the webhook secret %s is unreadable or longer than %d bytes", path, SECRET_MAX);
-                return -EINVAL;
-        }
-        while (n > 0 && (buf[n - 1] == '\n' || buf[n - 1] == '\r'))
-                n--; /* a line ending is not part of the key */
-        if (n < 16) {
-                snprintf(reason, reason_size, "the webhook secret %s has %zd bytes: at least 16 are needed", path, n);
-                return -EINVAL;
-        }
-        *ret_len = (size_t)n;
-        return 0;
-}
 
 /* Waits up to ms, or until stop; true when stopping. */
 static bool pause_unless_stopped(struct approval_webhook *w, long ms)
@@ -225,7 +195,8 @@ int approval_webhook_start(struct spaced_context *ctx, struct approval_webhook *
         if (!w)
                 return -ENOMEM;
         snprintf(w->url, sizeof(w->url), "%s", ctx->cfg.approval_webhook_url);
-        int r = read_secret(ctx->cfg.approval_webhook_secret_path, w->secret, &w->secret_len, reason, reason_size);
+        int r = secret_file_read(ctx->cfg.approval_webhook_secret_path, "the webhook secret", 16, w->secret, SECRET_MAX,
+                                 &w->secret_len, reason, reason_size);
         if (r == 0 && curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
                 snprintf(reason, reason_size, "libcurl could not start");
                 r = -EIO;

@@ -29,6 +29,7 @@ static const char *const code_names[] = {
         [SPACE_E_GONE] = "gone",
         [SPACE_E_POLICY_DENIED] = "policy_denied",
         [SPACE_E_BAD_GATEWAY] = "bad_gateway",
+        [SPACE_E_NODE_UNAVAILABLE] = "node_unavailable",
 };
 
 int space_error_set(struct space_error *err, enum space_error_code code, const char *fmt, ...)

@@ -28,9 +28,10 @@ enum space_error_code {
         SPACE_E_INTERNAL,
         SPACE_E_BUILD_FAILED, /* a template build step failed (the log says why) */
         SPACE_E_CANCELLED,
-        SPACE_E_GONE,          /* it existed, and what was asked for was removed (a destroyed sandbox's command log) */
-        SPACE_E_POLICY_DENIED, /* a policy of the project denies it (docs/governance.md) */
-        SPACE_E_BAD_GATEWAY,   /* what the sandbox serves on a port failed (nothing listens, a malformed answer) */
+        SPACE_E_GONE,             /* it existed, and what was asked for was removed (a destroyed sandbox's command log) */
+        SPACE_E_POLICY_DENIED,    /* a policy of the project denies it (docs/governance.md) */
+        SPACE_E_BAD_GATEWAY,      /* what the sandbox serves on a port failed (nothing listens, a malformed answer) */
+        SPACE_E_NODE_UNAVAILABLE, /* the sandbox lives on a node of the fleet this spaced cannot reach (lost, gone) */
 };
 
 struct space_error {

@@ -1,5 +1,6 @@
 #include "spaced/spaced_config.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <getopt.h>
 #include <libgen.h>
@@ -76,6 +77,11 @@ static const char usage[] =
         "  --claim-lease S        a node's claims on operations lapse S seconds after its last\n"
         "                         heartbeat, and another node takes them over (docs/fleet.md) [10]\n"
         "  --node-lost-after S    a node whose heartbeat stopped S seconds ago is marked lost [60]\n"
+        "  --node-label K=V       a label of this node (repeatable), listed in its row for\n"
+        "                         placement (docs/fleet.md)\n"
+        "  --fleet-secret FILE    the key (at least 32 bytes, the same file on every spaced of the\n"
+        "                         database) a node's forwarded data-plane requests are signed with\n"
+        "                         [off: the data plane is served only by the sandbox's node]\n"
         "  --command-log-cap SIZE output kept per streamed command; older output is dropped [64M]\n"
         "  --sandbox-log-cap SIZE output kept per sandbox over all its commands; the oldest\n"
         "                         commands' output is dropped first [512M]\n"
@@ -220,6 +226,30 @@ static bool template_map_ok(const char *v)
 }
 
 /* Applies one setting by name; returns -1 with a message on stderr if the value is bad. */
+/* k=v: a key of 1-31 of [A-Za-z0-9._/-] starting with a letter or digit, a value of 0-23
+ * of [A-Za-z0-9._-] (eight of them fit the node row's labels); a key given again takes
+ * the new value. */
+static int add_node_label(struct spaced_config *cfg, const char *v)
+{
+        static const char value_chars[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-";
+        const char *eq = strchr(v, '=');
+        size_t klen = eq ? (size_t)(eq - v) : 0, vlen = eq ? strlen(eq + 1) : 0;
+        if (!eq || klen < 1 || klen > 31 || vlen > 23 || !isalnum((unsigned char)v[0]) || strspn(eq + 1, value_chars) != vlen)
+                return -1;
+        for (size_t i = 0; i < klen; i++)
+                if (!strchr(value_chars, v[i]) && v[i] != '/')
+                        return -1;
+        for (int i = 0; i < cfg->node_label_count; i++)
+                if (strncmp(cfg->node_labels[i], v, klen + 1) == 0) {
+                        snprintf(cfg->node_labels[i], sizeof(cfg->node_labels[i]), "%s", v);
+                        return 0;
+                }
+        if (cfg->node_label_count == SPACED_NODE_LABELS_MAX)
+                return -1;
+        snprintf(cfg->node_labels[cfg->node_label_count++], sizeof(cfg->node_labels[0]), "%s", v);
+        return 0;
+}
+
 static int apply(struct spaced_config *cfg, const char *key, const char *v)
 {
         uint64_t n;
@@ -393,6 +423,13 @@ static int apply(struct spaced_config *cfg, const char *key, const char *v)
                         cfg->role = SPACED_ROLE_NODE;
                 else
                         goto bad;
+        } else if (strcmp(key, "node-label") == 0) {
+                if (add_node_label(cfg, v) < 0)
+                        goto bad;
+        } else if (strcmp(key, "fleet-secret") == 0) {
+                if (!*v || strlen(v) >= sizeof(cfg->fleet_secret_path))
+                        goto bad;
+                snprintf(cfg->fleet_secret_path, sizeof(cfg->fleet_secret_path), "%s", v);
         } else if (strcmp(key, "claim-lease") == 0) {
                 if (parse_size(v, &n) < 0 || n < 1 || n > 3600)
                         goto bad;
@@ -678,6 +715,8 @@ int spaced_config_load(struct spaced_config *cfg, int argc, char **argv)
                 { "ingress-connections", required_argument, NULL, 0 },
                 { "e2b-domain", required_argument, NULL, 0 },
                 { "claim-lease", required_argument, NULL, 0 },
+                { "fleet-secret", required_argument, NULL, 0 },
+                { "node-label", required_argument, NULL, 0 },
                 { "role", required_argument, NULL, 0 },
                 { "migrate-from", required_argument, NULL, 0 },
                 { "node-lost-after", required_argument, NULL, 0 },

@@ -30,6 +30,7 @@ struct secret_keyring;
 /* --role (docs/fleet.md): a control process serves the APIs and the database's work but is no
  * node (it owns no sandbox and claims no operation); a node and all run sandboxes. */
 enum spaced_role { SPACED_ROLE_ALL = 0, SPACED_ROLE_CONTROL, SPACED_ROLE_NODE };
+#define SPACED_NODE_LABELS_MAX 8
 
 struct spaced_config {
         char state_dir[PATH_MAX];
@@ -77,10 +78,15 @@ struct spaced_config {
         char approval_webhook_secret_path[PATH_MAX]; /* the HMAC key the deliveries are signed with */
         int64_t claim_lease_s;                       /* --claim-lease: a node's claims lapse this long after its last heartbeat */
         int role;                                    /* --role: enum spaced_role */
-        char migrate_from[1024];   /* --migrate-from sqlite:PATH: the SQLite file to copy into --database, then exit */
-        int64_t node_lost_after_s; /* --node-lost-after: a node silent this long is marked lost */
-        uint64_t command_log_cap;  /* bytes of output kept per command */
-        uint64_t sandbox_log_cap;  /* bytes of output kept per sandbox, all its commands */
+        char migrate_from[1024];          /* --migrate-from sqlite:PATH: the SQLite file to copy into --database, then exit */
+        int64_t node_lost_after_s;        /* --node-lost-after: a node silent this long is marked lost */
+        char fleet_secret_path[PATH_MAX]; /* --fleet-secret: "" none (auth/node_credential.h) */
+        /* --node-label k=v (repeatable; a key given again takes its last value): the node
+         * row's labels, for placement (docs/fleet.md) */
+        char node_labels[SPACED_NODE_LABELS_MAX][64];
+        int node_label_count;
+        uint64_t command_log_cap; /* bytes of output kept per command */
+        uint64_t sandbox_log_cap; /* bytes of output kept per sandbox, all its commands */
         /* disk quotas (storage/btrfs_quota.h) */
         bool disk_quota;             /* enforced; off: disk_mb is refused */
         bool memory_import;          /* --memory-import: clients may bring memory images (runsc restore parses them) */
@@ -153,6 +159,11 @@ struct spaced_context {
         char node_id[32];
         char node_address[96];       /* its API URL, as registered */
         atomic_bool node_registered; /* its row written; until then it heartbeats and claims nothing */
+        /* --fleet-secret's key (auth/node_credential.h): signs the data-plane requests this
+         * process passes on to a sandbox's node and checks those other nodes pass on here;
+         * length 0: none (no request is passed on, none is taken) */
+        unsigned char fleet_secret[1024];
+        size_t fleet_secret_len;
 };
 
 /* Whether sb lives on this node (or on none yet: a row from before the fleet): only then

@@ -26,6 +26,8 @@
 #include "service/grant_service.h"
 #include "service/periodic_task.h"
 #include "auth/secret_keyring.h"
+#include "auth/node_credential.h"
+#include "auth/secret_file.h"
 #include "api/api_auth.h"
 #include "api/http_listener.h"
 #include "api/metrics_http.h"
@@ -457,6 +459,12 @@ int main(int argc, char **argv)
                 return fail("spaced.workers", "cannot start workers: %s", strerror(-r));
         if (template_catalog_init(&ctx, &err) < 0)
                 return fail("spaced.templates", "%s", err.message);
+        if (ctx.cfg.fleet_secret_path[0]) {
+                char why[PATH_MAX + 128];
+                if (secret_file_read(ctx.cfg.fleet_secret_path, "the fleet secret", FLEET_SECRET_MIN, ctx.fleet_secret,
+                                     sizeof(ctx.fleet_secret), &ctx.fleet_secret_len, why, sizeof(why)) < 0)
+                        return fail("spaced.fleet_secret", "%s", why);
+        }
         if (api_auth_bootstrap(&ctx, &err) < 0)
                 return fail("spaced.auth", "%s", err.message);
         if ((r = command_channels_create(&ctx, &ctx.channels)) < 0)

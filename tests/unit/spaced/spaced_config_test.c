@@ -80,6 +80,33 @@ static void test_defaults(void **state)
         assert_string_equal(cfg.presets_dir, SPACE_PRESETS_DIR);
 }
 
+static void test_node_labels(void **state)
+{
+        struct spaced_config cfg;
+        assert_int_equal(LOAD(&cfg, "--node-label", "zone=a", "--node-label", "gpu=", "--node-label", "zone=b"), 0);
+        assert_int_equal(cfg.node_label_count, 2);
+        assert_string_equal(cfg.node_labels[0], "zone=b"); /* given again: the last value */
+        assert_string_equal(cfg.node_labels[1], "gpu=");
+        assert_int_equal(LOAD(&cfg, "--node-label", "example.com/disk=ssd"), 0);
+        const char *bad[] = { "novalue",
+                              "=v",
+                              "-k=v",
+                              "k=a/b",
+                              "k=a b",
+                              "k\"=v",
+                              "k=012345678901234567890123",
+                              "k0123456789012345678901234567890=v" };
+        for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+                assert_int_equal(LOAD(&cfg, "--node-label", bad[i]), -1);
+        assert_int_equal(LOAD(&cfg, "--node-label", "a=1", "--node-label", "b=1", "--node-label", "c=1", "--node-label", "d=1",
+                              "--node-label", "e=1", "--node-label", "f=1", "--node-label", "g=1", "--node-label", "h=1"),
+                         0);
+        assert_int_equal(LOAD(&cfg, "--node-label", "a=1", "--node-label", "b=1", "--node-label", "c=1", "--node-label", "d=1",
+                              "--node-label", "e=1", "--node-label", "f=1", "--node-label", "g=1", "--node-label", "h=1",
+                              "--node-label", "i=1"),
+                         -1);
+}
+
 static void test_template_build_flags(void **state)
 {
         struct spaced_config cfg;
@@ -385,6 +412,7 @@ int main(void)
                 cmocka_unit_test_setup_teardown(test_e2b_front_door, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_tls_pair, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_quota_and_log_caps, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_node_labels, setup, teardown),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
