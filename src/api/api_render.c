@@ -46,6 +46,8 @@ json_t *api_render_sandbox(const struct sandbox *sb, const struct pool_health *p
                 "created_at", api_render_time(sb->created_at_ms), "updated_at", api_render_time(sb->updated_at_ms));
         if (j)
                 json_object_set_new(j, "rolling_snapshots", sb->rolling ? json_incref(sb->rolling) : json_null());
+        if (j) /* its own idle policy; null: the server's --hibernate-idle applies */
+                json_object_set_new(j, "idle", sb->idle ? json_incref(sb->idle) : json_null());
         if (j)
                 json_object_set_new(j, "lineage",
                                     json_pack("{s:o, s:o, s:o}", "parent_sandbox_id", id_or_null(sb->parent_sandbox_id),

@@ -8,6 +8,7 @@
 #include "api/api_json.h"
 #include "api/api_render.h"
 #include "api/api_routes.h"
+#include "operations/idle_policy.h"
 #include "operations/operation_queue.h"
 #include "service/sandbox_create_request.h"
 #include "service/sandbox_service.h"
@@ -103,7 +104,7 @@ void api_respond_operation(struct api_request *req, struct api_response *resp, c
 }
 
 static const char *const create_fields[] = { "template",          "snapshot_id", "resources", "env",     "metadata", "timeout_s",
-                                             "rolling_snapshots", "on_timeout",  "network",   "runtime", NULL };
+                                             "rolling_snapshots", "on_timeout",  "network",   "runtime", "idle",     NULL };
 static const char *const resource_fields[] = { "cpus", "memory_mb", "pids", "disk_mb", NULL };
 
 /* The v1 body as a create request: only parsing here; sandbox_create_request_submit
@@ -150,6 +151,8 @@ static int parse_create(struct spaced_context *ctx, const json_t *body, struct s
         } else {
                 cr->rolling = api_rolling_policy_default(ctx);
         }
+        if (idle_policy_parse(json_object_get(body, "idle"), "idle", &cr->idle, err) < 0)
+                return -1;
         if (cr->snapshot_id) {
                 if (tmpl && !json_is_null(tmpl))
                         return space_error_set(err, SPACE_E_INVALID_REQUEST, "give template or snapshot_id, not both");

@@ -6,6 +6,7 @@
 #include "api/api_json.h"
 #include "api/api_render.h"
 #include "api/api_routes.h"
+#include "operations/idle_policy.h"
 #include "service/sandbox_service.h"
 #include "spaced/spaced_context.h"
 
@@ -47,9 +48,9 @@ json_t *api_rolling_policy_default(const struct spaced_context *ctx)
 
 void route_sandbox_patch(struct api_request *req, struct api_response *resp)
 {
-        static const char *const fields[] = { "metadata", "timeout_s", "on_timeout", "rolling_snapshots", NULL };
+        static const char *const fields[] = { "metadata", "timeout_s", "on_timeout", "rolling_snapshots", "idle", NULL };
         struct space_error err = { 0 };
-        json_t *body = NULL, *metadata = NULL, *rolling = NULL;
+        json_t *body = NULL, *metadata = NULL, *rolling = NULL, *idle = NULL;
         const char *on_timeout = NULL;
         long long timeout_s = -1;
         struct sandbox sb;
@@ -57,7 +58,8 @@ void route_sandbox_patch(struct api_request *req, struct api_response *resp)
             api_json_string_map(body, "metadata", api_json_metadata_key_ok, 64, 256, &metadata, &err) < 0 ||
             api_json_int(body, "timeout_s", 0, 30LL * 24 * 3600, &timeout_s, &err) < 0 ||
             api_json_string(body, "on_timeout", 16, &on_timeout, &err) < 0 ||
-            api_rolling_policy_parse(req->ctx, json_object_get(body, "rolling_snapshots"), &rolling, &err) < 0)
+            api_rolling_policy_parse(req->ctx, json_object_get(body, "rolling_snapshots"), &rolling, &err) < 0 ||
+            idle_policy_parse(json_object_get(body, "idle"), "idle", &idle, &err) < 0)
                 goto fail;
         if (on_timeout && strcmp(on_timeout, "pause") && strcmp(on_timeout, "stop") && strcmp(on_timeout, "destroy")) {
                 space_error_set(&err, SPACE_E_INVALID_REQUEST, "on_timeout must be pause, stop or destroy");
@@ -67,16 +69,20 @@ void route_sandbox_patch(struct api_request *req, struct api_response *resp)
                                     .on_timeout = on_timeout,
                                     .set_rolling = json_object_get(body, "rolling_snapshots") != NULL,
                                     .rolling = rolling,
+                                    .set_idle = json_object_get(body, "idle") != NULL,
+                                    .idle = idle,
                                     .timeout_s = timeout_s };
         if (sandbox_service_change(req->ctx, &req->principal, req->segments[2], &c, &sb, &err) < 0)
                 goto fail;
         api_response_json(resp, 200, api_sandbox_json(req->ctx, &sb));
         sandbox_release(&sb);
         json_decref(rolling);
+        json_decref(idle);
         json_decref(body);
         return;
 fail:
         api_response_error(resp, &err);
         json_decref(rolling);
+        json_decref(idle);
         json_decref(body);
 }

@@ -1,7 +1,7 @@
 #include "data_plane/command_channels.h"
 #include "controller/reconciler.h"
 #include "controller/daemon_health.h"
-#include "controller/idle_hibernation.h"
+#include "controller/idle_sweep.h"
 #include "controller/pool_watch.h"
 #include "controller/retention.h"
 
@@ -430,7 +430,7 @@ static void *controller_main(void *arg)
                 if (ticks % 10 == 5)
                         rolling_snapshots_tick(rc->ctx);
                 if (ticks % 5 == 2)
-                        idle_hibernation_tick(rc->ctx);
+                        idle_sweep_tick(rc->ctx);
                 pthread_mutex_lock(&rc->lock);
         }
         pthread_mutex_unlock(&rc->lock);

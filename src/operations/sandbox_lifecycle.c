@@ -11,6 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "operations/idle_policy.h"
 #include "operations/operation_queue.h"
 #include "operations/storage_gate.h"
 #include "operations/sandbox_history.h"
@@ -151,6 +152,14 @@ runtime:;
                 return -1;
         snprintf(sb->runtime, sizeof(sb->runtime), "%s", driver->ops->name);
         sb->runtime_state[0] = '\0';
+        /* No idle policy of its own asked for: its template's (IDLE in its Spacefile), kept
+         * in the binding's config (a snapshot's binding is its origin's). */
+        if (!sb->idle) {
+                const json_t *own = json_object_get(json_object_get(sb->environment, "config"), "idle");
+                struct space_error ignored = { 0 };
+                if (own && idle_policy_parse(own, "idle", &sb->idle, &ignored) < 0)
+                        sb->idle = NULL;
+        }
         /* What it is made with on this host (microvm: the VMM and guest kernel versions) is
          * part of the sandbox's binding; the template's copy stays as it is. */
         if (driver->caps.version[0]) {

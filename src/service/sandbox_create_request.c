@@ -35,8 +35,9 @@ void sandbox_create_request_release(struct sandbox_create_request *req)
         json_decref(req->env);
         json_decref(req->metadata);
         json_decref(req->rolling);
+        json_decref(req->idle);
         json_decref(req->network);
-        req->env = req->metadata = req->rolling = req->network = NULL;
+        req->env = req->metadata = req->rolling = req->network = req->idle = NULL;
 }
 
 static int validate(const struct spaced_context *ctx, const struct sandbox_create_request *req, struct space_error *err)
@@ -107,6 +108,7 @@ int sandbox_create_request_submit(struct spaced_context *ctx, struct sandbox_cre
         if (!sb.environment)
                 sb.environment = json_object();
         sb.rolling = json_incref(req->rolling);
+        sb.idle = json_incref(req->idle);
         if (sandbox_network_request_parse(ctx, req->network, &sb.network, err) < 0)
                 goto fail;
         if (sb.network && req->runtime && strcmp(req->runtime, "microvm") == 0) {

@@ -26,6 +26,7 @@ struct sandbox_create_request {
         json_t *metadata;    /* owned: object of strings, or NULL */
         json_t *rolling;     /* owned: rolling snapshot policy, or NULL for none */
         json_t *network;     /* owned: the body's network member as given, or NULL (sandbox_network_request.h) */
+        json_t *idle;        /* owned: idle policy (operations/idle_policy.h), or NULL: the template's, else the server's */
         long long timeout_s; /* 0: none */
         char on_timeout[12]; /* pause | stop | destroy */
         const char *runtime; /* namespaces | gvisor; borrowed; NULL: the one the template is bound to */

@@ -58,6 +58,12 @@ static int apply(struct sandbox *sb, const struct sandbox_change *c, struct spac
                 if (c->rolling && !sb->rolling)
                         return space_error_set(err, SPACE_E_INTERNAL, "out of memory");
         }
+        if (c->set_idle) {
+                json_decref(sb->idle);
+                sb->idle = c->idle ? json_deep_copy(c->idle) : NULL;
+                if (c->idle && !sb->idle)
+                        return space_error_set(err, SPACE_E_INTERNAL, "out of memory");
+        }
         if (c->timeout_s >= 0)
                 sb->timeout_s = c->timeout_s;
         return 0;

@@ -29,6 +29,8 @@ struct sandbox_change {
         const char *on_timeout; /* pause | stop | destroy (checked by the caller's parser); NULL: unchanged */
         bool set_rolling;       /* rolling (NULL: none) replaces the policy */
         const json_t *rolling;  /* borrowed */
+        bool set_idle;          /* idle (NULL: none of its own) replaces the idle policy */
+        const json_t *idle;     /* borrowed: normalised (operations/idle_policy.h) */
         long long timeout_s;    /* < 0: unchanged; a new one counts from now for a running sandbox */
         bool only_extend;       /* a timeout that would end a running sandbox sooner than now is left alone */
 };

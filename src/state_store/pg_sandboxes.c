@@ -37,13 +37,14 @@ static int sb_insert_locked(struct state_store *st, const struct sandbox *sb)
         pg_json_or_empty(&a, sb->rolling);
         pg_text(&a, sb->project_id);
         pg_json_or_empty(&a, sb->network);
+        pg_json_or_empty(&a, sb->idle);
         pg_text(&a, sb->node_id);
         /* A fork given no project takes its parent's; nothing else is left without one. */
         return pg_exec(st,
                        "INSERT INTO sandboxes(" SB_COLUMNS
                        ", node_id) VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13,$14,$15,$16,"
                        "$17,$18,$19,$20,$21,$22, COALESCE(NULLIF($23, ''), (SELECT project_id FROM sandboxes WHERE id=$19), ''),"
-                       " $24, $25)",
+                       " $24, $25, $26)",
                        &a, NULL, NULL);
 }
 
@@ -260,8 +261,9 @@ int pg_sandbox_set_settings(struct state_store *st, const struct sandbox *sb, bo
         pg_text(&a, sb->id);
         pg_int(&a, set_expiry ? 1 : 0);
         pg_int(&a, sb->expires_at_ms);
+        pg_json_or_empty(&a, sb->idle);
         return pg_write(st,
                         "UPDATE sandboxes SET metadata=$1, timeout_s=$2, on_timeout=$3, rolling=$4, updated_at=$5,"
-                        " expires_at = CASE WHEN $7::int <> 0 THEN $8::bigint ELSE expires_at END WHERE id=$6",
+                        " expires_at = CASE WHEN $7::int <> 0 THEN $8::bigint ELSE expires_at END, idle=$9 WHERE id=$6",
                         &a, true);
 }

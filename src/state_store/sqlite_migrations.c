@@ -160,6 +160,9 @@ static const char *const migrations[] = {
         "  id TEXT PRIMARY KEY, project_id TEXT NOT NULL, sandbox_id TEXT NOT NULL, secret_name TEXT NOT NULL,"
         "  spec TEXT NOT NULL, created_at INTEGER NOT NULL);"
         "CREATE INDEX credential_bindings_project ON credential_bindings(project_id, created_at);",
+        /* 19: a sandbox's own idle policy (docs/memory-state.md): JSON, '' for none (the
+         * server's --hibernate-idle applies) */
+        "ALTER TABLE sandboxes ADD COLUMN idle TEXT NOT NULL DEFAULT '';",
 };
 
 int sqlite_migrations_apply(sqlite3 *db, int *ret_version)

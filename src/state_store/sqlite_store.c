@@ -216,7 +216,7 @@ static int sb_insert_locked(struct state_store *st, const struct sandbox *sb)
         int r = sq_prepare(st,
                            "INSERT INTO sandboxes(" SB_COLUMNS
                            ", node_id) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,"
-                           " COALESCE(NULLIF(?23, ''), (SELECT project_id FROM sandboxes WHERE id=?19), ''), ?24, ?25)",
+                           " COALESCE(NULLIF(?23, ''), (SELECT project_id FROM sandboxes WHERE id=?19), ''), ?24, ?25, ?26)",
                            &s);
         if (r < 0)
                 return r;
@@ -246,11 +246,15 @@ static int sb_insert_locked(struct state_store *st, const struct sandbox *sb)
         else
                 sq_bind_text(s, 22, "");
         sq_bind_text(s, 23, sb->project_id);
-        sq_bind_text(s, 25, sb->node_id);
+        sq_bind_text(s, 26, sb->node_id);
         if (sb->network)
                 sq_bind_json(s, 24, sb->network);
         else
                 sq_bind_text(s, 24, "");
+        if (sb->idle)
+                sq_bind_json(s, 25, sb->idle);
+        else
+                sq_bind_text(s, 25, "");
         return sq_exec_done(s);
 }
 
@@ -483,7 +487,7 @@ static int sqlite_sandbox_set_settings(struct state_store *st, const struct sand
         pthread_mutex_lock(&st->lock);
         int r = sq_prepare(st,
                            "UPDATE sandboxes SET metadata=?1, timeout_s=?2, on_timeout=?3, rolling=?4, updated_at=?5,"
-                           " expires_at = CASE WHEN ?7 THEN ?8 ELSE expires_at END WHERE id=?6",
+                           " expires_at = CASE WHEN ?7 THEN ?8 ELSE expires_at END, idle=?9 WHERE id=?6",
                            &s);
         if (r == 0) {
                 sq_bind_json(s, 1, sb->metadata);
@@ -497,6 +501,10 @@ static int sqlite_sandbox_set_settings(struct state_store *st, const struct sand
                 sq_bind_text(s, 6, sb->id);
                 sqlite3_bind_int(s, 7, set_expiry);
                 sqlite3_bind_int64(s, 8, sb->expires_at_ms);
+                if (sb->idle)
+                        sq_bind_json(s, 9, sb->idle);
+                else
+                        sq_bind_text(s, 9, "");
                 r = sq_exec_done(s);
                 if (r == 0 && sqlite3_changes(st->db) == 0)
                         r = -ENOENT;

@@ -92,8 +92,9 @@ void sandbox_release(struct sandbox *s)
         json_decref(s->env);
         json_decref(s->metadata);
         json_decref(s->rolling);
+        json_decref(s->idle);
         json_decref(s->network);
-        s->environment = s->env = s->metadata = s->rolling = s->network = NULL;
+        s->environment = s->env = s->metadata = s->rolling = s->network = s->idle = NULL;
 }
 
 void sandbox_array_free(struct sandbox *arr, size_t n)

@@ -73,6 +73,9 @@ struct sandbox {
         /* egress: {"profile", "allow", "deny"} (egress/egress_policy.h), NULL for the profile
          * none (only lo, no host interface) */
         json_t *network;
+        /* idle policy {"after_s", "action"} (controller/idle_policy.h), NULL for none of its
+         * own (the server's --hibernate-idle applies) */
+        json_t *idle;
         /* the node it lives on (docs/fleet.md): as inserted ("" none yet: the node that claims
          * its create takes it), and moved by operation_claim */
         char node_id[32];
@@ -347,7 +350,7 @@ struct state_store_ops {
         int (*sandbox_purge_destroyed)(struct state_store *st, int64_t before_ms, int limit, int *ret_n);
         int (*sandbox_set_expiry)(struct state_store *st, const char *id, int64_t expires_at_ms);
         int (*sandbox_set_head)(struct state_store *st, const char *id, const char *snapshot_id);
-        /* Writes the settings a client may change later: metadata, timeout_s, on_timeout, rolling. */
+        /* Writes the settings a client may change later: metadata, timeout_s, on_timeout, rolling, idle. */
         /* With set_expiry, sb->expires_at_ms too, in the same statement (a new timeout and the
          * deadline it arms are never apart). */
         int (*sandbox_set_settings)(struct state_store *st, const struct sandbox *sb, bool set_expiry);

@@ -61,7 +61,8 @@ void store_row_sandbox(const struct store_row *r, void *elem)
         sb->rolling = optional_json_col(r, 21);
         copy_col(r, 22, sb->project_id, sizeof(sb->project_id));
         sb->network = optional_json_col(r, 23);
-        copy_col(r, 24, sb->node_id, sizeof(sb->node_id));
+        sb->idle = optional_json_col(r, 24);
+        copy_col(r, 25, sb->node_id, sizeof(sb->node_id));
 }
 
 void store_row_operation(const struct store_row *r, void *elem)

@@ -25,7 +25,7 @@ typedef void (*store_row_decode)(const struct store_row *r, void *elem);
 #define STORE_SB_COLUMNS                                                                                 \
         "id, state, state_reason, template, environment, cpus, memory_mb, pids, disk_mb, env, metadata," \
         " timeout_s, on_timeout, expires_at, created_at, updated_at, runtime, runtime_state,"            \
-        " parent_sandbox_id, parent_snapshot_id, head_snapshot_id, rolling, project_id, network"
+        " parent_sandbox_id, parent_snapshot_id, head_snapshot_id, rolling, project_id, network, idle"
 #define STORE_OP_COLUMNS                                                                                                         \
         "id, kind, target, state, error_code, error_message, created_at, started_at, finished_at, params, result, snapshot_id, " \
         "project_id"

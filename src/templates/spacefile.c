@@ -9,6 +9,7 @@
 #include <strings.h>
 
 #include "cleanup.h"
+#include "operations/idle_policy.h"
 
 struct strv {
         char **v;
@@ -240,12 +241,35 @@ static int parse_run(struct spacefile_step *st, const char *args, struct spacefi
         return st->value ? 0 : fail(err, st->line, "out of memory");
 }
 
+/* IDLE <after_s> [hibernate|stop]: seconds paused (0: off, up to a week), then the action. */
+static int parse_idle(struct spacefile_step *st, const char *args, struct spacefile_error *err)
+{
+        char after[16], action[16] = "hibernate", extra[2];
+        int n = sscanf(args, "%15s %15s %1s", after, action, extra);
+        size_t digits = strspn(after, "0123456789");
+        enum idle_action a;
+        if (n < 1 || n > 2 || digits == 0 || after[digits] || digits > 7 || atol(after) > IDLE_POLICY_MAX_S)
+                return fail(err, st->line, "IDLE takes seconds (0 to %d) and an action (hibernate or stop)", IDLE_POLICY_MAX_S);
+        if (idle_action_from_name(action, &a) < 0)
+                return fail(err, st->line, "IDLE's action is hibernate or stop");
+        struct strv v = { 0 };
+        char norm[16];
+        snprintf(norm, sizeof(norm), "%ld", atol(after));
+        if (strv_push(&v, strdup(norm)) < 0 || strv_push(&v, strdup(action)) < 0) {
+                strv_free(&v);
+                return fail(err, st->line, "out of memory");
+        }
+        st->argv = v.v;
+        st->argc = v.n;
+        return 0;
+}
+
 static const struct {
         const char *name;
         enum spacefile_kind kind;
 } keywords[] = {
         { "FROM", SPACEFILE_FROM },       { "RUN", SPACEFILE_RUN },   { "COPY", SPACEFILE_COPY },   { "ENV", SPACEFILE_ENV },
-        { "WORKDIR", SPACEFILE_WORKDIR }, { "USER", SPACEFILE_USER }, { "LABEL", SPACEFILE_LABEL },
+        { "WORKDIR", SPACEFILE_WORKDIR }, { "USER", SPACEFILE_USER }, { "LABEL", SPACEFILE_LABEL }, { "IDLE", SPACEFILE_IDLE },
 };
 
 const char *spacefile_kind_name(enum spacefile_kind k)
@@ -269,7 +293,8 @@ static int parse_instruction(struct spacefile_step *st, char *logical, struct sp
                 if (strlen(keywords[i].name) == kwlen && strncasecmp(keywords[i].name, kw, kwlen) == 0)
                         break;
         if (i == sizeof(keywords) / sizeof(keywords[0]))
-                return fail(err, st->line, "%.*s is not a Spacefile instruction (FROM, RUN, COPY, ENV, WORKDIR, USER, LABEL)",
+                return fail(err, st->line,
+                            "%.*s is not a Spacefile instruction (FROM, RUN, COPY, ENV, WORKDIR, USER, LABEL, IDLE)",
                             (int)(kwlen > 32 ? 32 : kwlen), kw);
         st->kind = keywords[i].kind;
         if (!*args)
@@ -299,6 +324,8 @@ static int parse_instruction(struct spacefile_step *st, char *logical, struct sp
                 if (strpbrk(args, " \t"))
                         return fail(err, st->line, "USER takes one user[:group]");
                 break;
+        case SPACEFILE_IDLE:
+                return parse_idle(st, args, err);
         }
         st->value = strdup(args);
         return st->value ? 0 : fail(err, st->line, "out of memory");

@@ -15,6 +15,7 @@ enum spacefile_kind {
         SPACEFILE_WORKDIR,
         SPACEFILE_USER,
         SPACEFILE_LABEL,
+        SPACEFILE_IDLE, /* space's own: IDLE <after_s> [hibernate|stop], the idle policy of its sandboxes */
 };
 
 struct spacefile_step {
@@ -23,7 +24,7 @@ struct spacefile_step {
         char *text;    /* "KEYWORD args", continuations joined: what the cache key and the log use */
         char *value;   /* FROM, WORKDIR, USER: the argument; RUN shell form: the command */
         char **argv;   /* RUN exec form: the argv; COPY: sources then the destination;
-                         * ENV, LABEL: key, value, key, value… */
+                         * ENV, LABEL: key, value, key, value…; IDLE: after_s, action */
         size_t argc;
         char *chown;  /* COPY --chown=user[:group], or NULL */
         mode_t chmod; /* COPY --chmod=, when has_chmod */

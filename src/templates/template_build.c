@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "cleanup.h"
+#include "operations/idle_policy.h"
 #include "runtime/runtime_registry.h"
 #include "spaced/log.h"
 #include "spaced/spaced_context.h"
@@ -78,6 +79,7 @@ struct build {
         struct build_log log;
         int ctxfd;
         json_t *env, *labels;
+        json_t *idle; /* IDLE's policy (operations/idle_policy.h), or NULL: none */
         char workdir[PATH_MAX];
         char user[64];
         char key[65];
@@ -89,6 +91,8 @@ static char *config_text(const struct build *b, bool with_labels)
         json_t *j = json_pack("{s:O, s:s, s:s}", "env", b->env, "workdir", b->workdir, "user", b->user);
         if (with_labels)
                 json_object_set(j, "labels", b->labels);
+        if (with_labels && b->idle)
+                json_object_set(j, "idle", b->idle);
         char *s = json_dumps(j, JSON_COMPACT | JSON_SORT_KEYS);
         json_decref(j);
         return s;
@@ -204,6 +208,16 @@ static int apply_metadata(struct build *b, const struct spacefile_step *st, stru
         case SPACEFILE_USER:
                 snprintf(b->user, sizeof(b->user), "%s", st->value);
                 break;
+        case SPACEFILE_IDLE: {
+                enum idle_action a = IDLE_HIBERNATE;
+                json_t *p = st->argc == 2 && idle_action_from_name(st->argv[1], &a) == 0 ? idle_policy_new(atoll(st->argv[0]), a)
+                                                                                         : NULL;
+                if (!p)
+                        return space_error_set(err, SPACE_E_INTERNAL, "IDLE: out of memory");
+                json_decref(b->idle);
+                b->idle = p;
+                break;
+        }
         default:
                 break;
         }
@@ -253,6 +267,12 @@ static int load_base(struct build *b, const char *ref, char *base, size_t base_s
                 snprintf(b->workdir, sizeof(b->workdir), "%s", json_string_value(json_object_get(config, "workdir")));
         if (json_is_string(json_object_get(config, "user")))
                 snprintf(b->user, sizeof(b->user), "%s", json_string_value(json_object_get(config, "user")));
+        struct space_error ignored = { 0 };
+        json_t *idle = NULL;
+        if (idle_policy_parse(json_object_get(config, "idle"), "idle", &idle, &ignored) == 0 && idle) {
+                json_decref(b->idle);
+                b->idle = idle;
+        }
         snprintf(base, base_size, "%s@%s", name, digest ? digest : "unknown");
         key_mix(b->key, "space-layer-v1", base, NULL);
         btrfs_pool_template_path(&b->ctx->pool, name, b->layer, sizeof(b->layer));
@@ -284,6 +304,8 @@ static int publish(struct build *b, const char *row, const char *base, struct sp
                                   runtime_registry_default(&b->ctx->runtimes)->ops->version, "base", base, "digest", digest,
                                   "created_at", created, "build_operation", b->op_id, "config", "env", b->env, "workdir",
                                   b->workdir, "user", b->user, "labels", b->labels);
+        if (t.environment && b->idle) /* the idle policy of its sandboxes (IDLE) */
+                json_object_set(json_object_get(t.environment, "config"), "idle", b->idle);
         t.updated_at_ms = wallclock_now_ms();
         r = STORE(b->ctx, template_upsert, &t);
         json_decref(t.environment);
@@ -423,6 +445,7 @@ static int build_op(struct spaced_context *ctx, struct operation *op, const char
         build_log_close(&b.log);
         json_decref(b.env);
         json_decref(b.labels);
+        json_decref(b.idle);
         json_decref(params);
         remove_build_dir(ctx, op->id);
         return r;

@@ -1,6 +1,9 @@
 """Chaos: a seeded random sequence of sandbox lifecycle operations (create, create from a
 snapshot raced by its deletion, exec, streamed commands, snapshot, fork, restore, pause,
-resume, stop, start, destroy, delete snapshot), mostly submitted without waiting, against a
+resume, stop, start, destroy, delete snapshot), mostly submitted without waiting, on
+namespace sandboxes and a few gvisor ones, whose memory state it works too (memory
+snapshots, fork with memory, restore of a memory snapshot, hibernation and the wake by
+resume: docs/memory-state.md), against a
 real spaced that is killed with SIGKILL (now and then stopped with SIGTERM, or killed through
 its fault point right after an operation's handler: the acknowledgement window) at random
 moments and restarted on the same state directory.
@@ -10,7 +13,11 @@ consistent: every operation ended, every sandbox in a final state with exactly t
 resources its state implies (rootfs subvolume, processes, cgroups, run dir), no orphan
 subvolumes / cgroups / run dirs, no snapshot that was seen ready lost, files written before
 a snapshot present in it (on disk, and when forked from or restored to), no zombies or
-strays, and spaced.lock free once spaced stops. No accepted operation failed because its
+strays, and spaced.lock free once spaced stops. Memory state: every ready memory snapshot
+has its image beside its subvolume, every hibernated sandbox its image and no runsc process,
+no image (nor a partial one) that no snapshot or hibernated sandbox owns, and runsc runs
+(processes, containers in its --root) only for running or paused, not hibernated, gvisor
+sandboxes. No accepted operation failed because its
 work had been done already ("… is stopped, not stopping") or because what it needed was
 deleted after it was accepted, and a destroyed sandbox's command log is answered 410 (never
 a made-up exit).
@@ -19,6 +26,7 @@ Environment:
   CHAOS_SEED  seed of the run (default: random; always printed)
   CHAOS_OPS   number of operations (default 300)
   CHAOS_KEEP  if set, failing runs copy spaced's logs to /tmp/chaos-<seed>-logs/
+Needs runsc (scripts/install-deps installs it): without it the gvisor creates fail the run.
 
 The sequence of decisions depends only on the seed, the server's answers and the states
 it reports (which depend on timing); ids are the server's and differ from run to run.
@@ -40,10 +48,13 @@ import unittest
 
 from spaced_harness import (Spaced, cgroup_dirs, cgroup_pids, log, pids_mentioning_cgroup, read_cmdline,
                             require_root, wait_for)
+from test_gvisor import runsc_containers, runsc_processes
 
 SEED = int(os.environ.get("CHAOS_SEED") or random.SystemRandom().randrange(1, 2 ** 31))
 OPS = int(os.environ.get("CHAOS_OPS") or 300)
 MAX_LIVE = 12                      # live (not destroyed) sandboxes the test keeps at most
+MAX_GVISOR = 4                     # of which gvisor ones (each costs a runsc sandbox, ~1 s to start)
+GVISOR_SHARE = 0.5                 # share of creates that ask for gvisor while fewer run
 KILL_EVERY = (10, 40)              # operations between two daemon kills
 GRACEFUL_SHARE = 0.15              # share of kills that are a SIGTERM instead of a SIGKILL
 WINDOW_SHARE = 0.15                # share of kills through the fault point after a handler
@@ -57,7 +68,8 @@ TRANSIENT = ("creating", "starting", "stopping", "restoring", "destroying")
 
 WEIGHTS = [("create", 9), ("exec", 16), ("snapshot", 12), ("fork", 6), ("restore", 7), ("pause", 7),
            ("resume", 6), ("stop", 7), ("start", 7), ("destroy", 6), ("delete_snapshot", 5),
-           ("create_from_snapshot", 4), ("command", 4)]
+           ("create_from_snapshot", 4), ("command", 4), ("memory_snapshot", 7), ("hibernate", 6),
+           ("memory_fork", 3)]
 FITS = {
     "exec": ("running",),
     "command": ("running",),
@@ -68,7 +80,11 @@ FITS = {
     "resume": ("paused",),
     "stop": ("running", "paused"),
     "start": ("stopped",),
+    "memory_snapshot": ("running", "paused"),
+    "hibernate": ("running", "paused"),
+    "memory_fork": ("running",),
 }
+MEMORY_KINDS = ("memory_snapshot", "hibernate", "memory_fork")  # on gvisor sandboxes only
 
 
 def backtrace(pid):
@@ -312,8 +328,17 @@ class Chaos:
     def state_of(self, sid):
         return self.view_sb.get(sid, "destroyed" if self.sbs[sid].gone else "?")
 
+    def runtime_of(self, sid):
+        return (self.view_rows.get(sid) or {}).get("runtime", "namespaces")
+
+    def hibernated(self, sid):
+        row = self.view_rows.get(sid) or {}
+        return row.get("state") == "paused" and "hibernated" in (row.get("state_reason") or "")
+
     def pick_sandbox(self, verb):
         live = self.live()
+        if verb in MEMORY_KINDS:
+            live = [s for s in live if self.runtime_of(s.id) == "gvisor"]
         if not live:
             return None
         fits = FITS.get(verb)
@@ -340,6 +365,10 @@ class Chaos:
 
     def do_create(self):
         body = {"metadata": {"chaos": str(self.seq)}, "resources": {"memory_mb": 256, "pids": 128}}
+        gvisor = [s for s in self.live() if self.runtime_of(s.id) == "gvisor"]
+        if len(gvisor) < MAX_GVISOR and self.rng.random() < GVISOR_SHARE:
+            body["runtime"] = "gvisor"
+            self.stats["gvisor creates"] += 1
         st, data = self.submit("POST", "/v1/sandboxes" + self.wait_q(), body, "create", None)
         if isinstance(data, dict) and isinstance(data.get("sandbox"), dict):
             self.adopt_sb(data["sandbox"]["id"])
@@ -423,6 +452,34 @@ class Chaos:
                 snap.ready_seq = self.seq
         return st
 
+    def do_memory_snapshot(self, sb):
+        st, data = self.submit("POST", "/v1/sandboxes/%s/snapshots%s" % (sb.id, self.wait_q()),
+                               {"label": "chaos-mem-%d" % self.seq, "memory": True}, "memory_snapshot", sb.id)
+        if isinstance(data, dict) and isinstance(data.get("snapshot"), dict):
+            snap = self.adopt_snap(data["snapshot"]["id"], sb.id)
+            if st == 200 and data["snapshot"].get("state") == "ready" and snap.ready_seq is None:
+                snap.ready_seq = self.seq
+        return st
+
+    def do_hibernate(self, sb):
+        st, _ = self.submit("POST", "/v1/sandboxes/%s/pause%s" % (sb.id, self.wait_q()), {"memory_to_disk": True},
+                            "hibernate", sb.id)
+        return st
+
+    def do_memory_fork(self, sb):
+        body = {"count": min(self.rng.randint(1, 2), max(1, MAX_GVISOR - len([
+            s for s in self.live() if self.runtime_of(s.id) == "gvisor"]))), "memory": True}
+        if len(self.live()) + body["count"] > MAX_LIVE:
+            return None
+        st, data = self.submit("POST", "/v1/sandboxes/%s/fork%s" % (sb.id, self.wait_q()), body, "memory_fork", sb.id)
+        if isinstance(data, dict) and isinstance(data.get("sandboxes"), list):
+            for child in data["sandboxes"]:
+                parent = (child.get("lineage") or {}).get("parent_snapshot_id")
+                if parent:
+                    self.adopt_snap(parent, sb.id)
+                self.adopt_sb(child["id"], parent_snap=parent)
+        return st
+
     def do_fork(self, sb):
         body = {"count": min(self.rng.randint(1, 3), max(1, MAX_LIVE - len(self.live())))}
         ready = self.ready_snaps_of(sb.id)
@@ -493,6 +550,12 @@ class Chaos:
             return self.do_fork(sb)
         if kind == "restore":
             return self.do_restore(sb)
+        if kind == "memory_snapshot":
+            return self.do_memory_snapshot(sb)
+        if kind == "hibernate":
+            return self.do_hibernate(sb)
+        if kind == "memory_fork":
+            return self.do_memory_fork(sb)
         return self.do_action(sb, kind)
 
     def choose(self):
@@ -500,7 +563,7 @@ class Chaos:
         if live > MAX_LIVE:
             return "destroy"
         kind = self.rng.choices([k for k, _ in WEIGHTS], [w for _, w in WEIGHTS])[0]
-        if kind in ("create", "fork", "create_from_snapshot") and live >= MAX_LIVE:
+        if kind in ("create", "fork", "create_from_snapshot", "memory_fork") and live >= MAX_LIVE:
             kind = "destroy"
         if kind not in ("create", "create_from_snapshot") and live == 0:
             kind = "create"
@@ -515,6 +578,11 @@ class Chaos:
         if choice == "create" or not live:
             return ("POST", "/v1/sandboxes", {"metadata": {"chaos": "inflight-%d" % self.seq}}, "create", None)
         sb = self.rng.choice(live)
+        if choice == "snapshot" and self.runtime_of(sb.id) == "gvisor" and self.state_of(sb.id) in ("running", "paused"):
+            # A kill mid-checkpoint or mid-hibernation: the old state or the new one, whole.
+            if self.rng.random() < 0.5:
+                return ("POST", "/v1/sandboxes/%s/pause" % sb.id, {"memory_to_disk": True}, "hibernate", sb)
+            return ("POST", "/v1/sandboxes/%s/snapshots" % sb.id, {"label": "inflight", "memory": True}, "snapshot", sb)
         if choice == "snapshot":
             return ("POST", "/v1/sandboxes/%s/snapshots" % sb.id, {"label": "inflight"}, "snapshot", sb)
         if choice == "fork":
@@ -901,16 +969,28 @@ class Chaos:
                 self.problem("%s is %s but has no rootfs subvolume" % (sid, state))
             if state in ("destroyed",) and sid in subvols:
                 self.problem("%s is destroyed but its subvolume is still there" % sid)
-            if state in ("running", "paused"):
+            hibernated = state == "paused" and "hibernated" in (rows[sid].get("state_reason") or "")
+            gvisor = rows[sid].get("runtime") == "gvisor"
+            if hibernated:
+                # Its memory is on disk: no process of it runs, its RAM is released.
+                if pids:
+                    self.problem("%s is hibernated but has processes %r" % (sid, [(p, read_cmdline(p)[:60]) for p in pids]))
+                if runsc_processes(sid):
+                    self.problem("%s is hibernated but runsc still runs it: %r" % (sid, runsc_processes(sid)))
+            elif state in ("running", "paused"):
                 live_pids.update(pids)
                 if not pids:
                     self.problem("%s is %s but has no processes" % (sid, state))
-                frozen = self.frozen(sid)
+                if gvisor and not runsc_processes(sid):
+                    self.problem("gvisor %s is %s but no runsc process runs it" % (sid, state))
+                frozen = None if gvisor else self.frozen(sid)  # runsc pauses its sandbox itself
                 if frozen is not None and frozen != (state == "paused"):
                     self.problem("%s is %s but its cgroup is %s" % (sid, state, "frozen" if frozen else "thawed"))
                 if sid not in run_dirs:
                     self.problem("%s is %s but has no run dir" % (sid, state))
             else:
+                if runsc_processes(sid):
+                    self.problem("%s is %s but runsc still runs it: %r" % (sid, state, runsc_processes(sid)))
                 if pids:
                     self.problem("%s is %s but has processes %r" % (sid, state, [(p, read_cmdline(p)[:60]) for p in pids]))
                 if cgroup_dirs(sid):
@@ -926,6 +1006,15 @@ class Chaos:
         for name, dirs in sorted(inst_cgroups.items()):
             if states.get(name) not in ("running", "paused"):
                 self.problem("cgroup %r without a running/paused row (row: %s)" % (dirs, states.get(name)))
+        awake_gvisor = {sid for sid, s in rows.items() if s.get("runtime") == "gvisor" and s["state"] in ("running", "paused")
+                        and "hibernated" not in (s.get("state_reason") or "")}
+        for cid in runsc_containers(state_dir):
+            if cid not in awake_gvisor:
+                self.problem("runsc container %s (in spaced's --root) without a running/paused gvisor row (row: %s)" % (
+                    cid, rows.get(cid, {}).get("state")))
+        self.stats["final gvisor awake"] = len(awake_gvisor)
+        self.stats["final hibernated"] = sum(1 for s in rows.values() if s["state"] == "paused"
+                                             and "hibernated" in (s.get("state_reason") or ""))
         # Running sandboxes answer.
         for sid, state in sorted(states.items()):
             if state == "running":
@@ -952,6 +1041,39 @@ class Chaos:
             if snap.deleted and snap.id in snap_rows:
                 self.problem("snapshot %s deleted (204) but still listed" % snap.id)
         self.stats["final snapshots"] = len(snap_rows)
+
+        # ---- memory images: each one whole and owned, none without its filesystem half
+        memory_dir = os.path.join(state_dir, "pool", "memory")
+        images = set(os.listdir(memory_dir)) if os.path.isdir(memory_dir) else set()
+        for snap_id, s in snap_rows.items():
+            if s.get("kind") != "memory" or s["state"] != "ready":
+                continue
+            self.stats["final memory snapshots"] += 1
+            if not os.path.isfile(os.path.join(memory_dir, snap_id, "checkpoint.img")):
+                self.problem("memory snapshot %s is ready but its image pool/memory/%s is not whole (found: %r)" % (
+                    snap_id, snap_id, sorted(os.listdir(os.path.join(memory_dir, snap_id)))
+                    if snap_id in images else None))
+            if snap_id not in snap_subvols:
+                self.problem("memory snapshot %s has its image but not its filesystem (pool/snapshots/%s)" % (snap_id, snap_id))
+        for sid, s in rows.items():
+            if s["state"] == "paused" and "hibernated" in (s.get("state_reason") or ""):
+                if not os.path.isfile(os.path.join(memory_dir, sid, "checkpoint.img")):
+                    self.problem("%s is hibernated but its image pool/memory/%s is not whole" % (sid, sid))
+                if sid not in subvols:
+                    self.problem("%s is hibernated but its rootfs is gone" % sid)
+        for name in sorted(images):
+            owner = snap_rows.get(name)
+            if name.endswith(".partial") or name.startswith("import-"):
+                self.problem("pool/memory/%s left after every operation ended" % name)
+            elif owner is not None:
+                if owner.get("kind") != "memory":
+                    self.problem("pool/memory/%s belongs to a %s snapshot" % (name, owner.get("kind")))
+            elif name in rows and rows[name]["state"] in ("running", "paused"):
+                if "hibernated" not in (rows[name].get("state_reason") or ""):
+                    self.problem("pool/memory/%s left for %s, which is %s and not hibernated" % (name, name, rows[name]["state"]))
+            else:
+                self.problem("pool/memory/%s owned by no snapshot and no hibernated sandbox (row: %s)" % (
+                    name, rows.get(name, {}).get("state")))
 
         # ---- command logs: after its exit nothing more, and once destroyed 410 (never a made-up exit)
         for sid, token, cid, last in self.commands:

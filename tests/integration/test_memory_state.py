@@ -14,7 +14,7 @@ import subprocess
 import time
 import unittest
 
-from spaced_harness import SpacedTestCase, free_port, wait_for
+from spaced_harness import SpacedTestCase, free_port, tar_of, wait_for
 from test_gvisor import runsc_processes
 from test_rolling import rolling_of
 
@@ -625,6 +625,122 @@ class IdleHibernation(SpacedTestCase):
         self.assertEqual(got_secret, secret)
         wait_for(lambda: self.count(sid)[1] > n + 3, timeout=30, what="the woken loop to go on")
         self.assertFalse(os.path.exists(self.image_dir(sid)))
+
+
+class IdlePolicy(SpacedTestCase):
+    """Idle policies of their own (docs/memory-state.md, Idle policy): this spaced has no
+    --hibernate-idle, so only a sandbox's own policy (its create's, its template's IDLE, a
+    PATCH's, its parent's for a fork) hibernates or stops it once it has been paused that
+    long; a bad policy is a 400 that changes nothing."""
+
+    @classmethod
+    def setUpClass(cls):
+        assert shutil.which("runsc"), "runsc is not installed (scripts/install-deps installs it)"
+        super().setUpClass()
+
+    counting_sandbox = MemoryState.counting_sandbox
+    count = MemoryState.count
+    image_dir = MemoryState.image_dir
+    hibernated = IdleHibernation.hibernated
+
+    def build_template(self, name, spacefile):
+        status, d = self.spaced.request("POST", "/v1/templates?name=%s&wait=true&timeout_s=300" % name,
+                                        raw=tar_of({"Spacefile": spacefile.encode()}),
+                                        headers={"Content-Type": "application/x-tar"}, timeout=320)
+        self.assertEqual(status, 200, d)
+        self.addCleanup(self.spaced.request, "DELETE", "/v1/templates/%s?force=true" % name)
+
+    def test_own_policy_hibernates_and_none_does_not(self):
+        sp = self.spaced
+        none = self.counting_sandbox("idle-none")
+        sid = self.new_sandbox(runtime="gvisor", idle={"after_s": 1}, metadata={"t": "idle-own"})
+        self.assertEqual(sp.get(sid)["idle"], {"after_s": 1, "action": "hibernate"})
+        self.assertIsNone(sp.get(none)["idle"])
+        ns_stop = self.new_sandbox(idle={"after_s": 1, "action": "stop"}, metadata={"t": "idle-ns-stop"})
+        ns_hibernate = self.new_sandbox(idle={"after_s": 1}, metadata={"t": "idle-ns-hibernate"})
+        # A fork takes its parent's policy.
+        _, forked = sp.api("POST", "/v1/sandboxes/%s/fork?wait=true&timeout_s=120" % ns_stop, {"count": 1}, expect=200)
+        child = forked["sandboxes"][0]["id"]
+        fork_snap = (forked["operation"].get("result") or {}).get("snapshot_id")
+        if fork_snap:
+            self.addCleanup(sp.request, "DELETE", "/v1/snapshots/" + fork_snap)
+        self.addCleanup(self._destroy_quietly, child)
+        self.assertEqual(sp.get(child)["idle"], {"after_s": 1, "action": "stop"})
+        # The one without a policy is paused first: had the server's default applied to it,
+        # it would be due before the other.
+        for s in (none, ns_hibernate, ns_stop, sid):
+            sp.action(s, "pause")
+        wait_for(lambda: self.hibernated(sid), timeout=90, what="its own idle policy to hibernate %s" % sid)
+        self.assertEqual(runsc_processes(sid), [])
+        self.assertTrue(os.path.isfile(os.path.join(self.image_dir(sid), "checkpoint.img")))
+        wait_for(lambda: sp.state(ns_stop) == "stopped", timeout=90, what="the stop policy to stop %s" % ns_stop)
+        sb = sp.get(none)
+        self.assertEqual(sb["state"], "paused")
+        self.assertFalse(self.hibernated(none))
+        self.assertNotEqual(runsc_processes(none), [])
+        # A namespace sandbox cannot hibernate: it stays frozen in place.
+        self.assertEqual(sp.state(ns_hibernate), "paused")
+        self.assertFalse(self.hibernated(ns_hibernate))
+        # A PATCH gives the other one a policy; it is then hibernated as well.
+        _, patched = sp.api("PATCH", "/v1/sandboxes/" + none, {"idle": {"after_s": 1, "action": "hibernate"}}, expect=200)
+        self.assertEqual(patched["idle"], {"after_s": 1, "action": "hibernate"})
+        wait_for(lambda: self.hibernated(none), timeout=90, what="the patched policy to hibernate %s" % none)
+        sp.action(sid, "resume")
+        self.assertEqual(sp.sh(sid, "echo awake")["stdout"], "awake\n")
+        sp.action(none, "resume")
+        _, n = self.count(none)
+        wait_for(lambda: self.count(none)[1] > n + 3, timeout=30, what="the woken loop of %s to go on" % none)
+        # null: none of its own again.
+        _, cleared = sp.api("PATCH", "/v1/sandboxes/" + none, {"idle": None}, expect=200)
+        self.assertIsNone(cleared["idle"])
+
+    def test_template_policy_applies_to_its_sandboxes(self):
+        sp = self.spaced
+        self.build_template("idle-hibernate", "FROM busybox\nIDLE 1\n")
+        self.build_template("idle-stop", "FROM busybox\nIDLE 1 stop\n")
+        _, t = sp.api("GET", "/v1/templates/idle-stop", expect=200)
+        self.assertEqual(t["environment"]["config"]["idle"], {"after_s": 1, "action": "stop"})
+        gv = self.new_sandbox(template="idle-hibernate", runtime="gvisor", metadata={"t": "idle-tmpl-gvisor"})
+        ns = self.new_sandbox(template="idle-stop", metadata={"t": "idle-tmpl-ns"})
+        # A policy given at create wins over the template's: 0 is off.
+        kept = self.new_sandbox(template="idle-stop", idle={"after_s": 0}, metadata={"t": "idle-tmpl-off"})
+        self.assertEqual(sp.get(gv)["idle"], {"after_s": 1, "action": "hibernate"})
+        self.assertEqual(sp.get(ns)["idle"], {"after_s": 1, "action": "stop"})
+        self.assertEqual(sp.get(kept)["idle"], {"after_s": 0, "action": "hibernate"})
+        for s in (kept, ns, gv):
+            sp.action(s, "pause")
+        wait_for(lambda: self.hibernated(gv), timeout=90, what="the template's policy to hibernate %s" % gv)
+        wait_for(lambda: sp.state(ns) == "stopped", timeout=90, what="the template's policy to stop %s" % ns)
+        self.assertEqual(sp.state(kept), "paused")
+        sp.action(gv, "resume")
+        self.assertEqual(sp.sh(gv, "echo awake")["stdout"], "awake\n")
+
+    def test_bad_policy_is_400_and_changes_nothing(self):
+        sp = self.spaced
+        bad = [1, "900", [], {}, {"action": "stop"}, {"after_s": -1}, {"after_s": 604801}, {"after_s": 1.5},
+               {"after_s": True}, {"after_s": "60"}, {"after_s": 60, "action": "destroy"}, {"after_s": 60, "action": 1},
+               {"after_s": 60, "extra": 1}]
+        _, before = sp.api("GET", "/v1/sandboxes?limit=1000", expect=200)
+        for policy in bad:
+            self.assertError(sp.request("POST", "/v1/sandboxes", {"template": "busybox", "idle": policy}), 400,
+                             "invalid_request")
+        _, after = sp.api("GET", "/v1/sandboxes?limit=1000", expect=200)
+        self.assertEqual(len(after["sandboxes"]), len(before["sandboxes"]))
+        sid = self.new_sandbox(idle={"after_s": 600, "action": "stop"}, metadata={"t": "idle-bad"})
+        was = sp.get(sid)
+        for policy in bad:
+            self.assertError(sp.request("PATCH", "/v1/sandboxes/" + sid, {"idle": policy, "metadata": {"k": "v"}}), 400,
+                             "invalid_request")
+        now = sp.get(sid)
+        self.assertEqual((now["idle"], now["metadata"], now["updated_at"]), (was["idle"], was["metadata"], was["updated_at"]))
+        # A Spacefile's bad IDLE fails before anything is queued, naming the line.
+        for line in ("IDLE soon", "IDLE 60 destroy", "IDLE 604801", "IDLE 60 stop now"):
+            st, d = sp.request("POST", "/v1/templates?name=idle-bad&wait=true",
+                               raw=tar_of({"Spacefile": ("FROM busybox\n" + line + "\n").encode()}),
+                               headers={"Content-Type": "application/x-tar"})
+            self.assertEqual((st, d["error"]["code"]), (400, "invalid_request"), d)
+            self.assertIn("line 2", d["error"]["message"])
+        self.assertEqual(sp.request("GET", "/v1/templates/idle-bad")[0], 404)
 
 
 if __name__ == "__main__":

@@ -12,7 +12,9 @@
 
 #include <cmocka.h>
 
+#include "controller/idle_sweep.h"
 #include "controller/reconciler.h"
+#include "operations/idle_policy.h"
 #include "fake_test.h"
 #include "operations/operation_queue.h"
 #include "operations/sandbox_lifecycle.h"
@@ -77,6 +79,60 @@ static void test_timeout_survives_a_store_failure(void **state)
         reconciler_tick(&fd->ctx, false);
         assert_int_equal(fake_daemon_drain(fd), 0);
         assert_int_equal(fake_test_state(fd, id), SANDBOX_STOPPED);
+        fake_test_assert_consistent(fd);
+}
+
+/* ---- idle policies ---- */
+
+static void set_idle(struct fake_daemon *fd, const char *id, json_t *policy)
+{
+        struct sandbox sb = row(fd, id);
+        json_decref(sb.idle);
+        sb.idle = policy;
+        assert_int_equal(STORE(&fd->ctx, sandbox_set_settings, &sb, false), 0);
+        sandbox_release(&sb);
+}
+
+/* Paused sandboxes idle for longer than their policy says: "stop" stops one on any runtime,
+ * "hibernate" leaves one whose runtime has no memory state (the fake's) paused, none of its
+ * own follows the server's --hibernate-idle (off here), 0 is off; running ones are not idle. */
+static void test_idle_policies(void **state)
+{
+        struct fake_daemon *fd = *state;
+        char stop[32], hibernate[32], none[32], off[32], running[32];
+        fake_test_create_running(fd, "stop", stop);
+        fake_test_create_running(fd, "stop", hibernate);
+        fake_test_create_running(fd, "stop", none);
+        fake_test_create_running(fd, "stop", off);
+        fake_test_create_running(fd, "stop", running);
+        const char *paused[] = { stop, hibernate, none, off };
+        for (size_t i = 0; i < 4; i++)
+                fake_test_act(fd, paused[i], SANDBOX_ACTION_PAUSE, SANDBOX_PAUSED);
+        set_idle(fd, stop, idle_policy_new(60, IDLE_STOP));
+        set_idle(fd, hibernate, idle_policy_new(60, IDLE_HIBERNATE));
+        set_idle(fd, off, idle_policy_new(0, IDLE_STOP));
+        set_idle(fd, running, idle_policy_new(60, IDLE_STOP));
+        idle_sweep_tick(&fd->ctx); /* not idle long enough yet */
+        assert_int_equal(fake_daemon_drain(fd), 0);
+        assert_int_equal(fake_test_state(fd, stop), SANDBOX_PAUSED);
+        fault_store_set_age(fd->ctx.store.st, OVERDUE_MS);
+        idle_sweep_tick(&fd->ctx);
+        fault_store_set_age(fd->ctx.store.st, 0);
+        assert_int_equal(fake_daemon_drain(fd), 0);
+        assert_int_equal(fake_test_state(fd, stop), SANDBOX_STOPPED);
+        assert_int_equal(fake_test_state(fd, hibernate), SANDBOX_PAUSED);
+        assert_int_equal(fake_test_state(fd, none), SANDBOX_PAUSED);
+        assert_int_equal(fake_test_state(fd, off), SANDBOX_PAUSED);
+        assert_int_equal(fake_test_state(fd, running), SANDBOX_RUNNING);
+        fake_test_assert_consistent(fd);
+        /* The server's default reaches the one with none of its own (hibernate: it stays). */
+        fd->ctx.cfg.hibernate_idle_s = 30;
+        fault_store_set_age(fd->ctx.store.st, OVERDUE_MS);
+        idle_sweep_tick(&fd->ctx);
+        fault_store_set_age(fd->ctx.store.st, 0);
+        fd->ctx.cfg.hibernate_idle_s = 0;
+        assert_int_equal(fake_daemon_drain(fd), 0);
+        assert_int_equal(fake_test_state(fd, none), SANDBOX_PAUSED);
         fake_test_assert_consistent(fd);
 }
 
@@ -331,6 +387,7 @@ int main(void)
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test_setup_teardown(test_timeouts_expire, fake_test_setup, fake_test_teardown),
                 cmocka_unit_test_setup_teardown(test_timeout_survives_a_store_failure, fake_test_setup, fake_test_teardown),
+                cmocka_unit_test_setup_teardown(test_idle_policies, fake_test_setup, fake_test_teardown),
                 cmocka_unit_test_setup_teardown(test_stuck_states_settled, fake_test_setup, fake_test_teardown),
                 cmocka_unit_test_setup_teardown(test_stuck_state_with_operation_left_alone, fake_test_setup, fake_test_teardown),
                 cmocka_unit_test_setup_teardown(test_stuck_snapshot_dropped, fake_test_setup, fake_test_teardown),

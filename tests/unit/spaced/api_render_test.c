@@ -39,7 +39,7 @@ static void test_sandbox(void **state)
                                                "resources",  "env",        "metadata",     "timeout_s", "on_timeout",
                                                "expires_at", "created_at", "updated_at",   "lineage",   "rolling_snapshots",
                                                "project",    "storage",    "network",      "runtime",   "node",
-                                               NULL };
+                                               "idle",       NULL };
         static const char *const lineage[] = { "parent_sandbox_id", "parent_snapshot_id", "head_snapshot_id", NULL };
         static const char *const resources[] = { "cpus", "memory_mb", "pids", "disk_mb", NULL };
         struct sandbox sb = store_fixture_sandbox("sb-0123456789abcdef", SANDBOX_RUNNING, 1764439200123);
@@ -58,6 +58,7 @@ static void test_sandbox(void **state)
         assert_string_equal(json_string_value(json_object_get(j, "state")), "running");
         assert_true(json_is_null(json_object_get(j, "state_reason")));
         assert_true(json_is_null(json_object_get(j, "expires_at")));
+        assert_true(json_is_null(json_object_get(j, "idle"))); /* none of its own */
         assert_string_equal(json_string_value(json_object_get(j, "created_at")), "2025-11-29T18:00:00.123Z");
         assert_float_equal(json_number_value(json_object_get(json_object_get(j, "resources"), "cpus")), 0.5, 1e-12);
         assert_true(json_is_integer(json_object_get(json_object_get(j, "resources"), "memory_mb")));

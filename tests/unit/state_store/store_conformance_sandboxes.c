@@ -520,6 +520,46 @@ static void test_set_network(void **state)
         json_decref(net);
 }
 
+/* The idle policy: stored at insert, replaced and cleared by sandbox_set_settings, which keeps
+ * it when the other settings change. */
+static void test_idle_policy(void **state)
+{
+        struct state_store *st = *state;
+        struct sandbox in = store_fixture_sandbox("sb-i", SANDBOX_PAUSED, 1);
+        in.idle = json_pack("{s:i, s:s}", "after_s", 900, "action", "stop");
+        assert_int_equal(ops->sandbox_insert(st, &in, NULL), 0);
+        insert(st, "sb-none", SANDBOX_PAUSED, 1, NULL);
+        struct sandbox sb;
+        assert_int_equal(ops->sandbox_get(st, "sb-none", &sb), 0);
+        assert_null(sb.idle);
+        sandbox_release(&sb);
+        assert_int_equal(ops->sandbox_get(st, "sb-i", &sb), 0);
+        assert_non_null(sb.idle);
+        assert_true(json_equal(sb.idle, in.idle));
+        json_decref(sb.metadata);
+        sb.metadata = json_pack("{s:s}", "k", "v");
+        assert_int_equal(ops->sandbox_set_settings(st, &sb, false), 0);
+        sandbox_release(&sb);
+        assert_int_equal(ops->sandbox_get(st, "sb-i", &sb), 0);
+        assert_true(json_equal(sb.idle, in.idle));
+        json_decref(sb.idle);
+        sb.idle = json_pack("{s:i, s:s}", "after_s", 0, "action", "hibernate");
+        assert_int_equal(ops->sandbox_set_settings(st, &sb, false), 0);
+        json_t *off = json_incref(sb.idle);
+        sandbox_release(&sb);
+        assert_int_equal(ops->sandbox_get(st, "sb-i", &sb), 0);
+        assert_true(json_equal(sb.idle, off));
+        json_decref(sb.idle);
+        sb.idle = NULL;
+        assert_int_equal(ops->sandbox_set_settings(st, &sb, false), 0);
+        sandbox_release(&sb);
+        assert_int_equal(ops->sandbox_get(st, "sb-i", &sb), 0);
+        assert_null(sb.idle);
+        sandbox_release(&sb);
+        json_decref(off);
+        sandbox_release(&in);
+}
+
 static void test_operation_update_and_duplicate(void **state)
 {
         struct state_store *st = *state;
@@ -695,6 +735,7 @@ int store_conformance_sandboxes(const struct store_backend *b)
                 cmocka_unit_test_setup_teardown(test_operation_refers, store_conformance_open, store_conformance_close),
                 cmocka_unit_test_setup_teardown(test_set_runtime_and_expiry, store_conformance_open, store_conformance_close),
                 cmocka_unit_test_setup_teardown(test_set_network, store_conformance_open, store_conformance_close),
+                cmocka_unit_test_setup_teardown(test_idle_policy, store_conformance_open, store_conformance_close),
                 cmocka_unit_test_setup_teardown(test_operation_update_and_duplicate, store_conformance_open,
                                                 store_conformance_close),
                 cmocka_unit_test_setup_teardown(test_operation_list_filters, store_conformance_open, store_conformance_close),

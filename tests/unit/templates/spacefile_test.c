@@ -100,6 +100,21 @@ static void test_labels(void **state)
         spacefile_release(&f);
 }
 
+/* IDLE <after_s> [hibernate|stop]: the seconds normalised, the action hibernate when left out. */
+static void test_idle(void **state)
+{
+        struct spacefile f = parse_ok("FROM busybox\nIDLE 0900\nidle 0 stop\n");
+        assert_int_equal(f.nsteps, 3);
+        assert_int_equal(f.steps[1].kind, SPACEFILE_IDLE);
+        assert_int_equal(f.steps[1].argc, 2);
+        assert_string_equal(f.steps[1].argv[0], "900");
+        assert_string_equal(f.steps[1].argv[1], "hibernate");
+        assert_string_equal(f.steps[2].argv[0], "0");
+        assert_string_equal(f.steps[2].argv[1], "stop");
+        assert_string_equal(spacefile_kind_name(SPACEFILE_IDLE), "IDLE");
+        spacefile_release(&f);
+}
+
 static void test_continuations_and_comments(void **state)
 {
         /* Comment lines and blank lines inside a continuation are skipped, CRLF is accepted,
@@ -168,6 +183,13 @@ static void test_errors_name_the_line(void **state)
                 { "FROM a\nENV A=\"x\n", 2, "unterminated" },
                 { "FROM a\nLABEL noequals\n", 2, "key=value" },
                 { "FROM a\nUSER a b\n", 2, "USER takes" },
+                { "FROM a\nIDLE\n", 2, "needs an argument" },
+                { "FROM a\nIDLE soon\n", 2, "IDLE takes seconds" },
+                { "FROM a\nIDLE -5\n", 2, "IDLE takes seconds" },
+                { "FROM a\nIDLE 604801\n", 2, "IDLE takes seconds" },
+                { "FROM a\nIDLE 99999999999999999999\n", 2, "IDLE takes seconds" },
+                { "FROM a\nIDLE 60 destroy\n", 2, "hibernate or stop" },
+                { "FROM a\nIDLE 60 stop now\n", 2, "IDLE takes seconds" },
                 { "FROM a\n\n\nRUN x \\\n y\nBOGUS\n", 6, "BOGUS" },
         };
         for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
@@ -203,6 +225,7 @@ int main(void)
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_every_instruction),
                 cmocka_unit_test(test_labels),
+                cmocka_unit_test(test_idle),
                 cmocka_unit_test(test_continuations_and_comments),
                 cmocka_unit_test(test_the_text_is_canonical),
                 cmocka_unit_test(test_run_json_that_is_not_an_array_is_shell),
