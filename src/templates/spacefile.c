@@ -246,6 +246,7 @@ static const struct {
 } keywords[] = {
         { "FROM", SPACEFILE_FROM },       { "RUN", SPACEFILE_RUN },   { "COPY", SPACEFILE_COPY },   { "ENV", SPACEFILE_ENV },
         { "WORKDIR", SPACEFILE_WORKDIR }, { "USER", SPACEFILE_USER }, { "LABEL", SPACEFILE_LABEL },
+        { "SUDO", SPACEFILE_SUDO },
 };
 
 const char *spacefile_kind_name(enum spacefile_kind k)
@@ -269,7 +270,7 @@ static int parse_instruction(struct spacefile_step *st, char *logical, struct sp
                 if (strlen(keywords[i].name) == kwlen && strncasecmp(keywords[i].name, kw, kwlen) == 0)
                         break;
         if (i == sizeof(keywords) / sizeof(keywords[0]))
-                return fail(err, st->line, "%.*s is not a Spacefile instruction (FROM, RUN, COPY, ENV, WORKDIR, USER, LABEL)",
+                return fail(err, st->line, "%.*s is not a Spacefile instruction (FROM, RUN, COPY, ENV, WORKDIR, USER, LABEL, SUDO)",
                             (int)(kwlen > 32 ? 32 : kwlen), kw);
         st->kind = keywords[i].kind;
         if (!*args)
@@ -298,6 +299,10 @@ static int parse_instruction(struct spacefile_step *st, char *logical, struct sp
         case SPACEFILE_USER:
                 if (strpbrk(args, " \t"))
                         return fail(err, st->line, "USER takes one user[:group]");
+                break;
+        case SPACEFILE_SUDO:
+                if (strcasecmp(args, "on") != 0 && strcasecmp(args, "off") != 0)
+                        return fail(err, st->line, "SUDO takes on or off");
                 break;
         }
         st->value = strdup(args);

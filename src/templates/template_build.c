@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -80,6 +81,7 @@ struct build {
         json_t *env, *labels;
         char workdir[PATH_MAX];
         char user[64];
+        bool sudo; /* SUDO on: the template's users may become root inside (docs/isolation.md) */
         char key[65];
         char layer[PATH_MAX]; /* the current layer (or the FROM template) */
 };
@@ -87,6 +89,8 @@ struct build {
 static char *config_text(const struct build *b, bool with_labels)
 {
         json_t *j = json_pack("{s:O, s:s, s:s}", "env", b->env, "workdir", b->workdir, "user", b->user);
+        if (b->sudo) /* only when on: templates without it keep the digests they had */
+                json_object_set_new(j, "sudo", json_true());
         if (with_labels)
                 json_object_set(j, "labels", b->labels);
         char *s = json_dumps(j, JSON_COMPACT | JSON_SORT_KEYS);
@@ -204,6 +208,9 @@ static int apply_metadata(struct build *b, const struct spacefile_step *st, stru
         case SPACEFILE_USER:
                 snprintf(b->user, sizeof(b->user), "%s", st->value);
                 break;
+        case SPACEFILE_SUDO:
+                b->sudo = strcasecmp(st->value, "on") == 0;
+                break;
         default:
                 break;
         }
@@ -253,6 +260,7 @@ static int load_base(struct build *b, const char *ref, char *base, size_t base_s
                 snprintf(b->workdir, sizeof(b->workdir), "%s", json_string_value(json_object_get(config, "workdir")));
         if (json_is_string(json_object_get(config, "user")))
                 snprintf(b->user, sizeof(b->user), "%s", json_string_value(json_object_get(config, "user")));
+        b->sudo = json_is_true(json_object_get(config, "sudo"));
         snprintf(base, base_size, "%s@%s", name, digest ? digest : "unknown");
         key_mix(b->key, "space-layer-v1", base, NULL);
         btrfs_pool_template_path(&b->ctx->pool, name, b->layer, sizeof(b->layer));
@@ -284,6 +292,8 @@ static int publish(struct build *b, const char *row, const char *base, struct sp
                                   runtime_registry_default(&b->ctx->runtimes)->ops->version, "base", base, "digest", digest,
                                   "created_at", created, "build_operation", b->op_id, "config", "env", b->env, "workdir",
                                   b->workdir, "user", b->user, "labels", b->labels);
+        if (b->sudo)
+                json_object_set_new(json_object_get(t.environment, "config"), "sudo", json_true());
         t.updated_at_ms = wallclock_now_ms();
         r = STORE(b->ctx, template_upsert, &t);
         json_decref(t.environment);
