@@ -245,8 +245,7 @@ static const struct {
         enum spacefile_kind kind;
 } keywords[] = {
         { "FROM", SPACEFILE_FROM },       { "RUN", SPACEFILE_RUN },   { "COPY", SPACEFILE_COPY },   { "ENV", SPACEFILE_ENV },
-        { "WORKDIR", SPACEFILE_WORKDIR }, { "USER", SPACEFILE_USER }, { "LABEL", SPACEFILE_LABEL },
-        { "SUDO", SPACEFILE_SUDO },
+        { "WORKDIR", SPACEFILE_WORKDIR }, { "USER", SPACEFILE_USER }, { "LABEL", SPACEFILE_LABEL }, { "SUDO", SPACEFILE_SUDO },
 };
 
 const char *spacefile_kind_name(enum spacefile_kind k)
@@ -270,7 +269,8 @@ static int parse_instruction(struct spacefile_step *st, char *logical, struct sp
                 if (strlen(keywords[i].name) == kwlen && strncasecmp(keywords[i].name, kw, kwlen) == 0)
                         break;
         if (i == sizeof(keywords) / sizeof(keywords[0]))
-                return fail(err, st->line, "%.*s is not a Spacefile instruction (FROM, RUN, COPY, ENV, WORKDIR, USER, LABEL, SUDO)",
+                return fail(err, st->line,
+                            "%.*s is not a Spacefile instruction (FROM, RUN, COPY, ENV, WORKDIR, USER, LABEL, SUDO)",
                             (int)(kwlen > 32 ? 32 : kwlen), kw);
         st->kind = keywords[i].kind;
         if (!*args)
