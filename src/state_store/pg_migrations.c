@@ -167,6 +167,8 @@ static const char *const migrations[] = {
         "  id TEXT COLLATE \"C\" PRIMARY KEY, project_id TEXT COLLATE \"C\" NOT NULL, sandbox_id TEXT COLLATE \"C\" NOT NULL,"
         "  secret_name TEXT COLLATE \"C\" NOT NULL, spec TEXT COLLATE \"C\" NOT NULL, created_at BIGINT NOT NULL);"
         "CREATE INDEX credential_bindings_project ON credential_bindings(project_id, created_at);",
+        /* 19: E2B's private ports (allowPublicTraffic false): requests need the traffic token */
+        "ALTER TABLE sandboxes ADD COLUMN private_ports BIGINT NOT NULL DEFAULT 0;",
 };
 
 static int run(PGconn *conn, const char *sql)

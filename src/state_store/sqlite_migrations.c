@@ -160,6 +160,8 @@ static const char *const migrations[] = {
         "  id TEXT PRIMARY KEY, project_id TEXT NOT NULL, sandbox_id TEXT NOT NULL, secret_name TEXT NOT NULL,"
         "  spec TEXT NOT NULL, created_at INTEGER NOT NULL);"
         "CREATE INDEX credential_bindings_project ON credential_bindings(project_id, created_at);",
+        /* 19: E2B's private ports (allowPublicTraffic false): requests need the traffic token */
+        "ALTER TABLE sandboxes ADD COLUMN private_ports INTEGER NOT NULL DEFAULT 0;",
 };
 
 int sqlite_migrations_apply(sqlite3 *db, int *ret_version)

@@ -62,6 +62,7 @@ void store_row_sandbox(const struct store_row *r, void *elem)
         copy_col(r, 22, sb->project_id, sizeof(sb->project_id));
         sb->network = optional_json_col(r, 23);
         copy_col(r, 24, sb->node_id, sizeof(sb->node_id));
+        sb->private_ports = r->integer(r->row, 25) != 0;
 }
 
 void store_row_operation(const struct store_row *r, void *elem)
