@@ -10,6 +10,7 @@
 #include "e2b/e2b_router.h"
 #include "e2b/e2b_keys.h"
 #include "e2b/e2b_routes.h"
+#include "service/sandbox_access.h"
 #include "service/sandbox_service.h"
 #include "spaced/spaced_context.h"
 
@@ -22,10 +23,12 @@ static const char *const credentials[] = { "X-API-KEY", "X-Access-Token", "E2B-T
 
 /* A sandbox made with allowPublicTraffic false answers only requests carrying its traffic
  * access token (compared in constant time); an unknown sandbox is left to the open's 404. */
-static int traffic_allowed(struct e2b_front *front, struct MHD_Connection *conn, const char *id, struct space_error *err)
+static int traffic_allowed(struct e2b_front *front, struct MHD_Connection *conn, const struct principal *caller,
+                           const char *id, struct space_error *err)
 {
         struct sandbox sb;
-        if (STORE(front->ctx, sandbox_get, id, &sb) < 0)
+        struct space_error ignored = { 0 };
+        if (sandbox_access_load(front->ctx, caller, id, &sb, &ignored) < 0)
                 return 0;
         bool private_ports = sb.private_ports;
         sandbox_release(&sb);
@@ -107,7 +110,7 @@ bool e2b_ingress_begin(struct e2b_front *front, struct MHD_Connection *conn, con
         struct principal caller;
         sandbox_service_token_caller(ctx, id, &caller);
         struct sandbox_port_conn up = { .fd = -1 };
-        if (traffic_allowed(front, conn, id, &err) < 0)
+        if (traffic_allowed(front, conn, &caller, id, &err) < 0)
                 goto fail;
         if (sandbox_ports_open(ctx, &caller, id, port, true, &up, &err) < 0)
                 goto fail;
