@@ -23,8 +23,8 @@ static const char *const credentials[] = { "X-API-KEY", "X-Access-Token", "E2B-T
 
 /* A sandbox made with allowPublicTraffic false answers only requests carrying its traffic
  * access token (compared in constant time); an unknown sandbox is left to the open's 404. */
-static int traffic_allowed(struct e2b_front *front, struct MHD_Connection *conn, const struct principal *caller,
-                           const char *id, struct space_error *err)
+static int traffic_allowed(struct e2b_front *front, struct MHD_Connection *conn, const struct principal *caller, const char *id,
+                           struct space_error *err)
 {
         struct sandbox sb;
         struct space_error ignored = { 0 };
