@@ -8,7 +8,9 @@
 #include "api/http_listener.h"
 #include "api/request_trail.h"
 #include "e2b/e2b_router.h"
+#include "e2b/e2b_keys.h"
 #include "e2b/e2b_routes.h"
+#include "service/sandbox_access.h"
 #include "service/sandbox_service.h"
 #include "spaced/spaced_context.h"
 
@@ -18,6 +20,25 @@
 
 /* Credentials of the E2B API and envd that stay here. */
 static const char *const credentials[] = { "X-API-KEY", "X-Access-Token", "E2B-Traffic-Access-Token", NULL };
+
+/* A sandbox made with allowPublicTraffic false answers only requests carrying its traffic
+ * access token (compared in constant time); an unknown sandbox is left to the open's 404. */
+static int traffic_allowed(struct e2b_front *front, struct MHD_Connection *conn, const struct principal *caller, const char *id,
+                           struct space_error *err)
+{
+        struct sandbox sb;
+        struct space_error ignored = { 0 };
+        if (sandbox_access_load(front->ctx, caller, id, &sb, &ignored) < 0)
+                return 0;
+        bool private_ports = sb.private_ports;
+        sandbox_release(&sb);
+        const char *token = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "E2B-Traffic-Access-Token");
+        if (private_ports && !e2b_keys_traffic_token_ok(front->token_secret, id, token))
+                return space_error_set(err, SPACE_E_FORBIDDEN,
+                                       "the sandbox's ports are private: send its trafficAccessToken in the "
+                                       "e2b-traffic-access-token header");
+        return 0;
+}
 
 /* "<port>-<id>.<domain>[:<listener port>]" -> port and id. */
 static bool host_names_port(const char *domain, const char *host, char *port, size_t port_size, char *id, size_t id_size)
@@ -89,6 +110,8 @@ bool e2b_ingress_begin(struct e2b_front *front, struct MHD_Connection *conn, con
         struct principal caller;
         sandbox_service_token_caller(ctx, id, &caller);
         struct sandbox_port_conn up = { .fd = -1 };
+        if (traffic_allowed(front, conn, &caller, id, &err) < 0)
+                goto fail;
         if (sandbox_ports_open(ctx, &caller, id, port, true, &up, &err) < 0)
                 goto fail;
         struct port_proxy_request r = { .method = method,

@@ -3,7 +3,9 @@
  * names one goes to that port inside the sandbox, whatever its path. Where no name resolves
  * to spaced (plain localhost), the path form /sandboxes/<id>/ports/<port>/<path> does the
  * same. As E2B's default (allowPublicTraffic), the traffic needs no credential: whoever
- * reaches the listener and knows the id reaches the port. The host of port 49983 is envd's,
+ * reaches the listener and knows the id reaches the port; a sandbox made with
+ * allowPublicTraffic false (private_ports) wants its traffic access token in the
+ * e2b-traffic-access-token header (e2b_keys.h), else 403 before the sandbox is woken. The host of port 49983 is envd's,
  * as on E2B: it goes to the envd routes (so the SDK works without E2B_SANDBOX_URL once the
  * domain resolves to the listener). A paused (or stopped) sandbox is
  * resumed by the request, as a connect call does. The proxy is the v1 API's

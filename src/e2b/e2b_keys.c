@@ -105,6 +105,35 @@ bool e2b_keys_envd_token_ok(const unsigned char secret[E2B_TOKEN_SECRET_SIZE], c
         return ok;
 }
 
+int e2b_keys_traffic_token(const unsigned char secret[E2B_TOKEN_SECRET_SIZE], const char *sandbox_id, char *buf, size_t size)
+{
+        unsigned char md[EVP_MAX_MD_SIZE];
+        unsigned len = 0;
+        char msg[96];
+        int n = snprintf(msg, sizeof(msg), "traffic:%s", sandbox_id);
+        if (n < 0 || (size_t)n >= sizeof(msg))
+                return -ENAMETOOLONG;
+        if (!HMAC(EVP_sha256(), secret, E2B_TOKEN_SECRET_SIZE, (const unsigned char *)msg, (size_t)n, md, &len))
+                return -EIO;
+        if (2 * len + 1 > size)
+                return -ENAMETOOLONG;
+        for (unsigned i = 0; i < len; i++)
+                snprintf(buf + 2 * i, 3, "%02x", md[i]);
+        explicit_bzero(md, sizeof(md));
+        return 0;
+}
+
+bool e2b_keys_traffic_token_ok(const unsigned char secret[E2B_TOKEN_SECRET_SIZE], const char *sandbox_id, const char *token)
+{
+        char want[E2B_TRAFFIC_TOKEN_SIZE];
+        if (!token || e2b_keys_traffic_token(secret, sandbox_id, want, sizeof(want)) < 0)
+                return false;
+        size_t n = strlen(want);
+        bool ok = strlen(token) == n && CRYPTO_memcmp(want, token, n) == 0;
+        explicit_bzero(want, sizeof(want));
+        return ok;
+}
+
 int e2b_keys_file_signature(const char *path, const char *operation, const char *user, const char *token, const char *expiration,
                             char *buf, size_t size)
 {

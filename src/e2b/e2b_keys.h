@@ -40,3 +40,10 @@ int e2b_keys_file_signature(const char *path, const char *operation, const char 
                             char *buf, size_t size);
 /* Whether token is the sandbox's (compared in constant time). */
 bool e2b_keys_envd_token_ok(const unsigned char secret[E2B_TOKEN_SECRET_SIZE], const char *sandbox_id, const char *token);
+/* The traffic access token of a sandbox with private ports (E2B's allowPublicTraffic false):
+ * hex HMAC-SHA256 of "traffic:<id>" under the same secret, so it is not its envd token and
+ * needs no storage. buf holds E2B_TRAFFIC_TOKEN_SIZE. */
+#define E2B_TRAFFIC_TOKEN_SIZE 65
+int e2b_keys_traffic_token(const unsigned char secret[E2B_TOKEN_SECRET_SIZE], const char *sandbox_id, char *buf, size_t size);
+/* Whether token is the sandbox's traffic access token (compared in constant time). */
+bool e2b_keys_traffic_token_ok(const unsigned char secret[E2B_TOKEN_SECRET_SIZE], const char *sandbox_id, const char *token);

@@ -10,9 +10,9 @@
  *   - allowOut without that catch-all has nothing to open (everything the profile allows
  *     is open already) and is dropped; an allowOut exception inside a narrower denyOut
  *     range is denied (space's deny rules come first): stricter than E2B, never wider.
- *   - rules (header transforms) and egressProxy are refused (400), not ignored; so is
- *     allowPublicTraffic false: a sandbox's ports are public on the listener (e2b_ingress.h),
- *     traffic access tokens are not served yet.
+ *   - rules (header transforms) and egressProxy are refused (400), not ignored.
+ *   - allowPublicTraffic false makes the sandbox's ports private: the ingress
+ *     (e2b_ingress.h) then wants its traffic access token, which create answers with.
  * A sandbox of the profile none has nothing to narrow: a PUT on it changes nothing (204). */
 #include <string.h>
 
@@ -55,10 +55,9 @@ static int rules_from_e2b(const json_t *net, bool internet, json_t *ret, struct 
         const json_t *rules = json_object_get(net, "rules"), *proxy = json_object_get(net, "egressProxy");
         if (json_object_size(rules) > 0 || json_array_size(rules) > 0 || (proxy && !json_is_null(proxy)))
                 return space_error_set(err, SPACE_E_INVALID_REQUEST, "network.rules and network.egressProxy are not supported");
-        if (json_is_false(json_object_get(net, "allowPublicTraffic")))
-                return space_error_set(err, SPACE_E_INVALID_REQUEST,
-                                       "network.allowPublicTraffic false is not supported: sandbox ports are public on the E2B "
-                                       "listener (no traffic access tokens yet)");
+        const json_t *public_traffic = json_object_get(net, "allowPublicTraffic");
+        if (public_traffic && !json_is_null(public_traffic) && !json_is_boolean(public_traffic))
+                return space_error_set(err, SPACE_E_INVALID_REQUEST, "network.allowPublicTraffic must be true or false");
         json_t *allow = json_array(), *deny = json_array();
         if (json_object_set_new(ret, "allow", allow) < 0 || json_object_set_new(ret, "deny", deny) < 0)
                 return space_error_set(err, SPACE_E_INTERNAL, "out of memory");
@@ -96,11 +95,13 @@ static int internet_flag(const json_t *body, bool *ret, struct space_error *err)
         return 0;
 }
 
-int e2b_network_for_create(const struct spaced_context *ctx, const json_t *body, json_t **ret, struct space_error *err)
+int e2b_network_for_create(const struct spaced_context *ctx, const json_t *body, json_t **ret, bool *ret_private_ports,
+                           struct space_error *err)
 {
         bool internet;
         *ret = NULL;
         const json_t *net = json_object_get(body, "network");
+        *ret_private_ports = json_is_false(json_object_get(net, "allowPublicTraffic"));
         if (internet_flag(body, &internet, err) < 0)
                 return -1;
         _cleanup_json_ json_t *out = json_object();

@@ -76,7 +76,8 @@ void e2b_sandbox_metrics(struct e2b_call *call, struct api_response *resp);
 /* e2b_network.c: E2B's egress fields on space's policy */
 /* The create body's allow_internet_access and network as space's network member (*ret a
  * new reference; NULL: the server's default). 0, or -1 with err. */
-int e2b_network_for_create(const struct spaced_context *ctx, const json_t *body, json_t **ret, struct space_error *err);
+int e2b_network_for_create(const struct spaced_context *ctx, const json_t *body, json_t **ret, bool *ret_private_ports,
+                           struct space_error *err);
 void e2b_sandbox_network_update(struct e2b_call *call, struct api_response *resp);
 
 /* e2b_envd_process.c: envd's /health and process.Process service */

@@ -118,6 +118,8 @@ json_t *e2b_render_created(struct e2b_call *call, const struct sandbox *sb)
         e2b_keys_envd_token(call->front->token_secret, sb->id, token, sizeof(token));
         json_t *j = json_pack("{s:s, s:s, s:s, s:s, s:s, s:n, s:n}", "sandboxID", sb->id, "templateID", tmpl, "clientID", "space",
                               "envdVersion", E2B_ENVD_VERSION, "envdAccessToken", token, "alias", "domain");
+        if (sb->private_ports && e2b_keys_traffic_token(call->front->token_secret, sb->id, token, sizeof(token)) == 0)
+                json_object_set_new(j, "trafficAccessToken", json_string(token)); /* e2b_ingress.c wants it */
         explicit_bzero(token, sizeof(token));
         if (call->req.ctx->cfg.e2b_domain[0]) /* getHost(port): <port>-<id>.<domain>, e2b_ingress.h */
                 json_object_set_new(j, "domain", json_string(call->req.ctx->cfg.e2b_domain));
@@ -141,6 +143,7 @@ static json_t *render_info(struct e2b_call *call, const struct sandbox *sb)
 {
         json_t *j = render_listed(call, sb);
         json_object_set_new(j, "allowInternetAccess", json_boolean(sb->network != NULL));
+        json_object_set_new(j, "network", json_pack("{s:b}", "allowPublicTraffic", !sb->private_ports));
         const char *domain = call->req.ctx->cfg.e2b_domain;
         json_object_set_new(j, "domain", domain[0] ? json_string(domain) : json_null());
         json_object_set_new(
@@ -233,7 +236,7 @@ static int parse_create(struct spaced_context *ctx, const struct principal *call
         cr->env = json_incref(env); /* borrowed from body: the request holds its own */
         cr->metadata = json_incref(metadata);
         cr->timeout_s = timeout_s;
-        if (e2b_network_for_create(ctx, body, &cr->network, err) < 0)
+        if (e2b_network_for_create(ctx, body, &cr->network, &cr->private_ports, err) < 0)
                 return -1;
         snprintf(cr->on_timeout, sizeof(cr->on_timeout), "%s", auto_pause ? "pause" : "destroy");
         if (json_array_size(json_object_get(body, "volumeMounts")) > 0)

@@ -340,6 +340,7 @@ static void child_from_parent(struct sandbox *child, const struct sandbox *paren
         child->rolling = parent->rolling ? json_incref(parent->rolling) : NULL;
         child->network = parent->network ? json_incref(parent->network) : NULL; /* the same egress */
         child->idle = parent->idle ? json_incref(parent->idle) : NULL;
+        child->private_ports = parent->private_ports; /* E2B: its ports stay private, under the child's own token */
         snprintf(child->on_timeout, sizeof(child->on_timeout), "%s", parent->on_timeout);
         child->created_at_ms = child->updated_at_ms = wallclock_now_ms();
         snprintf(child->parent_sandbox_id, sizeof(child->parent_sandbox_id), "%s", parent->id);

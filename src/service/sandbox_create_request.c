@@ -109,6 +109,7 @@ int sandbox_create_request_submit(struct spaced_context *ctx, struct sandbox_cre
                 sb.environment = json_object();
         sb.rolling = json_incref(req->rolling);
         sb.idle = json_incref(req->idle);
+        sb.private_ports = req->private_ports;
         if (sandbox_network_request_parse(ctx, req->network, &sb.network, err) < 0)
                 goto fail;
         if (sb.network && req->runtime && strcmp(req->runtime, "microvm") == 0) {

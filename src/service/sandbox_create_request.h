@@ -30,6 +30,7 @@ struct sandbox_create_request {
         long long timeout_s; /* 0: none */
         char on_timeout[12]; /* pause | stop | destroy */
         const char *runtime; /* namespaces | gvisor; borrowed; NULL: the one the template is bound to */
+        bool private_ports;  /* E2B's allowPublicTraffic false (struct sandbox) */
 };
 
 /* The defaults of the server (template busybox, 1 cpu, 512 MiB, 256 pids, the server's disk

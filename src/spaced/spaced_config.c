@@ -117,7 +117,7 @@ static const char usage[] =
         "  --ingress-timeout S    sandbox ports (ingress): connect, response headers and inactivity [30]\n"
         "  --ingress-connections N  connections to one sandbox's ports at once [64]\n"
         "  --e2b-templates MAP    E2B template ids to space templates, id=name|fallback,...\n"
-        "                         (the first ready name is used) [base=python|busybox]\n"
+        "                         (the first ready name is used) [base=e2b-base|python|busybox]\n"
         "  -h, --help             show this help\n"
         "  --version              print the version\n";
 
@@ -671,7 +671,7 @@ int spaced_config_load(struct spaced_config *cfg, int argc, char **argv)
         cfg->proc_views = true;
         cfg->sandbox_disk_mb = 10240;
         cfg->sandbox_disk_max_mb = 1048576;
-        snprintf(cfg->e2b_templates, sizeof(cfg->e2b_templates), "base=python|busybox");
+        snprintf(cfg->e2b_templates, sizeof(cfg->e2b_templates), "base=e2b-base|python|busybox");
         snprintf(cfg->egress_profile, sizeof(cfg->egress_profile), "none");
         snprintf(cfg->microvm_accel, sizeof(cfg->microvm_accel), "auto");
         cfg->egress_subnet = 10u << 24 | 201u << 16;

@@ -169,6 +169,8 @@ static const char *const migrations[] = {
         "CREATE INDEX credential_bindings_project ON credential_bindings(project_id, created_at);",
         /* 19: a sandbox's own idle policy ('' for none: the server's --hibernate-idle) */
         "ALTER TABLE sandboxes ADD COLUMN idle TEXT COLLATE \"C\" NOT NULL DEFAULT '';",
+        /* 20: E2B's private ports (allowPublicTraffic false): requests need the traffic token */
+        "ALTER TABLE sandboxes ADD COLUMN private_ports BIGINT NOT NULL DEFAULT 0;",
 };
 
 static int run(PGconn *conn, const char *sql)

@@ -39,12 +39,13 @@ static int sb_insert_locked(struct state_store *st, const struct sandbox *sb)
         pg_json_or_empty(&a, sb->network);
         pg_json_or_empty(&a, sb->idle);
         pg_text(&a, sb->node_id);
+        pg_int(&a, sb->private_ports ? 1 : 0);
         /* A fork given no project takes its parent's; nothing else is left without one. */
         return pg_exec(st,
                        "INSERT INTO sandboxes(" SB_COLUMNS
-                       ", node_id) VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13,$14,$15,$16,"
+                       ", node_id, private_ports) VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13,$14,$15,$16,"
                        "$17,$18,$19,$20,$21,$22, COALESCE(NULLIF($23, ''), (SELECT project_id FROM sandboxes WHERE id=$19), ''),"
-                       " $24, $25, $26)",
+                       " $24, $25, $26, $27)",
                        &a, NULL, NULL);
 }
 

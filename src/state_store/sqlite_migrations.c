@@ -163,6 +163,8 @@ static const char *const migrations[] = {
         /* 19: a sandbox's own idle policy (docs/memory-state.md): JSON, '' for none (the
          * server's --hibernate-idle applies) */
         "ALTER TABLE sandboxes ADD COLUMN idle TEXT NOT NULL DEFAULT '';",
+        /* 20: E2B's private ports (allowPublicTraffic false): requests need the traffic token */
+        "ALTER TABLE sandboxes ADD COLUMN private_ports INTEGER NOT NULL DEFAULT 0;",
 };
 
 int sqlite_migrations_apply(sqlite3 *db, int *ret_version)

@@ -215,8 +215,8 @@ static int sb_insert_locked(struct state_store *st, const struct sandbox *sb)
         /* A fork given no project takes its parent's; nothing else is left without one. */
         int r = sq_prepare(st,
                            "INSERT INTO sandboxes(" SB_COLUMNS
-                           ", node_id) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,"
-                           " COALESCE(NULLIF(?23, ''), (SELECT project_id FROM sandboxes WHERE id=?19), ''), ?24, ?25, ?26)",
+                           ", node_id, private_ports) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,"
+                           " COALESCE(NULLIF(?23, ''), (SELECT project_id FROM sandboxes WHERE id=?19), ''), ?24, ?25, ?26, ?27)",
                            &s);
         if (r < 0)
                 return r;
@@ -247,6 +247,7 @@ static int sb_insert_locked(struct state_store *st, const struct sandbox *sb)
                 sq_bind_text(s, 22, "");
         sq_bind_text(s, 23, sb->project_id);
         sq_bind_text(s, 26, sb->node_id);
+        sqlite3_bind_int(s, 27, sb->private_ports ? 1 : 0);
         if (sb->network)
                 sq_bind_json(s, 24, sb->network);
         else

@@ -79,6 +79,9 @@ struct sandbox {
         /* the node it lives on (docs/fleet.md): as inserted ("" none yet: the node that claims
          * its create takes it), and moved by operation_claim */
         char node_id[32];
+        /* E2B's network.allowPublicTraffic false: its ports answer only requests that carry its
+         * traffic access token (e2b_ingress.c); fixed at create */
+        bool private_ports;
 };
 void sandbox_release(struct sandbox *s);
 void sandbox_array_free(struct sandbox *arr, size_t n);

@@ -63,6 +63,7 @@ void store_row_sandbox(const struct store_row *r, void *elem)
         sb->network = optional_json_col(r, 23);
         sb->idle = optional_json_col(r, 24);
         copy_col(r, 25, sb->node_id, sizeof(sb->node_id));
+        sb->private_ports = r->integer(r->row, 26) != 0;
 }
 
 void store_row_operation(const struct store_row *r, void *elem)

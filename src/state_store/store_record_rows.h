@@ -31,7 +31,7 @@ typedef void (*store_row_decode)(const struct store_row *r, void *elem);
         "project_id"
 /* The columns a sandbox / an operation read takes: the inserted ones and those only the
  * store writes. */
-#define STORE_SB_READ STORE_SB_COLUMNS ", node_id"
+#define STORE_SB_READ STORE_SB_COLUMNS ", node_id, private_ports"
 #define STORE_OP_READ STORE_OP_COLUMNS ", claim_owner, claim_token, claimed_at, claims"
 #define STORE_NODE_COLUMNS "id, address, capacity, labels, state, started_at, heartbeat_at"
 #define STORE_SNAP_COLUMNS \

@@ -268,8 +268,9 @@ static const struct {
         const char *name;
         enum spacefile_kind kind;
 } keywords[] = {
-        { "FROM", SPACEFILE_FROM },       { "RUN", SPACEFILE_RUN },   { "COPY", SPACEFILE_COPY },   { "ENV", SPACEFILE_ENV },
-        { "WORKDIR", SPACEFILE_WORKDIR }, { "USER", SPACEFILE_USER }, { "LABEL", SPACEFILE_LABEL }, { "IDLE", SPACEFILE_IDLE },
+        { "FROM", SPACEFILE_FROM },   { "RUN", SPACEFILE_RUN },         { "COPY", SPACEFILE_COPY },
+        { "ENV", SPACEFILE_ENV },     { "WORKDIR", SPACEFILE_WORKDIR }, { "USER", SPACEFILE_USER },
+        { "LABEL", SPACEFILE_LABEL }, { "IDLE", SPACEFILE_IDLE },       { "SUDO", SPACEFILE_SUDO },
 };
 
 const char *spacefile_kind_name(enum spacefile_kind k)
@@ -294,7 +295,7 @@ static int parse_instruction(struct spacefile_step *st, char *logical, struct sp
                         break;
         if (i == sizeof(keywords) / sizeof(keywords[0]))
                 return fail(err, st->line,
-                            "%.*s is not a Spacefile instruction (FROM, RUN, COPY, ENV, WORKDIR, USER, LABEL, IDLE)",
+                            "%.*s is not a Spacefile instruction (FROM, RUN, COPY, ENV, WORKDIR, USER, LABEL, IDLE, SUDO)",
                             (int)(kwlen > 32 ? 32 : kwlen), kw);
         st->kind = keywords[i].kind;
         if (!*args)
@@ -326,6 +327,10 @@ static int parse_instruction(struct spacefile_step *st, char *logical, struct sp
                 break;
         case SPACEFILE_IDLE:
                 return parse_idle(st, args, err);
+        case SPACEFILE_SUDO:
+                if (strcasecmp(args, "on") != 0 && strcasecmp(args, "off") != 0)
+                        return fail(err, st->line, "SUDO takes on or off");
+                break;
         }
         st->value = strdup(args);
         return st->value ? 0 : fail(err, st->line, "out of memory");

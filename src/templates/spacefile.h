@@ -16,13 +16,14 @@ enum spacefile_kind {
         SPACEFILE_USER,
         SPACEFILE_LABEL,
         SPACEFILE_IDLE, /* space's own: IDLE <after_s> [hibernate|stop], the idle policy of its sandboxes */
+        SPACEFILE_SUDO, /* space's own: SUDO on|off, the template's users may become root inside */
 };
 
 struct spacefile_step {
         enum spacefile_kind kind;
         unsigned line; /* where the instruction starts, from 1 */
         char *text;    /* "KEYWORD args", continuations joined: what the cache key and the log use */
-        char *value;   /* FROM, WORKDIR, USER: the argument; RUN shell form: the command */
+        char *value;   /* FROM, WORKDIR, USER, SUDO: the argument; RUN shell form: the command */
         char **argv;   /* RUN exec form: the argv; COPY: sources then the destination;
                          * ENV, LABEL: key, value, key, value…; IDLE: after_s, action */
         size_t argc;

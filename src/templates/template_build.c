@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -82,6 +83,7 @@ struct build {
         json_t *idle; /* IDLE's policy (operations/idle_policy.h), or NULL: none */
         char workdir[PATH_MAX];
         char user[64];
+        bool sudo; /* SUDO on: the template's users may become root inside (docs/isolation.md) */
         char key[65];
         char layer[PATH_MAX]; /* the current layer (or the FROM template) */
 };
@@ -89,6 +91,8 @@ struct build {
 static char *config_text(const struct build *b, bool with_labels)
 {
         json_t *j = json_pack("{s:O, s:s, s:s}", "env", b->env, "workdir", b->workdir, "user", b->user);
+        if (b->sudo) /* only when on: templates without it keep the digests they had */
+                json_object_set_new(j, "sudo", json_true());
         if (with_labels)
                 json_object_set(j, "labels", b->labels);
         if (with_labels && b->idle)
@@ -218,6 +222,9 @@ static int apply_metadata(struct build *b, const struct spacefile_step *st, stru
                 b->idle = p;
                 break;
         }
+        case SPACEFILE_SUDO:
+                b->sudo = strcasecmp(st->value, "on") == 0;
+                break;
         default:
                 break;
         }
@@ -273,6 +280,7 @@ static int load_base(struct build *b, const char *ref, char *base, size_t base_s
                 json_decref(b->idle);
                 b->idle = idle;
         }
+        b->sudo = json_is_true(json_object_get(config, "sudo"));
         snprintf(base, base_size, "%s@%s", name, digest ? digest : "unknown");
         key_mix(b->key, "space-layer-v1", base, NULL);
         btrfs_pool_template_path(&b->ctx->pool, name, b->layer, sizeof(b->layer));
@@ -306,6 +314,8 @@ static int publish(struct build *b, const char *row, const char *base, struct sp
                                   b->workdir, "user", b->user, "labels", b->labels);
         if (t.environment && b->idle) /* the idle policy of its sandboxes (IDLE) */
                 json_object_set(json_object_get(t.environment, "config"), "idle", b->idle);
+        if (b->sudo)
+                json_object_set_new(json_object_get(t.environment, "config"), "sudo", json_true());
         t.updated_at_ms = wallclock_now_ms();
         r = STORE(b->ctx, template_upsert, &t);
         json_decref(t.environment);

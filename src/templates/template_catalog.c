@@ -221,10 +221,11 @@ int template_catalog_submit_build(struct spaced_context *ctx, const char *name, 
         if (r == -ENOENT || (r == 0 && !template_catalog_is_builtin(name) && !preset)) {
                 if (r == 0)
                         template_record_release(&t);
-                return space_error_set(err, SPACE_E_NOT_FOUND,
-                                       "template %s not found (built-in templates: busybox, debian; presets: python, node;"
-                                       " build others with POST /v1/templates)",
-                                       name);
+                return space_error_set(
+                        err, SPACE_E_NOT_FOUND,
+                        "template %s not found (built-in templates: busybox, debian; presets: python, node, e2b-base;"
+                        " build others with POST /v1/templates)",
+                        name);
         }
         if (r < 0)
                 return space_error_errno(err, r, "read template %s", name);

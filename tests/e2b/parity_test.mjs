@@ -313,4 +313,43 @@ await check('fork leaves no snapshot behind (listSnapshots)', async () => {
   for (const f of forks) await f.kill()
 })
 
+// E2B's network.allowPublicTraffic false: the sandbox's ports answer only requests with its
+// trafficAccessToken in the e2b-traffic-access-token header (create and connect return it).
+await check('allowPublicTraffic false: ports need the trafficAccessToken (e2b-traffic-access-token)', async () => {
+  const priv = await create({ network: { allowPublicTraffic: false } })
+  const token = priv.trafficAccessToken
+  assert.ok(token, 'create returned a traffic access token')
+  assert.equal(sbx.trafficAccessToken, undefined, 'a public sandbox has none')
+  assert.notEqual(token, priv.envdAccessToken)
+  await priv.commands.run('mkdir -p /tmp/www && echo private-port > /tmp/www/index.html && ' +
+    '(if command -v httpd >/dev/null; then httpd -p 127.0.0.1:8081 -h /tmp/www; ' +
+    'else cd /tmp/www && (python3 -m http.server 8081 --bind 127.0.0.1 >/dev/null 2>&1 &); sleep 1; fi)')
+  const get = (headers) => fetch(`${process.env.E2B_API_URL}/sandboxes/${priv.sandboxId}/ports/8081/index.html`, { headers })
+  let r = await get({})
+  assert.equal(r.status, 403)
+  assert.match((await r.json()).message, /e2b-traffic-access-token/)
+  r = await get({ 'e2b-traffic-access-token': token.slice(0, -1) + (token.endsWith('0') ? '1' : '0') })
+  assert.equal(r.status, 403)
+  r = await get({ 'e2b-traffic-access-token': priv.envdAccessToken })
+  assert.equal(r.status, 403, 'the envd token is not the traffic token')
+  r = await get({ 'e2b-traffic-access-token': token })
+  assert.equal(r.status, 200)
+  assert.equal(await r.text(), 'private-port\n')
+  // Another sandbox's token opens nothing here.
+  const other = await create({ network: { allowPublicTraffic: false } })
+  r = await get({ 'e2b-traffic-access-token': other.trafficAccessToken })
+  assert.equal(r.status, 403)
+  const again = await Sandbox.connect(priv.sandboxId)
+  assert.equal(again.trafficAccessToken, token, 'connect returns the same token')
+  const info = await Sandbox.getInfo(priv.sandboxId)
+  if (info.network) assert.equal(info.network.allowPublicTraffic, false)
+  // A public sandbox's ports stay open without a header.
+  await sbx.commands.run('mkdir -p /tmp/pub && echo public-port > /tmp/pub/index.html && ' +
+    '(if command -v httpd >/dev/null; then httpd -p 127.0.0.1:8082 -h /tmp/pub; ' +
+    'else cd /tmp/pub && (python3 -m http.server 8082 --bind 127.0.0.1 >/dev/null 2>&1 &); sleep 1; fi)')
+  r = await fetch(`${process.env.E2B_API_URL}/sandboxes/${sbx.sandboxId}/ports/8082/index.html`)
+  assert.equal(r.status, 200)
+  await other.kill()
+})
+
 await finish(`${version} parity`)

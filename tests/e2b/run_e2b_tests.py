@@ -4,7 +4,7 @@ JavaScript SDK (package.json) against a real spaced serving --e2b-listen.
 
 Installs the SDKs with npm into tests/e2b/node_modules first. Exits 77 (meson: skipped)
 only when that is impossible because the npm registry cannot be reached, or when not root.
-E2B_TEST_ONLY=<regex> runs only the checks whose names match. Last, the python preset is
+E2B_TEST_ONLY=<regex> runs only the checks whose names match. Last, the e2b-base preset is
 built and "base" checked to be it (skipped, saying why, when the build cannot fetch Debian).
 """
 
@@ -13,6 +13,7 @@ import os
 import re
 import subprocess
 import sys
+import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(os.path.dirname(HERE), "integration"))
@@ -78,22 +79,29 @@ def main():
             print((after.stdout + after.stderr).strip(), flush=True)
             if after.returncode != 0:
                 failed.append("restart")
-        # With the python preset built, "base" is it (--e2b-templates base=python|busybox).
+        # With the e2b-base preset built, "base" is it (--e2b-templates base=e2b-base|python|busybox).
         # The build fetches Debian packages: when it cannot, this phase is skipped, loudly.
         only = os.environ.get("E2B_TEST_ONLY")
-        if only and not re.search(only, "base is the python preset"):
+        if only and not re.search(only, "base is e2b-base: python pip git curl sudo"):
             status, body, state = None, "E2B_TEST_ONLY", None
         else:
-            status, body = d.request("POST", "/v1/templates/python/build?wait=true&timeout_s=600", {}, timeout=700)
+            status, body = d.request("POST", "/v1/templates/e2b-base/build?wait=true&timeout_s=600", {}, timeout=700)
             state = (body or {}).get("operation", {}).get("state") if isinstance(body, dict) else None
+            if status == 202 and state in ("pending", "running"):  # a large build: wait on, up to 20 minutes more
+                op_id, until = body["operation"]["id"], time.monotonic() + 1200
+                while state in ("pending", "running") and time.monotonic() < until:
+                    time.sleep(5)
+                    status, body = d.request("GET", "/v1/operations/" + op_id)
+                    op = body.get("operation", body) if isinstance(body, dict) else {}
+                    state = op.get("state")
         if status == 200 and state == "succeeded":
-            r = subprocess.run(["node", os.path.join(HERE, "base_python_test.mjs"), PACKAGES[0]], cwd=HERE, env=env,
+            r = subprocess.run(["node", os.path.join(HERE, "base_template_test.mjs"), PACKAGES[0]], cwd=HERE, env=env,
                                capture_output=True, text=True, timeout=300)
             print((r.stdout + r.stderr).strip(), flush=True)
             if r.returncode != 0:
-                failed.append("base-python")
+                failed.append("base-e2b-base")
         else:
-            print("# SKIP base=python: the python preset could not be built here (%s %s)" % (status, json.dumps(body)[:300]),
+            print("# SKIP base=e2b-base: the e2b-base preset could not be built here (%s %s)" % (status, json.dumps(body)[:300]),
                   flush=True)
     finally:
         if failed:

@@ -383,12 +383,45 @@ class Ingress(unittest.TestCase):
         st, _, data = raw_request(self.e2b_port, "GET", "/sandboxes/" + self.sid, headers={"X-API-KEY": key})
         self.assertEqual(st, 200, data)
         self.assertEqual(json.loads(data)["domain"], DOMAIN)
-        # Private ports need traffic access tokens, not served yet: refused, never public by surprise.
+        # allowPublicTraffic must be a boolean; false makes the ports private (parity_test.mjs
+        # drives the token through the SDK).
         st, _, data = raw_request(self.e2b_port, "POST", "/sandboxes", json.dumps(
-            {"templateID": "busybox", "network": {"allowPublicTraffic": False}}).encode(),
+            {"templateID": "busybox", "network": {"allowPublicTraffic": "no"}}).encode(),
             headers={"X-API-KEY": key, "Content-Type": "application/json"})
         self.assertEqual(st, 400, data)
         self.assertIn("allowPublicTraffic", json.loads(data)["message"])
+
+    def test_e2b_private_ports_need_the_traffic_token(self):
+        made = self.sp.cli("--json", "key", "create", "--e2b", "ingress-private")
+        self.assertEqual(made.returncode, 0, made.stderr)
+        key = json.loads(made.stdout)["secret"]
+        st, _, data = raw_request(self.e2b_port, "POST", "/sandboxes", json.dumps(
+            {"templateID": "busybox", "network": {"allowPublicTraffic": False}}).encode(),
+            headers={"X-API-KEY": key, "Content-Type": "application/json"})
+        self.assertEqual(st, 201, data)
+        created = json.loads(data)
+        sid, token = created["sandboxID"], created["trafficAccessToken"]
+        self.sp.known_ids.add(sid)
+        self.assertRegex(token, "^[0-9a-f]{64}$")
+        self.assertEqual(self.sp.sh(sid, SERVE, env={"ECHO": ECHO_CGI})["exit_code"], 0)
+        host = "8080-%s.%s" % (sid, DOMAIN)
+        st, _, data = self.e2b("GET", "/index.html", host)
+        self.assertEqual(st, 403, data)
+        self.assertEqual(json.loads(data)["code"], 403)
+        st, _, data = self.e2b("GET", "/index.html", host, headers={"e2b-traffic-access-token": token[:-1] + "x"})
+        self.assertEqual(st, 403, data)
+        st, _, data = self.e2b("GET", "/index.html", host, headers={"E2B-Traffic-Access-Token": token})
+        self.assertEqual(st, 200, data)
+        # The token stays on spaced's side: the sandbox's CGI sees every header but that one.
+        self.assertEqual(self.sp.sh(sid, "printf '#!/bin/sh\\necho Content-Type: text/plain\\necho\\nenv\\n' "
+                                         "> /www/cgi-bin/env && chmod 755 /www/cgi-bin/env")["exit_code"], 0)
+        st, _, data = self.e2b("GET", "/cgi-bin/env", host, headers={"e2b-traffic-access-token": token, "X-Seen": "yes"})
+        self.assertEqual(st, 200, data)
+        self.assertIn(b"HTTP_X_SEEN=yes", data)
+        self.assertNotIn(token.encode(), data)
+        self.assertNotIn(b"TRAFFIC", data.upper())
+        st, _, data = raw_request(self.e2b_port, "GET", "/sandboxes/" + sid, headers={"X-API-KEY": key})
+        self.assertEqual(json.loads(data)["network"], {"allowPublicTraffic": False})
 
     def test_paused_sandbox_wakes_on_e2b_traffic_not_on_v1(self):
         sid = self.sp.create()

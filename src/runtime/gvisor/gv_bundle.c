@@ -26,6 +26,8 @@ int gv_bundle_write(const struct gv_driver *gv, const struct sandbox *sb, const 
 {
         char memory[24], cpus[12], path[PATH_MAX], tmp[PATH_MAX + 8];
         uint64_t memory_bytes = sb->resources.memory_mb > 0 ? (uint64_t)sb->resources.memory_mb << 20 : 0;
+        /* SUDO on (docs/isolation.md): setuid binaries work, inside gVisor's own kernel. */
+        bool sudo = json_is_true(json_object_get(json_object_get(sb->environment, "config"), "sudo"));
         unsigned n_cpus = sb->resources.cpus > 1 ? (unsigned)(sb->resources.cpus + 0.999) : 1;
         snprintf(memory, sizeof(memory), "%llu", (unsigned long long)memory_bytes);
         snprintf(cpus, sizeof(cpus), "%u", n_cpus);
@@ -33,7 +35,7 @@ int gv_bundle_write(const struct gv_driver *gv, const struct sandbox *sb, const 
                                     "/dev/.space-agent", "--listen", "/dev/.space/agent.sock", "--memory-bytes", memory, "--cpus",
                                     cpus, "env", "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "cwd", "/",
                                     "user", "uid", 0, "gid", 0, "capabilities", "bounding", kept_caps(), "effective", kept_caps(),
-                                    "permitted", kept_caps(), "noNewPrivileges", 1);
+                                    "permitted", kept_caps(), "noNewPrivileges", !sudo);
         json_t *mounts = json_pack(
                 "[{s:s, s:s, s:s}, {s:s, s:s, s:s, s:[s,s,s]}, o, o]", "destination", "/proc", "type", "proc", "source", "proc",
                 "destination", "/tmp", "type", "tmpfs", "source", "tmpfs", "options", "nosuid", "nodev", "mode=1777",

@@ -229,11 +229,20 @@ static void drop_privileges(const struct ns_child_config *c)
                 data[kept_caps[i] / 32].permitted |= 1u << (kept_caps[i] % 32);
                 data[kept_caps[i] / 32].effective |= 1u << (kept_caps[i] % 32);
         }
+        /* With sudo there is no no_new_privs, so the filter goes in while CAP_SYS_ADMIN of the
+         * sandbox's user namespace is still held (the kernel's other condition for a filter):
+         * it binds every descendant all the same, and nothing can remove it. */
+        if (c->sudo && syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &c->seccomp) < 0)
+                fail(c, "load seccomp filter");
         if (syscall(SYS_capset, &hdr, data) < 0)
                 fail(c, "capset");
+        if (c->sudo)
+                return;
         /* With no_new_privs an exec never gains more than the permitted set above. */
         if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
                 fail(c, "no_new_privs");
+        if (syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &c->seccomp) < 0)
+                fail(c, "load seccomp filter");
 }
 
 /* Closes every inherited descriptor above stderr except the three in keep. */
@@ -363,10 +372,8 @@ int ns_child_main(void *arg)
         if (syscall(SYS_close_range, 6 + NS_PROC_VIEWS, ~0U, 0) < 0)
                 fail(c, "close descriptors");
 
-        /* 6. No way back: no capabilities, no new privileges, a seccomp filter. */
+        /* 6. No way back: no capabilities, no new privileges (but with sudo), a seccomp filter. */
         drop_privileges(c);
-        if (syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &c->seccomp) < 0)
-                fail(c, "load seccomp filter");
 
         char memory[24], cpus[12];
         ns_child_format_uint(memory, sizeof(memory), c->memory_bytes);

@@ -18,6 +18,7 @@ struct ns_child_config {
         bool proc_views;       /* mount the sandbox's own /proc views */
         uint64_t memory_bytes; /* the limits the sandbox's /proc views show (0: none) */
         uint32_t cpus;
+        bool sudo; /* the template's SUDO on: no no_new_privs, so setuid binaries work inside */
         struct sock_fprog seccomp;
 };
 

@@ -303,6 +303,7 @@ static int ns_start(const struct runtime_driver *d, struct sandbox *sb, struct s
                 .proc_views = ns->host.config.proc_views,
                 .memory_bytes = sb->resources.memory_mb > 0 ? (uint64_t)sb->resources.memory_mb << 20 : 0,
                 .cpus = ns_shown_cpus(sb->resources.cpus),
+                .sudo = json_is_true(json_object_get(json_object_get(sb->environment, "config"), "sudo")),
                 .agent_fd = ns->agent_fd,
                 .seccomp = &ns->seccomp_program,
                 .cgroups = ns->host.cgroups,

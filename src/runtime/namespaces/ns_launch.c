@@ -55,8 +55,10 @@ static int listen_socket(const char *path)
 }
 
 /* An idmapped, nosuid, nodev clone of the rootfs subvolume, mapped through the child's user
- * namespace so that host root's files appear owned by root inside. */
-static int idmapped_rootfs(const char *rootfs, pid_t pid)
+ * namespace so that host root's files appear owned by root inside. With sudo the clone is
+ * suid (the pool's own mount stays nosuid): a setuid file there raises its runner to its
+ * owner as the idmap shows it, a uid of the sandbox's range, never a host id outside it. */
+static int idmapped_rootfs(const char *rootfs, pid_t pid, bool sudo)
 {
         char path[64];
         snprintf(path, sizeof(path), "/proc/%d/ns/user", (int)pid);
@@ -67,7 +69,8 @@ static int idmapped_rootfs(const char *rootfs, pid_t pid)
         if (tree < 0)
                 return -errno;
         struct mount_attr attr = {
-                .attr_set = MOUNT_ATTR_IDMAP | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV,
+                .attr_set = MOUNT_ATTR_IDMAP | MOUNT_ATTR_NODEV | (sudo ? 0 : MOUNT_ATTR_NOSUID),
+                .attr_clr = sudo ? MOUNT_ATTR_NOSUID : 0,
                 .userns_fd = (uint64_t)userns,
         };
         if (mount_setattr(tree, "", AT_EMPTY_PATH, &attr, sizeof(attr)) < 0)
@@ -124,6 +127,7 @@ pid_t ns_launch(const struct ns_launch_params *p, int *ret_pidfd, struct space_e
         cfg->proc_views = p->proc_views;
         cfg->memory_bytes = p->memory_bytes;
         cfg->cpus = p->cpus;
+        cfg->sudo = p->sudo;
         cfg->seccomp = *p->seccomp;
         if (mkdir(cfg->root_dir, 0700) < 0 && errno != EEXIST) {
                 space_error_errno(err, errno, "mkdir %s", cfg->root_dir);
@@ -153,7 +157,7 @@ pid_t ns_launch(const struct ns_launch_params *p, int *ret_pidfd, struct space_e
          * OOM-killed the whole sandbox would die. Commands reset this (see space-agent).
          * Best effort: a host that withholds CAP_SYS_RESOURCE from spaced refuses it. */
         write_proc(pid, "oom_score_adj", "-1000\n");
-        tree = idmapped_rootfs(p->rootfs, pid);
+        tree = idmapped_rootfs(p->rootfs, pid, p->sudo);
         if (tree < 0) {
                 space_error_errno(err, tree, "idmapped mount of %s", p->rootfs);
                 goto fail;

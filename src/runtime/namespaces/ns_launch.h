@@ -21,6 +21,7 @@ struct ns_launch_params {
         bool proc_views;         /* mount the sandbox's own /proc views */
         uint64_t memory_bytes;   /* what the sandbox's /proc views show: its limits */
         uint32_t cpus;
+        bool sudo; /* SUDO on: a rootfs without nosuid and no no_new_privs (docs/isolation.md) */
         int agent_fd;
         const struct sock_fprog *seccomp;
         const struct cgroup_manager *cgroups;

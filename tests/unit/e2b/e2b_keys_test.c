@@ -62,6 +62,30 @@ static void test_tokens_name_their_sandbox_and_check(void **state)
         assert_true(e2b_keys_envd_token_sandbox(".abc", id, sizeof(id)) < 0);
 }
 
+/* The traffic token: 64 hex digits, of its sandbox and secret only, never the envd token. */
+static void test_traffic_tokens(void **state)
+{
+        (void)state;
+        unsigned char secret[E2B_TOKEN_SECRET_SIZE], other[E2B_TOKEN_SECRET_SIZE];
+        memset(secret, 7, sizeof(secret));
+        memset(other, 8, sizeof(other));
+        char tok[E2B_TRAFFIC_TOKEN_SIZE], envd[E2B_ENVD_TOKEN_SIZE];
+        assert_int_equal(e2b_keys_traffic_token(secret, "sb-0123456789abcdef", tok, sizeof(tok)), 0);
+        assert_int_equal(strlen(tok), 64);
+        assert_int_equal(strspn(tok, "0123456789abcdef"), 64);
+        assert_true(e2b_keys_traffic_token_ok(secret, "sb-0123456789abcdef", tok));
+        assert_false(e2b_keys_traffic_token_ok(other, "sb-0123456789abcdef", tok));
+        assert_false(e2b_keys_traffic_token_ok(secret, "sb-0123456789abcdee", tok));
+        assert_false(e2b_keys_traffic_token_ok(secret, "sb-0123456789abcdef", NULL));
+        assert_false(e2b_keys_traffic_token_ok(secret, "sb-0123456789abcdef", ""));
+        assert_int_equal(e2b_keys_envd_token(secret, "sb-0123456789abcdef", envd, sizeof(envd)), 0);
+        assert_false(e2b_keys_traffic_token_ok(secret, "sb-0123456789abcdef", envd));
+        assert_null(strstr(envd, tok));
+        tok[10] ^= 1;
+        assert_false(e2b_keys_traffic_token_ok(secret, "sb-0123456789abcdef", tok));
+        assert_true(e2b_keys_traffic_token(secret, "sb-0123456789abcdef", tok, 64) < 0); /* no room for the NUL */
+}
+
 static void test_file_signature_as_sdks_make_it(void **state)
 {
         char sig[64];
@@ -79,6 +103,7 @@ int main(void)
                 cmocka_unit_test(test_space_form),
                 cmocka_unit_test(test_secret_is_made_once_and_kept),
                 cmocka_unit_test(test_tokens_name_their_sandbox_and_check),
+                cmocka_unit_test(test_traffic_tokens),
                 cmocka_unit_test(test_file_signature_as_sdks_make_it),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);

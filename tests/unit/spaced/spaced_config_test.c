@@ -311,14 +311,14 @@ static void test_e2b_front_door(void **state)
         struct spaced_config cfg;
         assert_int_equal(LOAD(&cfg, "--state-dir", "/x"), 0);
         assert_false(cfg.e2b_enabled);
-        assert_string_equal(cfg.e2b_templates, "base=python|busybox");
+        assert_string_equal(cfg.e2b_templates, "base=e2b-base|python|busybox");
         assert_int_equal(LOAD(&cfg, "--e2b-listen", "127.0.0.1:49999", "--e2b-templates", "base=debian,py=python"), 0);
         assert_true(cfg.e2b_enabled);
         assert_string_equal(cfg.e2b_listen_addr, "127.0.0.1");
         assert_int_equal(cfg.e2b_listen_port, 49999);
         assert_string_equal(cfg.e2b_templates, "base=debian,py=python");
         assert_int_equal(LOAD(&cfg, "--e2b-templates", ""), 0);
-        assert_int_equal(LOAD(&cfg, "--e2b-templates", "base=python|busybox,x=debian:v1"), 0);
+        assert_int_equal(LOAD(&cfg, "--e2b-templates", "base=e2b-base|python|busybox,x=debian:v1"), 0);
         const char *bad[] = { "base",     "=busybox", "base=",   "base=a=b",  "base=busy box", "base=busybox,",
                               "a=b,,c=d", "base=|a",  "base=a|", "base=a||b", "ba|se=a" };
         for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)

@@ -96,7 +96,7 @@ static void test_schema_version_and_append_only_audit(void **state)
         store_conformance_audit_rows(&state_store_postgres, st);
         PGresult *res = query(location, "SELECT version FROM space_schema");
         assert_int_equal(PQresultStatus(res), PGRES_TUPLES_OK);
-        assert_string_equal(PQgetvalue(res, 0, 0), "19");
+        assert_string_equal(PQgetvalue(res, 0, 0), "20");
         PQclear(res);
         res = query(location, "UPDATE audit_log SET status = 200");
         assert_int_equal(PQresultStatus(res), PGRES_FATAL_ERROR);

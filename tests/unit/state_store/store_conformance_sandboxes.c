@@ -560,6 +560,25 @@ static void test_idle_policy(void **state)
         sandbox_release(&in);
 }
 
+/* E2B's private ports (allowPublicTraffic false) are kept with the sandbox; the default is
+ * public. */
+static void test_private_ports_round_trip(void **state)
+{
+        struct state_store *st = *state;
+        struct sandbox in = store_fixture_sandbox("sb-private", SANDBOX_CREATING, 1000);
+        in.private_ports = true;
+        assert_int_equal(ops->sandbox_insert(st, &in, NULL), 0);
+        sandbox_release(&in);
+        insert(st, "sb-public", SANDBOX_CREATING, 1001, NULL);
+        struct sandbox sb;
+        assert_int_equal(ops->sandbox_get(st, "sb-private", &sb), 0);
+        assert_true(sb.private_ports);
+        sandbox_release(&sb);
+        assert_int_equal(ops->sandbox_get(st, "sb-public", &sb), 0);
+        assert_false(sb.private_ports);
+        sandbox_release(&sb);
+}
+
 static void test_operation_update_and_duplicate(void **state)
 {
         struct state_store *st = *state;
@@ -736,6 +755,7 @@ int store_conformance_sandboxes(const struct store_backend *b)
                 cmocka_unit_test_setup_teardown(test_set_runtime_and_expiry, store_conformance_open, store_conformance_close),
                 cmocka_unit_test_setup_teardown(test_set_network, store_conformance_open, store_conformance_close),
                 cmocka_unit_test_setup_teardown(test_idle_policy, store_conformance_open, store_conformance_close),
+                cmocka_unit_test_setup_teardown(test_private_ports_round_trip, store_conformance_open, store_conformance_close),
                 cmocka_unit_test_setup_teardown(test_operation_update_and_duplicate, store_conformance_open,
                                                 store_conformance_close),
                 cmocka_unit_test_setup_teardown(test_operation_list_filters, store_conformance_open, store_conformance_close),

@@ -90,6 +90,18 @@ static void test_every_instruction(void **state)
         spacefile_release(&f); /* twice is harmless */
 }
 
+static void test_sudo(void **state)
+{
+        struct spacefile f = parse_ok("FROM busybox\nsudo ON\nSUDO off\n");
+        assert_int_equal(f.nsteps, 3);
+        assert_int_equal(f.steps[1].kind, SPACEFILE_SUDO);
+        assert_string_equal(f.steps[1].value, "ON");
+        assert_string_equal(f.steps[1].text, "SUDO ON");
+        assert_string_equal(f.steps[2].value, "off");
+        assert_string_equal(spacefile_kind_name(SPACEFILE_SUDO), "SUDO");
+        spacefile_release(&f);
+}
+
 static void test_labels(void **state)
 {
         struct spacefile f = parse_ok("FROM busybox\nLABEL a.b/c=1 d=\"e f\"\n");
@@ -190,6 +202,8 @@ static void test_errors_name_the_line(void **state)
                 { "FROM a\nIDLE 99999999999999999999\n", 2, "IDLE takes seconds" },
                 { "FROM a\nIDLE 60 destroy\n", 2, "hibernate or stop" },
                 { "FROM a\nIDLE 60 stop now\n", 2, "IDLE takes seconds" },
+                { "FROM a\nSUDO maybe\n", 2, "SUDO takes on or off" },
+                { "FROM a\nSUDO on off\n", 2, "SUDO takes on or off" },
                 { "FROM a\n\n\nRUN x \\\n y\nBOGUS\n", 6, "BOGUS" },
         };
         for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
@@ -226,6 +240,7 @@ int main(void)
                 cmocka_unit_test(test_every_instruction),
                 cmocka_unit_test(test_labels),
                 cmocka_unit_test(test_idle),
+                cmocka_unit_test(test_sudo),
                 cmocka_unit_test(test_continuations_and_comments),
                 cmocka_unit_test(test_the_text_is_canonical),
                 cmocka_unit_test(test_run_json_that_is_not_an_array_is_shell),
