@@ -273,8 +273,7 @@ int sandbox_op_restore(struct spaced_context *ctx, struct operation *op, struct 
         if (sandbox_step_load(ctx, op->target, &sb, err) < 0)
                 goto out_params;
         if (sb.state != SANDBOX_RESTORING) {
-                space_error_set(err, SPACE_E_INVALID_STATE, "sandbox %s is %s, not restoring", sb.id,
-                                sandbox_state_name(sb.state));
+                sandbox_step_wrong_state(&sb, "restore", err);
                 goto out;
         }
         const struct runtime_driver *d = runtime_registry_for(&ctx->runtimes, &sb, err);

@@ -269,6 +269,17 @@ static int submit(struct spaced_context *ctx, const char *id, enum sandbox_actio
         return 0;
 }
 
+void sandbox_step_wrong_state(const struct sandbox *sb, const char *expected, struct space_error *err)
+{
+        if (sb->state == SANDBOX_DESTROYING || sb->state == SANDBOX_DESTROYED)
+                space_error_set(err, SPACE_E_INVALID_STATE,
+                                "sandbox %s was destroyed before its %s ran: the destroy accepted after it supersedes it", sb->id,
+                                expected);
+        else
+                space_error_set(err, SPACE_E_INVALID_STATE, "sandbox %s is %s, not %s", sb->id, sandbox_state_name(sb->state),
+                                expected);
+}
+
 int sandbox_step_load(struct spaced_context *ctx, const char *id, struct sandbox *sb, struct space_error *err)
 {
         int r = STORE(ctx, sandbox_get, id, sb);
@@ -402,8 +413,7 @@ int sandbox_op_create(struct spaced_context *ctx, struct operation *op, struct s
                 return -1;
         int r = -1;
         if (sb.state != SANDBOX_CREATING) {
-                space_error_set(err, SPACE_E_INVALID_STATE, "sandbox %s is %s, not creating", sb.id,
-                                sandbox_state_name(sb.state));
+                sandbox_step_wrong_state(&sb, "create", err);
                 goto out;
         }
         /* From its template, or from the snapshot it was created from. */
@@ -448,8 +458,7 @@ int sandbox_op_start(struct spaced_context *ctx, struct operation *op, struct sp
                 return -1;
         int r = -1;
         if (sb.state != SANDBOX_STARTING) {
-                space_error_set(err, SPACE_E_INVALID_STATE, "sandbox %s is %s, not starting", sb.id,
-                                sandbox_state_name(sb.state));
+                sandbox_step_wrong_state(&sb, "start", err);
         } else if (sandbox_step_launch(ctx, &sb, err) < 0) {
                 struct space_error ignored;
                 char reason[300];
@@ -475,8 +484,7 @@ int sandbox_op_stop(struct spaced_context *ctx, struct operation *op, struct spa
                 return -1;
         int r = -1;
         if (sb.state != SANDBOX_STOPPING)
-                space_error_set(err, SPACE_E_INVALID_STATE, "sandbox %s is %s, not stopping", sb.id,
-                                sandbox_state_name(sb.state));
+                sandbox_step_wrong_state(&sb, "stop", err);
         else if ((d = runtime_registry_for(&ctx->runtimes, &sb, err)) && d->ops->stop(d, &sb, err) == 0) {
                 sandbox_network_forget(ctx, &sb);
                 struct sandbox_settlement stopped = { .from_mask = M(SANDBOX_STOPPING),

@@ -52,6 +52,11 @@ int sandbox_op_destroy(struct spaced_context *ctx, struct operation *op, struct 
 
 /* Steps shared with sandbox_history.c. */
 int sandbox_step_load(struct spaced_context *ctx, const char *id, struct sandbox *sb, struct space_error *err);
+/* The error of a step whose sandbox is not in the state the step moves it from (expected:
+ * "creating", "restoring", ...). When a destroy accepted after the step has superseded it
+ * (the sandbox is destroying or destroyed) the message says so: nothing failed but the
+ * order of the calls. */
+void sandbox_step_wrong_state(const struct sandbox *sb, const char *expected, struct space_error *err);
 /* Compare-and-set of the state; invalid_state if another change came first. */
 int sandbox_step_move(struct spaced_context *ctx, const char *id, unsigned from, enum sandbox_state to, const char *reason,
                       struct space_error *err);

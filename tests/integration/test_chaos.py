@@ -911,6 +911,13 @@ class Chaos:
         state_dir = sp.state_dir
         # ---- operations
         unfinished, failed = [], collections.Counter()
+        # A destroy accepted while an earlier operation on its sandbox waits or runs
+        # supersedes it: that operation fails saying the sandbox is being destroyed, which
+        # is the answer it owes, not a re-run into its own finished work.
+        destroys = collections.defaultdict(list)
+        for seq, kind, target in self.ops.values():
+            if kind == "destroy":
+                destroys[target].append(seq)
         for op_id, (seq, kind, target) in self.ops.items():
             st, op = self.call("GET", "/v1/operations/" + op_id, what="get-op")
             if st != 200:
@@ -923,7 +930,12 @@ class Chaos:
                 if not err.get("code"):
                     self.problem("failed operation without an error: %r" % op)
                 failed[(op["kind"], err.get("code"))] += 1
-                if any(", not " + t in (err.get("message") or "") for t in TRANSIENT):
+                message = err.get("message") or ""
+                if (kind != "destroy" and err.get("code") == "invalid_state" and "destroy" in message
+                        and any(d >= seq for d in destroys[target])):
+                    self.stats["superseded by a later destroy"] += 1
+                    continue
+                if any(", not " + t in message for t in TRANSIENT):
                     self.problem("operation %s %s of %s re-ran into work already done: %s" % (
                         op_id, op["kind"], op["target"], err.get("message")))
                 if kind == "create_from_snapshot":
