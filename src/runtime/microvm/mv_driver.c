@@ -289,7 +289,13 @@ int mv_launch_vm(const struct runtime_driver *d, struct sandbox *sb, const struc
         if (mkdir(dir, 0700) < 0 && errno != EEXIST)
                 return space_error_errno(err, errno, "mkdir %s", dir);
         /* QEMU opens the disk before it drops to its user; the run dir stays root's */
-        if ((r = mv->host.cgroups->ops->create(mv->host.cgroups, sb->id, &sb->resources)) < 0) {
+        /* The cgroup holds QEMU, not only the guest: its limit is the guest's RAM plus the
+         * VMM's own memory (devices, TCG's translation cache, the buffers of a memory
+         * snapshot's migration), else saving a guest that touched its RAM is an OOM kill. */
+        struct sandbox_resources limits = sb->resources;
+        if (limits.memory_mb > 0)
+                limits.memory_mb += MV_VMM_OVERHEAD_MB;
+        if ((r = mv->host.cgroups->ops->create(mv->host.cgroups, sb->id, &limits)) < 0) {
                 space_error_errno(err, -r, "create cgroup");
                 goto fail;
         }

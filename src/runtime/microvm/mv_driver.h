@@ -2,6 +2,9 @@
  * directory. Private to src/runtime/microvm/. */
 #pragma once
 
+/* What a sandbox's cgroup allows QEMU beyond the guest's RAM (mv_driver.c). */
+#define MV_VMM_OVERHEAD_MB 256
+
 #include <limits.h>
 #include <stdbool.h>
 #include <sys/types.h>
