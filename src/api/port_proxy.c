@@ -368,3 +368,19 @@ void port_proxy_abort(struct port_proxy *p)
         sandbox_ports_close(&p->up);
         free(p);
 }
+
+int port_proxy_sink_write(void *state, const char *data, size_t len)
+{
+        return port_proxy_write(state, data, len);
+}
+
+void port_proxy_sink_finish(void *state, struct api_request *req, struct api_response *resp)
+{
+        (void)req;
+        port_proxy_finish(state, resp);
+}
+
+void port_proxy_sink_abort(void *state)
+{
+        port_proxy_abort(state);
+}

@@ -51,6 +51,12 @@ void port_proxy_finish(struct port_proxy *p, struct api_response *resp);
 /* The client went away: closes and frees. Accepts NULL. */
 void port_proxy_abort(struct port_proxy *p);
 
+/* The three of them in an upload sink's shape (api_upload_sink: state is the proxy), shared
+ * by every sink that streams a request through a proxy (port_routes.c, node_forward.c). */
+int port_proxy_sink_write(void *state, const char *data, size_t len);
+void port_proxy_sink_finish(void *state, struct api_request *req, struct api_response *resp);
+void port_proxy_sink_abort(void *state);
+
 /* The part of a raw request target (http_listener_raw_uri) after its first `segments`
  * segments, as the sandbox's server gets it: "/" and the query when nothing follows them.
  * -1 when raw is not a path or the tail does not fit in size. */

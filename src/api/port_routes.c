@@ -42,20 +42,5 @@ static int sink_begin(struct api_request *req, void **ret_state, struct space_er
         return 0;
 }
 
-static int sink_write(void *state, const char *data, size_t len)
-{
-        return port_proxy_write(state, data, len);
-}
-
-static void sink_finish(void *state, struct api_request *req, struct api_response *resp)
-{
-        (void)req;
-        port_proxy_finish(state, resp);
-}
-
-static void sink_abort(void *state)
-{
-        port_proxy_abort(state);
-}
-
-const struct api_upload_sink port_proxy_sink = { sink_begin, sink_write, sink_finish, sink_abort };
+const struct api_upload_sink port_proxy_sink = { sink_begin, port_proxy_sink_write, port_proxy_sink_finish,
+                                                 port_proxy_sink_abort };
